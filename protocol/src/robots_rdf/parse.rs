@@ -1,0 +1,418 @@
+//! Reading robots.rdf, strictly and within limits.
+
+use super::{Channel, Extensions, RdfItem, RobotsRdf, UpdatePeriod};
+use crate::dates::parse_w3cdtf;
+use crate::error::{Format, ParseError, excerpt};
+use crate::namespaces::Ns;
+use crate::validator::EntityTag;
+use crate::xml_read::{Node, ShapeLimits, XmlCursor, attr};
+use chrono::{DateTime, Utc};
+use std::collections::HashSet;
+use url::Url;
+
+/// Bounds on a robots.rdf a parser accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RdfLimits {
+    /// Largest document in bytes.
+    pub max_bytes: u64,
+    /// Most items.
+    pub max_items: usize,
+}
+
+impl Default for RdfLimits {
+    /// 512 MiB and two million items: about five times what a million-file site produces.
+    fn default() -> Self {
+        RdfLimits {
+            max_bytes: 512 << 20,
+            max_items: 2_000_000,
+        }
+    }
+}
+
+const FORMAT: Format = Format::RobotsRdf;
+
+fn bad(context: &str, field: &'static str, value: &str, reason: impl ToString) -> ParseError {
+    ParseError::BadValue {
+        format: FORMAT,
+        context: context.to_string(),
+        field,
+        value: excerpt(value),
+        reason: reason.to_string(),
+    }
+}
+
+fn parse_url(context: &str, field: &'static str, text: &str) -> Result<Url, ParseError> {
+    Url::parse(text.trim()).map_err(|e| bad(context, field, text, e))
+}
+
+fn parse_date(context: &str, field: &'static str, text: &str) -> Result<DateTime<Utc>, ParseError> {
+    parse_w3cdtf(text).map_err(|e| bad(context, field, text, e))
+}
+
+#[derive(Default)]
+struct ChannelDraft {
+    about: Option<Url>,
+    title: Option<String>,
+    link: Option<Url>,
+    description: Option<String>,
+    date: Option<DateTime<Utc>>,
+    update_period: Option<UpdatePeriod>,
+    update_frequency: Option<u32>,
+    update_base: Option<DateTime<Utc>>,
+    changes: Option<Url>,
+    hub: Option<Url>,
+    seq: Option<u64>,
+}
+
+struct ItemDraft {
+    about: Option<Url>,
+    title: String,
+    link: Option<String>,
+    modified: Option<DateTime<Utc>>,
+    size: Option<u64>,
+    content_type: Option<String>,
+    etag: Option<EntityTag>,
+    delta: Option<Url>,
+    extensions: Extensions,
+}
+
+enum Section {
+    Outside,
+    Channel,
+    Item(Box<ItemDraft>),
+    Other,
+}
+
+/// Parses a robots.rdf document. Unknown elements (RSS 1.0 `image`, `textinput`, other
+/// modules) are skipped; every `item` must appear in the channel's `rdf:Seq` and vice versa.
+pub fn parse(bytes: &[u8], limits: &RdfLimits) -> Result<RobotsRdf, ParseError> {
+    if bytes.len() as u64 > limits.max_bytes {
+        return Err(ParseError::Limit {
+            format: FORMAT,
+            what: "document size in bytes",
+            limit: limits.max_bytes,
+        });
+    }
+    let mut cursor = XmlCursor::new(
+        bytes,
+        FORMAT,
+        ShapeLimits {
+            max_depth: 32,
+            max_text: 1 << 20,
+        },
+    );
+    let mut channel: Option<ChannelDraft> = None;
+    let mut items: Vec<RdfItem> = Vec::new();
+    let mut seq: Vec<String> = Vec::new();
+    let mut section = Section::Outside;
+    let mut channel_count = 0usize;
+
+    loop {
+        match cursor.next_node()? {
+            Node::End => break,
+            Node::Open {
+                ns,
+                ns_uri,
+                local,
+                attrs,
+                depth,
+            } => match depth {
+                1 if !(ns == Ns::Rdf && local == "RDF") => {
+                    return Err(ParseError::WrongRoot {
+                        format: FORMAT,
+                        found: local.to_string(),
+                        found_ns: ns_uri.to_string(),
+                        expected: "<rdf:RDF> in http://www.w3.org/1999/02/22-rdf-syntax-ns#",
+                    });
+                }
+                2 => {
+                    section = match (ns, local) {
+                        (Ns::Rss1, "channel") => {
+                            channel_count += 1;
+                            if channel_count > 1 {
+                                return Err(ParseError::Inconsistent {
+                                    format: FORMAT,
+                                    message: "more than one <channel>".into(),
+                                });
+                            }
+                            let mut draft = ChannelDraft::default();
+                            if let Some(about) = attr(attrs, Some(Ns::Rdf), "about") {
+                                draft.about = Some(parse_url("channel", "rdf:about", about)?);
+                            }
+                            channel = Some(draft);
+                            Section::Channel
+                        }
+                        (Ns::Rss1, "item") => {
+                            if items.len() >= limits.max_items {
+                                return Err(ParseError::Limit {
+                                    format: FORMAT,
+                                    what: "number of items",
+                                    limit: limits.max_items as u64,
+                                });
+                            }
+                            let context = format!("item {}", items.len() + 1);
+                            let about = match attr(attrs, Some(Ns::Rdf), "about") {
+                                Some(a) => Some(parse_url(&context, "rdf:about", a)?),
+                                None => None,
+                            };
+                            Section::Item(Box::new(ItemDraft {
+                                about,
+                                title: String::new(),
+                                link: None,
+                                modified: None,
+                                size: None,
+                                content_type: None,
+                                etag: None,
+                                delta: None,
+                                extensions: Extensions::default(),
+                            }))
+                        }
+                        _ => {
+                            cursor.skip_element()?;
+                            Section::Other
+                        }
+                    }
+                }
+                3 => {
+                    let resource = attr(attrs, Some(Ns::Rdf), "resource");
+                    match (&mut section, ns, local) {
+                        (Section::Channel, Ns::Webcoop, "changes") => {
+                            if let (Some(c), Some(r)) = (channel.as_mut(), resource) {
+                                c.changes = Some(parse_url("channel", "wc:changes", r)?);
+                            }
+                        }
+                        (Section::Channel, Ns::Webcoop, "hub") => {
+                            if let (Some(c), Some(r)) = (channel.as_mut(), resource) {
+                                c.hub = Some(parse_url("channel", "wc:hub", r)?);
+                            }
+                        }
+                        (Section::Item(item), Ns::Webcoop, "delta") => {
+                            if let Some(r) = resource {
+                                let context = format!("item {}", items.len() + 1);
+                                item.delta = Some(parse_url(&context, "wc:delta", r)?);
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                5 if matches!(section, Section::Channel) && ns == Ns::Rdf && local == "li" => {
+                    let resource = attr(attrs, Some(Ns::Rdf), "resource")
+                        .or_else(|| attr(attrs, None, "resource"))
+                        .ok_or_else(|| ParseError::Missing {
+                            format: FORMAT,
+                            context: format!("rdf:li {}", seq.len() + 1),
+                            missing: "rdf:resource",
+                        })?;
+                    if seq.len() >= limits.max_items {
+                        return Err(ParseError::Limit {
+                            format: FORMAT,
+                            what: "number of items",
+                            limit: limits.max_items as u64,
+                        });
+                    }
+                    seq.push(resource.trim().to_string());
+                }
+                _ => {}
+            },
+            Node::Close {
+                ns,
+                local,
+                text,
+                depth,
+            } => match depth {
+                2 => {
+                    if let Section::Item(draft) = std::mem::replace(&mut section, Section::Outside)
+                    {
+                        items.push(finish_item(*draft, items.len() + 1)?);
+                    }
+                }
+                3 => match &mut section {
+                    Section::Channel => {
+                        if let Some(c) = channel.as_mut() {
+                            channel_field(c, ns, local, text)?;
+                        }
+                    }
+                    Section::Item(item) => item_field(item, ns, local, text, items.len() + 1)?,
+                    _ => {}
+                },
+                _ => {}
+            },
+        }
+    }
+
+    let draft = channel.ok_or_else(|| ParseError::Missing {
+        format: FORMAT,
+        context: "rdf:RDF".into(),
+        missing: "<channel>",
+    })?;
+    let channel = finish_channel(draft)?;
+    check_table_of_contents(&seq, &items)?;
+    Ok(RobotsRdf { channel, items })
+}
+
+fn channel_field(c: &mut ChannelDraft, ns: Ns, local: &str, text: &str) -> Result<(), ParseError> {
+    match (ns, local) {
+        (Ns::Rss1, "title") => c.title = Some(text.to_string()),
+        (Ns::Rss1, "link") => c.link = Some(parse_url("channel", "<link>", text)?),
+        (Ns::Rss1, "description") => c.description = Some(text.to_string()),
+        (Ns::Dc, "date") => c.date = Some(parse_date("channel", "<dc:date>", text)?),
+        (Ns::Sy, "updatePeriod") => {
+            c.update_period = Some(
+                text.parse()
+                    .map_err(|e: String| bad("channel", "<sy:updatePeriod>", text, e))?,
+            )
+        }
+        (Ns::Sy, "updateFrequency") => {
+            let n: u32 = text
+                .trim()
+                .parse()
+                .map_err(|e| bad("channel", "<sy:updateFrequency>", text, e))?;
+            if n == 0 {
+                return Err(bad(
+                    "channel",
+                    "<sy:updateFrequency>",
+                    text,
+                    "must be a positive integer",
+                ));
+            }
+            c.update_frequency = Some(n);
+        }
+        (Ns::Sy, "updateBase") => {
+            c.update_base = Some(parse_date("channel", "<sy:updateBase>", text)?)
+        }
+        (Ns::Webcoop, "seq") => {
+            c.seq = Some(
+                text.trim()
+                    .parse()
+                    .map_err(|e| bad("channel", "<wc:seq>", text, e))?,
+            )
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+fn item_field(
+    item: &mut ItemDraft,
+    ns: Ns,
+    local: &str,
+    text: &str,
+    index: usize,
+) -> Result<(), ParseError> {
+    let context = || format!("item {index}");
+    match (ns, local) {
+        (Ns::Rss1, "title") => item.title = text.to_string(),
+        (Ns::Rss1, "link") => item.link = Some(text.trim().to_string()),
+        // dc:date is the RSS 1.0 convention; dcterms:modified and the thesis's dc:modified
+        // are read too, so listings from other generators work.
+        (Ns::Dc, "date") | (Ns::DcTerms, "modified") | (Ns::Dc, "modified") => {
+            item.modified = Some(parse_date(&context(), "<dc:date>", text)?)
+        }
+        (Ns::Dc, "format") => item.content_type = Some(text.trim().to_string()),
+        (Ns::Webcoop, "size") => {
+            item.size = Some(
+                text.trim()
+                    .parse()
+                    .map_err(|e| bad(&context(), "<wc:size>", text, e))?,
+            )
+        }
+        (Ns::Webcoop, "etag") => {
+            item.etag = Some(
+                text.parse()
+                    .map_err(|e| bad(&context(), "<wc:etag>", text, e))?,
+            )
+        }
+        (Ns::Webcoop, "delta") => {}
+        (Ns::Webcoop, name) => {
+            // Unknown wc: elements are kept; a reserved name in the wrong place is dropped.
+            let _ = item.extensions.insert(name, text);
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+fn finish_channel(d: ChannelDraft) -> Result<Channel, ParseError> {
+    let missing = |what| ParseError::Missing {
+        format: FORMAT,
+        context: "channel".into(),
+        missing: what,
+    };
+    Ok(Channel {
+        about: d.about.ok_or_else(|| missing("rdf:about"))?,
+        title: d.title.unwrap_or_default(),
+        link: d.link.ok_or_else(|| missing("<link>"))?,
+        description: d.description.unwrap_or_default(),
+        date: d.date,
+        update_period: d.update_period.unwrap_or(UpdatePeriod::Daily),
+        update_frequency: d.update_frequency.unwrap_or(1),
+        update_base: d.update_base,
+        changes: d.changes,
+        hub: d.hub,
+        seq: d.seq,
+    })
+}
+
+fn finish_item(d: ItemDraft, index: usize) -> Result<RdfItem, ParseError> {
+    let context = format!("item {index}");
+    let url = match (d.about, d.link) {
+        (Some(about), _) => about,
+        (None, Some(link)) => parse_url(&context, "<link>", &link)?,
+        (None, None) => {
+            return Err(ParseError::Missing {
+                format: FORMAT,
+                context,
+                missing: "rdf:about",
+            });
+        }
+    };
+    let modified = d.modified.ok_or_else(|| ParseError::Missing {
+        format: FORMAT,
+        context: format!("item {index} ({url})"),
+        missing: "<dc:date>",
+    })?;
+    Ok(RdfItem {
+        url,
+        title: d.title,
+        modified,
+        size: d.size,
+        content_type: d.content_type,
+        etag: d.etag,
+        delta: d.delta,
+        extensions: d.extensions,
+    })
+}
+
+/// RSS 1.0 requires the channel's `rdf:Seq` to list the items. Our writer lists them in the
+/// same order, which is checked in one pass; other orders fall back to set comparison.
+fn check_table_of_contents(seq: &[String], items: &[RdfItem]) -> Result<(), ParseError> {
+    let mut present: HashSet<&str> = HashSet::with_capacity(items.len());
+    if let Some(dup) = items.iter().find(|i| !present.insert(i.url.as_str())) {
+        return Err(ParseError::Inconsistent {
+            format: FORMAT,
+            message: format!("item {} appears twice", dup.url),
+        });
+    }
+    if seq.len() == items.len() && seq.iter().zip(items).all(|(s, i)| s == i.url.as_str()) {
+        return Ok(());
+    }
+    let normalise = |s: &String| {
+        Url::parse(s)
+            .map(String::from)
+            .unwrap_or_else(|_| s.clone())
+    };
+    let listed: HashSet<String> = seq.iter().map(normalise).collect();
+    if let Some(item) = items.iter().find(|i| !listed.contains(i.url.as_str())) {
+        return Err(ParseError::Inconsistent {
+            format: FORMAT,
+            message: format!("item {} is not listed in the channel's rdf:Seq", item.url),
+        });
+    }
+    if let Some(url) = listed.iter().find(|u| !present.contains(u.as_str())) {
+        return Err(ParseError::Inconsistent {
+            format: FORMAT,
+            message: format!("rdf:Seq lists {url}, which has no <item>"),
+        });
+    }
+    Ok(())
+}

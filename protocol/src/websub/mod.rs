@@ -1,0 +1,15 @@
+//! WebSub (W3C Recommendation, 23 January 2018): the parameters of subscription requests and
+//! verification of intent, lease policy, and authenticated content distribution
+//! (`X-Hub-Signature`).
+//!
+//! Hub and subscriber both use these types, so each side checks the other's messages exactly
+//! as it builds its own.
+
+mod signature;
+mod subscription;
+
+pub use signature::{SignatureAlgorithm, SignatureError, sign, verify};
+pub use subscription::{
+    CallbackQuery, Challenge, Denial, IntentVerification, LeasePolicy, MAX_SECRET_BYTES, Mode,
+    SubscriptionRequest, WebSubError,
+};

@@ -1,0 +1,7 @@
+//! webcoop: the workspace's root package.
+//!
+//! It holds what spans the agent and the crawler: the cross-crate integration tests in
+//! `tests/`, runnable `examples/`, and [`testkit`], which finds and runs the real outside
+//! components those tests use (Python reference clients, GNU patch, zstd, nginx).
+
+pub mod testkit;

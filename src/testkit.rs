@@ -1,0 +1,84 @@
+//! Finding the real outside components the tests run: the Python reference clients' venv and
+//! command-line tools such as GNU `patch` and `zstd`.
+//!
+//! `scripts/test.sh` installs them and sets `WEBCOOP_REQUIRE_TOOLS=1`, which turns a missing
+//! tool into a test failure. A plain `cargo test` on a machine without them skips those checks
+//! with a message on stderr instead, so the rest of the suite still runs.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The workspace root (where the README and `scripts/` are).
+pub fn workspace_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Whether missing tools fail the tests (set by `scripts/test.sh`).
+pub fn tools_required() -> bool {
+    std::env::var_os("WEBCOOP_REQUIRE_TOOLS").is_some_and(|v| v != "0" && !v.is_empty())
+}
+
+fn unavailable(what: &str, hint: &str) -> Option<PathBuf> {
+    if tools_required() {
+        panic!("{what} is required (WEBCOOP_REQUIRE_TOOLS is set) but not available: {hint}");
+    }
+    eprintln!("SKIPPED: {what} is not available ({hint}); run scripts/test.sh to install it");
+    None
+}
+
+/// The Python interpreter of the reference-client venv: `$WEBCOOP_PYTHON`, or
+/// `target/refvenv/bin/python` as `scripts/test.sh` creates it.
+pub fn reference_python() -> Option<PathBuf> {
+    let candidate = std::env::var_os("WEBCOOP_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target/refvenv/bin/python"));
+    if candidate.is_file() {
+        Some(candidate)
+    } else {
+        unavailable(
+            "the Python reference-client venv",
+            &format!("{} does not exist", candidate.display()),
+        )
+    }
+}
+
+/// A command-line tool on the PATH (e.g. `patch`, `zstd`, `nginx`).
+pub fn tool(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let extra = [PathBuf::from("/usr/sbin"), PathBuf::from("/sbin")];
+    std::env::split_paths(&path)
+        .chain(extra)
+        .map(|dir| dir.join(name))
+        .find(|p| p.is_file())
+        .or_else(|| unavailable(name, "not found on PATH"))
+}
+
+/// A reference script in `tests/reference/`.
+pub fn reference_script(name: &str) -> PathBuf {
+    workspace_root().join("tests/reference").join(name)
+}
+
+/// Runs a command and returns its output, failing the test with its stderr when it fails.
+pub fn run_ok(command: &mut Command) -> Output {
+    let output = command
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {command:?}: {e}"));
+    assert!(
+        output.status.success(),
+        "{command:?} failed with {}:\nstdout: {}\nstderr: {}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+/// Runs a Python reference script with arguments; returns its stdout.
+pub fn run_reference(python: &Path, script: &str, args: &[&std::ffi::OsStr]) -> String {
+    let output = run_ok(
+        Command::new(python)
+            .arg(reference_script(script))
+            .args(args),
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
