@@ -2,6 +2,8 @@
 //!
 //! It holds what spans the agent and the crawler: the cross-crate integration tests in
 //! `tests/`, runnable `examples/`, and [`testkit`], which finds and runs the real outside
-//! components those tests use (Python reference clients, GNU patch, zstd, nginx).
+//! components those tests use (Python reference clients, GNU patch, zstd), and [`servers`],
+//! which runs real servers (nginx) on loopback.
 
+pub mod servers;
 pub mod testkit;

@@ -29,6 +29,51 @@ pub fn format_w3cdtf(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::AutoSi, true)
 }
 
+/// Appends `t` as W3C-DTF (same output as [`format_w3cdtf`]) without allocating: the
+/// writers call this once per item of documents with hundreds of thousands of items.
+pub fn push_w3cdtf(out: &mut String, t: DateTime<Utc>) {
+    use chrono::Timelike;
+    let year = t.year();
+    if !(0..=9999).contains(&year) {
+        out.push_str(&format_w3cdtf(t));
+        return;
+    }
+    let two = |out: &mut String, n: u32| {
+        out.push(char::from(b'0' + (n / 10) as u8));
+        out.push(char::from(b'0' + (n % 10) as u8));
+    };
+    let y = year as u32;
+    two(out, y / 100);
+    two(out, y % 100);
+    out.push('-');
+    two(out, t.month());
+    out.push('-');
+    two(out, t.day());
+    out.push('T');
+    two(out, t.hour());
+    out.push(':');
+    two(out, t.minute());
+    out.push(':');
+    // A leap second is stored as 59 s + 1e9 ns.
+    let nanos = t.nanosecond();
+    two(out, t.second() + nanos / 1_000_000_000);
+    let frac = nanos % 1_000_000_000;
+    if frac != 0 {
+        // Same digits as chrono's AutoSi: milli, micro or nanoseconds.
+        let (value, width) = if frac.is_multiple_of(1_000_000) {
+            (frac / 1_000_000, 3)
+        } else if frac.is_multiple_of(1_000) {
+            (frac / 1_000, 6)
+        } else {
+            (frac, 9)
+        };
+        out.push('.');
+        let digits = format!("{value:0width$}");
+        out.push_str(&digits);
+    }
+    out.push('Z');
+}
+
 /// Parses every granularity of the W3C-DTF profile of ISO 8601: `YYYY`, `YYYY-MM`, `YYYY-MM-DD`,
 /// `YYYY-MM-DDThh:mmTZD`, `YYYY-MM-DDThh:mm:ssTZD` and `YYYY-MM-DDThh:mm:ss.sTZD`, where TZD is
 /// `Z` or `+hh:mm`/`-hh:mm`. Dates without a time are midnight UTC. Surrounding whitespace is
@@ -275,6 +320,22 @@ mod tests {
         let t = utc("2026-11-21T10:00:00.25Z");
         assert_eq!(format_w3cdtf(t), "2026-11-21T10:00:00.250Z");
         assert_eq!(parse_w3cdtf(&format_w3cdtf(t)).unwrap(), t);
+    }
+
+    #[test]
+    fn push_w3cdtf_matches_format_w3cdtf() {
+        for s in [
+            "2026-11-21T10:00:00Z",
+            "0999-01-02T03:04:05Z",
+            "2026-11-21T10:00:00.25Z",
+            "2026-11-21T10:00:00.000001Z",
+            "2026-11-21T10:00:00.123456789Z",
+        ] {
+            let t = utc(s);
+            let mut out = String::new();
+            push_w3cdtf(&mut out, t);
+            assert_eq!(out, format_w3cdtf(t), "{s}");
+        }
     }
 
     #[test]

@@ -10,11 +10,13 @@
 //! - [`delta`]: RFC 9842 `dcz` deltas, unified diffs and change summaries;
 //! - [`websub`]: WebSub subscription parameters, verification of intent, `X-Hub-Signature`;
 //! - [`validator`] and [`dates`]: entity tags, digests, W3C-DTF and HTTP dates;
-//! - [`sniff`]: which of these a document is.
+//! - [`sniff`]: which of these a document is;
+//! - [`clock`]: the time every scheduling component takes (real, scaled or manual).
 //!
 //! `docs/PROTOCOL.md` describes the same contract for implementers in other languages.
 
 pub mod changes_feed;
+pub mod clock;
 pub mod compression;
 pub mod dates;
 pub mod delta;

@@ -29,6 +29,11 @@ impl Sha256Digest {
         }
     }
 
+    /// Appends the characters of [`Sha256Digest::etag`] between its quotes, without allocating.
+    pub fn push_etag_tag(&self, out: &mut String) {
+        URL_SAFE_NO_PAD.encode_string(self.0, out);
+    }
+
     /// The digest an entity tag of ours carries, if it is one of ours.
     pub fn from_etag(etag: &EntityTag) -> Option<Self> {
         let bytes = URL_SAFE_NO_PAD.decode(etag.tag.as_bytes()).ok()?;
@@ -67,6 +72,22 @@ impl Sha256Digest {
 impl fmt::Debug for Sha256Digest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "Sha256Digest({})", self.to_hex())
+    }
+}
+
+/// SHA-256 over data that arrives in pieces (files too large to hold in memory).
+#[derive(Debug, Clone, Default)]
+pub struct Sha256Stream(Sha256);
+
+impl Sha256Stream {
+    /// Adds bytes.
+    pub fn update(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+
+    /// The digest of everything added.
+    pub fn finish(self) -> Sha256Digest {
+        Sha256Digest(self.0.finalize().into())
     }
 }
 
@@ -294,6 +315,14 @@ mod tests {
         for bad in ["", "a", "\"a\" \"b\"", "\"a", ","] {
             assert!(IfNoneMatch::parse(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn streamed_digest_equals_one_shot() {
+        let mut s = Sha256Stream::default();
+        s.update(b"hel");
+        s.update(b"lo");
+        assert_eq!(s.finish(), Sha256Digest::of(b"hello"));
     }
 
     #[test]

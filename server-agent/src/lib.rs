@@ -1,1 +1,16 @@
-//! webcoop-agent
+//! webcoop-agent: runs beside Apache or nginx, keeps an exact inventory of a docroot's public
+//! files and publishes what changed (robots.rdf, sitemaps, a changes feed).
+//!
+//! The `webcoop-agent` binary is a thin shell over [`agent::Agent`].
+
+pub mod agent;
+pub mod config;
+pub mod content_type;
+pub mod debounce;
+pub mod inventory;
+pub mod privacy;
+pub mod publish;
+pub mod scan;
+pub mod store;
+pub mod urls;
+pub mod watch;

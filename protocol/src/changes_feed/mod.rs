@@ -54,7 +54,7 @@ pub struct Resync {
 }
 
 /// What happened to a resource.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ChangeKind {
     /// It appeared.
     Created,

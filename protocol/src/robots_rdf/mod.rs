@@ -12,8 +12,8 @@ mod write;
 
 pub use parse::{RdfLimits, parse};
 pub use write::{
-    ITEM_FRAGMENT_HINT, write, write_channel_end, write_head, write_item, write_seq_entry,
-    write_tail,
+    ITEM_FRAGMENT_HINT, ItemRef, ValidatorRef, write, write_channel_end, write_head, write_item,
+    write_item_ref, write_seq_entry, write_seq_entry_str, write_tail,
 };
 
 use crate::validator::EntityTag;

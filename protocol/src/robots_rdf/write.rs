@@ -4,10 +4,12 @@
 //! `tail`. A single changed resource changes one item fragment (and, when a URL appears or goes,
 //! one seq entry), so the agent re-renders only those and concatenates.
 
-use super::{Channel, RdfItem, RobotsRdf};
-use crate::dates::format_w3cdtf;
+use super::{Channel, Extensions, RdfItem, RobotsRdf};
+use crate::dates::{format_w3cdtf, push_w3cdtf};
 use crate::namespaces::{DC, RDF, RSS1, SY, WEBCOOP};
-use crate::xml_write::{empty_with_attr, leaf, push_attr};
+use crate::validator::{EntityTag, Sha256Digest};
+use crate::xml_write::{empty_with_attr, leaf, push_attr, push_text};
+use chrono::{DateTime, Utc};
 use url::Url;
 
 /// Typical size of one item fragment, for pre-sizing buffers.
@@ -74,7 +76,12 @@ pub fn write_head(out: &mut String, channel: &Channel) {
 
 /// One `rdf:li` of the channel's table of contents.
 pub fn write_seq_entry(out: &mut String, url: &Url) {
-    empty_with_attr(out, "      ", "rdf:li", "rdf:resource", url.as_str());
+    write_seq_entry_str(out, url.as_str());
+}
+
+/// [`write_seq_entry`] for a URL the caller already holds as text (it must be a valid URL).
+pub fn write_seq_entry_str(out: &mut String, url: &str) {
+    empty_with_attr(out, "      ", "rdf:li", "rdf:resource", url);
 }
 
 /// Closes the table of contents and the channel.
@@ -84,27 +91,108 @@ pub fn write_channel_end(out: &mut String) {
 
 /// One `item`.
 pub fn write_item(out: &mut String, item: &RdfItem) {
+    write_item_ref(
+        out,
+        &ItemRef {
+            url: item.url.as_str(),
+            title: &item.title,
+            modified: item.modified,
+            size: item.size,
+            content_type: item.content_type.as_deref(),
+            etag: item.etag.as_ref().map(ValidatorRef::Tag),
+            delta: item.delta.as_ref().map(Url::as_str),
+            extensions: Some(&item.extensions),
+        },
+    );
+}
+
+/// A validator as the writer takes it: an entity tag, or the digest ours are made from.
+#[derive(Debug, Clone, Copy)]
+pub enum ValidatorRef<'a> {
+    /// Any entity tag.
+    Tag(&'a EntityTag),
+    /// The strong tag of a version with this SHA-256 ([`Sha256Digest::etag`]).
+    Digest(&'a Sha256Digest),
+}
+
+/// An item borrowed from the caller's own records, so a listing of 100,000 resources is written
+/// without building 100,000 owned items. URLs must be valid absolute URLs.
+#[derive(Debug, Clone, Copy)]
+pub struct ItemRef<'a> {
+    /// The resource's URL.
+    pub url: &'a str,
+    /// Its title.
+    pub title: &'a str,
+    /// Last modification of the content.
+    pub modified: DateTime<Utc>,
+    /// Bytes.
+    pub size: Option<u64>,
+    /// Media type.
+    pub content_type: Option<&'a str>,
+    /// Validator of the current version.
+    pub etag: Option<ValidatorRef<'a>>,
+    /// The delta link.
+    pub delta: Option<&'a str>,
+    /// Further `wc:` elements.
+    pub extensions: Option<&'a Extensions>,
+}
+
+fn push_u64(out: &mut String, n: u64) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    let mut n = n;
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    // Only ASCII digits were written.
+    out.push_str(std::str::from_utf8(&buf[i..]).unwrap_or_default());
+}
+
+/// One `item` from borrowed fields (same output as [`write_item`]).
+pub fn write_item_ref(out: &mut String, item: &ItemRef<'_>) {
     out.push_str("<item rdf:about=\"");
-    push_attr(out, item.url.as_str());
+    push_attr(out, item.url);
     out.push_str("\">\n");
-    leaf(out, "  ", "title", &item.title);
-    leaf(out, "  ", "link", item.url.as_str());
-    leaf(out, "  ", "dc:date", &format_w3cdtf(item.modified));
-    if let Some(ct) = &item.content_type {
+    leaf(out, "  ", "title", item.title);
+    leaf(out, "  ", "link", item.url);
+    out.push_str("  <dc:date>");
+    push_w3cdtf(out, item.modified);
+    out.push_str("</dc:date>\n");
+    if let Some(ct) = item.content_type {
         leaf(out, "  ", "dc:format", ct);
     }
     if let Some(size) = item.size {
-        leaf(out, "  ", "wc:size", &size.to_string());
+        out.push_str("  <wc:size>");
+        push_u64(out, size);
+        out.push_str("</wc:size>\n");
     }
-    if let Some(etag) = &item.etag {
-        leaf(out, "  ", "wc:etag", &etag.to_string());
+    match item.etag {
+        Some(ValidatorRef::Tag(etag)) => leaf(out, "  ", "wc:etag", &etag.to_string()),
+        Some(ValidatorRef::Digest(digest)) => {
+            out.push_str("  <wc:etag>\"");
+            digest.push_etag_tag(out);
+            out.push_str("\"</wc:etag>\n");
+        }
+        None => {}
     }
-    if let Some(delta) = &item.delta {
-        empty_with_attr(out, "  ", "wc:delta", "rdf:resource", delta.as_str());
+    if let Some(delta) = item.delta {
+        empty_with_attr(out, "  ", "wc:delta", "rdf:resource", delta);
     }
-    for (name, value) in item.extensions.iter() {
-        let tag = format!("wc:{name}");
-        leaf(out, "  ", &tag, value);
+    if let Some(extensions) = item.extensions {
+        for (name, value) in extensions.iter() {
+            out.push_str("  <wc:");
+            out.push_str(name);
+            out.push('>');
+            push_text(out, value);
+            out.push_str("</wc:");
+            out.push_str(name);
+            out.push_str(">\n");
+        }
     }
     out.push_str("</item>\n");
 }
@@ -112,4 +200,31 @@ pub fn write_item(out: &mut String, item: &RdfItem) {
 /// Closes the document.
 pub fn write_tail(out: &mut String) {
     out.push_str("</rdf:RDF>\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    #[test]
+    fn a_digest_is_written_as_its_entity_tag() {
+        let digest = Sha256Digest::of(b"page");
+        let tag = digest.etag();
+        let item = |etag| ItemRef {
+            url: "https://e.org/a",
+            title: "/a",
+            modified: Utc.timestamp_opt(0, 0).unwrap(),
+            size: Some(0),
+            content_type: None,
+            etag: Some(etag),
+            delta: None,
+            extensions: None,
+        };
+        let (mut a, mut b) = (String::new(), String::new());
+        write_item_ref(&mut a, &item(ValidatorRef::Digest(&digest)));
+        write_item_ref(&mut b, &item(ValidatorRef::Tag(&tag)));
+        assert_eq!(a, b);
+        assert!(a.contains(&format!("<wc:etag>{tag}</wc:etag>")));
+    }
 }

@@ -13,8 +13,9 @@ mod write;
 pub use parse::{EntryProblem, Leniency, ParsedSitemap, SitemapLimits, parse};
 pub use walk::{PendingSitemap, SitemapWalk, WalkLimits, WalkProblem};
 pub use write::{
-    INDEX_HEAD, INDEX_TAIL, SitemapFile, SitemapLayout, SitemapSet, SitemapWriteError, URLSET_HEAD,
-    URLSET_TAIL, assemble, build, write_index, write_index_entry, write_url_entry, write_urlset,
+    GENERATOR_COMMENT, INDEX_HEAD, INDEX_TAIL, SitemapFile, SitemapLayout, SitemapSet,
+    SitemapWriteError, URLSET_HEAD, URLSET_TAIL, assemble, build, write_index, write_index_entry,
+    write_url, write_url_entry, write_urlset,
 };
 
 use chrono::{DateTime, Utc};

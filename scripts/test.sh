@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh machine: installs what the tests run against (GNU patch,
+# zstd, nginx, a Python venv with the reference clients), then checks formatting, runs clippy
+# with warnings as errors, and runs every test of the workspace.
+#
+# Usage: scripts/test.sh [extra cargo test arguments]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+say() { printf '\n== %s\n' "$*"; }
+
+# --- system packages -------------------------------------------------------------------------
+missing=()
+command -v patch >/dev/null || missing+=(patch)
+command -v zstd >/dev/null || missing+=(zstd)
+command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || missing+=(nginx)
+python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)
+if ((${#missing[@]})); then
+    say "installing ${missing[*]}"
+    SUDO=""
+    [ "$(id -u)" = 0 ] || SUDO="sudo"
+    # Tests start their own servers on loopback; keep the packages' services from starting.
+    policy=/usr/sbin/policy-rc.d
+    added_policy=""
+    if [ ! -e "$policy" ]; then
+        printf '#!/bin/sh\nexit 101\n' | $SUDO tee "$policy" >/dev/null
+        $SUDO chmod +x "$policy"
+        added_policy=1
+    fi
+    $SUDO apt-get update -q
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+    [ -z "$added_policy" ] || $SUDO rm -f "$policy"
+fi
+
+# --- reference clients -----------------------------------------------------------------------
+venv=target/refvenv
+stamp="$venv/.requirements"
+if [ ! -x "$venv/bin/python" ] || ! cmp -s tests/reference/requirements.txt "$stamp"; then
+    say "creating $venv with the Python reference clients"
+    rm -rf "$venv"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q --disable-pip-version-check -r tests/reference/requirements.txt
+    cp tests/reference/requirements.txt "$stamp"
+fi
+export WEBCOOP_PYTHON="$PWD/$venv/bin/python"
+# Every test that needs one of the tools above fails instead of skipping when it is missing.
+export WEBCOOP_REQUIRE_TOOLS=1
+
+# --- checks ----------------------------------------------------------------------------------
+say "cargo fmt --check"
+cargo fmt --all -- --check
+say "cargo clippy --all-targets -D warnings"
+cargo clippy --workspace --all-targets -- -D warnings
+say "cargo test --workspace"
+cargo test --workspace "$@"
+say "all tests passed"

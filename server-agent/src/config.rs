@@ -1,0 +1,504 @@
+//! The agent's settings: command line, environment variables (`WEBCOOP_*`) and a TOML file,
+//! in that order of precedence, checked before anything runs so a mistake is one clear line.
+
+use clap::Parser;
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use url::Url;
+
+/// Watches a docroot and publishes what changed: robots.rdf, sitemaps and a changes feed.
+#[derive(Debug, Parser, Default)]
+#[command(name = "webcoop-agent", version, about, long_about = None)]
+pub struct Cli {
+    /// The directory the web server serves.
+    #[arg(long, env = "WEBCOOP_DOCROOT")]
+    pub docroot: Option<PathBuf>,
+    /// The public URL of the docroot, e.g. https://www.example.org/.
+    #[arg(long, env = "WEBCOOP_BASE_URL")]
+    pub base_url: Option<String>,
+    /// Where the agent keeps its inventory, change log and versions (default: DOCROOT.webcoop
+    /// beside the docroot, never inside it).
+    #[arg(long, env = "WEBCOOP_STATE")]
+    pub state: Option<PathBuf>,
+    /// Where the published documents go (default: the docroot).
+    #[arg(long, env = "WEBCOOP_OUT")]
+    pub out: Option<PathBuf>,
+    /// Publish only paths matching one of these globs (relative to the docroot, `**` allowed).
+    #[arg(long = "include", env = "WEBCOOP_INCLUDE", value_delimiter = ',')]
+    pub include: Vec<String>,
+    /// Never publish paths matching these globs.
+    #[arg(long = "exclude", env = "WEBCOOP_EXCLUDE", value_delimiter = ',')]
+    pub exclude: Vec<String>,
+    /// A TOML file with any of these settings (keys as the long options, with `_`).
+    #[arg(long, env = "WEBCOOP_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Publish once and exit (for cron) instead of watching.
+    #[arg(long, env = "WEBCOOP_ONCE")]
+    pub once: bool,
+    /// List paths the site's own robots.txt disallows (by default they are left out).
+    #[arg(long, env = "WEBCOOP_IGNORE_ROBOTS_TXT")]
+    pub ignore_robots_txt: bool,
+    /// Replace a robots.rdf or sitemap.xml in the output directory that the agent did not write.
+    #[arg(long, env = "WEBCOOP_REPLACE_EXISTING")]
+    pub replace_existing: bool,
+    /// Versions kept per text resource, for deltas [default: 5].
+    #[arg(long, env = "WEBCOOP_VERSIONS")]
+    pub versions: Option<usize>,
+    /// Disk budget of the kept versions, e.g. 512MiB or 2G [default: 1GiB].
+    #[arg(long, env = "WEBCOOP_VERSIONS_BUDGET", value_parser = parse_bytes)]
+    pub versions_budget: Option<u64>,
+    /// Quiet time after a change before publishing, in milliseconds [default: 100].
+    #[arg(long, env = "WEBCOOP_DEBOUNCE_MS")]
+    pub debounce_ms: Option<u64>,
+    /// Seconds between full rescans that catch what the watcher missed [default: 3600].
+    #[arg(long, env = "WEBCOOP_RESCAN_INTERVAL")]
+    pub rescan_interval: Option<u64>,
+    /// Changes listed in the static changes feed [default: 500].
+    #[arg(long, env = "WEBCOOP_FEED_ENTRIES")]
+    pub feed_entries: Option<usize>,
+    /// Changes kept in the change log [default: 100000].
+    #[arg(long, env = "WEBCOOP_RETAIN_CHANGES")]
+    pub retain_changes: Option<usize>,
+    /// URLs per sitemap part once the site outgrows one sitemap file [default: 10000, at most
+    /// 50000].
+    #[arg(long, env = "WEBCOOP_SITEMAP_PART_URLS")]
+    pub sitemap_part_urls: Option<usize>,
+}
+
+/// The same settings in a TOML file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    docroot: Option<PathBuf>,
+    base_url: Option<String>,
+    state: Option<PathBuf>,
+    out: Option<PathBuf>,
+    #[serde(default)]
+    include: Vec<String>,
+    #[serde(default)]
+    exclude: Vec<String>,
+    once: Option<bool>,
+    ignore_robots_txt: Option<bool>,
+    replace_existing: Option<bool>,
+    versions: Option<usize>,
+    versions_budget: Option<ByteSize>,
+    debounce_ms: Option<u64>,
+    rescan_interval: Option<u64>,
+    feed_entries: Option<usize>,
+    retain_changes: Option<usize>,
+    sitemap_part_urls: Option<usize>,
+}
+
+/// A byte count written as a number or with a unit (`512MiB`, `2G`).
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum ByteSize {
+    Number(u64),
+    Text(String),
+}
+
+/// Parses `1048576`, `512K`, `512KiB`, `20MB`, `2G`, `1TiB` (K/M/G/T are binary, as `du -h`).
+pub fn parse_bytes(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (digits, unit) = t.split_at(split);
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("{text:?} is not a size like 512MiB"))?;
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        "t" | "tb" | "tib" => 40,
+        other => return Err(format!("unknown size unit {other:?} in {text:?}")),
+    };
+    n.checked_mul(1u64 << shift)
+        .ok_or_else(|| format!("{text:?} is too large"))
+}
+
+/// Validated settings.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The docroot, canonical.
+    pub docroot: PathBuf,
+    /// The docroot's public URL, ending with `/`.
+    pub base_url: Url,
+    /// The state directory (exists and is writable).
+    pub state: PathBuf,
+    /// The output directory (exists and is writable).
+    pub out: PathBuf,
+    /// Include globs (empty: everything).
+    pub include: Vec<String>,
+    /// Exclude globs.
+    pub exclude: Vec<String>,
+    /// Publish once and exit.
+    pub once: bool,
+    /// Whether the site's robots.txt is ignored for the listing.
+    pub ignore_robots_txt: bool,
+    /// Replace documents the agent did not write.
+    pub replace_existing: bool,
+    /// Versions kept per text resource.
+    pub versions: usize,
+    /// Disk budget of the versions.
+    pub versions_budget: u64,
+    /// Quiet time before publishing.
+    pub debounce: Duration,
+    /// Time between safety rescans.
+    pub rescan_interval: Duration,
+    /// Entries of the static changes feed.
+    pub feed_entries: usize,
+    /// Changes kept in the log.
+    pub retain_changes: usize,
+    /// URLs per sitemap part.
+    pub sitemap_part_urls: usize,
+}
+
+/// A setting that cannot work, in words a webmaster can act on.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// A required setting is missing.
+    #[error("{0} is required (give --{1}, set WEBCOOP_{2}, or put {3} in the --config file)")]
+    Missing(&'static str, &'static str, &'static str, &'static str),
+    /// The config file cannot be read or parsed.
+    #[error("config file {path}: {reason}")]
+    File {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// The docroot is unusable.
+    #[error("docroot {path}: {reason}")]
+    Docroot {
+        /// The path given.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// The base URL is unusable.
+    #[error(
+        "base URL {url:?} {reason} (expected an absolute URL such as https://www.example.org/)"
+    )]
+    BaseUrl {
+        /// The text given.
+        url: String,
+        /// Why.
+        reason: String,
+    },
+    /// A directory the agent writes to is unusable.
+    #[error("{what} directory {path}: {reason}")]
+    Directory {
+        /// `state` or `output`.
+        what: &'static str,
+        /// The path.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// A number out of range.
+    #[error("{0}")]
+    Value(String),
+}
+
+impl Config {
+    /// Merges the command line (and environment, which clap already applied) with the config
+    /// file and defaults, and checks every path and URL.
+    pub fn from_cli(cli: Cli) -> Result<Config, ConfigError> {
+        let (file, file_dir) = match &cli.config {
+            Some(path) => {
+                let text = std::fs::read_to_string(path).map_err(|e| ConfigError::File {
+                    path: path.clone(),
+                    reason: e.to_string(),
+                })?;
+                let parsed: FileConfig = toml::from_str(&text).map_err(|e| ConfigError::File {
+                    path: path.clone(),
+                    reason: e.to_string(),
+                })?;
+                let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+                (parsed, dir)
+            }
+            None => (FileConfig::default(), PathBuf::new()),
+        };
+        // Relative paths in the file are relative to the file.
+        let from_file =
+            |p: Option<PathBuf>| p.map(|p| if p.is_absolute() { p } else { file_dir.join(p) });
+
+        let docroot = cli
+            .docroot
+            .or(from_file(file.docroot))
+            .ok_or(ConfigError::Missing(
+                "the docroot",
+                "docroot",
+                "DOCROOT",
+                "docroot",
+            ))?;
+        let docroot = check_docroot(&docroot)?;
+        let base_url = cli.base_url.or(file.base_url).ok_or(ConfigError::Missing(
+            "the base URL",
+            "base-url",
+            "BASE_URL",
+            "base_url",
+        ))?;
+        let base_url = check_base_url(&base_url)?;
+
+        let state = match cli.state.or(from_file(file.state)) {
+            Some(s) => s,
+            None => default_state_dir(&docroot)?,
+        };
+        let state = prepare_dir("state", &state)?;
+        if state.starts_with(&docroot) {
+            return Err(ConfigError::Directory {
+                what: "state",
+                path: state,
+                reason: "is inside the docroot, where the web server would publish it".into(),
+            });
+        }
+        let out = prepare_dir(
+            "output",
+            &cli.out
+                .or(from_file(file.out))
+                .unwrap_or_else(|| docroot.clone()),
+        )?;
+
+        let versions_budget = match cli.versions_budget {
+            Some(b) => b,
+            None => match file.versions_budget {
+                Some(ByteSize::Number(n)) => n,
+                Some(ByteSize::Text(t)) => parse_bytes(&t).map_err(ConfigError::Value)?,
+                None => 1 << 30,
+            },
+        };
+        let debounce_ms = cli.debounce_ms.or(file.debounce_ms).unwrap_or(100);
+        if debounce_ms > 60_000 {
+            return Err(ConfigError::Value(format!(
+                "debounce of {debounce_ms} ms is over a minute; changes must publish within a second or so"
+            )));
+        }
+        let feed_entries = cli.feed_entries.or(file.feed_entries).unwrap_or(500);
+        let retain_changes = cli
+            .retain_changes
+            .or(file.retain_changes)
+            .unwrap_or(100_000);
+        if feed_entries == 0 || retain_changes < feed_entries {
+            return Err(ConfigError::Value(format!(
+                "feed entries ({feed_entries}) must be at least 1 and at most the retained changes ({retain_changes})"
+            )));
+        }
+        let sitemap_part_urls = cli
+            .sitemap_part_urls
+            .or(file.sitemap_part_urls)
+            .unwrap_or(crate::publish::sitemaps::DEFAULT_PART_URLS);
+        if !(1..=50_000).contains(&sitemap_part_urls) {
+            return Err(ConfigError::Value(format!(
+                "sitemap parts hold 1 to 50,000 URLs (the protocol's limit), not {sitemap_part_urls}"
+            )));
+        }
+        Ok(Config {
+            docroot,
+            base_url,
+            state,
+            out,
+            include: if cli.include.is_empty() {
+                file.include
+            } else {
+                cli.include
+            },
+            exclude: if cli.exclude.is_empty() {
+                file.exclude
+            } else {
+                cli.exclude
+            },
+            once: cli.once || file.once.unwrap_or(false),
+            ignore_robots_txt: cli.ignore_robots_txt || file.ignore_robots_txt.unwrap_or(false),
+            replace_existing: cli.replace_existing || file.replace_existing.unwrap_or(false),
+            versions: cli.versions.or(file.versions).unwrap_or(5),
+            versions_budget,
+            debounce: Duration::from_millis(debounce_ms),
+            rescan_interval: Duration::from_secs(
+                cli.rescan_interval
+                    .or(file.rescan_interval)
+                    .unwrap_or(3600)
+                    .max(1),
+            ),
+            feed_entries,
+            retain_changes,
+            sitemap_part_urls,
+        })
+    }
+}
+
+fn check_docroot(path: &Path) -> Result<PathBuf, ConfigError> {
+    let err = |reason: String| ConfigError::Docroot {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => err("does not exist".into()),
+        std::io::ErrorKind::PermissionDenied => err("cannot be read: permission denied".into()),
+        _ => err(e.to_string()),
+    })?;
+    if !meta.is_dir() {
+        return Err(err("is not a directory".into()));
+    }
+    std::fs::read_dir(path).map_err(|e| err(format!("cannot be read: {e}")))?;
+    path.canonicalize().map_err(|e| err(e.to_string()))
+}
+
+fn check_base_url(text: &str) -> Result<Url, ConfigError> {
+    let err = |reason: &str| ConfigError::BaseUrl {
+        url: text.to_string(),
+        reason: reason.to_string(),
+    };
+    let mut url = Url::parse(text.trim()).map_err(|e| match e {
+        url::ParseError::RelativeUrlWithoutBase => err("is not absolute"),
+        other => err(&format!("does not parse: {other}")),
+    })?;
+    if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
+        return Err(err("is not an http or https URL with a host"));
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(err("must not have a query or fragment"));
+    }
+    if !url.path().ends_with('/') {
+        let path = format!("{}/", url.path());
+        url.set_path(&path);
+    }
+    Ok(url)
+}
+
+fn default_state_dir(docroot: &Path) -> Result<PathBuf, ConfigError> {
+    let name = docroot
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "root".into());
+    let parent = docroot.parent().ok_or_else(|| ConfigError::Directory {
+        what: "state",
+        path: docroot.to_path_buf(),
+        reason:
+            "the docroot is the filesystem root, so there is no directory beside it; give --state"
+                .into(),
+    })?;
+    Ok(parent.join(format!("{name}.webcoop")))
+}
+
+/// Creates the directory if needed and proves it writable with a probe file.
+fn prepare_dir(what: &'static str, path: &Path) -> Result<PathBuf, ConfigError> {
+    let err = |reason: String| ConfigError::Directory {
+        what,
+        path: path.to_path_buf(),
+        reason,
+    };
+    std::fs::create_dir_all(path).map_err(|e| err(format!("cannot be created: {e}")))?;
+    let probe = path.join(format!(".webcoop-write-probe-{}", std::process::id()));
+    std::fs::write(&probe, b"").map_err(|e| err(format!("is not writable: {e}")))?;
+    let _ = std::fs::remove_file(&probe);
+    path.canonicalize().map_err(|e| err(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cli(docroot: &Path, base: &str) -> Cli {
+        Cli {
+            docroot: Some(docroot.to_path_buf()),
+            base_url: Some(base.into()),
+            ..Cli::default()
+        }
+    }
+
+    #[test]
+    fn sizes_parse_with_binary_units() {
+        assert_eq!(parse_bytes("1024"), Ok(1024));
+        assert_eq!(parse_bytes("512MiB"), Ok(512 << 20));
+        assert_eq!(parse_bytes("2G"), Ok(2 << 30));
+        assert_eq!(parse_bytes(" 3 kb "), Ok(3 << 10));
+        assert!(parse_bytes("lots").is_err());
+        assert!(parse_bytes("5 parsecs").is_err());
+        assert!(parse_bytes("99999999999T").is_err());
+    }
+
+    #[test]
+    fn startup_errors_name_the_problem() {
+        let tmp = tempfile::tempdir().unwrap();
+        let site = tmp.path().join("site");
+        std::fs::create_dir(&site).unwrap();
+
+        let e = Config::from_cli(cli(&tmp.path().join("missing"), "https://e.org/")).unwrap_err();
+        assert!(e.to_string().contains("does not exist"), "{e}");
+        let file = tmp.path().join("file");
+        std::fs::write(&file, "x").unwrap();
+        let e = Config::from_cli(cli(&file, "https://e.org/")).unwrap_err();
+        assert!(e.to_string().contains("is not a directory"), "{e}");
+        let e = Config::from_cli(cli(&site, "/relative/")).unwrap_err();
+        assert!(e.to_string().contains("is not absolute"), "{e}");
+        let e = Config::from_cli(cli(&site, "ftp://e.org/")).unwrap_err();
+        assert!(e.to_string().contains("http or https"), "{e}");
+        let e = Config::from_cli(Cli::default()).unwrap_err();
+        assert!(e.to_string().contains("--docroot"), "{e}");
+
+        let mut inside = cli(&site, "https://e.org/");
+        inside.state = Some(site.join("state"));
+        let e = Config::from_cli(inside).unwrap_err();
+        assert!(e.to_string().contains("inside the docroot"), "{e}");
+
+        let ok = Config::from_cli(cli(&site, "https://e.org/docs")).unwrap();
+        assert_eq!(ok.base_url.as_str(), "https://e.org/docs/");
+        assert_eq!(
+            ok.state,
+            tmp.path().canonicalize().unwrap().join("site.webcoop")
+        );
+        assert_eq!(ok.out, ok.docroot);
+        assert_eq!(ok.versions, 5);
+    }
+
+    #[test]
+    fn unwritable_state_dir_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let site = tmp.path().join("site");
+        std::fs::create_dir(&site).unwrap();
+        let blocker = tmp.path().join("blocker");
+        std::fs::write(&blocker, "a file where a directory should be").unwrap();
+        let mut c = cli(&site, "https://e.org/");
+        c.state = Some(blocker.join("state"));
+        let e = Config::from_cli(c).unwrap_err();
+        assert!(e.to_string().starts_with("state directory"), "{e}");
+    }
+
+    #[test]
+    fn config_file_fills_what_the_command_line_leaves_out() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir(tmp.path().join("www")).unwrap();
+        let path = tmp.path().join("agent.toml");
+        std::fs::write(
+            &path,
+            "docroot = \"www\"\nbase_url = \"https://file.example/\"\nexclude = [\"drafts/**\"]\nversions_budget = \"64MiB\"\nversions = 3\n",
+        )
+        .unwrap();
+        let c = Config::from_cli(Cli {
+            config: Some(path.clone()),
+            versions: Some(7),
+            ..Cli::default()
+        })
+        .unwrap();
+        assert_eq!(c.docroot, tmp.path().join("www").canonicalize().unwrap());
+        assert_eq!(c.base_url.as_str(), "https://file.example/");
+        assert_eq!(c.exclude, ["drafts/**"]);
+        assert_eq!(c.versions_budget, 64 << 20);
+        assert_eq!(c.versions, 7, "the command line wins over the file");
+
+        std::fs::write(
+            &path,
+            "docroot = \"www\"\nbase_url = \"https://e/\"\nbogus = 1\n",
+        )
+        .unwrap();
+        let e = Config::from_cli(Cli {
+            config: Some(path),
+            ..Cli::default()
+        })
+        .unwrap_err();
+        assert!(e.to_string().contains("bogus"), "{e}");
+    }
+}

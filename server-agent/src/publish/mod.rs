@@ -1,0 +1,253 @@
+//! Publishing: robots.rdf, the sitemaps and the static changes feed, each written atomically
+//! into the output directory (the docroot by default) so the web server serves them as files.
+
+pub mod atomic;
+pub mod feed;
+pub mod listing;
+pub mod sitemaps;
+
+use crate::inventory::Inventory;
+use crate::store::{Store, StoreError};
+use atomic::AtomicFile;
+use chrono::{DateTime, Utc};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use url::Url;
+
+/// File name of the listing.
+pub const ROBOTS_RDF: &str = "robots.rdf";
+/// File name of the sitemap (urlset or index).
+pub const SITEMAP: &str = "sitemap.xml";
+/// Sitemap parts are `sitemap-N.xml.gz`.
+pub const SITEMAP_PART_PREFIX: &str = "sitemap-";
+/// See [`SITEMAP_PART_PREFIX`].
+pub const SITEMAP_PART_SUFFIX: &str = ".xml.gz";
+/// Where the static changes feed goes, relative to the output directory.
+pub const FEED_PATH: &str = ".well-known/webcoop/changes.atom";
+
+/// Why publishing failed.
+#[derive(Debug, thiserror::Error)]
+pub enum PublishError {
+    /// Writing a document failed; the previous one is still in place.
+    #[error("cannot write {path}: {source}")]
+    Write {
+        /// The document.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// Reading the change log failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A document of the same name exists and is not ours.
+    #[error(
+        "{0} already exists and was not written by webcoop-agent; move it away, publish elsewhere with --out, or replace it with --replace-existing"
+    )]
+    Foreign(PathBuf),
+}
+
+/// How long each document took, and how big it is.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct PublishReport {
+    /// Bytes of robots.rdf.
+    pub listing_bytes: u64,
+    /// Whether robots.rdf was spliced from the previous one (rather than rendered in full).
+    pub spliced: bool,
+    /// Time until robots.rdf was in place.
+    pub listing_time: Duration,
+    /// Total time.
+    pub total_time: Duration,
+    /// Sitemap parts (0: a single urlset) and how many were rewritten.
+    pub sitemaps: sitemaps::SitemapReport,
+}
+
+/// Publishes the documents of one site.
+pub struct Publisher {
+    out: PathBuf,
+    base: Url,
+    feed_entries: usize,
+    listing: listing::ListingWriter,
+    sitemaps: sitemaps::SitemapPublisher,
+}
+
+/// Whether the file at `path` was written by us: robots.rdf declares our namespace, sitemaps
+/// carry our generator comment (gzip parts are looked into). `None` when there is no file.
+pub fn written_by_us(path: &Path) -> std::io::Result<Option<bool>> {
+    let file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let mut head = Vec::with_capacity(2048);
+    file.take(2048).read_to_end(&mut head)?;
+    if webcoop_protocol::compression::is_gzip(&head) {
+        // A sitemap part: its generator comment is inside the compressed stream.
+        head = webcoop_protocol::compression::gunzip_bounded(
+            &std::fs::read(path)?,
+            webcoop_protocol::sitemap::MAX_BYTES,
+        )
+        .unwrap_or_default();
+        head.truncate(2048);
+    }
+    let text = String::from_utf8_lossy(&head);
+    Ok(Some(
+        text.contains(webcoop_protocol::namespaces::WEBCOOP)
+            || text.contains(webcoop_protocol::sitemap::GENERATOR_COMMENT),
+    ))
+}
+
+impl Publisher {
+    /// A publisher writing into `out` for the site at `base`.
+    pub fn new(out: &Path, base: &Url, feed_entries: usize, sitemap_part_urls: usize) -> Publisher {
+        Publisher {
+            out: out.to_path_buf(),
+            base: base.clone(),
+            feed_entries,
+            listing: listing::ListingWriter::default(),
+            sitemaps: sitemaps::SitemapPublisher::new(sitemap_part_urls),
+        }
+    }
+
+    /// Refuses to start over documents someone else wrote (unless told to replace them) and
+    /// removes temporary files a killed run left.
+    pub fn prepare(&mut self, replace_existing: bool) -> Result<usize, PublishError> {
+        if !replace_existing {
+            let mut candidates = vec![self.out.join(ROBOTS_RDF), self.out.join(SITEMAP)];
+            candidates.push(
+                self.out
+                    .join(format!("{SITEMAP_PART_PREFIX}1{SITEMAP_PART_SUFFIX}")),
+            );
+            for path in candidates {
+                let ours = written_by_us(&path).map_err(|source| PublishError::Write {
+                    path: path.clone(),
+                    source,
+                })?;
+                if ours == Some(false) {
+                    return Err(PublishError::Foreign(path));
+                }
+            }
+        }
+        self.sitemaps.reset();
+        self.listing.reset();
+        let feed_dir = self.out.join(FEED_PATH);
+        let feed_dir = feed_dir.parent().unwrap_or(&self.out);
+        Ok(atomic::clean_stale(&self.out) + atomic::clean_stale(feed_dir))
+    }
+
+    /// The URL robots.rdf is served at.
+    pub fn listing_url(&self) -> Url {
+        self.base
+            .join(ROBOTS_RDF)
+            .unwrap_or_else(|_| self.base.clone())
+    }
+
+    /// The URL of the static changes feed.
+    pub fn static_feed_url(&self) -> Url {
+        self.base
+            .join(FEED_PATH)
+            .unwrap_or_else(|_| self.base.clone())
+    }
+
+    /// Notes changes committed since the last publication, so robots.rdf is spliced rather
+    /// than rendered in full.
+    pub fn note_changes(&mut self, changes: &[crate::store::LoggedChange]) {
+        for c in changes {
+            self.listing.note(
+                &c.path,
+                c.kind != webcoop_protocol::changes_feed::ChangeKind::Created,
+            );
+        }
+    }
+
+    /// Publishes everything for the current inventory and change log.
+    pub fn publish(
+        &mut self,
+        inventory: &Inventory,
+        store: &Store,
+        now: DateTime<Utc>,
+    ) -> Result<PublishReport, PublishError> {
+        let start = Instant::now();
+        let mut report = self.publish_listing_and_feed(inventory, store, now)?;
+        report.sitemaps = self.publish_sitemaps(inventory, now)?;
+        report.total_time = start.elapsed();
+        Ok(report)
+    }
+
+    /// Publishes the sitemaps.
+    pub fn publish_sitemaps(
+        &mut self,
+        inventory: &Inventory,
+        now: DateTime<Utc>,
+    ) -> Result<sitemaps::SitemapReport, PublishError> {
+        let path = self.out.join(SITEMAP);
+        self.sitemaps
+            .publish(&self.out, inventory, &self.base, now)
+            .map_err(|source| PublishError::Write { path, source })
+    }
+
+    /// Publishes robots.rdf, then the changes feed: what cooperating crawlers watch.
+    pub fn publish_listing_and_feed(
+        &mut self,
+        inventory: &Inventory,
+        store: &Store,
+        now: DateTime<Utc>,
+    ) -> Result<PublishReport, PublishError> {
+        let start = Instant::now();
+        let head_seq = store.head_seq()?;
+        let path = self.out.join(ROBOTS_RDF);
+        let err = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| PublishError::Write { path, source }
+        };
+        let mut file = AtomicFile::create(&path).map_err(err(&path))?;
+        let previous = std::fs::File::open(&path).ok();
+        let ctx = listing::ListingContext {
+            base: &self.base,
+            about: self.listing_url(),
+            changes: Some(self.static_feed_url()),
+            hub: None,
+            delta_base: None,
+            seq: head_seq,
+            date: now,
+        };
+        let written = self
+            .listing
+            .write(&mut file, previous.as_ref(), inventory, &ctx);
+        let (listing_bytes, spliced) = match written {
+            Ok(w) => w,
+            Err(e) => {
+                // Whatever went wrong, the next attempt starts from scratch.
+                self.listing.reset();
+                return Err(err(&path)(e));
+            }
+        };
+        if let Err(e) = file.commit() {
+            self.listing.reset();
+            return Err(err(&path)(e));
+        }
+        self.listing.committed(&path);
+        let listing_time = start.elapsed();
+
+        let feed_path = self.out.join(FEED_PATH);
+        let changes = store.recent_changes(self.feed_entries)?;
+        feed::write_feed(
+            &feed_path,
+            &self.base,
+            self.static_feed_url(),
+            None,
+            &changes,
+            head_seq,
+            now,
+        )
+        .map_err(err(&feed_path))?;
+
+        Ok(PublishReport {
+            listing_bytes,
+            spliced,
+            listing_time,
+            total_time: start.elapsed(),
+            sitemaps: sitemaps::SitemapReport::default(),
+        })
+    }
+}

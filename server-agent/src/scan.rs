@@ -1,0 +1,282 @@
+//! Walking the docroot and reading files: which public files exist, and what their content is.
+
+use crate::privacy::PublicFilter;
+use std::cell::Cell;
+use std::io::Read;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::sync::Arc;
+use webcoop_protocol::delta::MAX_VERSION_BYTES;
+use webcoop_protocol::validator::{Sha256Digest, Sha256Stream};
+
+/// Size and modification time: what the quick "unchanged" check compares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stat {
+    /// Bytes.
+    pub size: u64,
+    /// Nanoseconds since the epoch.
+    pub mtime_ns: i64,
+}
+
+impl Stat {
+    /// From file metadata.
+    pub fn of(meta: &std::fs::Metadata) -> Stat {
+        Stat {
+            size: meta.len(),
+            mtime_ns: meta
+                .mtime()
+                .saturating_mul(1_000_000_000)
+                .saturating_add(meta.mtime_nsec()),
+        }
+    }
+}
+
+/// What a walk found.
+#[derive(Debug, Default)]
+pub struct Walk {
+    /// Public files, with their stat, in no particular order.
+    pub files: Vec<(String, Stat)>,
+    /// Files and directories left out by the privacy rules.
+    pub excluded: usize,
+    /// Things that could not be read, in words for the log.
+    pub problems: Vec<String>,
+}
+
+/// The docroot-relative, `/`-separated form of `path`, if it is valid UTF-8 and inside `root`.
+pub fn relative(root: &Path, path: &Path) -> Option<String> {
+    let rel = path.strip_prefix(root).ok()?;
+    let s = rel.to_str()?;
+    Some(s.to_string())
+}
+
+/// Whether a symlink's target lies inside the docroot.
+fn stays_inside(root: &Path, path: &Path) -> bool {
+    path.canonicalize()
+        .is_ok_and(|target| target.starts_with(root))
+}
+
+/// One thing a walk found.
+#[derive(Debug)]
+pub enum Found {
+    /// A public file.
+    File(String, Stat),
+    /// Something that could not be read, in words for the log.
+    Problem(String),
+}
+
+/// Walks `root/sub` lazily, following symlinks only where they stay inside the docroot and
+/// never entering directories the privacy rules refuse. Owns what it needs, so the caller can
+/// act on each file (and change its own state) as the walk goes.
+pub struct Walker {
+    inner: Box<dyn Iterator<Item = walkdir::Result<walkdir::DirEntry>>>,
+    root: PathBuf,
+    filter: Arc<PublicFilter>,
+    excluded: Rc<Cell<usize>>,
+}
+
+impl Walker {
+    /// A walk of `root/sub` (`sub` = `""` for everything).
+    pub fn new(root: &Path, sub: &str, filter: Arc<PublicFilter>) -> Walker {
+        let start: PathBuf = if sub.is_empty() {
+            root.to_path_buf()
+        } else {
+            root.join(sub)
+        };
+        let excluded = Rc::new(Cell::new(0usize));
+        let (root_c, filter_c, excluded_c, whole) = (
+            root.to_path_buf(),
+            filter.clone(),
+            excluded.clone(),
+            sub.is_empty(),
+        );
+        let inner = walkdir::WalkDir::new(start)
+            .follow_links(true)
+            .into_iter()
+            .filter_entry(move |entry| {
+                if entry.depth() == 0 && whole {
+                    return true;
+                }
+                let refuse = match relative(&root_c, entry.path()) {
+                    None => true,
+                    Some(_) if entry.path_is_symlink() && !stays_inside(&root_c, entry.path()) => {
+                        true
+                    }
+                    Some(rel) => entry.file_type().is_dir() && filter_c.check_dir(&rel).is_err(),
+                };
+                if refuse {
+                    excluded_c.set(excluded_c.get() + 1);
+                }
+                !refuse
+            });
+        Walker {
+            inner: Box::new(inner),
+            root: root.to_path_buf(),
+            filter,
+            excluded,
+        }
+    }
+
+    /// Files and directories left out so far.
+    pub fn excluded(&self) -> usize {
+        self.excluded.get()
+    }
+}
+
+impl Iterator for Walker {
+    type Item = Found;
+
+    fn next(&mut self) -> Option<Found> {
+        loop {
+            let entry = match self.inner.next()? {
+                Ok(e) => e,
+                Err(e) => return Some(Found::Problem(e.to_string())),
+            };
+            if !entry.file_type().is_file() {
+                continue;
+            }
+            let Some(rel) = relative(&self.root, entry.path()) else {
+                return Some(Found::Problem(format!(
+                    "{}: file name is not UTF-8, not published",
+                    entry.path().display()
+                )));
+            };
+            if self.filter.check_file(&rel).is_err() {
+                self.excluded.set(self.excluded.get() + 1);
+                continue;
+            }
+            return Some(match entry.metadata() {
+                Ok(meta) => Found::File(rel, Stat::of(&meta)),
+                Err(e) => Found::Problem(format!("{rel}: {e}")),
+            });
+        }
+    }
+}
+
+/// Walks `root/sub` into memory (for tests and small walks).
+pub fn walk(root: &Path, sub: &str, filter: Arc<PublicFilter>) -> Walk {
+    let mut walker = Walker::new(root, sub, filter);
+    let mut out = Walk::default();
+    for found in walker.by_ref() {
+        match found {
+            Found::File(rel, stat) => out.files.push((rel, stat)),
+            Found::Problem(p) => out.problems.push(p),
+        }
+    }
+    out.excluded = walker.excluded();
+    out
+}
+
+/// A file's content as read.
+#[derive(Debug)]
+pub struct Content {
+    /// The stat after reading.
+    pub stat: Stat,
+    /// The bytes, when small enough to version (at most 64 MiB).
+    pub bytes: Option<Vec<u8>>,
+    /// SHA-256.
+    pub sha256: Sha256Digest,
+    /// XXH3-64.
+    pub fast: u64,
+}
+
+/// Why a file could not be read as a stable version.
+#[derive(Debug)]
+pub enum ReadError {
+    /// It is gone.
+    Gone,
+    /// It changed while being read (still being written): try again later.
+    Unstable,
+    /// Another error.
+    Io(std::io::Error),
+}
+
+/// Reads a file and digests it; fails with [`ReadError::Unstable`] when its size or
+/// modification time changed during the read, so a file still being written is not published.
+pub fn read(path: &Path) -> Result<Content, ReadError> {
+    let mut file = std::fs::File::open(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => ReadError::Gone,
+        _ => ReadError::Io(e),
+    })?;
+    let before = Stat::of(&file.metadata().map_err(ReadError::Io)?);
+    let (bytes, sha256, fast) = if before.size <= MAX_VERSION_BYTES as u64 {
+        let mut bytes = Vec::with_capacity(before.size as usize);
+        file.read_to_end(&mut bytes).map_err(ReadError::Io)?;
+        let sha = Sha256Digest::of(&bytes);
+        let fast = xxhash_rust::xxh3::xxh3_64(&bytes);
+        (Some(bytes), sha, fast)
+    } else {
+        let mut sha = Sha256Stream::default();
+        let mut fast = xxhash_rust::xxh3::Xxh3Default::new();
+        let mut buf = vec![0u8; 1 << 20];
+        loop {
+            let n = file.read(&mut buf).map_err(ReadError::Io)?;
+            if n == 0 {
+                break;
+            }
+            sha.update(&buf[..n]);
+            fast.update(&buf[..n]);
+        }
+        (None, sha.finish(), fast.digest())
+    };
+    let after = Stat::of(&std::fs::metadata(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => ReadError::Gone,
+        _ => ReadError::Io(e),
+    })?);
+    let read_len = bytes.as_ref().map_or(after.size, |b| b.len() as u64);
+    if after != before || read_len != after.size {
+        return Err(ReadError::Unstable);
+    }
+    Ok(Content {
+        stat: after,
+        bytes,
+        sha256,
+        fast,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn walk_skips_private_things_and_symlinks_out() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("docs/.git")).unwrap();
+        std::fs::write(root.join("index.html"), "hi").unwrap();
+        std::fs::write(root.join("docs/a.html"), "a").unwrap();
+        std::fs::write(root.join("docs/.git/HEAD"), "ref").unwrap();
+        std::fs::write(root.join(".htpasswd"), "user:hash").unwrap();
+        std::os::unix::fs::symlink("/etc", root.join("etc")).unwrap();
+        std::os::unix::fs::symlink(root.join("docs/a.html"), root.join("alias.html")).unwrap();
+        let filter = Arc::new(PublicFilter::new(&[], &[], None, Some("")).unwrap());
+        let w = walk(&root, "", filter.clone());
+        let mut files: Vec<&str> = w.files.iter().map(|(p, _)| p.as_str()).collect();
+        files.sort();
+        assert_eq!(files, ["alias.html", "docs/a.html", "index.html"]);
+        assert!(w.excluded >= 3, "{}", w.excluded);
+        let sub = walk(&root, "docs", filter);
+        assert_eq!(
+            sub.files
+                .iter()
+                .map(|(p, _)| p.as_str())
+                .collect::<Vec<_>>(),
+            ["docs/a.html"]
+        );
+    }
+
+    #[test]
+    fn read_digests_and_reports_missing_files() {
+        let tmp = tempfile::tempdir().unwrap();
+        let p = tmp.path().join("f");
+        std::fs::write(&p, "content").unwrap();
+        let c = read(&p).unwrap();
+        assert_eq!(c.sha256, Sha256Digest::of(b"content"));
+        assert_eq!(c.bytes.as_deref(), Some(&b"content"[..]));
+        assert!(matches!(
+            read(&tmp.path().join("nope")),
+            Err(ReadError::Gone)
+        ));
+    }
+}

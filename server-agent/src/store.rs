@@ -1,0 +1,755 @@
+//! The agent's persistent state in one SQLite database (`STATE/agent.sqlite`): the inventory,
+//! the change log with its sequence numbers, and the kept versions of text resources.
+//!
+//! Every batch of changes is one transaction, so `kill -9` at any moment leaves either the
+//! state before the batch or after it. The in-memory inventory is updated only after a commit;
+//! a batch that fails (a full disk) changes nothing and is found again by the next scan.
+
+use crate::inventory::{FileEntry, Inventory};
+use chrono::{DateTime, Utc};
+use rusqlite::{Connection, OptionalExtension, params};
+use std::path::{Path, PathBuf};
+use webcoop_protocol::changes_feed::ChangeKind;
+use webcoop_protocol::validator::Sha256Digest;
+
+/// Change times kept per file.
+pub const HISTORY_LEN: usize = 64;
+
+/// A state operation that failed.
+#[derive(Debug, thiserror::Error)]
+#[error("state database {path}: {source}{hint}")]
+pub struct StoreError {
+    path: PathBuf,
+    source: rusqlite::Error,
+    hint: &'static str,
+}
+
+impl StoreError {
+    fn new(path: &Path, source: rusqlite::Error) -> Self {
+        let hint = match source.sqlite_error_code() {
+            Some(rusqlite::ErrorCode::DiskFull) => {
+                " (disk full: nothing was saved, the changes will be picked up again)"
+            }
+            Some(rusqlite::ErrorCode::ReadOnly | rusqlite::ErrorCode::CannotOpen) => {
+                " (check the state directory's permissions)"
+            }
+            _ => "",
+        };
+        StoreError {
+            path: path.to_path_buf(),
+            source,
+            hint,
+        }
+    }
+
+    /// Whether the failure is the disk being full.
+    pub fn is_disk_full(&self) -> bool {
+        self.source.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull)
+    }
+}
+
+/// Milliseconds since the epoch, the resolution of every stored time.
+pub fn to_ms(t: DateTime<Utc>) -> i64 {
+    t.timestamp_millis()
+}
+
+/// The inverse of [`to_ms`].
+pub fn from_ms(ms: i64) -> DateTime<Utc> {
+    DateTime::from_timestamp_millis(ms).unwrap_or(DateTime::UNIX_EPOCH)
+}
+
+/// Truncates a time to the stored resolution, so memory and disk always agree.
+pub fn truncate_ms(t: DateTime<Utc>) -> DateTime<Utc> {
+    from_ms(to_ms(t))
+}
+
+/// A change as logged.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoggedChange {
+    /// Its sequence number.
+    pub seq: u64,
+    /// What happened.
+    pub kind: ChangeKind,
+    /// The docroot path.
+    pub path: String,
+    /// When it was seen.
+    pub time: DateTime<Utc>,
+    /// The new version.
+    pub sha256: Option<Sha256Digest>,
+    /// The version replaced.
+    pub prev_sha256: Option<Sha256Digest>,
+    /// Bytes of the new version.
+    pub size: Option<u64>,
+    /// Media type of the new version.
+    pub content_type: Option<String>,
+    /// Fraction of the text changed.
+    pub changed: Option<f64>,
+}
+
+/// A text version to keep, compressed by the caller (in parallel, off the transaction).
+#[derive(Debug)]
+pub struct NewVersion {
+    /// The file.
+    pub path: String,
+    /// The version's digest.
+    pub sha256: Sha256Digest,
+    /// Its size uncompressed.
+    pub size: u64,
+    /// Its content, zstd-compressed.
+    pub compressed: Vec<u8>,
+}
+
+impl NewVersion {
+    /// Compresses `content` for keeping.
+    pub fn of(path: &str, sha256: Sha256Digest, content: &[u8]) -> NewVersion {
+        NewVersion {
+            path: path.to_string(),
+            sha256,
+            size: content.len() as u64,
+            compressed: zstd::bulk::compress(content, 3).unwrap_or_default(),
+        }
+    }
+}
+
+/// Everything one reconciliation found, to be saved at once.
+#[derive(Debug, Default)]
+pub struct Batch {
+    /// Files to add or update, with the change time to append to their history and count as a
+    /// change (none for a touch or a baseline entry).
+    pub upserts: Vec<(String, FileEntry, Option<DateTime<Utc>>)>,
+    /// Files gone.
+    pub deletions: Vec<String>,
+    /// Changes to log (their `seq` is assigned on commit).
+    pub changes: Vec<LoggedChange>,
+    /// Text versions to keep.
+    pub versions: Vec<NewVersion>,
+}
+
+impl Batch {
+    /// Whether there is nothing to save.
+    pub fn is_empty(&self) -> bool {
+        self.upserts.is_empty()
+            && self.deletions.is_empty()
+            && self.changes.is_empty()
+            && self.versions.is_empty()
+    }
+}
+
+/// How many versions to keep, within what disk budget.
+#[derive(Debug, Clone, Copy)]
+pub struct Retention {
+    /// Versions kept per text resource.
+    pub versions_per_file: usize,
+    /// Total bytes of compressed versions.
+    pub versions_budget: u64,
+    /// Changes kept in the log.
+    pub changes: usize,
+}
+
+/// The state database.
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+    versions_bytes: u64,
+}
+
+fn kind_code(k: ChangeKind) -> i64 {
+    match k {
+        ChangeKind::Created => 0,
+        ChangeKind::Modified => 1,
+        ChangeKind::Deleted => 2,
+    }
+}
+
+fn kind_of(code: i64) -> ChangeKind {
+    match code {
+        0 => ChangeKind::Created,
+        1 => ChangeKind::Modified,
+        _ => ChangeKind::Deleted,
+    }
+}
+
+fn digest_of(blob: Option<Vec<u8>>) -> Option<Sha256Digest> {
+    blob.and_then(|b| b.try_into().ok()).map(Sha256Digest)
+}
+
+fn history_push(blob: Option<Vec<u8>>, t: DateTime<Utc>) -> Vec<u8> {
+    let mut times: Vec<i64> = blob
+        .unwrap_or_default()
+        .chunks_exact(8)
+        .map(|c| i64::from_le_bytes(c.try_into().unwrap_or_default()))
+        .collect();
+    times.push(to_ms(t));
+    let skip = times.len().saturating_sub(HISTORY_LEN);
+    times[skip..].iter().flat_map(|t| t.to_le_bytes()).collect()
+}
+
+const SCHEMA: &str = "
+PRAGMA journal_mode = WAL;
+PRAGMA synchronous = NORMAL;
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS files (
+    path TEXT PRIMARY KEY,
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    sha256 BLOB NOT NULL,
+    fast INTEGER NOT NULL,
+    first_seen INTEGER NOT NULL,
+    modified INTEGER NOT NULL,
+    change_count INTEGER NOT NULL,
+    history BLOB NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS changes (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    path TEXT NOT NULL,
+    kind INTEGER NOT NULL,
+    time INTEGER NOT NULL,
+    sha256 BLOB,
+    prev_sha256 BLOB,
+    size INTEGER,
+    content_type TEXT,
+    changed REAL
+);
+CREATE TABLE IF NOT EXISTS versions (
+    path TEXT NOT NULL,
+    sha256 BLOB NOT NULL,
+    stored INTEGER NOT NULL,
+    size INTEGER NOT NULL,
+    data BLOB NOT NULL,
+    PRIMARY KEY (path, sha256)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS versions_by_age ON versions (stored);
+";
+
+impl Store {
+    /// Opens (or creates) the database in `dir`.
+    pub fn open(dir: &Path) -> Result<Store, StoreError> {
+        let path = dir.join("agent.sqlite");
+        let conn = Connection::open(&path).map_err(|e| StoreError::new(&path, e))?;
+        conn.execute_batch(SCHEMA)
+            .map_err(|e| StoreError::new(&path, e))?;
+        let versions_bytes: i64 = conn
+            .query_row(
+                "SELECT COALESCE(SUM(length(data)), 0) FROM versions",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(|e| StoreError::new(&path, e))?;
+        Ok(Store {
+            conn,
+            path,
+            versions_bytes: versions_bytes.max(0) as u64,
+        })
+    }
+
+    fn err(&self, e: rusqlite::Error) -> StoreError {
+        StoreError::new(&self.path, e)
+    }
+
+    /// A setting remembered across runs.
+    pub fn meta(&self, key: &str) -> Result<Option<String>, StoreError> {
+        self.conn
+            .query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
+            .optional()
+            .map_err(|e| self.err(e))
+    }
+
+    /// Remembers a setting.
+    pub fn set_meta(&self, key: &str, value: &str) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "INSERT INTO meta (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                params![key, value],
+            )
+            .map(drop)
+            .map_err(|e| self.err(e))
+    }
+
+    /// The inventory as last committed.
+    pub fn load_inventory(&self) -> Result<Inventory, StoreError> {
+        // Sized exactly: the vector becomes the map's input, and doubling would leave a third
+        // of it as slack at the memory peak of the start.
+        let count: i64 = self
+            .conn
+            .query_row("SELECT COUNT(*) FROM files", [], |r| r.get(0))
+            .map_err(|e| self.err(e))?;
+        let mut entries = Vec::with_capacity(count.max(0) as usize);
+        let mut stmt = self
+            .conn
+            .prepare("SELECT path, size, mtime_ns, sha256, fast, modified FROM files")
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([], |r| {
+                let path: String = r.get(0)?;
+                let sha: Vec<u8> = r.get(3)?;
+                Ok((
+                    path,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, i64>(2)?,
+                    sha,
+                    r.get::<_, i64>(4)?,
+                    r.get::<_, i64>(5)?,
+                ))
+            })
+            .map_err(|e| self.err(e))?;
+        for row in rows {
+            let (path, size, mtime_ns, sha, fast, modified) = row.map_err(|e| self.err(e))?;
+            let Some(sha256) = digest_of(Some(sha)) else {
+                continue;
+            };
+            entries.push((
+                path.into_boxed_str(),
+                FileEntry {
+                    size: size.max(0) as u64,
+                    mtime_ns,
+                    sha256,
+                    fast: fast as u64,
+                    modified: from_ms(modified),
+                    seen: false,
+                },
+            ));
+        }
+        Ok(Inventory::from_entries(entries))
+    }
+
+    /// Saves a batch in one transaction; returns it with sequence numbers assigned.
+    pub fn commit(
+        &mut self,
+        mut batch: Batch,
+        now: DateTime<Utc>,
+        retention: &Retention,
+    ) -> Result<Batch, StoreError> {
+        let path = self.path.clone();
+        let e = |err| StoreError::new(&path, err);
+        let tx = self.conn.transaction().map_err(e)?;
+        let mut versions_bytes = self.versions_bytes as i64;
+        {
+            let mut get_history = tx
+                .prepare_cached("SELECT history FROM files WHERE path = ?1")
+                .map_err(e)?;
+            let mut upsert = tx
+                .prepare_cached(
+                    "INSERT INTO files (path, size, mtime_ns, sha256, fast, first_seen, modified, change_count, history)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 0, ?9)
+                     ON CONFLICT (path) DO UPDATE SET size = excluded.size, mtime_ns = excluded.mtime_ns,
+                       sha256 = excluded.sha256, fast = excluded.fast, modified = excluded.modified,
+                       change_count = files.change_count + ?8, history = excluded.history",
+                )
+                .map_err(e)?;
+            for (p, entry, changed_at) in &batch.upserts {
+                let old: Option<Vec<u8>> = get_history
+                    .query_row([p], |r| r.get(0))
+                    .optional()
+                    .map_err(e)?;
+                let history = match changed_at {
+                    Some(t) => history_push(old, *t),
+                    None => old.unwrap_or_default(),
+                };
+                upsert
+                    .execute(params![
+                        p,
+                        entry.size as i64,
+                        entry.mtime_ns,
+                        &entry.sha256.0[..],
+                        entry.fast as i64,
+                        to_ms(now),
+                        to_ms(entry.modified),
+                        i64::from(changed_at.is_some()),
+                        history
+                    ])
+                    .map_err(e)?;
+            }
+            let mut delete_file = tx
+                .prepare_cached("DELETE FROM files WHERE path = ?1")
+                .map_err(e)?;
+            let mut version_sizes = tx
+                .prepare_cached(
+                    "SELECT COALESCE(SUM(length(data)), 0) FROM versions WHERE path = ?1",
+                )
+                .map_err(e)?;
+            let mut delete_versions = tx
+                .prepare_cached("DELETE FROM versions WHERE path = ?1")
+                .map_err(e)?;
+            for p in &batch.deletions {
+                delete_file.execute([p]).map_err(e)?;
+                let freed: i64 = version_sizes.query_row([p], |r| r.get(0)).map_err(e)?;
+                delete_versions.execute([p]).map_err(e)?;
+                versions_bytes -= freed;
+            }
+            let mut log = tx
+                .prepare_cached(
+                    "INSERT INTO changes (path, kind, time, sha256, prev_sha256, size, content_type, changed)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                )
+                .map_err(e)?;
+            for c in &mut batch.changes {
+                log.execute(params![
+                    c.path,
+                    kind_code(c.kind),
+                    to_ms(c.time),
+                    c.sha256.map(|d| d.0.to_vec()),
+                    c.prev_sha256.map(|d| d.0.to_vec()),
+                    c.size.map(|s| s as i64),
+                    c.content_type,
+                    c.changed
+                ])
+                .map_err(e)?;
+                c.seq = tx.last_insert_rowid() as u64;
+            }
+            let mut old_size = tx
+                .prepare_cached("SELECT length(data) FROM versions WHERE path = ?1 AND sha256 = ?2")
+                .map_err(e)?;
+            let mut put_version = tx
+                .prepare_cached(
+                    "INSERT INTO versions (path, sha256, stored, size, data) VALUES (?1, ?2, ?3, ?4, ?5)
+                     ON CONFLICT (path, sha256) DO UPDATE SET stored = excluded.stored",
+                )
+                .map_err(e)?;
+            let mut surplus = tx
+                .prepare_cached("SELECT sha256, length(data) FROM versions WHERE path = ?1 ORDER BY stored DESC, sha256 LIMIT -1 OFFSET ?2")
+                .map_err(e)?;
+            let mut drop_version = tx
+                .prepare_cached("DELETE FROM versions WHERE path = ?1 AND sha256 = ?2")
+                .map_err(e)?;
+            for v in &batch.versions {
+                let (p, sha) = (&v.path, &v.sha256);
+                let existing: Option<i64> = old_size
+                    .query_row(params![p, &sha.0[..]], |r| r.get(0))
+                    .optional()
+                    .map_err(e)?;
+                put_version
+                    .execute(params![
+                        p,
+                        &sha.0[..],
+                        to_ms(now),
+                        v.size as i64,
+                        &v.compressed
+                    ])
+                    .map_err(e)?;
+                if existing.is_none() {
+                    versions_bytes += v.compressed.len() as i64;
+                }
+                let extra: Vec<(Vec<u8>, i64)> = surplus
+                    .query_map(params![p, retention.versions_per_file as i64], |r| {
+                        Ok((r.get(0)?, r.get(1)?))
+                    })
+                    .map_err(e)?
+                    .collect::<Result<_, _>>()
+                    .map_err(e)?;
+                for (old_sha, len) in extra {
+                    drop_version.execute(params![p, old_sha]).map_err(e)?;
+                    versions_bytes -= len;
+                }
+            }
+            // Over budget: the oldest versions go first, whatever file they belong to.
+            let mut oldest = tx
+                .prepare_cached("SELECT path, sha256, length(data) FROM versions ORDER BY stored, path LIMIT 256")
+                .map_err(e)?;
+            while versions_bytes > retention.versions_budget as i64 {
+                let victims: Vec<(String, Vec<u8>, i64)> = oldest
+                    .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                    .map_err(e)?
+                    .collect::<Result<_, _>>()
+                    .map_err(e)?;
+                if victims.is_empty() {
+                    break;
+                }
+                for (p, sha, len) in victims {
+                    if versions_bytes <= retention.versions_budget as i64 {
+                        break;
+                    }
+                    drop_version.execute(params![p, sha]).map_err(e)?;
+                    versions_bytes -= len;
+                }
+            }
+            tx.execute(
+                "DELETE FROM changes WHERE seq <= (SELECT MAX(seq) FROM changes) - ?1",
+                [retention.changes as i64],
+            )
+            .map_err(e)?;
+        }
+        tx.commit().map_err(e)?;
+        self.versions_bytes = versions_bytes.max(0) as u64;
+        Ok(batch)
+    }
+
+    /// The newest sequence number ever assigned (0 before the first change).
+    pub fn head_seq(&self) -> Result<u64, StoreError> {
+        let seq: Option<i64> = self
+            .conn
+            .query_row(
+                "SELECT seq FROM sqlite_sequence WHERE name = 'changes'",
+                [],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|e| self.err(e))?;
+        Ok(seq.unwrap_or(0).max(0) as u64)
+    }
+
+    /// The oldest sequence number still in the log.
+    pub fn oldest_seq(&self) -> Result<Option<u64>, StoreError> {
+        let seq: Option<i64> = self
+            .conn
+            .query_row("SELECT MIN(seq) FROM changes", [], |r| r.get(0))
+            .map_err(|e| self.err(e))?;
+        Ok(seq.map(|s| s.max(0) as u64))
+    }
+
+    fn changes_where(&self, sql: &str, args: &[i64]) -> Result<Vec<LoggedChange>, StoreError> {
+        let mut stmt = self.conn.prepare(sql).map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map(rusqlite::params_from_iter(args), |r| {
+                Ok(LoggedChange {
+                    seq: r.get::<_, i64>(0)?.max(0) as u64,
+                    path: r.get(1)?,
+                    kind: kind_of(r.get(2)?),
+                    time: from_ms(r.get(3)?),
+                    sha256: digest_of(r.get(4)?),
+                    prev_sha256: digest_of(r.get(5)?),
+                    size: r.get::<_, Option<i64>>(6)?.map(|s| s.max(0) as u64),
+                    content_type: r.get(7)?,
+                    changed: r.get(8)?,
+                })
+            })
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+    }
+
+    /// The newest `limit` changes, oldest first.
+    pub fn recent_changes(&self, limit: usize) -> Result<Vec<LoggedChange>, StoreError> {
+        let mut changes = self.changes_where(
+            "SELECT seq, path, kind, time, sha256, prev_sha256, size, content_type, changed FROM changes ORDER BY seq DESC LIMIT ?1",
+            &[limit as i64],
+        )?;
+        changes.reverse();
+        Ok(changes)
+    }
+
+    /// Up to `limit` changes after `since`, oldest first.
+    pub fn changes_since(&self, since: u64, limit: usize) -> Result<Vec<LoggedChange>, StoreError> {
+        self.changes_where(
+            "SELECT seq, path, kind, time, sha256, prev_sha256, size, content_type, changed FROM changes WHERE seq > ?1 ORDER BY seq LIMIT ?2",
+            &[since.min(i64::MAX as u64) as i64, limit as i64],
+        )
+    }
+
+    /// A kept version of `path`, decompressed.
+    pub fn version(&self, path: &str, sha: &Sha256Digest) -> Result<Option<Vec<u8>>, StoreError> {
+        let data: Option<Vec<u8>> = self
+            .conn
+            .query_row(
+                "SELECT data FROM versions WHERE path = ?1 AND sha256 = ?2",
+                params![path, &sha.0[..]],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|e| self.err(e))?;
+        Ok(data.and_then(|d| zstd::stream::decode_all(&d[..]).ok()))
+    }
+
+    /// Digests of the kept versions of `path`, newest first.
+    pub fn versions_of(&self, path: &str) -> Result<Vec<Sha256Digest>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT sha256 FROM versions WHERE path = ?1 ORDER BY stored DESC, sha256")
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([path], |r| r.get::<_, Vec<u8>>(0))
+            .map_err(|e| self.err(e))?;
+        let blobs: Vec<Vec<u8>> = rows.collect::<Result<_, _>>().map_err(|e| self.err(e))?;
+        Ok(blobs
+            .into_iter()
+            .filter_map(|b| digest_of(Some(b)))
+            .collect())
+    }
+
+    /// Compressed bytes of all kept versions.
+    pub fn versions_bytes(&self) -> u64 {
+        self.versions_bytes
+    }
+
+    /// When `path` was first seen and how many times its content changed since.
+    pub fn file_facts(&self, path: &str) -> Result<Option<(DateTime<Utc>, u32)>, StoreError> {
+        self.conn
+            .query_row(
+                "SELECT first_seen, change_count FROM files WHERE path = ?1",
+                [path],
+                |r| Ok((from_ms(r.get(0)?), r.get::<_, i64>(1)?.max(0) as u32)),
+            )
+            .optional()
+            .map_err(|e| self.err(e))
+    }
+
+    /// The change times recorded for `path`, oldest first.
+    pub fn history(&self, path: &str) -> Result<Vec<DateTime<Utc>>, StoreError> {
+        let blob: Option<Vec<u8>> = self
+            .conn
+            .query_row("SELECT history FROM files WHERE path = ?1", [path], |r| {
+                r.get(0)
+            })
+            .optional()
+            .map_err(|e| self.err(e))?;
+        Ok(blob
+            .unwrap_or_default()
+            .chunks_exact(8)
+            .map(|c| from_ms(i64::from_le_bytes(c.try_into().unwrap_or_default())))
+            .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    fn t(s: i64) -> DateTime<Utc> {
+        Utc.timestamp_opt(1_700_000_000 + s, 0).unwrap()
+    }
+
+    fn entry(content: &[u8], at: DateTime<Utc>) -> FileEntry {
+        FileEntry {
+            size: content.len() as u64,
+            mtime_ns: 1,
+            sha256: Sha256Digest::of(content),
+            fast: xxhash_rust::xxh3::xxh3_64(content),
+            modified: at,
+            seen: false,
+        }
+    }
+
+    fn version(path: &str, content: &[u8]) -> NewVersion {
+        NewVersion::of(path, Sha256Digest::of(content), content)
+    }
+
+    fn change(kind: ChangeKind, path: &str, at: DateTime<Utc>) -> LoggedChange {
+        LoggedChange {
+            seq: 0,
+            kind,
+            path: path.into(),
+            time: at,
+            sha256: None,
+            prev_sha256: None,
+            size: None,
+            content_type: None,
+            changed: None,
+        }
+    }
+
+    const KEEP: Retention = Retention {
+        versions_per_file: 2,
+        versions_budget: 1 << 30,
+        changes: 1000,
+    };
+
+    #[test]
+    fn inventory_changes_and_history_survive_reopening() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(dir.path()).unwrap();
+        let batch = Batch {
+            upserts: vec![
+                ("a.html".into(), entry(b"v1", t(0)), Some(t(0))),
+                ("b.css".into(), entry(b"x", t(0)), None),
+            ],
+            changes: vec![change(ChangeKind::Created, "a.html", t(0))],
+            ..Batch::default()
+        };
+        let saved = store.commit(batch, t(0), &KEEP).unwrap();
+        assert_eq!(saved.changes[0].seq, 1);
+        let batch = Batch {
+            upserts: vec![("a.html".into(), entry(b"v2", t(5)), Some(t(5)))],
+            deletions: vec!["b.css".into()],
+            changes: vec![
+                change(ChangeKind::Modified, "a.html", t(5)),
+                change(ChangeKind::Deleted, "b.css", t(5)),
+            ],
+            ..Batch::default()
+        };
+        store.commit(batch, t(5), &KEEP).unwrap();
+        drop(store);
+
+        let store = Store::open(dir.path()).unwrap();
+        let inv = store.load_inventory().unwrap();
+        assert_eq!(inv.len(), 1);
+        assert_eq!(inv.get("a.html").unwrap(), &entry(b"v2", t(5)));
+        assert_eq!(store.file_facts("a.html").unwrap(), Some((t(0), 1)));
+        assert_eq!(store.head_seq().unwrap(), 3);
+        assert_eq!(store.history("a.html").unwrap(), [t(0), t(5)]);
+        let since = store.changes_since(1, 10).unwrap();
+        assert_eq!(
+            since.iter().map(|c| (c.seq, c.kind)).collect::<Vec<_>>(),
+            [(2, ChangeKind::Modified), (3, ChangeKind::Deleted)]
+        );
+        assert_eq!(store.recent_changes(1).unwrap()[0].seq, 3);
+    }
+
+    #[test]
+    fn versions_are_kept_per_file_and_within_budget() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(dir.path()).unwrap();
+        for i in 0..4i64 {
+            let content = format!("version {i} {}", "lorem ipsum ".repeat(50)).into_bytes();
+            let batch = Batch {
+                versions: vec![version("p.html", &content)],
+                ..Batch::default()
+            };
+            store.commit(batch, t(i), &KEEP).unwrap();
+        }
+        let kept = store.versions_of("p.html").unwrap();
+        assert_eq!(kept.len(), 2, "two versions per file");
+        let newest = format!("version 3 {}", "lorem ipsum ".repeat(50)).into_bytes();
+        assert_eq!(kept[0], Sha256Digest::of(&newest));
+        assert_eq!(store.version("p.html", &kept[0]).unwrap().unwrap(), newest);
+        assert!(store.versions_bytes() > 0);
+
+        // A budget smaller than what is kept evicts the oldest first.
+        let other = b"another file's only version, stored last".to_vec();
+        // Room for the new version only if one old version goes.
+        let added = zstd::bulk::compress(&other, 3).unwrap().len() as u64;
+        let tight = Retention {
+            versions_budget: store.versions_bytes() + added - 1,
+            ..KEEP
+        };
+        store
+            .commit(
+                Batch {
+                    versions: vec![version("q.html", &other)],
+                    ..Batch::default()
+                },
+                t(10),
+                &tight,
+            )
+            .unwrap();
+        assert!(store.versions_bytes() <= tight.versions_budget);
+        assert_eq!(
+            store.versions_of("q.html").unwrap().len(),
+            1,
+            "the newest survives"
+        );
+        assert_eq!(
+            store.versions_of("p.html").unwrap().len(),
+            1,
+            "the oldest went"
+        );
+        drop(store);
+        let reopened = Store::open(dir.path()).unwrap();
+        assert!(reopened.versions_bytes() <= tight.versions_budget);
+    }
+
+    #[test]
+    fn the_change_log_is_pruned_but_sequence_numbers_never_repeat() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(dir.path()).unwrap();
+        let keep3 = Retention { changes: 3, ..KEEP };
+        for i in 0..10 {
+            let batch = Batch {
+                changes: vec![change(ChangeKind::Modified, "x", t(i))],
+                ..Batch::default()
+            };
+            store.commit(batch, t(i), &keep3).unwrap();
+        }
+        assert_eq!(store.head_seq().unwrap(), 10);
+        assert_eq!(store.oldest_seq().unwrap(), Some(8));
+        assert_eq!(store.changes_since(0, 100).unwrap().len(), 3);
+    }
+}

@@ -1,0 +1,241 @@
+//! The `webcoop-agent` binary as a webmaster runs it: `--once`, configuration from flags and
+//! environment, clear start-up errors, privacy rules, and respect for documents it did not write.
+
+mod common;
+
+use common::{read_sitemap_urls, url};
+use std::path::Path;
+use std::process::{Command, Output};
+use webcoop_protocol::robots_rdf::{self, RdfLimits};
+
+fn agent() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_webcoop-agent"));
+    c.env_remove("WEBCOOP_DOCROOT")
+        .env_remove("WEBCOOP_BASE_URL")
+        .env("WEBCOOP_LOG", "warn");
+    c
+}
+
+fn run(cmd: &mut Command) -> Output {
+    cmd.output().unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn listed_urls(out: &Path) -> Vec<String> {
+    let doc = robots_rdf::parse(
+        &std::fs::read(out.join("robots.rdf")).unwrap(),
+        &RdfLimits::default(),
+    )
+    .unwrap();
+    doc.items.into_iter().map(|i| i.url.to_string()).collect()
+}
+
+#[test]
+fn help_and_version() {
+    let o = run(agent().arg("--version"));
+    assert!(o.status.success());
+    assert!(String::from_utf8_lossy(&o.stdout).starts_with("webcoop-agent "));
+    let o = run(agent().arg("--help"));
+    let help = String::from_utf8_lossy(&o.stdout);
+    for flag in [
+        "--docroot",
+        "--base-url",
+        "--state",
+        "--include",
+        "--exclude",
+        "--config",
+        "--once",
+    ] {
+        assert!(help.contains(flag), "{flag} missing from --help");
+    }
+}
+
+#[test]
+fn planted_secrets_and_symlinks_out_are_never_published() {
+    let tmp = tempfile::tempdir().unwrap();
+    let www = tmp.path().join("www");
+    std::fs::create_dir_all(www.join(".git/objects")).unwrap();
+    std::fs::write(www.join("index.html"), "<h1>home</h1>").unwrap();
+    std::fs::write(www.join(".htpasswd"), "admin:$apr1$secret").unwrap();
+    std::fs::write(www.join(".git/config"), "[core]").unwrap();
+    std::fs::write(www.join(".git/objects/ab"), "blob").unwrap();
+    std::fs::write(www.join("index.html~"), "old home").unwrap();
+    std::os::unix::fs::symlink("/etc", www.join("etc")).unwrap();
+    std::os::unix::fs::symlink("/etc/passwd", www.join("passwd.html")).unwrap();
+    let o = run(agent().arg("--docroot").arg(&www).args([
+        "--base-url",
+        "https://site.example/",
+        "--once",
+    ]));
+    assert!(o.status.success(), "{}", stderr(&o));
+
+    let everything = [
+        std::fs::read_to_string(www.join("robots.rdf")).unwrap(),
+        std::fs::read_to_string(www.join("sitemap.xml")).unwrap(),
+        std::fs::read_to_string(www.join(".well-known/webcoop/changes.atom")).unwrap(),
+    ]
+    .concat();
+    for secret in [
+        ".htpasswd",
+        ".git",
+        "index.html~",
+        "etc/",
+        "passwd",
+        "root:",
+    ] {
+        assert!(!everything.contains(secret), "{secret} was published");
+    }
+    assert_eq!(listed_urls(&www), [url("index.html")]);
+    let sitemap: Vec<String> = read_sitemap_urls(&www)
+        .iter()
+        .map(|u| u.loc.to_string())
+        .collect();
+    assert_eq!(sitemap, [url("index.html")]);
+    // The default state directory is beside the docroot, not inside it.
+    assert!(tmp.path().join("www.webcoop/agent.sqlite").exists());
+}
+
+#[test]
+fn start_up_errors_are_one_clear_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = tmp.path().join("nope");
+    let o =
+        run(agent()
+            .arg("--docroot")
+            .arg(&missing)
+            .args(["--base-url", "https://e/", "--once"]));
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("does not exist") && stderr(&o).contains("nope"),
+        "{}",
+        stderr(&o)
+    );
+
+    let www = tmp.path().join("www");
+    std::fs::create_dir(&www).unwrap();
+    let o =
+        run(agent()
+            .arg("--docroot")
+            .arg(&www)
+            .args(["--base-url", "www.example.org", "--once"]));
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("is not absolute"), "{}", stderr(&o));
+
+    let o = run(agent().arg("--docroot").arg(&www).args([
+        "--base-url",
+        "https://e/",
+        "--once",
+        "--state",
+        "/proc/webcoop-state",
+    ]));
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("state directory"), "{}", stderr(&o));
+
+    let o = run(agent().args(["--base-url", "https://e/", "--once"]));
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--docroot"), "{}", stderr(&o));
+
+    // An unreadable docroot (not testable as root, who reads everything).
+    if unsafe { libc_geteuid() } != 0 {
+        let locked = tmp.path().join("locked");
+        std::fs::create_dir(&locked).unwrap();
+        std::fs::set_permissions(&locked, std::os::unix::fs::PermissionsExt::from_mode(0o000))
+            .unwrap();
+        let o =
+            run(agent()
+                .arg("--docroot")
+                .arg(&locked)
+                .args(["--base-url", "https://e/", "--once"]));
+        assert_eq!(o.status.code(), Some(2));
+        assert!(stderr(&o).contains("cannot be read"), "{}", stderr(&o));
+    }
+}
+
+unsafe fn libc_geteuid() -> u32 {
+    unsafe { libc::geteuid() }
+}
+
+#[test]
+fn every_option_can_come_from_the_environment() {
+    let tmp = tempfile::tempdir().unwrap();
+    let www = tmp.path().join("www");
+    std::fs::create_dir_all(www.join("drafts")).unwrap();
+    std::fs::write(www.join("a.html"), "a").unwrap();
+    std::fs::write(www.join("b.txt"), "b").unwrap();
+    std::fs::write(www.join("drafts/c.html"), "c").unwrap();
+    let out = tmp.path().join("out");
+    let o = run(agent()
+        .env("WEBCOOP_DOCROOT", &www)
+        .env("WEBCOOP_BASE_URL", "https://env.example/")
+        .env("WEBCOOP_STATE", tmp.path().join("state"))
+        .env("WEBCOOP_OUT", &out)
+        .env("WEBCOOP_INCLUDE", "*.html")
+        .env("WEBCOOP_EXCLUDE", "drafts")
+        .env("WEBCOOP_ONCE", "true"));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(listed_urls(&out), ["https://env.example/a.html"]);
+    assert!(
+        !www.join("robots.rdf").exists(),
+        "output goes to --out, not the docroot"
+    );
+}
+
+#[test]
+fn a_webmasters_own_sitemap_is_never_overwritten() {
+    let tmp = tempfile::tempdir().unwrap();
+    let www = tmp.path().join("www");
+    std::fs::create_dir(&www).unwrap();
+    std::fs::write(www.join("index.html"), "home").unwrap();
+    let theirs = "<?xml version=\"1.0\"?><urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\"><url><loc>https://e/x</loc></url></urlset>";
+    std::fs::write(www.join("sitemap.xml"), theirs).unwrap();
+    let args = ["--base-url", "https://e/", "--once"];
+    let o = run(agent().arg("--docroot").arg(&www).args(args));
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("sitemap.xml already exists and was not written by webcoop-agent"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(
+        std::fs::read_to_string(www.join("sitemap.xml")).unwrap(),
+        theirs
+    );
+    assert!(!www.join("robots.rdf").exists());
+
+    // Our own documents are recognised on the next run; --replace-existing takes theirs over.
+    let o = run(agent()
+        .arg("--docroot")
+        .arg(&www)
+        .args(args)
+        .arg("--replace-existing"));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(agent().arg("--docroot").arg(&www).args(args));
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+#[test]
+fn a_state_directory_is_for_one_site() {
+    let tmp = tempfile::tempdir().unwrap();
+    for site in ["one", "two"] {
+        std::fs::create_dir(tmp.path().join(site)).unwrap();
+    }
+    let state = tmp.path().join("state");
+    let o = run(agent()
+        .arg("--docroot")
+        .arg(tmp.path().join("one"))
+        .arg("--state")
+        .arg(&state)
+        .args(["--base-url", "https://one/", "--once"]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(agent()
+        .arg("--docroot")
+        .arg(tmp.path().join("two"))
+        .arg("--state")
+        .arg(&state)
+        .args(["--base-url", "https://two/", "--once"]));
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("belongs to"), "{}", stderr(&o));
+}

@@ -1,0 +1,147 @@
+//! A temporary site (docroot, state and output directories) and readers for what the agent
+//! published there, parsed with the protocol crate.
+
+#![allow(dead_code)]
+
+use chrono::{TimeZone, Utc};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use webcoop_agent::agent::Agent;
+use webcoop_agent::config::{Cli, Config};
+use webcoop_protocol::changes_feed::{self, ChangesFeed, FeedLimits};
+use webcoop_protocol::clock::ManualClock;
+use webcoop_protocol::robots_rdf::{self, RdfLimits, RobotsRdf};
+use webcoop_protocol::sitemap::{self, Leniency, SitemapDocument, SitemapLimits, UrlEntry};
+
+pub const BASE: &str = "https://site.example/";
+
+pub struct Site {
+    pub tmp: tempfile::TempDir,
+    pub docroot: PathBuf,
+    pub clock: Arc<ManualClock>,
+}
+
+impl Site {
+    pub fn new() -> Site {
+        let tmp = tempfile::tempdir().unwrap();
+        let docroot = tmp.path().join("www");
+        std::fs::create_dir(&docroot).unwrap();
+        let docroot = docroot.canonicalize().unwrap();
+        Site {
+            tmp,
+            docroot,
+            clock: Arc::new(ManualClock::new(
+                Utc.timestamp_opt(1_800_000_000, 0).unwrap(),
+            )),
+        }
+    }
+
+    pub fn cli(&self) -> Cli {
+        Cli {
+            docroot: Some(self.docroot.clone()),
+            base_url: Some(BASE.into()),
+            state: Some(self.tmp.path().join("state")),
+            debounce_ms: Some(0),
+            ..Cli::default()
+        }
+    }
+
+    pub fn agent_with(&self, cli: Cli) -> Agent {
+        Agent::open(Config::from_cli(cli).unwrap(), self.clock.clone()).unwrap()
+    }
+
+    /// An agent on this site, after its start-up scan and publication.
+    pub fn start(&self) -> Agent {
+        let mut agent = self.agent_with(self.cli());
+        agent.full_scan(false).unwrap();
+        agent.publish().unwrap();
+        agent
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.docroot.join(rel)
+    }
+
+    pub fn write(&self, rel: &str, content: &str) {
+        let p = self.path(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, content).unwrap();
+    }
+
+    pub fn tick(&self, secs: u64) {
+        self.clock.advance(std::time::Duration::from_secs(secs));
+    }
+
+    pub fn clock_now(&self) -> chrono::DateTime<Utc> {
+        use webcoop_protocol::clock::Clock;
+        self.clock.now()
+    }
+
+    pub fn out(&self) -> &Path {
+        &self.docroot
+    }
+
+    pub fn listing(&self) -> RobotsRdf {
+        robots_rdf::parse(
+            &std::fs::read(self.out().join("robots.rdf")).unwrap(),
+            &RdfLimits::default(),
+        )
+        .unwrap()
+    }
+
+    /// URL -> (size, etag) of every item of robots.rdf.
+    pub fn listed(&self) -> BTreeMap<String, (u64, String)> {
+        self.listing()
+            .items
+            .into_iter()
+            .map(|i| {
+                (
+                    i.url.to_string(),
+                    (i.size.unwrap(), i.etag.unwrap().to_string()),
+                )
+            })
+            .collect()
+    }
+
+    pub fn sitemap_urls(&self) -> Vec<UrlEntry> {
+        read_sitemap_urls(self.out())
+    }
+
+    pub fn feed(&self) -> ChangesFeed {
+        changes_feed::parse(
+            &std::fs::read(self.out().join(".well-known/webcoop/changes.atom")).unwrap(),
+            &FeedLimits::default(),
+        )
+        .unwrap()
+    }
+}
+
+pub fn url(rel: &str) -> String {
+    format!("{BASE}{rel}")
+}
+
+/// Every URL of sitemap.xml, following an index to its gzip parts.
+pub fn read_sitemap_urls(dir: &Path) -> Vec<UrlEntry> {
+    let root = std::fs::read(dir.join("sitemap.xml")).unwrap();
+    match sitemap::parse(&root, &SitemapLimits::default(), Leniency::Strict)
+        .unwrap()
+        .document
+    {
+        SitemapDocument::UrlSet(urls) => urls,
+        SitemapDocument::Index(refs) => refs
+            .iter()
+            .flat_map(|r| {
+                let name = r.loc.path().trim_start_matches('/').to_string();
+                let bytes = std::fs::read(dir.join(name)).unwrap();
+                match sitemap::parse(&bytes, &SitemapLimits::default(), Leniency::Strict)
+                    .unwrap()
+                    .document
+                {
+                    SitemapDocument::UrlSet(urls) => urls,
+                    SitemapDocument::Index(_) => panic!("nested index"),
+                }
+            })
+            .collect(),
+    }
+}

@@ -1,0 +1,383 @@
+//! After every kind of edit, the published robots.rdf, sitemap and changes feed say exactly
+//! what happened, and a restart in between loses nothing and invents nothing.
+
+mod common;
+
+use common::{Site, url};
+use std::collections::BTreeSet;
+use webcoop_protocol::changes_feed::ChangeKind;
+use webcoop_protocol::validator::Sha256Digest;
+
+fn paths(set: &[&str]) -> BTreeSet<String> {
+    set.iter().map(|s| s.to_string()).collect()
+}
+
+fn etag(content: &str) -> String {
+    Sha256Digest::of(content.as_bytes()).etag().to_string()
+}
+
+#[test]
+fn the_first_run_is_a_baseline_not_a_flood_of_creations() {
+    let site = Site::new();
+    site.write("index.html", "<h1>home</h1>");
+    site.write("docs/a.html", "<p>a</p>");
+    let _agent = site.start();
+    let listed = site.listed();
+    assert_eq!(listed.len(), 2);
+    assert_eq!(listed[&url("docs/a.html")], (8, etag("<p>a</p>")));
+    assert!(site.feed().entries.is_empty());
+    assert_eq!(site.listing().channel.seq, Some(0));
+    let sitemap: Vec<String> = site
+        .sitemap_urls()
+        .iter()
+        .map(|u| u.loc.to_string())
+        .collect();
+    assert_eq!(sitemap, [url("docs/a.html"), url("index.html")]);
+}
+
+#[test]
+fn create_edit_rename_delete_touch_each_say_exactly_what_happened() {
+    let site = Site::new();
+    site.write("index.html", "<h1>home</h1>");
+    let mut agent = site.start();
+
+    site.tick(10);
+    site.write(
+        "new.html",
+        "<p>new</p> and a long paragraph that stays the same",
+    );
+    let r = agent.reconcile_paths(&paths(&["new.html"])).unwrap();
+    agent.publish().unwrap();
+    assert_eq!(r.changes.len(), 1);
+    let feed = site.feed();
+    assert_eq!(feed.entries.len(), 1);
+    let e = &feed.entries[0];
+    assert_eq!(
+        (e.seq, e.kind, e.url.as_str()),
+        (1, ChangeKind::Created, url("new.html").as_str())
+    );
+    assert_eq!(
+        e.etag.as_ref().unwrap().to_string(),
+        etag("<p>new</p> and a long paragraph that stays the same")
+    );
+    assert_eq!(e.time, site.clock_now());
+    assert!(site.listed().contains_key(&url("new.html")));
+    let item = site
+        .listing()
+        .items
+        .into_iter()
+        .find(|i| i.url.as_str() == url("new.html"))
+        .unwrap();
+    assert_eq!(
+        item.modified,
+        site.clock_now(),
+        "a watched change is dated when seen"
+    );
+
+    site.tick(10);
+    site.write(
+        "new.html",
+        "<p>new</p> and a longer paragraph that stays the same",
+    );
+    agent.reconcile_paths(&paths(&["new.html"])).unwrap();
+    agent.publish().unwrap();
+    let e = site.feed().entries.pop().unwrap();
+    assert_eq!((e.seq, e.kind), (2, ChangeKind::Modified));
+    assert_eq!(
+        e.previous_etag.unwrap().to_string(),
+        etag("<p>new</p> and a long paragraph that stays the same")
+    );
+    assert_eq!(
+        e.etag.unwrap().to_string(),
+        etag("<p>new</p> and a longer paragraph that stays the same")
+    );
+    let fraction = e.changed_fraction.unwrap();
+    assert!(
+        fraction > 0.0 && fraction < 0.2,
+        "one word of ten: {fraction}"
+    );
+
+    site.tick(10);
+    std::fs::rename(site.path("new.html"), site.path("renamed.html")).unwrap();
+    agent
+        .reconcile_paths(&paths(&["new.html", "renamed.html"]))
+        .unwrap();
+    agent.publish().unwrap();
+    let feed = site.feed();
+    let last_two: Vec<(ChangeKind, String)> = feed.entries[2..]
+        .iter()
+        .map(|e| (e.kind, e.url.to_string()))
+        .collect();
+    assert_eq!(
+        last_two,
+        [
+            (ChangeKind::Deleted, url("new.html")),
+            (ChangeKind::Created, url("renamed.html"))
+        ]
+    );
+    let listed = site.listed();
+    assert!(!listed.contains_key(&url("new.html")));
+    assert_eq!(
+        listed[&url("renamed.html")].1,
+        etag("<p>new</p> and a longer paragraph that stays the same")
+    );
+
+    site.tick(10);
+    // Touch without change: a new timestamp, the same content, nothing to announce.
+    let f = std::fs::File::options()
+        .write(true)
+        .open(site.path("index.html"))
+        .unwrap();
+    f.set_modified(std::time::SystemTime::now() + std::time::Duration::from_secs(5))
+        .unwrap();
+    drop(f);
+    let r = agent.reconcile_paths(&paths(&["index.html"])).unwrap();
+    assert_eq!((r.changes.len(), r.touched), (0, 1));
+
+    site.tick(10);
+    std::fs::remove_file(site.path("renamed.html")).unwrap();
+    agent.reconcile_paths(&paths(&["renamed.html"])).unwrap();
+    agent.publish().unwrap();
+    let e = site.feed().entries.pop().unwrap();
+    assert_eq!(
+        (e.seq, e.kind, e.url.to_string()),
+        (5, ChangeKind::Deleted, url("renamed.html"))
+    );
+    assert!(e.etag.is_none());
+    assert_eq!(
+        site.listed().keys().cloned().collect::<Vec<_>>(),
+        [url("index.html")]
+    );
+    assert_eq!(site.listing().channel.seq, Some(5));
+    assert_eq!(site.sitemap_urls().len(), 1);
+}
+
+#[test]
+fn removing_a_directory_deletes_everything_under_it() {
+    let site = Site::new();
+    for i in 0..5 {
+        site.write(&format!("old/{i}.html"), &format!("{i}"));
+    }
+    site.write("keep.html", "k");
+    let mut agent = site.start();
+    std::fs::remove_dir_all(site.path("old")).unwrap();
+    let r = agent.reconcile_paths(&paths(&["old"])).unwrap();
+    assert_eq!(r.changes.len(), 5);
+    assert!(r.changes.iter().all(|c| c.kind == ChangeKind::Deleted));
+    agent.publish().unwrap();
+    assert_eq!(site.listed().len(), 1);
+}
+
+#[test]
+fn a_new_directory_is_walked() {
+    let site = Site::new();
+    let mut agent = site.start();
+    for i in 0..3 {
+        site.write(&format!("new/deep/{i}.html"), "x");
+    }
+    let r = agent.reconcile_paths(&paths(&["new"])).unwrap();
+    assert_eq!(r.changes.len(), 3);
+}
+
+#[test]
+fn a_mass_change_is_announced_change_by_change() {
+    let site = Site::new();
+    for i in 0..300 {
+        site.write(
+            &format!("p/{i}.html"),
+            &format!("<p>version 1 of page {i}</p>"),
+        );
+    }
+    let mut agent = site.start();
+    site.tick(60);
+    for i in 0..300 {
+        site.write(
+            &format!("p/{i}.html"),
+            &format!("<p>version 2 of page {i}</p>"),
+        );
+    }
+    let r = agent.full_scan(true).unwrap();
+    agent.publish().unwrap();
+    assert_eq!(r.changes.len(), 300);
+    let seqs: Vec<u64> = site.feed().entries.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, (1..=300).collect::<Vec<_>>());
+    let listed = site.listed();
+    for i in 0..300 {
+        assert_eq!(
+            listed[&url(&format!("p/{i}.html"))].1,
+            etag(&format!("<p>version 2 of page {i}</p>"))
+        );
+    }
+}
+
+#[test]
+fn a_restart_announces_only_what_changed_while_down() {
+    let site = Site::new();
+    site.write("same.html", "unchanged");
+    site.write("edit.html", "before");
+    site.write("gone.html", "bye");
+    site.write("touched.html", "touch me");
+    let agent = site.start();
+    drop(agent);
+
+    // While the agent is down.
+    site.tick(3600);
+    site.write("edit.html", "after");
+    std::fs::remove_file(site.path("gone.html")).unwrap();
+    site.write("born.html", "hello");
+    let f = std::fs::File::options()
+        .write(true)
+        .open(site.path("touched.html"))
+        .unwrap();
+    f.set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(100))
+        .unwrap();
+    drop(f);
+
+    let mut agent = site.agent_with(site.cli());
+    let r = agent.full_scan(false).unwrap();
+    agent.publish().unwrap();
+    let mut seen: Vec<(ChangeKind, String)> =
+        r.changes.iter().map(|c| (c.kind, c.path.clone())).collect();
+    seen.sort_by(|a, b| a.1.cmp(&b.1));
+    assert_eq!(
+        seen,
+        [
+            (ChangeKind::Created, "born.html".to_string()),
+            (ChangeKind::Modified, "edit.html".to_string()),
+            (ChangeKind::Deleted, "gone.html".to_string()),
+        ]
+    );
+    assert_eq!(r.touched, 1);
+
+    // A second restart with nothing changed announces nothing.
+    drop(agent);
+    let mut agent = site.agent_with(site.cli());
+    let r = agent.full_scan(false).unwrap();
+    assert!(r.changes.is_empty(), "{:?}", r.changes);
+    assert_eq!(agent.store().head_seq().unwrap(), 3);
+}
+
+#[test]
+fn versions_are_kept_for_text_and_not_for_binaries() {
+    let site = Site::new();
+    site.write("page.html", "v0");
+    std::fs::write(site.path("image.png"), [0x89, b'P', b'N', b'G', 0, 1, 2, 3]).unwrap();
+    let mut cli = site.cli();
+    cli.versions = Some(3);
+    let mut agent = site.agent_with(cli);
+    agent.full_scan(false).unwrap();
+    for v in 1..=5 {
+        site.tick(1);
+        site.write("page.html", &format!("v{v}"));
+        std::fs::write(site.path("image.png"), [0x89, b'P', b'N', b'G', v]).unwrap();
+        agent
+            .reconcile_paths(&paths(&["page.html", "image.png"]))
+            .unwrap();
+    }
+    let kept = agent.store().versions_of("page.html").unwrap();
+    let expected: Vec<Sha256Digest> = ["v5", "v4", "v3"]
+        .iter()
+        .map(|v| Sha256Digest::of(v.as_bytes()))
+        .collect();
+    assert_eq!(kept, expected);
+    assert_eq!(
+        agent
+            .store()
+            .version("page.html", &expected[0])
+            .unwrap()
+            .unwrap(),
+        b"v5"
+    );
+    assert!(agent.store().versions_of("image.png").unwrap().is_empty());
+    assert_eq!(
+        agent
+            .store()
+            .file_facts("image.png")
+            .unwrap()
+            .map(|(_, count)| count),
+        Some(5)
+    );
+    assert_eq!(agent.store().history("page.html").unwrap().len(), 5);
+}
+
+#[test]
+fn robots_txt_disallow_lines_shape_the_listing_and_follow_its_edits() {
+    let site = Site::new();
+    site.write("robots.txt", "User-agent: *\nDisallow: /private/\n");
+    site.write("private/secret.html", "s");
+    site.write("public.html", "p");
+    let mut agent = site.start();
+    assert!(!site.listed().contains_key(&url("private/secret.html")));
+    site.write("robots.txt", "User-agent: *\nDisallow:\n");
+    let r = agent.reconcile_paths(&paths(&["robots.txt"])).unwrap();
+    agent.publish().unwrap();
+    assert!(
+        r.changes
+            .iter()
+            .any(|c| c.path == "private/secret.html" && c.kind == ChangeKind::Created)
+    );
+    assert!(site.listed().contains_key(&url("private/secret.html")));
+
+    let mut cli = site.cli();
+    cli.ignore_robots_txt = true;
+    drop(agent);
+    site.write("robots.txt", "User-agent: *\nDisallow: /\n");
+    let mut agent = site.agent_with(cli);
+    agent.full_scan(false).unwrap();
+    agent.publish().unwrap();
+    assert!(site.listed().contains_key(&url("public.html")));
+}
+
+#[test]
+fn a_large_site_gets_gzip_parts_and_an_edit_rewrites_one() {
+    let site = Site::new();
+    for i in 0..1000 {
+        site.write(&format!("p/{i}.html"), &format!("page {i}"));
+    }
+    let mut cli = site.cli();
+    cli.sitemap_part_urls = Some(100);
+    let mut agent = site.agent_with(cli);
+    agent.full_scan(false).unwrap();
+    agent.publish().unwrap();
+    let parts: Vec<std::path::PathBuf> = (1..=10)
+        .map(|n| site.out().join(format!("sitemap-{n}.xml.gz")))
+        .collect();
+    assert!(parts.iter().all(|p| p.exists()));
+    assert!(!site.out().join("sitemap-11.xml.gz").exists());
+    let urls = site.sitemap_urls();
+    let unique: BTreeSet<String> = urls.iter().map(|u| u.loc.to_string()).collect();
+    assert_eq!(
+        (urls.len(), unique.len()),
+        (1000, 1000),
+        "every URL in exactly one part"
+    );
+    let inode =
+        |p: &std::path::Path| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(p).unwrap());
+    let before: Vec<u64> = parts.iter().map(|p| inode(p)).collect();
+
+    site.tick(60);
+    site.write("p/7.html", "page 7, edited");
+    agent.reconcile_paths(&paths(&["p/7.html"])).unwrap();
+    agent.publish().unwrap();
+    let after: Vec<u64> = parts.iter().map(|p| inode(p)).collect();
+    let rewritten = before.iter().zip(&after).filter(|(a, b)| a != b).count();
+    assert_eq!(
+        rewritten, 1,
+        "an edit rewrites only the part holding its URL"
+    );
+    let edited = site
+        .sitemap_urls()
+        .into_iter()
+        .find(|u| u.loc.as_str() == url("p/7.html"))
+        .unwrap();
+    assert_eq!(edited.lastmod, Some(site.clock_now()));
+
+    // Shrinking back under one part's size returns to a single urlset and removes the parts.
+    for i in 50..1000 {
+        std::fs::remove_file(site.path(&format!("p/{i}.html"))).unwrap();
+    }
+    agent.full_scan(true).unwrap();
+    agent.publish().unwrap();
+    assert_eq!(site.sitemap_urls().len(), 50);
+    assert!(parts.iter().all(|p| !p.exists()));
+}

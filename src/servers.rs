@@ -1,0 +1,176 @@
+//! Real servers the tests start on loopback: Debian's nginx, with a minimal HTTP client to
+//! fetch from them.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running nginx; stopped when dropped.
+pub struct Nginx {
+    child: Child,
+    /// Where it listens.
+    pub addr: SocketAddr,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap_or(0)
+}
+
+impl Nginx {
+    /// Starts nginx with the `server` block of `site_conf` (the shipped example), its `root`
+    /// set to `docroot` and its `listen` to a free loopback port. nginx cannot listen on port 0
+    /// and report it, so a free port is picked and the start retried if another process takes
+    /// it first.
+    pub fn start(binary: &Path, site_conf: &str, docroot: &Path) -> Nginx {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("temporary directory: {e}"));
+        let mut last_error = String::new();
+        for _ in 0..5 {
+            let port = free_port();
+            let server = rewrite_server_block(site_conf, docroot, port);
+            let d = dir.path().display();
+            let conf = format!(
+                "daemon off;\nmaster_process off;\nworker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log warn;\n\
+                 events {{ worker_connections 256; }}\nhttp {{\n  access_log off;\n  default_type application/octet-stream;\n  \
+                 client_body_temp_path {d}/body;\n  proxy_temp_path {d}/proxy;\n  fastcgi_temp_path {d}/fastcgi;\n  \
+                 uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n{server}\n}}\n"
+            );
+            let conf_path = dir.path().join("nginx.conf");
+            std::fs::write(&conf_path, conf).unwrap_or_else(|e| panic!("writing nginx.conf: {e}"));
+            let mut child = Command::new(binary)
+                .arg("-e")
+                .arg(dir.path().join("error.log"))
+                .arg("-p")
+                .arg(dir.path())
+                .arg("-c")
+                .arg(&conf_path)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap_or_else(|e| panic!("cannot start {}: {e}", binary.display()));
+            let addr = SocketAddr::from(([127, 0, 0, 1], port));
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while Instant::now() < deadline {
+                if let Ok(Some(status)) = child.try_wait() {
+                    let mut err = String::new();
+                    if let Some(mut e) = child.stderr.take() {
+                        let _ = e.read_to_string(&mut err);
+                    }
+                    last_error = format!("nginx exited with {status}: {err}");
+                    break;
+                }
+                if TcpStream::connect_timeout(&addr, Duration::from_millis(100)).is_ok() {
+                    return Nginx {
+                        child,
+                        addr,
+                        _dir: dir,
+                    };
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        panic!("nginx did not start: {last_error}");
+    }
+
+    /// The base URL it serves.
+    pub fn url(&self) -> String {
+        format!("http://{}/", self.addr)
+    }
+}
+
+/// The example's server block with our root and port.
+fn rewrite_server_block(conf: &str, docroot: &Path, port: u16) -> String {
+    conf.lines()
+        .map(|line| {
+            let t = line.trim_start();
+            if t.starts_with("listen ") {
+                format!("    listen 127.0.0.1:{port};")
+            } else if t.starts_with("root ") {
+                format!("    root {};", docroot.display())
+            } else {
+                line.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A response as the tests look at it.
+#[derive(Debug)]
+pub struct Response {
+    /// Status code.
+    pub status: u16,
+    /// Headers, names lowercased.
+    pub headers: Vec<(String, String)>,
+    /// The body.
+    pub body: Vec<u8>,
+}
+
+impl Response {
+    /// The first header named `name` (lowercase).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// GET over HTTP/1.0 (no chunking, the server closes), with extra request headers.
+pub fn http_get(
+    addr: SocketAddr,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> std::io::Result<Response> {
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
+    stream.set_read_timeout(Some(Duration::from_secs(30)))?;
+    let mut request = format!("GET {path} HTTP/1.0\r\nHost: localhost\r\n");
+    for (n, v) in headers {
+        request.push_str(&format!("{n}: {v}\r\n"));
+    }
+    request.push_str("\r\n");
+    stream.write_all(request.as_bytes())?;
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw)?;
+    let split = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .ok_or_else(|| std::io::Error::other("no end of headers"))?;
+    let head = String::from_utf8_lossy(&raw[..split]).into_owned();
+    let mut lines = head.split("\r\n");
+    let status = lines
+        .next()
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| std::io::Error::other(format!("bad status line in {head:?}")))?;
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    Ok(Response {
+        status,
+        headers,
+        body: raw[split + 4..].to_vec(),
+    })
+}
+
+/// The shipped example nginx server block.
+pub fn example_nginx_conf() -> String {
+    let path: PathBuf = crate::testkit::workspace_root().join("examples/nginx/site.conf");
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}

@@ -1,0 +1,191 @@
+//! The agent beside a real web server: Debian's nginx, configured with the shipped example
+//! server block, serves what the agent publishes, and reference clients read it from there:
+//! feedparser and rdflib (robots.rdf, changes feed), ultimate-sitemap-parser (sitemaps).
+
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::ffi::OsStr;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+use webcoop::servers::{Nginx, example_nginx_conf, http_get};
+use webcoop::testkit::{reference_python, run_reference, tool};
+use webcoop_agent::agent::Agent;
+use webcoop_agent::config::{Cli, Config};
+use webcoop_protocol::changes_feed::{self, ChangeKind, FeedLimits};
+use webcoop_protocol::clock::SystemClock;
+use webcoop_protocol::robots_rdf::{self, RdfLimits};
+
+fn write(root: &Path, rel: &str, content: &str) {
+    let p = root.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, content).unwrap();
+}
+
+fn agent_for(docroot: &Path, state: &Path, base: &str) -> Agent {
+    let cli = Cli {
+        docroot: Some(docroot.to_path_buf()),
+        base_url: Some(base.to_string()),
+        state: Some(state.to_path_buf()),
+        debounce_ms: Some(50),
+        ..Cli::default()
+    };
+    Agent::open(Config::from_cli(cli).unwrap(), Arc::new(SystemClock)).unwrap()
+}
+
+#[test]
+fn nginx_serves_what_the_agent_publishes_and_reference_clients_read_it() {
+    let Some(nginx_bin) = tool("nginx") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let www = tmp.path().join("www");
+    write(&www, "index.html", "<h1>home</h1>");
+    write(&www, "docs/guide.html", "<p>guide</p>");
+    write(&www, "with space.html", "<p>space</p>");
+    write(&www, ".htpasswd", "admin:secret");
+    let www = www.canonicalize().unwrap();
+    let nginx = Nginx::start(&nginx_bin, &example_nginx_conf(), &www);
+    let base = nginx.url();
+
+    let mut agent = agent_for(&www, &tmp.path().join("state"), &base);
+    agent.full_scan(false).unwrap();
+    agent.publish().unwrap();
+
+    let rdf = http_get(nginx.addr, "/robots.rdf", &[]).unwrap();
+    assert_eq!(rdf.status, 200);
+    assert_eq!(rdf.header("content-type"), Some("application/rdf+xml"));
+    assert_eq!(rdf.header("cache-control"), Some("no-cache"));
+    let listing = robots_rdf::parse(&rdf.body, &RdfLimits::default()).unwrap();
+    let urls: BTreeSet<String> = listing.items.iter().map(|i| i.url.to_string()).collect();
+    let expected: BTreeSet<String> = ["docs/guide.html", "index.html", "with%20space.html"]
+        .iter()
+        .map(|p| format!("{base}{p}"))
+        .collect();
+    assert_eq!(urls, expected);
+    // Every listed URL is served by nginx with exactly the listed size.
+    for item in &listing.items {
+        let r = http_get(nginx.addr, item.url.path(), &[]).unwrap();
+        assert_eq!(r.status, 200, "{}", item.url);
+        assert_eq!(Some(r.body.len() as u64), item.size, "{}", item.url);
+    }
+    // What the agent never lists, the example configuration never serves.
+    assert_eq!(http_get(nginx.addr, "/.htpasswd", &[]).unwrap().status, 403);
+
+    let sitemap = http_get(nginx.addr, "/sitemap.xml", &[]).unwrap();
+    assert_eq!(sitemap.status, 200);
+    assert_eq!(sitemap.header("content-type"), Some("text/xml"));
+    let feed = http_get(nginx.addr, "/.well-known/webcoop/changes.atom", &[]).unwrap();
+    assert_eq!(feed.status, 200);
+    assert_eq!(feed.header("content-type"), Some("application/atom+xml"));
+
+    // Changes while watching reach nginx's clients within about a second.
+    let stop = Arc::new(AtomicBool::new(false));
+    let watcher = {
+        let stop = stop.clone();
+        std::thread::spawn(move || agent.watch(&stop))
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    write(&www, "news.html", "<p>news</p>");
+    std::fs::remove_file(www.join("docs/guide.html")).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let feed = loop {
+        let r = http_get(nginx.addr, "/.well-known/webcoop/changes.atom", &[]).unwrap();
+        let feed = changes_feed::parse(&r.body, &FeedLimits::default()).unwrap();
+        if feed.entries.len() >= 2 {
+            break feed;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "changes not served by nginx in time"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    stop.store(true, Ordering::Relaxed);
+    watcher.join().unwrap().unwrap();
+    let mut kinds: Vec<(ChangeKind, String)> = feed
+        .entries
+        .iter()
+        .map(|e| (e.kind, e.url.path().to_string()))
+        .collect();
+    kinds.sort();
+    assert_eq!(
+        kinds,
+        [
+            (ChangeKind::Created, "/news.html".into()),
+            (ChangeKind::Deleted, "/docs/guide.html".into())
+        ]
+    );
+
+    // The reference clients read the documents as nginx serves them.
+    let Some(python) = reference_python() else {
+        return;
+    };
+    let fetched = tmp.path().join("fetched");
+    std::fs::create_dir(&fetched).unwrap();
+    for (path, name) in [
+        ("/robots.rdf", "robots.rdf"),
+        ("/.well-known/webcoop/changes.atom", "changes.atom"),
+    ] {
+        std::fs::write(
+            fetched.join(name),
+            http_get(nginx.addr, path, &[]).unwrap().body,
+        )
+        .unwrap();
+    }
+    let rdf: Value = serde_json::from_str(&run_reference(
+        &python,
+        "feed_check.py",
+        &[fetched.join("robots.rdf").as_os_str()],
+    ))
+    .unwrap();
+    assert_eq!(rdf["bozo"], false, "{}", rdf["bozo_exception"]);
+    assert_eq!(rdf["version"], "rss10");
+    let links: BTreeSet<String> = rdf["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["link"].as_str().unwrap().to_string())
+        .collect();
+    let expected: BTreeSet<String> = ["index.html", "news.html", "with%20space.html"]
+        .iter()
+        .map(|p| format!("{base}{p}"))
+        .collect();
+    assert_eq!(links, expected);
+    let triples: Value = serde_json::from_str(&run_reference(
+        &python,
+        "rdf_check.py",
+        &[fetched.join("robots.rdf").as_os_str()],
+    ))
+    .unwrap();
+    assert_eq!(triples["items"].as_object().unwrap().len(), 3);
+    let atom: Value = serde_json::from_str(&run_reference(
+        &python,
+        "feed_check.py",
+        &[fetched.join("changes.atom").as_os_str()],
+    ))
+    .unwrap();
+    assert_eq!(atom["bozo"], false, "{}", atom["bozo_exception"]);
+    let terms: BTreeSet<String> = atom["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["terms"][0].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        terms,
+        BTreeSet::from(["created".to_string(), "deleted".to_string()])
+    );
+    let usp: Value = serde_json::from_str(&run_reference(
+        &python,
+        "sitemap_check.py",
+        &[
+            OsStr::new("--url"),
+            OsStr::new(&format!("{base}sitemap.xml")),
+        ],
+    ))
+    .unwrap();
+    assert_eq!(usp["invalid"], serde_json::json!([]));
+    assert_eq!(usp["pages"].as_array().unwrap().len(), 3);
+}
