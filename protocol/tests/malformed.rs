@@ -656,6 +656,22 @@ fn changes_feed_errors_name_the_problem() {
         Err(ParseError::Missing { .. })
     ));
 
+    let doc = feed_xml(good);
+    assert_eq!(
+        changes_feed::parse(
+            doc.as_bytes(),
+            &FeedLimits {
+                max_bytes: doc.len() as u64 - 1,
+                ..FeedLimits::default()
+            }
+        )
+        .unwrap_err(),
+        ParseError::Limit {
+            format: Format::ChangesFeed,
+            what: "document size in bytes",
+            limit: doc.len() as u64 - 1
+        }
+    );
     let many = feed_xml(&good.repeat(11));
     assert!(matches!(
         changes_feed::parse(

@@ -23,6 +23,10 @@ impl Drop for Running {
 }
 
 fn start(www: &Path, state: &Path) -> Running {
+    start_logging(www, state, Stdio::inherit())
+}
+
+fn start_logging(www: &Path, state: &Path, stderr: Stdio) -> Running {
     let child = Command::new(env!("CARGO_BIN_EXE_webcoop-agent"))
         .arg("--docroot")
         .arg(www)
@@ -31,6 +35,7 @@ fn start(www: &Path, state: &Path) -> Running {
         .args(["--base-url", BASE, "--debounce-ms", "50"])
         .env("WEBCOOP_LOG", "warn")
         .stdin(Stdio::null())
+        .stderr(stderr)
         .spawn()
         .unwrap();
     Running { child }
@@ -187,6 +192,47 @@ fn a_burst_of_ten_thousand_changes_loses_none() {
             );
         }
     }
+}
+
+#[test]
+fn a_watcher_overflow_is_logged_and_followed_by_a_rescan_that_loses_nothing() {
+    let (_tmp, www, state) = site();
+    std::fs::write(www.join("index.html"), "home").unwrap();
+    let mut agent = start_logging(&www, &state, Stdio::piped());
+    wait_for(&www, Duration::from_secs(20), "the first listing", |l| {
+        has(l, "index.html")
+    });
+    // Freeze the agent so the kernel's event queue (fs.inotify.max_queued_events, 16384 by
+    // default) overflows while it cannot read.
+    let pid = agent.child.id() as i32;
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    let queue: usize = std::fs::read_to_string("/proc/sys/fs/inotify/max_queued_events")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(16384);
+    let files = queue / 2 + 1000; // each file costs at least a create, a write and a close event
+    for i in 0..files {
+        std::fs::write(www.join(format!("f{i}.html")), format!("{i}")).unwrap();
+    }
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+    let l = wait_for(
+        &www,
+        Duration::from_secs(120),
+        "every file after the overflow",
+        |l| l.items.len() == files + 1,
+    );
+    assert_eq!(
+        l.channel.seq,
+        Some(files as u64),
+        "each creation announced exactly once"
+    );
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    let mut log = String::new();
+    std::io::Read::read_to_string(agent.child.stderr.as_mut().unwrap(), &mut log).unwrap();
+    assert!(
+        log.contains("rescanning the whole docroot") && log.contains("lost events"),
+        "log: {log}"
+    );
 }
 
 #[test]
