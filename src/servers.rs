@@ -35,11 +35,22 @@ impl Nginx {
     /// and report it, so a free port is picked and the start retried if another process takes
     /// it first.
     pub fn start(binary: &Path, site_conf: &str, docroot: &Path) -> Nginx {
+        Self::start_proxying(binary, site_conf, docroot, None)
+    }
+
+    /// As [`Nginx::start`], with the example's `proxy_pass` pointed at `upstream` (the agent's
+    /// service).
+    pub fn start_proxying(
+        binary: &Path,
+        site_conf: &str,
+        docroot: &Path,
+        upstream: Option<SocketAddr>,
+    ) -> Nginx {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("temporary directory: {e}"));
         let mut last_error = String::new();
         for _ in 0..5 {
             let port = free_port();
-            let server = rewrite_server_block(site_conf, docroot, port);
+            let server = rewrite_server_block(site_conf, docroot, port, upstream);
             let d = dir.path().display();
             let conf = format!(
                 "daemon off;\nmaster_process off;\nworker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log warn;\n\
@@ -94,7 +105,12 @@ impl Nginx {
 }
 
 /// The example's server block with our root and port.
-fn rewrite_server_block(conf: &str, docroot: &Path, port: u16) -> String {
+fn rewrite_server_block(
+    conf: &str,
+    docroot: &Path,
+    port: u16,
+    upstream: Option<SocketAddr>,
+) -> String {
     conf.lines()
         .map(|line| {
             let t = line.trim_start();
@@ -102,6 +118,8 @@ fn rewrite_server_block(conf: &str, docroot: &Path, port: u16) -> String {
                 format!("    listen 127.0.0.1:{port};")
             } else if t.starts_with("root ") {
                 format!("    root {};", docroot.display())
+            } else if let (true, Some(up)) = (t.starts_with("proxy_pass "), upstream) {
+                format!("        proxy_pass http://{up};")
             } else {
                 line.to_string()
             }

@@ -189,3 +189,85 @@ fn nginx_serves_what_the_agent_publishes_and_reference_clients_read_it() {
     assert_eq!(usp["invalid"], serde_json::json!([]));
     assert_eq!(usp["pages"].as_array().unwrap().len(), 3);
 }
+
+mod common;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nginx_proxies_the_agents_service_with_the_shipped_configuration() {
+    let Some(nginx_bin) = tool("nginx") else {
+        return;
+    };
+    let page = |v: u32| {
+        format!(
+            "<html><body>{}<p>release {v}</p></body></html>",
+            "<p>stable text of the page</p>".repeat(200)
+        )
+    };
+    let site = common::Site::start(&[("manual.html", &page(1))], common::Options::default()).await;
+    let nginx = Nginx::start_proxying(
+        &nginx_bin,
+        &example_nginx_conf(),
+        &site.docroot,
+        Some(site.addr),
+    );
+    site.write("manual.html", &page(2));
+    site.wait_head(1).await;
+
+    let r = http_get(nginx.addr, "/.well-known/webcoop/changes?since=0", &[]).unwrap();
+    assert_eq!(r.status, 200);
+    assert!(r.header("link").is_some_and(|l| l.contains("rel=\"hub\"")));
+    let feed = changes_feed::parse(&r.body, &FeedLimits::default()).unwrap();
+    assert_eq!(
+        feed.entries
+            .iter()
+            .map(|e| e.url.path())
+            .collect::<Vec<_>>(),
+        ["/manual.html"]
+    );
+    // The static feed is still served by nginx itself.
+    assert_eq!(
+        http_get(nginx.addr, "/.well-known/webcoop/changes.atom", &[])
+            .unwrap()
+            .status,
+        200
+    );
+
+    let v1 = webcoop_protocol::validator::Sha256Digest::of(page(1).as_bytes());
+    let r = http_get(
+        nginx.addr,
+        "/.well-known/webcoop/delta/manual.html",
+        &[
+            ("Accept-Encoding", "dcz"),
+            ("Available-Dictionary", &v1.to_structured_field()),
+        ],
+    )
+    .unwrap();
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-encoding"), Some("dcz"));
+    let expected = webcoop_protocol::validator::Sha256Digest::of(page(2).as_bytes()).etag();
+    let decoded = webcoop_protocol::delta::dcz::decode_verified(
+        page(1).as_bytes(),
+        &r.body,
+        &expected,
+        1 << 20,
+    )
+    .unwrap();
+    assert_eq!(decoded, page(2).into_bytes());
+    assert!(
+        r.body.len() < 200,
+        "{} bytes for a one-word change",
+        r.body.len()
+    );
+
+    let rdf = http_get(nginx.addr, "/robots.rdf", &[]).unwrap();
+    assert!(
+        rdf.header("link")
+            .is_some_and(|l| l.contains("rel=\"hub\""))
+    );
+    assert_eq!(
+        http_get(nginx.addr, "/.well-known/webcoop/healthz", &[])
+            .unwrap()
+            .status,
+        200
+    );
+}

@@ -90,8 +90,14 @@ struct Read {
     version: Option<NewVersion>,
 }
 
+/// Told of every batch of changes once it is saved (the service's hub and IndexNow listen).
+pub type ChangeObserver = Box<dyn FnMut(&[LoggedChange], &Inventory) + Send>;
+
 /// The agent for one docroot.
 pub struct Agent {
+    observer: Option<ChangeObserver>,
+    watcher: Option<Watcher>,
+    watch_error: Option<String>,
     config: Config,
     clock: Arc<dyn Clock>,
     filter: Arc<PublicFilter>,
@@ -115,12 +121,18 @@ fn robots_txt_of(config: &Config) -> Option<Vec<u8>> {
     std::fs::read(config.docroot.join("robots.txt")).ok()
 }
 
+/// The IndexNow key file the agent publishes, if configured.
+fn indexnow_key_file(config: &Config) -> Option<String> {
+    config.indexnow.as_ref().map(|i| format!("{}.txt", i.key))
+}
+
 fn filter_of(config: &Config) -> Result<Arc<PublicFilter>, PatternError> {
-    Ok(Arc::new(PublicFilter::new(
+    Ok(Arc::new(PublicFilter::with_own_files(
         &config.include,
         &config.exclude,
         robots_txt_of(config).as_deref(),
         own_dir_within(&config.docroot, &config.out).as_deref(),
+        &indexnow_key_file(config).into_iter().collect::<Vec<_>>(),
     )?))
 }
 
@@ -143,13 +155,24 @@ impl Agent {
         let baseline_done = store.meta("baseline")?.as_deref() == Some("done");
         let inventory = store.load_inventory()?;
         let filter = filter_of(&config)?;
+        let links = config
+            .service
+            .as_ref()
+            .map(|s| crate::publish::ServiceLinks::at(&s.public_url));
         let mut publisher = Publisher::new(
             &config.out,
             &config.base_url,
             config.feed_entries,
             config.sitemap_part_urls,
+            links,
         );
         let stale = publisher.prepare(config.replace_existing)?;
+        if let (Some(name), Some(indexnow)) = (indexnow_key_file(&config), &config.indexnow) {
+            // IndexNow checks the key at the site: the file holds the key and nothing else.
+            let path = config.out.join(&name);
+            crate::publish::atomic::write_atomic(&path, indexnow.key.as_bytes())
+                .map_err(|source| AgentError::Publish(PublishError::Write { path, source }))?;
+        }
         if stale > 0 {
             tracing::info!(stale, "removed temporary files left by an interrupted run");
         }
@@ -159,6 +182,9 @@ impl Agent {
             changes: config.retain_changes,
         };
         Ok(Agent {
+            observer: None,
+            watcher: None,
+            watch_error: None,
             config,
             clock,
             filter,
@@ -168,6 +194,20 @@ impl Agent {
             retention,
             baseline_done,
         })
+    }
+
+    /// Starts watching the docroot now, so nothing changed during a following start-up scan is
+    /// missed: events queue until [`Agent::watch`] takes them.
+    pub fn start_watching(&mut self) {
+        match Watcher::start(&self.config.docroot) {
+            Ok(w) => self.watcher = Some(w),
+            Err(e) => self.watch_error = Some(e.to_string()),
+        }
+    }
+
+    /// Calls `observer` with every batch of changes once it is saved.
+    pub fn observe(&mut self, observer: ChangeObserver) {
+        self.observer = Some(observer);
     }
 
     /// The inventory.
@@ -391,6 +431,11 @@ impl Agent {
             self.inventory.insert(&path, entry);
         }
         self.publisher.note_changes(&saved.changes);
+        if let Some(observer) = self.observer.as_mut()
+            && !saved.changes.is_empty()
+        {
+            observer(&saved.changes, &self.inventory);
+        }
         pass.result.changes.extend(saved.changes);
         Ok(())
     }
@@ -479,13 +524,15 @@ impl Agent {
     /// which standard consumers poll rarely, follow once no event is waiting (at most a second
     /// later), so their gzip work never delays the next change.
     pub fn watch(&mut self, stop: &AtomicBool) -> Result<(), AgentError> {
-        let watcher = match Watcher::start(&self.config.docroot) {
-            Ok(w) => Some(w),
-            Err(e) => {
-                tracing::error!("{e}; rescanning every 30 s instead of watching");
-                None
-            }
-        };
+        // Without a watcher started before the last scan, changes since that scan are unseen.
+        let catch_up = self.watcher.is_none() && self.watch_error.is_none();
+        if catch_up {
+            self.start_watching();
+        }
+        let watcher = self.watcher.take();
+        if let Some(e) = self.watch_error.take() {
+            tracing::error!("{e}; rescanning every 30 s instead of watching");
+        }
         let rescan_every = if watcher.is_some() {
             self.config.rescan_interval
         } else {
@@ -493,7 +540,11 @@ impl Agent {
         };
         let mut queue = EventQueue::new(self.config.debounce);
         let mut next_rescan = Instant::now() + rescan_every;
-        let mut rescan_reason: Option<String> = None;
+        let mut rescan_reason: Option<String> =
+            catch_up.then(|| "catching up with changes made before watching began".to_string());
+        if catch_up {
+            next_rescan = Instant::now();
+        }
         let mut backoff = Duration::ZERO;
         let mut sitemaps_stale: Option<Instant> = None;
 

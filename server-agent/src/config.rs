@@ -64,6 +64,37 @@ pub struct Cli {
     /// 50000].
     #[arg(long, env = "WEBCOOP_SITEMAP_PART_URLS")]
     pub sitemap_part_urls: Option<usize>,
+    /// Serve the changes, delta, hub and metrics endpoints on this address (e.g.
+    /// 127.0.0.1:8081), for the web server to proxy under /.well-known/webcoop/.
+    #[arg(long, env = "WEBCOOP_LISTEN")]
+    pub listen: Option<String>,
+    /// The public URL of those endpoints [default: BASE_URL/.well-known/webcoop/].
+    #[arg(long, env = "WEBCOOP_PUBLIC_URL")]
+    pub public_url: Option<String>,
+    /// Let the hub call back subscribers in this network although it is loopback, private or
+    /// link-local (repeatable; e.g. 10.0.0.0/8).
+    #[arg(
+        long = "allow-callback-net",
+        env = "WEBCOOP_ALLOW_CALLBACK_NET",
+        value_delimiter = ','
+    )]
+    pub allow_callback_net: Vec<String>,
+    /// How long the hub gathers changes into one delivery, in milliseconds [default: 1000].
+    #[arg(long, env = "WEBCOOP_HUB_WINDOW_MS")]
+    pub hub_window_ms: Option<u64>,
+    /// Seconds a subscriber may keep failing before its subscription is dropped [default: 86400].
+    #[arg(long, env = "WEBCOOP_HUB_DROP_AFTER")]
+    pub hub_drop_after: Option<u64>,
+    /// Post changed URLs to this IndexNow endpoint (e.g. https://api.indexnow.org/indexnow).
+    #[arg(long, env = "WEBCOOP_INDEXNOW_ENDPOINT", requires = "indexnow_key")]
+    pub indexnow_endpoint: Option<String>,
+    /// The site's IndexNow key (8 to 128 letters, digits or dashes); the agent publishes it as
+    /// KEY.txt.
+    #[arg(long, env = "WEBCOOP_INDEXNOW_KEY", requires = "indexnow_endpoint")]
+    pub indexnow_key: Option<String>,
+    /// Print the robots.txt lines that point crawlers at what the agent publishes, and exit.
+    #[arg(long)]
+    pub print_robots_lines: bool,
 }
 
 /// The same settings in a TOML file.
@@ -88,6 +119,14 @@ struct FileConfig {
     feed_entries: Option<usize>,
     retain_changes: Option<usize>,
     sitemap_part_urls: Option<usize>,
+    listen: Option<String>,
+    public_url: Option<String>,
+    #[serde(default)]
+    allow_callback_net: Vec<String>,
+    hub_window_ms: Option<u64>,
+    hub_drop_after: Option<u64>,
+    indexnow_endpoint: Option<String>,
+    indexnow_key: Option<String>,
 }
 
 /// A byte count written as a number or with a unit (`512MiB`, `2G`).
@@ -153,6 +192,43 @@ pub struct Config {
     pub retain_changes: usize,
     /// URLs per sitemap part.
     pub sitemap_part_urls: usize,
+    /// The service, when it runs.
+    pub service: Option<ServiceConfig>,
+    /// IndexNow pings, when configured.
+    pub indexnow: Option<IndexNowConfig>,
+}
+
+/// Settings of the HTTP service (changes, deltas, hub, metrics).
+#[derive(Debug, Clone)]
+pub struct ServiceConfig {
+    /// Where it listens.
+    pub listen: std::net::SocketAddr,
+    /// Its public URL prefix (ends with `/`), e.g. `https://www.example.org/.well-known/webcoop/`.
+    pub public_url: Url,
+    /// Networks the hub may call back although they are not public.
+    pub allow_callback_nets: Vec<ipnet::IpNet>,
+    /// How long the hub gathers changes into one delivery.
+    pub hub_window: Duration,
+    /// How long a subscriber may keep failing before it is dropped.
+    pub hub_drop_after: Duration,
+    /// Time limit of a delivery or verification of intent.
+    pub delivery_timeout: Duration,
+}
+
+/// Settings of IndexNow pings.
+#[derive(Debug, Clone)]
+pub struct IndexNowConfig {
+    /// Where to post.
+    pub endpoint: Url,
+    /// The site's key.
+    pub key: String,
+}
+
+/// The public URL prefix of the service for a site at `base_url`.
+pub fn default_public_url(base_url: &Url) -> Url {
+    base_url
+        .join(".well-known/webcoop/")
+        .unwrap_or_else(|_| base_url.clone())
 }
 
 /// A setting that cannot work, in words a webmaster can act on.
@@ -295,6 +371,80 @@ impl Config {
                 "sitemap parts hold 1 to 50,000 URLs (the protocol's limit), not {sitemap_part_urls}"
             )));
         }
+        let service = match cli.listen.or(file.listen) {
+            None => None,
+            Some(listen) => {
+                let listen = listen.parse().map_err(|e| {
+                    ConfigError::Value(format!(
+                        "--listen {listen:?}: {e} (expected an address such as 127.0.0.1:8081)"
+                    ))
+                })?;
+                let public_url = match cli.public_url.or(file.public_url) {
+                    Some(u) => {
+                        let mut url = check_base_url(&u)?;
+                        if !url.path().ends_with('/') {
+                            url.set_path(&format!("{}/", url.path()));
+                        }
+                        url
+                    }
+                    None => default_public_url(&base_url),
+                };
+                let nets = if cli.allow_callback_net.is_empty() {
+                    file.allow_callback_net
+                } else {
+                    cli.allow_callback_net
+                };
+                let allow_callback_nets = nets
+                    .iter()
+                    .map(|n| {
+                        n.trim()
+                            .parse::<ipnet::IpNet>()
+                            .map_err(|e| ConfigError::Value(format!("--allow-callback-net {n:?}: {e} (expected a CIDR such as 10.0.0.0/8)")))
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                Some(ServiceConfig {
+                    listen,
+                    public_url,
+                    allow_callback_nets,
+                    hub_window: Duration::from_millis(
+                        cli.hub_window_ms.or(file.hub_window_ms).unwrap_or(1000),
+                    ),
+                    hub_drop_after: Duration::from_secs(
+                        cli.hub_drop_after.or(file.hub_drop_after).unwrap_or(86_400),
+                    ),
+                    delivery_timeout: Duration::from_secs(10),
+                })
+            }
+        };
+        let indexnow = match (
+            cli.indexnow_endpoint.or(file.indexnow_endpoint),
+            cli.indexnow_key.or(file.indexnow_key),
+        ) {
+            (Some(endpoint), Some(key)) => {
+                let endpoint = Url::parse(&endpoint).map_err(|e| {
+                    ConfigError::Value(format!("--indexnow-endpoint {endpoint:?}: {e}"))
+                })?;
+                if !(8..=128).contains(&key.len())
+                    || !key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                {
+                    return Err(ConfigError::Value(format!(
+                        "--indexnow-key {key:?}: IndexNow keys are 8 to 128 letters, digits or dashes"
+                    )));
+                }
+                Some(IndexNowConfig { endpoint, key })
+            }
+            (None, None) => None,
+            _ => {
+                return Err(ConfigError::Value(
+                    "IndexNow needs both --indexnow-endpoint and --indexnow-key".into(),
+                ));
+            }
+        };
+        if service.is_some() && (cli.once || file.once.unwrap_or(false)) {
+            return Err(ConfigError::Value(
+                "--once publishes and exits, --listen serves: choose one".into(),
+            ));
+        }
         Ok(Config {
             docroot,
             base_url,
@@ -325,6 +475,8 @@ impl Config {
             feed_entries,
             retain_changes,
             sitemap_part_urls,
+            service,
+            indexnow,
         })
     }
 }

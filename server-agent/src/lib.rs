@@ -11,6 +11,7 @@ pub mod inventory;
 pub mod privacy;
 pub mod publish;
 pub mod scan;
+pub mod service;
 pub mod store;
 pub mod urls;
 pub mod watch;

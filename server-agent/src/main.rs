@@ -3,11 +3,11 @@
 use clap::Parser;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 use webcoop_agent::agent::Agent;
 use webcoop_agent::config::{Cli, Config};
-use webcoop_protocol::clock::SystemClock;
+use webcoop_protocol::clock::{Clock, SystemClock};
 
 fn human_bytes(n: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
@@ -34,6 +34,9 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
+    if cli.print_robots_lines {
+        return print_robots_lines(&cli);
+    }
     let config = match Config::from_cli(cli) {
         Ok(c) => c,
         Err(e) => {
@@ -50,10 +53,37 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(config: Config) -> Result<(), webcoop_agent::agent::AgentError> {
-    let once = config.once;
+/// The lines a webmaster adds to robots.txt so crawlers find what the agent publishes.
+fn print_robots_lines(cli: &Cli) -> ExitCode {
+    let Some(base) = cli
+        .base_url
+        .as_deref()
+        .and_then(|b| url::Url::parse(b).ok())
+    else {
+        eprintln!("webcoop-agent: --print-robots-lines needs --base-url (an absolute URL)");
+        return ExitCode::from(2);
+    };
+    let base = if base.path().ends_with('/') {
+        base
+    } else {
+        base.join(&format!("{}/", base.path())).unwrap_or(base)
+    };
+    let join = |p: &str| base.join(p).map(String::from).unwrap_or_default();
+    // Sitemap is read by every major crawler; Robots-RDF is an extension record, which
+    // RFC 9309 parsers ignore, pointing cooperating crawlers at the full listing.
+    println!("Sitemap: {}", join(webcoop_agent::publish::SITEMAP));
+    println!("Robots-RDF: {}", join(webcoop_agent::publish::ROBOTS_RDF));
+    ExitCode::SUCCESS
+}
+
+fn run(config: Config) -> Result<(), Box<dyn std::error::Error>> {
     let start = Instant::now();
-    let mut agent = Agent::open(config, Arc::new(SystemClock))?;
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let mut agent = Agent::open(config.clone(), clock.clone())?;
+    if !config.once {
+        // Events during the start-up scan queue up instead of being lost.
+        agent.start_watching();
+    }
     let scan = agent.full_scan(false)?;
     for p in &scan.problems {
         tracing::warn!("{p}");
@@ -72,9 +102,58 @@ fn run(config: Config) -> Result<(), webcoop_agent::agent::AgentError> {
         human_bytes(report.listing_bytes),
         start.elapsed().as_millis()
     );
-    if once {
+    if config.once {
         return Ok(());
     }
-    tracing::info!("watching {}", agent.config().docroot.display());
-    agent.watch(&AtomicBool::new(false))
+    let Some(service) = config.service.clone() else {
+        tracing::info!("watching {}", config.docroot.display());
+        agent.watch(&AtomicBool::new(false))?;
+        return Ok(());
+    };
+    // Two workers: the service is I/O bound, and the watch loop has its own thread.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(service.listen)
+            .await
+            .map_err(|e| format!("cannot listen on {}: {e}", service.listen))?;
+        let running = webcoop_agent::service::start(&config, clock, listener).await?;
+        tracing::info!(
+            "serving {} on {}; watching {}",
+            service.public_url,
+            running.local_addr,
+            config.docroot.display()
+        );
+        agent.observe(running.observer());
+        let stop = Arc::new(AtomicBool::new(false));
+        let watch_stop = stop.clone();
+        let watcher = std::thread::spawn(move || agent.watch(&watch_stop));
+        shutdown_signal().await;
+        tracing::info!("stopping");
+        stop.store(true, Ordering::Relaxed);
+        running.stop().await;
+        match watcher.join() {
+            Ok(result) => result.map_err(|e| Box::new(e) as Box<dyn std::error::Error>),
+            Err(_) => Err("the watch loop panicked".into()),
+        }
+    })
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = term => {}
+    }
 }

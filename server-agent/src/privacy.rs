@@ -112,6 +112,18 @@ impl PublicFilter {
         robots_txt: Option<&[u8]>,
         own_dir: Option<&str>,
     ) -> Result<Self, PatternError> {
+        Self::with_own_files(include, exclude, robots_txt, own_dir, &[])
+    }
+
+    /// As [`PublicFilter::new`], with more files the agent writes into its output directory
+    /// (such as the IndexNow key file).
+    pub fn with_own_files(
+        include: &[String],
+        exclude: &[String],
+        robots_txt: Option<&[u8]>,
+        own_dir: Option<&str>,
+        extra: &[String],
+    ) -> Result<Self, PatternError> {
         let include = if include.is_empty() {
             None
         } else {
@@ -131,8 +143,10 @@ impl PublicFilter {
                         format!("{dir}/{name}")
                     }
                 };
+                let mut files = vec![p(crate::publish::ROBOTS_RDF), p(crate::publish::SITEMAP)];
+                files.extend(extra.iter().map(|f| p(f)));
                 (
-                    vec![p(crate::publish::ROBOTS_RDF), p(crate::publish::SITEMAP)],
+                    files,
                     vec![(
                         p(crate::publish::SITEMAP_PART_PREFIX),
                         crate::publish::SITEMAP_PART_SUFFIX.to_string(),

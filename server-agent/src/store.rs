@@ -242,6 +242,52 @@ impl Store {
         })
     }
 
+    /// Opens the database of `dir` for reading only, beside a running agent (WAL lets readers
+    /// and the writer work at the same time).
+    pub fn open_read_only(dir: &Path) -> Result<Store, StoreError> {
+        let path = dir.join("agent.sqlite");
+        let conn = Connection::open_with_flags(
+            &path,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(|e| StoreError::new(&path, e))?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))
+            .map_err(|e| StoreError::new(&path, e))?;
+        Ok(Store {
+            conn,
+            path,
+            versions_bytes: 0,
+        })
+    }
+
+    /// What the state says of `path` now: validator, size and last modification.
+    pub fn file(
+        &self,
+        path: &str,
+    ) -> Result<Option<(Sha256Digest, u64, DateTime<Utc>)>, StoreError> {
+        let row: Option<(Vec<u8>, i64, i64)> = self
+            .conn
+            .query_row(
+                "SELECT sha256, size, modified FROM files WHERE path = ?1",
+                [path],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .optional()
+            .map_err(|e| self.err(e))?;
+        Ok(row.and_then(|(sha, size, modified)| {
+            digest_of(Some(sha)).map(|d| (d, size.max(0) as u64, from_ms(modified)))
+        }))
+    }
+
+    /// Number of public files.
+    pub fn file_count(&self) -> Result<u64, StoreError> {
+        let n: i64 = self
+            .conn
+            .query_row("SELECT COUNT(*) FROM files", [], |r| r.get(0))
+            .map_err(|e| self.err(e))?;
+        Ok(n.max(0) as u64)
+    }
+
     fn err(&self, e: rusqlite::Error) -> StoreError {
         StoreError::new(&self.path, e)
     }

@@ -239,3 +239,27 @@ fn a_state_directory_is_for_one_site() {
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("belongs to"), "{}", stderr(&o));
 }
+
+#[test]
+fn robots_lines_point_at_the_documents_and_robots_parsers_tolerate_them() {
+    let o = run(agent().args([
+        "--print-robots-lines",
+        "--base-url",
+        "https://www.example.org/blog",
+    ]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let lines = String::from_utf8(o.stdout).unwrap();
+    assert_eq!(
+        lines,
+        "Sitemap: https://www.example.org/blog/sitemap.xml\nRobots-RDF: https://www.example.org/blog/robots.rdf\n"
+    );
+    // Added to a robots.txt, the rules around them still apply.
+    let robots =
+        format!("User-agent: *\nDisallow: /private/\n{lines}User-agent: BadBot\nDisallow: /\n");
+    let r = texting_robots::Robot::new("webcoop", robots.as_bytes()).unwrap();
+    assert!(!r.allowed("/private/x"));
+    assert!(r.allowed("/public"));
+    assert_eq!(r.sitemaps, ["https://www.example.org/blog/sitemap.xml"]);
+    let bad = texting_robots::Robot::new("BadBot", robots.as_bytes()).unwrap();
+    assert!(!bad.allowed("/public"));
+}

@@ -62,10 +62,34 @@ pub struct PublishReport {
     pub sitemaps: sitemaps::SitemapReport,
 }
 
+/// Where the agent's own service answers, when it runs.
+#[derive(Debug, Clone)]
+pub struct ServiceLinks {
+    /// The changes endpoint (`changes?since=`), also the WebSub topic.
+    pub changes: Url,
+    /// The WebSub hub.
+    pub hub: Url,
+    /// Prefix of delta links (`delta/`).
+    pub delta: Url,
+}
+
+impl ServiceLinks {
+    /// The endpoints under a service prefix such as `https://www.example.org/.well-known/webcoop/`.
+    pub fn at(prefix: &Url) -> ServiceLinks {
+        let join = |p: &str| prefix.join(p).unwrap_or_else(|_| prefix.clone());
+        ServiceLinks {
+            changes: join("changes"),
+            hub: join("hub"),
+            delta: join("delta/"),
+        }
+    }
+}
+
 /// Publishes the documents of one site.
 pub struct Publisher {
     out: PathBuf,
     base: Url,
+    links: Option<ServiceLinks>,
     feed_entries: usize,
     listing: listing::ListingWriter,
     sitemaps: sitemaps::SitemapPublisher,
@@ -99,10 +123,17 @@ pub fn written_by_us(path: &Path) -> std::io::Result<Option<bool>> {
 
 impl Publisher {
     /// A publisher writing into `out` for the site at `base`.
-    pub fn new(out: &Path, base: &Url, feed_entries: usize, sitemap_part_urls: usize) -> Publisher {
+    pub fn new(
+        out: &Path,
+        base: &Url,
+        feed_entries: usize,
+        sitemap_part_urls: usize,
+        links: Option<ServiceLinks>,
+    ) -> Publisher {
         Publisher {
             out: out.to_path_buf(),
             base: base.clone(),
+            links,
             feed_entries,
             listing: listing::ListingWriter::default(),
             sitemaps: sitemaps::SitemapPublisher::new(sitemap_part_urls),
@@ -205,9 +236,13 @@ impl Publisher {
         let ctx = listing::ListingContext {
             base: &self.base,
             about: self.listing_url(),
-            changes: Some(self.static_feed_url()),
-            hub: None,
-            delta_base: None,
+            changes: Some(
+                self.links
+                    .as_ref()
+                    .map_or_else(|| self.static_feed_url(), |l| l.changes.clone()),
+            ),
+            hub: self.links.as_ref().map(|l| l.hub.clone()),
+            delta_base: self.links.as_ref().map(|l| l.delta.clone()),
             seq: head_seq,
             date: now,
         };
@@ -231,11 +266,12 @@ impl Publisher {
 
         let feed_path = self.out.join(FEED_PATH);
         let changes = store.recent_changes(self.feed_entries)?;
+        let hub = self.links.as_ref().map(|l| l.hub.clone());
         feed::write_feed(
             &feed_path,
             &self.base,
             self.static_feed_url(),
-            None,
+            hub,
             &changes,
             head_seq,
             now,

@@ -1,0 +1,166 @@
+//! `GET changes?since=SEQ&limit=N`: the filtering interface, "everything changed since".
+//!
+//! An Atom page of the changes after `since`, oldest first, at most `limit` (default 500, at
+//! most 10,000), with a `next` link while more follow. Without `since`, the newest page. A
+//! `since` older than the retained history (or newer than anything the agent ever issued, as
+//! after a restore) answers 410 Gone with a resync marker pointing at robots.rdf. The answer's
+//! entity tag covers the page and the newest sequence number, so an idle site costs a 304.
+
+use super::{ServiceState, plain};
+use crate::publish::feed::{entries, feed_id};
+use axum::body::Body;
+use axum::extract::{RawQuery, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::Response;
+use std::sync::Arc;
+use webcoop_protocol::changes_feed::{self, ChangesFeed, Resync};
+use webcoop_protocol::validator::{EntityTag, IfNoneMatch};
+
+/// Changes per page unless the client asks otherwise.
+pub const DEFAULT_LIMIT: usize = 500;
+/// Most changes per page.
+pub const MAX_LIMIT: usize = 10_000;
+
+fn parse_query(query: Option<&str>) -> Result<(Option<u64>, usize), String> {
+    let mut since = None;
+    let mut limit = DEFAULT_LIMIT;
+    for (k, v) in form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
+        match k.as_ref() {
+            "since" => {
+                since = Some(v.parse::<u64>().map_err(|_| {
+                    format!("since={v:?} is not a sequence number (an integer from 0)")
+                })?)
+            }
+            "limit" => {
+                limit = v
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|l| (1..=MAX_LIMIT).contains(l))
+                    .ok_or_else(|| format!("limit={v:?} is not a number from 1 to {MAX_LIMIT}"))?
+            }
+            _ => {}
+        }
+    }
+    Ok((since, limit))
+}
+
+fn atom(status: StatusCode, etag: Option<&EntityTag>, body: String) -> Response {
+    let mut b = Response::builder()
+        .status(status)
+        .header(header::CONTENT_TYPE, "application/atom+xml")
+        .header(header::CACHE_CONTROL, "no-cache");
+    if let Some(t) = etag {
+        b = b.header(header::ETAG, t.to_string());
+    }
+    b.body(Body::from(body)).unwrap_or_default()
+}
+
+/// The endpoint.
+pub async fn changes(
+    State(s): State<Arc<ServiceState>>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> Response {
+    let (since, limit) = match parse_query(query.as_deref()) {
+        Ok(q) => q,
+        Err(message) => return plain(StatusCode::BAD_REQUEST, &format!("{message}\n")),
+    };
+    let window = s
+        .reader
+        .with(move |st| {
+            let head = st.head_seq()?;
+            let oldest = st.oldest_seq()?;
+            let since = since.unwrap_or(head.saturating_sub(limit as u64));
+            let gone = since > head || oldest.is_some_and(|o| since + 1 < o);
+            let page = if gone {
+                Vec::new()
+            } else {
+                st.changes_since(since, limit)?
+            };
+            Ok((head, since, gone, page))
+        })
+        .await;
+    let (head, since, gone, page) = match window {
+        Ok(w) => w,
+        Err(e) => return plain(StatusCode::SERVICE_UNAVAILABLE, &format!("{e}\n")),
+    };
+    let now = s.clock.now();
+    let mut feed = ChangesFeed {
+        id: feed_id(&s.base_url),
+        title: format!("Changes of {}", s.base_url.host_str().unwrap_or("the site")),
+        updated: page.last().map_or(now, |c| c.time),
+        self_link: s.topic.clone(),
+        hub: Some(s.hub_url.clone()),
+        next: None,
+        head_seq: Some(head),
+        resync: None,
+        entries: Vec::new(),
+    };
+    if gone {
+        feed.resync = Some(Resync {
+            since,
+            listing: s.listing_url.clone(),
+        });
+        return atom(StatusCode::GONE, None, changes_feed::write(&feed));
+    }
+    let last = page.last().map_or(since, |c| c.seq);
+    if page.len() == limit && last < head {
+        let mut next = s.topic.clone();
+        next.query_pairs_mut()
+            .append_pair("since", &last.to_string())
+            .append_pair("limit", &limit.to_string());
+        feed.next = Some(next);
+    }
+    let etag = EntityTag::strong(format!("c{since}-{limit}-{last}-{head}")).unwrap_or_else(|_| {
+        EntityTag {
+            weak: true,
+            tag: String::new(),
+        }
+    });
+    let current = headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| IfNoneMatch::parse(v).ok())
+        .is_some_and(|inm| inm.matches(&etag));
+    if current {
+        return Response::builder()
+            .status(StatusCode::NOT_MODIFIED)
+            .header(header::ETAG, etag.to_string())
+            .header(header::CACHE_CONTROL, "no-cache")
+            .body(Body::empty())
+            .unwrap_or_default();
+    }
+    feed.entries = entries(&s.base_url, &page);
+    atom(StatusCode::OK, Some(&etag), changes_feed::write(&feed))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_parameters_are_named() {
+        assert_eq!(parse_query(None), Ok((None, DEFAULT_LIMIT)));
+        assert_eq!(parse_query(Some("since=5&limit=10&x=y")), Ok((Some(5), 10)));
+        assert!(
+            parse_query(Some("since=-1"))
+                .unwrap_err()
+                .starts_with("since=")
+        );
+        assert!(
+            parse_query(Some("since=abc"))
+                .unwrap_err()
+                .starts_with("since=")
+        );
+        assert!(
+            parse_query(Some("limit=0"))
+                .unwrap_err()
+                .starts_with("limit=")
+        );
+        assert!(
+            parse_query(Some("limit=10001"))
+                .unwrap_err()
+                .starts_with("limit=")
+        );
+    }
+}

@@ -1,0 +1,292 @@
+//! `GET delta/{path}`: the current version of a resource encoded against the version the client
+//! holds.
+//!
+//! The client names what it holds with `If-None-Match` (our entity tag) and/or RFC 9842's
+//! `Available-Dictionary` (its SHA-256), and says what it takes: `Accept-Encoding: dcz` for a
+//! dcz delta (200, `Content-Encoding: dcz`), `A-IM: unified` for a unified diff (RFC 3229:
+//! 226 IM Used, `IM`, `Delta-Base`). It gets 304 when current, and the whole body (compressed
+//! as it accepts) when its version is unknown or a delta would not be smaller.
+//!
+//! Only paths in the agent's inventory are ever answered: the request path is decoded once,
+//! refused if it holds `..`, `.`, empty segments or encoded separators, and then looked up;
+//! anything else (traversal, excluded files, symlinks out, which the inventory never holds)
+//! is a 404.
+
+use super::encodings::{Encoded, Key, Kind};
+use super::negotiate::accepts;
+use super::{ServiceState, plain};
+use crate::content_type;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
+use axum::response::Response;
+use bytes::Bytes;
+use percent_encoding::percent_decode_str;
+use std::sync::Arc;
+use webcoop_protocol::compression::{gzip, zstd_compress};
+use webcoop_protocol::delta::{self, DEFAULT_LEVEL, DeltaEncoding, DeltaPlan};
+use webcoop_protocol::validator::{IfNoneMatch, Sha256Digest};
+
+/// Path prefix of the endpoint.
+pub const PREFIX: &str = "/.well-known/webcoop/delta/";
+
+/// The docroot path a request names, if it is a plain one.
+pub fn confine(raw: &str) -> Option<String> {
+    let lower = raw.to_ascii_lowercase();
+    if raw.is_empty()
+        || raw.contains('\\')
+        || ["%2f", "%5c", "%00"].iter().any(|bad| lower.contains(bad))
+    {
+        return None;
+    }
+    let decoded = percent_decode_str(raw).decode_utf8().ok()?;
+    if decoded.contains('\0')
+        || decoded
+            .split('/')
+            .any(|s| s.is_empty() || s == "." || s == "..")
+    {
+        return None;
+    }
+    Some(decoded.into_owned())
+}
+
+const VARY: &str = "Accept-Encoding, Available-Dictionary, A-IM";
+
+fn base_of(headers: &HeaderMap, current: &Sha256Digest) -> Option<Sha256Digest> {
+    if let Some(d) = headers
+        .get("available-dictionary")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| Sha256Digest::from_structured_field(v).ok())
+    {
+        return Some(d);
+    }
+    let inm = headers.get(header::IF_NONE_MATCH)?.to_str().ok()?;
+    match IfNoneMatch::parse(inm).ok()? {
+        IfNoneMatch::Any => None,
+        IfNoneMatch::Tags(tags) => tags
+            .iter()
+            .filter_map(Sha256Digest::from_etag)
+            .find(|d| d != current),
+    }
+}
+
+fn response(
+    status: StatusCode,
+    etag: &Sha256Digest,
+    content_type: &str,
+) -> axum::http::response::Builder {
+    Response::builder()
+        .status(status)
+        .header(header::ETAG, etag.etag().to_string())
+        .header(header::VARY, VARY)
+        .header(header::CACHE_CONTROL, "no-cache")
+        .header(header::CONTENT_TYPE, content_type)
+}
+
+/// The endpoint.
+pub async fn delta(State(s): State<Arc<ServiceState>>, uri: Uri, headers: HeaderMap) -> Response {
+    let Some(rel) = uri.path().strip_prefix(PREFIX).and_then(confine) else {
+        return plain(StatusCode::NOT_FOUND, "not a published resource\n");
+    };
+    let lookup = rel.clone();
+    let file = match s.reader.with(move |st| st.file(&lookup)).await {
+        Ok(Some(f)) => f,
+        Ok(None) => return plain(StatusCode::NOT_FOUND, "not a published resource\n"),
+        Err(e) => return plain(StatusCode::SERVICE_UNAVAILABLE, &format!("{e}\n")),
+    };
+    let current = file.0;
+    let ctype = content_type::of_path(&rel);
+    let not_modified = headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| IfNoneMatch::parse(v).ok())
+        .is_some_and(|inm| inm.matches(&current.etag()));
+    if not_modified {
+        return response(StatusCode::NOT_MODIFIED, &current, ctype)
+            .body(Body::empty())
+            .unwrap_or_default();
+    }
+    let path: Arc<str> = Arc::from(rel.as_str());
+    let base = base_of(&headers, &current);
+    let text = content_type::is_text(ctype);
+
+    if let Some(base) = base {
+        let wants_unified = text && accepts(&headers, "a-im", "unified");
+        let wants_dcz = accepts(&headers, "accept-encoding", "dcz");
+        for (wanted, kind) in [(wants_dcz, Kind::Dcz), (wants_unified, Kind::Unified)] {
+            if !wanted {
+                continue;
+            }
+            let key = Key {
+                path: path.clone(),
+                base: Some(base),
+                target: current,
+                kind,
+            };
+            let reader = s.reader.clone();
+            let p = path.clone();
+            let encoded = s
+                .encodings
+                .get_or_encode(key, move || {
+                    let versions = reader
+                        .blocking(|st| Ok((st.version(&p, &base)?, st.version(&p, &current)?)))
+                        .map_err(|e| e.to_string())?;
+                    let (Some(old), Some(new)) = versions else {
+                        return Ok(Encoded::Unavailable);
+                    };
+                    let encoding = if kind == Kind::Dcz {
+                        DeltaEncoding::Dcz
+                    } else {
+                        DeltaEncoding::Unified
+                    };
+                    match delta::plan(encoding, &old, &new, DEFAULT_LEVEL) {
+                        Ok(DeltaPlan::Delta(d)) => Ok(Encoded::Body(Bytes::from(d.body))),
+                        Ok(DeltaPlan::NotWorthIt { .. }) => Ok(Encoded::NotWorthIt),
+                        Err(e) => Err(e.to_string()),
+                    }
+                })
+                .await;
+            if let Ok(encoded) = encoded
+                && let Encoded::Body(body) = encoded.as_ref()
+            {
+                let builder = response(StatusCode::OK, &current, ctype);
+                let builder = if kind == Kind::Dcz {
+                    builder
+                        .header(header::CONTENT_ENCODING, "dcz")
+                        .header("available-dictionary", base.to_structured_field())
+                } else {
+                    let mut b = builder
+                        .status(StatusCode::from_u16(226).unwrap_or(StatusCode::OK))
+                        .header("im", "unified")
+                        .header("delta-base", base.etag().to_string());
+                    if let Some(h) = b.headers_mut() {
+                        h.insert(
+                            header::CACHE_CONTROL,
+                            HeaderValue::from_static("no-store, im"),
+                        );
+                    }
+                    b
+                };
+                return builder.body(Body::from(body.clone())).unwrap_or_default();
+            }
+        }
+    }
+    full_body(&s, &rel, path, current, ctype, &headers).await
+}
+
+/// The whole current version, compressed as the client accepts (zstd, else gzip, else none).
+async fn full_body(
+    s: &Arc<ServiceState>,
+    rel: &str,
+    path: Arc<str>,
+    current: Sha256Digest,
+    ctype: &str,
+    headers: &HeaderMap,
+) -> Response {
+    let kind = if accepts(headers, "accept-encoding", "zstd") {
+        Some(Kind::Zstd)
+    } else if accepts(headers, "accept-encoding", "gzip") {
+        Some(Kind::Gzip)
+    } else {
+        None
+    };
+    let reader = s.reader.clone();
+    let disk = s.reader.docroot().join(rel);
+    let p = path.clone();
+    // Text versions are kept; anything else is read from the docroot (only paths the
+    // inventory holds get here).
+    let load = move || -> Result<Option<Vec<u8>>, String> {
+        if let Some(kept) = reader
+            .blocking(|st| st.version(&p, &current))
+            .map_err(|e| e.to_string())?
+        {
+            return Ok(Some(kept));
+        }
+        match std::fs::read(&disk) {
+            Ok(bytes) if Sha256Digest::of(&bytes) == current => Ok(Some(bytes)),
+            // Changed since the inventory was written: the next change entry will say so.
+            Ok(_) => Ok(None),
+            Err(e) => Err(e.to_string()),
+        }
+    };
+    let Some(kind) = kind else {
+        return match tokio::task::spawn_blocking(load).await {
+            Ok(Ok(Some(bytes))) => response(StatusCode::OK, &current, ctype)
+                .body(Body::from(bytes))
+                .unwrap_or_default(),
+            Ok(Ok(None)) => plain(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the resource is changing; try again shortly\n",
+            ),
+            Ok(Err(e)) => plain(StatusCode::INTERNAL_SERVER_ERROR, &format!("{e}\n")),
+            Err(e) => plain(StatusCode::INTERNAL_SERVER_ERROR, &format!("{e}\n")),
+        };
+    };
+    let key = Key {
+        path,
+        base: None,
+        target: current,
+        kind,
+    };
+    let encoded = s
+        .encodings
+        .get_or_encode(key, move || {
+            Ok(match load()? {
+                Some(bytes) if kind == Kind::Zstd => {
+                    Encoded::Body(Bytes::from(zstd_compress(&bytes, DEFAULT_LEVEL)))
+                }
+                Some(bytes) => Encoded::Body(Bytes::from(gzip(&bytes, 6))),
+                None => Encoded::Unavailable,
+            })
+        })
+        .await;
+    match encoded.as_deref() {
+        Ok(Encoded::Body(body)) => response(StatusCode::OK, &current, ctype)
+            .header(
+                header::CONTENT_ENCODING,
+                if kind == Kind::Zstd { "zstd" } else { "gzip" },
+            )
+            .body(Body::from(body.clone()))
+            .unwrap_or_default(),
+        Ok(_) => plain(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the resource is changing; try again shortly\n",
+        ),
+        Err(e) => plain(StatusCode::INTERNAL_SERVER_ERROR, &format!("{e}\n")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_plain_paths_are_confined() {
+        assert_eq!(confine("docs/a.html").as_deref(), Some("docs/a.html"));
+        assert_eq!(
+            confine("with%20space.html").as_deref(),
+            Some("with space.html")
+        );
+        assert_eq!(confine("%C3%BC.html").as_deref(), Some("ü.html"));
+        for bad in [
+            "",
+            "../etc/passwd",
+            "docs/../../etc/passwd",
+            "%2e%2e/etc/passwd",
+            "..%2fetc%2fpasswd",
+            "docs%2F..%2F..%2Fetc",
+            "a//b",
+            "./a",
+            "a/.",
+            "a\\..\\b",
+            "%5c..%5cb",
+            "a%00.html",
+            "%ff%fe",
+        ] {
+            assert_eq!(confine(bad), None, "{bad}");
+        }
+        // Encoded twice: decoded once, it names a file called `%2e%2e`, which the inventory
+        // would have to hold.
+        assert_eq!(confine("%252e%252e/x").as_deref(), Some("%2e%2e/x"));
+    }
+}

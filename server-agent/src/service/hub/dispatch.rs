@@ -1,0 +1,422 @@
+//! The dispatcher: one task that decides who gets what when, while every delivery runs as its
+//! own task, so one slow or dead subscriber never delays the others or the publisher.
+//!
+//! Each subscriber is a cursor into the change log, so a subscriber that is down costs no
+//! memory: when it comes back it gets what it missed, in order, page by page (at least once),
+//! or a resync marker if it missed too much. Failed deliveries are retried with exponential
+//! back-off and jitter; 410 Gone ends a subscription; so does failing for longer than the
+//! drop limit, or a lease running out.
+
+use super::super::callback_net::CallbackPolicy;
+use super::super::metrics::{Metrics, OutcomeLabels};
+use super::document::Documents;
+use super::store::{Subscription, SubscriptionStore};
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::{Semaphore, mpsc, watch};
+use url::Url;
+use webcoop_protocol::clock::Clock;
+use webcoop_protocol::websub::{SignatureAlgorithm, sign};
+
+/// What the subscribe endpoint tells the dispatcher after a verification of intent.
+#[derive(Debug)]
+pub enum Command {
+    /// A verified subscription (new or renewed).
+    Subscribe {
+        /// Where.
+        callback: Url,
+        /// HMAC key.
+        secret: Option<String>,
+        /// Until when.
+        lease_expires: chrono::DateTime<chrono::Utc>,
+    },
+    /// A verified unsubscription.
+    Unsubscribe(Url),
+}
+
+/// How a delivery ended.
+#[derive(Debug)]
+enum Outcome {
+    Delivered { upto: u64 },
+    Gone,
+    Failed(String),
+}
+
+/// Settings of the dispatcher.
+#[derive(Debug, Clone)]
+pub struct DispatchSettings {
+    /// How long changes are gathered into one delivery.
+    pub window: Duration,
+    /// How long a subscriber may keep failing before it is dropped.
+    pub drop_after: Duration,
+    /// Time limit of one delivery.
+    pub timeout: Duration,
+    /// Deliveries in flight at once.
+    pub concurrency: usize,
+}
+
+struct Sub {
+    rec: Subscription,
+    in_flight: bool,
+    next_attempt: Instant,
+    attempts: u32,
+}
+
+/// Everything a delivery task needs.
+pub struct DeliveryContext {
+    /// HTTP client (no redirects, resolver enforcing the callback policy).
+    pub client: reqwest::Client,
+    /// The callback policy (checked for IP-literal hosts, which bypass the resolver).
+    pub policy: CallbackPolicy,
+    /// The documents.
+    pub documents: Documents,
+    /// The `Link` header every delivery carries.
+    pub link: String,
+}
+
+/// The dispatcher's state.
+pub struct Dispatcher {
+    subs: HashMap<String, Sub>,
+    store: Arc<Mutex<SubscriptionStore>>,
+    dirty: HashSet<String>,
+    removed: Vec<Url>,
+    ctx: Arc<DeliveryContext>,
+    settings: DispatchSettings,
+    clock: Arc<dyn Clock>,
+    metrics: Arc<Metrics>,
+    permits: Arc<Semaphore>,
+}
+
+fn backoff(attempts: u32) -> Duration {
+    let base = Duration::from_secs(1) * 2u32.saturating_pow(attempts.saturating_sub(1).min(9));
+    let capped = base.min(Duration::from_secs(300));
+    capped.mul_f64(rand::random_range(0.5..1.5))
+}
+
+impl Dispatcher {
+    /// A dispatcher over the stored subscriptions.
+    pub fn new(
+        store: SubscriptionStore,
+        ctx: DeliveryContext,
+        settings: DispatchSettings,
+        clock: Arc<dyn Clock>,
+        metrics: Arc<Metrics>,
+    ) -> Result<Self, super::store::HubStoreError> {
+        let now = Instant::now();
+        let subs = store
+            .load()?
+            .into_iter()
+            .map(|rec| {
+                (
+                    rec.callback.to_string(),
+                    Sub {
+                        rec,
+                        in_flight: false,
+                        next_attempt: now,
+                        attempts: 0,
+                    },
+                )
+            })
+            .collect();
+        let permits = Arc::new(Semaphore::new(settings.concurrency.max(1)));
+        Ok(Dispatcher {
+            subs,
+            store: Arc::new(Mutex::new(store)),
+            dirty: HashSet::new(),
+            removed: Vec::new(),
+            ctx: Arc::new(ctx),
+            settings,
+            clock,
+            metrics,
+            permits,
+        })
+    }
+
+    /// Runs until the head channel closes.
+    pub async fn run(
+        mut self,
+        mut head: watch::Receiver<u64>,
+        mut commands: mpsc::Receiver<Command>,
+    ) {
+        let (results_tx, mut results) = mpsc::unbounded_channel::<(String, Outcome)>();
+        // A restarted hub owes its subscribers everything up to now at once.
+        let mut deliverable = *head.borrow();
+        let mut window_ends: Option<Instant> = None;
+        let mut flush_at = Instant::now();
+        let mut sweep_at = Instant::now();
+        loop {
+            let now = Instant::now();
+            self.launch(deliverable, now, &results_tx);
+            let mut wake = flush_at.min(sweep_at);
+            if let Some(w) = window_ends {
+                wake = wake.min(w);
+            }
+            if let Some(t) = self
+                .subs
+                .values()
+                .filter(|s| !s.in_flight && s.rec.cursor < deliverable)
+                .map(|s| s.next_attempt)
+                .min()
+            {
+                wake = wake.min(t);
+            }
+            tokio::select! {
+                changed = head.changed() => {
+                    if changed.is_err() {
+                        break;
+                    }
+                    window_ends.get_or_insert(Instant::now() + self.settings.window);
+                }
+                Some(command) = commands.recv() => self.command(command, *head.borrow()),
+                Some((callback, outcome)) = results.recv() => self.finished(&callback, outcome),
+                _ = tokio::time::sleep_until(wake.into()) => {}
+            }
+            let now = Instant::now();
+            if window_ends.is_some_and(|w| w <= now) {
+                deliverable = *head.borrow();
+                window_ends = None;
+            }
+            if sweep_at <= now {
+                self.sweep();
+                self.metrics.subscriptions.set(self.subs.len() as i64);
+                let waiting = self
+                    .subs
+                    .values()
+                    .filter(|s| s.rec.cursor < *head.borrow())
+                    .count();
+                self.metrics.queue_depth.set(waiting as i64);
+                sweep_at = now + Duration::from_secs(1);
+            }
+            if flush_at <= now {
+                self.flush().await;
+                flush_at = now + Duration::from_millis(250);
+            }
+        }
+        self.flush().await;
+    }
+
+    fn command(&mut self, command: Command, head: u64) {
+        match command {
+            Command::Subscribe {
+                callback,
+                secret,
+                lease_expires,
+            } => {
+                let key = callback.to_string();
+                match self.subs.get_mut(&key) {
+                    // Renewal: new lease and secret, same place in the log.
+                    Some(sub) => {
+                        sub.rec.secret = secret;
+                        sub.rec.lease_expires = lease_expires;
+                    }
+                    None => {
+                        tracing::info!(%callback, "subscribed");
+                        self.subs.insert(
+                            key.clone(),
+                            Sub {
+                                rec: Subscription {
+                                    callback,
+                                    secret,
+                                    lease_expires,
+                                    cursor: head,
+                                    failing_since: None,
+                                },
+                                in_flight: false,
+                                next_attempt: Instant::now(),
+                                attempts: 0,
+                            },
+                        );
+                    }
+                }
+                self.dirty.insert(key);
+            }
+            Command::Unsubscribe(callback) => {
+                tracing::info!(%callback, "unsubscribed");
+                self.remove(callback.as_str());
+            }
+        }
+    }
+
+    fn remove(&mut self, key: &str) {
+        if let Some(sub) = self.subs.remove(key) {
+            self.dirty.remove(key);
+            self.removed.push(sub.rec.callback);
+        }
+    }
+
+    /// Starts a delivery for every subscriber that is behind, idle and due.
+    fn launch(
+        &mut self,
+        deliverable: u64,
+        now: Instant,
+        results: &mpsc::UnboundedSender<(String, Outcome)>,
+    ) {
+        for (key, sub) in self.subs.iter_mut() {
+            if sub.in_flight || sub.rec.cursor >= deliverable || sub.next_attempt > now {
+                continue;
+            }
+            sub.in_flight = true;
+            let (ctx, permits, results) = (self.ctx.clone(), self.permits.clone(), results.clone());
+            let (key, callback, secret, cursor, timeout) = (
+                key.clone(),
+                sub.rec.callback.clone(),
+                sub.rec.secret.clone(),
+                sub.rec.cursor,
+                self.settings.timeout,
+            );
+            tokio::spawn(async move {
+                let outcome = match permits.acquire_owned().await {
+                    Ok(_permit) => {
+                        deliver(
+                            &ctx,
+                            &callback,
+                            secret.as_deref(),
+                            cursor,
+                            deliverable,
+                            timeout,
+                        )
+                        .await
+                    }
+                    Err(_) => Outcome::Failed("shutting down".into()),
+                };
+                let _ = results.send((key, outcome));
+            });
+        }
+    }
+
+    fn finished(&mut self, key: &str, outcome: Outcome) {
+        let Some(sub) = self.subs.get_mut(key) else {
+            return;
+        };
+        sub.in_flight = false;
+        match outcome {
+            Outcome::Delivered { upto } => {
+                self.metrics
+                    .deliveries
+                    .get_or_create(&OutcomeLabels { outcome: "ok" })
+                    .inc();
+                sub.rec.cursor = upto.max(sub.rec.cursor);
+                sub.rec.failing_since = None;
+                sub.attempts = 0;
+                sub.next_attempt = Instant::now();
+                self.dirty.insert(key.to_string());
+            }
+            Outcome::Gone => {
+                self.metrics
+                    .deliveries
+                    .get_or_create(&OutcomeLabels { outcome: "failed" })
+                    .inc();
+                tracing::info!(
+                    callback = key,
+                    "the subscriber answered 410 Gone: subscription ended"
+                );
+                self.remove(key);
+            }
+            Outcome::Failed(reason) => {
+                self.metrics
+                    .deliveries
+                    .get_or_create(&OutcomeLabels { outcome: "failed" })
+                    .inc();
+                let now = self.clock.now();
+                let since = *sub.rec.failing_since.get_or_insert(now);
+                sub.attempts += 1;
+                let failing_for = (now - since).to_std().unwrap_or_default();
+                if failing_for > self.settings.drop_after {
+                    tracing::warn!(
+                        callback = key,
+                        "dropped after failing for {} s: {reason}",
+                        failing_for.as_secs()
+                    );
+                    self.remove(key);
+                    return;
+                }
+                let wait = backoff(sub.attempts);
+                tracing::debug!(
+                    callback = key,
+                    attempts = sub.attempts,
+                    "delivery failed ({reason}); retrying in {wait:?}"
+                );
+                sub.next_attempt = Instant::now() + wait;
+                self.dirty.insert(key.to_string());
+            }
+        }
+    }
+
+    /// Ends subscriptions whose lease ran out.
+    fn sweep(&mut self) {
+        let now = self.clock.now();
+        let expired: Vec<String> = self
+            .subs
+            .iter()
+            .filter(|(_, s)| s.rec.lease_expires <= now)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in expired {
+            tracing::info!(callback = key, "lease expired");
+            self.remove(&key);
+        }
+    }
+
+    /// Saves what changed since the last flush, off the runtime.
+    async fn flush(&mut self) {
+        if self.dirty.is_empty() && self.removed.is_empty() {
+            return;
+        }
+        let upserts: Vec<Subscription> = self
+            .dirty
+            .drain()
+            .filter_map(|k| self.subs.get(&k).map(|s| s.rec.clone()))
+            .collect();
+        let removals = std::mem::take(&mut self.removed);
+        let store = self.store.clone();
+        let saved = tokio::task::spawn_blocking(move || {
+            store
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .save(&upserts, &removals)
+        })
+        .await;
+        match saved {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::error!("{e}; subscription changes will be saved again"),
+            Err(e) => tracing::error!("saving subscriptions: {e}"),
+        }
+    }
+}
+
+async fn deliver(
+    ctx: &DeliveryContext,
+    callback: &Url,
+    secret: Option<&str>,
+    cursor: u64,
+    upto: u64,
+    timeout: Duration,
+) -> Outcome {
+    let doc = match ctx.documents.get(cursor, upto).await {
+        Ok(d) => d,
+        Err(e) => return Outcome::Failed(format!("building the delivery: {e}")),
+    };
+    if let Err(e) = ctx.policy.check(callback).await {
+        return Outcome::Failed(e);
+    }
+    let mut request = ctx
+        .client
+        .post(callback.clone())
+        .timeout(timeout)
+        .header(reqwest::header::CONTENT_TYPE, "application/atom+xml")
+        .header(reqwest::header::LINK, &ctx.link)
+        .body(doc.body.clone());
+    if let Some(secret) = secret {
+        request = request.header(
+            "x-hub-signature",
+            sign(SignatureAlgorithm::Sha256, secret.as_bytes(), &doc.body),
+        );
+    }
+    match request.send().await {
+        Ok(r) if r.status().is_success() => Outcome::Delivered { upto: doc.upto },
+        Ok(r) if r.status() == reqwest::StatusCode::GONE => Outcome::Gone,
+        Ok(r) => Outcome::Failed(format!("answered {}", r.status())),
+        Err(e) => Outcome::Failed(e.to_string()),
+    }
+}

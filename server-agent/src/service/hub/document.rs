@@ -1,0 +1,173 @@
+//! What a delivery carries: an Atom document of the changes after a subscriber's cursor, built
+//! once per (cursor, end) and shared by every subscriber at that cursor, with small dcz deltas
+//! inline. A backlog too long (or older than the retained history) becomes a resync marker.
+
+use super::super::encodings::{Encoded, EncodingCache, Key, Kind};
+use super::super::reader::Reader;
+use crate::publish::feed::{entries, feed_id};
+use bytes::Bytes;
+use std::sync::Arc;
+use url::Url;
+use webcoop_protocol::changes_feed::{self, ChangeKind, ChangesFeed, InlineDelta, Resync};
+use webcoop_protocol::clock::Clock;
+use webcoop_protocol::delta::{self, DEFAULT_LEVEL, DeltaEncoding, DeltaPlan};
+
+/// Changes per delivery.
+pub const PAGE: usize = 500;
+/// A backlog longer than this is replaced by a resync marker.
+pub const MAX_BACKLOG: u64 = 10_000;
+/// Deltas up to this size travel inside the delivery.
+pub const MAX_INLINE_DELTA: usize = 8 << 10;
+
+/// A delivery document.
+#[derive(Debug)]
+pub struct Document {
+    /// The Atom bytes.
+    pub body: Bytes,
+    /// The subscriber's cursor once it has this document.
+    pub upto: u64,
+}
+
+/// Builds and shares delivery documents.
+pub struct Documents {
+    reader: Reader,
+    encodings: Arc<EncodingCache>,
+    clock: Arc<dyn Clock>,
+    base: Url,
+    topic: Url,
+    hub: Url,
+    listing: Url,
+    cache: moka::future::Cache<(u64, u64), Arc<Document>>,
+}
+
+impl Documents {
+    /// A builder for the site at `base`.
+    pub fn new(
+        reader: Reader,
+        encodings: Arc<EncodingCache>,
+        clock: Arc<dyn Clock>,
+        base: Url,
+        topic: Url,
+        hub: Url,
+        listing: Url,
+    ) -> Self {
+        Documents {
+            reader,
+            encodings,
+            clock,
+            base,
+            topic,
+            hub,
+            listing,
+            cache: moka::future::Cache::builder()
+                .max_capacity(256)
+                .time_to_live(std::time::Duration::from_secs(60))
+                .build(),
+        }
+    }
+
+    /// The document taking a subscriber from `cursor` towards `upto`.
+    pub async fn get(&self, cursor: u64, upto: u64) -> Result<Arc<Document>, String> {
+        self.cache
+            .try_get_with((cursor, upto), self.build(cursor, upto))
+            .await
+            .map_err(|e: Arc<String>| e.to_string())
+    }
+
+    async fn build(&self, cursor: u64, upto: u64) -> Result<Arc<Document>, String> {
+        let (oldest, page) = self
+            .reader
+            .with(move |st| {
+                let oldest = st.oldest_seq()?;
+                let page = st.changes_since(cursor, PAGE)?;
+                Ok((oldest, page))
+            })
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut feed = ChangesFeed {
+            id: feed_id(&self.base),
+            title: format!("Changes of {}", self.base.host_str().unwrap_or("the site")),
+            updated: self.clock.now(),
+            self_link: self.topic.clone(),
+            hub: Some(self.hub.clone()),
+            next: None,
+            head_seq: Some(upto),
+            resync: None,
+            entries: Vec::new(),
+        };
+        let lost = oldest.is_some_and(|o| cursor + 1 < o);
+        if lost || upto.saturating_sub(cursor) > MAX_BACKLOG {
+            feed.resync = Some(Resync {
+                since: cursor,
+                listing: self.listing.clone(),
+            });
+            return Ok(Arc::new(Document {
+                body: Bytes::from(changes_feed::write(&feed)),
+                upto,
+            }));
+        }
+        let page: Vec<_> = page.into_iter().filter(|c| c.seq <= upto).collect();
+        let reached = page.last().map_or(upto, |c| c.seq);
+        let mut list = entries(&self.base, &page);
+        for (entry, change) in list.iter_mut().zip(&page) {
+            if let (ChangeKind::Modified, Some(prev), Some(new)) =
+                (change.kind, change.prev_sha256, change.sha256)
+            {
+                entry.delta = self
+                    .inline_delta(&change.path, prev, new)
+                    .await
+                    .map(|data| InlineDelta {
+                        encoding: DeltaEncoding::Dcz,
+                        base: prev.etag(),
+                        data,
+                    });
+            }
+        }
+        if let Some(last) = page.last() {
+            feed.updated = last.time;
+        }
+        feed.entries = list;
+        Ok(Arc::new(Document {
+            body: Bytes::from(changes_feed::write(&feed)),
+            upto: reached,
+        }))
+    }
+
+    /// The dcz delta of a change when both versions are kept and it is small.
+    async fn inline_delta(
+        &self,
+        path: &str,
+        prev: webcoop_protocol::validator::Sha256Digest,
+        new: webcoop_protocol::validator::Sha256Digest,
+    ) -> Option<Vec<u8>> {
+        let reader = self.reader.clone();
+        let p: Arc<str> = Arc::from(path);
+        let key = Key {
+            path: p.clone(),
+            base: Some(prev),
+            target: new,
+            kind: Kind::Dcz,
+        };
+        let encoded = self
+            .encodings
+            .get_or_encode(key, move || {
+                let versions = reader
+                    .blocking(|st| Ok((st.version(&p, &prev)?, st.version(&p, &new)?)))
+                    .map_err(|e| e.to_string())?;
+                let (Some(old), Some(cur)) = versions else {
+                    return Ok(Encoded::Unavailable);
+                };
+                match delta::plan(DeltaEncoding::Dcz, &old, &cur, DEFAULT_LEVEL) {
+                    Ok(DeltaPlan::Delta(d)) => Ok(Encoded::Body(Bytes::from(d.body))),
+                    Ok(DeltaPlan::NotWorthIt { .. }) => Ok(Encoded::NotWorthIt),
+                    Err(e) => Err(e.to_string()),
+                }
+            })
+            .await
+            .ok()?;
+        match encoded.as_ref() {
+            Encoded::Body(b) if b.len() <= MAX_INLINE_DELTA => Some(b.to_vec()),
+            _ => None,
+        }
+    }
+}

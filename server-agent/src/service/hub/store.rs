@@ -1,0 +1,172 @@
+//! Subscriptions on disk (`STATE/hub.sqlite`), so they survive a restart: callback, secret,
+//! lease, and the cursor (last sequence number delivered).
+
+use crate::store::{from_ms, to_ms};
+use chrono::{DateTime, Utc};
+use rusqlite::{Connection, params};
+use std::path::{Path, PathBuf};
+use url::Url;
+
+/// One verified subscription.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Subscription {
+    /// Where deliveries go.
+    pub callback: Url,
+    /// The HMAC key of `X-Hub-Signature`.
+    pub secret: Option<String>,
+    /// When the lease ends.
+    pub lease_expires: DateTime<Utc>,
+    /// The last sequence number delivered.
+    pub cursor: u64,
+    /// Since when deliveries have been failing.
+    pub failing_since: Option<DateTime<Utc>>,
+}
+
+/// The subscriptions database.
+pub struct SubscriptionStore {
+    conn: Connection,
+    path: PathBuf,
+}
+
+/// A failure of the subscriptions database.
+#[derive(Debug, thiserror::Error)]
+#[error("subscriptions database {path}: {source}")]
+pub struct HubStoreError {
+    path: PathBuf,
+    source: rusqlite::Error,
+}
+
+impl SubscriptionStore {
+    /// Opens (or creates) `dir/hub.sqlite`.
+    pub fn open(dir: &Path) -> Result<Self, HubStoreError> {
+        let path = dir.join("hub.sqlite");
+        let e = |source| HubStoreError {
+            path: path.clone(),
+            source,
+        };
+        let conn = Connection::open(&path).map_err(e)?;
+        conn.execute_batch(
+            "PRAGMA journal_mode = WAL;
+             PRAGMA synchronous = NORMAL;
+             CREATE TABLE IF NOT EXISTS subscriptions (
+                 callback TEXT PRIMARY KEY,
+                 secret TEXT,
+                 lease_expires INTEGER NOT NULL,
+                 cursor INTEGER NOT NULL,
+                 failing_since INTEGER
+             ) WITHOUT ROWID;",
+        )
+        .map_err(e)?;
+        Ok(SubscriptionStore { conn, path })
+    }
+
+    fn err(&self, source: rusqlite::Error) -> HubStoreError {
+        HubStoreError {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    /// Every subscription.
+    pub fn load(&self) -> Result<Vec<Subscription>, HubStoreError> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT callback, secret, lease_expires, cursor, failing_since FROM subscriptions",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, Option<String>>(1)?,
+                    r.get::<_, i64>(2)?,
+                    r.get::<_, i64>(3)?,
+                    r.get::<_, Option<i64>>(4)?,
+                ))
+            })
+            .map_err(|e| self.err(e))?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (callback, secret, lease, cursor, failing) = row.map_err(|e| self.err(e))?;
+            if let Ok(callback) = Url::parse(&callback) {
+                out.push(Subscription {
+                    callback,
+                    secret,
+                    lease_expires: from_ms(lease),
+                    cursor: cursor.max(0) as u64,
+                    failing_since: failing.map(from_ms),
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// Saves subscriptions (new, renewed, or with a new cursor) and removes others, in one
+    /// transaction.
+    pub fn save(
+        &mut self,
+        upserts: &[Subscription],
+        removals: &[Url],
+    ) -> Result<(), HubStoreError> {
+        let path = self.path.clone();
+        let e = |source| HubStoreError {
+            path: path.clone(),
+            source,
+        };
+        let tx = self.conn.transaction().map_err(e)?;
+        {
+            let mut put = tx
+                .prepare_cached(
+                    "INSERT INTO subscriptions (callback, secret, lease_expires, cursor, failing_since) VALUES (?1, ?2, ?3, ?4, ?5)
+                     ON CONFLICT (callback) DO UPDATE SET secret = excluded.secret, lease_expires = excluded.lease_expires,
+                       cursor = excluded.cursor, failing_since = excluded.failing_since",
+                )
+                .map_err(e)?;
+            for s in upserts {
+                put.execute(params![
+                    s.callback.as_str(),
+                    s.secret,
+                    to_ms(s.lease_expires),
+                    s.cursor as i64,
+                    s.failing_since.map(to_ms)
+                ])
+                .map_err(e)?;
+            }
+            let mut delete = tx
+                .prepare_cached("DELETE FROM subscriptions WHERE callback = ?1")
+                .map_err(e)?;
+            for c in removals {
+                delete.execute([c.as_str()]).map_err(e)?;
+            }
+        }
+        tx.commit().map_err(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    #[test]
+    fn subscriptions_survive_reopening() {
+        let dir = tempfile::tempdir().unwrap();
+        let sub = Subscription {
+            callback: Url::parse("https://c.example/cb?x=1").unwrap(),
+            secret: Some("s".into()),
+            lease_expires: Utc.timestamp_opt(2_000_000_000, 0).unwrap(),
+            cursor: 42,
+            failing_since: None,
+        };
+        let mut store = SubscriptionStore::open(dir.path()).unwrap();
+        store.save(std::slice::from_ref(&sub), &[]).unwrap();
+        drop(store);
+        let mut store = SubscriptionStore::open(dir.path()).unwrap();
+        assert_eq!(store.load().unwrap(), std::slice::from_ref(&sub));
+        store
+            .save(&[], std::slice::from_ref(&sub.callback))
+            .unwrap();
+        assert!(store.load().unwrap().is_empty());
+    }
+}

@@ -1,0 +1,124 @@
+//! `POST hub`: subscription requests, answered 202 Accepted at once and confirmed by a
+//! verification of intent to the callback; refused with a 4xx naming the problem when the
+//! request is malformed, the topic is not ours, the callback is not allowed, or the client asks
+//! too often.
+
+use super::super::{ServiceState, plain};
+use super::dispatch::Command;
+use axum::extract::{ConnectInfo, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use webcoop_protocol::websub::{Challenge, IntentVerification, Mode, SubscriptionRequest};
+
+/// The client's address: the peer, or behind a local reverse proxy the address it forwarded.
+fn client_ip(peer: SocketAddr, headers: &HeaderMap) -> IpAddr {
+    if peer.ip().is_loopback() {
+        // nginx's $proxy_add_x_forwarded_for appends the client it saw last.
+        if let Some(ip) = headers
+            .get("x-forwarded-for")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.rsplit(',').next())
+            .and_then(|v| v.trim().parse().ok())
+        {
+            return ip;
+        }
+    }
+    peer.ip()
+}
+
+/// The endpoint.
+pub async fn hub(
+    State(s): State<Arc<ServiceState>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let client = client_ip(peer, &headers);
+    if s.hub.limiter.check_key(&client).is_err() {
+        let mut r = plain(
+            StatusCode::TOO_MANY_REQUESTS,
+            "too many subscription requests from this address; try again in a minute\n",
+        );
+        r.headers_mut().insert(
+            header::RETRY_AFTER,
+            axum::http::HeaderValue::from_static("60"),
+        );
+        return r;
+    }
+    let request = match SubscriptionRequest::from_form(&body) {
+        Ok(r) => r,
+        Err(e) => return plain(StatusCode::BAD_REQUEST, &format!("{e}\n")),
+    };
+    if request.topic != s.topic {
+        return plain(
+            StatusCode::BAD_REQUEST,
+            &format!(
+                "hub.topic {} is not a topic of this hub; subscribe to {}\n",
+                request.topic, s.topic
+            ),
+        );
+    }
+    if let Err(reason) = s.hub.policy.check(&request.callback).await {
+        return plain(StatusCode::FORBIDDEN, &format!("{reason}\n"));
+    }
+    let state = s.clone();
+    tokio::spawn(async move { verify(state, request).await });
+    (StatusCode::ACCEPTED, "verification of intent follows\n").into_response()
+}
+
+/// Reads at most `limit` bytes of a response body; `None` past it.
+async fn bounded_body(mut response: reqwest::Response, limit: usize) -> Option<Vec<u8>> {
+    let mut body = Vec::new();
+    while let Ok(Some(chunk)) = response.chunk().await {
+        body.extend_from_slice(&chunk);
+        if body.len() > limit {
+            return None;
+        }
+    }
+    Some(body)
+}
+
+/// The verification of intent (WebSub §5.3): the subscriber must echo a fresh challenge.
+async fn verify(s: Arc<ServiceState>, request: SubscriptionRequest) {
+    let mut random = [0u8; 32];
+    rand::fill(&mut random);
+    let challenge = Challenge::from_random(random);
+    let lease =
+        (request.mode == Mode::Subscribe).then(|| s.hub.leases.grant(request.lease_seconds));
+    let url = IntentVerification {
+        mode: request.mode,
+        topic: request.topic.clone(),
+        challenge: challenge.as_str().to_string(),
+        lease_seconds: lease,
+    }
+    .callback_url(&request.callback);
+    let confirmed = match s.hub.client.get(url).timeout(s.hub.timeout).send().await {
+        Ok(r) if r.status().is_success() => bounded_body(r, 1024)
+            .await
+            .is_some_and(|b| challenge.echoed_by(&b)),
+        Ok(r) => {
+            tracing::info!(callback = %request.callback, status = %r.status(), "verification of intent refused");
+            false
+        }
+        Err(e) => {
+            tracing::info!(callback = %request.callback, "verification of intent failed: {e}");
+            false
+        }
+    };
+    if !confirmed {
+        return;
+    }
+    let command = match (request.mode, lease) {
+        (Mode::Subscribe, Some(lease)) => Command::Subscribe {
+            callback: request.callback,
+            secret: request.secret,
+            lease_expires: s.clock.now()
+                + chrono::Duration::seconds(lease.min(i64::MAX as u64) as i64),
+        },
+        _ => Command::Unsubscribe(request.callback),
+    };
+    let _ = s.hub.commands.send(command).await;
+}

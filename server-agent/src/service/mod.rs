@@ -1,0 +1,325 @@
+//! The agent's HTTP service, which the web server proxies under `/.well-known/webcoop/`:
+//! `changes` (everything since a sequence number), `delta/{path}` (the difference against the
+//! version a client holds), `hub` (WebSub), `metrics` (Prometheus) and `healthz`.
+
+pub mod callback_net;
+pub mod changes;
+pub mod delta;
+pub mod encodings;
+pub mod hub;
+pub mod indexnow;
+pub mod metrics;
+pub mod negotiate;
+pub mod reader;
+
+use crate::config::Config;
+use crate::inventory::Inventory;
+use crate::store::LoggedChange;
+use crate::urls::url_of;
+use axum::Router;
+use axum::body::HttpBody;
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use callback_net::CallbackPolicy;
+use encodings::EncodingCache;
+use hub::HubHandle;
+use hub::dispatch::{DispatchSettings, Dispatcher};
+use metrics::{EndpointLabels, Metrics};
+use reader::Reader;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{mpsc, watch};
+use url::Url;
+use webcoop_protocol::clock::Clock;
+use webcoop_protocol::websub::LeasePolicy;
+
+/// Everything the handlers share.
+pub struct ServiceState {
+    /// The agent's state, read-only.
+    pub reader: Reader,
+    /// Encoded deltas and bodies.
+    pub encodings: Arc<EncodingCache>,
+    /// The hub.
+    pub hub: HubHandle,
+    /// Counters.
+    pub metrics: Arc<Metrics>,
+    /// Time.
+    pub clock: Arc<dyn Clock>,
+    /// The site.
+    pub base_url: Url,
+    /// The changes endpoint: the WebSub topic.
+    pub topic: Url,
+    /// The hub endpoint.
+    pub hub_url: Url,
+    /// robots.rdf, where clients resync.
+    pub listing_url: Url,
+    /// `Link` header every answer carries.
+    pub link: HeaderValue,
+}
+
+/// A plain-text answer.
+pub fn plain(status: StatusCode, text: &str) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        text.to_string(),
+    )
+        .into_response()
+}
+
+fn endpoint_of(path: &str) -> &'static str {
+    let rest = path.strip_prefix("/.well-known/webcoop/").unwrap_or("");
+    match rest.split('/').next().unwrap_or("") {
+        "changes" => "changes",
+        "delta" => "delta",
+        "hub" => "hub",
+        "metrics" => "metrics",
+        "healthz" => "healthz",
+        _ => "other",
+    }
+}
+
+fn status_class(status: StatusCode) -> &'static str {
+    match status.as_u16() / 100 {
+        1 => "1xx",
+        2 => "2xx",
+        3 => "3xx",
+        4 => "4xx",
+        _ => "5xx",
+    }
+}
+
+/// Adds the discovery `Link` header to every answer and counts requests and bytes.
+async fn track(State(s): State<Arc<ServiceState>>, request: Request, next: Next) -> Response {
+    let endpoint = endpoint_of(request.uri().path());
+    let mut response = next.run(request).await;
+    response.headers_mut().append(header::LINK, s.link.clone());
+    let labels = EndpointLabels {
+        endpoint,
+        status: status_class(response.status()),
+    };
+    s.metrics.requests.get_or_create(&labels).inc();
+    if let Some(bytes) = response.body().size_hint().exact() {
+        s.metrics.bytes_served.get_or_create(&labels).inc_by(bytes);
+    }
+    response
+}
+
+async fn metrics_endpoint(State(s): State<Arc<ServiceState>>) -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        s.metrics.render(),
+    )
+        .into_response()
+}
+
+async fn healthz(State(s): State<Arc<ServiceState>>) -> Response {
+    match s.reader.with(|st| st.head_seq()).await {
+        Ok(head) => plain(StatusCode::OK, &format!("ok {head}\n")),
+        Err(e) => plain(StatusCode::SERVICE_UNAVAILABLE, &format!("{e}\n")),
+    }
+}
+
+/// The routes.
+pub fn router(state: Arc<ServiceState>) -> Router {
+    Router::new()
+        .route("/.well-known/webcoop/changes", get(changes::changes))
+        .route("/.well-known/webcoop/delta/{*path}", get(delta::delta))
+        .route("/.well-known/webcoop/hub", post(hub::subscribe::hub))
+        .route("/.well-known/webcoop/metrics", get(metrics_endpoint))
+        .route("/.well-known/webcoop/healthz", get(healthz))
+        .fallback(|| async { plain(StatusCode::NOT_FOUND, "not a webcoop endpoint\n") })
+        .layer(axum::middleware::from_fn_with_state(state.clone(), track))
+        .with_state(state)
+}
+
+/// Why the service could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    /// The agent's state cannot be read.
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+    /// The subscriptions database failed.
+    #[error(transparent)]
+    Hub(#[from] hub::store::HubStoreError),
+    /// The HTTP client could not be built.
+    #[error("HTTP client: {0}")]
+    Client(#[from] reqwest::Error),
+    /// Serving failed.
+    #[error("serving on {addr}: {source}")]
+    Serve {
+        /// The address.
+        addr: String,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// A running service: what the agent's watch loop talks to.
+pub struct Running {
+    /// The shared state.
+    pub state: Arc<ServiceState>,
+    /// Where it listens.
+    pub local_addr: SocketAddr,
+    head: watch::Sender<u64>,
+    indexnow: Option<mpsc::UnboundedSender<Vec<Url>>>,
+    server: tokio::task::JoinHandle<Result<(), std::io::Error>>,
+    dispatcher: tokio::task::JoinHandle<()>,
+    shutdown: tokio::sync::oneshot::Sender<()>,
+}
+
+impl Running {
+    /// The observer to give the agent: tells the hub, the metrics and IndexNow of each batch.
+    pub fn observer(&self) -> crate::agent::ChangeObserver {
+        let head = self.head.clone();
+        let metrics = self.state.metrics.clone();
+        let indexnow = self.indexnow.clone();
+        let base = self.state.base_url.clone();
+        Box::new(move |changes: &[LoggedChange], inventory: &Inventory| {
+            metrics.files.set(inventory.len() as i64);
+            if let Some(last) = changes.last() {
+                metrics.head_seq.set(last.seq as i64);
+                head.send_replace(last.seq);
+            }
+            if let Some(tx) = &indexnow {
+                let urls: Vec<Url> = changes.iter().map(|c| url_of(&base, &c.path)).collect();
+                let _ = tx.send(urls);
+            }
+        })
+    }
+
+    /// Stops serving and delivering (subscriptions stay saved).
+    pub async fn stop(self) {
+        let _ = self.shutdown.send(());
+        let _ = self.server.await;
+        drop(self.head);
+        let _ = self.dispatcher.await;
+    }
+}
+
+/// Starts the service on `listener` for the agent configured by `config` (whose state must
+/// already exist: open the agent first).
+pub async fn start(
+    config: &Config,
+    clock: Arc<dyn Clock>,
+    listener: tokio::net::TcpListener,
+) -> Result<Running, ServiceError> {
+    // reqwest is built without a TLS provider of its own: install ring's once.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let service = config.service.clone().ok_or_else(|| ServiceError::Serve {
+        addr: String::new(),
+        source: std::io::Error::other("the configuration has no --listen"),
+    })?;
+    let local_addr = listener
+        .local_addr()
+        .map_err(|source| ServiceError::Serve {
+            addr: service.listen.to_string(),
+            source,
+        })?;
+    let links = crate::publish::ServiceLinks::at(&service.public_url);
+    let metrics = Arc::new(Metrics::default());
+    let reader = Reader::open(&config.state, &config.docroot)?;
+    let head = reader.with(|st| st.head_seq()).await.unwrap_or(0);
+    let files = reader.with(|st| st.file_count()).await.unwrap_or(0);
+    metrics.head_seq.set(head as i64);
+    metrics.files.set(files as i64);
+    let encodings = Arc::new(EncodingCache::new(64 << 20, metrics.clone()));
+    let policy = CallbackPolicy::new(service.allow_callback_nets.clone());
+    let client = hub::http_client(&policy)?;
+    let listing_url = config
+        .base_url
+        .join(crate::publish::ROBOTS_RDF)
+        .unwrap_or_else(|_| config.base_url.clone());
+    let link = HeaderValue::from_str(&format!(
+        "<{}>; rel=\"hub\", <{}>; rel=\"self\"",
+        links.hub, links.changes
+    ))
+    .unwrap_or_else(|_| HeaderValue::from_static(""));
+    let (commands_tx, commands_rx) = mpsc::channel(1024);
+    let state = Arc::new(ServiceState {
+        reader: reader.clone(),
+        encodings: encodings.clone(),
+        hub: HubHandle {
+            commands: commands_tx,
+            policy: policy.clone(),
+            limiter: hub::subscribe_limiter(),
+            leases: LeasePolicy::default(),
+            client: client.clone(),
+            timeout: service.delivery_timeout,
+        },
+        metrics: metrics.clone(),
+        clock: clock.clone(),
+        base_url: config.base_url.clone(),
+        topic: links.changes.clone(),
+        hub_url: links.hub.clone(),
+        listing_url: listing_url.clone(),
+        link: link.clone(),
+    });
+
+    let documents = hub::document::Documents::new(
+        reader,
+        encodings,
+        clock.clone(),
+        config.base_url.clone(),
+        links.changes.clone(),
+        links.hub.clone(),
+        listing_url,
+    );
+    let dispatcher = Dispatcher::new(
+        hub::store::SubscriptionStore::open(&config.state)?,
+        hub::dispatch::DeliveryContext {
+            client: client.clone(),
+            policy,
+            documents,
+            link: link.to_str().unwrap_or_default().to_string(),
+        },
+        DispatchSettings {
+            window: service.hub_window,
+            drop_after: service.hub_drop_after,
+            timeout: service.delivery_timeout,
+            concurrency: 256,
+        },
+        clock,
+        metrics,
+    )?;
+    let (head_tx, head_rx) = watch::channel(head);
+    let dispatcher = tokio::spawn(dispatcher.run(head_rx, commands_rx));
+
+    let indexnow = config.indexnow.clone().map(|cfg| {
+        let (tx, rx) = mpsc::unbounded_channel();
+        tokio::spawn(indexnow::run(
+            cfg,
+            config.base_url.clone(),
+            client.clone(),
+            rx,
+            Duration::from_secs(2),
+        ));
+        tx
+    });
+
+    let (shutdown_tx, shutdown_rx) = tokio::sync::oneshot::channel::<()>();
+    let app = router(state.clone()).into_make_service_with_connect_info::<SocketAddr>();
+    let server = tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async {
+                let _ = shutdown_rx.await;
+            })
+            .await
+    });
+    Ok(Running {
+        state,
+        local_addr,
+        head: head_tx,
+        indexnow,
+        server,
+        dispatcher,
+        shutdown: shutdown_tx,
+    })
+}

@@ -1,0 +1,452 @@
+//! WebSub conformance of the agent's hub, written from the W3C Recommendation (23 January 2018):
+//! §5.1 subscriber requests, §5.3 verification of intent, §5.4/7 leases, §7 content
+//! distribution, §8 authenticated distribution; and what a production hub must add: a callback
+//! that hangs delays nobody, one that is down gets everything once it is back, subscriptions
+//! survive a restart, SSRF and rate limits.
+
+mod common;
+
+use common::subscriber::{Deliver, Subscriber, Verify};
+use common::{Options, Site};
+use std::time::{Duration, Instant};
+use webcoop_protocol::changes_feed::{self, ChangeKind, ChangesFeed, FeedLimits};
+use webcoop_protocol::delta::dcz;
+use webcoop_protocol::validator::Sha256Digest;
+use webcoop_protocol::websub;
+
+const SECS: fn(u64) -> Duration = Duration::from_secs;
+
+async fn subscribe(site: &Site, sub: &Subscriber, name: &str, extra: &[(&str, &str)]) {
+    let callback = sub.callback(name);
+    let topic = site.topic();
+    let mut pairs = vec![
+        ("hub.mode", "subscribe"),
+        ("hub.callback", callback.as_str()),
+        ("hub.topic", topic.as_str()),
+    ];
+    pairs.extend_from_slice(extra);
+    let (status, text) = site.hub_request(&pairs).await;
+    assert_eq!(status, 202, "{text}");
+    sub.wait(name, SECS(10), "verification of intent", |c| {
+        !c.verifications.is_empty()
+    })
+    .await;
+    // The hub activates the subscription right after a successful verification.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+}
+
+/// Waits for a gauge (the dispatcher updates them every second).
+async fn wait_metric(site: &Site, name: &str, value: f64, what: &str) {
+    let deadline = Instant::now() + SECS(10);
+    while site.metric(name).await != value {
+        assert!(
+            Instant::now() < deadline,
+            "{what}: {name} never became {value}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn feed_of(body: &[u8]) -> ChangesFeed {
+    changes_feed::parse(body, &FeedLimits::default()).unwrap()
+}
+
+fn seqs(sub: &Subscriber, name: &str) -> Vec<u64> {
+    sub.with(name, |c| {
+        c.deliveries
+            .iter()
+            .flat_map(|d| feed_of(&d.body).entries.into_iter().map(|e| e.seq))
+            .collect()
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verification_of_intent_then_content_distribution() {
+    let site = Site::start(&[("index.html", "home")], Options::default()).await;
+    let sub = Subscriber::start().await;
+    subscribe(&site, &sub, "a", &[]).await;
+    let v = sub.with("a", |c| c.verifications[0].clone());
+    assert_eq!(v["hub.mode"], "subscribe");
+    assert_eq!(v["hub.topic"], site.topic());
+    assert_eq!(v["hub.lease_seconds"], "864000", "10 days by default");
+    assert_eq!(v["token"], "t-a", "the callback's own query is preserved");
+    assert!(v["hub.challenge"].len() >= 32);
+
+    site.write("news.html", "<p>news</p>");
+    sub.wait("a", SECS(10), "a delivery", |c| !c.deliveries.is_empty())
+        .await;
+    let d = sub.with("a", |c| c.deliveries[0].clone());
+    assert_eq!(d.headers["content-type"], "application/atom+xml");
+    let link = d.headers["link"].to_str().unwrap();
+    assert!(
+        link.contains(&format!("<{}>; rel=\"self\"", site.topic())) && link.contains("rel=\"hub\""),
+        "{link}"
+    );
+    assert!(
+        d.headers.get("x-hub-signature").is_none(),
+        "no secret, no signature"
+    );
+    let feed = feed_of(&d.body);
+    assert_eq!(feed.self_link.as_str(), site.topic());
+    let e = &feed.entries[0];
+    assert_eq!(
+        (e.kind, e.url.as_str()),
+        (ChangeKind::Created, "https://site.example/news.html")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_or_refused_challenge_means_no_subscription() {
+    let site = Site::start(&[("index.html", "home")], Options::default()).await;
+    let sub = Subscriber::start().await;
+    sub.set("wrong", Verify::WrongEcho, Deliver::Ok);
+    sub.set("refuses", Verify::NotFound, Deliver::Ok);
+    subscribe(&site, &sub, "wrong", &[]).await;
+    subscribe(&site, &sub, "refuses", &[]).await;
+    site.write("news.html", "x");
+    site.wait_head(1).await;
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert_eq!(sub.with("wrong", |c| c.attempts), 0);
+    assert_eq!(sub.with("refuses", |c| c.attempts), 0);
+    assert_eq!(site.metric("webcoop_subscriptions").await, 0.0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_requests_are_refused_with_the_reason() {
+    let site = Site::start(&[("index.html", "home")], Options::default()).await;
+    let sub = Subscriber::start().await;
+    let topic = site.topic();
+    let cb = sub.callback("x");
+    /// Form pairs, the expected status, and a phrase the reason must contain.
+    type Case<'a> = (Vec<(&'a str, &'a str)>, u16, &'a str);
+    let cases: Vec<Case> = vec![
+        (
+            vec![("hub.mode", "subscribe"), ("hub.callback", &cb)],
+            400,
+            "hub.topic",
+        ),
+        (
+            vec![
+                ("hub.mode", "subscribe"),
+                ("hub.callback", &cb),
+                ("hub.topic", "https://other.example/feed"),
+            ],
+            400,
+            "not a topic of this hub",
+        ),
+        (
+            vec![
+                ("hub.mode", "publish"),
+                ("hub.callback", &cb),
+                ("hub.topic", &topic),
+            ],
+            400,
+            "hub.mode",
+        ),
+        (
+            vec![
+                ("hub.mode", "subscribe"),
+                ("hub.callback", "http://10.255.255.1/cb"),
+                ("hub.topic", &topic),
+            ],
+            403,
+            "--allow-callback-net",
+        ),
+        (
+            vec![
+                ("hub.mode", "subscribe"),
+                ("hub.callback", "http://169.254.169.254/latest/meta-data"),
+                ("hub.topic", &topic),
+            ],
+            403,
+            "not a public address",
+        ),
+    ];
+    for (pairs, status, needle) in cases {
+        let (got, text) = site.hub_request(&pairs).await;
+        assert_eq!(got, status, "{pairs:?}: {text}");
+        assert!(text.contains(needle), "{pairs:?}: {text}");
+    }
+    let long_secret = "s".repeat(200);
+    let (got, text) = site
+        .hub_request(&[
+            ("hub.mode", "subscribe"),
+            ("hub.callback", &cb),
+            ("hub.topic", &topic),
+            ("hub.secret", &long_secret),
+        ])
+        .await;
+    assert_eq!(got, 400);
+    assert!(text.contains("hub.secret"), "{text}");
+    // A client asking too often is slowed down.
+    let mut statuses = Vec::new();
+    for _ in 0..15 {
+        statuses.push(site.hub_request(&[("hub.mode", "subscribe")]).await.0);
+    }
+    assert!(statuses.contains(&429), "{statuses:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deliveries_are_signed_with_the_secret() {
+    let site = Site::start(&[("index.html", "home")], Options::default()).await;
+    let sub = Subscriber::start().await;
+    subscribe(
+        &site,
+        &sub,
+        "s",
+        &[("hub.secret", "correct horse battery staple")],
+    )
+    .await;
+    site.write("a.html", "a");
+    sub.wait("s", SECS(10), "a delivery", |c| !c.deliveries.is_empty())
+        .await;
+    let d = sub.with("s", |c| c.deliveries[0].clone());
+    let signature = d.headers["x-hub-signature"].to_str().unwrap();
+    assert!(signature.starts_with("sha256="), "{signature}");
+    assert_eq!(
+        websub::verify(b"correct horse battery staple", &d.body, signature),
+        Ok(websub::SignatureAlgorithm::Sha256)
+    );
+    assert!(websub::verify(b"wrong secret", &d.body, signature).is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unsubscribing_is_verified_and_stops_deliveries() {
+    let site = Site::start(&[("index.html", "home")], Options::default()).await;
+    let sub = Subscriber::start().await;
+    subscribe(&site, &sub, "u", &[]).await;
+    site.write("a.html", "a");
+    sub.wait("u", SECS(10), "a delivery", |c| c.deliveries.len() == 1)
+        .await;
+    let (cb, topic) = (sub.callback("u"), site.topic());
+    let (status, _) = site
+        .hub_request(&[
+            ("hub.mode", "unsubscribe"),
+            ("hub.callback", &cb),
+            ("hub.topic", &topic),
+        ])
+        .await;
+    assert_eq!(status, 202);
+    sub.wait("u", SECS(10), "verification of the unsubscription", |c| {
+        c.verifications.len() == 2
+    })
+    .await;
+    let v = sub.with("u", |c| c.verifications[1].clone());
+    assert_eq!(v["hub.mode"], "unsubscribe");
+    assert!(!v.contains_key("hub.lease_seconds"));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    site.write("b.html", "b");
+    site.wait_head(2).await;
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert_eq!(sub.with("u", |c| c.deliveries.len()), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expired_lease_ends_the_subscription() {
+    let site = Site::start(&[("index.html", "home")], Options::default()).await;
+    let sub = Subscriber::start().await;
+    subscribe(&site, &sub, "l", &[("hub.lease_seconds", "600")]).await;
+    assert_eq!(
+        sub.with("l", |c| c.verifications[0]["hub.lease_seconds"].clone()),
+        "600"
+    );
+    // Asking for a perpetual lease gets the hub's cap.
+    subscribe(
+        &site,
+        &sub,
+        "forever",
+        &[("hub.lease_seconds", "999999999999")],
+    )
+    .await;
+    assert_eq!(
+        sub.with("forever", |c| c.verifications[0]["hub.lease_seconds"]
+            .clone()),
+        (30 * 86_400).to_string()
+    );
+    wait_metric(&site, "webcoop_subscriptions", 2.0, "both subscriptions").await;
+    site.clock.advance(SECS(601));
+    wait_metric(
+        &site,
+        "webcoop_subscriptions",
+        1.0,
+        "the short lease's expiry",
+    )
+    .await;
+    site.write("a.html", "a");
+    sub.wait("forever", SECS(10), "a delivery", |c| {
+        !c.deliveries.is_empty()
+    })
+    .await;
+    assert_eq!(
+        sub.with("l", |c| c.attempts),
+        0,
+        "no delivery after the lease"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gone_410_ends_the_subscription() {
+    let site = Site::start(&[("index.html", "home")], Options::default()).await;
+    let sub = Subscriber::start().await;
+    sub.set("g", Verify::Echo, Deliver::Gone);
+    subscribe(&site, &sub, "g", &[]).await;
+    site.write("a.html", "a");
+    sub.wait("g", SECS(10), "a delivery attempt", |c| c.attempts == 1)
+        .await;
+    wait_metric(
+        &site,
+        "webcoop_subscriptions",
+        0.0,
+        "the end of the subscription after 410",
+    )
+    .await;
+    site.write("b.html", "b");
+    site.wait_head(2).await;
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert_eq!(sub.with("g", |c| c.attempts), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hanging_callback_delays_nobody() {
+    let site = Site::start(
+        &[("index.html", "home")],
+        Options {
+            delivery_timeout: SECS(2),
+            ..Options::default()
+        },
+    )
+    .await;
+    let sub = Subscriber::start().await;
+    sub.set("slow", Verify::Echo, Deliver::Hang);
+    subscribe(&site, &sub, "slow", &[]).await;
+    subscribe(&site, &sub, "fast", &[]).await;
+    site.write("a.html", "a");
+    site.wait_head(1).await;
+    let changed = Instant::now();
+    sub.wait("fast", SECS(10), "a delivery", |c| !c.deliveries.is_empty())
+        .await;
+    let latency = sub.with("fast", |c| c.deliveries[0].at) - changed;
+    assert!(
+        latency < SECS(2),
+        "the fast subscriber waited {latency:?} for the slow one"
+    );
+    // The hanging one times out and is retried.
+    sub.wait("slow", SECS(15), "a retry after the time-out", |c| {
+        c.attempts >= 2
+    })
+    .await;
+    // Later changes still reach the fast one at once.
+    site.write("b.html", "b");
+    sub.wait("fast", SECS(5), "the second delivery", |c| {
+        c.deliveries.len() >= 2
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscriber_that_is_down_gets_everything_in_order_once_back() {
+    let site = Site::start(&[("index.html", "home")], Options::default()).await;
+    let sub = Subscriber::start().await;
+    subscribe(&site, &sub, "flaky", &[]).await;
+    sub.set("flaky", Verify::Echo, Deliver::Unavailable);
+    for i in 0..6 {
+        site.write(&format!("p{i}.html"), "x");
+        site.wait_head(i + 1).await;
+        tokio::time::sleep(Duration::from_millis(150)).await;
+    }
+    sub.wait("flaky", SECS(10), "failed attempts", |c| c.attempts >= 2)
+        .await;
+    sub.set("flaky", Verify::Echo, Deliver::Ok);
+    sub.wait("flaky", SECS(20), "the backlog", |c| {
+        c.deliveries
+            .iter()
+            .map(|d| feed_of(&d.body).entries.len())
+            .sum::<usize>()
+            >= 6
+    })
+    .await;
+    let got = seqs(&sub, "flaky");
+    let mut dedup = got.clone();
+    dedup.dedup();
+    assert_eq!(
+        dedup,
+        (1..=6).collect::<Vec<_>>(),
+        "in order, nothing missing: {got:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn subscriptions_survive_a_restart() {
+    let mut site = Site::start(&[("index.html", "home")], Options::default()).await;
+    let sub = Subscriber::start().await;
+    subscribe(&site, &sub, "p", &[]).await;
+    site.restart().await;
+    site.write("after-restart.html", "x");
+    sub.wait("p", SECS(10), "a delivery after the restart", |c| {
+        !c.deliveries.is_empty()
+    })
+    .await;
+    assert_eq!(
+        sub.with("p", |c| c.verifications.len()),
+        1,
+        "no new verification was needed"
+    );
+    site.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn too_long_an_absence_gets_a_resync_marker_instead_of_the_backlog() {
+    let options = Options {
+        retain_changes: Some(10),
+        feed_entries: Some(5),
+        ..Options::default()
+    };
+    let site = Site::start(&[("index.html", "home")], options).await;
+    let sub = Subscriber::start().await;
+    subscribe(&site, &sub, "away", &[]).await;
+    sub.set("away", Verify::Echo, Deliver::Unavailable);
+    for i in 0..30 {
+        site.write(&format!("p{i}.html"), "x");
+    }
+    site.wait_head(30).await;
+    sub.wait("away", SECS(10), "a failed attempt", |c| c.attempts >= 1)
+        .await;
+    sub.set("away", Verify::Echo, Deliver::Ok);
+    sub.wait("away", SECS(20), "a delivery", |c| !c.deliveries.is_empty())
+        .await;
+    let first = sub.with("away", |c| feed_of(&c.deliveries[0].body));
+    let resync = first.resync.expect("a resync marker");
+    assert_eq!(
+        (resync.since, resync.listing.as_str()),
+        (0, "https://site.example/robots.rdf")
+    );
+    assert!(first.entries.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn small_deltas_travel_inside_the_delivery() {
+    let page = |v: u32| {
+        format!(
+            "<html><body>{}<p>version {v}</p></body></html>",
+            "<p>unchanged paragraph of text</p>".repeat(100)
+        )
+    };
+    let site = Site::start(&[("doc.html", &page(1))], Options::default()).await;
+    let sub = Subscriber::start().await;
+    subscribe(&site, &sub, "d", &[]).await;
+    site.write("doc.html", &page(2));
+    sub.wait("d", SECS(10), "a delivery", |c| !c.deliveries.is_empty())
+        .await;
+    let feed = sub.with("d", |c| feed_of(&c.deliveries[0].body));
+    let entry = &feed.entries[0];
+    let inline = entry.delta.as_ref().expect("an inline delta");
+    assert_eq!(inline.base, Sha256Digest::of(page(1).as_bytes()).etag());
+    let decoded = dcz::decode_verified(
+        page(1).as_bytes(),
+        &inline.data,
+        entry.etag.as_ref().unwrap(),
+        1 << 20,
+    )
+    .unwrap();
+    assert_eq!(decoded, page(2).into_bytes());
+}
