@@ -82,3 +82,57 @@ pub fn run_reference(python: &Path, script: &str, args: &[&std::ffi::OsStr]) -> 
     );
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
+
+/// A binary of the workspace (for example `webcoop-crawl`), built first if needed so a test
+/// never runs a stale one: `cargo build` of its package in the profile the tests were built
+/// with (a no-op when it is up to date).
+pub fn workspace_bin(package: &str, name: &str) -> PathBuf {
+    use std::sync::Mutex;
+    static BUILT: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let exe = std::env::current_exe().unwrap_or_else(|e| panic!("current_exe: {e}"));
+    // target/<profile>/deps/<test binary>
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .unwrap_or_else(|| panic!("unexpected test binary location {}", exe.display()))
+        .to_path_buf();
+    let bin = profile_dir.join(name);
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if !built.iter().any(|b| b == name) {
+        let profile = match profile_dir.file_name().and_then(|n| n.to_str()) {
+            Some("debug") => "dev".to_string(),
+            Some(other) => other.to_string(),
+            None => "dev".to_string(),
+        };
+        let target_dir = profile_dir.parent().unwrap_or(&profile_dir).to_path_buf();
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        run_ok(
+            Command::new(cargo)
+                .args([
+                    "build",
+                    "--quiet",
+                    "--profile",
+                    &profile,
+                    "-p",
+                    package,
+                    "--bin",
+                    name,
+                ])
+                .env("CARGO_TARGET_DIR", &target_dir)
+                .current_dir(workspace_root()),
+        );
+        built.push(name.to_string());
+    }
+    assert!(bin.is_file(), "{} was not built", bin.display());
+    bin
+}
+
+/// A file or directory a package installs (for example the Python docs of `python3.11-doc`).
+pub fn installed_path(path: &str, package: &str) -> Option<PathBuf> {
+    let p = PathBuf::from(path);
+    if p.exists() {
+        Some(p)
+    } else {
+        unavailable(path, &format!("install the Debian package {package}"))
+    }
+}

@@ -3,4 +3,19 @@
 //!
 //! The `webcoop-crawl` binary is a thin shell over these modules.
 
+pub mod analyze;
+pub mod config;
+pub mod engine;
+pub mod fetch;
+pub mod frontier;
 pub mod inspect;
+pub mod links;
+pub mod metrics;
+pub mod politeness;
+pub mod progress;
+pub mod robots;
+pub mod scope;
+pub mod store;
+pub mod url_norm;
+pub mod warc;
+pub mod worker;

@@ -4,7 +4,13 @@ use clap::{Parser, Subcommand};
 use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use webcoop_crawler::config::{self, CrawlArgs};
+use webcoop_crawler::engine;
 use webcoop_crawler::inspect::{InspectOptions, inspect};
+use webcoop_crawler::progress;
+use webcoop_crawler::store::Store;
 
 /// An incremental crawler that uses a site's cooperation signals (robots.rdf, sitemaps, the
 /// changes feed, deltas, WebSub push) and polls everywhere else.
@@ -17,6 +23,18 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Crawl from seeds, politely, into a crawl directory (state, WARC files, crawl.log);
+    /// run again on the same directory to resume.
+    Crawl(Box<CrawlArgs>),
+    /// Print the figures of a crawl directory, while its crawl runs or after.
+    Status {
+        /// The crawl directory.
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// Print the figures as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Read a robots.rdf, sitemap (plain or gzip), changes feed or dcz delta and report what is
     /// in it, or exactly what is wrong with it (exit status 1).
     Inspect {
@@ -44,9 +62,122 @@ fn read_input(path: &PathBuf) -> std::io::Result<Vec<u8>> {
     }
 }
 
+/// Sets `stop` at the first Ctrl-C or SIGTERM; exits at once at the second (the state is
+/// consistent at any moment, so nothing is lost but the requests under way).
+fn watch_signals(stop: Arc<AtomicBool>) {
+    std::thread::spawn(move || {
+        let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        else {
+            return;
+        };
+        rt.block_on(async move {
+            let Ok(mut term) =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            else {
+                return;
+            };
+            loop {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+                if stop.swap(true, Ordering::SeqCst) {
+                    eprintln!("webcoop-crawl: stopped at once; run again to resume");
+                    std::process::exit(130);
+                }
+                eprintln!(
+                    "webcoop-crawl: stopping after the requests under way (again to stop at once)"
+                );
+            }
+        });
+    });
+}
+
+fn crawl(args: &CrawlArgs) -> ExitCode {
+    let settings = match config::settings(args) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("webcoop-crawl: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    watch_signals(stop.clone());
+    match engine::run(settings, stop.clone()) {
+        Ok(report) => {
+            print!(
+                "{}",
+                progress::summary(&report.figures, &report.skipped, Some(&report.run))
+            );
+            if stop.load(Ordering::SeqCst) {
+                ExitCode::from(130)
+            } else {
+                ExitCode::SUCCESS
+            }
+        }
+        Err(e) => {
+            eprintln!("webcoop-crawl: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn status(out: &std::path::Path, json: bool) -> ExitCode {
+    if !out.join("crawl.sqlite").exists() {
+        eprintln!(
+            "webcoop-crawl: {} holds no crawl (no crawl.sqlite)",
+            out.display()
+        );
+        return ExitCode::FAILURE;
+    }
+    let running = engine::is_running(out);
+    let read = Store::open_read_only(out).and_then(|s| Ok((s.figures()?, s.skipped_hosts()?)));
+    let (figures, skipped) = match read {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("webcoop-crawl: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if json {
+        let mut v = serde_json::to_value(figures).unwrap_or_default();
+        v["running"] = running.into();
+        v["fetched"] = figures.fetched().into();
+        v["errors"] = figures.errors().into();
+        v["skipped_hosts"] = skipped
+            .iter()
+            .map(|(o, why)| serde_json::json!({"origin": o, "reason": why}))
+            .collect();
+        println!("{v}");
+    } else {
+        println!(
+            "{}: {}",
+            out.display(),
+            if running {
+                "crawl running"
+            } else {
+                "no crawl running"
+            }
+        );
+        print!("{}", progress::summary(&figures, &skipped, None));
+    }
+    ExitCode::SUCCESS
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .init();
     match cli.command {
+        Command::Crawl(args) => crawl(&args),
+        Command::Status { out, json } => status(&out, json),
         Command::Inspect {
             file,
             strict,

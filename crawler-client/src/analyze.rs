@@ -1,0 +1,329 @@
+//! What a response says, worked out where it was fetched (off the scheduler): validators,
+//! the media type as checked after the fact (servers ignore `Accept`), the content digest that
+//! finds duplicates and changes, and for HTML the links worth following.
+
+use crate::links;
+use crate::scope::LinkPolicy;
+use crate::url_norm;
+use std::io::Read;
+use url::Url;
+
+/// A response as received (or as read back from the archive).
+#[derive(Debug, Clone, Copy)]
+pub struct Received<'a> {
+    /// The URL fetched.
+    pub url: &'a Url,
+    /// Status code.
+    pub status: u16,
+    /// Header fields.
+    pub headers: &'a [(String, String)],
+    /// Body as received (content-coded).
+    pub body: &'a [u8],
+    /// Whether the body was cut at the size limit.
+    pub truncated: bool,
+}
+
+impl Received<'_> {
+    /// The first header field named `name` (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// A link to follow.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Link {
+    /// Normalised URL.
+    pub url: String,
+    /// Its fingerprint.
+    pub fp: u64,
+    /// Its host's key.
+    pub origin: String,
+}
+
+impl Link {
+    /// The link to `url`.
+    pub fn to(url: &Url) -> Link {
+        Link {
+            url: url.as_str().to_string(),
+            fp: url_norm::fingerprint(url),
+            origin: url_norm::origin_key(url),
+        }
+    }
+}
+
+/// What was learnt from a response.
+#[derive(Debug, Clone, Default)]
+pub struct Analysis {
+    /// `ETag`.
+    pub etag: Option<String>,
+    /// `Last-Modified`.
+    pub last_modified: Option<String>,
+    /// Media type, from the header or sniffed when there is none.
+    pub media_type: Option<String>,
+    /// Where a 3xx points, resolved and normalised.
+    pub location: Option<Url>,
+    /// Digest of the decoded content (2xx only).
+    pub digest: Option<u64>,
+    /// Links admitted by the policy (HTML 2xx only, not under `nofollow`).
+    pub links: Vec<Link>,
+    /// Links seen but not followed (scope, depth, traps).
+    pub refused: usize,
+    /// `<meta name="robots" content="noindex">`.
+    pub noindex: bool,
+    /// The content coding was unknown or the data corrupt: not parsed.
+    pub undecodable: bool,
+}
+
+/// Whether the content looks like HTML (for responses without a media type).
+fn looks_like_html(body: &[u8]) -> bool {
+    let start = body
+        .iter()
+        .position(|b| !b.is_ascii_whitespace() && !matches!(b, 0xEF | 0xBB | 0xBF))
+        .unwrap_or(body.len());
+    let head: Vec<u8> = body[start..]
+        .iter()
+        .take(15)
+        .map(u8::to_ascii_lowercase)
+        .collect();
+    ["<!doctype html", "<html", "<head", "<body"]
+        .iter()
+        .any(|p| head.starts_with(p.as_bytes()))
+}
+
+/// The body with its content coding removed, at most `limit` bytes; `None` for an unknown
+/// coding or corrupt data. A body cut at the size limit decodes as far as it goes.
+pub fn decode(coding: Option<&str>, body: &[u8], truncated: bool, limit: usize) -> Option<Vec<u8>> {
+    let coding = coding.unwrap_or("identity").trim().to_ascii_lowercase();
+    let limit = limit as u64;
+    let mut out = Vec::new();
+    let read = match coding.as_str() {
+        "" | "identity" => return Some(body[..body.len().min(limit as usize)].to_vec()),
+        "gzip" | "x-gzip" => flate2::read::MultiGzDecoder::new(body)
+            .take(limit)
+            .read_to_end(&mut out),
+        "deflate" => {
+            // "deflate" is zlib-wrapped (RFC 9110); some servers send it raw.
+            let zlib = flate2::read::ZlibDecoder::new(body)
+                .take(limit)
+                .read_to_end(&mut out);
+            if zlib.is_err() {
+                out.clear();
+                flate2::read::DeflateDecoder::new(body)
+                    .take(limit)
+                    .read_to_end(&mut out)
+            } else {
+                zlib
+            }
+        }
+        "br" => brotli_decompressor::Decompressor::new(body, 4096)
+            .take(limit)
+            .read_to_end(&mut out),
+        "zstd" => match zstd::stream::read::Decoder::new(body) {
+            Ok(d) => d.take(limit).read_to_end(&mut out),
+            Err(e) => Err(e),
+        },
+        _ => return None,
+    };
+    match read {
+        Ok(_) => Some(out),
+        Err(_) if truncated && !out.is_empty() => Some(out),
+        Err(_) => None,
+    }
+}
+
+/// Analyses a response to a page found at `depth`.
+pub fn analyze(r: Received<'_>, depth: u32, policy: &LinkPolicy, decode_limit: usize) -> Analysis {
+    let mut a = Analysis {
+        etag: r.header("etag").map(str::to_string),
+        last_modified: r.header("last-modified").map(str::to_string),
+        media_type: r
+            .header("content-type")
+            .map(|c| {
+                c.split(';')
+                    .next()
+                    .unwrap_or("")
+                    .trim()
+                    .to_ascii_lowercase()
+            })
+            .filter(|m| !m.is_empty()),
+        ..Analysis::default()
+    };
+    if (300..400).contains(&r.status) {
+        a.location = r
+            .header("location")
+            .and_then(|l| url_norm::resolve(r.url, l));
+        return a;
+    }
+    if !(200..300).contains(&r.status) {
+        return a;
+    }
+    let Some(content) = decode(
+        r.header("content-encoding"),
+        r.body,
+        r.truncated,
+        decode_limit,
+    ) else {
+        a.undecodable = true;
+        a.digest = Some(xxhash_rust::xxh3::xxh3_64(r.body));
+        return a;
+    };
+    a.digest = Some(xxhash_rust::xxh3::xxh3_64(&content));
+    if a.media_type.is_none() && looks_like_html(&content) {
+        a.media_type = Some("text/html".to_string());
+    }
+    let html = matches!(
+        a.media_type.as_deref(),
+        Some("text/html" | "application/xhtml+xml")
+    );
+    if !html {
+        return a;
+    }
+    let found = links::extract(r.url, &content);
+    a.noindex = found.noindex;
+    for url in &found.links {
+        match policy.admit(url, depth + 1) {
+            Ok(()) => a.links.push(Link::to(url)),
+            Err(_) => a.refused += 1,
+        }
+    }
+    a
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scope::{Limits, Scope};
+
+    fn policy() -> LinkPolicy {
+        LinkPolicy::new(
+            Scope::Host,
+            &[Url::parse("http://e.com/").unwrap()],
+            Limits::default(),
+        )
+    }
+
+    fn headers(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn html_is_parsed_after_decoding_and_links_filtered() {
+        let url = Url::parse("http://e.com/dir/").unwrap();
+        let html =
+            br#"<a href="a.html">a</a><a href="http://other.com/">o</a><a href="/x/x/x">trap</a>"#;
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        std::io::Write::write_all(&mut gz, html).unwrap();
+        let body = gz.finish().unwrap();
+        let h = headers(&[
+            ("Content-Type", "text/html; charset=utf-8"),
+            ("Content-Encoding", "gzip"),
+            ("ETag", "\"1\""),
+        ]);
+        let r = Received {
+            url: &url,
+            status: 200,
+            headers: &h,
+            body: &body,
+            truncated: false,
+        };
+        let a = analyze(r, 0, &policy(), 1 << 20);
+        assert_eq!(
+            a.links,
+            [Link::to(&Url::parse("http://e.com/dir/a.html").unwrap())]
+        );
+        assert_eq!(a.refused, 2);
+        assert_eq!(
+            a.digest,
+            Some(xxhash_rust::xxh3::xxh3_64(html)),
+            "digest of the content, not the coding"
+        );
+        assert_eq!(a.etag.as_deref(), Some("\"1\""));
+    }
+
+    #[test]
+    fn the_media_type_decides_not_the_url() {
+        let url = Url::parse("http://e.com/page.html").unwrap();
+        let body = br#"<html><a href="/hidden">x</a></html>"#;
+        let image = headers(&[("Content-Type", "image/png")]);
+        let a = analyze(
+            Received {
+                url: &url,
+                status: 200,
+                headers: &image,
+                body,
+                truncated: false,
+            },
+            0,
+            &policy(),
+            1 << 20,
+        );
+        assert!(a.links.is_empty(), "not HTML: stored, not parsed");
+        let none = headers(&[]);
+        let a = analyze(
+            Received {
+                url: &url,
+                status: 200,
+                headers: &none,
+                body,
+                truncated: false,
+            },
+            0,
+            &policy(),
+            1 << 20,
+        );
+        assert_eq!(
+            (a.media_type.as_deref(), a.links.len()),
+            (Some("text/html"), 1),
+            "sniffed"
+        );
+        let moved = headers(&[("Location", "../new.html#top")]);
+        let a = analyze(
+            Received {
+                url: &url,
+                status: 301,
+                headers: &moved,
+                body: b"",
+                truncated: false,
+            },
+            0,
+            &policy(),
+            1 << 20,
+        );
+        assert_eq!(a.location.unwrap().as_str(), "http://e.com/new.html");
+        let bad = headers(&[("Content-Type", "text/html"), ("Content-Encoding", "gzip")]);
+        let a = analyze(
+            Received {
+                url: &url,
+                status: 200,
+                headers: &bad,
+                body: b"not gzip",
+                truncated: false,
+            },
+            0,
+            &policy(),
+            1 << 20,
+        );
+        assert!(a.undecodable && a.links.is_empty());
+        let deep = headers(&[("Content-Type", "text/html")]);
+        let a = analyze(
+            Received {
+                url: &url,
+                status: 200,
+                headers: &deep,
+                body,
+                truncated: false,
+            },
+            15,
+            &policy(),
+            1 << 20,
+        );
+        assert!(a.links.is_empty(), "a link from depth 15 would be at 16");
+    }
+}

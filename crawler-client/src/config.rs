@@ -1,0 +1,455 @@
+//! The crawl's settings: the command line for what an operator changes per run, a TOML file
+//! (`--config`) for the rest, defaults for everything. The command line wins over the file.
+
+use crate::fetch::FetchLimits;
+use crate::politeness::Politeness;
+use crate::scope::{Limits, Scope};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use url::Url;
+
+/// The default `User-Agent`.
+pub const DEFAULT_USER_AGENT: &str = concat!(
+    "webcoop-crawl/",
+    env!("CARGO_PKG_VERSION"),
+    " (+https://github.com/webcoop/webcoop)"
+);
+
+/// `webcoop-crawl crawl` options.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct CrawlArgs {
+    /// Seed URLs, or files with one URL per line (`#` starts a comment). May be left out
+    /// when resuming: the seeds of the first run are remembered.
+    #[arg(long, num_args = 1.., value_name = "FILE|URL")]
+    pub seeds: Vec<String>,
+    /// Directory of the crawl: state (crawl.sqlite), WARC files (warc/), crawl.log.
+    /// Running again on the same directory resumes.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Stop after this many pages fetched (over all runs on this directory).
+    #[arg(long, value_name = "N")]
+    pub max_pages: Option<u64>,
+    /// Deepest static page, in links from a seed [default: 15; dynamic pages: 5].
+    #[arg(long, value_name = "N")]
+    pub max_depth: Option<u32>,
+    /// Which links to follow: host (the seeds' hosts), domain (and their subdomains), any,
+    /// or a regular expression URLs must match [default: host].
+    #[arg(long, value_name = "host|domain|any|REGEX")]
+    pub scope: Option<String>,
+    /// Shortest delay between two requests to one host, in seconds [default: 1].
+    #[arg(long, value_name = "SECS")]
+    pub delay_min: Option<f64>,
+    /// Delay as a multiple of the host's last response time [default: 5].
+    #[arg(long, value_name = "X")]
+    pub delay_factor: Option<f64>,
+    /// Connections per host: raise only for sites you own or have permission for [default: 1].
+    #[arg(long, value_name = "N")]
+    pub per_host_connections: Option<usize>,
+    /// Connections over all hosts [default: 128].
+    #[arg(long, value_name = "N")]
+    pub concurrency: Option<usize>,
+    /// The User-Agent sent, whose first word is matched against robots.txt groups.
+    #[arg(long, value_name = "UA")]
+    pub user_agent: Option<String>,
+    /// Per-request time limit in seconds [default: 30].
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<f64>,
+    /// Send requests for HOST to ADDR instead of resolving it (repeatable), like curl's
+    /// --resolve.
+    #[arg(long, value_name = "HOST=ADDR")]
+    pub resolve: Vec<String>,
+    /// Serve Prometheus metrics at http://ADDR/metrics.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<SocketAddr>,
+    /// Revisit every page fetched before, with conditional requests (once per pass: a pass
+    /// under way is resumed, not restarted).
+    #[arg(long)]
+    pub refresh: bool,
+    /// TOML file with further settings (see docs/CRAWLER.md).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Progress display: a bar on a terminal, log lines otherwise.
+    #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
+    pub progress: ProgressMode,
+}
+
+/// How progress is shown.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProgressMode {
+    /// A bar if standard error is a terminal, log lines otherwise.
+    #[default]
+    Auto,
+    /// A bar.
+    Bar,
+    /// A log line every ten seconds.
+    Log,
+    /// Only the final summary.
+    Quiet,
+}
+
+/// The TOML file. Durations are in seconds.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    /// Seeds (URLs).
+    pub seeds: Option<Vec<String>>,
+    /// See `--max-pages`.
+    pub max_pages: Option<u64>,
+    /// See `--max-depth`.
+    pub max_depth: Option<u32>,
+    /// Deepest dynamic page.
+    pub max_dynamic_depth: Option<u32>,
+    /// See `--scope`.
+    pub scope: Option<String>,
+    /// See `--delay-min`.
+    pub delay_min: Option<f64>,
+    /// See `--delay-factor`.
+    pub delay_factor: Option<f64>,
+    /// Longest delay the response-time rule sets.
+    pub delay_max: Option<f64>,
+    /// Longest robots.txt `Crawl-delay` honoured; hosts asking more are skipped.
+    pub crawl_delay_cap: Option<f64>,
+    /// See `--per-host-connections`.
+    pub per_host_connections: Option<usize>,
+    /// See `--concurrency`.
+    pub concurrency: Option<usize>,
+    /// See `--user-agent`.
+    pub user_agent: Option<String>,
+    /// See `--timeout`.
+    pub timeout: Option<f64>,
+    /// Time allowed to connect.
+    pub connect_timeout: Option<f64>,
+    /// Slowest transfer accepted, bytes per second (after the first five seconds).
+    pub min_speed: Option<u64>,
+    /// Largest body kept, bytes.
+    pub max_body: Option<usize>,
+    /// Longest URL followed.
+    pub max_url_length: Option<usize>,
+    /// Redirects followed from one URL.
+    pub max_redirects: Option<u32>,
+    /// Attempts per URL before it is given up.
+    pub max_attempts: Option<u32>,
+    /// First parking time of a failing host; it doubles with each further failure.
+    pub park_base: Option<f64>,
+    /// Longest parking time.
+    pub park_max: Option<f64>,
+    /// Consecutive failures after which a host is given up on.
+    pub host_give_up: Option<u32>,
+    /// How long robots.txt is kept.
+    pub robots_ttl: Option<f64>,
+    /// Size at which WARC files rotate, bytes.
+    pub warc_max_size: Option<u64>,
+    /// WARC file name prefix.
+    pub warc_prefix: Option<String>,
+    /// Longest time between two saves of the state.
+    pub commit_interval: Option<f64>,
+    /// Results per save of the state at most.
+    pub commit_results: Option<usize>,
+    /// Host name to address overrides.
+    pub resolve: Option<BTreeMap<String, String>>,
+    /// See `--metrics`.
+    pub metrics: Option<SocketAddr>,
+}
+
+/// Everything a crawl runs with.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The crawl directory.
+    pub out: PathBuf,
+    /// Seeds given this run.
+    pub seeds: Vec<Url>,
+    /// Page budget over all runs.
+    pub max_pages: Option<u64>,
+    /// Scope.
+    pub scope: Scope,
+    /// Depth and length limits.
+    pub limits: Limits,
+    /// Delays.
+    pub politeness: Politeness,
+    /// Connections per host.
+    pub per_host: usize,
+    /// Connections overall.
+    pub concurrency: usize,
+    /// User-Agent.
+    pub user_agent: String,
+    /// Fetch limits.
+    pub fetch: FetchLimits,
+    /// Redirects followed from one URL.
+    pub max_redirects: u32,
+    /// Attempts per URL.
+    pub max_attempts: u32,
+    /// Consecutive failures before a host is given up.
+    pub host_give_up: u32,
+    /// robots.txt lifetime.
+    pub robots_ttl: Duration,
+    /// WARC rotation size.
+    pub warc_max_size: u64,
+    /// WARC prefix.
+    pub warc_prefix: String,
+    /// Longest time between saves.
+    pub commit_interval: Duration,
+    /// Results per save.
+    pub commit_results: usize,
+    /// Address overrides.
+    pub resolve: Vec<(String, SocketAddr)>,
+    /// Metrics address.
+    pub metrics: Option<SocketAddr>,
+    /// Start (or resume) a refresh pass.
+    pub refresh: bool,
+    /// Progress display.
+    pub progress: ProgressMode,
+}
+
+fn secs(name: &str, v: f64) -> Result<Duration, String> {
+    Duration::try_from_secs_f64(v)
+        .map_err(|_| format!("{name} must be a non-negative number of seconds, not {v}"))
+}
+
+/// Parses `HOST=ADDR` (ADDR an IP address, with or without a port).
+pub fn parse_resolve(host: &str, addr: &str) -> Result<(String, SocketAddr), String> {
+    let sock = addr
+        .parse::<SocketAddr>()
+        .or_else(|_| addr.parse::<IpAddr>().map(|ip| SocketAddr::new(ip, 0)))
+        .map_err(|_| format!("--resolve {host}={addr}: {addr} is not an IP address"))?;
+    if host.is_empty() {
+        return Err(format!("--resolve {host}={addr}: the host name is empty"));
+    }
+    Ok((host.to_ascii_lowercase(), sock))
+}
+
+/// Reads seeds: each argument is a URL, or a file of URLs.
+pub fn read_seeds(args: &[String]) -> Result<Vec<Url>, String> {
+    let mut out = Vec::new();
+    for arg in args {
+        if arg.contains("://") {
+            out.push(seed_url(arg, arg)?);
+            continue;
+        }
+        let text = std::fs::read_to_string(arg).map_err(|e| format!("seed file {arg}: {e}"))?;
+        for (n, line) in text.lines().enumerate() {
+            let line = line.split('#').next().unwrap_or("").trim();
+            if !line.is_empty() {
+                out.push(seed_url(line, &format!("{arg}:{}", n + 1))?);
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn seed_url(s: &str, at: &str) -> Result<Url, String> {
+    let mut url = Url::parse(s).map_err(|e| format!("seed {at}: {s:?} is not a URL: {e}"))?;
+    if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
+        return Err(format!("seed {at}: {s:?} is not an http(s) URL"));
+    }
+    crate::url_norm::normalize(&mut url);
+    Ok(url)
+}
+
+/// Reads a TOML config file.
+pub fn read_file(path: &Path) -> Result<FileConfig, String> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| format!("config {}: {e}", path.display()))?;
+    toml::from_str(&text).map_err(|e| format!("config {}: {e}", path.display()))
+}
+
+/// The settings from the command line and the config file.
+pub fn settings(args: &CrawlArgs) -> Result<Settings, String> {
+    let file = match &args.config {
+        Some(p) => read_file(p)?,
+        None => FileConfig::default(),
+    };
+    let mut seed_args = args.seeds.clone();
+    seed_args.extend(file.seeds.clone().unwrap_or_default());
+    let seeds = read_seeds(&seed_args)?;
+    let scope: Scope = args
+        .scope
+        .as_deref()
+        .or(file.scope.as_deref())
+        .unwrap_or("host")
+        .parse()?;
+    let defaults = Limits::default();
+    let limits = Limits {
+        max_url_len: file.max_url_length.unwrap_or(defaults.max_url_len),
+        max_depth: args
+            .max_depth
+            .or(file.max_depth)
+            .unwrap_or(defaults.max_depth),
+        max_dynamic_depth: file.max_dynamic_depth.unwrap_or(defaults.max_dynamic_depth),
+    };
+    let p = Politeness::default();
+    let politeness = Politeness {
+        min_delay: secs(
+            "delay_min",
+            args.delay_min
+                .or(file.delay_min)
+                .unwrap_or(p.min_delay.as_secs_f64()),
+        )?,
+        factor: args
+            .delay_factor
+            .or(file.delay_factor)
+            .unwrap_or(p.factor)
+            .max(0.0),
+        max_delay: secs(
+            "delay_max",
+            file.delay_max.unwrap_or(p.max_delay.as_secs_f64()),
+        )?,
+        crawl_delay_cap: secs(
+            "crawl_delay_cap",
+            file.crawl_delay_cap
+                .unwrap_or(p.crawl_delay_cap.as_secs_f64()),
+        )?,
+        park_base: secs(
+            "park_base",
+            file.park_base.unwrap_or(p.park_base.as_secs_f64()),
+        )?,
+        max_park: secs(
+            "park_max",
+            file.park_max.unwrap_or(p.max_park.as_secs_f64()),
+        )?,
+        max_retry_after: p.max_retry_after,
+    };
+    let f = FetchLimits::default();
+    let fetch = FetchLimits {
+        max_body: file.max_body.unwrap_or(f.max_body).max(1),
+        timeout: secs(
+            "timeout",
+            args.timeout
+                .or(file.timeout)
+                .unwrap_or(f.timeout.as_secs_f64()),
+        )?,
+        connect_timeout: secs(
+            "connect_timeout",
+            file.connect_timeout
+                .unwrap_or(f.connect_timeout.as_secs_f64()),
+        )?,
+        min_speed: file.min_speed.unwrap_or(f.min_speed),
+        grace: f.grace,
+    };
+    let mut resolve = Vec::new();
+    for r in &args.resolve {
+        let (host, addr) = r
+            .split_once('=')
+            .ok_or_else(|| format!("--resolve {r}: expected HOST=ADDR"))?;
+        resolve.push(parse_resolve(host, addr)?);
+    }
+    for (host, addr) in file.resolve.iter().flatten() {
+        resolve.push(parse_resolve(host, addr)?);
+    }
+    let per_host = args
+        .per_host_connections
+        .or(file.per_host_connections)
+        .unwrap_or(1);
+    let concurrency = args.concurrency.or(file.concurrency).unwrap_or(128);
+    if per_host == 0 || concurrency == 0 {
+        return Err("--per-host-connections and --concurrency must be at least 1".into());
+    }
+    Ok(Settings {
+        out: args.out.clone(),
+        seeds,
+        max_pages: args.max_pages.or(file.max_pages),
+        scope,
+        limits,
+        politeness,
+        per_host,
+        concurrency,
+        user_agent: args
+            .user_agent
+            .clone()
+            .or(file.user_agent)
+            .unwrap_or_else(|| DEFAULT_USER_AGENT.to_string()),
+        fetch,
+        max_redirects: file.max_redirects.unwrap_or(5),
+        max_attempts: file.max_attempts.unwrap_or(3).max(1),
+        host_give_up: file.host_give_up.unwrap_or(10).max(1),
+        robots_ttl: secs("robots_ttl", file.robots_ttl.unwrap_or(86_400.0))?,
+        warc_max_size: file.warc_max_size.unwrap_or(1 << 30),
+        warc_prefix: file.warc_prefix.unwrap_or_else(|| "webcoop".to_string()),
+        commit_interval: secs("commit_interval", file.commit_interval.unwrap_or(0.25))?,
+        commit_results: file.commit_results.unwrap_or(1000).max(1),
+        resolve,
+        metrics: args.metrics.or(file.metrics),
+        refresh: args.refresh,
+        progress: args.progress,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn command_line_over_file_over_defaults() {
+        let dir = tempfile::tempdir().unwrap();
+        let seeds = dir.path().join("seeds.txt");
+        std::fs::write(
+            &seeds,
+            "# seeds\nhttp://a.test/\n\nHTTP://B.test:80/x#frag  # trailing\n",
+        )
+        .unwrap();
+        let cfg = dir.path().join("crawl.toml");
+        std::fs::write(
+            &cfg,
+            "delay_min = 2.5\nconcurrency = 7\nmax_dynamic_depth = 3\n[resolve]\n\"a.test\" = \"127.0.0.1\"\n",
+        )
+        .unwrap();
+        let args = CrawlArgs {
+            seeds: vec![
+                seeds.to_string_lossy().into_owned(),
+                "https://c.test/".into(),
+            ],
+            out: dir.path().join("out"),
+            concurrency: Some(3),
+            config: Some(cfg),
+            resolve: vec!["b.test=127.0.0.2:8080".into()],
+            ..Default::default()
+        };
+        let s = settings(&args).unwrap();
+        let seeds: Vec<&str> = s.seeds.iter().map(Url::as_str).collect();
+        assert_eq!(
+            seeds,
+            ["http://a.test/", "http://b.test/x", "https://c.test/"]
+        );
+        assert_eq!(s.politeness.min_delay, Duration::from_millis(2500));
+        assert_eq!(s.concurrency, 3, "the command line wins");
+        assert_eq!(s.limits.max_dynamic_depth, 3);
+        assert_eq!(s.limits.max_depth, 15);
+        assert_eq!(s.per_host, 1);
+        assert_eq!(
+            s.resolve,
+            [
+                ("b.test".to_string(), "127.0.0.2:8080".parse().unwrap()),
+                ("a.test".to_string(), "127.0.0.1:0".parse().unwrap())
+            ]
+        );
+    }
+
+    #[test]
+    fn bad_settings_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = CrawlArgs {
+            out: dir.path().to_path_buf(),
+            ..Default::default()
+        };
+        let with = |f: &dyn Fn(&mut CrawlArgs)| {
+            let mut a = base.clone();
+            f(&mut a);
+            settings(&a).unwrap_err()
+        };
+        assert!(with(&|a| a.seeds = vec!["ftp://x/".into()]).contains("seed ftp://x/"));
+        assert!(
+            with(&|a| a.seeds = vec!["/no/such/file".into()]).contains("seed file /no/such/file")
+        );
+        assert!(with(&|a| a.delay_min = Some(-1.0)).contains("delay_min"));
+        assert!(with(&|a| a.resolve = vec!["x.test".into()]).contains("HOST=ADDR"));
+        assert!(
+            with(&|a| a.resolve = vec!["x.test=localhost".into()]).contains("not an IP address")
+        );
+        assert!(with(&|a| a.scope = Some("(".into())).contains("regular expression"));
+        let cfg = dir.path().join("bad.toml");
+        std::fs::write(&cfg, "delay_minimum = 3\n").unwrap();
+        assert!(with(&|a| a.config = Some(cfg.clone())).contains("unknown field `delay_minimum`"));
+    }
+}

@@ -1,0 +1,266 @@
+//! Fetching one URL: conditional GET with both validators, no automatic redirects (the
+//! frontier sees and records every 3xx), a body-size cap, a total time limit and a minimum
+//! transfer speed. The body is kept as it came (content-coded), for the archive, and decoded
+//! separately for parsing.
+
+use bytes::Bytes;
+use chrono::{DateTime, Utc};
+use std::net::{IpAddr, SocketAddr};
+use std::time::{Duration, Instant};
+use url::Url;
+
+/// Limits of one fetch.
+#[derive(Debug, Clone, Copy)]
+pub struct FetchLimits {
+    /// Largest body kept (the rest is cut off and the record marked truncated).
+    pub max_body: usize,
+    /// Time allowed for the whole exchange.
+    pub timeout: Duration,
+    /// Time allowed to connect.
+    pub connect_timeout: Duration,
+    /// Slowest acceptable transfer, in bytes per second, after the first `grace`.
+    pub min_speed: u64,
+    /// Time before the minimum speed applies.
+    pub grace: Duration,
+}
+
+impl Default for FetchLimits {
+    fn default() -> Self {
+        FetchLimits {
+            max_body: 4 << 20,
+            timeout: Duration::from_secs(30),
+            connect_timeout: Duration::from_secs(10),
+            min_speed: 1024,
+            grace: Duration::from_secs(5),
+        }
+    }
+}
+
+/// What to fetch.
+#[derive(Debug, Clone)]
+pub struct FetchRequest {
+    /// The URL.
+    pub url: Url,
+    /// `If-None-Match`: the entity tag of the copy held.
+    pub etag: Option<String>,
+    /// `If-Modified-Since`: the `Last-Modified` of the copy held.
+    pub last_modified: Option<String>,
+}
+
+/// What came back.
+#[derive(Debug, Clone)]
+pub struct FetchResponse {
+    /// The URL asked for.
+    pub url: Url,
+    /// The status code.
+    pub status: u16,
+    /// The HTTP version, as in a status line (`HTTP/1.1`).
+    pub version: &'static str,
+    /// The reason phrase.
+    pub reason: String,
+    /// Response headers in order, as received.
+    pub headers: Vec<(String, String)>,
+    /// The body as received (content-coded, transfer coding removed), at most the limit.
+    pub body: Bytes,
+    /// Whether the body was cut at the limit.
+    pub truncated: bool,
+    /// When the request was sent.
+    pub fetched_at: DateTime<Utc>,
+    /// Time to the complete response.
+    pub elapsed: Duration,
+    /// The server's address.
+    pub remote: Option<SocketAddr>,
+    /// The request line and headers sent.
+    pub request_head: String,
+}
+
+impl FetchResponse {
+    /// The first header named `name` (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The media type, without parameters, lowercase.
+    pub fn media_type(&self) -> Option<String> {
+        self.header("content-type").map(|c| {
+            c.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase()
+        })
+    }
+
+    /// The HTTP response head as it goes into a WARC record: status line and headers, without
+    /// `Transfer-Encoding` (the body is stored de-chunked).
+    pub fn response_head(&self) -> String {
+        let mut head = format!("{} {} {}\r\n", self.version, self.status, self.reason);
+        for (n, v) in &self.headers {
+            if n.eq_ignore_ascii_case("transfer-encoding") {
+                continue;
+            }
+            head.push_str(n);
+            head.push_str(": ");
+            head.push_str(v);
+            head.push_str("\r\n");
+        }
+        head.push_str("\r\n");
+        head
+    }
+}
+
+/// Why a fetch produced no response.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FetchError {
+    /// No connection or no answer in time.
+    #[error("timed out")]
+    Timeout,
+    /// Slower than the minimum speed.
+    #[error("slower than {0} bytes/s")]
+    TooSlow(u64),
+    /// The connection failed.
+    #[error("connection failed: {0}")]
+    Connect(String),
+    /// Anything else.
+    #[error("{0}")]
+    Other(String),
+}
+
+/// Builds the crawler's HTTP client: no redirects, no automatic decompression (bodies are
+/// archived as received), host overrides for tests and private setups.
+pub fn client(
+    user_agent: &str,
+    limits: &FetchLimits,
+    resolve: &[(String, SocketAddr)],
+    per_host: usize,
+) -> reqwest::Result<reqwest::Client> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut builder = reqwest::Client::builder()
+        .user_agent(user_agent)
+        .redirect(reqwest::redirect::Policy::none())
+        .no_gzip()
+        .no_brotli()
+        .no_zstd()
+        .no_deflate()
+        .connect_timeout(limits.connect_timeout)
+        .pool_max_idle_per_host(per_host.max(1))
+        .pool_idle_timeout(Duration::from_secs(15))
+        .no_proxy();
+    for (host, addr) in resolve {
+        builder = builder.resolve(host, *addr);
+    }
+    builder.build()
+}
+
+fn classify(e: &reqwest::Error) -> FetchError {
+    if e.is_timeout() {
+        FetchError::Timeout
+    } else if e.is_connect() {
+        FetchError::Connect(e.to_string())
+    } else {
+        FetchError::Other(e.to_string())
+    }
+}
+
+/// Fetches `request`.
+pub async fn fetch(
+    client: &reqwest::Client,
+    request: &FetchRequest,
+    limits: &FetchLimits,
+) -> Result<FetchResponse, FetchError> {
+    let fetched_at = Utc::now();
+    let start = Instant::now();
+    let mut builder = client
+        .get(request.url.clone())
+        .timeout(limits.timeout)
+        .header(
+            reqwest::header::ACCEPT,
+            "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
+        )
+        .header(reqwest::header::ACCEPT_ENCODING, "gzip, br, zstd");
+    let mut request_head = format!(
+        "GET {} HTTP/1.1\r\n",
+        &request.url[url::Position::BeforePath..]
+    );
+    request_head.push_str(&format!(
+        "Host: {}\r\n",
+        request.url.host_str().unwrap_or_default()
+    ));
+    request_head.push_str("Accept-Encoding: gzip, br, zstd\r\n");
+    if let Some(etag) = &request.etag {
+        builder = builder.header(reqwest::header::IF_NONE_MATCH, etag);
+        request_head.push_str(&format!("If-None-Match: {etag}\r\n"));
+    }
+    if let Some(lm) = &request.last_modified {
+        builder = builder.header(reqwest::header::IF_MODIFIED_SINCE, lm);
+        request_head.push_str(&format!("If-Modified-Since: {lm}\r\n"));
+    }
+    request_head.push_str("\r\n");
+    let mut response = builder.send().await.map_err(|e| classify(&e))?;
+    let status = response.status().as_u16();
+    let reason = response
+        .status()
+        .canonical_reason()
+        .unwrap_or("")
+        .to_string();
+    let version = match response.version() {
+        reqwest::Version::HTTP_10 => "HTTP/1.0",
+        reqwest::Version::HTTP_2 => "HTTP/2",
+        _ => "HTTP/1.1",
+    };
+    let headers = response
+        .headers()
+        .iter()
+        .map(|(n, v)| {
+            (
+                n.as_str().to_string(),
+                String::from_utf8_lossy(v.as_bytes()).into_owned(),
+            )
+        })
+        .collect();
+    let remote = response.remote_addr();
+    let mut body = Vec::new();
+    let mut truncated = false;
+    loop {
+        match response.chunk().await {
+            Ok(Some(chunk)) => {
+                let room = limits.max_body - body.len();
+                if chunk.len() > room {
+                    body.extend_from_slice(&chunk[..room]);
+                    truncated = true;
+                    break;
+                }
+                body.extend_from_slice(&chunk);
+                let elapsed = start.elapsed();
+                if elapsed > limits.grace
+                    && (body.len() as f64 / elapsed.as_secs_f64()) < limits.min_speed as f64
+                {
+                    return Err(FetchError::TooSlow(limits.min_speed));
+                }
+            }
+            Ok(None) => break,
+            Err(e) => return Err(classify(&e)),
+        }
+    }
+    Ok(FetchResponse {
+        url: request.url.clone(),
+        status,
+        version,
+        reason,
+        headers,
+        body: Bytes::from(body),
+        truncated,
+        fetched_at,
+        elapsed: start.elapsed(),
+        remote,
+        request_head,
+    })
+}
+
+/// The address a response came from, for the WARC record.
+pub fn ip_of(r: &FetchResponse) -> Option<IpAddr> {
+    r.remote.map(|a| a.ip())
+}

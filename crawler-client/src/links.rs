@@ -1,0 +1,220 @@
+//! Links of an HTML page: `a`, `area`, `link`, `frame` and `iframe`, resolved against the page
+//! URL or its `<base href>`, entity-decoded (lol_html hands attribute values over raw), with
+//! `<meta name="robots">` and `rel="nofollow"` honoured. Streaming and fast (lol_html).
+
+use lol_html::{HtmlRewriter, Settings, element};
+use std::cell::RefCell;
+use url::Url;
+
+/// What a page says about itself and where it leads.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct PageLinks {
+    /// Links to follow, absolute and normalised, in document order (duplicates removed).
+    pub links: Vec<Url>,
+    /// `<meta name="robots" content="noindex">`.
+    pub noindex: bool,
+    /// `<meta name="robots" content="nofollow">` (then `links` is empty).
+    pub nofollow: bool,
+    /// `<link rel="canonical">`.
+    pub canonical: Option<Url>,
+    /// `<link rel="hub">` (WebSub discovery).
+    pub hub: Option<Url>,
+}
+
+#[derive(Default)]
+struct Raw {
+    base: Option<String>,
+    hrefs: Vec<String>,
+    noindex: bool,
+    nofollow: bool,
+    canonical: Option<String>,
+    hub: Option<String>,
+}
+
+fn decoded(value: &str) -> String {
+    html_escape::decode_html_entities(value).into_owned()
+}
+
+fn rel_has(rel: Option<String>, word: &str) -> bool {
+    rel.is_some_and(|r| {
+        r.split_ascii_whitespace()
+            .any(|w| w.eq_ignore_ascii_case(word))
+    })
+}
+
+/// Extracts the links of `html` fetched from `page`.
+pub fn extract(page: &Url, html: &[u8]) -> PageLinks {
+    let raw = RefCell::new(Raw::default());
+    let settings = Settings::new()
+        .append_element_content_handler(element!("base[href]", |el| {
+            let mut r = raw.borrow_mut();
+            if r.base.is_none() {
+                r.base = el.get_attribute("href").map(|h| decoded(&h));
+            }
+            Ok(())
+        }))
+        .append_element_content_handler(element!("a[href], area[href]", |el| {
+            if !rel_has(el.get_attribute("rel"), "nofollow")
+                && let Some(h) = el.get_attribute("href")
+            {
+                raw.borrow_mut().hrefs.push(decoded(&h));
+            }
+            Ok(())
+        }))
+        .append_element_content_handler(element!("frame[src], iframe[src]", |el| {
+            if let Some(h) = el.get_attribute("src") {
+                raw.borrow_mut().hrefs.push(decoded(&h));
+            }
+            Ok(())
+        }))
+        .append_element_content_handler(element!("link[href]", |el| {
+            let rel = el
+                .get_attribute("rel")
+                .unwrap_or_default()
+                .to_ascii_lowercase();
+            let href = el
+                .get_attribute("href")
+                .map(|h| decoded(&h))
+                .unwrap_or_default();
+            let mut r = raw.borrow_mut();
+            let words: Vec<&str> = rel.split_ascii_whitespace().collect();
+            if words.contains(&"canonical") {
+                r.canonical = Some(href.clone());
+            }
+            if words.contains(&"hub") {
+                r.hub = Some(href.clone());
+            }
+            // Stylesheets, icons and the like are resources of the page, not pages: only
+            // alternates and navigation are followed.
+            if words
+                .iter()
+                .any(|w| matches!(*w, "alternate" | "next" | "prev" | "canonical"))
+            {
+                r.hrefs.push(href);
+            }
+            Ok(())
+        }))
+        .append_element_content_handler(element!("meta[name][content]", |el| {
+            let name = el.get_attribute("name").unwrap_or_default();
+            if name.eq_ignore_ascii_case("robots") {
+                let content = el
+                    .get_attribute("content")
+                    .unwrap_or_default()
+                    .to_ascii_lowercase();
+                let mut r = raw.borrow_mut();
+                for directive in content.split(',').map(str::trim) {
+                    match directive {
+                        "noindex" => r.noindex = true,
+                        "nofollow" => r.nofollow = true,
+                        "none" => {
+                            r.noindex = true;
+                            r.nofollow = true;
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            Ok(())
+        }));
+    let mut rewriter = HtmlRewriter::new(settings, |_: &[u8]| {});
+    // A parse failure midway keeps what was found so far.
+    let _ = rewriter.write(html).and_then(|_| rewriter.end());
+    let raw = raw.into_inner();
+
+    let base = raw
+        .base
+        .as_deref()
+        .and_then(|b| page.join(b).ok())
+        .unwrap_or_else(|| page.clone());
+    let mut out = PageLinks {
+        noindex: raw.noindex,
+        nofollow: raw.nofollow,
+        canonical: raw
+            .canonical
+            .as_deref()
+            .and_then(|c| crate::url_norm::resolve(&base, c)),
+        hub: raw.hub.as_deref().and_then(|h| base.join(h).ok()),
+        links: Vec::new(),
+    };
+    if !raw.nofollow {
+        let mut seen = std::collections::HashSet::new();
+        for href in raw.hrefs {
+            if let Some(url) = crate::url_norm::resolve(&base, &href)
+                && seen.insert(url.as_str().to_string())
+            {
+                out.links.push(url);
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn urls(links: &PageLinks) -> Vec<&str> {
+        links.links.iter().map(Url::as_str).collect()
+    }
+
+    #[test]
+    fn every_kind_of_link_resolved_and_decoded() {
+        let page = Url::parse("http://e.com/dir/page.html").unwrap();
+        let html = br#"<html><head><link rel="stylesheet" href="s.css"><link rel="alternate" href="feed.xml">
+            <link rel="canonical" href="/dir/page.html"><link rel="hub" href="https://hub.e.com/">
+            </head><body>
+            <a href="a.html">a</a> <a href="/p?x=1&amp;y=2">amp</a> <a href="b.html#frag">frag</a>
+            <A HREF=/caps.html>caps</A> <a href='q&eacute;.html'>entity</a>
+            <area href="map.html"> <iframe src="frame.html"></iframe> <frame src="f2.html">
+            <a href="mailto:x@e.com">mail</a> <a href="a.html">again</a>
+            <a rel="nofollow ugc" href="spam.html">spam</a>
+            <script>var s = '<a href="not-a-link.html">';</script>
+            <textarea><a href="inside-textarea.html"></textarea>
+            </body></html>"#;
+        let links = extract(&page, html);
+        assert_eq!(
+            urls(&links),
+            [
+                "http://e.com/dir/feed.xml",
+                "http://e.com/dir/page.html",
+                "http://e.com/dir/a.html",
+                "http://e.com/p?x=1&y=2",
+                "http://e.com/dir/b.html",
+                "http://e.com/caps.html",
+                "http://e.com/dir/q%C3%A9.html",
+                "http://e.com/dir/map.html",
+                "http://e.com/dir/frame.html",
+                "http://e.com/dir/f2.html",
+            ]
+        );
+        assert_eq!(
+            links.canonical.unwrap().as_str(),
+            "http://e.com/dir/page.html"
+        );
+        assert_eq!(links.hub.unwrap().as_str(), "https://hub.e.com/");
+        assert!(!links.noindex && !links.nofollow);
+    }
+
+    #[test]
+    fn base_href_and_meta_robots() {
+        let page = Url::parse("http://e.com/a/b.html").unwrap();
+        let links = extract(
+            &page,
+            br#"<base href="http://other.e.com/root/"><a href="x.html">x</a>"#,
+        );
+        assert_eq!(urls(&links), ["http://other.e.com/root/x.html"]);
+        let links = extract(
+            &page,
+            br#"<meta name="ROBOTS" content="noindex, nofollow"><a href="x.html">x</a>"#,
+        );
+        assert!(links.noindex && links.nofollow && links.links.is_empty());
+        let links = extract(
+            &page,
+            br#"<meta name="robots" content="none"><a href="x.html">x</a>"#,
+        );
+        assert!(links.noindex && links.nofollow);
+        // Broken markup still gives what it can.
+        let links = extract(&page, b"<a href=\"ok.html\">ok</a><a href=\"unterminated");
+        assert_eq!(urls(&links), ["http://e.com/a/ok.html"]);
+    }
+}

@@ -1,0 +1,917 @@
+//! The crawl state in one SQLite database (`OUT/crawl.sqlite`): hosts (robots.txt, parking),
+//! the queue (per host, ordered by priority then arrival), the seen-set's fingerprints, pages
+//! (status, validators, content digest, change observations, where the capture is), and how
+//! much of each WARC file is accounted for.
+//!
+//! Results are saved in batches, one transaction each, only after the WARC bytes they point
+//! to are on disk: after `kill -9` the state is that of the last batch, and the records
+//! written after it are replayed from the archive rather than fetched again.
+
+use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, params};
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+/// The `error` of a page robots.txt forbids.
+pub const DISALLOWED: &str = "disallowed by robots.txt";
+
+/// A failure of the crawl database.
+#[derive(Debug, thiserror::Error)]
+#[error("crawl state {path}: {source}{hint}")]
+pub struct StoreError {
+    path: PathBuf,
+    source: rusqlite::Error,
+    hint: &'static str,
+}
+
+impl StoreError {
+    fn new(path: &Path, source: rusqlite::Error) -> Self {
+        let hint = match source.sqlite_error_code() {
+            Some(rusqlite::ErrorCode::DiskFull) => {
+                " (disk full: the crawl stopped at its last saved batch and resumes from there)"
+            }
+            Some(rusqlite::ErrorCode::CannotOpen) => " (is the --out directory readable?)",
+            Some(rusqlite::ErrorCode::ReadOnly) => " (is the --out directory writable?)",
+            _ => "",
+        };
+        StoreError {
+            path: path.to_path_buf(),
+            source,
+            hint,
+        }
+    }
+}
+
+/// A queued URL.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Queued {
+    /// Queue row: arrival order.
+    pub seq: i64,
+    /// Host id.
+    pub host: i64,
+    /// The URL.
+    pub url: String,
+    /// Links from a seed.
+    pub depth: u32,
+    /// Redirects followed to get here.
+    pub hops: u32,
+    /// Failed attempts so far.
+    pub attempts: u32,
+    /// Priority (higher first); 0 in FIFO order.
+    pub priority: f64,
+    /// Not before this time (ms since the epoch).
+    pub not_before: Option<i64>,
+}
+
+fn queued(r: &Row<'_>) -> rusqlite::Result<Queued> {
+    Ok(Queued {
+        seq: r.get(0)?,
+        host: r.get(1)?,
+        url: r.get(2)?,
+        depth: r.get::<_, i64>(3)?.max(0) as u32,
+        hops: r.get::<_, i64>(4)?.max(0) as u32,
+        attempts: r.get::<_, i64>(5)?.max(0) as u32,
+        priority: r.get(6)?,
+        not_before: r.get(7)?,
+    })
+}
+
+const QUEUED_COLUMNS: &str = "queue.seq, host, url, depth, hops, attempts, priority, not_before";
+
+/// A URL to add to the queue.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewUrl {
+    /// Its queue row, allocated by the frontier.
+    pub seq: i64,
+    /// Host id.
+    pub host: i64,
+    /// The URL.
+    pub url: String,
+    /// Its fingerprint.
+    pub fp: u64,
+    /// Links from a seed.
+    pub depth: u32,
+    /// Redirects followed.
+    pub hops: u32,
+    /// Priority.
+    pub priority: f64,
+}
+
+/// What a fetch taught about a page.
+#[derive(Debug, Clone, Default)]
+pub struct PageRecord {
+    /// The URL.
+    pub url: String,
+    /// Host id.
+    pub host: i64,
+    /// Links from a seed.
+    pub depth: u32,
+    /// Status code (none for a failure).
+    pub status: Option<u16>,
+    /// Why it failed or was not fetched.
+    pub error: Option<String>,
+    /// When (ms since the epoch).
+    pub fetched_at: i64,
+    /// `ETag`.
+    pub etag: Option<String>,
+    /// `Last-Modified`.
+    pub last_modified: Option<String>,
+    /// Media type.
+    pub content_type: Option<String>,
+    /// Body bytes as received.
+    pub size: Option<u64>,
+    /// Digest of the decoded content.
+    pub digest: Option<u64>,
+    /// The earlier page with the same content.
+    pub duplicate_of: Option<String>,
+    /// Where a redirect pointed.
+    pub redirect_to: Option<String>,
+    /// The capture: WARC file and offset.
+    pub warc: Option<(String, u64)>,
+    /// Whether the content differs from the previous visit.
+    pub changed: bool,
+}
+
+/// What was known of a page before this visit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KnownPage {
+    /// `ETag` last seen.
+    pub etag: Option<String>,
+    /// `Last-Modified` last seen.
+    pub last_modified: Option<String>,
+    /// Content digest last seen.
+    pub digest: Option<u64>,
+    /// When it was last fetched (ms).
+    pub fetched_at: i64,
+}
+
+/// A host's persistent state.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HostRecord {
+    /// Id.
+    pub id: i64,
+    /// `scheme://host[:port]`.
+    pub origin: String,
+    /// robots.txt status (none: no answer), if fetched.
+    pub robots_status: Option<u16>,
+    /// robots.txt body (at most the parse limit).
+    pub robots_body: Option<Vec<u8>>,
+    /// When robots.txt was fetched (ms).
+    pub robots_fetched: Option<i64>,
+    /// Why the host is not crawled.
+    pub skipped: Option<String>,
+    /// Parked until (ms).
+    pub parked_until: Option<i64>,
+    /// Consecutive failures.
+    pub failures: u32,
+}
+
+/// A host's state to save; robots.txt only when it was fetched again.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HostUpdate {
+    /// Id.
+    pub id: i64,
+    /// robots.txt as fetched: status (none: no answer), body, when (ms).
+    pub robots: Option<(Option<u16>, Vec<u8>, i64)>,
+    /// Why the host is not crawled.
+    pub skipped: Option<String>,
+    /// Parked until (ms).
+    pub parked_until: Option<i64>,
+    /// Consecutive failures.
+    pub failures: u32,
+}
+
+/// A host given up on: its queued URLs are recorded as failed with the reason.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GiveUp {
+    /// Host id.
+    pub host: i64,
+    /// Why.
+    pub reason: String,
+    /// When (ms).
+    pub at: i64,
+}
+
+/// One batch of results, saved in one transaction.
+#[derive(Debug, Default)]
+pub struct Batch {
+    /// New URLs (saved first: a URL may be queued and done in the same batch).
+    pub new_urls: Vec<NewUrl>,
+    /// Pages fetched (or given up on).
+    pub pages: Vec<PageRecord>,
+    /// Queue rows done.
+    pub done: Vec<i64>,
+    /// Queue rows to try again: seq, attempts, not before (ms).
+    pub retry: Vec<(i64, u32, Option<i64>)>,
+    /// Hosts whose state changed.
+    pub hosts: Vec<HostUpdate>,
+    /// Hosts given up on.
+    pub give_up: Vec<GiveUp>,
+    /// WARC files written to and their length on disk.
+    pub warc: Vec<(String, u64)>,
+    /// Remembered values.
+    pub meta: Vec<(String, String)>,
+}
+
+impl Batch {
+    /// Whether there is nothing to save.
+    pub fn is_empty(&self) -> bool {
+        self.new_urls.is_empty()
+            && self.pages.is_empty()
+            && self.done.is_empty()
+            && self.retry.is_empty()
+            && self.hosts.is_empty()
+            && self.give_up.is_empty()
+            && self.warc.is_empty()
+            && self.meta.is_empty()
+    }
+
+    /// How many results it holds (to decide when to save).
+    pub fn results(&self) -> usize {
+        self.done.len() + self.retry.len()
+    }
+}
+
+const SCHEMA: &str = "
+PRAGMA journal_mode = WAL;
+PRAGMA synchronous = NORMAL;
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS hosts (
+    id INTEGER PRIMARY KEY,
+    origin TEXT NOT NULL UNIQUE,
+    robots_status INTEGER,
+    robots_body BLOB,
+    robots_fetched INTEGER,
+    skipped TEXT,
+    parked_until INTEGER,
+    failures INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS queue (
+    seq INTEGER PRIMARY KEY,
+    host INTEGER NOT NULL,
+    priority REAL NOT NULL DEFAULT 0,
+    url TEXT NOT NULL,
+    depth INTEGER NOT NULL,
+    hops INTEGER NOT NULL DEFAULT 0,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    not_before INTEGER
+);
+CREATE INDEX IF NOT EXISTS queue_by_host ON queue (host, priority DESC, seq);
+CREATE TABLE IF NOT EXISTS seen (fp INTEGER PRIMARY KEY, seq INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS pages (
+    url TEXT PRIMARY KEY,
+    host INTEGER NOT NULL,
+    depth INTEGER NOT NULL,
+    status INTEGER,
+    error TEXT,
+    fetched_at INTEGER NOT NULL,
+    first_fetched INTEGER NOT NULL,
+    last_changed INTEGER NOT NULL,
+    etag TEXT,
+    last_modified TEXT,
+    content_type TEXT,
+    size INTEGER,
+    digest INTEGER,
+    duplicate_of TEXT,
+    redirect_to TEXT,
+    warc_file TEXT,
+    warc_offset INTEGER,
+    visits INTEGER NOT NULL DEFAULT 1,
+    changes INTEGER NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS pages_by_digest ON pages (digest) WHERE digest IS NOT NULL;
+CREATE TABLE IF NOT EXISTS warc (file TEXT PRIMARY KEY, committed INTEGER NOT NULL) WITHOUT ROWID;
+";
+
+/// The crawl database.
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl Store {
+    /// Opens (or creates) the state in `dir`.
+    pub fn open(dir: &Path) -> Result<Store, StoreError> {
+        let path = dir.join("crawl.sqlite");
+        let e = |source| StoreError::new(&path, source);
+        let conn = Connection::open(&path).map_err(e)?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))
+            .map_err(e)?;
+        conn.execute_batch(SCHEMA).map_err(e)?;
+        Ok(Store { conn, path })
+    }
+
+    /// Opens an existing state for reading only (`status` while a crawl runs).
+    pub fn open_read_only(dir: &Path) -> Result<Store, StoreError> {
+        let path = dir.join("crawl.sqlite");
+        let e = |source| StoreError::new(&path, source);
+        let conn =
+            Connection::open_with_flags(&path, OpenFlags::SQLITE_OPEN_READ_ONLY).map_err(e)?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))
+            .map_err(e)?;
+        Ok(Store { conn, path })
+    }
+
+    fn err(&self, source: rusqlite::Error) -> StoreError {
+        StoreError::new(&self.path, source)
+    }
+
+    /// A remembered value.
+    pub fn meta(&self, key: &str) -> Result<Option<String>, StoreError> {
+        self.conn
+            .query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
+            .optional()
+            .map_err(|e| self.err(e))
+    }
+
+    /// Remembers a value.
+    pub fn set_meta(&self, key: &str, value: &str) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "INSERT INTO meta (key, value) VALUES (?1, ?2)
+                 ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                params![key, value],
+            )
+            .map(drop)
+            .map_err(|e| self.err(e))
+    }
+
+    /// The id of the host with this origin, created if new.
+    pub fn host_id(&self, origin: &str) -> Result<i64, StoreError> {
+        let found = self
+            .conn
+            .query_row("SELECT id FROM hosts WHERE origin = ?1", [origin], |r| {
+                r.get(0)
+            })
+            .optional()
+            .map_err(|e| self.err(e))?;
+        if let Some(id) = found {
+            return Ok(id);
+        }
+        self.conn
+            .execute("INSERT INTO hosts (origin) VALUES (?1)", [origin])
+            .map_err(|e| self.err(e))?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    /// Every host.
+    pub fn hosts(&self) -> Result<Vec<HostRecord>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT id, origin, robots_status, robots_body, robots_fetched, skipped,
+                    parked_until, failures FROM hosts",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(HostRecord {
+                    id: r.get(0)?,
+                    origin: r.get(1)?,
+                    robots_status: r.get::<_, Option<i64>>(2)?.map(|s| s as u16),
+                    robots_body: r.get(3)?,
+                    robots_fetched: r.get(4)?,
+                    skipped: r.get(5)?,
+                    parked_until: r.get(6)?,
+                    failures: r.get::<_, i64>(7)?.max(0) as u32,
+                })
+            })
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+    }
+
+    /// Queued URLs per host.
+    pub fn queued_per_host(&self) -> Result<Vec<(i64, u64)>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT host, COUNT(*) FROM queue GROUP BY host")
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get::<_, i64>(1)?.max(0) as u64)))
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+    }
+
+    /// The highest queue row ever used (rows are never reused).
+    pub fn max_queue_seq(&self) -> Result<i64, StoreError> {
+        self.conn
+            .query_row(
+                "SELECT MAX(COALESCE((SELECT MAX(seq) FROM queue), 0), COALESCE((SELECT MAX(seq) FROM seen), 0))",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(|e| self.err(e))
+    }
+
+    /// The next queued URLs of a host, best first, skipping the rows in `exclude`.
+    pub fn next_for_host(
+        &self,
+        host: i64,
+        limit: usize,
+        exclude: &HashSet<i64>,
+    ) -> Result<Vec<Queued>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT {QUEUED_COLUMNS} FROM queue WHERE host = ?1 ORDER BY priority DESC, seq LIMIT ?2"
+            ))
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map(params![host, (limit + exclude.len()) as i64], queued)
+            .map_err(|e| self.err(e))?;
+        let mut out = Vec::with_capacity(limit);
+        for row in rows {
+            let q = row.map_err(|e| self.err(e))?;
+            if !exclude.contains(&q.seq) {
+                out.push(q);
+                if out.len() >= limit {
+                    break;
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The queue row of the URL with fingerprint `fp`, if it is queued.
+    pub fn queued_by_fp(&self, fp: u64) -> Result<Option<Queued>, StoreError> {
+        self.conn
+            .query_row(
+                &format!(
+                    "SELECT {QUEUED_COLUMNS} FROM seen JOIN queue ON queue.seq = seen.seq WHERE seen.fp = ?1"
+                ),
+                [fp as i64],
+                queued,
+            )
+            .optional()
+            .map_err(|e| self.err(e))
+    }
+
+    /// Adds every fingerprint of the seen-set to `into`.
+    pub fn load_seen(&self, into: &mut HashSet<u64>) -> Result<(), StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT fp FROM seen")
+            .map_err(|e| self.err(e))?;
+        let mut rows = stmt.query([]).map_err(|e| self.err(e))?;
+        while let Some(r) = rows.next().map_err(|e| self.err(e))? {
+            into.insert(r.get::<_, i64>(0).map_err(|e| self.err(e))? as u64);
+        }
+        Ok(())
+    }
+
+    /// Adds the content digest of every original (not duplicate) page to `into`.
+    pub fn load_digests(&self, into: &mut HashSet<u64>) -> Result<(), StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT digest FROM pages WHERE digest IS NOT NULL AND duplicate_of IS NULL")
+            .map_err(|e| self.err(e))?;
+        let mut rows = stmt.query([]).map_err(|e| self.err(e))?;
+        while let Some(r) = rows.next().map_err(|e| self.err(e))? {
+            into.insert(r.get::<_, i64>(0).map_err(|e| self.err(e))? as u64);
+        }
+        Ok(())
+    }
+
+    /// The first page fetched with this content digest.
+    pub fn page_with_digest(&self, digest: u64) -> Result<Option<String>, StoreError> {
+        self.conn
+            .query_row(
+                "SELECT url FROM pages WHERE digest = ?1 AND duplicate_of IS NULL
+                 ORDER BY first_fetched LIMIT 1",
+                [digest as i64],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|e| self.err(e))
+    }
+
+    /// What was known of a page, for a conditional GET and change detection.
+    pub fn page(&self, url: &str) -> Result<Option<KnownPage>, StoreError> {
+        self.conn
+            .prepare_cached(
+                "SELECT etag, last_modified, digest, fetched_at FROM pages WHERE url = ?1",
+            )
+            .and_then(|mut s| {
+                s.query_row([url], |r| {
+                    Ok(KnownPage {
+                        etag: r.get(0)?,
+                        last_modified: r.get(1)?,
+                        digest: r.get::<_, Option<i64>>(2)?.map(|d| d as u64),
+                        fetched_at: r.get(3)?,
+                    })
+                })
+                .optional()
+            })
+            .map_err(|e| self.err(e))
+    }
+
+    /// Every WARC file with its accounted length.
+    pub fn warc_files(&self) -> Result<Vec<(String, u64)>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT file, committed FROM warc ORDER BY file")
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get::<_, i64>(1)?.max(0) as u64)))
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+    }
+
+    /// Queues every page fetched successfully again (a refresh pass), rows numbered from
+    /// `first_seq` in order of last visit; returns how many.
+    pub fn requeue_pages(
+        &mut self,
+        first_seq: i64,
+        fingerprint: impl Fn(&str) -> u64,
+    ) -> Result<u64, StoreError> {
+        let path = self.path.clone();
+        let e = |source| StoreError::new(&path, source);
+        let tx = self.conn.transaction().map_err(e)?;
+        let mut n = 0u64;
+        {
+            let mut pages = tx
+                .prepare(
+                    "SELECT url, host, depth FROM pages
+                     WHERE (status BETWEEN 200 AND 299 OR status = 304) AND duplicate_of IS NULL
+                     ORDER BY fetched_at",
+                )
+                .map_err(e)?;
+            let mut insert = tx
+                .prepare("INSERT INTO queue (seq, host, url, depth) VALUES (?1, ?2, ?3, ?4)")
+                .map_err(e)?;
+            let mut seen = tx
+                .prepare(
+                    "INSERT INTO seen (fp, seq) VALUES (?1, ?2)
+                     ON CONFLICT (fp) DO UPDATE SET seq = excluded.seq",
+                )
+                .map_err(e)?;
+            let mut rows = pages.query([]).map_err(e)?;
+            while let Some(r) = rows.next().map_err(e)? {
+                let url: String = r.get(0).map_err(e)?;
+                let host: i64 = r.get(1).map_err(e)?;
+                let depth: i64 = r.get(2).map_err(e)?;
+                let seq = first_seq + n as i64;
+                insert.execute(params![seq, host, url, depth]).map_err(e)?;
+                seen.execute(params![fingerprint(&url) as i64, seq])
+                    .map_err(e)?;
+                n += 1;
+            }
+        }
+        tx.commit().map_err(e)?;
+        Ok(n)
+    }
+
+    /// Saves a batch in one transaction.
+    pub fn commit(&mut self, batch: &Batch) -> Result<(), StoreError> {
+        let path = self.path.clone();
+        let e = |source| StoreError::new(&path, source);
+        let tx = self.conn.transaction().map_err(e)?;
+        {
+            let mut seen = tx
+                .prepare_cached("INSERT OR IGNORE INTO seen (fp, seq) VALUES (?1, ?2)")
+                .map_err(e)?;
+            let mut queue = tx
+                .prepare_cached(
+                    "INSERT INTO queue (seq, host, priority, url, depth, hops) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                )
+                .map_err(e)?;
+            for u in &batch.new_urls {
+                if seen.execute(params![u.fp as i64, u.seq]).map_err(e)? == 1 {
+                    queue
+                        .execute(params![u.seq, u.host, u.priority, u.url, u.depth, u.hops])
+                        .map_err(e)?;
+                }
+            }
+            let mut page = tx
+                .prepare_cached(
+                    "INSERT INTO pages (url, host, depth, status, error, fetched_at, first_fetched,
+                        last_changed, etag, last_modified, content_type, size, digest, duplicate_of,
+                        redirect_to, warc_file, warc_offset, visits, changes)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, 1, 0)
+                     ON CONFLICT (url) DO UPDATE SET status = excluded.status, error = excluded.error,
+                        fetched_at = excluded.fetched_at,
+                        last_changed = CASE WHEN ?16 THEN excluded.fetched_at ELSE pages.last_changed END,
+                        etag = COALESCE(excluded.etag, pages.etag),
+                        last_modified = COALESCE(excluded.last_modified, pages.last_modified),
+                        content_type = COALESCE(excluded.content_type, pages.content_type),
+                        size = COALESCE(excluded.size, pages.size),
+                        digest = COALESCE(excluded.digest, pages.digest),
+                        duplicate_of = excluded.duplicate_of, redirect_to = excluded.redirect_to,
+                        warc_file = COALESCE(excluded.warc_file, pages.warc_file),
+                        warc_offset = COALESCE(excluded.warc_offset, pages.warc_offset),
+                        visits = pages.visits + 1, changes = pages.changes + ?16",
+                )
+                .map_err(e)?;
+            for p in &batch.pages {
+                page.execute(params![
+                    p.url,
+                    p.host,
+                    p.depth,
+                    p.status.map(i64::from),
+                    p.error,
+                    p.fetched_at,
+                    p.etag,
+                    p.last_modified,
+                    p.content_type,
+                    p.size.map(|s| s as i64),
+                    p.digest.map(|d| d as i64),
+                    p.duplicate_of,
+                    p.redirect_to,
+                    p.warc.as_ref().map(|w| w.0.as_str()),
+                    p.warc.as_ref().map(|w| w.1 as i64),
+                    i64::from(p.changed)
+                ])
+                .map_err(e)?;
+            }
+            let mut done = tx
+                .prepare_cached("DELETE FROM queue WHERE seq = ?1")
+                .map_err(e)?;
+            for seq in &batch.done {
+                done.execute([seq]).map_err(e)?;
+            }
+            let mut retry = tx
+                .prepare_cached("UPDATE queue SET attempts = ?2, not_before = ?3 WHERE seq = ?1")
+                .map_err(e)?;
+            for (seq, attempts, not_before) in &batch.retry {
+                retry
+                    .execute(params![seq, attempts, not_before])
+                    .map_err(e)?;
+            }
+            let mut robots = tx
+                .prepare_cached(
+                    "UPDATE hosts SET robots_status = ?2, robots_body = ?3, robots_fetched = ?4 WHERE id = ?1",
+                )
+                .map_err(e)?;
+            let mut host = tx
+                .prepare_cached(
+                    "UPDATE hosts SET skipped = ?2, parked_until = ?3, failures = ?4 WHERE id = ?1",
+                )
+                .map_err(e)?;
+            for h in &batch.hosts {
+                if let Some((status, body, at)) = &h.robots {
+                    robots
+                        .execute(params![h.id, status.map(i64::from), body, at])
+                        .map_err(e)?;
+                }
+                host.execute(params![h.id, h.skipped, h.parked_until, h.failures])
+                    .map_err(e)?;
+            }
+            for g in &batch.give_up {
+                tx.execute(
+                    "INSERT OR IGNORE INTO pages (url, host, depth, error, fetched_at, first_fetched, last_changed)
+                     SELECT url, host, depth, ?2, ?3, ?3, ?3 FROM queue WHERE host = ?1",
+                    params![g.host, g.reason, g.at],
+                )
+                .map_err(e)?;
+                tx.execute("DELETE FROM queue WHERE host = ?1", [g.host])
+                    .map_err(e)?;
+            }
+            let mut warc = tx
+                .prepare_cached(
+                    "INSERT INTO warc (file, committed) VALUES (?1, ?2)
+                     ON CONFLICT (file) DO UPDATE SET committed = excluded.committed",
+                )
+                .map_err(e)?;
+            for (file, len) in &batch.warc {
+                warc.execute(params![file, *len as i64]).map_err(e)?;
+            }
+            let mut meta = tx
+                .prepare_cached(
+                    "INSERT INTO meta (key, value) VALUES (?1, ?2)
+                     ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                )
+                .map_err(e)?;
+            for (k, v) in &batch.meta {
+                meta.execute(params![k, v]).map_err(e)?;
+            }
+        }
+        tx.commit().map_err(e)
+    }
+
+    /// The figures `status` and the final summary print.
+    pub fn figures(&self) -> Result<Figures, StoreError> {
+        let mut f = Figures::default();
+        self.conn
+            .query_row(
+                "SELECT COUNT(*),
+                    COALESCE(SUM(status BETWEEN 200 AND 299), 0),
+                    COALESCE(SUM(status = 304), 0),
+                    COALESCE(SUM(status BETWEEN 300 AND 399 AND status != 304), 0),
+                    COALESCE(SUM(status BETWEEN 400 AND 499), 0),
+                    COALESCE(SUM(status >= 500), 0),
+                    COALESCE(SUM(status IS NULL AND error != ?1), 0),
+                    COALESCE(SUM(error = ?1), 0),
+                    COALESCE(SUM(duplicate_of IS NOT NULL), 0),
+                    COALESCE(SUM(changes), 0),
+                    COALESCE(SUM(size), 0),
+                    COALESCE(MIN(first_fetched), 0),
+                    COALESCE(MAX(fetched_at), 0)
+                 FROM pages",
+                [DISALLOWED],
+                |r| {
+                    let g = |i| r.get::<_, i64>(i).map(|v| v.max(0) as u64);
+                    f.pages = g(0)?;
+                    f.ok = g(1)?;
+                    f.not_modified = g(2)?;
+                    f.redirects = g(3)?;
+                    f.client_errors = g(4)?;
+                    f.server_errors = g(5)?;
+                    f.failures = g(6)?;
+                    f.disallowed = g(7)?;
+                    f.duplicates = g(8)?;
+                    f.changes = g(9)?;
+                    f.bytes = g(10)?;
+                    f.first_fetch = g(11)?;
+                    f.last_fetch = g(12)?;
+                    Ok(())
+                },
+            )
+            .map_err(|e| self.err(e))?;
+        let count = |sql: &str| -> Result<u64, StoreError> {
+            self.conn
+                .query_row(sql, [], |r| r.get::<_, i64>(0))
+                .map(|v| v.max(0) as u64)
+                .map_err(|e| self.err(e))
+        };
+        f.queued = count("SELECT COUNT(*) FROM queue")?;
+        f.hosts = count("SELECT COUNT(*) FROM hosts")?;
+        f.hosts_skipped = count("SELECT COUNT(*) FROM hosts WHERE skipped IS NOT NULL")?;
+        f.warc_bytes = count("SELECT COALESCE(SUM(committed), 0) FROM warc")?;
+        Ok(f)
+    }
+
+    /// Hosts not crawled, and why.
+    pub fn skipped_hosts(&self) -> Result<Vec<(String, String)>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT origin, skipped FROM hosts WHERE skipped IS NOT NULL ORDER BY origin")
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+    }
+}
+
+/// The figures `status` and the final summary print.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Figures {
+    /// URLs with a record (fetched, failed or forbidden).
+    pub pages: u64,
+    /// 2xx.
+    pub ok: u64,
+    /// 304 Not Modified.
+    pub not_modified: u64,
+    /// Other 3xx.
+    pub redirects: u64,
+    /// 4xx.
+    pub client_errors: u64,
+    /// 5xx.
+    pub server_errors: u64,
+    /// No response (timeouts, refused connections, hosts given up on).
+    pub failures: u64,
+    /// Forbidden by robots.txt.
+    pub disallowed: u64,
+    /// Exact duplicates of another page.
+    pub duplicates: u64,
+    /// Changes seen on revisits.
+    pub changes: u64,
+    /// URLs waiting.
+    pub queued: u64,
+    /// Hosts known.
+    pub hosts: u64,
+    /// Hosts not crawled (for example Crawl-delay over the cap).
+    pub hosts_skipped: u64,
+    /// Body bytes received.
+    pub bytes: u64,
+    /// Bytes of WARC written.
+    pub warc_bytes: u64,
+    /// First fetch (ms).
+    pub first_fetch: u64,
+    /// Last fetch (ms).
+    pub last_fetch: u64,
+}
+
+impl Figures {
+    /// Requests that got a response or failed (not those robots.txt forbade).
+    pub fn fetched(&self) -> u64 {
+        self.pages - self.disallowed
+    }
+
+    /// Responses that are errors or no response at all.
+    pub fn errors(&self) -> u64 {
+        self.client_errors + self.server_errors + self.failures
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn new_url(seq: i64, host: i64, url: &str) -> NewUrl {
+        NewUrl {
+            seq,
+            host,
+            url: url.to_string(),
+            fp: xxhash_rust::xxh3::xxh3_64(url.as_bytes()),
+            depth: 1,
+            hops: 0,
+            priority: 0.0,
+        }
+    }
+
+    #[test]
+    fn a_url_queued_and_done_in_one_batch_leaves_no_row() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Store::open(dir.path()).unwrap();
+        let h = s.host_id("http://e.com").unwrap();
+        assert_eq!(s.host_id("http://e.com").unwrap(), h);
+        let a = new_url(1, h, "http://e.com/a");
+        let b = new_url(2, h, "http://e.com/b");
+        let batch = Batch {
+            new_urls: vec![a.clone(), b.clone(), new_url(3, h, "http://e.com/a")],
+            done: vec![1],
+            pages: vec![PageRecord {
+                url: a.url.clone(),
+                host: h,
+                status: Some(200),
+                fetched_at: 1000,
+                digest: Some(7),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        s.commit(&batch).unwrap();
+        let rows = s.next_for_host(h, 10, &HashSet::new()).unwrap();
+        assert_eq!(
+            rows.len(),
+            1,
+            "a is done, its second spelling was already seen"
+        );
+        assert_eq!(rows[0].url, "http://e.com/b");
+        assert_eq!(s.queued_by_fp(b.fp).unwrap().unwrap().seq, 2);
+        assert_eq!(s.queued_by_fp(a.fp).unwrap(), None);
+        assert_eq!(s.max_queue_seq().unwrap(), 2);
+        let mut seen = HashSet::new();
+        s.load_seen(&mut seen).unwrap();
+        assert_eq!(seen.len(), 2);
+        assert_eq!(
+            s.page_with_digest(7).unwrap().as_deref(),
+            Some("http://e.com/a")
+        );
+        let f = s.figures().unwrap();
+        assert_eq!((f.pages, f.ok, f.queued, f.hosts), (1, 1, 1, 1));
+    }
+
+    #[test]
+    fn revisits_count_changes_and_giving_up_records_the_queue() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Store::open(dir.path()).unwrap();
+        let h = s.host_id("http://e.com").unwrap();
+        let page = |at, digest, changed| PageRecord {
+            url: "http://e.com/a".into(),
+            host: h,
+            status: Some(200),
+            fetched_at: at,
+            digest: Some(digest),
+            etag: Some("\"v1\"".into()),
+            changed,
+            ..Default::default()
+        };
+        for (at, digest, changed) in [(1, 1, false), (2, 1, false), (3, 2, true)] {
+            s.commit(&Batch {
+                pages: vec![page(at, digest, changed)],
+                ..Default::default()
+            })
+            .unwrap();
+        }
+        let known = s.page("http://e.com/a").unwrap().unwrap();
+        assert_eq!(
+            (known.digest, known.fetched_at, known.etag.as_deref()),
+            (Some(2), 3, Some("\"v1\""))
+        );
+        assert_eq!(s.figures().unwrap().changes, 1);
+        let n = s
+            .requeue_pages(10, |u| xxhash_rust::xxh3::xxh3_64(u.as_bytes()))
+            .unwrap();
+        assert_eq!(n, 1);
+        assert_eq!(
+            s.queued_by_fp(xxhash_rust::xxh3::xxh3_64(b"http://e.com/a"))
+                .unwrap()
+                .unwrap()
+                .seq,
+            10
+        );
+        s.commit(&Batch {
+            new_urls: vec![new_url(11, h, "http://e.com/b")],
+            give_up: vec![GiveUp {
+                host: h,
+                reason: "unreachable".into(),
+                at: 5,
+            }],
+            ..Default::default()
+        })
+        .unwrap();
+        let f = s.figures().unwrap();
+        assert_eq!((f.queued, f.failures, f.pages), (0, 1, 2));
+    }
+}

@@ -1,0 +1,239 @@
+//! URL normalisation and crawler-trap guards: one spelling per resource, so the seen-set
+//! recognises it, and no endless URL spaces.
+
+use url::Url;
+
+/// Query parameters that carry a session and name no resource (case-insensitive).
+const SESSION_PARAMS: &[&str] = &[
+    "phpsessid",
+    "jsessionid",
+    "sid",
+    "cfid",
+    "cftoken",
+    "aspsessionid",
+    "sessionid",
+    "session_id",
+];
+
+/// Why a URL is not crawled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// Not http or https.
+    Scheme,
+    /// Longer than the limit.
+    TooLong,
+    /// A path segment repeats (`/a/b/a/b/a/b`, `/x/x/x`): a typical trap.
+    RepeatedSegments,
+    /// Does not parse.
+    Malformed,
+}
+
+/// Normalises `url` in place: lowercase scheme and host, no default port, no dot segments
+/// (the `url` crate does those), no fragment, percent-encoding of unreserved characters
+/// decoded and of the rest in upper case, session parameters removed, an empty query dropped.
+pub fn normalize(url: &mut Url) {
+    url.set_fragment(None);
+    // ;jsessionid=... path parameters (Java servlets).
+    if let Some(pos) = url.path().to_ascii_lowercase().find(";jsessionid=") {
+        let path = url.path()[..pos].to_string();
+        url.set_path(&path);
+    }
+    let path = normalize_escapes(url.path());
+    if path != url.path() {
+        url.set_path(&path);
+    }
+    if let Some(query) = url.query() {
+        let kept: Vec<&str> = query
+            .split('&')
+            .filter(|pair| {
+                let name = pair.split('=').next().unwrap_or("").to_ascii_lowercase();
+                !pair.is_empty()
+                    && !SESSION_PARAMS
+                        .iter()
+                        .any(|s| name == *s || (s == &"aspsessionid" && name.starts_with(s)))
+            })
+            .collect();
+        if kept.is_empty() {
+            url.set_query(None);
+        } else {
+            let joined = normalize_escapes(&kept.join("&"));
+            if Some(joined.as_str()) != url.query() {
+                url.set_query(Some(&joined));
+            }
+        }
+    }
+}
+
+fn is_unreserved(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~')
+}
+
+/// `%41` becomes `A`; `%2f` becomes `%2F`.
+fn normalize_escapes(s: &str) -> String {
+    if !s.contains('%') {
+        return s.to_string();
+    }
+    let b = s.as_bytes();
+    let mut out = String::with_capacity(s.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' && i + 2 < b.len() {
+            let hex = &s[i + 1..i + 3];
+            if let Ok(v) = u8::from_str_radix(hex, 16) {
+                if is_unreserved(v) {
+                    out.push(v as char);
+                } else {
+                    out.push('%');
+                    out.push_str(&hex.to_ascii_uppercase());
+                }
+                i += 3;
+                continue;
+            }
+        }
+        out.push(b[i] as char);
+        i += 1;
+    }
+    out
+}
+
+/// Parses `href` against `base` and normalises it; `None` for what is not a crawlable URL.
+pub fn resolve(base: &Url, href: &str) -> Option<Url> {
+    let href = href.trim();
+    if href.is_empty() || href.starts_with('#') {
+        return None;
+    }
+    let mut url = base.join(href).ok()?;
+    if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
+        return None;
+    }
+    normalize(&mut url);
+    Some(url)
+}
+
+/// The trap guards, applied to every URL before it is queued.
+pub fn check(url: &Url, max_len: usize) -> Result<(), Refusal> {
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(Refusal::Scheme);
+    }
+    if url.as_str().len() > max_len {
+        return Err(Refusal::TooLong);
+    }
+    let segments: Vec<&str> = url
+        .path_segments()
+        .map(|s| s.filter(|x| !x.is_empty()).collect())
+        .unwrap_or_default();
+    // The same segment three times (/x/x/x, /a/b/a/b/a/b): generated link loops.
+    for (i, seg) in segments.iter().enumerate() {
+        if segments[i..].iter().filter(|s| *s == seg).count() >= 3 {
+            return Err(Refusal::RepeatedSegments);
+        }
+    }
+    Ok(())
+}
+
+/// Whether a URL is dynamic (has a query): the thesis allows such pages fewer levels.
+pub fn is_dynamic(url: &Url) -> bool {
+    url.query().is_some()
+}
+
+/// The 64-bit fingerprint the seen-set keeps.
+pub fn fingerprint(url: &Url) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(url.as_str().as_bytes())
+}
+
+/// The key politeness and robots.txt are kept by: scheme, host and port.
+pub fn origin_key(url: &Url) -> String {
+    url.origin().ascii_serialization()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn n(s: &str) -> String {
+        let mut u = Url::parse(s).unwrap();
+        normalize(&mut u);
+        u.to_string()
+    }
+
+    #[test]
+    fn one_spelling_per_resource() {
+        assert_eq!(
+            n("HTTP://Example.COM:80/a/./b/../c#frag"),
+            "http://example.com/a/c"
+        );
+        assert_eq!(n("https://example.com:443/"), "https://example.com/");
+        assert_eq!(
+            n("http://example.com/%7euser/%41%2fb"),
+            "http://example.com/~user/A%2Fb"
+        );
+        assert_eq!(
+            n("http://e.com/p?PHPSESSID=abc&id=3&sid=9"),
+            "http://e.com/p?id=3"
+        );
+        assert_eq!(n("http://e.com/p?phpsessid=abc"), "http://e.com/p");
+        assert_eq!(
+            n("http://e.com/shop;jsessionid=A1B2?item=4"),
+            "http://e.com/shop?item=4"
+        );
+        assert_eq!(
+            n("http://e.com/p?CFID=1&CFTOKEN=2&ASPSESSIONIDQQ=3"),
+            "http://e.com/p"
+        );
+        assert_eq!(n("http://e.com/p?"), "http://e.com/p");
+        assert_eq!(n("http://e.com/a%"), "http://e.com/a%");
+    }
+
+    #[test]
+    fn resolve_keeps_only_crawlable_urls() {
+        let base = Url::parse("http://e.com/dir/page.html").unwrap();
+        assert_eq!(
+            resolve(&base, "../x.html").unwrap().as_str(),
+            "http://e.com/x.html"
+        );
+        assert_eq!(
+            resolve(&base, " other.html#top ").unwrap().as_str(),
+            "http://e.com/dir/other.html"
+        );
+        assert_eq!(
+            resolve(&base, "//cdn.e.com/a").unwrap().as_str(),
+            "http://cdn.e.com/a"
+        );
+        for bad in [
+            "#top",
+            "",
+            "mailto:a@e.com",
+            "javascript:void(0)",
+            "ftp://e.com/f",
+            "data:text/html,hi",
+        ] {
+            assert!(resolve(&base, bad).is_none(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn traps_are_refused() {
+        let ok = Url::parse("http://e.com/a/b/c/d.html").unwrap();
+        assert_eq!(check(&ok, 2048), Ok(()));
+        assert_eq!(
+            check(&Url::parse("http://e.com/a/b/a/b/a/b").unwrap(), 2048),
+            Err(Refusal::RepeatedSegments)
+        );
+        assert_eq!(
+            check(&Url::parse("http://e.com/x/x/x/page").unwrap(), 2048),
+            Err(Refusal::RepeatedSegments)
+        );
+        assert_eq!(
+            check(
+                &Url::parse(&format!("http://e.com/{}", "a".repeat(3000))).unwrap(),
+                2048
+            ),
+            Err(Refusal::TooLong)
+        );
+        assert!(is_dynamic(&Url::parse("http://e.com/cal?y=2026").unwrap()));
+        assert_eq!(
+            origin_key(&Url::parse("HTTP://E.com:80/x").unwrap()),
+            "http://e.com"
+        );
+    }
+}

@@ -1,0 +1,572 @@
+//! WARC 1.1 (ISO 28500) output: each record its own gzip member (`.warc.gz`), files rotated by
+//! size, a `warcinfo` record first in each file, `response` records for what was fetched and
+//! `revisit` records for 304s and unchanged content. Digests are `sha1:` in base32, as
+//! Heritrix, wget and warcio write and check them.
+//!
+//! Records are built (and compressed) where pages are fetched; the writer only appends bytes
+//! and reports where each record landed, so the crawl state can point into the archive.
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use data_encoding::BASE32;
+use flate2::Compression;
+use flate2::write::GzEncoder;
+use sha1::{Digest, Sha1};
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+/// `sha1:BASE32` of `bytes`.
+pub fn digest(bytes: &[u8]) -> String {
+    format!("sha1:{}", BASE32.encode(&Sha1::digest(bytes)))
+}
+
+fn record_id() -> String {
+    let mut b = [0u8; 16];
+    rand::fill(&mut b);
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let h = data_encoding::HEXLOWER.encode(&b);
+    format!(
+        "<urn:uuid:{}-{}-{}-{}-{}>",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    )
+}
+
+fn date(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Micros, true)
+}
+
+/// One record, gzip-compressed, ready to append.
+#[derive(Debug, Clone)]
+pub struct Record {
+    /// The gzip member.
+    pub bytes: Vec<u8>,
+    /// Its `WARC-Record-ID`.
+    pub id: String,
+}
+
+fn build(headers: &[(&str, String)], block: &[&[u8]]) -> Record {
+    let len: usize = block.iter().map(|b| b.len()).sum();
+    let id = headers
+        .iter()
+        .find(|(n, _)| *n == "WARC-Record-ID")
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default();
+    let mut head = String::from("WARC/1.1\r\n");
+    for (n, v) in headers {
+        head.push_str(n);
+        head.push_str(": ");
+        head.push_str(v);
+        head.push_str("\r\n");
+    }
+    head.push_str(&format!("Content-Length: {len}\r\n\r\n"));
+    let mut gz = GzEncoder::new(Vec::with_capacity(len / 3 + 256), Compression::new(6));
+    // Writing into a Vec cannot fail.
+    let _ = gz.write_all(head.as_bytes());
+    for part in block {
+        let _ = gz.write_all(part);
+    }
+    let _ = gz.write_all(b"\r\n\r\n");
+    Record {
+        bytes: gz.finish().unwrap_or_default(),
+        id,
+    }
+}
+
+/// A `response` record: the HTTP head and body as received.
+pub fn response(
+    uri: &str,
+    at: DateTime<Utc>,
+    ip: Option<std::net::IpAddr>,
+    http_head: &str,
+    body: &[u8],
+    payload_digest: &str,
+    truncated: bool,
+) -> Record {
+    let block_digest = {
+        let mut h = Sha1::new();
+        h.update(http_head.as_bytes());
+        h.update(body);
+        format!("sha1:{}", BASE32.encode(&h.finalize()))
+    };
+    let mut headers = vec![
+        ("WARC-Type", "response".to_string()),
+        ("WARC-Record-ID", record_id()),
+        ("WARC-Date", date(at)),
+        ("WARC-Target-URI", uri.to_string()),
+        (
+            "Content-Type",
+            "application/http;msgtype=response".to_string(),
+        ),
+        ("WARC-Payload-Digest", payload_digest.to_string()),
+        ("WARC-Block-Digest", block_digest),
+    ];
+    if let Some(ip) = ip {
+        headers.push(("WARC-IP-Address", ip.to_string()));
+    }
+    if truncated {
+        headers.push(("WARC-Truncated", "length".to_string()));
+    }
+    build(&headers, &[http_head.as_bytes(), body])
+}
+
+/// Why a `revisit` record was written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RevisitProfile {
+    /// The server answered 304 Not Modified.
+    ServerNotModified,
+    /// The content is byte-identical to the earlier capture.
+    IdenticalPayloadDigest,
+}
+
+/// A `revisit` record: the HTTP head only, pointing at the earlier capture.
+pub fn revisit(
+    uri: &str,
+    at: DateTime<Utc>,
+    http_head: &str,
+    profile: RevisitProfile,
+    payload_digest: Option<&str>,
+    refers_to: (&str, Option<DateTime<Utc>>),
+) -> Record {
+    let profile_uri = match profile {
+        RevisitProfile::ServerNotModified => {
+            "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
+        }
+        RevisitProfile::IdenticalPayloadDigest => {
+            "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
+        }
+    };
+    let mut headers = vec![
+        ("WARC-Type", "revisit".to_string()),
+        ("WARC-Record-ID", record_id()),
+        ("WARC-Date", date(at)),
+        ("WARC-Target-URI", uri.to_string()),
+        ("WARC-Profile", profile_uri.to_string()),
+        (
+            "Content-Type",
+            "application/http;msgtype=response".to_string(),
+        ),
+        ("WARC-Refers-To-Target-URI", refers_to.0.to_string()),
+        ("WARC-Block-Digest", digest(http_head.as_bytes())),
+    ];
+    if let Some(d) = payload_digest {
+        headers.push(("WARC-Payload-Digest", d.to_string()));
+    }
+    if let Some(t) = refers_to.1 {
+        headers.push(("WARC-Refers-To-Date", date(t)));
+    }
+    build(&headers, &[http_head.as_bytes()])
+}
+
+/// The `warcinfo` record that opens a file.
+pub fn warcinfo(filename: &str, at: DateTime<Utc>, user_agent: &str) -> Record {
+    let info = format!(
+        "software: webcoop-crawl/{}\r\nformat: WARC File Format 1.1\r\nconformsTo: http://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/\r\nhttp-header-user-agent: {user_agent}\r\nrobots: obey\r\n",
+        env!("CARGO_PKG_VERSION")
+    );
+    build(
+        &[
+            ("WARC-Type", "warcinfo".to_string()),
+            ("WARC-Record-ID", record_id()),
+            ("WARC-Date", date(at)),
+            ("WARC-Filename", filename.to_string()),
+            ("Content-Type", "application/warc-fields".to_string()),
+        ],
+        &[info.as_bytes()],
+    )
+}
+
+/// Where a record landed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Position {
+    /// The file's name (in the WARC directory).
+    pub file: String,
+    /// Offset of the record's gzip member.
+    pub offset: u64,
+    /// Length of the member.
+    pub length: u64,
+}
+
+/// Appends records to rotating files.
+pub struct WarcWriter {
+    dir: PathBuf,
+    prefix: String,
+    max_size: u64,
+    user_agent: String,
+    serial: u32,
+    current: Option<(File, String, u64)>,
+    /// Files finished since the last sync, with their final length.
+    closed: Vec<(String, u64)>,
+}
+
+/// The WARC files of `prefix` in `dir`, in order, with their length on disk.
+pub fn files(dir: &Path, prefix: &str) -> io::Result<Vec<(String, u64)>> {
+    let mut out = Vec::new();
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(out),
+        Err(e) => return Err(e),
+    };
+    for entry in entries {
+        let entry = entry?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if serial_of(&name, prefix).is_some() {
+            out.push((name, entry.metadata()?.len()));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+fn serial_of(name: &str, prefix: &str) -> Option<u32> {
+    name.strip_prefix(prefix)?
+        .strip_prefix('-')?
+        .strip_suffix(".warc.gz")?
+        .parse()
+        .ok()
+}
+
+impl WarcWriter {
+    /// A writer into `dir`, files named `PREFIX-SERIAL.warc.gz`, rotated past `max_size`;
+    /// numbering continues after the files already there.
+    pub fn new(dir: &Path, prefix: &str, max_size: u64, user_agent: &str) -> io::Result<Self> {
+        std::fs::create_dir_all(dir)?;
+        let serial = files(dir, prefix)?
+            .iter()
+            .filter_map(|(n, _)| serial_of(n, prefix))
+            .max()
+            .unwrap_or(0);
+        Ok(WarcWriter {
+            dir: dir.to_path_buf(),
+            prefix: prefix.to_string(),
+            max_size,
+            user_agent: user_agent.to_string(),
+            serial,
+            current: None,
+            closed: Vec::new(),
+        })
+    }
+
+    /// Continues appending to `file`, cut to `length`: whatever lay past it was replayed by
+    /// the caller or is dropped here.
+    pub fn resume(&mut self, file: &str, length: u64) -> io::Result<()> {
+        let path = self.dir.join(file);
+        let mut f = OpenOptions::new().write(true).open(&path)?;
+        f.set_len(length)?;
+        std::io::Seek::seek(&mut f, std::io::SeekFrom::Start(length))?;
+        f.sync_data()?;
+        self.current = Some((f, file.to_string(), length));
+        Ok(())
+    }
+
+    fn open_next(&mut self) -> io::Result<()> {
+        if let Some((f, name, len)) = self.current.take() {
+            f.sync_data()?;
+            self.closed.push((name, len));
+        }
+        self.serial += 1;
+        let name = format!("{}-{:05}.warc.gz", self.prefix, self.serial);
+        let mut f = OpenOptions::new()
+            .create_new(true)
+            .append(true)
+            .open(self.dir.join(&name))?;
+        let info = warcinfo(&name, Utc::now(), &self.user_agent);
+        f.write_all(&info.bytes)?;
+        self.current = Some((f, name, info.bytes.len() as u64));
+        Ok(())
+    }
+
+    /// Appends a record, opening a new file when the current one is full.
+    pub fn append(&mut self, record: &Record) -> io::Result<Position> {
+        let full = self
+            .current
+            .as_ref()
+            .is_none_or(|(_, _, len)| *len >= self.max_size);
+        if full {
+            self.open_next()?;
+        }
+        let (f, name, len) = self
+            .current
+            .as_mut()
+            .ok_or_else(|| io::Error::other("no WARC file open"))?;
+        if let Err(e) = f.write_all(&record.bytes) {
+            // A partial write (a full disk) must not stay: the next record would follow a
+            // torn one.
+            let _ = f.set_len(*len);
+            return Err(e);
+        }
+        let pos = Position {
+            file: name.clone(),
+            offset: *len,
+            length: record.bytes.len() as u64,
+        };
+        *len += record.bytes.len() as u64;
+        Ok(pos)
+    }
+
+    /// Makes everything written durable; returns each file written since the last sync with
+    /// its length (what the state commits).
+    pub fn sync(&mut self) -> io::Result<Vec<(String, u64)>> {
+        let mut out = std::mem::take(&mut self.closed);
+        if let Some((f, name, len)) = &mut self.current {
+            f.sync_data()?;
+            out.push((name.clone(), *len));
+        }
+        Ok(out)
+    }
+
+    /// The directory written to.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+}
+
+/// One record read back from a file.
+#[derive(Debug, Clone)]
+pub struct StoredRecord {
+    /// Offset of its gzip member.
+    pub offset: u64,
+    /// Length of the member.
+    pub length: u64,
+    /// WARC header fields in order.
+    pub headers: Vec<(String, String)>,
+    /// The block.
+    pub block: Vec<u8>,
+}
+
+impl StoredRecord {
+    /// The first header field named `name` (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Reads the records of a `.warc.gz` from `offset` to the end. A torn last member (a crash
+/// during a write) ends the list: the end of the last whole record is where writing resumes.
+pub fn read_records(path: &Path, offset: u64) -> io::Result<Vec<StoredRecord>> {
+    use std::io::{BufRead, Read, Seek};
+    let mut file = File::open(path)?;
+    file.seek(io::SeekFrom::Start(offset))?;
+    let mut data = Vec::new();
+    file.read_to_end(&mut data)?;
+    let mut out = Vec::new();
+    let mut pos = 0usize;
+    while pos < data.len() {
+        let mut decoder = flate2::bufread::GzDecoder::new(&data[pos..]);
+        let mut plain = Vec::new();
+        if decoder.read_to_end(&mut plain).is_err() {
+            break;
+        }
+        let consumed = data.len() - pos - decoder.into_inner().len();
+        let Some(split) = plain.windows(4).position(|w| w == b"\r\n\r\n") else {
+            break;
+        };
+        if consumed == 0 || !plain.ends_with(b"\r\n\r\n") {
+            break;
+        }
+        let mut headers = Vec::new();
+        for line in (&plain[..split]).lines().skip(1).map_while(Result::ok) {
+            if let Some((n, v)) = line.split_once(':') {
+                headers.push((n.trim().to_string(), v.trim().to_string()));
+            }
+        }
+        let block_start = split + 4;
+        let block_end = (plain.len() - 4).max(block_start);
+        out.push(StoredRecord {
+            offset: offset + pos as u64,
+            length: consumed as u64,
+            headers,
+            block: plain[block_start..block_end].to_vec(),
+        });
+        pos += consumed;
+    }
+    Ok(out)
+}
+
+/// An HTTP response as stored in a record's block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpMessage {
+    /// `HTTP/1.1` and the like.
+    pub version: &'static str,
+    /// Status code.
+    pub status: u16,
+    /// Reason phrase.
+    pub reason: String,
+    /// Header fields in order.
+    pub headers: Vec<(String, String)>,
+    /// The head as stored, with its final blank line.
+    pub head: String,
+    /// What follows the head.
+    pub body: Vec<u8>,
+}
+
+/// Parses a `response` or `revisit` block into status, headers and body.
+pub fn parse_http(block: &[u8]) -> Option<HttpMessage> {
+    let mut fields = [httparse::EMPTY_HEADER; 128];
+    let mut response = httparse::Response::new(&mut fields);
+    let httparse::Status::Complete(head_len) = response.parse(block).ok()? else {
+        return None;
+    };
+    let version = match response.version? {
+        0 => "HTTP/1.0",
+        _ => "HTTP/1.1",
+    };
+    Some(HttpMessage {
+        version,
+        status: response.code?,
+        reason: response.reason.unwrap_or("").to_string(),
+        headers: response
+            .headers
+            .iter()
+            .map(|h| {
+                (
+                    h.name.to_string(),
+                    String::from_utf8_lossy(h.value).into_owned(),
+                )
+            })
+            .collect(),
+        head: String::from_utf8_lossy(&block[..head_len]).into_owned(),
+        body: block[head_len..].to_vec(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_round_trip_and_files_rotate() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = WarcWriter::new(dir.path(), "test", 1000, "bot/1").unwrap();
+        let head = "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n";
+        let r1 = response(
+            "http://e.com/a",
+            Utc::now(),
+            None,
+            head,
+            b"<p>a</p>",
+            &digest(b"<p>a</p>"),
+            false,
+        );
+        let p1 = w.append(&r1).unwrap();
+        let r2 = revisit(
+            "http://e.com/a",
+            Utc::now(),
+            "HTTP/1.1 304 Not Modified\r\n\r\n",
+            RevisitProfile::ServerNotModified,
+            None,
+            ("http://e.com/a", None),
+        );
+        let p2 = w.append(&r2).unwrap();
+        assert_eq!(p1.file, "test-00001.warc.gz");
+        assert!(p1.offset > 0, "after the warcinfo record");
+        let mut big = vec![0u8; 2000];
+        rand::fill(&mut big[..]);
+        w.append(&response(
+            "http://e.com/b",
+            Utc::now(),
+            None,
+            head,
+            &big,
+            &digest(&big),
+            false,
+        ))
+        .unwrap();
+        let p4 = w
+            .append(&response(
+                "http://e.com/c",
+                Utc::now(),
+                None,
+                head,
+                b"c",
+                &digest(b"c"),
+                false,
+            ))
+            .unwrap();
+        assert_eq!(p4.file, "test-00002.warc.gz", "rotated past the size limit");
+        let synced = w.sync().unwrap();
+        assert_eq!(synced.len(), 2, "both files were written to");
+        let (name, len) = synced[1].clone();
+        assert_eq!(name, "test-00002.warc.gz");
+        assert_eq!(
+            std::fs::metadata(dir.path().join(&synced[0].0))
+                .unwrap()
+                .len(),
+            synced[0].1
+        );
+        assert_eq!(files(dir.path(), "test").unwrap().len(), 2);
+        assert_eq!(
+            WarcWriter::new(dir.path(), "test", 1000, "bot/1")
+                .unwrap()
+                .serial,
+            2
+        );
+        let records = read_records(&dir.path().join(&p1.file), 0).unwrap();
+        let types: Vec<&str> = records
+            .iter()
+            .map(|r| r.header("warc-type").unwrap())
+            .collect();
+        assert_eq!(types, ["warcinfo", "response", "revisit", "response"]);
+        assert_eq!(
+            (records[1].offset, records[1].length),
+            (p1.offset, p1.length)
+        );
+        assert_eq!(records[2].offset, p2.offset);
+        let http = parse_http(&records[1].block).unwrap();
+        assert_eq!((http.status, http.body.as_slice()), (200, &b"<p>a</p>"[..]));
+        assert_eq!(
+            http.headers,
+            [("Content-Type".to_string(), "text/html".to_string())]
+        );
+        assert_eq!(http.head, head);
+        assert_eq!(
+            read_records(&dir.path().join(&p1.file), p2.offset)
+                .unwrap()
+                .len(),
+            2
+        );
+        assert_eq!(std::fs::metadata(dir.path().join(name)).unwrap().len(), len);
+    }
+
+    #[test]
+    fn a_torn_record_ends_the_list_and_resume_cuts_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = WarcWriter::new(dir.path(), "t", 1 << 30, "bot").unwrap();
+        let p = w
+            .append(&response(
+                "http://e.com/a",
+                Utc::now(),
+                None,
+                "HTTP/1.1 200 OK\r\n\r\n",
+                b"a",
+                &digest(b"a"),
+                false,
+            ))
+            .unwrap();
+        let whole = w.sync().unwrap()[0].1;
+        let torn = response(
+            "http://e.com/b",
+            Utc::now(),
+            None,
+            "HTTP/1.1 200 OK\r\n\r\n",
+            b"b",
+            &digest(b"b"),
+            false,
+        );
+        let path = dir.path().join(&p.file);
+        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
+        f.write_all(&torn.bytes[..torn.bytes.len() / 2]).unwrap();
+        drop(f);
+        assert_eq!(read_records(&path, p.offset).unwrap().len(), 1);
+        let mut w2 = WarcWriter::new(dir.path(), "t", 1 << 30, "bot").unwrap();
+        w2.resume(&p.file, whole).unwrap();
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), whole);
+    }
+}
