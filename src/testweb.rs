@@ -52,6 +52,20 @@ pub struct HostSpec {
     pub page_bytes: usize,
     /// Whether `/` also links to the special pages (traps, redirects, failures...).
     pub features: bool,
+    /// A link farm: `/` links to `/fat/0.html` .. `/fat/{pages-1}.html`, each with `links`
+    /// links to distinct pages spread over `hosts` (this host if empty).
+    pub farm: Option<Farm>,
+}
+
+/// Pages with many links each, to fill a frontier.
+#[derive(Debug, Clone)]
+pub struct Farm {
+    /// Pages.
+    pub pages: usize,
+    /// Links per page.
+    pub links: usize,
+    /// Hosts the links point to.
+    pub hosts: Vec<String>,
 }
 
 impl HostSpec {
@@ -65,6 +79,7 @@ impl HostSpec {
             links_to: Vec::new(),
             page_bytes: 2000,
             features: false,
+            farm: None,
         }
     }
 
@@ -435,6 +450,33 @@ async fn respond(
             r.headers_mut().insert(header::ETAG, e);
         }
         return r;
+    }
+    if let Some(farm) = &spec.farm {
+        if path == "/" {
+            let links: Vec<String> = (0..farm.pages).map(|i| format!("/fat/{i}.html")).collect();
+            return generated(format!("{host} farm"), links);
+        }
+        if let Some(i) = path
+            .strip_prefix("/fat/")
+            .and_then(|p| p.strip_suffix(".html"))
+        {
+            let mut body = String::with_capacity(farm.links * 48);
+            body.push_str("<!DOCTYPE html><html><body>\n");
+            for j in 0..farm.links {
+                let target = if farm.hosts.is_empty() {
+                    host
+                } else {
+                    farm.hosts[j % farm.hosts.len()].as_str()
+                };
+                let _ = writeln!(
+                    body,
+                    "<a href=\"http://{target}:{}/u/{i}/{j}.html\">{j}</a>",
+                    s.port
+                );
+            }
+            body.push_str("</body></html>\n");
+            return text(StatusCode::OK, "text/html", body);
+        }
     }
     if path == "/" {
         let mut links = vec!["/p/0.html".to_string()];

@@ -144,6 +144,8 @@ pub struct FileConfig {
     pub warc_max_size: Option<u64>,
     /// WARC file name prefix.
     pub warc_prefix: Option<String>,
+    /// gzip level of WARC records (0-9; 6 by default, 1 for speed).
+    pub warc_gzip_level: Option<u32>,
     /// Longest time between two saves of the state.
     pub commit_interval: Option<f64>,
     /// Results per save of the state at most.
@@ -189,6 +191,8 @@ pub struct Settings {
     pub warc_max_size: u64,
     /// WARC prefix.
     pub warc_prefix: String,
+    /// gzip level of WARC records.
+    pub warc_level: u32,
     /// Longest time between saves.
     pub commit_interval: Duration,
     /// Results per save.
@@ -367,8 +371,12 @@ pub fn settings(args: &CrawlArgs) -> Result<Settings, String> {
         robots_ttl: secs("robots_ttl", file.robots_ttl.unwrap_or(86_400.0))?,
         warc_max_size: file.warc_max_size.unwrap_or(1 << 30),
         warc_prefix: file.warc_prefix.unwrap_or_else(|| "webcoop".to_string()),
-        commit_interval: secs("commit_interval", file.commit_interval.unwrap_or(0.25))?,
-        commit_results: file.commit_results.unwrap_or(1000).max(1),
+        warc_level: file
+            .warc_gzip_level
+            .unwrap_or(crate::warc::DEFAULT_LEVEL)
+            .min(9),
+        commit_interval: secs("commit_interval", file.commit_interval.unwrap_or(1.0))?,
+        commit_results: file.commit_results.unwrap_or(2000).max(1),
         resolve,
         metrics: args.metrics.or(file.metrics),
         refresh: args.refresh,

@@ -158,6 +158,7 @@ pub fn run(s: Settings, stop: Arc<AtomicBool>) -> Result<Report, CrawlError> {
     let _lock = lock(&s.out)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
+        .thread_name("fetch")
         .enable_all()
         .build()
         .map_err(|e| CrawlError::Start(format!("async runtime: {e}")))?;
@@ -183,7 +184,7 @@ pub fn run(s: Settings, stop: Arc<AtomicBool>) -> Result<Report, CrawlError> {
 
     if s.refresh && store.meta("refresh_pass")?.as_deref() != Some("open") {
         let first = store.max_queue_seq()? + 1;
-        let n = store.requeue_pages(first, |u| xxhash_rust::xxh3::xxh3_64(u.as_bytes()))?;
+        let n = store.requeue_pages(first)?;
         store.set_meta("refresh_pass", "open")?;
         tracing::info!("refresh pass: {n} pages queued again");
     }
@@ -230,8 +231,14 @@ pub fn run(s: Settings, stop: Arc<AtomicBool>) -> Result<Report, CrawlError> {
     })?;
 
     let warc_dir = s.out.join("warc");
-    let warc = WarcWriter::new(&warc_dir, &s.warc_prefix, s.warc_max_size, &s.user_agent)
-        .map_err(file_error(&warc_dir))?;
+    let warc = WarcWriter::new(
+        &warc_dir,
+        &s.warc_prefix,
+        s.warc_max_size,
+        &s.user_agent,
+        s.warc_level,
+    )
+    .map_err(file_error(&warc_dir))?;
     let client = fetch::client(&s.user_agent, &s.fetch, &s.resolve, s.per_host)
         .map_err(|e| CrawlError::Start(format!("HTTP client: {e}")))?;
     let metrics = Arc::new(CrawlMetrics::default());
@@ -255,11 +262,13 @@ pub fn run(s: Settings, stop: Arc<AtomicBool>) -> Result<Report, CrawlError> {
     let policy = LinkPolicy::new(s.scope.clone(), &seeds, s.limits);
     let mut digests = HashSet::new();
     frontier.store.load_digests(&mut digests)?;
+    let _checkpointer = frontier.store.checkpoint_in_background()?;
     let mut e = Engine {
         ctx: Arc::new(Context {
             client,
             limits: s.fetch,
             policy,
+            warc_level: s.warc_level,
         }),
         rt,
         frontier,
@@ -344,6 +353,7 @@ impl Engine {
     fn crawl(&mut self, stop: &AtomicBool) -> Result<bool, CrawlError> {
         let mut progress = Progress::new(self.s.progress);
         let mut stop_seen: Option<Instant> = None;
+        let mut gauges_at = Instant::now();
         loop {
             if self.stopping(stop) && stop_seen.is_none() {
                 stop_seen = Some(Instant::now());
@@ -367,7 +377,7 @@ impl Engine {
                 break;
             }
             let now = Instant::now();
-            let mut wake = progress.next_due();
+            let mut wake = progress.next_due().min(gauges_at + Duration::from_secs(1));
             if !self.batch.is_empty() {
                 wake = wake.min(self.last_commit + self.s.commit_interval);
             }
@@ -396,8 +406,12 @@ impl Engine {
             {
                 self.commit()?;
             }
-            if progress.due() {
-                progress.show(&self.snapshot());
+            if progress.due() || gauges_at.elapsed() >= Duration::from_secs(1) {
+                gauges_at = Instant::now();
+                let snapshot = self.snapshot();
+                if progress.due() {
+                    progress.show(&snapshot);
+                }
             }
         }
         self.commit()?;
@@ -466,7 +480,12 @@ impl Engine {
             self.final_without_fetch(job, store::DISALLOWED.to_string(), now);
             return Ok(());
         }
-        let known = self.frontier.store.page(&job.url)?;
+        // Only a revisit has validators to send (a new URL has no record yet).
+        let known = if job.revisit {
+            self.frontier.store.page(job.fp)?
+        } else {
+            None
+        };
         self.in_flight += 1;
         self.pages_in_flight += 1;
         self.rt.spawn(worker::page(
@@ -485,6 +504,7 @@ impl Engine {
         self.log_line(at, None, None, &job.url, &job, None, Duration::ZERO, &error);
         self.batch.pages.push(PageRecord {
             url: job.url.clone(),
+            fp: job.fp,
             host: job.host,
             depth: job.depth,
             error: Some(error),
@@ -595,12 +615,13 @@ impl Engine {
         let dummy = Queued {
             seq: 0,
             host,
+            fp: 0,
             url: robots_url.clone(),
             depth: 0,
             hops: 0,
             attempts: 0,
             priority: 0.0,
-            not_before: None,
+            revisit: false,
         };
         let note = failure.clone().unwrap_or_else(|| "robots.txt".to_string());
         self.log_line(
@@ -723,6 +744,7 @@ impl Engine {
                     self.fetched_total += 1;
                     self.batch.pages.push(PageRecord {
                         url: job.url.clone(),
+                        fp: job.fp,
                         host,
                         depth: job.depth,
                         error: Some(format!("{err} ({} attempts)", job.attempts)),
@@ -732,7 +754,7 @@ impl Engine {
                     self.batch.done.push(job.seq);
                 } else {
                     self.metrics.retries.inc();
-                    self.batch.retry.push((job.seq, job.attempts, None));
+                    self.batch.retry.push((job.seq, job.attempts));
                     self.frontier.requeue(job);
                 }
                 return Ok(());
@@ -772,7 +794,7 @@ impl Engine {
                     &note,
                 );
                 self.metrics.retries.inc();
-                self.batch.retry.push((job.seq, job.attempts, None));
+                self.batch.retry.push((job.seq, job.attempts));
                 self.settled.push((host, job.seq));
                 finish(self, not_before);
                 self.frontier.requeue(job);
@@ -813,6 +835,7 @@ impl Engine {
                             RevisitProfile::IdenticalPayloadDigest,
                             Some(&f.payload_digest),
                             (&original, None),
+                            self.s.warc_level,
                         ));
                     }
                     duplicate_of = Some(original);
@@ -877,6 +900,7 @@ impl Engine {
         self.fetched_total += 1;
         self.batch.pages.push(PageRecord {
             url: job.url.clone(),
+            fp: job.fp,
             host: job.host,
             depth: job.depth,
             status: Some(f.status),
@@ -976,6 +1000,8 @@ impl Engine {
         let dir = self.warc.dir().to_path_buf();
         let on_disk = warc::files(&dir, &self.s.warc_prefix).map_err(file_error(&dir))?;
         let mut seen_fps = HashSet::new();
+        // Queue rows of the hosts met so far, read once per host.
+        let mut queued: HashMap<i64, HashMap<u64, Queued>> = HashMap::new();
         let mut newest = None;
         for (name, size) in on_disk {
             let from = committed.get(&name).copied().unwrap_or(0).min(size);
@@ -990,7 +1016,7 @@ impl Engine {
                         offset: rec.offset,
                         length: rec.length,
                     };
-                    if self.replay_record(rec, pos, &mut seen_fps)? {
+                    if self.replay_record(rec, pos, &mut seen_fps, &mut queued)? {
                         self.run.replayed += 1;
                     }
                 }
@@ -1022,6 +1048,7 @@ impl Engine {
         rec: &warc::StoredRecord,
         pos: Position,
         seen_fps: &mut HashSet<u64>,
+        queued: &mut HashMap<i64, HashMap<u64, Queued>>,
     ) -> Result<bool, CrawlError> {
         let kind = rec.header("WARC-Type").unwrap_or("");
         if !matches!(kind, "response" | "revisit") {
@@ -1090,16 +1117,24 @@ impl Engine {
         // Found by an earlier replayed page (not saved yet), or saved in the queue.
         let job = match self.frontier.unsaved_row(fp) {
             Some(row) => row,
-            None => match self.frontier.store.queued_by_fp(fp)? {
-                Some(row) => row,
-                None => return Ok(false),
-            },
+            None => {
+                let origin = url_norm::origin_key(&url);
+                let host = self.frontier.host_for(&origin)?;
+                if let std::collections::hash_map::Entry::Vacant(e) = queued.entry(host) {
+                    let rows = self.frontier.store.queued_of_host(host)?;
+                    e.insert(rows.into_iter().map(|q| (q.fp, q)).collect());
+                }
+                match queued.get_mut(&host).and_then(|rows| rows.remove(&fp)) {
+                    Some(row) => row,
+                    None => return Ok(false),
+                }
+            }
         };
         if job.url != url.as_str() {
             return Ok(false);
         }
         self.frontier.claim(job.host, job.seq);
-        let known = self.frontier.store.page(&job.url)?;
+        let known = self.frontier.store.page(job.fp)?;
         let truncated = rec.header("WARC-Truncated").is_some();
         let received = Received {
             url: &url,

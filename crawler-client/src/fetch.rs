@@ -264,3 +264,81 @@ pub async fn fetch(
 pub fn ip_of(r: &FetchResponse) -> Option<IpAddr> {
     r.remote.map(|a| a.ip())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+
+    /// A server that answers every connection with `head` and then `body` in `chunks`,
+    /// `pause` apart.
+    fn trickle(head: &'static str, body: Vec<u8>, chunks: usize, pause: Duration) -> SocketAddr {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        std::thread::spawn(move || {
+            for mut s in listener.incoming().flatten() {
+                let mut buf = [0u8; 4096];
+                let _ = s.read(&mut buf);
+                let _ = s.write_all(head.as_bytes());
+                for part in body.chunks(body.len().div_ceil(chunks).max(1)) {
+                    std::thread::sleep(pause);
+                    if s.write_all(part).is_err() {
+                        break;
+                    }
+                }
+            }
+        });
+        addr
+    }
+
+    fn get(addr: SocketAddr, limits: FetchLimits) -> Result<FetchResponse, FetchError> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let client = client("test/1", &limits, &[], 1).unwrap();
+        let request = FetchRequest {
+            url: Url::parse(&format!("http://{addr}/")).unwrap(),
+            etag: None,
+            last_modified: None,
+        };
+        rt.block_on(fetch(&client, &request, &limits))
+    }
+
+    #[test]
+    fn a_trickling_server_is_dropped_for_the_minimum_speed() {
+        let head = "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 2000\r\n\r\n";
+        let addr = trickle(head, vec![b'x'; 2000], 20, Duration::from_millis(100));
+        let limits = FetchLimits {
+            min_speed: 5000,
+            grace: Duration::from_millis(300),
+            ..FetchLimits::default()
+        };
+        assert_eq!(get(addr, limits).unwrap_err(), FetchError::TooSlow(5000));
+        let patient = FetchLimits {
+            min_speed: 100,
+            grace: Duration::from_millis(300),
+            ..FetchLimits::default()
+        };
+        assert_eq!(get(addr, patient).unwrap().body.len(), 2000);
+    }
+
+    #[test]
+    fn bodies_are_cut_at_the_limit_and_the_time_limit_holds() {
+        let head = "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: 100000\r\n\r\n";
+        let addr = trickle(head, vec![b'y'; 100_000], 4, Duration::from_millis(10));
+        let small = FetchLimits {
+            max_body: 1000,
+            ..FetchLimits::default()
+        };
+        let r = get(addr, small).unwrap();
+        assert_eq!((r.body.len(), r.truncated), (1000, true));
+        assert!(r.response_head().starts_with("HTTP/1.1 200 OK\r\n"));
+        let slow = trickle(head, vec![b'y'; 100_000], 4, Duration::from_millis(400));
+        let hurried = FetchLimits {
+            timeout: Duration::from_millis(500),
+            ..FetchLimits::default()
+        };
+        assert_eq!(get(slow, hurried).unwrap_err(), FetchError::Timeout);
+    }
+}

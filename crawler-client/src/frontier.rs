@@ -210,12 +210,13 @@ impl Frontier {
         let row = Queued {
             seq,
             host,
+            fp,
             url,
             depth,
             hops,
             attempts: 0,
             priority,
-            not_before: None,
+            revisit: false,
         };
         self.pending.push(NewUrl {
             seq,
@@ -413,12 +414,13 @@ impl Frontier {
         self.pending.iter().find(|u| u.fp == fp).map(|u| Queued {
             seq: u.seq,
             host: u.host,
+            fp: u.fp,
             url: u.url.clone(),
             depth: u.depth,
             hops: u.hops,
             attempts: 0,
             priority: u.priority,
-            not_before: None,
+            revisit: false,
         })
     }
 

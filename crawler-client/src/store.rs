@@ -1,7 +1,12 @@
 //! The crawl state in one SQLite database (`OUT/crawl.sqlite`): hosts (robots.txt, parking),
-//! the queue (per host, ordered by priority then arrival), the seen-set's fingerprints, pages
-//! (status, validators, content digest, change observations, where the capture is), and how
-//! much of each WARC file is accounted for.
+//! the queue (per host, ordered by priority then arrival), pages (status, validators, content
+//! digest, change observations, where the capture is), and how much of each WARC file is
+//! accounted for. Every URL is identified by its 64-bit fingerprint; the seen-set is the
+//! fingerprints of the queue and of the pages, read back at start.
+//!
+//! Rows are laid out for appends: the queue by arrival, pages by first visit, with small
+//! integer indexes. (Tables keyed by URL or fingerprint made every insert dirty a random page:
+//! 12 KB of write-ahead log per page fetched.)
 //!
 //! Results are saved in batches, one transaction each, only after the WARC bytes they point
 //! to are on disk: after `kill -9` the state is that of the last batch, and the records
@@ -50,6 +55,8 @@ pub struct Queued {
     pub host: i64,
     /// The URL.
     pub url: String,
+    /// Its fingerprint.
+    pub fp: u64,
     /// Links from a seed.
     pub depth: u32,
     /// Redirects followed to get here.
@@ -58,8 +65,8 @@ pub struct Queued {
     pub attempts: u32,
     /// Priority (higher first); 0 in FIFO order.
     pub priority: f64,
-    /// Not before this time (ms since the epoch).
-    pub not_before: Option<i64>,
+    /// A page visited before (a refresh): look up its validators.
+    pub revisit: bool,
 }
 
 fn queued(r: &Row<'_>) -> rusqlite::Result<Queued> {
@@ -67,15 +74,16 @@ fn queued(r: &Row<'_>) -> rusqlite::Result<Queued> {
         seq: r.get(0)?,
         host: r.get(1)?,
         url: r.get(2)?,
-        depth: r.get::<_, i64>(3)?.max(0) as u32,
-        hops: r.get::<_, i64>(4)?.max(0) as u32,
-        attempts: r.get::<_, i64>(5)?.max(0) as u32,
-        priority: r.get(6)?,
-        not_before: r.get(7)?,
+        fp: r.get::<_, i64>(3)? as u64,
+        depth: r.get::<_, i64>(4)?.max(0) as u32,
+        hops: r.get::<_, i64>(5)?.max(0) as u32,
+        attempts: r.get::<_, i64>(6)?.max(0) as u32,
+        priority: r.get(7)?,
+        revisit: r.get(8)?,
     })
 }
 
-const QUEUED_COLUMNS: &str = "queue.seq, host, url, depth, hops, attempts, priority, not_before";
+const QUEUED_COLUMNS: &str = "seq, host, url, fp, depth, hops, attempts, priority, revisit";
 
 /// A URL to add to the queue.
 #[derive(Debug, Clone, PartialEq)]
@@ -101,6 +109,8 @@ pub struct NewUrl {
 pub struct PageRecord {
     /// The URL.
     pub url: String,
+    /// Its fingerprint.
+    pub fp: u64,
     /// Host id.
     pub host: i64,
     /// Links from a seed.
@@ -200,8 +210,8 @@ pub struct Batch {
     pub pages: Vec<PageRecord>,
     /// Queue rows done.
     pub done: Vec<i64>,
-    /// Queue rows to try again: seq, attempts, not before (ms).
-    pub retry: Vec<(i64, u32, Option<i64>)>,
+    /// Queue rows to try again: seq, attempts so far.
+    pub retry: Vec<(i64, u32)>,
     /// Hosts whose state changed.
     pub hosts: Vec<HostUpdate>,
     /// Hosts given up on.
@@ -250,15 +260,17 @@ CREATE TABLE IF NOT EXISTS queue (
     host INTEGER NOT NULL,
     priority REAL NOT NULL DEFAULT 0,
     url TEXT NOT NULL,
+    fp INTEGER NOT NULL,
     depth INTEGER NOT NULL,
     hops INTEGER NOT NULL DEFAULT 0,
     attempts INTEGER NOT NULL DEFAULT 0,
-    not_before INTEGER
+    revisit INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS queue_by_host ON queue (host, priority DESC, seq);
-CREATE TABLE IF NOT EXISTS seen (fp INTEGER PRIMARY KEY, seq INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS pages (
-    url TEXT PRIMARY KEY,
+    id INTEGER PRIMARY KEY,
+    fp INTEGER NOT NULL,
+    url TEXT NOT NULL,
     host INTEGER NOT NULL,
     depth INTEGER NOT NULL,
     status INTEGER,
@@ -277,15 +289,40 @@ CREATE TABLE IF NOT EXISTS pages (
     warc_offset INTEGER,
     visits INTEGER NOT NULL DEFAULT 1,
     changes INTEGER NOT NULL DEFAULT 0
-) WITHOUT ROWID;
+);
+CREATE UNIQUE INDEX IF NOT EXISTS pages_by_fp ON pages (fp);
 CREATE INDEX IF NOT EXISTS pages_by_digest ON pages (digest) WHERE digest IS NOT NULL;
 CREATE TABLE IF NOT EXISTS warc (file TEXT PRIMARY KEY, committed INTEGER NOT NULL) WITHOUT ROWID;
 ";
+
+/// Page cache of the crawl's connection: the queue index and the pages table's upper levels
+/// stay in memory (a 2 MiB cache spilled and re-read pages on every batch).
+const CACHE_KIB: i64 = 64 << 10;
+
+/// Size of the write-ahead log past which a checkpoint makes it start over.
+const WAL_BOUND: u64 = 64 << 20;
 
 /// The crawl database.
 pub struct Store {
     conn: Connection,
     path: PathBuf,
+}
+
+/// Copies the write-ahead log into the database from a thread of its own, so the crawl loop
+/// never waits for a checkpoint's writes and fsync; stops when dropped.
+pub struct Checkpointer {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Checkpointer {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            t.thread().unpark();
+            let _ = t.join();
+        }
+    }
 }
 
 impl Store {
@@ -297,7 +334,54 @@ impl Store {
         conn.busy_timeout(std::time::Duration::from_secs(5))
             .map_err(e)?;
         conn.execute_batch(SCHEMA).map_err(e)?;
+        conn.execute_batch(&format!("PRAGMA cache_size = -{CACHE_KIB};"))
+            .map_err(e)?;
         Ok(Store { conn, path })
+    }
+
+    /// Hands checkpoints to a thread of its own (see [`Checkpointer`]); until it is dropped,
+    /// this connection does none itself.
+    pub fn checkpoint_in_background(&self) -> Result<Checkpointer, StoreError> {
+        let e = |source| StoreError::new(&self.path, source);
+        let other = Connection::open(&self.path).map_err(e)?;
+        other
+            .busy_timeout(std::time::Duration::from_secs(5))
+            .map_err(e)?;
+        self.conn
+            .execute_batch("PRAGMA wal_autocheckpoint = 0;")
+            .map_err(e)?;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let path = self.path.clone();
+        let thread = std::thread::Builder::new()
+            .name("checkpoint".into())
+            .spawn(move || {
+                let wal = path.with_extension("sqlite-wal");
+                while !flag.load(std::sync::atomic::Ordering::SeqCst) {
+                    std::thread::park_timeout(std::time::Duration::from_millis(500));
+                    // PASSIVE never waits, but under a steady stream of commits it never
+                    // finishes either, and the log grows without end; past the bound, RESTART
+                    // holds the writer briefly so the log starts over.
+                    let big = std::fs::metadata(&wal).is_ok_and(|m| m.len() > WAL_BOUND);
+                    let mode = if big { "RESTART" } else { "PASSIVE" };
+                    if let Err(err) =
+                        other.execute_batch(&format!("PRAGMA wal_checkpoint({mode});"))
+                    {
+                        tracing::warn!("checkpoint of {}: {err}", path.display());
+                    }
+                }
+                let _ = other.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);");
+            })
+            .map_err(|err| {
+                StoreError::new(
+                    &self.path,
+                    rusqlite::Error::ToSqlConversionFailure(Box::new(err)),
+                )
+            })?;
+        Ok(Checkpointer {
+            stop,
+            thread: Some(thread),
+        })
     }
 
     /// Opens an existing state for reading only (`status` while a crawl runs).
@@ -391,14 +475,10 @@ impl Store {
         rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
     }
 
-    /// The highest queue row ever used (rows are never reused).
+    /// The highest queue row in use (new rows are numbered after it).
     pub fn max_queue_seq(&self) -> Result<i64, StoreError> {
         self.conn
-            .query_row(
-                "SELECT MAX(COALESCE((SELECT MAX(seq) FROM queue), 0), COALESCE((SELECT MAX(seq) FROM seen), 0))",
-                [],
-                |r| r.get(0),
-            )
+            .query_row("SELECT COALESCE(MAX(seq), 0) FROM queue", [], |r| r.get(0))
             .map_err(|e| self.err(e))
     }
 
@@ -431,29 +511,26 @@ impl Store {
         Ok(out)
     }
 
-    /// The queue row of the URL with fingerprint `fp`, if it is queued.
-    pub fn queued_by_fp(&self, fp: u64) -> Result<Option<Queued>, StoreError> {
-        self.conn
-            .query_row(
-                &format!(
-                    "SELECT {QUEUED_COLUMNS} FROM seen JOIN queue ON queue.seq = seen.seq WHERE seen.fp = ?1"
-                ),
-                [fp as i64],
-                queued,
-            )
-            .optional()
-            .map_err(|e| self.err(e))
-    }
-
-    /// Adds every fingerprint of the seen-set to `into`.
-    pub fn load_seen(&self, into: &mut HashSet<u64>) -> Result<(), StoreError> {
+    /// Every queued row of a host (to match archived records to their rows after a crash).
+    pub fn queued_of_host(&self, host: i64) -> Result<Vec<Queued>, StoreError> {
         let mut stmt = self
             .conn
-            .prepare("SELECT fp FROM seen")
+            .prepare(&format!(
+                "SELECT {QUEUED_COLUMNS} FROM queue WHERE host = ?1"
+            ))
             .map_err(|e| self.err(e))?;
-        let mut rows = stmt.query([]).map_err(|e| self.err(e))?;
-        while let Some(r) = rows.next().map_err(|e| self.err(e))? {
-            into.insert(r.get::<_, i64>(0).map_err(|e| self.err(e))? as u64);
+        let rows = stmt.query_map([host], queued).map_err(|e| self.err(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+    }
+
+    /// Adds the fingerprint of every URL queued or visited (the seen-set) to `into`.
+    pub fn load_seen(&self, into: &mut HashSet<u64>) -> Result<(), StoreError> {
+        for sql in ["SELECT fp FROM queue", "SELECT fp FROM pages"] {
+            let mut stmt = self.conn.prepare(sql).map_err(|e| self.err(e))?;
+            let mut rows = stmt.query([]).map_err(|e| self.err(e))?;
+            while let Some(r) = rows.next().map_err(|e| self.err(e))? {
+                into.insert(r.get::<_, i64>(0).map_err(|e| self.err(e))? as u64);
+            }
         }
         Ok(())
     }
@@ -484,14 +561,15 @@ impl Store {
             .map_err(|e| self.err(e))
     }
 
-    /// What was known of a page, for a conditional GET and change detection.
-    pub fn page(&self, url: &str) -> Result<Option<KnownPage>, StoreError> {
+    /// What was known of the page with fingerprint `fp`, for a conditional GET and change
+    /// detection.
+    pub fn page(&self, fp: u64) -> Result<Option<KnownPage>, StoreError> {
         self.conn
             .prepare_cached(
-                "SELECT etag, last_modified, digest, fetched_at FROM pages WHERE url = ?1",
+                "SELECT etag, last_modified, digest, fetched_at FROM pages WHERE fp = ?1",
             )
             .and_then(|mut s| {
-                s.query_row([url], |r| {
+                s.query_row([fp as i64], |r| {
                     Ok(KnownPage {
                         etag: r.get(0)?,
                         last_modified: r.get(1)?,
@@ -518,46 +596,17 @@ impl Store {
 
     /// Queues every page fetched successfully again (a refresh pass), rows numbered from
     /// `first_seq` in order of last visit; returns how many.
-    pub fn requeue_pages(
-        &mut self,
-        first_seq: i64,
-        fingerprint: impl Fn(&str) -> u64,
-    ) -> Result<u64, StoreError> {
-        let path = self.path.clone();
-        let e = |source| StoreError::new(&path, source);
-        let tx = self.conn.transaction().map_err(e)?;
-        let mut n = 0u64;
-        {
-            let mut pages = tx
-                .prepare(
-                    "SELECT url, host, depth FROM pages
-                     WHERE (status BETWEEN 200 AND 299 OR status = 304) AND duplicate_of IS NULL
-                     ORDER BY fetched_at",
-                )
-                .map_err(e)?;
-            let mut insert = tx
-                .prepare("INSERT INTO queue (seq, host, url, depth) VALUES (?1, ?2, ?3, ?4)")
-                .map_err(e)?;
-            let mut seen = tx
-                .prepare(
-                    "INSERT INTO seen (fp, seq) VALUES (?1, ?2)
-                     ON CONFLICT (fp) DO UPDATE SET seq = excluded.seq",
-                )
-                .map_err(e)?;
-            let mut rows = pages.query([]).map_err(e)?;
-            while let Some(r) = rows.next().map_err(e)? {
-                let url: String = r.get(0).map_err(e)?;
-                let host: i64 = r.get(1).map_err(e)?;
-                let depth: i64 = r.get(2).map_err(e)?;
-                let seq = first_seq + n as i64;
-                insert.execute(params![seq, host, url, depth]).map_err(e)?;
-                seen.execute(params![fingerprint(&url) as i64, seq])
-                    .map_err(e)?;
-                n += 1;
-            }
-        }
-        tx.commit().map_err(e)?;
-        Ok(n)
+    pub fn requeue_pages(&mut self, first_seq: i64) -> Result<u64, StoreError> {
+        let n = self
+            .conn
+            .execute(
+                "INSERT INTO queue (seq, host, url, fp, depth, revisit)
+                 SELECT ?1 + ROW_NUMBER() OVER (ORDER BY fetched_at, id) - 1, host, url, fp, depth, 1 FROM pages
+                 WHERE (status BETWEEN 200 AND 299 OR status = 304) AND duplicate_of IS NULL",
+                [first_seq],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(n as u64)
     }
 
     /// Saves a batch in one transaction.
@@ -566,28 +615,31 @@ impl Store {
         let e = |source| StoreError::new(&path, source);
         let tx = self.conn.transaction().map_err(e)?;
         {
-            let mut seen = tx
-                .prepare_cached("INSERT OR IGNORE INTO seen (fp, seq) VALUES (?1, ?2)")
-                .map_err(e)?;
             let mut queue = tx
                 .prepare_cached(
-                    "INSERT INTO queue (seq, host, priority, url, depth, hops) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                    "INSERT INTO queue (seq, host, priority, url, fp, depth, hops) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
                 )
                 .map_err(e)?;
             for u in &batch.new_urls {
-                if seen.execute(params![u.fp as i64, u.seq]).map_err(e)? == 1 {
-                    queue
-                        .execute(params![u.seq, u.host, u.priority, u.url, u.depth, u.hops])
-                        .map_err(e)?;
-                }
+                queue
+                    .execute(params![
+                        u.seq,
+                        u.host,
+                        u.priority,
+                        u.url,
+                        u.fp as i64,
+                        u.depth,
+                        u.hops
+                    ])
+                    .map_err(e)?;
             }
             let mut page = tx
                 .prepare_cached(
                     "INSERT INTO pages (url, host, depth, status, error, fetched_at, first_fetched,
                         last_changed, etag, last_modified, content_type, size, digest, duplicate_of,
-                        redirect_to, warc_file, warc_offset, visits, changes)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, 1, 0)
-                     ON CONFLICT (url) DO UPDATE SET status = excluded.status, error = excluded.error,
+                        redirect_to, warc_file, warc_offset, visits, changes, fp)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, 1, 0, ?17)
+                     ON CONFLICT (fp) DO UPDATE SET status = excluded.status, error = excluded.error,
                         fetched_at = excluded.fetched_at,
                         last_changed = CASE WHEN ?16 THEN excluded.fetched_at ELSE pages.last_changed END,
                         etag = COALESCE(excluded.etag, pages.etag),
@@ -618,7 +670,8 @@ impl Store {
                     p.redirect_to,
                     p.warc.as_ref().map(|w| w.0.as_str()),
                     p.warc.as_ref().map(|w| w.1 as i64),
-                    i64::from(p.changed)
+                    i64::from(p.changed),
+                    p.fp as i64
                 ])
                 .map_err(e)?;
             }
@@ -629,12 +682,10 @@ impl Store {
                 done.execute([seq]).map_err(e)?;
             }
             let mut retry = tx
-                .prepare_cached("UPDATE queue SET attempts = ?2, not_before = ?3 WHERE seq = ?1")
+                .prepare_cached("UPDATE queue SET attempts = ?2 WHERE seq = ?1")
                 .map_err(e)?;
-            for (seq, attempts, not_before) in &batch.retry {
-                retry
-                    .execute(params![seq, attempts, not_before])
-                    .map_err(e)?;
+            for (seq, attempts) in &batch.retry {
+                retry.execute(params![seq, attempts]).map_err(e)?;
             }
             let mut robots = tx
                 .prepare_cached(
@@ -657,8 +708,9 @@ impl Store {
             }
             for g in &batch.give_up {
                 tx.execute(
-                    "INSERT OR IGNORE INTO pages (url, host, depth, error, fetched_at, first_fetched, last_changed)
-                     SELECT url, host, depth, ?2, ?3, ?3, ?3 FROM queue WHERE host = ?1",
+                    "INSERT INTO pages (url, fp, host, depth, error, fetched_at, first_fetched, last_changed)
+                     SELECT url, fp, host, depth, ?2, ?3, ?3, ?3 FROM queue WHERE host = ?1 ORDER BY seq
+                     ON CONFLICT (fp) DO NOTHING",
                     params![g.host, g.reason, g.at],
                 )
                 .map_err(e)?;
@@ -807,12 +859,16 @@ impl Figures {
 mod tests {
     use super::*;
 
+    fn fp(url: &str) -> u64 {
+        xxhash_rust::xxh3::xxh3_64(url.as_bytes())
+    }
+
     fn new_url(seq: i64, host: i64, url: &str) -> NewUrl {
         NewUrl {
             seq,
             host,
             url: url.to_string(),
-            fp: xxhash_rust::xxh3::xxh3_64(url.as_bytes()),
+            fp: fp(url),
             depth: 1,
             hops: 0,
             priority: 0.0,
@@ -828,10 +884,11 @@ mod tests {
         let a = new_url(1, h, "http://e.com/a");
         let b = new_url(2, h, "http://e.com/b");
         let batch = Batch {
-            new_urls: vec![a.clone(), b.clone(), new_url(3, h, "http://e.com/a")],
+            new_urls: vec![a.clone(), b.clone()],
             done: vec![1],
             pages: vec![PageRecord {
                 url: a.url.clone(),
+                fp: a.fp,
                 host: h,
                 status: Some(200),
                 fetched_at: 1000,
@@ -842,22 +899,18 @@ mod tests {
         };
         s.commit(&batch).unwrap();
         let rows = s.next_for_host(h, 10, &HashSet::new()).unwrap();
-        assert_eq!(
-            rows.len(),
-            1,
-            "a is done, its second spelling was already seen"
-        );
-        assert_eq!(rows[0].url, "http://e.com/b");
-        assert_eq!(s.queued_by_fp(b.fp).unwrap().unwrap().seq, 2);
-        assert_eq!(s.queued_by_fp(a.fp).unwrap(), None);
+        assert_eq!(rows.len(), 1, "a is done");
+        assert_eq!((rows[0].url.as_str(), rows[0].fp), ("http://e.com/b", b.fp));
+        assert_eq!(s.queued_of_host(h).unwrap(), rows);
         assert_eq!(s.max_queue_seq().unwrap(), 2);
         let mut seen = HashSet::new();
         s.load_seen(&mut seen).unwrap();
-        assert_eq!(seen.len(), 2);
+        assert_eq!(seen, HashSet::from([a.fp, b.fp]), "queued and visited");
         assert_eq!(
             s.page_with_digest(7).unwrap().as_deref(),
             Some("http://e.com/a")
         );
+        assert_eq!(s.page(a.fp).unwrap().unwrap().digest, Some(7));
         let f = s.figures().unwrap();
         assert_eq!((f.pages, f.ok, f.queued, f.hosts), (1, 1, 1, 1));
     }
@@ -869,6 +922,7 @@ mod tests {
         let h = s.host_id("http://e.com").unwrap();
         let page = |at, digest, changed| PageRecord {
             url: "http://e.com/a".into(),
+            fp: fp("http://e.com/a"),
             host: h,
             status: Some(200),
             fetched_at: at,
@@ -884,23 +938,17 @@ mod tests {
             })
             .unwrap();
         }
-        let known = s.page("http://e.com/a").unwrap().unwrap();
+        let known = s.page(fp("http://e.com/a")).unwrap().unwrap();
         assert_eq!(
             (known.digest, known.fetched_at, known.etag.as_deref()),
             (Some(2), 3, Some("\"v1\""))
         );
         assert_eq!(s.figures().unwrap().changes, 1);
-        let n = s
-            .requeue_pages(10, |u| xxhash_rust::xxh3::xxh3_64(u.as_bytes()))
-            .unwrap();
+        assert_eq!(s.figures().unwrap().pages, 1, "three visits, one page");
+        let n = s.requeue_pages(10).unwrap();
         assert_eq!(n, 1);
-        assert_eq!(
-            s.queued_by_fp(xxhash_rust::xxh3::xxh3_64(b"http://e.com/a"))
-                .unwrap()
-                .unwrap()
-                .seq,
-            10
-        );
+        let row = &s.queued_of_host(h).unwrap()[0];
+        assert_eq!((row.seq, row.fp), (10, fp("http://e.com/a")));
         s.commit(&Batch {
             new_urls: vec![new_url(11, h, "http://e.com/b")],
             give_up: vec![GiveUp {
@@ -912,6 +960,10 @@ mod tests {
         })
         .unwrap();
         let f = s.figures().unwrap();
-        assert_eq!((f.queued, f.failures, f.pages), (0, 1, 2));
+        assert_eq!(
+            (f.queued, f.failures, f.pages),
+            (0, 1, 2),
+            "a keeps its record, b is given up"
+        );
     }
 }

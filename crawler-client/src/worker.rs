@@ -99,6 +99,8 @@ pub struct Context {
     pub limits: FetchLimits,
     /// Which links to keep.
     pub policy: LinkPolicy,
+    /// gzip level of archive records.
+    pub warc_level: u32,
 }
 
 /// Builds the analysis and archive record of a page response.
@@ -108,6 +110,7 @@ pub fn examine(
     known: Option<&KnownPage>,
     policy: &LinkPolicy,
     decode_limit: usize,
+    level: u32,
 ) -> Fetched {
     let received = Received {
         url: &resp.url,
@@ -133,6 +136,7 @@ pub fn examine(
             RevisitProfile::ServerNotModified,
             None,
             previous.unwrap_or((uri, None)),
+            level,
         )
     } else if unchanged {
         warc::revisit(
@@ -142,16 +146,20 @@ pub fn examine(
             RevisitProfile::IdenticalPayloadDigest,
             Some(&payload_digest),
             previous.unwrap_or((uri, None)),
+            level,
         )
     } else {
         warc::response(
-            uri,
-            resp.fetched_at,
-            fetch::ip_of(resp),
-            &http_head,
-            &resp.body,
-            &payload_digest,
-            resp.truncated,
+            &warc::Exchange {
+                uri,
+                at: resp.fetched_at,
+                ip: fetch::ip_of(resp),
+                http_head: &http_head,
+                body: &resp.body,
+                payload_digest: &payload_digest,
+                truncated: resp.truncated,
+            },
+            level,
         )
     };
     Fetched {
@@ -195,6 +203,7 @@ pub async fn page(
                     known.as_ref(),
                     &ctx.policy,
                     ctx.limits.max_body,
+                    ctx.warc_level,
                 )))
             } else {
                 let ctx = ctx.clone();
@@ -205,6 +214,7 @@ pub async fn page(
                         known.as_ref(),
                         &ctx.policy,
                         ctx.limits.max_body,
+                        ctx.warc_level,
                     ))
                 })
                 .await
@@ -221,7 +231,7 @@ pub async fn page(
 }
 
 /// The robots.txt outcome of a final response.
-pub fn robots_from(resp: &FetchResponse) -> RobotsFetched {
+pub fn robots_from(resp: &FetchResponse, level: u32) -> RobotsFetched {
     let body = analyze::decode(
         resp.header("content-encoding"),
         &resp.body,
@@ -231,13 +241,16 @@ pub fn robots_from(resp: &FetchResponse) -> RobotsFetched {
     .unwrap_or_default();
     let payload_digest = warc::digest(&resp.body);
     let record = warc::response(
-        resp.url.as_str(),
-        resp.fetched_at,
-        fetch::ip_of(resp),
-        &resp.response_head(),
-        &resp.body,
-        &payload_digest,
-        resp.truncated,
+        &warc::Exchange {
+            uri: resp.url.as_str(),
+            at: resp.fetched_at,
+            ip: fetch::ip_of(resp),
+            http_head: &resp.response_head(),
+            body: &resp.body,
+            payload_digest: &payload_digest,
+            truncated: resp.truncated,
+        },
+        level,
     );
     RobotsFetched {
         status: resp.status,
@@ -283,7 +296,7 @@ pub async fn robots(ctx: Arc<Context>, host: i64, origin: String, tx: Sender<Out
                         hops += 1;
                         url = next;
                     }
-                    _ => break Ok(robots_from(&resp)),
+                    _ => break Ok(robots_from(&resp, ctx.warc_level)),
                 }
             }
         }

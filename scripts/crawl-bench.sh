@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Crawl throughput, politeness off: webcoop-crawl, wget -r and Scrapy on the same test web of
+# many hosts on loopback (examples/crawl_bench.rs). Installs Scrapy in target/benchvenv and
+# wget if missing; prints a markdown table.
+#
+# Usage: scripts/crawl-bench.sh [--hosts 200] [--pages 500] [--page-bytes 2000] [--others-seconds 60]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if ! command -v wget >/dev/null; then
+    SUDO=""
+    [ "$(id -u)" = 0 ] || SUDO="sudo"
+    $SUDO apt-get install -y -q --no-install-recommends wget
+fi
+venv=target/benchvenv
+if [ ! -x "$venv/bin/python" ] || ! cmp -s examples/bench/requirements.txt "$venv/.requirements"; then
+    rm -rf "$venv"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q --disable-pip-version-check -r examples/bench/requirements.txt
+    cp examples/bench/requirements.txt "$venv/.requirements"
+fi
+cargo run --release --example crawl_bench -- --scrapy-python "$venv/bin/python" "$@"
