@@ -727,8 +727,8 @@ impl Engine {
                     elapsed,
                     &err.to_string(),
                 );
-                self.settled.push((host, job.seq));
                 if failures >= self.s.host_give_up {
+                    self.settled.push((host, job.seq));
                     self.run.errors += 1;
                     self.give_up(host, format!("{err} ({failures} failures in a row)"));
                     finish(self, now);
@@ -752,7 +752,9 @@ impl Engine {
                         ..Default::default()
                     });
                     self.batch.done.push(job.seq);
+                    self.settled.push((host, job.seq));
                 } else {
+                    // Back in the host's buffer, no longer taken: not settled by a save.
                     self.metrics.retries.inc();
                     self.batch.retry.push((job.seq, job.attempts));
                     self.frontier.requeue(job);
@@ -795,7 +797,6 @@ impl Engine {
                 );
                 self.metrics.retries.inc();
                 self.batch.retry.push((job.seq, job.attempts));
-                self.settled.push((host, job.seq));
                 finish(self, not_before);
                 self.frontier.requeue(job);
                 return Ok(());

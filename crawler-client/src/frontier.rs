@@ -579,6 +579,39 @@ mod tests {
     }
 
     #[test]
+    fn a_retried_url_is_handed_out_again_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut f = frontier(dir.path(), 1);
+        let h = f.host_for("http://e.com").unwrap();
+        for i in 0..20 {
+            f.push(h, format!("http://e.com/{i}"), i, 0, 0, 0.0);
+        }
+        f.robots_known(h, Rules::AllowAll, Instant::now() + Duration::from_secs(60));
+        save(&mut f, &[], vec![]);
+        let first = page(f.next(Instant::now()).unwrap());
+        f.finished(h, Instant::now());
+        f.requeue(first.clone());
+        let again = page(f.next(Instant::now()).unwrap());
+        f.finished(h, Instant::now());
+        assert_eq!(again.seq, first.seq, "a retry goes first");
+        // The save that records the retry's attempt count settles nothing: the row is taken
+        // again and must not come back from the database while it is.
+        save(&mut f, &[], vec![]);
+        let mut order = vec![again.seq];
+        while let Some(d) = f.next(Instant::now()).unwrap() {
+            let q = page(Some(d));
+            order.push(q.seq);
+            f.finished(h, Instant::now());
+        }
+        assert_eq!(order.len(), 20, "{order:?}");
+        assert_eq!(
+            order.iter().filter(|s| **s == first.seq).count(),
+            1,
+            "{order:?}"
+        );
+    }
+
+    #[test]
     fn the_queue_survives_a_reload_and_the_seen_set_with_it() {
         let dir = tempfile::tempdir().unwrap();
         {

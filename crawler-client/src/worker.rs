@@ -196,29 +196,24 @@ pub async fn page(
         Err(e) => Err(e),
         Ok(resp) => {
             let depth = job.depth;
-            if resp.body.len() <= INLINE_ANALYSIS {
-                Ok(Box::new(examine(
+            let inline = resp.body.len() <= INLINE_ANALYSIS;
+            let ctx = ctx.clone();
+            let work = move || {
+                Box::new(examine(
                     &resp,
                     depth,
                     known.as_ref(),
                     &ctx.policy,
                     ctx.limits.max_body,
                     ctx.warc_level,
-                )))
+                ))
+            };
+            if inline {
+                Ok(work())
             } else {
-                let ctx = ctx.clone();
-                tokio::task::spawn_blocking(move || {
-                    Box::new(examine(
-                        &resp,
-                        depth,
-                        known.as_ref(),
-                        &ctx.policy,
-                        ctx.limits.max_body,
-                        ctx.warc_level,
-                    ))
-                })
-                .await
-                .map_err(|e| FetchError::Other(format!("analysis failed: {e}")))
+                tokio::task::spawn_blocking(work)
+                    .await
+                    .map_err(|e| FetchError::Other(format!("analysis failed: {e}")))
             }
         }
     };
