@@ -621,3 +621,53 @@ fn bad_input_is_named() {
     let _ = first.wait();
     assert!(String::from_utf8_lossy(&second.stderr).contains("in use by another webcoop-crawl"));
 }
+
+#[test]
+fn ctrl_c_stops_after_the_requests_under_way_and_the_crawl_resumes() {
+    let specs = vec![HostSpec::new("one.test", 25), HostSpec::new("two.test", 25)];
+    let web = TestWeb::start(specs.clone());
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("crawl");
+    let seeds: Vec<String> = specs
+        .iter()
+        .map(|s| format!("{}/", web.origin(&s.name)))
+        .collect();
+    let mut args: Vec<&str> = vec!["--delay-min", "0.05", "--delay-factor", "0", "--seeds"];
+    args.extend(seeds.iter().map(String::as_str));
+    let child = crawl_command(&web, &out, QUICK, &args)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while web.arrivals() < 20 {
+        assert!(Instant::now() < deadline, "the crawl never got going");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // SAFETY: SIGINT (Ctrl-C) to our own child.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let o = child.wait_with_output().unwrap();
+    let summary = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(130), "{summary}");
+    assert!(summary.contains("stopped before the end"), "{summary}");
+    let stopped_at = web.arrivals();
+    assert!(
+        web.log().iter().all(|r| r.status != 0),
+        "the requests under way were finished"
+    );
+    let st = status_json(&out);
+    assert!(st["queued"].as_u64().unwrap() > 0, "{st}");
+
+    crawl(&web, &out, QUICK, &args);
+    assert!(web.arrivals() > stopped_at);
+    let counts = web.answered_counts();
+    assert!(
+        counts.values().all(|c| *c == 1),
+        "something fetched twice: {counts:?}"
+    );
+    let expected: usize = specs.iter().map(|s| s.generated_paths().len() + 1).sum();
+    assert_eq!(
+        counts.len(),
+        expected,
+        "every page and robots.txt of both hosts"
+    );
+}
