@@ -258,6 +258,16 @@ impl TestWeb {
         }
     }
 
+    /// A handle that changes pages from another thread, like [`TestWeb::change`].
+    pub fn changer(&self) -> impl Fn(&str, &str) + Send + 'static {
+        let state = self.state.clone();
+        move |host: &str, path: &str| {
+            if let Ok(mut v) = state.versions.lock() {
+                *v.entry((host.to_string(), path.to_string())).or_insert(0) += 1;
+            }
+        }
+    }
+
     /// How many answered requests each `host path` got.
     pub fn answered_counts(&self) -> HashMap<(String, String), usize> {
         let mut out = HashMap::new();

@@ -671,3 +671,87 @@ fn ctrl_c_stops_after_the_requests_under_way_and_the_crawl_resumes() {
         "every page and robots.txt of both hosts"
     );
 }
+
+#[test]
+fn keep_fresh_revisits_on_schedule_and_a_changing_page_more_often() {
+    let spec = HostSpec::new("fresh.test", 6).robots(Robots::NotFound);
+    let web = TestWeb::start(vec![spec.clone()]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("crawl");
+    let seed = format!("{}/", web.origin("fresh.test"));
+    let config = format!("{QUICK}refresh_min_interval = 0.3\n");
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let changer = {
+        let done = done.clone();
+        let web_state = web.changer();
+        std::thread::spawn(move || {
+            while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                web_state("fresh.test", "/p/3.html");
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        })
+    };
+    let started = Instant::now();
+    let o = crawl(
+        &web,
+        &out,
+        &config,
+        &[
+            "--seeds",
+            &seed,
+            "--delay-min",
+            "0",
+            "--delay-factor",
+            "0",
+            "--keep-fresh",
+            "--refresh-policy",
+            "sqrt",
+            "--refresh-cycle",
+            "2",
+            "--run-for",
+            "12",
+        ],
+    );
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
+    changer.join().unwrap();
+    if std::env::var_os("WEBCOOP_DEBUG").is_some() {
+        eprintln!("{}", String::from_utf8_lossy(&o.stderr));
+    }
+    assert!(started.elapsed() >= Duration::from_secs(12), "{o:?}");
+    let counts = web.answered_counts();
+    let pages = spec.generated_paths();
+    let visits = |p: &str| {
+        counts
+            .get(&("fresh.test".to_string(), p.to_string()))
+            .copied()
+    };
+    let mut others = Vec::new();
+    for p in &pages {
+        let n = visits(p).unwrap_or(0);
+        assert!(n >= 3, "{p} visited {n} times: {counts:?}");
+        if p != "/p/3.html" {
+            others.push(n);
+        }
+    }
+    others.sort_unstable();
+    let changing = visits("/p/3.html").unwrap_or(0);
+    let median = others[others.len() / 2];
+    assert!(
+        changing > median,
+        "/p/3.html {changing} visits, median of the rest {median}"
+    );
+    // Revisits are conditional, and the unchanged pages answer 304.
+    let log = web.log();
+    let conditional = log
+        .iter()
+        .filter(|r| r.if_none_match.is_some() && r.target != "/p/3.html")
+        .filter(|r| r.status == 304)
+        .count();
+    assert!(conditional >= 2 * (pages.len() - 1), "{conditional}");
+    // The budget is about one visit per page per 2 s, plus discovery.
+    let total: usize = others.iter().sum::<usize>() + changing;
+    assert!(
+        total as f64 <= pages.len() as f64 * (12.0 / 2.0 * 1.5 + 1.0),
+        "{total}"
+    );
+}

@@ -68,6 +68,25 @@ pub struct CrawlArgs {
     /// under way is resumed, not restarted).
     #[arg(long)]
     pub refresh: bool,
+    /// Keep running after discovery and revisit known pages when the refresh policy says they
+    /// are due (until stopped, or --run-for).
+    #[arg(long)]
+    pub keep_fresh: bool,
+    /// How the refresh budget is shared among pages (with --keep-fresh).
+    #[arg(long, value_enum)]
+    pub refresh_policy: Option<crate::refresh::allocation::Policy>,
+    /// Refresh budget, visits per hour (default: every page once per --refresh-cycle).
+    #[arg(long, value_name = "PER_HOUR")]
+    pub refresh_budget: Option<f64>,
+    /// Average time between visits of a page when no budget is given, seconds.
+    #[arg(long, value_name = "SECS")]
+    pub refresh_cycle: Option<f64>,
+    /// Largest share of requests spent on refreshes while new URLs wait (0 to 1).
+    #[arg(long, value_name = "SHARE")]
+    pub refresh_share: Option<f64>,
+    /// Stop after this many seconds (the crawl resumes on the next run).
+    #[arg(long, value_name = "SECS")]
+    pub run_for: Option<f64>,
     /// TOML file with further settings (see docs/CRAWLER.md).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
@@ -98,6 +117,20 @@ pub struct FileConfig {
     pub seeds: Option<Vec<String>>,
     /// See `--max-pages`.
     pub max_pages: Option<u64>,
+    /// See `--refresh-policy`.
+    pub refresh_policy: Option<crate::refresh::allocation::Policy>,
+    /// See `--refresh-budget`.
+    pub refresh_budget: Option<f64>,
+    /// See `--refresh-cycle`.
+    pub refresh_cycle: Option<f64>,
+    /// See `--refresh-share`.
+    pub refresh_share: Option<f64>,
+    /// Shortest time between two visits of a page, seconds.
+    pub refresh_min_interval: Option<f64>,
+    /// OPIC: share of a page's cash that goes to the virtual page (PageRank damping 1 - eps).
+    pub opic_eps: Option<f64>,
+    /// Adaptive OPIC: the interpolation window, in units of the clock G.
+    pub opic_window: Option<f64>,
     /// See `--max-depth`.
     pub max_depth: Option<u32>,
     /// Deepest dynamic page.
@@ -203,6 +236,16 @@ pub struct Settings {
     pub metrics: Option<SocketAddr>,
     /// Start (or resume) a refresh pass.
     pub refresh: bool,
+    /// Keep pages fresh with this schedule after discovery.
+    pub keep_fresh: Option<crate::refresh::schedule::ScheduleConfig>,
+    /// Largest share of requests for refreshes while new URLs wait.
+    pub refresh_share: f64,
+    /// Stop after this long.
+    pub run_for: Option<Duration>,
+    /// OPIC virtual-page share.
+    pub opic_eps: f64,
+    /// Adaptive OPIC window (clock units).
+    pub opic_window: f64,
     /// Progress display.
     pub progress: ProgressMode,
 }
@@ -350,6 +393,40 @@ pub fn settings(args: &CrawlArgs) -> Result<Settings, String> {
     if per_host == 0 || concurrency == 0 {
         return Err("--per-host-connections and --concurrency must be at least 1".into());
     }
+    let refresh_share = args.refresh_share.or(file.refresh_share).unwrap_or(0.5);
+    if !(0.0..=1.0).contains(&refresh_share) {
+        return Err(format!(
+            "--refresh-share {refresh_share} is not between 0 and 1"
+        ));
+    }
+    let cycle = args
+        .refresh_cycle
+        .or(file.refresh_cycle)
+        .unwrap_or(86_400.0);
+    let budget = args.refresh_budget.or(file.refresh_budget);
+    if cycle <= 0.0 || budget.is_some_and(|b| b <= 0.0) {
+        return Err("--refresh-cycle and --refresh-budget must be positive".into());
+    }
+    let keep_fresh = args
+        .keep_fresh
+        .then(|| crate::refresh::schedule::ScheduleConfig {
+            policy: args
+                .refresh_policy
+                .or(file.refresh_policy)
+                .unwrap_or(crate::refresh::allocation::Policy::Optimal),
+            budget: budget.map(|b| b / 3600.0),
+            cycle_secs: cycle,
+            min_interval_secs: file
+                .refresh_min_interval
+                .unwrap_or((cycle / 100.0).min(60.0)),
+            max_interval_secs: cycle * 30.0,
+            prior_rate: 1.0 / cycle,
+        });
+    let opic_eps = file.opic_eps.unwrap_or(0.15);
+    let opic_window = file.opic_window.unwrap_or(3.0);
+    if !(0.0 < opic_eps && opic_eps < 1.0) || opic_window <= 0.0 {
+        return Err("opic_eps must be in (0, 1) and opic_window positive".into());
+    }
     Ok(Settings {
         out: args.out.clone(),
         seeds,
@@ -380,6 +457,11 @@ pub fn settings(args: &CrawlArgs) -> Result<Settings, String> {
         resolve,
         metrics: args.metrics.or(file.metrics),
         refresh: args.refresh,
+        keep_fresh,
+        refresh_share,
+        run_for: args.run_for.map(|s| secs("--run-for", s)).transpose()?,
+        opic_eps,
+        opic_window,
         progress: args.progress,
     })
 }

@@ -11,8 +11,11 @@ use crate::analyze::{Analysis, Link, Received};
 use crate::config::Settings;
 use crate::fetch;
 use crate::frontier::{Dispatch, Frontier, RobotsState};
+use crate::importance::opic::interpolate;
 use crate::metrics::{self, CrawlMetrics};
 use crate::progress::{Progress, RunFigures, Snapshot};
+use crate::refresh::change_rate::ChangeHistory;
+use crate::refresh::schedule::Schedule;
 use crate::robots::{self, Rules};
 use crate::scope::LinkPolicy;
 use crate::store::{
@@ -124,6 +127,8 @@ pub fn is_running(out: &Path) -> bool {
 #[derive(Default)]
 struct RunCounters {
     fetched: u64,
+    revisits: u64,
+    started: u64,
     bytes: u64,
     errors: u64,
     replayed: u64,
@@ -150,6 +155,8 @@ struct Engine {
     metrics: Arc<CrawlMetrics>,
     token: String,
     last_commit: Instant,
+    schedule: Option<Schedule>,
+    revisits_queued: usize,
 }
 
 /// Runs a crawl until its queue is empty, its page budget spent, or `stop` is set.
@@ -195,7 +202,7 @@ pub fn run(s: Settings, stop: Arc<AtomicBool>) -> Result<Report, CrawlError> {
     let load_ms = now_ms();
     let politeness = s.politeness;
     let ttl = s.robots_ttl;
-    let frontier = Frontier::load(store, s.per_host, |rec: &HostRecord| {
+    let frontier = Frontier::load(store, s.per_host, s.opic_eps, |rec: &HostRecord| {
         let age = rec
             .robots_fetched
             .map(|at| Duration::from_millis((load_ms - at).max(0) as u64));
@@ -288,12 +295,38 @@ pub fn run(s: Settings, stop: Arc<AtomicBool>) -> Result<Report, CrawlError> {
         metrics,
         token: token.clone(),
         last_commit: Instant::now(),
+        schedule: None,
+        revisits_queued: 0,
         s,
     };
-    e.replay()?;
-    for seed in &seeds {
-        e.push(&Link::to(seed), 0, 0);
+    if let Some(config) = e.s.keep_fresh {
+        let mut schedule = Schedule::new(config);
+        let pages = e.frontier.store.refreshable_pages()?;
+        for p in &pages {
+            let weight = e.importance(p.fp, p.importance);
+            schedule.visited(p.fp, p.host, &p.url, p.depth, p.fetched_at, p.rate, weight);
+        }
+        schedule.solve();
+        for p in &pages {
+            let weight = e.importance(p.fp, p.importance);
+            schedule.visited(p.fp, p.host, &p.url, p.depth, p.fetched_at, p.rate, weight);
+        }
+        tracing::info!(
+            "keeping {} pages fresh: {:.1} visits per hour, {:?} policy",
+            schedule.len(),
+            schedule.budget() * 3600.0,
+            config.policy
+        );
+        e.schedule = Some(schedule);
     }
+    e.replay()?;
+    let mut seed_fps = Vec::new();
+    for seed in &seeds {
+        let link = Link::to(seed);
+        seed_fps.push(link.fp);
+        e.push(&link, 0, 0);
+    }
+    e.frontier.endow_seeds(&seed_fps);
     e.commit()?;
     let complete = e.crawl(&stop)?;
     let figures = e.frontier.store.figures()?;
@@ -354,8 +387,13 @@ impl Engine {
         let mut progress = Progress::new(self.s.progress);
         let mut stop_seen: Option<Instant> = None;
         let mut gauges_at = Instant::now();
+        let deadline = self.s.run_for.map(|d| Instant::now() + d);
         loop {
-            if self.stopping(stop) && stop_seen.is_none() {
+            let time_up = deadline.is_some_and(|d| Instant::now() >= d);
+            if stop_seen.is_none() {
+                self.queue_due_refreshes();
+            }
+            if (self.stopping(stop) || time_up) && stop_seen.is_none() {
                 stop_seen = Some(Instant::now());
                 tracing::info!(
                     "stopping: waiting for {} requests under way",
@@ -366,7 +404,8 @@ impl Engine {
                 self.dispatch()?;
             }
             let idle = self.in_flight == 0;
-            if idle && (stop_seen.is_some() || self.budget_spent() || !self.frontier.has_work()) {
+            let nothing_left = !self.frontier.has_work() && self.schedule.is_none();
+            if idle && (stop_seen.is_some() || self.budget_spent() || nothing_left) {
                 break;
             }
             if stop_seen.is_some_and(|t| t.elapsed() > STOP_GRACE) {
@@ -390,6 +429,13 @@ impl Engine {
             }
             if stop_seen.is_some() {
                 wake = wake.min(now + Duration::from_millis(100));
+            }
+            if let Some(d) = deadline {
+                wake = wake.min(d);
+            }
+            if let Some(due) = self.schedule.as_mut().and_then(Schedule::next_due) {
+                let ms = (due - now_ms()).clamp(0, 60_000) as u64;
+                wake = wake.min(now + Duration::from_millis(ms));
             }
             match self.rx.recv_timeout(wake.saturating_duration_since(now)) {
                 Ok(outcome) => {
@@ -418,6 +464,41 @@ impl Engine {
         progress.finish();
         let complete = stop_seen.is_none() && self.in_flight == 0;
         Ok(complete)
+    }
+
+    /// Queues the pages the refresh schedule says are due, as far as the share of requests
+    /// left to refreshes allows while new URLs wait.
+    fn queue_due_refreshes(&mut self) {
+        let Some(schedule) = self.schedule.as_mut() else {
+            return;
+        };
+        let discovery_waiting = self.frontier.queued() > self.revisits_queued as u64;
+        let allowed = if discovery_waiting {
+            let share = self.s.refresh_share;
+            let quota = (share * (self.run.started as f64 + 1.0)).ceil() as u64;
+            quota.saturating_sub(self.run.revisits) as usize
+        } else {
+            self.s.concurrency
+        };
+        let room = allowed.min(self.s.concurrency.saturating_sub(self.revisits_queued));
+        if room == 0 {
+            return;
+        }
+        for (fp, p) in schedule.take_due(now_ms(), room) {
+            tracing::debug!(url = %p.url, due = p.due, rate = p.rate, weight = p.weight, "due");
+            self.frontier.push_revisit(p.host, p.url, fp, p.depth);
+            self.revisits_queued += 1;
+            self.run.revisits += 1;
+        }
+    }
+
+    /// A page's importance for the refresh schedule: its Adaptive OPIC history interpolated up
+    /// to now, with the cash it holds, per unit of the clock.
+    fn importance(&self, fp: u64, (history, read_at): (f64, f64)) -> f64 {
+        let cash = self.frontier.cash();
+        let t = self.s.opic_window;
+        let value = interpolate(history, cash.cash(fp), cash.clock() - read_at, t) / t;
+        value.max(1e-12)
     }
 
     fn snapshot(&self) -> Snapshot {
@@ -457,7 +538,13 @@ impl Engine {
                         self.tx.clone(),
                     ));
                 }
-                Dispatch::Page(job) => self.start_page(job, now)?,
+                Dispatch::Page(job) => {
+                    self.run.started += 1;
+                    if job.revisit {
+                        self.revisits_queued = self.revisits_queued.saturating_sub(1);
+                    }
+                    self.start_page(job, now)?
+                }
             }
         }
         Ok(())
@@ -858,11 +945,25 @@ impl Engine {
                 note = format!("more than {} redirects", self.s.max_redirects);
             }
         }
+        let mut children = Vec::new();
         if ok && !f.unchanged && duplicate_of.is_none() {
             for link in &a.links {
                 self.push(link, job.depth + 1, 0);
+                children.push(link.fp);
             }
         }
+        let (importance, changes_seen) = if ok || f.status == 304 {
+            let lm = a.last_modified.clone();
+            self.learn(
+                job,
+                f.fetched_at.timestamp_millis(),
+                f.changed,
+                lm,
+                &children,
+            )?
+        } else {
+            (None, None)
+        };
         if note.is_empty() {
             note = match (&duplicate_of, f.unchanged, replayed) {
                 (Some(d), _, _) => format!("duplicate of {d}"),
@@ -916,10 +1017,58 @@ impl Engine {
             redirect_to: a.location.as_ref().map(|l| l.to_string()),
             warc: Some((pos.file, pos.offset)),
             changed: f.changed,
+            importance,
+            changes_seen,
         });
         self.batch.done.push(job.seq);
         self.settled.push((job.host, job.seq));
         Ok(())
+    }
+
+    /// What a successful visit teaches: the page's cash goes to its links and its history
+    /// (Adaptive OPIC); a revisit is an observation of its change rate; the refresh schedule
+    /// plans the next visit.
+    #[allow(clippy::type_complexity)]
+    fn learn(
+        &mut self,
+        job: &Queued,
+        at: i64,
+        changed: bool,
+        last_modified: Option<String>,
+        children: &[u64],
+    ) -> Result<(Option<(f64, f64)>, Option<(String, f64)>), CrawlError> {
+        let known = if job.revisit {
+            self.frontier.store.page(job.fp)?
+        } else {
+            None
+        };
+        let (history, read_at) = known.as_ref().map_or((0.0, 0.0), |k| k.importance);
+        let cash = self.frontier.read_cash(job.fp, children);
+        let clock_before = self.frontier.cash().clock() - cash;
+        let history = interpolate(history, cash, clock_before - read_at, self.s.opic_window);
+        let mut seen: ChangeHistory = known
+            .as_ref()
+            .and_then(|k| k.changes_seen.as_deref())
+            .and_then(|j| serde_json::from_str(j).ok())
+            .unwrap_or_default();
+        if let Some(k) = &known {
+            let interval = (at - k.fetched_at).max(0) as f64 / 1000.0;
+            let modified = last_modified
+                .as_deref()
+                .or(k.last_modified.as_deref())
+                .and_then(|lm| DateTime::parse_from_rfc2822(lm).ok())
+                .map(|lm| ((at - lm.timestamp_millis()).max(0)) as f64 / 1000.0);
+            seen.observe(interval, changed, modified);
+        }
+        let prior = self.s.keep_fresh.map_or(1.0 / 86_400.0, |c| c.prior_rate);
+        let rate = seen.rate(prior);
+        let weight = self.importance(job.fp, (history, clock_before));
+        if let Some(schedule) = &mut self.schedule {
+            let rate = (seen.intervals > 0).then_some(rate);
+            schedule.visited(job.fp, job.host, &job.url, job.depth, at, rate, weight);
+        }
+        let json = serde_json::to_string(&seen).unwrap_or_default();
+        Ok((Some((history, clock_before)), Some((json, rate))))
     }
 
     /// Queues a link unless seen.
@@ -931,7 +1080,7 @@ impl Engine {
             Ok(host) => {
                 if self
                     .frontier
-                    .push(host, link.url.clone(), link.fp, depth, hops, 0.0)
+                    .push(host, link.url.clone(), link.fp, depth, hops)
                 {
                     self.metrics.queued_total.inc();
                 }
@@ -977,6 +1126,8 @@ impl Engine {
             .map_err(|e| file_error(self.warc.dir())(e))?;
         self.batch.new_urls = self.frontier.drain_pending();
         if !self.batch.is_empty() {
+            let cash = self.frontier.cash_meta();
+            self.batch.meta.push(cash);
             self.frontier.store.commit(&self.batch)?;
         }
         self.frontier.saved(&self.settled);

@@ -4,16 +4,27 @@
 //! fingerprints), one small record per host, a short buffer of the next URLs of each host that
 //! was visited, and the URLs found since the last saved batch. Hosts wait in a heap keyed by
 //! the time they may next be contacted; within a host, URLs come best first by priority, then
-//! in arrival order (all priorities are equal unless an importance measure sets them).
+//! in arrival order. A URL's priority is its OPIC cash (see `cash`); among hosts whose time has
+//! come, the one whose best URL has the most cash goes first.
 
+use crate::cash::{CashBook, CashTotals};
 use crate::robots::Rules;
 use crate::store::{NewUrl, Queued, Store, StoreError};
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 use std::time::Instant;
 
-/// URLs of a host read from the database at a time.
+/// URLs of a host held in memory.
 const BUFFER: usize = 16;
+
+/// A refill reads this many buffers' worth of rows and keeps the best.
+const REFILL_WINDOW: usize = 4;
+
+/// Where the cash totals are saved.
+const CASH_META: &str = "opic_cash";
+
+/// Priority of a refresh: ahead of every new URL of its host (the schedule decided it is due).
+const REVISIT_PRIORITY: f64 = 1e300;
 
 /// A host's robots.txt, as far as the frontier is concerned.
 #[derive(Debug, Clone)]
@@ -91,6 +102,27 @@ fn better(a: &Queued, b: &Queued) -> Ordering {
         .then(a.seq.cmp(&b.seq))
 }
 
+/// A host whose time has come, keyed by the cash of its best URL.
+#[derive(Debug, Clone, Copy)]
+struct ByCash(f64, i64);
+
+impl PartialEq for ByCash {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+impl Eq for ByCash {}
+impl PartialOrd for ByCash {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for ByCash {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.0.total_cmp(&other.0).then(other.1.cmp(&self.1))
+    }
+}
+
 /// What to do next.
 #[derive(Debug, Clone)]
 pub enum Dispatch {
@@ -107,32 +139,43 @@ pub struct Frontier {
     hosts: HashMap<i64, Host>,
     by_origin: HashMap<String, i64>,
     heap: BinaryHeap<Reverse<(Instant, i64)>>,
-    seen: HashSet<u64>,
+    ready: BinaryHeap<ByCash>,
+    cash: CashBook,
     next_seq: i64,
     pending: Vec<NewUrl>,
+    pending_at: HashMap<u64, usize>,
     with_unsaved: HashSet<i64>,
     per_host: usize,
 }
 
 impl Frontier {
     /// The frontier over `store`'s queue, seen-set and hosts. `host_state` gives each stored
-    /// host its robots.txt state, skip reason and first allowed time.
+    /// host its robots.txt state, skip reason and first allowed time; `eps` is the share of a
+    /// page's cash that goes to OPIC's virtual page.
     pub fn load(
         store: Store,
         per_host: usize,
+        eps: f64,
         mut host_state: impl FnMut(&crate::store::HostRecord) -> (RobotsState, Option<String>, Instant),
     ) -> Result<Self, StoreError> {
-        let mut seen = HashSet::new();
-        store.load_seen(&mut seen)?;
+        let totals: CashTotals = store
+            .meta(CASH_META)?
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or_default();
+        let mut keys = HashMap::new();
+        store.load_seen(&mut keys, -totals.u)?;
+        let cash = CashBook::new(keys, totals, eps);
         let queued: HashMap<i64, u64> = store.queued_per_host()?.into_iter().collect();
         let next_seq = store.max_queue_seq()? + 1;
         let mut f = Frontier {
             hosts: HashMap::new(),
             by_origin: HashMap::new(),
             heap: BinaryHeap::new(),
-            seen,
+            ready: BinaryHeap::new(),
+            cash,
             next_seq,
             pending: Vec::new(),
+            pending_at: HashMap::new(),
             with_unsaved: HashSet::new(),
             per_host: per_host.max(1),
             store,
@@ -181,16 +224,94 @@ impl Frontier {
 
     /// Whether a URL with this fingerprint was ever queued.
     pub fn seen(&self, fp: u64) -> bool {
-        self.seen.contains(&fp)
+        self.cash.contains(fp)
     }
 
     /// Fingerprints in the seen-set.
     pub fn seen_len(&self) -> usize {
-        self.seen.len()
+        self.cash.len()
+    }
+
+    /// The OPIC cash book.
+    pub fn cash(&self) -> &CashBook {
+        &self.cash
+    }
+
+    /// The seeds of a crawl that has read nothing yet share the system's cash.
+    pub fn endow_seeds(&mut self, fps: &[u64]) {
+        if self.cash.clock() == 0.0 && self.cash.total() < 1e-9 {
+            self.cash.endow(fps, 1.0);
+            for fp in fps {
+                self.reprioritise(*fp);
+            }
+        }
+    }
+
+    /// A page was read with these links: its cash goes to them (see [`CashBook::read`]), and
+    /// queued ones move up in their host's order. Returns the cash the page had.
+    pub fn read_cash(&mut self, fp: u64, children: &[u64]) -> f64 {
+        let cash = self.cash.read(fp, children);
+        for c in children {
+            self.reprioritise(*c);
+        }
+        cash
+    }
+
+    /// Saves the cash totals with the next batch; the virtual page's cash is shared out first.
+    pub fn cash_meta(&mut self) -> (String, String) {
+        self.cash.spread_virtual();
+        (
+            CASH_META.to_string(),
+            serde_json::to_string(&self.cash.totals()).unwrap_or_default(),
+        )
+    }
+
+    /// Brings a queued URL's priority up to its current key where it is still in memory (its
+    /// unsaved row, its host's buffer). Rows already saved keep the key they were saved with;
+    /// refills re-rank what they read by the current keys.
+    fn reprioritise(&mut self, fp: u64) {
+        let Some(key) = self.cash.key(fp) else {
+            return;
+        };
+        if let Some(i) = self.pending_at.get(&fp)
+            && let Some(u) = self.pending.get_mut(*i)
+            && !u.revisit
+        {
+            u.priority = key;
+            if let Some(h) = self.hosts.get_mut(&u.host)
+                && let Some(pos) = h.buffer.iter().position(|q| q.fp == fp)
+                && let Some(mut row) = h.buffer.remove(pos)
+            {
+                row.priority = key;
+                let at = h
+                    .buffer
+                    .partition_point(|q| better(q, &row) != Ordering::Greater);
+                h.buffer.insert(at, row);
+            }
+        }
     }
 
     /// Queues a URL of a known host unless already seen; returns whether it was new.
-    pub fn push(
+    pub fn push(&mut self, host: i64, url: String, fp: u64, depth: u32, hops: u32) -> bool {
+        if !self.hosts.contains_key(&host) {
+            return false;
+        }
+        let Some(priority) = self.cash.discover(fp) else {
+            return false;
+        };
+        self.enqueue(host, url, fp, depth, hops, priority, false);
+        true
+    }
+
+    /// Queues a page visited before, to refresh it, ahead of new URLs of its host.
+    pub fn push_revisit(&mut self, host: i64, url: String, fp: u64, depth: u32) {
+        if self.hosts.contains_key(&host) {
+            self.enqueue(host, url, fp, depth, 0, REVISIT_PRIORITY, true);
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn enqueue(
         &mut self,
         host: i64,
         url: String,
@@ -198,13 +319,11 @@ impl Frontier {
         depth: u32,
         hops: u32,
         priority: f64,
-    ) -> bool {
+        revisit: bool,
+    ) {
         let Some(h) = self.hosts.get_mut(&host) else {
-            return false;
+            return;
         };
-        if !self.seen.insert(fp) {
-            return false;
-        }
         let seq = self.next_seq;
         self.next_seq += 1;
         let row = Queued {
@@ -216,8 +335,9 @@ impl Frontier {
             hops,
             attempts: 0,
             priority,
-            revisit: false,
+            revisit,
         };
+        self.pending_at.insert(fp, self.pending.len());
         self.pending.push(NewUrl {
             seq,
             host,
@@ -226,6 +346,7 @@ impl Frontier {
             depth,
             hops,
             priority,
+            revisit,
         });
         // Straight into the buffer while nothing else waits outside it, so the order stays
         // exact and a new host need not wait for the batch to be saved.
@@ -240,11 +361,11 @@ impl Frontier {
             self.with_unsaved.insert(host);
         }
         self.schedule(host);
-        true
     }
 
     /// Takes the new URLs to save in the next batch. Call [`Frontier::saved`] once it is.
     pub fn drain_pending(&mut self) -> Vec<NewUrl> {
+        self.pending_at.clear();
         std::mem::take(&mut self.pending)
     }
 
@@ -279,6 +400,9 @@ impl Frontier {
 
     /// When the next host becomes eligible.
     pub fn next_wakeup(&self) -> Option<Instant> {
+        if !self.ready.is_empty() {
+            return Some(Instant::now());
+        }
         self.heap.peek().map(|Reverse((t, _))| *t)
     }
 
@@ -320,9 +444,13 @@ impl Frontier {
     pub fn next(&mut self, now: Instant) -> Result<Option<Dispatch>, StoreError> {
         while let Some(Reverse((at, id))) = self.heap.peek().copied() {
             if at > now {
-                return Ok(None);
+                break;
             }
             self.heap.pop();
+            let key = self.best_key(id)?;
+            self.ready.push(ByCash(key, id));
+        }
+        while let Some(ByCash(_, id)) = self.ready.pop() {
             let per_host = self.per_host;
             let Some(h) = self.hosts.get_mut(&id) else {
                 continue;
@@ -362,16 +490,52 @@ impl Frontier {
         Ok(None)
     }
 
+    /// The cash key of a host's best URL (refilling its buffer if needed); robots.txt to fetch
+    /// counts as the best of all.
+    fn best_key(&mut self, id: i64) -> Result<f64, StoreError> {
+        let robots_known = self
+            .hosts
+            .get(&id)
+            .is_some_and(|h| matches!(h.robots, RobotsState::Known(..)));
+        if !robots_known {
+            return Ok(f64::INFINITY);
+        }
+        if self.hosts.get(&id).is_some_and(|h| h.buffer.is_empty()) {
+            self.refill(id)?;
+        }
+        Ok(self
+            .hosts
+            .get(&id)
+            .and_then(|h| h.buffer.front())
+            .map_or(f64::NEG_INFINITY, |q| q.priority))
+    }
+
     fn refill(&mut self, id: i64) -> Result<(), StoreError> {
+        let Some(h) = self.hosts.get(&id) else {
+            return Ok(());
+        };
+        // Saved rows are ordered by the key they were saved with; a wider read re-ranked by the
+        // current keys lets URLs that gained cash since move up.
+        let mut rows = self
+            .store
+            .next_for_host(id, BUFFER * REFILL_WINDOW, &h.taken)?;
+        for q in &mut rows {
+            if !q.revisit
+                && let Some(k) = self.cash.key(q.fp)
+            {
+                q.priority = k;
+            }
+        }
+        rows.sort_by(better);
+        rows.truncate(BUFFER);
         let Some(h) = self.hosts.get_mut(&id) else {
             return Ok(());
         };
-        let rows = self.store.next_for_host(id, BUFFER, &h.taken)?;
-        let mut rows: Vec<Queued> = rows;
         if rows.len() < BUFFER && !h.unsaved.is_empty() {
             h.unsaved.sort_by(better);
             let take = (BUFFER - rows.len()).min(h.unsaved.len());
             rows.extend(h.unsaved.drain(..take));
+            rows.sort_by(better);
         }
         if rows.is_empty() {
             // The count drifted (a row given up by another path): nothing is left.
@@ -471,7 +635,7 @@ mod tests {
 
     fn frontier(dir: &std::path::Path, per_host: usize) -> Frontier {
         let store = Store::open(dir).unwrap();
-        Frontier::load(store, per_host, |_| {
+        Frontier::load(store, per_host, 0.15, |_| {
             (RobotsState::Unknown, None, Instant::now())
         })
         .unwrap()
@@ -501,8 +665,8 @@ mod tests {
         let h = f.host_for("http://e.com").unwrap();
         for i in 0..40 {
             let url = format!("http://e.com/{i}");
-            assert!(f.push(h, url.clone(), i, 0, 0, 0.0));
-            assert!(!f.push(h, url, i, 0, 0, 0.0), "seen");
+            assert!(f.push(h, url.clone(), i, 0, 0));
+            assert!(!f.push(h, url, i, 0, 0), "seen");
         }
         assert_eq!(f.queued(), 40);
         let now = Instant::now();
@@ -526,7 +690,7 @@ mod tests {
             f.finished(h, t);
             if i == 20 {
                 for j in 40..45 {
-                    f.push(h, format!("http://e.com/{j}"), j, 1, 0, 0.0);
+                    f.push(h, format!("http://e.com/{j}"), j, 1, 0);
                 }
             }
             if i % 7 == 0 {
@@ -560,8 +724,8 @@ mod tests {
         let b = f.host_for("http://b.com").unwrap();
         let far = Instant::now() + Duration::from_secs(3600);
         for (h, n) in [(a, 0u64), (b, 100)] {
-            f.push(h, format!("x{n}"), n, 0, 0, 0.0);
-            f.push(h, format!("y{n}"), n + 1, 0, 0, 0.0);
+            f.push(h, format!("x{n}"), n, 0, 0);
+            f.push(h, format!("y{n}"), n + 1, 0, 0);
             f.robots_known(h, Rules::AllowAll, far);
         }
         let now = Instant::now();
@@ -584,7 +748,7 @@ mod tests {
         let mut f = frontier(dir.path(), 1);
         let h = f.host_for("http://e.com").unwrap();
         for i in 0..20 {
-            f.push(h, format!("http://e.com/{i}"), i, 0, 0, 0.0);
+            f.push(h, format!("http://e.com/{i}"), i, 0, 0);
         }
         f.robots_known(h, Rules::AllowAll, Instant::now() + Duration::from_secs(60));
         save(&mut f, &[], vec![]);
@@ -618,15 +782,15 @@ mod tests {
             let mut f = frontier(dir.path(), 2);
             let h = f.host_for("http://e.com").unwrap();
             for i in 0..30 {
-                f.push(h, format!("http://e.com/{i}"), i, 0, 0, 0.0);
+                f.push(h, format!("http://e.com/{i}"), i, 0, 0);
             }
             save(&mut f, &[], vec![]);
         }
         let mut f = frontier(dir.path(), 2);
         let h = f.host_for("http://e.com").unwrap();
         assert_eq!(f.queued(), 30);
-        assert!(!f.push(h, "http://e.com/3".into(), 3, 0, 0, 0.0));
-        assert!(f.push(h, "http://e.com/new".into(), 999, 0, 0, 0.0));
+        assert!(!f.push(h, "http://e.com/3".into(), 3, 0, 0));
+        assert!(f.push(h, "http://e.com/new".into(), 999, 0, 0));
         f.robots_known(h, Rules::AllowAll, Instant::now() + Duration::from_secs(60));
         let now = Instant::now();
         let a = page(f.next(now).unwrap());
@@ -639,5 +803,43 @@ mod tests {
         assert!(b.seq > a.seq);
         f.abandon(h, "gone".into());
         assert_eq!(f.queued(), 0);
+    }
+
+    #[test]
+    fn cash_orders_urls_within_a_host_and_hosts_among_those_ready() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut f = frontier(dir.path(), 1);
+        let a = f.host_for("http://a.com").unwrap();
+        let b = f.host_for("http://b.com").unwrap();
+        let far = Instant::now() + Duration::from_secs(3600);
+        f.robots_known(a, Rules::AllowAll, far);
+        f.robots_known(b, Rules::AllowAll, far);
+        f.push(a, "http://a.com/".into(), 1, 0, 0);
+        f.endow_seeds(&[1]);
+        for (fp, host, url) in [
+            (2, a, "http://a.com/x"),
+            (3, a, "http://a.com/y"),
+            (4, b, "http://b.com/z"),
+        ] {
+            assert!(f.push(host, url.into(), fp, 1, 0));
+        }
+        // The seed is read: y gets cash twice (two links), x once, z once.
+        let home = page(f.next(Instant::now()).unwrap());
+        assert_eq!(home.fp, 1);
+        f.finished(a, Instant::now());
+        f.read_cash(1, &[3, 2, 3, 4]);
+        assert!(f.cash().cash(3) > f.cash().cash(2));
+        save(&mut f, &[(a, home.seq)], vec![home.seq]);
+        let now = Instant::now();
+        let first = page(f.next(now).unwrap());
+        assert_eq!(
+            first.url, "http://a.com/y",
+            "a's best URL has more cash than b's"
+        );
+        let second = page(f.next(now).unwrap());
+        assert_eq!(second.url, "http://b.com/z");
+        f.finished(a, now);
+        assert_eq!(page(f.next(now).unwrap()).url, "http://a.com/x");
+        assert!((f.cash().total() - 1.0).abs() < 1e-9);
     }
 }

@@ -4,15 +4,19 @@
 //! The `webcoop-crawl` binary is a thin shell over these modules.
 
 pub mod analyze;
+pub mod cash;
 pub mod config;
 pub mod engine;
 pub mod fetch;
 pub mod frontier;
+pub mod importance;
 pub mod inspect;
 pub mod links;
 pub mod metrics;
+pub mod offline;
 pub mod politeness;
 pub mod progress;
+pub mod refresh;
 pub mod robots;
 pub mod scope;
 pub mod store;

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use webcoop_crawler::config::{self, CrawlArgs};
 use webcoop_crawler::engine;
 use webcoop_crawler::inspect::{InspectOptions, inspect};
+use webcoop_crawler::offline;
 use webcoop_crawler::progress;
 use webcoop_crawler::store::Store;
 
@@ -50,6 +51,17 @@ enum Command {
         #[arg(long)]
         base: Option<PathBuf>,
     },
+    /// Exact PageRank of a link graph by power iteration: prints `NODE<TAB>SCORE` for every
+    /// node, scores summing to 1.
+    Rank(offline::RankArgs),
+    /// Replay OPIC on a link graph and print its error against exact PageRank.
+    OpicSim(offline::OpicSimArgs),
+    /// Crawl a link graph in the order of each strategy and print the PageRank captured
+    /// against the fraction of pages fetched.
+    OrderSim(offline::OrderSimArgs),
+    /// Simulate revisit policies under a visit budget on pages that change as Poisson
+    /// processes; print freshness and age per policy and the omniscient optimum.
+    RefreshSim(offline::RefreshSimArgs),
 }
 
 fn read_input(path: &PathBuf) -> std::io::Result<Vec<u8>> {
@@ -166,6 +178,16 @@ fn status(out: &std::path::Path, json: bool) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+fn finish(result: Result<(), offline::OfflineError>) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("webcoop-crawl: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     tracing_subscriber::fmt()
@@ -178,6 +200,10 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Crawl(args) => crawl(&args),
         Command::Status { out, json } => status(&out, json),
+        Command::Rank(a) => finish(offline::rank(&a)),
+        Command::OpicSim(a) => finish(offline::opic_sim(&a)),
+        Command::OrderSim(a) => finish(offline::order_sim(&a)),
+        Command::RefreshSim(a) => finish(offline::refresh_sim(&a)),
         Command::Inspect {
             file,
             strict,

@@ -13,7 +13,7 @@
 //! written after it are replayed from the archive rather than fetched again.
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, params};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 /// The `error` of a page robots.txt forbids.
@@ -102,6 +102,8 @@ pub struct NewUrl {
     pub hops: u32,
     /// Priority.
     pub priority: f64,
+    /// A page visited before, queued again to refresh it.
+    pub revisit: bool,
 }
 
 /// What a fetch taught about a page.
@@ -139,10 +141,14 @@ pub struct PageRecord {
     pub warc: Option<(String, u64)>,
     /// Whether the content differs from the previous visit.
     pub changed: bool,
+    /// OPIC: the page's (interpolated) history and the clock when it was read.
+    pub importance: Option<(f64, f64)>,
+    /// What visits showed of its changes (JSON of `ChangeHistory`) and the rate they give.
+    pub changes_seen: Option<(String, f64)>,
 }
 
 /// What was known of a page before this visit.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct KnownPage {
     /// `ETag` last seen.
     pub etag: Option<String>,
@@ -152,6 +158,29 @@ pub struct KnownPage {
     pub digest: Option<u64>,
     /// When it was last fetched (ms).
     pub fetched_at: i64,
+    /// OPIC history and the clock when it was last read.
+    pub importance: (f64, f64),
+    /// What visits showed of its changes (JSON of `ChangeHistory`).
+    pub changes_seen: Option<String>,
+}
+
+/// A page the refresh schedule keeps track of.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RefreshablePage {
+    /// Fingerprint.
+    pub fp: u64,
+    /// Host id.
+    pub host: i64,
+    /// The URL.
+    pub url: String,
+    /// Links from a seed.
+    pub depth: u32,
+    /// Last fetched (ms).
+    pub fetched_at: i64,
+    /// Estimated change rate (per second), if visited twice.
+    pub rate: Option<f64>,
+    /// OPIC history and clock at the last read.
+    pub importance: (f64, f64),
 }
 
 /// A host's persistent state.
@@ -295,6 +324,31 @@ CREATE INDEX IF NOT EXISTS pages_by_digest ON pages (digest) WHERE digest IS NOT
 CREATE TABLE IF NOT EXISTS warc (file TEXT PRIMARY KEY, committed INTEGER NOT NULL) WITHOUT ROWID;
 ";
 
+/// Columns added since the first layout, for crawl directories made before them.
+const ADDED_PAGE_COLUMNS: &[(&str, &str)] = &[
+    ("history", "REAL NOT NULL DEFAULT 0"),
+    ("history_g", "REAL NOT NULL DEFAULT 0"),
+    ("changes_seen", "TEXT"),
+    ("rate", "REAL"),
+];
+
+fn migrate(conn: &Connection) -> rusqlite::Result<()> {
+    let mut have = HashSet::new();
+    {
+        let mut stmt = conn.prepare("SELECT name FROM pragma_table_info('pages')")?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            have.insert(r.get::<_, String>(0)?);
+        }
+    }
+    for (name, decl) in ADDED_PAGE_COLUMNS {
+        if !have.contains(*name) {
+            conn.execute_batch(&format!("ALTER TABLE pages ADD COLUMN {name} {decl};"))?;
+        }
+    }
+    Ok(())
+}
+
 /// Page cache of the crawl's connection: the queue index and the pages table's upper levels
 /// stay in memory (a 2 MiB cache spilled and re-read pages on every batch).
 const CACHE_KIB: i64 = 64 << 10;
@@ -334,6 +388,7 @@ impl Store {
         conn.busy_timeout(std::time::Duration::from_secs(5))
             .map_err(e)?;
         conn.execute_batch(SCHEMA).map_err(e)?;
+        migrate(&conn).map_err(e)?;
         conn.execute_batch(&format!("PRAGMA cache_size = -{CACHE_KIB};"))
             .map_err(e)?;
         Ok(Store { conn, path })
@@ -524,15 +579,45 @@ impl Store {
     }
 
     /// Adds the fingerprint of every URL queued or visited (the seen-set) to `into`.
-    pub fn load_seen(&self, into: &mut HashSet<u64>) -> Result<(), StoreError> {
-        for sql in ["SELECT fp FROM queue", "SELECT fp FROM pages"] {
+    pub fn load_seen(&self, into: &mut HashMap<u64, f64>, fetched: f64) -> Result<(), StoreError> {
+        for sql in [
+            "SELECT fp, ?1 FROM pages",
+            "SELECT fp, priority FROM queue WHERE revisit = 0 AND ?1 IS NOT NULL",
+        ] {
             let mut stmt = self.conn.prepare(sql).map_err(|e| self.err(e))?;
-            let mut rows = stmt.query([]).map_err(|e| self.err(e))?;
+            let mut rows = stmt.query([fetched]).map_err(|e| self.err(e))?;
             while let Some(r) = rows.next().map_err(|e| self.err(e))? {
-                into.insert(r.get::<_, i64>(0).map_err(|e| self.err(e))? as u64);
+                let fp = r.get::<_, i64>(0).map_err(|e| self.err(e))? as u64;
+                let key = r.get::<_, f64>(1).map_err(|e| self.err(e))?;
+                into.insert(fp, key);
             }
         }
         Ok(())
+    }
+
+    /// Every page worth refreshing (fetched successfully, not a duplicate).
+    pub fn refreshable_pages(&self) -> Result<Vec<RefreshablePage>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT fp, host, url, depth, fetched_at, rate, history, history_g FROM pages
+                 WHERE (status BETWEEN 200 AND 299 OR status = 304) AND duplicate_of IS NULL",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(RefreshablePage {
+                    fp: r.get::<_, i64>(0)? as u64,
+                    host: r.get(1)?,
+                    url: r.get(2)?,
+                    depth: r.get(3)?,
+                    fetched_at: r.get(4)?,
+                    rate: r.get(5)?,
+                    importance: (r.get(6)?, r.get(7)?),
+                })
+            })
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
     }
 
     /// Adds the content digest of every original (not duplicate) page to `into`.
@@ -566,7 +651,8 @@ impl Store {
     pub fn page(&self, fp: u64) -> Result<Option<KnownPage>, StoreError> {
         self.conn
             .prepare_cached(
-                "SELECT etag, last_modified, digest, fetched_at FROM pages WHERE fp = ?1",
+                "SELECT etag, last_modified, digest, fetched_at, history, history_g, changes_seen
+                 FROM pages WHERE fp = ?1",
             )
             .and_then(|mut s| {
                 s.query_row([fp as i64], |r| {
@@ -575,6 +661,8 @@ impl Store {
                         last_modified: r.get(1)?,
                         digest: r.get::<_, Option<i64>>(2)?.map(|d| d as u64),
                         fetched_at: r.get(3)?,
+                        importance: (r.get(4)?, r.get(5)?),
+                        changes_seen: r.get(6)?,
                     })
                 })
                 .optional()
@@ -617,7 +705,7 @@ impl Store {
         {
             let mut queue = tx
                 .prepare_cached(
-                    "INSERT INTO queue (seq, host, priority, url, fp, depth, hops) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                    "INSERT INTO queue (seq, host, priority, url, fp, depth, hops, revisit) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
                 )
                 .map_err(e)?;
             for u in &batch.new_urls {
@@ -629,7 +717,8 @@ impl Store {
                         u.url,
                         u.fp as i64,
                         u.depth,
-                        u.hops
+                        u.hops,
+                        u.revisit
                     ])
                     .map_err(e)?;
             }
@@ -637,8 +726,10 @@ impl Store {
                 .prepare_cached(
                     "INSERT INTO pages (url, host, depth, status, error, fetched_at, first_fetched,
                         last_changed, etag, last_modified, content_type, size, digest, duplicate_of,
-                        redirect_to, warc_file, warc_offset, visits, changes, fp)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, 1, 0, ?17)
+                        redirect_to, warc_file, warc_offset, visits, changes, fp,
+                        history, history_g, changes_seen, rate)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, 1, 0, ?17,
+                        COALESCE(?18, 0), COALESCE(?19, 0), ?20, ?21)
                      ON CONFLICT (fp) DO UPDATE SET status = excluded.status, error = excluded.error,
                         fetched_at = excluded.fetched_at,
                         last_changed = CASE WHEN ?16 THEN excluded.fetched_at ELSE pages.last_changed END,
@@ -650,7 +741,11 @@ impl Store {
                         duplicate_of = excluded.duplicate_of, redirect_to = excluded.redirect_to,
                         warc_file = COALESCE(excluded.warc_file, pages.warc_file),
                         warc_offset = COALESCE(excluded.warc_offset, pages.warc_offset),
-                        visits = pages.visits + 1, changes = pages.changes + ?16",
+                        visits = pages.visits + 1, changes = pages.changes + ?16,
+                        history = COALESCE(?18, pages.history),
+                        history_g = COALESCE(?19, pages.history_g),
+                        changes_seen = COALESCE(?20, pages.changes_seen),
+                        rate = COALESCE(?21, pages.rate)",
                 )
                 .map_err(e)?;
             for p in &batch.pages {
@@ -671,7 +766,11 @@ impl Store {
                     p.warc.as_ref().map(|w| w.0.as_str()),
                     p.warc.as_ref().map(|w| w.1 as i64),
                     i64::from(p.changed),
-                    p.fp as i64
+                    p.fp as i64,
+                    p.importance.map(|i| i.0),
+                    p.importance.map(|i| i.1),
+                    p.changes_seen.as_ref().map(|c| c.0.as_str()),
+                    p.changes_seen.as_ref().map(|c| c.1)
                 ])
                 .map_err(e)?;
             }
@@ -872,6 +971,7 @@ mod tests {
             depth: 1,
             hops: 0,
             priority: 0.0,
+            revisit: false,
         }
     }
 
@@ -903,9 +1003,13 @@ mod tests {
         assert_eq!((rows[0].url.as_str(), rows[0].fp), ("http://e.com/b", b.fp));
         assert_eq!(s.queued_of_host(h).unwrap(), rows);
         assert_eq!(s.max_queue_seq().unwrap(), 2);
-        let mut seen = HashSet::new();
-        s.load_seen(&mut seen).unwrap();
-        assert_eq!(seen, HashSet::from([a.fp, b.fp]), "queued and visited");
+        let mut seen = HashMap::new();
+        s.load_seen(&mut seen, -1.0).unwrap();
+        let mut fps: Vec<u64> = seen.keys().copied().collect();
+        fps.sort_unstable();
+        let mut expected = vec![a.fp, b.fp];
+        expected.sort_unstable();
+        assert_eq!(fps, expected, "queued and visited");
         assert_eq!(
             s.page_with_digest(7).unwrap().as_deref(),
             Some("http://e.com/a")

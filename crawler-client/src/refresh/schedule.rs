@@ -1,0 +1,291 @@
+//! The crawler's refresh schedule: every page worth refreshing, when it is next due under the
+//! revisit policy, re-planned at each visit as its change-rate estimate and importance move.
+//!
+//! Cooperation feeds it knowledge through [`Schedule::announce`]: an announced change makes a
+//! page due at once; an announcement that it is unchanged counts as a visit that saw nothing.
+
+use super::allocation::{Allocation, Policy};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+
+/// What a site said about a page.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Announcement {
+    /// It changed at this time (ms since the epoch).
+    ChangedAt(i64),
+    /// It has not changed since this time (ms), as of now.
+    UnchangedSince(i64),
+}
+
+/// A page the schedule tracks.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tracked {
+    /// Host id.
+    pub host: i64,
+    /// The URL.
+    pub url: String,
+    /// Links from a seed.
+    pub depth: u32,
+    /// Estimated change rate, per second.
+    pub rate: f64,
+    /// Importance (OPIC).
+    pub weight: f64,
+    /// Last visit (ms).
+    pub last: i64,
+    /// When it is due (ms).
+    pub due: i64,
+}
+
+/// Knobs of the schedule.
+#[derive(Debug, Clone, Copy)]
+pub struct ScheduleConfig {
+    /// The revisit policy.
+    pub policy: Policy,
+    /// Visits per second for refreshing; None: every page once per `cycle_secs` on average.
+    pub budget: Option<f64>,
+    /// The average revisit interval when no budget is given, seconds.
+    pub cycle_secs: f64,
+    /// No page is revisited sooner than this after a visit, seconds.
+    pub min_interval_secs: f64,
+    /// A page the policy gives up on is still looked at after this long, seconds, to notice
+    /// that it slowed down.
+    pub max_interval_secs: f64,
+    /// The change rate assumed before a page was seen twice, per second.
+    pub prior_rate: f64,
+}
+
+/// The schedule.
+pub struct Schedule {
+    config: ScheduleConfig,
+    alloc: Allocation,
+    pages: HashMap<u64, Tracked>,
+    heap: BinaryHeap<Reverse<(i64, u64)>>,
+    changes_since_solve: usize,
+}
+
+impl Schedule {
+    /// An empty schedule.
+    pub fn new(config: ScheduleConfig) -> Self {
+        Schedule {
+            alloc: Allocation::new(config.policy, config.budget.unwrap_or(0.0)),
+            config,
+            pages: HashMap::new(),
+            heap: BinaryHeap::new(),
+            changes_since_solve: 0,
+        }
+    }
+
+    /// Pages tracked.
+    pub fn len(&self) -> usize {
+        self.pages.len()
+    }
+
+    /// Whether no page is tracked.
+    pub fn is_empty(&self) -> bool {
+        self.pages.is_empty()
+    }
+
+    /// The visit budget in use, per second.
+    pub fn budget(&self) -> f64 {
+        self.alloc.budget()
+    }
+
+    /// A tracked page.
+    pub fn page(&self, fp: u64) -> Option<&Tracked> {
+        self.pages.get(&fp)
+    }
+
+    /// Re-solves the allocation for the pages as they are now.
+    pub fn solve(&mut self) {
+        if self.config.budget.is_none() {
+            let budget = self.pages.len() as f64 / self.config.cycle_secs.max(1e-9);
+            self.alloc.set_budget(budget);
+        }
+        self.alloc.solve();
+        self.changes_since_solve = 0;
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    /// Records a visit at `at` (ms) of a page (tracked or new) with its current estimates, and
+    /// plans the next one.
+    pub fn visited(
+        &mut self,
+        fp: u64,
+        host: i64,
+        url: &str,
+        depth: u32,
+        at: i64,
+        rate: Option<f64>,
+        weight: f64,
+    ) {
+        let rate = rate.unwrap_or(self.config.prior_rate);
+        if let Some(old) = self.pages.get(&fp) {
+            self.alloc.remove(old.rate, old.weight);
+        }
+        self.alloc.add(rate, weight);
+        self.changes_since_solve += 1;
+        self.pages.insert(
+            fp,
+            Tracked {
+                host,
+                url: url.to_string(),
+                depth,
+                rate,
+                weight,
+                last: at,
+                due: at,
+            },
+        );
+        // Re-solving costs a pass over the histogram: do it once per batch of changes.
+        if self.changes_since_solve > 1000 || self.changes_since_solve * 20 > self.pages.len() {
+            self.solve();
+        }
+        let due = at + self.interval_ms(rate, weight);
+        tracing::debug!(url, rate, weight, due, at, "visited");
+        if let Some(p) = self.pages.get_mut(&fp) {
+            p.due = due;
+        }
+        self.heap.push(Reverse((due, fp)));
+    }
+
+    fn interval_ms(&self, rate: f64, weight: f64) -> i64 {
+        let c = &self.config;
+        let secs = self
+            .alloc
+            .interval(rate, weight)
+            .unwrap_or(c.max_interval_secs)
+            .clamp(
+                c.min_interval_secs,
+                c.max_interval_secs.max(c.min_interval_secs),
+            );
+        (secs * 1000.0) as i64
+    }
+
+    /// A site's announcement about a page, at `now` (ms). Returns whether the page became due.
+    pub fn announce(&mut self, fp: u64, what: Announcement, now: i64) -> bool {
+        let Some(p) = self.pages.get_mut(&fp) else {
+            return false;
+        };
+        match what {
+            Announcement::ChangedAt(t) if t > p.last => {
+                p.due = now;
+                self.heap.push(Reverse((now, fp)));
+                true
+            }
+            Announcement::ChangedAt(_) => false,
+            Announcement::UnchangedSince(t) if t <= p.last => {
+                let (rate, weight) = (p.rate, p.weight);
+                let due = now + self.interval_ms(rate, weight);
+                if let Some(p) = self.pages.get_mut(&fp) {
+                    p.last = now;
+                    p.due = due;
+                }
+                self.heap.push(Reverse((due, fp)));
+                false
+            }
+            Announcement::UnchangedSince(_) => false,
+        }
+    }
+
+    /// When the next page is due (ms).
+    pub fn next_due(&mut self) -> Option<i64> {
+        self.drop_stale();
+        self.heap.peek().map(|Reverse((due, _))| *due)
+    }
+
+    /// Takes up to `limit` pages due at `now` (ms), earliest first. A taken page is due again
+    /// only after its next visit is recorded (or `now + max_interval` if it never is).
+    pub fn take_due(&mut self, now: i64, limit: usize) -> Vec<(u64, Tracked)> {
+        let mut out = Vec::new();
+        while out.len() < limit {
+            self.drop_stale();
+            let Some(Reverse((due, fp))) = self.heap.peek().copied() else {
+                break;
+            };
+            if due > now {
+                break;
+            }
+            self.heap.pop();
+            if let Some(p) = self.pages.get_mut(&fp) {
+                let later = now + (self.config.max_interval_secs * 1000.0) as i64;
+                p.due = later;
+                self.heap.push(Reverse((later, fp)));
+                out.push((fp, p.clone()));
+            }
+        }
+        out
+    }
+
+    /// Drops heap entries that no longer match their page's due time.
+    fn drop_stale(&mut self) {
+        while let Some(Reverse((due, fp))) = self.heap.peek().copied() {
+            if self.pages.get(&fp).is_some_and(|p| p.due == due) {
+                return;
+            }
+            self.heap.pop();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(policy: Policy) -> ScheduleConfig {
+        ScheduleConfig {
+            policy,
+            budget: None,
+            cycle_secs: 100.0,
+            min_interval_secs: 1.0,
+            max_interval_secs: 10_000.0,
+            prior_rate: 0.01,
+        }
+    }
+
+    #[test]
+    fn a_faster_changing_page_comes_back_sooner_within_the_budget() {
+        let mut s = Schedule::new(config(Policy::Sqrt));
+        s.visited(1, 1, "http://e/slow", 0, 0, Some(0.001), 1.0);
+        s.visited(2, 1, "http://e/fast", 0, 0, Some(0.016), 1.0);
+        s.solve();
+        s.visited(1, 1, "http://e/slow", 0, 0, Some(0.001), 1.0);
+        s.visited(2, 1, "http://e/fast", 0, 0, Some(0.016), 1.0);
+        let (slow, fast) = (s.page(1).unwrap().due, s.page(2).unwrap().due);
+        assert!(fast < slow, "{fast} {slow}");
+        // Two pages, one visit per 100 s each on average: 0.02 visits/s shared 1:4.
+        assert!((s.budget() - 0.02).abs() < 1e-12);
+        assert_eq!((slow, fast), (250_000, 62_500));
+        assert_eq!(s.next_due(), Some(62_500));
+        assert!(s.take_due(62_499, 10).is_empty());
+        let due = s.take_due(62_500, 10);
+        assert_eq!(due.len(), 1);
+        assert_eq!(due[0].1.url, "http://e/fast");
+        assert_eq!(
+            s.next_due(),
+            Some(250_000),
+            "taken pages wait for their visit"
+        );
+    }
+
+    #[test]
+    fn announcements_override_the_estimate() {
+        let mut s = Schedule::new(config(Policy::Uniform));
+        s.visited(1, 1, "http://e/a", 0, 1000, None, 1.0);
+        s.solve();
+        s.visited(1, 1, "http://e/a", 0, 1000, None, 1.0);
+        let planned = s.page(1).unwrap().due;
+        assert!(
+            !s.announce(1, Announcement::ChangedAt(500), 2000),
+            "old news"
+        );
+        assert!(s.announce(1, Announcement::ChangedAt(1500), 2000));
+        assert_eq!(s.take_due(2000, 10).len(), 1);
+        s.visited(1, 1, "http://e/a", 0, 2000, None, 1.0);
+        assert!(!s.announce(1, Announcement::UnchangedSince(1500), 50_000));
+        assert_eq!(s.page(1).unwrap().due, 50_000 + (planned - 1000));
+        assert!(
+            !s.announce(99, Announcement::ChangedAt(1), 1),
+            "unknown page"
+        );
+    }
+}
