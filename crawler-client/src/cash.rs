@@ -118,19 +118,18 @@ impl CashBook {
             *k = -self.u;
         }
         self.clock += cash;
-        let known: Vec<u64> = children
+        let known = children
             .iter()
-            .copied()
             .filter(|c| self.keys.contains_key(c))
-            .collect();
-        if known.is_empty() {
+            .count();
+        if known == 0 {
             self.virtual_cash += cash;
             return cash;
         }
-        let each = cash * (1.0 - self.eps) / known.len() as f64;
+        let each = cash * (1.0 - self.eps) / known as f64;
         self.virtual_cash += cash * self.eps;
-        for c in known {
-            if let Some(k) = self.keys.get_mut(&c) {
+        for c in children {
+            if let Some(k) = self.keys.get_mut(c) {
                 *k += each;
             }
         }

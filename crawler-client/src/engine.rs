@@ -15,11 +15,12 @@ use crate::importance::opic::interpolate;
 use crate::metrics::{self, CrawlMetrics};
 use crate::progress::{Progress, RunFigures, Snapshot};
 use crate::refresh::change_rate::ChangeHistory;
-use crate::refresh::schedule::Schedule;
+use crate::refresh::schedule::{Schedule, Tracked};
 use crate::robots::{self, Rules};
 use crate::scope::LinkPolicy;
 use crate::store::{
-    self, Batch, Figures, GiveUp, HostRecord, HostUpdate, PageRecord, Queued, Store, StoreError,
+    self, Batch, Figures, GiveUp, HostRecord, HostUpdate, KnownPage, PageRecord, Queued, Store,
+    StoreError,
 };
 use crate::url_norm;
 use crate::warc::{self, Position, RevisitProfile, WarcWriter};
@@ -122,6 +123,14 @@ pub fn is_running(out: &Path) -> bool {
         Ok(f) => matches!(f.try_lock_shared(), Err(std::fs::TryLockError::WouldBlock)),
         Err(_) => false,
     }
+}
+
+/// What a successful visit showed, for [`Engine::learn`].
+struct Visit<'a> {
+    at: i64,
+    changed: bool,
+    last_modified: Option<&'a str>,
+    known: Option<&'a KnownPage>,
 }
 
 #[derive(Default)]
@@ -302,15 +311,18 @@ pub fn run(s: Settings, stop: Arc<AtomicBool>) -> Result<Report, CrawlError> {
     if let Some(config) = e.s.keep_fresh {
         let mut schedule = Schedule::new(config);
         let pages = e.frontier.store.refreshable_pages()?;
-        for p in &pages {
-            let weight = e.importance(p.fp, p.importance);
-            schedule.visited(p.fp, p.host, &p.url, p.depth, p.fetched_at, p.rate, weight);
-        }
-        schedule.solve();
-        for p in &pages {
-            let weight = e.importance(p.fp, p.importance);
-            schedule.visited(p.fp, p.host, &p.url, p.depth, p.fetched_at, p.rate, weight);
-        }
+        schedule.restore(pages.into_iter().map(|p| {
+            let tracked = Tracked {
+                host: p.host,
+                weight: e.importance(p.fp, p.importance),
+                rate: p.rate.unwrap_or(config.prior_rate),
+                depth: p.depth,
+                last: p.fetched_at,
+                due: p.fetched_at,
+                url: p.url,
+            };
+            (p.fp, tracked)
+        }));
         tracing::info!(
             "keeping {} pages fresh: {:.1} visits per hour, {:?} policy",
             schedule.len(),
@@ -953,14 +965,13 @@ impl Engine {
             }
         }
         let (importance, changes_seen) = if ok || f.status == 304 {
-            let lm = a.last_modified.clone();
-            self.learn(
-                job,
-                f.fetched_at.timestamp_millis(),
-                f.changed,
-                lm,
-                &children,
-            )?
+            let visit = Visit {
+                at: f.fetched_at.timestamp_millis(),
+                changed: f.changed,
+                last_modified: a.last_modified.as_deref(),
+                known: f.known.as_ref(),
+            };
+            self.learn(job, &visit, &children)
         } else {
             (None, None)
         };
@@ -1032,29 +1043,26 @@ impl Engine {
     fn learn(
         &mut self,
         job: &Queued,
-        at: i64,
-        changed: bool,
-        last_modified: Option<String>,
+        visit: &Visit,
         children: &[u64],
-    ) -> Result<(Option<(f64, f64)>, Option<(String, f64)>), CrawlError> {
-        let known = if job.revisit {
-            self.frontier.store.page(job.fp)?
-        } else {
-            None
-        };
-        let (history, read_at) = known.as_ref().map_or((0.0, 0.0), |k| k.importance);
+    ) -> (Option<(f64, f64)>, Option<(String, f64)>) {
+        let Visit {
+            at,
+            changed,
+            last_modified,
+            known,
+        } = *visit;
+        let (history, read_at) = known.map_or((0.0, 0.0), |k| k.importance);
         let cash = self.frontier.read_cash(job.fp, children);
         let clock_before = self.frontier.cash().clock() - cash;
         let history = interpolate(history, cash, clock_before - read_at, self.s.opic_window);
         let mut seen: ChangeHistory = known
-            .as_ref()
             .and_then(|k| k.changes_seen.as_deref())
             .and_then(|j| serde_json::from_str(j).ok())
             .unwrap_or_default();
-        if let Some(k) = &known {
+        if let Some(k) = known {
             let interval = (at - k.fetched_at).max(0) as f64 / 1000.0;
             let modified = last_modified
-                .as_deref()
                 .or(k.last_modified.as_deref())
                 .and_then(|lm| DateTime::parse_from_rfc2822(lm).ok())
                 .map(|lm| ((at - lm.timestamp_millis()).max(0)) as f64 / 1000.0);
@@ -1067,8 +1075,10 @@ impl Engine {
             let rate = (seen.intervals > 0).then_some(rate);
             schedule.visited(job.fp, job.host, &job.url, job.depth, at, rate, weight);
         }
-        let json = serde_json::to_string(&seen).unwrap_or_default();
-        Ok((Some((history, clock_before)), Some((json, rate))))
+        // A first visit observed no interval: nothing to store.
+        let changes_seen =
+            (seen.intervals > 0).then(|| (serde_json::to_string(&seen).unwrap_or_default(), rate));
+        (Some((history, clock_before)), changes_seen)
     }
 
     /// Queues a link unless seen.
@@ -1341,6 +1351,7 @@ impl Engine {
             refers_to: if kind == "revisit" { refers_to } else { None },
             analysis,
             record: RecordSlot::Stored(pos),
+            known,
         };
         self.handle(
             Outcome::Page {

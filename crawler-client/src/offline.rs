@@ -219,11 +219,15 @@ pub fn opic_sim(a: &OpicSimArgs) -> Result<(), OfflineError> {
     Ok(())
 }
 
+/// Node index by label.
+fn label_index(g: &Graph) -> std::collections::HashMap<&str, usize> {
+    (0..g.len()).map(|i| (g.label(i), i)).collect()
+}
+
 fn read_sites(path: &Path, g: &Graph) -> Result<Vec<u32>, OfflineError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| OfflineError::Input(format!("{}: {e}", path.display())))?;
-    let index: std::collections::HashMap<&str, usize> =
-        (0..g.len()).map(|i| (g.label(i), i)).collect();
+    let index = label_index(g);
     let mut names = std::collections::HashMap::new();
     let mut site = vec![u32::MAX; g.len()];
     for (no, line) in text.lines().enumerate() {
@@ -267,8 +271,7 @@ pub fn order_sim(a: &OrderSimArgs) -> Result<(), OfflineError> {
             .filter(|i| *i == 0 || site[*i] != site[i - 1])
             .collect()
     } else {
-        let index: std::collections::HashMap<&str, usize> =
-            (0..g.len()).map(|i| (g.label(i), i)).collect();
+        let index = label_index(&g);
         a.seeds
             .iter()
             .map(|s| {

@@ -55,6 +55,8 @@ pub struct Fetched {
     pub refers_to: Option<String>,
     /// The archive record.
     pub record: RecordSlot,
+    /// What was held of the page before this visit (a revisit).
+    pub known: Option<KnownPage>,
 }
 
 /// The outcome of a robots.txt fetch.
@@ -175,6 +177,7 @@ pub fn examine(
         changed,
         refers_to: None,
         record: RecordSlot::New(record),
+        known: known.cloned(),
     }
 }
 

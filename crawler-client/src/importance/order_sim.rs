@@ -144,13 +144,13 @@ pub fn crawl_order(
             }
             planned.pop().inspect(|p| frontier.take_from_pool(*p))
         } else {
-            frontier.pick(&mut rng, site)
+            frontier.pick(&mut rng)
         };
         let Some(page) = next else {
             break;
         };
         order.push(page);
-        frontier.fetched(page, g, site);
+        frontier.fetched(page);
         for c in g.children(page) {
             let c = *c as usize;
             if !known[c] {
@@ -237,7 +237,7 @@ impl<'g> Frontier<'g> {
         self.pool_pos[p] = NOT_IN_POOL;
     }
 
-    fn pick(&mut self, rng: &mut StdRng, site: &[u32]) -> Option<usize> {
+    fn pick(&mut self, rng: &mut StdRng) -> Option<usize> {
         match self.strategy {
             Strategy::Bfs => self.fifo.pop_front(),
             Strategy::Backlink => {
@@ -255,7 +255,6 @@ impl<'g> Frontier<'g> {
                 } else {
                     self.sites.update(s, left as f64);
                 }
-                debug_assert_eq!(site[p] as usize, s);
                 Some(p)
             }
             Strategy::Random => {
@@ -270,7 +269,7 @@ impl<'g> Frontier<'g> {
         }
     }
 
-    fn fetched(&mut self, p: usize, _g: &Graph, _site: &[u32]) {
+    fn fetched(&mut self, p: usize) {
         if let Some(o) = &mut self.opic {
             o.read_untrack(p);
         }

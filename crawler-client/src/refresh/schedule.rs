@@ -105,6 +105,29 @@ impl Schedule {
         self.changes_since_solve = 0;
     }
 
+    /// Takes back pages from an earlier run (their `due` is ignored): counts them all, solves
+    /// once, then plans each from its last visit.
+    pub fn restore(&mut self, pages: impl IntoIterator<Item = (u64, Tracked)>) {
+        for (fp, p) in pages {
+            self.alloc.add(p.rate, p.weight);
+            if let Some(old) = self.pages.insert(fp, p) {
+                self.alloc.remove(old.rate, old.weight);
+            }
+        }
+        self.solve();
+        let dues: Vec<(u64, i64)> = self
+            .pages
+            .iter()
+            .map(|(fp, p)| (*fp, p.last + self.interval_ms(p.rate, p.weight)))
+            .collect();
+        for (fp, due) in dues {
+            if let Some(p) = self.pages.get_mut(&fp) {
+                p.due = due;
+            }
+            self.heap.push(Reverse((due, fp)));
+        }
+    }
+
     #[allow(clippy::too_many_arguments)]
     /// Records a visit at `at` (ms) of a page (tracked or new) with its current estimates, and
     /// plans the next one.
@@ -242,14 +265,25 @@ mod tests {
         }
     }
 
+    fn tracked(url: &str, rate: f64, last: i64) -> Tracked {
+        Tracked {
+            host: 1,
+            url: url.into(),
+            depth: 0,
+            rate,
+            weight: 1.0,
+            last,
+            due: 0,
+        }
+    }
+
     #[test]
     fn a_faster_changing_page_comes_back_sooner_within_the_budget() {
         let mut s = Schedule::new(config(Policy::Sqrt));
-        s.visited(1, 1, "http://e/slow", 0, 0, Some(0.001), 1.0);
-        s.visited(2, 1, "http://e/fast", 0, 0, Some(0.016), 1.0);
-        s.solve();
-        s.visited(1, 1, "http://e/slow", 0, 0, Some(0.001), 1.0);
-        s.visited(2, 1, "http://e/fast", 0, 0, Some(0.016), 1.0);
+        s.restore([
+            (1, tracked("http://e/slow", 0.001, 0)),
+            (2, tracked("http://e/fast", 0.016, 0)),
+        ]);
         let (slow, fast) = (s.page(1).unwrap().due, s.page(2).unwrap().due);
         assert!(fast < slow, "{fast} {slow}");
         // Two pages, one visit per 100 s each on average: 0.02 visits/s shared 1:4.
@@ -270,9 +304,7 @@ mod tests {
     #[test]
     fn announcements_override_the_estimate() {
         let mut s = Schedule::new(config(Policy::Uniform));
-        s.visited(1, 1, "http://e/a", 0, 1000, None, 1.0);
-        s.solve();
-        s.visited(1, 1, "http://e/a", 0, 1000, None, 1.0);
+        s.restore([(1, tracked("http://e/a", 0.01, 1000))]);
         let planned = s.page(1).unwrap().due;
         assert!(
             !s.announce(1, Announcement::ChangedAt(500), 2000),
