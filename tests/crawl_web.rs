@@ -16,6 +16,13 @@ fn crawl_bin() -> std::path::PathBuf {
 
 fn crawl_command(web: &TestWeb, out: &Path, config: &str, extra: &[&str]) -> Command {
     let cfg = out.with_extension("toml");
+    // These tests count the engine's own requests exactly; cooperation (its probes of
+    // /robots.rdf and /sitemap.xml) is tested in crawl_coop.rs.
+    let config = if config.contains("coop") {
+        config.to_string()
+    } else {
+        format!("{config}coop = \"off\"\n")
+    };
     std::fs::write(&cfg, config).unwrap();
     let mut c = Command::new(crawl_bin());
     c.arg("crawl")

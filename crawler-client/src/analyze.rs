@@ -7,6 +7,7 @@ use crate::scope::LinkPolicy;
 use crate::url_norm;
 use std::io::Read;
 use url::Url;
+use webcoop_protocol::validator::Sha256Digest;
 
 /// A response as received (or as read back from the archive).
 #[derive(Debug, Clone, Copy)]
@@ -68,6 +69,9 @@ pub struct Analysis {
     pub location: Option<Url>,
     /// Digest of the decoded content (2xx only).
     pub digest: Option<u64>,
+    /// Strong validator of the decoded content as the webcoop protocol writes it (the
+    /// SHA-256 entity tag), to compare with what a cooperating site announces (2xx only).
+    pub validator: Option<String>,
     /// Links admitted by the policy (HTML 2xx only, not under `nofollow`).
     pub links: Vec<Link>,
     /// Links seen but not followed (scope, depth, traps).
@@ -172,6 +176,9 @@ pub fn analyze(r: Received<'_>, depth: u32, policy: &LinkPolicy, decode_limit: u
         return a;
     };
     a.digest = Some(xxhash_rust::xxh3::xxh3_64(&content));
+    if !r.truncated {
+        a.validator = Some(Sha256Digest::of(&content).etag().to_string());
+    }
     if a.media_type.is_none() && looks_like_html(&content) {
         a.media_type = Some("text/html".to_string());
     }

@@ -87,6 +87,19 @@ pub struct CrawlArgs {
     /// Stop after this many seconds (the crawl resumes on the next run).
     #[arg(long, value_name = "SECS")]
     pub run_for: Option<f64>,
+    /// The most cooperation used where a site offers it: off (poll everything), meta
+    /// (robots.rdf, sitemaps, the changes feed), delta (and fetch changed pages as deltas),
+    /// push (and subscribe to the site's WebSub hub) [default: push].
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub coop: Option<crate::coop::CoopMode>,
+    /// Address of the WebSub callback server (push mode), e.g. 0.0.0.0:8090 or
+    /// 127.0.0.1:0; without it no hub is subscribed to and changes are polled.
+    #[arg(long, value_name = "ADDR")]
+    pub callback_listen: Option<SocketAddr>,
+    /// The callback server's base URL as the sites see it (behind NAT or a proxy)
+    /// [default: http://ADDR/websub with the address listened on].
+    #[arg(long, value_name = "URL")]
+    pub callback_url: Option<Url>,
     /// TOML file with further settings (see docs/CRAWLER.md).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
@@ -187,6 +200,26 @@ pub struct FileConfig {
     pub resolve: Option<BTreeMap<String, String>>,
     /// See `--metrics`.
     pub metrics: Option<SocketAddr>,
+    /// See `--coop`.
+    pub coop: Option<crate::coop::CoopMode>,
+    /// Largest acceptable probability that the picture of a site is outdated (0.05).
+    pub coop_max_outdated: Option<f64>,
+    /// Shortest time between metadata polls of a site, seconds (1).
+    pub coop_poll_min: Option<f64>,
+    /// Longest time between metadata polls of a site, seconds (3600).
+    pub coop_poll_max: Option<f64>,
+    /// Time between backup polls of a pushed changes feed, seconds (600).
+    pub coop_backup_poll: Option<f64>,
+    /// Trust below which a site's claims are ignored (0.5).
+    pub coop_trust_min: Option<f64>,
+    /// Share of pages announced unchanged that are fetched to check the claim (0.02).
+    pub coop_check_share: Option<f64>,
+    /// Lease asked of WebSub hubs, seconds (86400).
+    pub hub_lease: Option<u64>,
+    /// See `--callback-listen`.
+    pub callback_listen: Option<SocketAddr>,
+    /// See `--callback-url`.
+    pub callback_url: Option<String>,
 }
 
 /// Everything a crawl runs with.
@@ -248,6 +281,10 @@ pub struct Settings {
     pub opic_window: f64,
     /// Progress display.
     pub progress: ProgressMode,
+    /// Cooperation.
+    pub coop: crate::coop::site::CoopConfig,
+    /// The WebSub callback server's address and public base URL.
+    pub callback: Option<(SocketAddr, Option<Url>)>,
 }
 
 fn secs(name: &str, v: f64) -> Result<Duration, String> {
@@ -427,7 +464,60 @@ pub fn settings(args: &CrawlArgs) -> Result<Settings, String> {
     if !(0.0 < opic_eps && opic_eps < 1.0) || opic_window <= 0.0 {
         return Err("opic_eps must be in (0, 1) and opic_window positive".into());
     }
+    let d = crate::coop::site::CoopConfig::default();
+    let coop = crate::coop::site::CoopConfig {
+        mode: args.coop.or(file.coop).unwrap_or(d.mode),
+        max_outdated: file.coop_max_outdated.unwrap_or(d.max_outdated),
+        poll_min: file.coop_poll_min.unwrap_or(d.poll_min),
+        poll_max: file.coop_poll_max.unwrap_or(d.poll_max),
+        backup_poll: file.coop_backup_poll.unwrap_or(d.backup_poll),
+        trust_min: file.coop_trust_min.unwrap_or(d.trust_min),
+        check_share: file.coop_check_share.unwrap_or(d.check_share),
+        lease_secs: file.hub_lease.unwrap_or(d.lease_secs),
+        failures_to_degrade: d.failures_to_degrade,
+    };
+    if !(0.0 < coop.max_outdated && coop.max_outdated < 1.0) {
+        return Err(format!(
+            "coop_max_outdated {} must be between 0 and 1",
+            coop.max_outdated
+        ));
+    }
+    if !(coop.poll_min > 0.0 && coop.poll_max >= coop.poll_min && coop.backup_poll > 0.0) {
+        return Err(
+            "coop_poll_min, coop_poll_max and coop_backup_poll must be positive, min <= max".into(),
+        );
+    }
+    if !(0.0..=1.0).contains(&coop.trust_min) || !(0.0..=1.0).contains(&coop.check_share) {
+        return Err("coop_trust_min and coop_check_share must be between 0 and 1".into());
+    }
+    if !(300..=30 * 86_400).contains(&coop.lease_secs) {
+        return Err(format!(
+            "hub_lease {} must be between 300 s and 30 days (what hubs grant)",
+            coop.lease_secs
+        ));
+    }
+    let callback_url = match (&args.callback_url, &file.callback_url) {
+        (Some(u), _) => Some(u.clone()),
+        (None, Some(u)) => Some(Url::parse(u).map_err(|e| format!("callback_url {u}: {e}"))?),
+        (None, None) => None,
+    };
+    if let Some(u) = &callback_url
+        && !matches!(u.scheme(), "http" | "https")
+    {
+        return Err(format!("--callback-url {u}: must be an http(s) URL"));
+    }
+    let callback = args
+        .callback_listen
+        .or(file.callback_listen)
+        .map(|a| (a, callback_url.clone()));
+    if callback.is_none() && callback_url.is_some() {
+        return Err(
+            "--callback-url needs --callback-listen (where the callback server listens)".into(),
+        );
+    }
     Ok(Settings {
+        coop,
+        callback,
         out: args.out.clone(),
         seeds,
         max_pages: args.max_pages.or(file.max_pages),

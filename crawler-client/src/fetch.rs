@@ -45,6 +45,8 @@ pub struct FetchRequest {
     pub etag: Option<String>,
     /// `If-Modified-Since`: the `Last-Modified` of the copy held.
     pub last_modified: Option<String>,
+    /// Further request headers; an `Accept-Encoding` here replaces the default one.
+    pub headers: Vec<(&'static str, String)>,
 }
 
 /// What came back.
@@ -179,8 +181,13 @@ pub async fn fetch(
         .header(
             reqwest::header::ACCEPT,
             "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
-        )
-        .header(reqwest::header::ACCEPT_ENCODING, "gzip, br, zstd");
+        );
+    let accept_encoding = request
+        .headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case("accept-encoding"))
+        .map_or("gzip, br, zstd", |(_, v)| v.as_str());
+    builder = builder.header(reqwest::header::ACCEPT_ENCODING, accept_encoding);
     let mut request_head = format!(
         "GET {} HTTP/1.1\r\n",
         &request.url[url::Position::BeforePath..]
@@ -189,7 +196,13 @@ pub async fn fetch(
         "Host: {}\r\n",
         request.url.host_str().unwrap_or_default()
     ));
-    request_head.push_str("Accept-Encoding: gzip, br, zstd\r\n");
+    request_head.push_str(&format!("Accept-Encoding: {accept_encoding}\r\n"));
+    for (n, v) in &request.headers {
+        if !n.eq_ignore_ascii_case("accept-encoding") {
+            builder = builder.header(*n, v);
+            request_head.push_str(&format!("{n}: {v}\r\n"));
+        }
+    }
     if let Some(etag) = &request.etag {
         builder = builder.header(reqwest::header::IF_NONE_MATCH, etag);
         request_head.push_str(&format!("If-None-Match: {etag}\r\n"));
@@ -301,6 +314,7 @@ mod tests {
             url: Url::parse(&format!("http://{addr}/")).unwrap(),
             etag: None,
             last_modified: None,
+            headers: Vec::new(),
         };
         rt.block_on(fetch(&client, &request, &limits))
     }

@@ -8,6 +8,7 @@
 //! come, the one whose best URL has the most cash goes first.
 
 use crate::cash::{CashBook, CashTotals};
+use crate::coop::CoopJob;
 use crate::robots::Rules;
 use crate::store::{NewUrl, Queued, Store, StoreError};
 use std::cmp::{Ordering, Reverse};
@@ -62,6 +63,8 @@ pub struct Host {
     pub failures: u32,
     /// Why the host is not crawled.
     pub skipped: Option<String>,
+    /// Cooperation requests waiting (metadata, hub), served before pages.
+    coop: VecDeque<CoopJob>,
     in_heap: bool,
 }
 
@@ -79,13 +82,19 @@ impl Host {
             robots: RobotsState::Unknown,
             failures: 0,
             skipped: None,
+            coop: VecDeque::new(),
             in_heap: false,
         }
     }
 
     /// Whether it has URLs waiting.
     pub fn has_queue(&self) -> bool {
-        !self.buffer.is_empty() || self.queued > 0
+        !self.buffer.is_empty() || self.queued > 0 || !self.coop.is_empty()
+    }
+
+    /// Whether a cooperation request waits.
+    pub fn coop_waiting(&self) -> bool {
+        !self.coop.is_empty()
     }
 
     /// URLs waiting.
@@ -130,6 +139,8 @@ pub enum Dispatch {
     Robots(i64),
     /// Fetch a page.
     Page(Queued),
+    /// Make a cooperation request to the host.
+    Coop(i64, CoopJob),
 }
 
 /// The frontier.
@@ -303,6 +314,17 @@ impl Frontier {
         true
     }
 
+    /// Queues a cooperation request to a host (unless the same one already waits).
+    pub fn push_coop(&mut self, host: i64, job: CoopJob) {
+        if let Some(h) = self.hosts.get_mut(&host) {
+            if h.coop.contains(&job) {
+                return;
+            }
+            h.coop.push_back(job);
+        }
+        self.schedule(host);
+    }
+
     /// Queues a page visited before, to refresh it, ahead of new URLs of its host.
     pub fn push_revisit(&mut self, host: i64, url: String, fp: u64, depth: u32) {
         if self.hosts.contains_key(&host) {
@@ -473,6 +495,11 @@ impl Frontier {
                     return Ok(Some(Dispatch::Robots(id)));
                 }
             }
+            if let Some(job) = h.coop.pop_front() {
+                h.in_flight += 1;
+                self.schedule(id);
+                return Ok(Some(Dispatch::Coop(id, job)));
+            }
             if h.buffer.is_empty() {
                 self.refill(id)?;
             }
@@ -497,7 +524,7 @@ impl Frontier {
             .hosts
             .get(&id)
             .is_some_and(|h| matches!(h.robots, RobotsState::Known(..)));
-        if !robots_known {
+        if !robots_known || self.hosts.get(&id).is_some_and(Host::coop_waiting) {
             return Ok(f64::INFINITY);
         }
         if self.hosts.get(&id).is_some_and(|h| h.buffer.is_empty()) {
@@ -613,6 +640,7 @@ impl Frontier {
         if let Some(h) = self.hosts.get_mut(&id) {
             h.buffer.clear();
             h.unsaved.clear();
+            h.coop.clear();
             h.queued = 0;
             h.skipped = Some(reason);
         }

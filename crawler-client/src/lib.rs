@@ -6,6 +6,8 @@
 pub mod analyze;
 pub mod cash;
 pub mod config;
+pub mod coop;
+pub mod copies;
 pub mod engine;
 pub mod fetch;
 pub mod frontier;

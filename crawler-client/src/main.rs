@@ -7,6 +7,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use webcoop_crawler::config::{self, CrawlArgs};
+use webcoop_crawler::coop::CoopMode;
+use webcoop_crawler::coop::site::SiteCoop;
 use webcoop_crawler::engine;
 use webcoop_crawler::inspect::{InspectOptions, inspect};
 use webcoop_crawler::offline;
@@ -35,6 +37,17 @@ enum Command {
         /// Print the figures as JSON.
         #[arg(long)]
         json: bool,
+    },
+    /// List every URL of a crawl with the copy held: `ETAG URL` for a copy (its SHA-256
+    /// entity tag), `gone URL` for a page the site deleted, `missing URL (why)` otherwise;
+    /// with --url, write that page's content held to standard output.
+    Copies {
+        /// The crawl directory.
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// Write the content held of this URL instead.
+        #[arg(long, value_name = "URL")]
+        url: Option<String>,
     },
     /// Read a robots.rdf, sitemap (plain or gzip), changes feed or dcz delta and report what is
     /// in it, or exactly what is wrong with it (exit status 1).
@@ -145,8 +158,9 @@ fn status(out: &std::path::Path, json: bool) -> ExitCode {
         return ExitCode::FAILURE;
     }
     let running = engine::is_running(out);
-    let read = Store::open_read_only(out).and_then(|s| Ok((s.figures()?, s.skipped_hosts()?)));
-    let (figures, skipped) = match read {
+    let read = Store::open_read_only(out)
+        .and_then(|s| Ok((s.figures()?, s.skipped_hosts()?, s.coop_sites()?)));
+    let (figures, skipped, coop) = match read {
         Ok(r) => r,
         Err(e) => {
             eprintln!("webcoop-crawl: {e}");
@@ -162,6 +176,17 @@ fn status(out: &std::path::Path, json: bool) -> ExitCode {
             .iter()
             .map(|(o, why)| serde_json::json!({"origin": o, "reason": why}))
             .collect();
+        v["cooperation"] = coop
+            .iter()
+            .filter_map(|(_, origin, json)| {
+                let site: SiteCoop = serde_json::from_str(json).ok()?;
+                let mut j = serde_json::to_value(&site).ok()?;
+                j["origin"] = origin.clone().into();
+                j["level"] = site.level(CoopMode::Push, 2).as_str().into();
+                j["trust_score"] = site.trust.score().into();
+                Some(j)
+            })
+            .collect();
         println!("{v}");
     } else {
         println!(
@@ -174,8 +199,74 @@ fn status(out: &std::path::Path, json: bool) -> ExitCode {
             }
         );
         print!("{}", progress::summary(&figures, &skipped, None));
+        if !coop.is_empty() {
+            println!("cooperation:");
+        }
+        for (_, origin, json) in &coop {
+            let Ok(site) = serde_json::from_str::<SiteCoop>(json) else {
+                println!("  {origin}: state unreadable");
+                continue;
+            };
+            let st = &site.stats;
+            println!(
+                "  {origin}: {} (trust {:.2}{}), {} metadata requests ({} bytes, {} not modified), {} changes announced, {} pushes, {} deltas ({} fell back), {} checks",
+                site.level(CoopMode::Push, 2).as_str(),
+                site.trust.score(),
+                if site.trust.believed(0.5) {
+                    ""
+                } else {
+                    ", claims ignored"
+                },
+                st.meta_requests,
+                st.meta_bytes,
+                st.not_modified,
+                st.announced,
+                st.pushes,
+                st.deltas,
+                st.delta_fallbacks,
+                st.checks
+            );
+        }
     }
     ExitCode::SUCCESS
+}
+
+fn copies(out: &std::path::Path, url: Option<&str>) -> ExitCode {
+    use std::io::Write;
+    use webcoop_crawler::copies::{self, Held};
+    if let Some(url) = url {
+        return match copies::content(out, url) {
+            Ok(Some(body)) => {
+                let _ = std::io::stdout().write_all(&body);
+                ExitCode::SUCCESS
+            }
+            Ok(None) => {
+                eprintln!("webcoop-crawl: no copy of {url} is held");
+                ExitCode::FAILURE
+            }
+            Err(e) => {
+                eprintln!("webcoop-crawl: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    match copies::list(out) {
+        Ok(list) => {
+            let mut stdout = std::io::stdout().lock();
+            for c in list {
+                let _ = match c.held {
+                    Held::Copy { validator, .. } => writeln!(stdout, "{validator} {}", c.url),
+                    Held::Gone => writeln!(stdout, "gone {}", c.url),
+                    Held::Missing(why) => writeln!(stdout, "missing {} ({why})", c.url),
+                };
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("webcoop-crawl: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 fn finish(result: Result<(), offline::OfflineError>) -> ExitCode {
@@ -200,6 +291,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Crawl(args) => crawl(&args),
         Command::Status { out, json } => status(&out, json),
+        Command::Copies { out, url } => copies(&out, url.as_deref()),
         Command::Rank(a) => finish(offline::rank(&a)),
         Command::OpicSim(a) => finish(offline::opic_sim(&a)),
         Command::OrderSim(a) => finish(offline::order_sim(&a)),

@@ -145,6 +145,12 @@ pub struct PageRecord {
     pub importance: Option<(f64, f64)>,
     /// What visits showed of its changes (JSON of `ChangeHistory`) and the rate they give.
     pub changes_seen: Option<(String, f64)>,
+    /// The SHA-256 entity tag of the content (2xx).
+    pub validator: Option<String>,
+    /// The `response` record holding the content (a revisit keeps the earlier one).
+    pub content: Option<(String, u64)>,
+    /// The site announced the page deleted: no copy is held any more.
+    pub gone: bool,
 }
 
 /// What was known of a page before this visit.
@@ -162,6 +168,10 @@ pub struct KnownPage {
     pub importance: (f64, f64),
     /// What visits showed of its changes (JSON of `ChangeHistory`).
     pub changes_seen: Option<String>,
+    /// The SHA-256 entity tag of the content held.
+    pub validator: Option<String>,
+    /// The `response` record holding the content: WARC file and offset.
+    pub content: Option<(String, u64)>,
 }
 
 /// A page the refresh schedule keeps track of.
@@ -183,6 +193,23 @@ pub struct RefreshablePage {
     pub importance: (f64, f64),
 }
 
+/// A page as `copies` lists it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CopyRow {
+    /// The URL.
+    pub url: String,
+    /// Last status.
+    pub status: Option<u16>,
+    /// Last error.
+    pub error: Option<String>,
+    /// Last fetched or confirmed (ms).
+    pub fetched_at: i64,
+    /// Validator of the content held (its original's for a duplicate).
+    pub validator: Option<String>,
+    /// Announced deleted.
+    pub gone: bool,
+}
+
 /// A host's persistent state.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct HostRecord {
@@ -202,6 +229,8 @@ pub struct HostRecord {
     pub parked_until: Option<i64>,
     /// Consecutive failures.
     pub failures: u32,
+    /// Its cooperation (JSON of `SiteCoop`).
+    pub coop: Option<String>,
 }
 
 /// A host's state to save; robots.txt only when it was fetched again.
@@ -249,6 +278,8 @@ pub struct Batch {
     pub warc: Vec<(String, u64)>,
     /// Remembered values.
     pub meta: Vec<(String, String)>,
+    /// Hosts' cooperation state (JSON of `SiteCoop`).
+    pub coop: Vec<(i64, String)>,
 }
 
 impl Batch {
@@ -262,6 +293,7 @@ impl Batch {
             && self.give_up.is_empty()
             && self.warc.is_empty()
             && self.meta.is_empty()
+            && self.coop.is_empty()
     }
 
     /// How many results it holds (to decide when to save).
@@ -324,26 +356,31 @@ CREATE INDEX IF NOT EXISTS pages_by_digest ON pages (digest) WHERE digest IS NOT
 CREATE TABLE IF NOT EXISTS warc (file TEXT PRIMARY KEY, committed INTEGER NOT NULL) WITHOUT ROWID;
 ";
 
-/// Columns added since the first layout, for crawl directories made before them.
-const ADDED_PAGE_COLUMNS: &[(&str, &str)] = &[
-    ("history", "REAL NOT NULL DEFAULT 0"),
-    ("history_g", "REAL NOT NULL DEFAULT 0"),
-    ("changes_seen", "TEXT"),
-    ("rate", "REAL"),
+/// Columns added since the first layout (table, column, declaration), for crawl directories
+/// made before them.
+const ADDED_COLUMNS: &[(&str, &str, &str)] = &[
+    ("pages", "history", "REAL NOT NULL DEFAULT 0"),
+    ("pages", "history_g", "REAL NOT NULL DEFAULT 0"),
+    ("pages", "changes_seen", "TEXT"),
+    ("pages", "rate", "REAL"),
+    ("pages", "validator", "TEXT"),
+    ("pages", "content_file", "TEXT"),
+    ("pages", "content_offset", "INTEGER"),
+    ("hosts", "coop", "TEXT"),
 ];
 
 fn migrate(conn: &Connection) -> rusqlite::Result<()> {
     let mut have = HashSet::new();
-    {
-        let mut stmt = conn.prepare("SELECT name FROM pragma_table_info('pages')")?;
+    for table in ["pages", "hosts"] {
+        let mut stmt = conn.prepare(&format!("SELECT name FROM pragma_table_info('{table}')"))?;
         let mut rows = stmt.query([])?;
         while let Some(r) = rows.next()? {
-            have.insert(r.get::<_, String>(0)?);
+            have.insert((table, r.get::<_, String>(0)?));
         }
     }
-    for (name, decl) in ADDED_PAGE_COLUMNS {
-        if !have.contains(*name) {
-            conn.execute_batch(&format!("ALTER TABLE pages ADD COLUMN {name} {decl};"))?;
+    for (table, name, decl) in ADDED_COLUMNS {
+        if !have.contains(&(*table, name.to_string())) {
+            conn.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {name} {decl};"))?;
         }
     }
     Ok(())
@@ -498,7 +535,7 @@ impl Store {
             .conn
             .prepare(
                 "SELECT id, origin, robots_status, robots_body, robots_fetched, skipped,
-                    parked_until, failures FROM hosts",
+                    parked_until, failures, coop FROM hosts",
             )
             .map_err(|e| self.err(e))?;
         let rows = stmt
@@ -512,6 +549,7 @@ impl Store {
                     skipped: r.get(5)?,
                     parked_until: r.get(6)?,
                     failures: r.get::<_, i64>(7)?.max(0) as u32,
+                    coop: r.get(8)?,
                 })
             })
             .map_err(|e| self.err(e))?;
@@ -651,7 +689,8 @@ impl Store {
     pub fn page(&self, fp: u64) -> Result<Option<KnownPage>, StoreError> {
         self.conn
             .prepare_cached(
-                "SELECT etag, last_modified, digest, fetched_at, history, history_g, changes_seen
+                "SELECT etag, last_modified, digest, fetched_at, history, history_g, changes_seen,
+                    validator, content_file, content_offset
                  FROM pages WHERE fp = ?1",
             )
             .and_then(|mut s| {
@@ -663,11 +702,84 @@ impl Store {
                         fetched_at: r.get(3)?,
                         importance: (r.get(4)?, r.get(5)?),
                         changes_seen: r.get(6)?,
+                        validator: r.get(7)?,
+                        content: match (r.get::<_, Option<String>>(8)?, r.get::<_, Option<i64>>(9)?)
+                        {
+                            (Some(f), Some(o)) => Some((f, o.max(0) as u64)),
+                            _ => None,
+                        },
                     })
                 })
                 .optional()
             })
             .map_err(|e| self.err(e))
+    }
+
+    /// Every page with what is held of it, for `copies`.
+    pub fn copies(&self) -> Result<Vec<CopyRow>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT p.url, p.status, p.error, p.fetched_at,
+                    COALESCE(p.validator, o.validator), p.error LIKE 'deleted:%'
+                 FROM pages p LEFT JOIN pages o ON o.url = p.duplicate_of
+                 ORDER BY p.url",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(CopyRow {
+                    url: r.get(0)?,
+                    status: r.get::<_, Option<i64>>(1)?.map(|s| s as u16),
+                    error: r.get(2)?,
+                    fetched_at: r.get(3)?,
+                    validator: r.get(4)?,
+                    gone: r.get::<_, Option<bool>>(5)?.unwrap_or(false),
+                })
+            })
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+    }
+
+    /// Where the content held of `url` is archived, with its validator (following a
+    /// duplicate to its original).
+    pub fn content_of(&self, url: &str) -> Result<Option<(String, u64, String)>, StoreError> {
+        self.conn
+            .query_row(
+                "SELECT COALESCE(o.content_file, p.content_file),
+                    COALESCE(o.content_offset, p.content_offset),
+                    COALESCE(o.validator, p.validator)
+                 FROM pages p LEFT JOIN pages o ON o.url = p.duplicate_of
+                 WHERE p.url = ?1 AND (p.status BETWEEN 200 AND 299 OR p.status = 304)",
+                [url],
+                |r| {
+                    Ok(
+                        match (
+                            r.get::<_, Option<String>>(0)?,
+                            r.get::<_, Option<i64>>(1)?,
+                            r.get::<_, Option<String>>(2)?,
+                        ) {
+                            (Some(f), Some(o), Some(v)) => Some((f, o.max(0) as u64, v)),
+                            _ => None,
+                        },
+                    )
+                },
+            )
+            .optional()
+            .map(Option::flatten)
+            .map_err(|e| self.err(e))
+    }
+
+    /// Every host's cooperation state: id, origin, JSON.
+    pub fn coop_sites(&self) -> Result<Vec<(i64, String, String)>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id, origin, coop FROM hosts WHERE coop IS NOT NULL ORDER BY origin")
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
     }
 
     /// Every WARC file with its accounted length.
@@ -727,9 +839,9 @@ impl Store {
                     "INSERT INTO pages (url, host, depth, status, error, fetched_at, first_fetched,
                         last_changed, etag, last_modified, content_type, size, digest, duplicate_of,
                         redirect_to, warc_file, warc_offset, visits, changes, fp,
-                        history, history_g, changes_seen, rate)
+                        history, history_g, changes_seen, rate, validator, content_file, content_offset)
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, 1, 0, ?17,
-                        COALESCE(?18, 0), COALESCE(?19, 0), ?20, ?21)
+                        COALESCE(?18, 0), COALESCE(?19, 0), ?20, ?21, ?22, ?23, ?24)
                      ON CONFLICT (fp) DO UPDATE SET status = excluded.status, error = excluded.error,
                         fetched_at = excluded.fetched_at,
                         last_changed = CASE WHEN ?16 THEN excluded.fetched_at ELSE pages.last_changed END,
@@ -745,7 +857,10 @@ impl Store {
                         history = COALESCE(?18, pages.history),
                         history_g = COALESCE(?19, pages.history_g),
                         changes_seen = COALESCE(?20, pages.changes_seen),
-                        rate = COALESCE(?21, pages.rate)",
+                        rate = COALESCE(?21, pages.rate),
+                        validator = CASE WHEN ?25 THEN NULL ELSE COALESCE(?22, pages.validator) END,
+                        content_file = CASE WHEN ?25 THEN NULL ELSE COALESCE(?23, pages.content_file) END,
+                        content_offset = CASE WHEN ?25 THEN NULL ELSE COALESCE(?24, pages.content_offset) END",
                 )
                 .map_err(e)?;
             for p in &batch.pages {
@@ -770,7 +885,11 @@ impl Store {
                     p.importance.map(|i| i.0),
                     p.importance.map(|i| i.1),
                     p.changes_seen.as_ref().map(|c| c.0.as_str()),
-                    p.changes_seen.as_ref().map(|c| c.1)
+                    p.changes_seen.as_ref().map(|c| c.1),
+                    p.validator,
+                    p.content.as_ref().map(|c| c.0.as_str()),
+                    p.content.as_ref().map(|c| c.1 as i64),
+                    p.gone || matches!(p.status, Some(404 | 410))
                 ])
                 .map_err(e)?;
             }
@@ -833,6 +952,12 @@ impl Store {
                 .map_err(e)?;
             for (k, v) in &batch.meta {
                 meta.execute(params![k, v]).map_err(e)?;
+            }
+            let mut coop = tx
+                .prepare_cached("UPDATE hosts SET coop = ?2 WHERE id = ?1")
+                .map_err(e)?;
+            for (id, json) in &batch.coop {
+                coop.execute(params![id, json]).map_err(e)?;
             }
         }
         tx.commit().map_err(e)

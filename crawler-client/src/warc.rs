@@ -386,7 +386,7 @@ impl StoredRecord {
 /// Reads the records of a `.warc.gz` from `offset` to the end. A torn last member (a crash
 /// during a write) ends the list: the end of the last whole record is where writing resumes.
 pub fn read_records(path: &Path, offset: u64) -> io::Result<Vec<StoredRecord>> {
-    use std::io::{BufRead, Read, Seek};
+    use std::io::{Read, Seek};
     let mut file = File::open(path)?;
     file.seek(io::SeekFrom::Start(offset))?;
     let mut data = Vec::new();
@@ -394,35 +394,76 @@ pub fn read_records(path: &Path, offset: u64) -> io::Result<Vec<StoredRecord>> {
     let mut out = Vec::new();
     let mut pos = 0usize;
     while pos < data.len() {
-        let mut decoder = flate2::bufread::GzDecoder::new(&data[pos..]);
-        let mut plain = Vec::new();
-        if decoder.read_to_end(&mut plain).is_err() {
-            break;
-        }
-        let consumed = data.len() - pos - decoder.into_inner().len();
-        let Some(split) = plain.windows(4).position(|w| w == b"\r\n\r\n") else {
+        let Some(rec) = member(&data[pos..], offset + pos as u64) else {
             break;
         };
-        if consumed == 0 || !plain.ends_with(b"\r\n\r\n") {
-            break;
-        }
-        let mut headers = Vec::new();
-        for line in (&plain[..split]).lines().skip(1).map_while(Result::ok) {
-            if let Some((n, v)) = line.split_once(':') {
-                headers.push((n.trim().to_string(), v.trim().to_string()));
-            }
-        }
-        let block_start = split + 4;
-        let block_end = (plain.len() - 4).max(block_start);
-        out.push(StoredRecord {
-            offset: offset + pos as u64,
-            length: consumed as u64,
-            headers,
-            block: plain[block_start..block_end].to_vec(),
-        });
-        pos += consumed;
+        pos += rec.length as usize;
+        out.push(rec);
     }
     Ok(out)
+}
+
+/// The one record whose gzip member starts at `offset`.
+pub fn read_record_at(path: &Path, offset: u64) -> io::Result<Option<StoredRecord>> {
+    use std::io::{BufReader, Read, Seek};
+    let mut file = File::open(path)?;
+    file.seek(io::SeekFrom::Start(offset))?;
+    // A member is read through a bounded window: records hold at most a body limit's worth.
+    let mut data = Vec::new();
+    BufReader::new(file)
+        .take(256 << 20)
+        .read_to_end(&mut data)?;
+    Ok(member(&data, offset))
+}
+
+/// The decoded content of the page response archived at `offset` (its content coding
+/// removed), if the record there is a whole, untruncated 2xx response.
+pub fn content_at(path: &Path, offset: u64, limit: usize) -> io::Result<Option<Vec<u8>>> {
+    let Some(rec) = read_record_at(path, offset)? else {
+        return Ok(None);
+    };
+    if rec.header("WARC-Type") != Some("response") || rec.header("WARC-Truncated").is_some() {
+        return Ok(None);
+    }
+    let Some(http) = parse_http(&rec.block) else {
+        return Ok(None);
+    };
+    if !(200..300).contains(&http.status) {
+        return Ok(None);
+    }
+    let coding = http
+        .headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case("content-encoding"))
+        .map(|(_, v)| v.as_str());
+    Ok(crate::analyze::decode(coding, &http.body, false, limit))
+}
+
+/// Parses the gzip member at the start of `data` into a record, if whole.
+fn member(data: &[u8], offset: u64) -> Option<StoredRecord> {
+    use std::io::{BufRead, Read};
+    let mut decoder = flate2::bufread::GzDecoder::new(data);
+    let mut plain = Vec::new();
+    decoder.read_to_end(&mut plain).ok()?;
+    let consumed = data.len() - decoder.into_inner().len();
+    let split = plain.windows(4).position(|w| w == b"\r\n\r\n")?;
+    if consumed == 0 || !plain.ends_with(b"\r\n\r\n") {
+        return None;
+    }
+    let mut headers = Vec::new();
+    for line in (&plain[..split]).lines().skip(1).map_while(Result::ok) {
+        if let Some((n, v)) = line.split_once(':') {
+            headers.push((n.trim().to_string(), v.trim().to_string()));
+        }
+    }
+    let block_start = split + 4;
+    let block_end = (plain.len() - 4).max(block_start);
+    Some(StoredRecord {
+        offset,
+        length: consumed as u64,
+        headers,
+        block: plain[block_start..block_end].to_vec(),
+    })
 }
 
 /// An HTTP response as stored in a record's block.

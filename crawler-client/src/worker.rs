@@ -2,12 +2,16 @@
 //! and the archive record, so that the scheduler thread only decides and appends.
 
 use crate::analyze::{self, Analysis, Received};
+use crate::coop::CoopJob;
+use crate::coop::callback::CallbackEvent;
+use crate::coop::requests::{CoopFetched, DeltaUse};
 use crate::fetch::{self, FetchError, FetchLimits, FetchRequest, FetchResponse};
 use crate::robots;
 use crate::scope::LinkPolicy;
 use crate::store::{KnownPage, Queued};
 use crate::warc::{self, Position, Record, RevisitProfile};
 use chrono::{DateTime, Utc};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::mpsc::Sender;
 use std::time::{Duration, Instant};
@@ -57,6 +61,8 @@ pub struct Fetched {
     pub record: RecordSlot,
     /// What was held of the page before this visit (a revisit).
     pub known: Option<KnownPage>,
+    /// Whether it came as a delta.
+    pub delta: Option<DeltaUse>,
 }
 
 /// The outcome of a robots.txt fetch.
@@ -90,7 +96,22 @@ pub enum Outcome {
         result: Result<Box<Fetched>, FetchError>,
         /// How long it took.
         elapsed: Duration,
+        /// Made without a request of its own (an inline delta pushed by the site).
+        local: bool,
     },
+    /// A cooperation request ended.
+    Coop {
+        /// Host id.
+        host: i64,
+        /// The request.
+        job: CoopJob,
+        /// What came back.
+        result: Result<CoopFetched, FetchError>,
+        /// How long it took.
+        elapsed: Duration,
+    },
+    /// The WebSub callback heard from a hub.
+    Callback(CallbackEvent),
 }
 
 /// What every request needs.
@@ -103,6 +124,8 @@ pub struct Context {
     pub policy: LinkPolicy,
     /// gzip level of archive records.
     pub warc_level: u32,
+    /// Where the archive is (held copies are read back from it for deltas).
+    pub warc_dir: PathBuf,
 }
 
 /// Builds the analysis and archive record of a page response.
@@ -178,6 +201,7 @@ pub fn examine(
         refers_to: None,
         record: RecordSlot::New(record),
         known: known.cloned(),
+        delta: None,
     }
 }
 
@@ -194,6 +218,7 @@ pub async fn page(
         url,
         etag: known.as_ref().and_then(|k| k.etag.clone()),
         last_modified: known.as_ref().and_then(|k| k.last_modified.clone()),
+        headers: Vec::new(),
     };
     let result = match fetch::fetch(&ctx.client, &request, &ctx.limits).await {
         Err(e) => Err(e),
@@ -225,6 +250,7 @@ pub async fn page(
         job,
         result,
         elapsed: start.elapsed(),
+        local: false,
     });
 }
 
@@ -281,6 +307,7 @@ pub async fn robots(ctx: Arc<Context>, host: i64, origin: String, tx: Sender<Out
             url: url.clone(),
             etag: None,
             last_modified: None,
+            headers: Vec::new(),
         };
         match fetch::fetch(&ctx.client, &request, &limits).await {
             Err(e) => break Err(e),

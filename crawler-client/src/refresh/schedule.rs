@@ -210,6 +210,63 @@ impl Schedule {
         }
     }
 
+    /// Leaves a page to its site's announcements: it is due only after the longest interval,
+    /// as a safety net, unless an announcement makes it due sooner.
+    pub fn cover(&mut self, fp: u64) {
+        let max_ms = (self.config.max_interval_secs * 1000.0) as i64;
+        if let Some(p) = self.pages.get_mut(&fp) {
+            let due = p.last + max_ms;
+            if due != p.due {
+                p.due = due;
+                self.heap.push(Reverse((due, fp)));
+            }
+        }
+    }
+
+    /// Covers (or, with `covered` false, plans again by their own estimates) every page of a
+    /// host: its site started or stopped answering for them.
+    pub fn set_host_covered(&mut self, host: i64, covered: bool) {
+        let max_ms = (self.config.max_interval_secs * 1000.0) as i64;
+        let dues: Vec<(u64, i64)> = self
+            .pages
+            .iter()
+            .filter(|(_, p)| p.host == host)
+            .map(|(fp, p)| {
+                let due = if covered {
+                    p.last + max_ms
+                } else {
+                    p.last + self.interval_ms(p.rate, p.weight)
+                };
+                (*fp, due)
+            })
+            .collect();
+        for (fp, due) in dues {
+            if let Some(p) = self.pages.get_mut(&fp) {
+                p.due = due;
+            }
+            self.heap.push(Reverse((due, fp)));
+        }
+    }
+
+    /// The pages of a host.
+    pub fn pages_of(&self, host: i64) -> Vec<u64> {
+        let mut fps: Vec<u64> = self
+            .pages
+            .iter()
+            .filter(|(_, p)| p.host == host)
+            .map(|(fp, _)| *fp)
+            .collect();
+        fps.sort_unstable();
+        fps
+    }
+
+    /// Stops tracking a page (deleted).
+    pub fn remove(&mut self, fp: u64) {
+        if let Some(old) = self.pages.remove(&fp) {
+            self.alloc.remove(old.rate, old.weight);
+        }
+    }
+
     /// When the next page is due (ms).
     pub fn next_due(&mut self) -> Option<i64> {
         self.drop_stale();

@@ -7,8 +7,11 @@
 //! and the records written after it are read back (replayed) at the next start instead of
 //! being fetched again.
 
+mod coop;
+
 use crate::analyze::{Analysis, Link, Received};
 use crate::config::Settings;
+use crate::coop::requests::DeltaUse;
 use crate::fetch;
 use crate::frontier::{Dispatch, Frontier, RobotsState};
 use crate::importance::opic::interpolate;
@@ -141,6 +144,8 @@ struct RunCounters {
     bytes: u64,
     errors: u64,
     replayed: u64,
+    coop_requests: u64,
+    pushes: u64,
 }
 
 struct Engine {
@@ -166,6 +171,7 @@ struct Engine {
     last_commit: Instant,
     schedule: Option<Schedule>,
     revisits_queued: usize,
+    coop: coop::CoopState,
 }
 
 /// Runs a crawl until its queue is empty, its page budget spent, or `stop` is set.
@@ -285,6 +291,7 @@ pub fn run(s: Settings, stop: Arc<AtomicBool>) -> Result<Report, CrawlError> {
             limits: s.fetch,
             policy,
             warc_level: s.warc_level,
+            warc_dir: warc_dir.clone(),
         }),
         rt,
         frontier,
@@ -306,8 +313,10 @@ pub fn run(s: Settings, stop: Arc<AtomicBool>) -> Result<Report, CrawlError> {
         last_commit: Instant::now(),
         schedule: None,
         revisits_queued: 0,
+        coop: coop::CoopState::default(),
         s,
     };
+    e.coop_start()?;
     if let Some(config) = e.s.keep_fresh {
         let mut schedule = Schedule::new(config);
         let pages = e.frontier.store.refreshable_pages()?;
@@ -403,6 +412,7 @@ impl Engine {
         loop {
             let time_up = deadline.is_some_and(|d| Instant::now() >= d);
             if stop_seen.is_none() {
+                self.coop_tick();
                 self.queue_due_refreshes();
             }
             if (self.stopping(stop) || time_up) && stop_seen.is_none() {
@@ -445,6 +455,10 @@ impl Engine {
             if let Some(d) = deadline {
                 wake = wake.min(d);
             }
+            if let Some(due) = self.coop_next_due() {
+                let ms = (due - now_ms()).clamp(0, 60_000) as u64;
+                wake = wake.min(now + Duration::from_millis(ms.max(100)));
+            }
             if let Some(due) = self.schedule.as_mut().and_then(Schedule::next_due) {
                 let ms = (due - now_ms()).clamp(0, 60_000) as u64;
                 wake = wake.min(now + Duration::from_millis(ms));
@@ -472,7 +486,9 @@ impl Engine {
                 }
             }
         }
+        self.coop_unsubscribe_all();
         self.commit()?;
+        self.coop_report();
         progress.finish();
         let complete = stop_seen.is_none() && self.in_flight == 0;
         Ok(complete)
@@ -550,6 +566,15 @@ impl Engine {
                         self.tx.clone(),
                     ));
                 }
+                Dispatch::Coop(host, job) => {
+                    self.in_flight += 1;
+                    self.rt.spawn(crate::coop::requests::run(
+                        self.ctx.clone(),
+                        host,
+                        job,
+                        self.tx.clone(),
+                    ));
+                }
                 Dispatch::Page(job) => {
                     self.run.started += 1;
                     if job.revisit {
@@ -587,6 +612,19 @@ impl Engine {
         };
         self.in_flight += 1;
         self.pages_in_flight += 1;
+        if let Some(known) = known.clone().filter(|k| k.content.is_some())
+            && let Some(plan) = self.coop_delta_plan(job.fp)
+        {
+            self.rt.spawn(crate::coop::requests::page_delta(
+                self.ctx.clone(),
+                job,
+                url,
+                known,
+                plan,
+                self.tx.clone(),
+            ));
+            return Ok(());
+        }
         self.rt.spawn(worker::page(
             self.ctx.clone(),
             job,
@@ -626,7 +664,18 @@ impl Engine {
                 job,
                 result,
                 elapsed,
-            } => self.handle_page(job, result, elapsed, replayed),
+                local,
+            } => self.handle_page(job, result, elapsed, replayed, local),
+            Outcome::Coop {
+                host,
+                job,
+                result,
+                elapsed,
+            } => self.handle_coop(host, job, result, elapsed),
+            Outcome::Callback(event) => {
+                self.handle_callback(event);
+                Ok(())
+            }
         }
     }
 
@@ -735,6 +784,7 @@ impl Engine {
         );
         match failure {
             None => {
+                self.coop_discover(host, status, &body);
                 let rules = Rules::from_fetch(status, &body, &self.token);
                 let crawl_delay = rules.crawl_delay();
                 let politeness = self.s.politeness;
@@ -795,8 +845,9 @@ impl Engine {
         result: Result<Box<Fetched>, fetch::FetchError>,
         elapsed: Duration,
         replayed: bool,
+        local: bool,
     ) -> Result<(), CrawlError> {
-        if !replayed {
+        if !replayed && !local {
             self.in_flight = self.in_flight.saturating_sub(1);
             self.pages_in_flight = self.pages_in_flight.saturating_sub(1);
             self.metrics.fetch_seconds.observe(elapsed.as_secs_f64());
@@ -805,7 +856,7 @@ impl Engine {
         let at = now_ms();
         let host = job.host;
         let finish = |e: &mut Engine, not_before: Instant| {
-            if !replayed {
+            if !replayed && !local {
                 e.frontier.finished(host, not_before);
             }
         };
@@ -971,10 +1022,14 @@ impl Engine {
                 last_modified: a.last_modified.as_deref(),
                 known: f.known.as_ref(),
             };
-            self.learn(job, &visit, &children)
+            let learnt = self.learn(job, &visit, &children);
+            self.coop_visited(job.host, job.fp, f.changed, f.delta.as_ref());
+            learnt
         } else {
             (None, None)
         };
+        let content = (ok && !f.unchanged && duplicate_of.is_none() && !f.truncated)
+            .then(|| (pos.file.clone(), pos.offset));
         if note.is_empty() {
             note = match (&duplicate_of, f.unchanged, replayed) {
                 (Some(d), _, _) => format!("duplicate of {d}"),
@@ -983,6 +1038,25 @@ impl Engine {
                 _ if f.truncated => "truncated".into(),
                 _ => String::new(),
             };
+        }
+        match &f.delta {
+            Some(DeltaUse::Applied(bytes)) => {
+                note.push_str(if note.is_empty() { "" } else { "; " });
+                note.push_str(&format!("delta applied and verified ({bytes} bytes)"));
+            }
+            Some(DeltaUse::Pushed) => {
+                note.push_str(if note.is_empty() { "" } else { "; " });
+                note.push_str("delta pushed inline, applied and verified");
+            }
+            Some(DeltaUse::Whole) => {
+                note.push_str(if note.is_empty() { "" } else { "; " });
+                note.push_str("delta asked, whole body sent");
+            }
+            Some(DeltaUse::Fallback(why)) => {
+                note.push_str(if note.is_empty() { "" } else { "; " });
+                note.push_str(&format!("delta not used: {why}"));
+            }
+            None => {}
         }
         if replayed {
             note.push_str(if note.is_empty() {
@@ -1030,6 +1104,9 @@ impl Engine {
             changed: f.changed,
             importance,
             changes_seen,
+            validator: a.validator.clone(),
+            content,
+            gone: false,
         });
         self.batch.done.push(job.seq);
         self.settled.push((job.host, job.seq));
@@ -1135,6 +1212,7 @@ impl Engine {
             .sync()
             .map_err(|e| file_error(self.warc.dir())(e))?;
         self.batch.new_urls = self.frontier.drain_pending();
+        self.batch.coop = self.coop_to_save();
         if !self.batch.is_empty() {
             let cash = self.frontier.cash_meta();
             self.batch.meta.push(cash);
@@ -1352,12 +1430,14 @@ impl Engine {
             analysis,
             record: RecordSlot::Stored(pos),
             known,
+            delta: None,
         };
         self.handle(
             Outcome::Page {
                 job,
                 result: Ok(Box::new(fetched)),
                 elapsed: Duration::ZERO,
+                local: false,
             },
             true,
         )?;

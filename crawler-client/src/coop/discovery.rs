@@ -1,0 +1,164 @@
+//! Where a site's cooperation is announced: `Sitemap:` and `Robots-RDF:` lines of robots.txt,
+//! `Link` headers (`rel="hub"`, `rel="self"`), and the conventional places of the agent's
+//! documents.
+
+use url::Url;
+
+/// What robots.txt points to.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Pointers {
+    /// `Sitemap:` lines, in order, each once.
+    pub sitemaps: Vec<Url>,
+    /// The `Robots-RDF:` line (the first).
+    pub robots_rdf: Option<Url>,
+}
+
+/// Reads the cooperation lines of a robots.txt. Records are matched case-insensitively and
+/// may stand anywhere (they belong to no group, RFC 9309 §2.2.4); relative values are
+/// resolved against robots.txt; anything that is not an http(s) URL is skipped.
+pub fn robots_txt_pointers(robots_url: &Url, body: &[u8]) -> Pointers {
+    let mut p = Pointers::default();
+    for line in String::from_utf8_lossy(body).lines() {
+        let line = line.split('#').next().unwrap_or("");
+        let Some((name, value)) = line.split_once(':') else {
+            continue;
+        };
+        let value = value.trim();
+        let Some(url) = robots_url
+            .join(value)
+            .ok()
+            .filter(|u| matches!(u.scheme(), "http" | "https"))
+        else {
+            continue;
+        };
+        match name.trim().to_ascii_lowercase().as_str() {
+            "sitemap" if !p.sitemaps.contains(&url) => p.sitemaps.push(url),
+            "robots-rdf" if p.robots_rdf.is_none() => p.robots_rdf = Some(url),
+            _ => {}
+        }
+    }
+    p
+}
+
+/// The `(target, rel)` pairs of a `Link` header value (RFC 8288), targets resolved against
+/// `base`; a link with several relation types gives one pair per type.
+pub fn link_header(base: &Url, value: &str) -> Vec<(Url, String)> {
+    let mut out = Vec::new();
+    for link in split_outside_quotes(value, ',') {
+        let link = link.trim();
+        let Some(rest) = link.strip_prefix('<') else {
+            continue;
+        };
+        let Some((target, params)) = rest.split_once('>') else {
+            continue;
+        };
+        let Ok(url) = base.join(target.trim()) else {
+            continue;
+        };
+        for param in split_outside_quotes(params, ';') {
+            let Some((name, v)) = param.split_once('=') else {
+                continue;
+            };
+            if name.trim().eq_ignore_ascii_case("rel") {
+                for rel in v.trim().trim_matches('"').split_ascii_whitespace() {
+                    out.push((url.clone(), rel.to_ascii_lowercase()));
+                }
+            }
+        }
+    }
+    out
+}
+
+fn split_outside_quotes(s: &str, sep: char) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let (mut start, mut quoted, mut in_angle) = (0, false, false);
+    for (i, c) in s.char_indices() {
+        match c {
+            '"' => quoted = !quoted,
+            '<' if !quoted => in_angle = true,
+            '>' if !quoted => in_angle = false,
+            c if c == sep && !quoted && !in_angle => {
+                parts.push(&s[start..i]);
+                start = i + c.len_utf8();
+            }
+            _ => {}
+        }
+    }
+    parts.push(&s[start..]);
+    parts
+}
+
+/// The delta endpoint of a resource, by the agent's convention: the changes endpoint's
+/// directory, `delta/`, and the resource's path (RFC 3986 encoding kept as it is).
+pub fn delta_url(changes: &Url, resource: &Url) -> Option<Url> {
+    if changes.origin() != resource.origin() {
+        return None;
+    }
+    let path = resource.path().trim_start_matches('/');
+    if path.is_empty() {
+        return None;
+    }
+    changes.join(&format!("delta/{path}")).ok()
+}
+
+/// The dynamic changes endpoint (`changes`) and not the static feed (`changes.atom`): only the
+/// endpoint answers `?since=`.
+pub fn is_changes_endpoint(url: &Url) -> bool {
+    url.path().ends_with("/changes")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn robots_txt_lines_are_found_anywhere_and_resolved() {
+        let base = Url::parse("http://e.org/robots.txt").unwrap();
+        let body = b"User-agent: *\nDisallow: /private\nsitemap: /sitemap.xml # main\n\
+            Robots-RDF: http://e.org/robots.rdf\nSITEMAP: http://e.org/sitemap.xml\n\
+            Sitemap: ftp://e.org/x.xml\nRobots-RDF: /other.rdf\n";
+        let p = robots_txt_pointers(&base, body);
+        assert_eq!(
+            p.sitemaps,
+            [Url::parse("http://e.org/sitemap.xml").unwrap()]
+        );
+        assert_eq!(
+            p.robots_rdf,
+            Some(Url::parse("http://e.org/robots.rdf").unwrap())
+        );
+    }
+
+    #[test]
+    fn link_headers_give_every_relation() {
+        let base = Url::parse("http://e.org/.well-known/webcoop/changes").unwrap();
+        let v = r#"<http://e.org/.well-known/webcoop/hub>; rel="hub", <changes>; rel="self alternate"; title="a, b""#;
+        let links = link_header(&base, v);
+        assert_eq!(
+            links,
+            [
+                (
+                    Url::parse("http://e.org/.well-known/webcoop/hub").unwrap(),
+                    "hub".to_string()
+                ),
+                (base.clone(), "self".to_string()),
+                (base.clone(), "alternate".to_string()),
+            ]
+        );
+        assert!(link_header(&base, "garbage; rel=hub").is_empty());
+    }
+
+    #[test]
+    fn delta_urls_follow_the_agent_convention() {
+        let changes = Url::parse("http://e.org/.well-known/webcoop/changes").unwrap();
+        let page = Url::parse("http://e.org/docs/a%20b.html").unwrap();
+        assert_eq!(
+            delta_url(&changes, &page).unwrap().as_str(),
+            "http://e.org/.well-known/webcoop/delta/docs/a%20b.html"
+        );
+        assert!(delta_url(&changes, &Url::parse("http://other.org/x").unwrap()).is_none());
+        assert!(is_changes_endpoint(&changes));
+        assert!(!is_changes_endpoint(
+            &Url::parse("http://e.org/.well-known/webcoop/changes.atom").unwrap()
+        ));
+    }
+}

@@ -1,0 +1,139 @@
+//! Cooperation: what a site offers beyond its pages (sitemaps, robots.rdf, the changes feed,
+//! deltas, a WebSub hub), found per host, trusted only as far as it proves right, and used to
+//! stop polling wherever it can.
+//!
+//! The pure parts live here: discovery of the offers, the site's state and trust, and the
+//! metadata poll interval. The requests are made by `requests` on the async runtime, the
+//! WebSub callback server is `callback`, and the crawl loop uses all of them in
+//! `engine::coop`.
+
+pub mod callback;
+pub mod discovery;
+pub mod poll_rate;
+pub mod requests;
+pub mod site;
+pub mod trust;
+
+use url::Url;
+
+/// The most cooperation the crawler may use (`--coop`), so that modes can be compared.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, clap::ValueEnum, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum CoopMode {
+    /// None: every host is crawled and refreshed by the crawler's own scheduler.
+    Off,
+    /// Sitemaps, robots.rdf and the changes feed seed the frontier and announce changes.
+    Meta,
+    /// As `meta`, and changed pages are fetched as deltas against the copy held.
+    Delta,
+    /// As `delta`, and changes are pushed by the site's WebSub hub (the default: the best
+    /// the site offers).
+    #[default]
+    Push,
+}
+
+impl CoopMode {
+    /// The name used on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CoopMode::Off => "off",
+            CoopMode::Meta => "meta",
+            CoopMode::Delta => "delta",
+            CoopMode::Push => "push",
+        }
+    }
+}
+
+/// How much a site cooperates, as far as the crawler uses it; recorded per host and shown by
+/// `webcoop-crawl status`.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Default,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Level {
+    /// Nothing found (or cooperation is off): polled.
+    #[default]
+    None,
+    /// Sitemaps only.
+    Sitemap,
+    /// A robots.rdf listing.
+    Listing,
+    /// A changes feed with `?since=`.
+    Changes,
+    /// Changes, and deltas of changed pages.
+    Delta,
+    /// Changes pushed by a hub we are subscribed to.
+    Push,
+}
+
+impl Level {
+    /// The name shown in `status`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Level::None => "none",
+            Level::Sitemap => "sitemap",
+            Level::Listing => "listing",
+            Level::Changes => "changes",
+            Level::Delta => "delta",
+            Level::Push => "push",
+        }
+    }
+}
+
+/// A request the crawl makes to a host on cooperation's behalf, under the host's politeness.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CoopJob {
+    /// GET a metadata document, conditionally when validators are held.
+    Fetch {
+        /// What it is.
+        kind: MetaKind,
+        /// Where.
+        url: Url,
+        /// `If-None-Match`.
+        etag: Option<String>,
+        /// `If-Modified-Since`.
+        last_modified: Option<String>,
+    },
+    /// POST a subscription (or unsubscription) request to a hub.
+    Hub {
+        /// The hub.
+        hub: Url,
+        /// The form body.
+        form: String,
+        /// Whether this is an unsubscription.
+        unsubscribe: bool,
+    },
+}
+
+/// Kinds of metadata document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MetaKind {
+    /// robots.rdf.
+    Listing,
+    /// A sitemap or sitemap index (part of a walk).
+    Sitemap,
+    /// A page of the changes feed.
+    Changes,
+}
+
+impl MetaKind {
+    /// The name used in the crawl log.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MetaKind::Listing => "robots.rdf",
+            MetaKind::Sitemap => "sitemap",
+            MetaKind::Changes => "changes",
+        }
+    }
+}

@@ -1,0 +1,448 @@
+//! The requests cooperation makes, run on the async runtime like page fetches: metadata
+//! documents (conditional GETs), hub requests (form POSTs), and deltas of changed pages with
+//! their verification and the fall back to a full GET.
+
+use super::CoopJob;
+use crate::fetch::{self, FetchError, FetchLimits, FetchRequest, FetchResponse};
+use crate::store::{KnownPage, Queued};
+use crate::warc;
+use crate::worker::{self, Context, Outcome, RecordSlot};
+use std::sync::Arc;
+use std::sync::mpsc::Sender;
+use std::time::{Duration, Instant};
+use url::Url;
+use webcoop_protocol::delta::dcz;
+use webcoop_protocol::validator::{EntityTag, Sha256Digest};
+
+/// Largest metadata document read (robots.rdf of about 150,000 pages).
+pub const META_MAX_BYTES: usize = 64 << 20;
+
+/// Largest decoded document (the reader's limits are the final word).
+const META_DECODED_MAX: usize = 512 << 20;
+
+/// Time allowed for a hub request.
+const HUB_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A metadata response, decoded.
+#[derive(Debug, Clone)]
+pub struct CoopFetched {
+    /// Status code (after no redirect: metadata does not move).
+    pub status: u16,
+    /// Response headers.
+    pub headers: Vec<(String, String)>,
+    /// The body with its content coding removed.
+    pub body: Vec<u8>,
+    /// Bytes received.
+    pub size: u64,
+    /// The archive record (none for hub requests).
+    pub record: Option<RecordSlot>,
+}
+
+impl CoopFetched {
+    /// The first header named `name`.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Makes a cooperation request and sends the outcome.
+pub async fn run(ctx: Arc<Context>, host: i64, job: CoopJob, tx: Sender<Outcome>) {
+    let start = Instant::now();
+    let result = match &job {
+        CoopJob::Fetch {
+            url,
+            etag,
+            last_modified,
+            ..
+        } => fetch_meta(&ctx, url, etag.clone(), last_modified.clone()).await,
+        CoopJob::Hub { hub, form, .. } => post_hub(&ctx, hub, form).await,
+    };
+    let _ = tx.send(Outcome::Coop {
+        host,
+        job,
+        result,
+        elapsed: start.elapsed(),
+    });
+}
+
+async fn fetch_meta(
+    ctx: &Context,
+    url: &Url,
+    etag: Option<String>,
+    last_modified: Option<String>,
+) -> Result<CoopFetched, FetchError> {
+    let limits = FetchLimits {
+        max_body: META_MAX_BYTES,
+        ..ctx.limits
+    };
+    let request = FetchRequest {
+        url: url.clone(),
+        etag,
+        last_modified,
+        headers: Vec::new(),
+    };
+    let resp = fetch::fetch(&ctx.client, &request, &limits).await?;
+    if resp.truncated {
+        return Err(FetchError::Other(format!(
+            "{url}: larger than {} MiB",
+            META_MAX_BYTES >> 20
+        )));
+    }
+    let body = if (200..300).contains(&resp.status) || resp.status == 410 {
+        crate::analyze::decode(
+            resp.header("content-encoding"),
+            &resp.body,
+            false,
+            META_DECODED_MAX,
+        )
+        .ok_or_else(|| FetchError::Other(format!("{url}: undecodable content coding")))?
+    } else {
+        Vec::new()
+    };
+    let record = (resp.status != 304).then(|| archive(&resp, ctx.warc_level));
+    Ok(CoopFetched {
+        status: resp.status,
+        headers: resp.headers.clone(),
+        body,
+        size: resp.body.len() as u64,
+        record,
+    })
+}
+
+fn archive(resp: &FetchResponse, level: u32) -> RecordSlot {
+    let payload_digest = warc::digest(&resp.body);
+    RecordSlot::New(warc::response(
+        &warc::Exchange {
+            uri: resp.url.as_str(),
+            at: resp.fetched_at,
+            ip: fetch::ip_of(resp),
+            http_head: &resp.response_head(),
+            body: &resp.body,
+            payload_digest: &payload_digest,
+            truncated: resp.truncated,
+        },
+        level,
+    ))
+}
+
+async fn post_hub(ctx: &Context, hub: &Url, form: &str) -> Result<CoopFetched, FetchError> {
+    let resp = ctx
+        .client
+        .post(hub.clone())
+        .timeout(HUB_TIMEOUT)
+        .header(
+            reqwest::header::CONTENT_TYPE,
+            "application/x-www-form-urlencoded",
+        )
+        .body(form.to_string())
+        .send()
+        .await
+        .map_err(|e| {
+            if e.is_timeout() {
+                FetchError::Timeout
+            } else {
+                FetchError::Connect(e.to_string())
+            }
+        })?;
+    let status = resp.status().as_u16();
+    let headers = resp
+        .headers()
+        .iter()
+        .map(|(n, v)| {
+            (
+                n.as_str().to_string(),
+                String::from_utf8_lossy(v.as_bytes()).into_owned(),
+            )
+        })
+        .collect();
+    let body = resp
+        .bytes()
+        .await
+        .map(|b| b[..b.len().min(4096)].to_vec())
+        .unwrap_or_default();
+    Ok(CoopFetched {
+        status,
+        headers,
+        size: body.len() as u64,
+        body,
+        record: None,
+    })
+}
+
+/// How a changed page is to be fetched as a delta.
+#[derive(Debug, Clone)]
+pub struct DeltaPlan {
+    /// The delta endpoint of the page.
+    pub url: Url,
+    /// The validator the site announced for the new version, if it did.
+    pub announced: Option<String>,
+    /// An inline delta that came with the announcement: (base validator, dcz bytes).
+    pub inline: Option<(String, Vec<u8>)>,
+}
+
+/// What became of a delta, for the crawl log and the site's figures.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DeltaUse {
+    /// Applied and verified; the bytes it took on the wire (0 when pushed inline).
+    Applied(u64),
+    /// The server answered the delta request with the whole new version (the delta would
+    /// not have been smaller, or it did not know the base): one request, as a GET.
+    Whole,
+    /// Pushed inline with the announcement, applied and verified: no request at all.
+    Pushed,
+    /// Not usable, for this reason; the page was fetched in full.
+    Fallback(String),
+}
+
+/// Builds the new version of a page from the held one and a dcz delta, verified against the
+/// validators the server gave (its `ETag`) and the site announced; both must be ours.
+pub fn apply(
+    held: &[u8],
+    delta: &[u8],
+    etag: Option<&str>,
+    announced: Option<&str>,
+    limit: u64,
+) -> Result<Vec<u8>, String> {
+    let expected = etag
+        .or(announced)
+        .ok_or("no validator to verify the result against")?;
+    let expected: EntityTag = expected
+        .parse()
+        .map_err(|e| format!("validator {expected}: {e}"))?;
+    let new = dcz::decode_verified(held, delta, &expected, limit).map_err(|e| e.to_string())?;
+    if let Some(a) = announced
+        && a != expected.to_string()
+    {
+        return Err(format!(
+            "the server's validator {expected} is not the announced {a}"
+        ));
+    }
+    Ok(new)
+}
+
+/// The response a crawler would have had from a plain GET of the new version: the delta
+/// response's head without its content coding, and the decoded body. Archived as the page's
+/// `response` record, with `X-Webcoop-Delta` saying how it was obtained.
+fn reconstructed(page: &Url, from: &FetchResponse, body: Vec<u8>, how: String) -> FetchResponse {
+    let mut headers: Vec<(String, String)> = from
+        .headers
+        .iter()
+        .filter(|(n, _)| {
+            ![
+                "content-encoding",
+                "content-length",
+                "available-dictionary",
+                "vary",
+            ]
+            .iter()
+            .any(|h| n.eq_ignore_ascii_case(h))
+        })
+        .cloned()
+        .collect();
+    headers.push(("Content-Length".into(), body.len().to_string()));
+    headers.push(("X-Webcoop-Delta".into(), how));
+    FetchResponse {
+        url: page.clone(),
+        status: 200,
+        version: from.version,
+        reason: "OK".into(),
+        headers,
+        body: body.into(),
+        truncated: false,
+        fetched_at: from.fetched_at,
+        elapsed: from.elapsed,
+        remote: from.remote,
+        request_head: from.request_head.clone(),
+    }
+}
+
+/// Fetches a changed page as a delta against the copy held (or applies the inline delta that
+/// came with the announcement), verifies it, and sends the outcome; on any mismatch or error
+/// the page is fetched in full and the reason kept.
+pub async fn page_delta(
+    ctx: Arc<Context>,
+    job: Queued,
+    page: Url,
+    known: KnownPage,
+    plan: DeltaPlan,
+    tx: Sender<Outcome>,
+) {
+    let start = Instant::now();
+    let held = held_version(&ctx, &known).await;
+    let attempt = match held {
+        Err(why) => Err(why),
+        Ok(held) => try_delta(&ctx, &page, &held, &plan).await,
+    };
+    let (result, how) = match attempt {
+        Ok((resp, used)) => (Ok(resp), used),
+        Err(why) => {
+            let request = FetchRequest {
+                url: page.clone(),
+                etag: known.etag.clone(),
+                last_modified: known.last_modified.clone(),
+                headers: Vec::new(),
+            };
+            (
+                fetch::fetch(&ctx.client, &request, &ctx.limits).await,
+                DeltaUse::Fallback(why),
+            )
+        }
+    };
+    let result = result.map(|resp| {
+        let mut f = worker::examine(
+            &resp,
+            job.depth,
+            Some(&known),
+            &ctx.policy,
+            ctx.limits.max_body,
+            ctx.warc_level,
+        );
+        f.delta = Some(how);
+        Box::new(f)
+    });
+    let _ = tx.send(Outcome::Page {
+        job,
+        result,
+        elapsed: start.elapsed(),
+        local: false,
+    });
+}
+
+/// Applies an inline delta pushed with an announcement, without any request; sends the page
+/// outcome, or nothing (with the reason) when it cannot be used and a fetch must do.
+pub async fn page_inline(
+    ctx: Arc<Context>,
+    job: Queued,
+    page: Url,
+    known: KnownPage,
+    plan: DeltaPlan,
+    tx: Sender<Outcome>,
+) -> Result<(), String> {
+    let Some((base, delta)) = &plan.inline else {
+        return Err("no inline delta".into());
+    };
+    let held = held_version(&ctx, &known).await?;
+    if Sha256Digest::of(&held).etag().to_string() != *base {
+        return Err(format!(
+            "the inline delta applies to {base}, not the copy held"
+        ));
+    }
+    let new = apply(
+        &held,
+        delta,
+        None,
+        plan.announced.as_deref(),
+        ctx.limits.max_body as u64,
+    )?;
+    let etag = Sha256Digest::of(&new).etag().to_string();
+    let now = chrono::Utc::now();
+    let resp = FetchResponse {
+        url: page.clone(),
+        status: 200,
+        version: "HTTP/1.1",
+        reason: "OK".into(),
+        headers: vec![
+            ("ETag".into(), etag),
+            ("Content-Length".into(), new.len().to_string()),
+            (
+                "X-Webcoop-Delta".into(),
+                format!("dcz pushed inline; base={base}"),
+            ),
+        ],
+        body: new.into(),
+        truncated: false,
+        fetched_at: now,
+        elapsed: Duration::ZERO,
+        remote: None,
+        request_head: String::new(),
+    };
+    let mut f = worker::examine(
+        &resp,
+        job.depth,
+        Some(&known),
+        &ctx.policy,
+        ctx.limits.max_body,
+        ctx.warc_level,
+    );
+    f.delta = Some(DeltaUse::Pushed);
+    let _ = tx.send(Outcome::Page {
+        job,
+        result: Ok(Box::new(f)),
+        elapsed: Duration::ZERO,
+        local: true,
+    });
+    Ok(())
+}
+
+/// The content of the copy held, read back from the archive.
+async fn held_version(ctx: &Arc<Context>, known: &KnownPage) -> Result<Vec<u8>, String> {
+    let Some((file, offset)) = known.content.clone() else {
+        return Err("no copy of the page is held".into());
+    };
+    let path = ctx.warc_dir.join(&file);
+    let limit = ctx.limits.max_body;
+    tokio::task::spawn_blocking(move || warc::content_at(&path, offset, limit))
+        .await
+        .map_err(|e| format!("reading the held copy: {e}"))?
+        .map_err(|e| format!("reading the held copy from {file}: {e}"))?
+        .ok_or_else(|| format!("the held copy in {file} at {offset} is not a whole response"))
+}
+
+async fn try_delta(
+    ctx: &Context,
+    page: &Url,
+    held: &[u8],
+    plan: &DeltaPlan,
+) -> Result<(FetchResponse, DeltaUse), String> {
+    let digest = Sha256Digest::of(held);
+    let request = FetchRequest {
+        url: plan.url.clone(),
+        etag: Some(digest.etag().to_string()),
+        last_modified: None,
+        headers: vec![
+            ("accept-encoding", "dcz, zstd, gzip".to_string()),
+            ("available-dictionary", digest.to_structured_field()),
+        ],
+    };
+    let resp = fetch::fetch(&ctx.client, &request, &ctx.limits)
+        .await
+        .map_err(|e| format!("delta request: {e}"))?;
+    if resp.truncated {
+        return Err("delta larger than the body limit".into());
+    }
+    let size = resp.body.len() as u64;
+    match resp.status {
+        304 => {
+            let mut same = resp.clone();
+            same.url = page.clone();
+            Ok((same, DeltaUse::Applied(size)))
+        }
+        200 if resp
+            .header("content-encoding")
+            .is_some_and(|c| c.trim().eq_ignore_ascii_case("dcz")) =>
+        {
+            let new = apply(
+                held,
+                &resp.body,
+                resp.header("etag"),
+                plan.announced.as_deref(),
+                ctx.limits.max_body as u64,
+            )?;
+            let how = format!("dcz from {}; base={}", plan.url, digest.etag());
+            Ok((
+                reconstructed(page, &resp, new, how),
+                DeltaUse::Applied(size),
+            ))
+        }
+        200 => {
+            // The whole body (the delta was not worth it, or the base unknown): as good as a GET.
+            let mut full = resp.clone();
+            full.url = page.clone();
+            Ok((full, DeltaUse::Whole))
+        }
+        s => Err(format!("delta endpoint answered {s}")),
+    }
+}

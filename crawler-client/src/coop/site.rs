@@ -1,0 +1,220 @@
+//! What the crawler knows of one site's cooperation: where its documents are, how far its
+//! changes were followed, its subscription, its trust, and what using it cost. Saved with the
+//! host, so a restart continues the changes feed where it stopped and keeps the subscription.
+
+use super::poll_rate::{ChangeCount, poll_interval};
+use super::trust::Trust;
+use super::{CoopMode, Level};
+use serde::{Deserialize, Serialize};
+
+/// A WebSub subscription of the crawler.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Subscription {
+    /// The hub.
+    pub hub: String,
+    /// The topic (the changes feed).
+    pub topic: String,
+    /// The callback given to the hub.
+    pub callback: String,
+    /// The HMAC key of deliveries.
+    pub secret: String,
+    /// When the hub confirmed it (ms); none while the request waits for verification.
+    pub verified_at: Option<i64>,
+    /// When the lease ends (ms).
+    pub lease_until: Option<i64>,
+    /// When the request was sent (ms).
+    pub requested_at: i64,
+}
+
+/// What cooperation cost and brought, for `status` and the comparison of modes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct CoopStats {
+    /// Metadata requests (robots.rdf, sitemaps, changes feed pages, hub requests).
+    pub meta_requests: u64,
+    /// Bytes of their bodies as received.
+    pub meta_bytes: u64,
+    /// Metadata polls answered "nothing new" (304).
+    pub not_modified: u64,
+    /// Changes announced by the site (feed entries, listed dates that moved).
+    pub announced: u64,
+    /// Deltas applied and verified (fetched or pushed inline).
+    pub deltas: u64,
+    /// Deltas that did not verify or could not be used, replaced by a full fetch.
+    pub delta_fallbacks: u64,
+    /// Deliveries pushed by the hub.
+    pub pushes: u64,
+    /// Deliveries refused for a bad signature.
+    pub bad_signatures: u64,
+    /// "Unchanged" pages fetched anyway, to check the site.
+    pub checks: u64,
+}
+
+/// One site's cooperation.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SiteCoop {
+    /// Discovery ran (robots.txt read, the documents looked for).
+    pub discovered: bool,
+    /// Sitemaps named in robots.txt or found at `/sitemap.xml`.
+    pub sitemaps: Vec<String>,
+    /// The robots.rdf listing.
+    pub listing: Option<String>,
+    /// The changes endpoint (answers `?since=`).
+    pub changes: Option<String>,
+    /// The WebSub hub of the changes feed.
+    pub hub: Option<String>,
+    /// Sequence number of the last change applied.
+    pub cursor: Option<u64>,
+    /// Validators of the listing (`ETag`, `Last-Modified`) for conditional polls.
+    pub listing_validators: (Option<String>, Option<String>),
+    /// Validators of the root sitemap.
+    pub sitemap_validators: (Option<String>, Option<String>),
+    /// `ETag` of the last changes page (a 304 when nothing is new).
+    pub changes_etag: Option<String>,
+    /// Whether the sitemaps' `lastmod` values were found usable (a walk gave dates).
+    pub sitemap_dates: bool,
+    /// When the metadata was last polled (ms).
+    pub last_poll: Option<i64>,
+    /// When it is next due (ms).
+    pub next_poll: Option<i64>,
+    /// The site's pace of change.
+    pub count: ChangeCount,
+    /// How far its claims are believed.
+    pub trust: Trust,
+    /// Consecutive failed metadata requests.
+    pub failures: u32,
+    /// The subscription, if any.
+    pub subscription: Option<Subscription>,
+    /// Costs and gains.
+    pub stats: CoopStats,
+}
+
+/// Knobs of cooperation.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CoopConfig {
+    /// The most the crawler may use.
+    pub mode: CoopMode,
+    /// Largest acceptable probability that the picture of a site is outdated.
+    pub max_outdated: f64,
+    /// Shortest and longest time between metadata polls, seconds.
+    pub poll_min: f64,
+    /// Longest time between metadata polls, seconds.
+    pub poll_max: f64,
+    /// Time between polls of the changes feed while a hub pushes them, seconds.
+    pub backup_poll: f64,
+    /// Trust below which a site's claims are ignored.
+    pub trust_min: f64,
+    /// Share of pages announced unchanged that are fetched anyway to check the claim.
+    pub check_share: f64,
+    /// Lease asked of hubs, seconds.
+    pub lease_secs: u64,
+    /// Failed metadata requests in a row after which the site is polled like any other.
+    pub failures_to_degrade: u32,
+}
+
+impl Default for CoopConfig {
+    fn default() -> Self {
+        CoopConfig {
+            mode: CoopMode::Push,
+            max_outdated: 0.05,
+            poll_min: 1.0,
+            poll_max: 3_600.0,
+            backup_poll: 600.0,
+            trust_min: 0.5,
+            check_share: 0.02,
+            lease_secs: 86_400,
+            failures_to_degrade: 2,
+        }
+    }
+}
+
+impl SiteCoop {
+    /// The cooperation in use under `mode`.
+    pub fn level(&self, mode: CoopMode, failures_to_degrade: u32) -> Level {
+        if mode == CoopMode::Off || self.failures >= failures_to_degrade {
+            return Level::None;
+        }
+        let pushed = self
+            .subscription
+            .as_ref()
+            .is_some_and(|s| s.verified_at.is_some());
+        match () {
+            _ if self.changes.is_some() && pushed && mode >= CoopMode::Push => Level::Push,
+            _ if self.changes.is_some() && mode >= CoopMode::Delta => Level::Delta,
+            _ if self.changes.is_some() => Level::Changes,
+            _ if self.listing.is_some() => Level::Listing,
+            _ if self.sitemap_dates => Level::Sitemap,
+            _ => Level::None,
+        }
+    }
+
+    /// Whether the site's announcements stand in for polling its pages: it offers dated
+    /// metadata, it answers, and it is believed.
+    pub fn covers(&self, c: &CoopConfig) -> bool {
+        self.level(c.mode, c.failures_to_degrade) > Level::None && self.trust.believed(c.trust_min)
+    }
+
+    /// Seconds until the next metadata poll.
+    pub fn poll_interval(&self, c: &CoopConfig) -> f64 {
+        if self.failures >= c.failures_to_degrade {
+            // Down: try again now and then, to notice it is back.
+            return c.poll_max.min(60.0).max(c.poll_min);
+        }
+        let t = poll_interval(self.count.rate(), c.max_outdated, c.poll_min, c.poll_max);
+        if self.level(c.mode, c.failures_to_degrade) == Level::Push {
+            t.max(c.backup_poll)
+        } else {
+            t
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_level_follows_the_offer_the_mode_and_failures() {
+        let mut s = SiteCoop {
+            sitemaps: vec!["http://e/sitemap.xml".into()],
+            sitemap_dates: true,
+            ..SiteCoop::default()
+        };
+        assert_eq!(s.level(CoopMode::Push, 2), Level::Sitemap);
+        s.listing = Some("http://e/robots.rdf".into());
+        assert_eq!(s.level(CoopMode::Push, 2), Level::Listing);
+        s.changes = Some("http://e/.well-known/webcoop/changes".into());
+        assert_eq!(s.level(CoopMode::Meta, 2), Level::Changes);
+        assert_eq!(s.level(CoopMode::Push, 2), Level::Delta);
+        s.subscription = Some(Subscription {
+            verified_at: Some(1),
+            ..Subscription::default()
+        });
+        assert_eq!(s.level(CoopMode::Push, 2), Level::Push);
+        assert_eq!(s.level(CoopMode::Delta, 2), Level::Delta);
+        assert_eq!(s.level(CoopMode::Off, 2), Level::None);
+        s.failures = 2;
+        assert_eq!(s.level(CoopMode::Push, 2), Level::None);
+    }
+
+    #[test]
+    fn a_pushed_site_is_polled_slowly_and_a_lying_one_not_believed() {
+        let c = CoopConfig::default();
+        let mut s = SiteCoop {
+            changes: Some("http://e/.well-known/webcoop/changes".into()),
+            ..SiteCoop::default()
+        };
+        s.count.observe(100, 3600.0);
+        let polled = s.poll_interval(&c);
+        assert!(polled < 60.0, "{polled}");
+        s.subscription = Some(Subscription {
+            verified_at: Some(1),
+            ..Subscription::default()
+        });
+        assert_eq!(s.poll_interval(&c), c.backup_poll);
+        assert!(s.covers(&c));
+        for _ in 0..5 {
+            s.trust.refute(1.0);
+        }
+        assert!(!s.covers(&c));
+    }
+}
