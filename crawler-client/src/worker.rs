@@ -263,8 +263,17 @@ pub fn robots_from(resp: &FetchResponse, level: u32) -> RobotsFetched {
         robots::MAX_BYTES,
     )
     .unwrap_or_default();
+    RobotsFetched {
+        status: resp.status,
+        body,
+        record: archived(resp, level),
+    }
+}
+
+/// The `response` record of a response as received.
+pub fn archived(resp: &FetchResponse, level: u32) -> RecordSlot {
     let payload_digest = warc::digest(&resp.body);
-    let record = warc::response(
+    RecordSlot::New(warc::response(
         &warc::Exchange {
             uri: resp.url.as_str(),
             at: resp.fetched_at,
@@ -275,12 +284,7 @@ pub fn robots_from(resp: &FetchResponse, level: u32) -> RobotsFetched {
             truncated: resp.truncated,
         },
         level,
-    );
-    RobotsFetched {
-        status: resp.status,
-        body,
-        record: RecordSlot::New(record),
-    }
+    ))
 }
 
 /// Fetches a host's robots.txt, following up to five redirects, and sends the outcome.

@@ -102,7 +102,7 @@ async fn fetch_meta(
     } else {
         Vec::new()
     };
-    let record = (resp.status != 304).then(|| archive(&resp, ctx.warc_level));
+    let record = (resp.status != 304).then(|| worker::archived(&resp, ctx.warc_level));
     Ok(CoopFetched {
         status: resp.status,
         headers: resp.headers.clone(),
@@ -110,22 +110,6 @@ async fn fetch_meta(
         size: resp.body.len() as u64,
         record,
     })
-}
-
-fn archive(resp: &FetchResponse, level: u32) -> RecordSlot {
-    let payload_digest = warc::digest(&resp.body);
-    RecordSlot::New(warc::response(
-        &warc::Exchange {
-            uri: resp.url.as_str(),
-            at: resp.fetched_at,
-            ip: fetch::ip_of(resp),
-            http_head: &resp.response_head(),
-            body: &resp.body,
-            payload_digest: &payload_digest,
-            truncated: resp.truncated,
-        },
-        level,
-    ))
 }
 
 async fn post_hub(ctx: &Context, hub: &Url, form: &str) -> Result<CoopFetched, FetchError> {

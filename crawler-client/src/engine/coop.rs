@@ -44,7 +44,7 @@ pub(super) struct CoopState {
     dirty: HashSet<i64>,
     claims: HashMap<u64, (i64, Claim)>,
     plans: HashMap<u64, DeltaPlan>,
-    walks: HashMap<i64, (SitemapWalk, Vec<i64>, usize)>,
+    walks: HashMap<i64, (SitemapWalk, Vec<i64>, usize)>, // walk, lastmods, URLs listed
     polling: HashSet<i64>,
     callback: Option<CallbackServer>,
     next_tick: Option<Instant>,
@@ -615,7 +615,7 @@ impl Engine {
     }
 
     fn sitemap_fed(&mut self, host: i64, got: Option<(&Url, &CoopFetched)>) {
-        let Some((mut walk, mut dates, roots)) = self.coop.walks.remove(&host) else {
+        let Some((mut walk, mut dates, mut listed)) = self.coop.walks.remove(&host) else {
             return;
         };
         let mut entries = Vec::new();
@@ -642,6 +642,7 @@ impl Engine {
             more.push(p);
         }
         let first = !self.coop.sites.get(&host).is_some_and(|s| s.discovered);
+        listed += entries.len();
         for e in &entries {
             if let Some(t) = e.lastmod {
                 dates.push(t.timestamp());
@@ -669,7 +670,7 @@ impl Engine {
         }
         let waiting = self.frontier.host(host).is_some_and(|h| h.coop_waiting());
         if waiting {
-            self.coop.walks.insert(host, (walk, dates, roots));
+            self.coop.walks.insert(host, (walk, dates, listed));
             return;
         }
         // The walk is over.
@@ -686,8 +687,7 @@ impl Engine {
         site.sitemap_dates = !dates.is_empty() && !stamped;
         if first {
             tracing::info!(
-                "{origin}: sitemaps list {} URLs ({} files); cooperation: {}",
-                walk.fetched(),
+                "{origin}: sitemaps list {listed} URLs ({} files); cooperation: {}",
                 walk.fetched(),
                 site.level(c.mode, c.failures_to_degrade).as_str()
             );
@@ -851,7 +851,7 @@ impl Engine {
             if announce && covers && self.coop.chance(self.s.coop.check_share) {
                 self.coop.claims.insert(link.fp, (host, Claim::Unchanged));
                 self.site(host).stats.checks += 1;
-                self.due_now(host, &link, known.content.is_some());
+                self.due_now(host, &link);
             }
             return;
         }
@@ -875,11 +875,11 @@ impl Engine {
             self.apply_inline(host, &link, known);
             return;
         }
-        self.due_now(host, &link, true);
+        self.due_now(host, &link);
     }
 
     /// Makes a known page due at once (an announced change or a check).
-    fn due_now(&mut self, host: i64, link: &Link, _held: bool) {
+    fn due_now(&mut self, host: i64, link: &Link) {
         let now = now_ms();
         let tracked = self.schedule.as_mut().map(|s| {
             s.page(link.fp).is_some() && s.announce(link.fp, Announcement::ChangedAt(now), now)
@@ -933,17 +933,14 @@ impl Engine {
     }
 
     /// An inline delta could not be used: the page is fetched.
-    pub(super) fn inline_failed(&mut self, host: i64, fp: u64, url: String, why: &str) {
+    fn inline_failed(&mut self, host: i64, fp: u64, url: String, why: &str) {
         tracing::info!("{url}: inline delta not usable ({why}); fetching it");
         self.site(host).stats.delta_fallbacks += 1;
-        let link = Link {
-            fp,
-            ..match Url::parse(&url) {
-                Ok(u) => Link::to(&u),
-                Err(_) => return,
-            }
+        let Ok(u) = Url::parse(&url) else {
+            return;
         };
-        self.due_now(host, &link, true);
+        let link = Link { fp, ..Link::to(&u) };
+        self.due_now(host, &link);
     }
 
     fn deleted(&mut self, host: i64, url: &Url, seq: u64) {
@@ -1010,14 +1007,14 @@ impl Engine {
         };
         self.coop.claims.insert(pick, (host, Claim::Unchanged));
         self.site(host).stats.checks += 1;
+        let Ok(u) = Url::parse(&url) else {
+            return;
+        };
         let link = Link {
             fp: pick,
-            ..match Url::parse(&url) {
-                Ok(u) => Link::to(&u),
-                Err(_) => return,
-            }
+            ..Link::to(&u)
         };
-        self.due_now(host, &link, true);
+        self.due_now(host, &link);
     }
 
     /// The delta to fetch for a revisit of a changed page, if one is planned.
