@@ -157,7 +157,10 @@ pub fn http_get(
 ) -> std::io::Result<Response> {
     let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
     stream.set_read_timeout(Some(Duration::from_secs(30)))?;
-    let mut request = format!("GET {path} HTTP/1.0\r\nHost: localhost\r\n");
+    let mut request = format!("GET {path} HTTP/1.0\r\n");
+    if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("host")) {
+        request.push_str("Host: localhost\r\n");
+    }
     for (n, v) in headers {
         request.push_str(&format!("{n}: {v}\r\n"));
     }

@@ -106,8 +106,21 @@ pub fn workspace_bin(package: &str, name: &str) -> PathBuf {
         };
         let target_dir = profile_dir.parent().unwrap_or(&profile_dir).to_path_buf();
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let mut command = Command::new(cargo);
+        // Cargo gives the test process the variables of the package under test; build
+        // scripts (ring's) declare some of them with rerun-if-env-changed, so passing them on
+        // would rebuild half the dependency graph on every run, and again in the next build.
+        for (key, _) in std::env::vars_os() {
+            let key = key.to_string_lossy();
+            let cargo_config = ["CARGO_HOME", "CARGO_BUILD_", "CARGO_PROFILE_", "CARGO_NET_"]
+                .iter()
+                .any(|p| key.starts_with(p));
+            if (key.starts_with("CARGO_") && !cargo_config) || key == "OUT_DIR" {
+                command.env_remove(key.as_ref());
+            }
+        }
         run_ok(
-            Command::new(cargo)
+            command
                 .args([
                     "build",
                     "--quiet",

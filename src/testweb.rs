@@ -8,6 +8,7 @@
 
 use axum::body::Body;
 use axum::http::{HeaderMap, Request, Response, StatusCode, header};
+use chrono::{DateTime, Utc};
 use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -15,6 +16,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use webcoop_protocol::sitemap::{URLSET_HEAD, URLSET_TAIL, write_url};
 
 /// What a host's robots.txt says (or does).
 #[derive(Debug, Clone, PartialEq)]
@@ -33,6 +35,17 @@ pub enum Robots {
     CrawlDelay(f64),
     /// 200 with this body.
     Custom(String),
+}
+
+/// A host's `/sitemap.xml` (named in its robots.txt), and how true its `lastmod` values are.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Sitemap {
+    /// Every page with the time it last changed.
+    Honest,
+    /// Every page stamped with the time of the request, as some CMSs do.
+    Stamped,
+    /// Honest, but three pages in turn claim to have changed just now, on every request.
+    Lying,
 }
 
 /// One virtual host.
@@ -55,6 +68,8 @@ pub struct HostSpec {
     /// A link farm: `/` links to `/fat/0.html` .. `/fat/{pages-1}.html`, each with `links`
     /// links to distinct pages spread over `hosts` (this host if empty).
     pub farm: Option<Farm>,
+    /// A sitemap of `/` and the generated pages.
+    pub sitemap: Option<Sitemap>,
 }
 
 /// Pages with many links each, to fill a frontier.
@@ -80,7 +95,14 @@ impl HostSpec {
             page_bytes: 2000,
             features: false,
             farm: None,
+            sitemap: None,
         }
+    }
+
+    /// Publishes a sitemap.
+    pub fn sitemap(mut self, sitemap: Sitemap) -> HostSpec {
+        self.sitemap = Some(sitemap);
+        self
     }
 
     /// Sets robots.txt.
@@ -130,6 +152,9 @@ pub struct Logged {
     pub user_agent: Option<String>,
 }
 
+/// A page's version number and when it was set.
+type Version = (u32, DateTime<Utc>);
+
 struct State {
     port: u16,
     hosts: HashMap<String, HostSpec>,
@@ -137,8 +162,9 @@ struct State {
     arrivals: AtomicU64,
     gate: AtomicU64,
     counters: Mutex<HashMap<String, u32>>,
-    /// Per host and path: a version number that changes the page's content (refresh tests).
-    versions: Mutex<HashMap<(String, String), u32>>,
+    /// Per host and path: a version number that changes the page's content (refresh tests),
+    /// and when it last changed.
+    versions: Mutex<HashMap<(String, String), Version>>,
 }
 
 /// A running test web; stopped when dropped.
@@ -253,19 +279,13 @@ impl TestWeb {
 
     /// Changes the content of a page (its links stay the same).
     pub fn change(&self, host: &str, path: &str) {
-        if let Ok(mut v) = self.state.versions.lock() {
-            *v.entry((host.to_string(), path.to_string())).or_insert(0) += 1;
-        }
+        bump(&self.state, host, path);
     }
 
     /// A handle that changes pages from another thread, like [`TestWeb::change`].
     pub fn changer(&self) -> impl Fn(&str, &str) + Send + 'static {
         let state = self.state.clone();
-        move |host: &str, path: &str| {
-            if let Ok(mut v) = state.versions.lock() {
-                *v.entry((host.to_string(), path.to_string())).or_insert(0) += 1;
-            }
-        }
+        move |host: &str, path: &str| bump(&state, host, path)
     }
 
     /// How many answered requests each `host path` got.
@@ -276,6 +296,45 @@ impl TestWeb {
         }
         out
     }
+}
+
+fn bump(s: &State, host: &str, path: &str) {
+    if let Ok(mut v) = s.versions.lock() {
+        let e = v
+            .entry((host.to_string(), path.to_string()))
+            .or_insert((0, Utc::now()));
+        e.0 += 1;
+        e.1 = Utc::now();
+    }
+}
+
+/// `/sitemap.xml` of a host: `/` and every generated page, dated as `kind` says.
+fn sitemap(s: &State, host: &str, spec: &HostSpec, kind: Sitemap) -> Response<Body> {
+    let published = DateTime::parse_from_rfc2822(LAST_MODIFIED)
+        .map(|t| t.with_timezone(&Utc))
+        .unwrap_or_default();
+    let now = Utc::now();
+    let turn = count(s, format!("{host}/sitemap")) as usize;
+    let versions = s.versions.lock().map(|v| v.clone()).unwrap_or_default();
+    let mut paths = vec!["/".to_string()];
+    paths.extend((0..spec.pages).map(|i| format!("/p/{i}.html")));
+    let mut body = String::from(URLSET_HEAD);
+    for (i, path) in paths.iter().enumerate() {
+        let honest = versions
+            .get(&(host.to_string(), path.clone()))
+            .map_or(published, |v| v.1);
+        let lying = (i + 3 * turn) % paths.len().max(1) < 3;
+        let lastmod = match kind {
+            Sitemap::Honest => honest,
+            Sitemap::Stamped => now,
+            Sitemap::Lying if lying => now,
+            Sitemap::Lying => honest,
+        };
+        let loc = format!("http://{host}:{}{path}", s.port);
+        write_url(&mut body, &loc, Some(lastmod), None, None);
+    }
+    body.push_str(URLSET_TAIL);
+    text(StatusCode::OK, "application/xml", body)
 }
 
 fn text(status: StatusCode, content_type: &str, body: impl Into<Body>) -> Response<Body> {
@@ -404,6 +463,14 @@ async fn respond(
     };
     if path == "/robots.txt" {
         return match &spec.robots {
+            Robots::Allow if spec.sitemap.is_some() => text(
+                StatusCode::OK,
+                "text/plain",
+                format!(
+                    "User-agent: *\nDisallow: /private/\nSitemap: http://{host}:{}/sitemap.xml\n",
+                    s.port
+                ),
+            ),
             Robots::Allow => text(
                 StatusCode::OK,
                 "text/plain",
@@ -426,11 +493,16 @@ async fn respond(
             Robots::Custom(body) => text(StatusCode::OK, "text/plain", body.clone()),
         };
     }
+    if path == "/sitemap.xml"
+        && let Some(kind) = spec.sitemap
+    {
+        return sitemap(s, host, spec, kind);
+    }
     let version = s
         .versions
         .lock()
         .ok()
-        .and_then(|v| v.get(&(host.to_string(), path.to_string())).copied())
+        .and_then(|v| v.get(&(host.to_string(), path.to_string())).map(|v| v.0))
         .unwrap_or(0);
     let etag = format!("\"{host}{path}v{version}\"");
     let generated = |title: String, links: Vec<String>| {

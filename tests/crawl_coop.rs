@@ -11,6 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use webcoop::servers::{Nginx, example_nginx_conf};
 use webcoop::testkit::{tool, workspace_bin};
+use webcoop::testweb::{HostSpec, Sitemap, TestWeb};
 use webcoop_crawler::copies::{self, Held};
 use webcoop_protocol::validator::Sha256Digest;
 
@@ -136,10 +137,17 @@ impl Site {
 
 /// The crawler's copies of the `.html` pages: URL to validator; gone pages left out.
 fn held(out: &Path) -> BTreeMap<String, String> {
+    held_urls(out)
+        .into_iter()
+        .filter(|(u, _)| u.ends_with(".html"))
+        .collect()
+}
+
+/// The crawler's copies: URL to validator; gone pages left out.
+fn held_urls(out: &Path) -> BTreeMap<String, String> {
     copies::list(out)
         .unwrap_or_default()
         .into_iter()
-        .filter(|c| c.url.ends_with(".html"))
         .filter_map(|c| match c.held {
             Held::Copy { validator, .. } => Some((c.url, validator)),
             _ => None,
@@ -148,6 +156,12 @@ fn held(out: &Path) -> BTreeMap<String, String> {
 }
 
 fn crawler(site: &Site, out: &Path, mode: &str, run_for: u32, extra: &[&str]) -> Killed {
+    let extra: Vec<String> = extra.iter().map(|a| a.to_string()).collect();
+    crawl_seeds(&[site.nginx.url()], out, mode, run_for, &extra)
+}
+
+/// The crawler binary in `mode`, keeping its copies fresh, with test-sized intervals.
+fn crawl_seeds(seeds: &[String], out: &Path, mode: &str, run_for: u32, extra: &[String]) -> Killed {
     let config = out.with_extension("toml");
     std::fs::write(
         &config,
@@ -156,7 +170,8 @@ fn crawler(site: &Site, out: &Path, mode: &str, run_for: u32, extra: &[&str]) ->
     .unwrap();
     let child = Command::new(workspace_bin("webcoop-crawler", "webcoop-crawl"))
         .arg("crawl")
-        .args(["--seeds", &site.nginx.url()])
+        .arg("--seeds")
+        .args(seeds)
         .arg("--out")
         .arg(out)
         .arg("--config")
@@ -184,6 +199,24 @@ fn crawler(site: &Site, out: &Path, mode: &str, run_for: u32, extra: &[&str]) ->
     Killed(child)
 }
 
+fn status_json(out: &Path) -> serde_json::Value {
+    let status = Command::new(workspace_bin("webcoop-crawler", "webcoop-crawl"))
+        .args(["status", "--json", "--out"])
+        .arg(out)
+        .output()
+        .unwrap();
+    serde_json::from_slice(&status.stdout).unwrap_or_default()
+}
+
+/// The cooperation state `status` shows for `origin`.
+fn coop_of(out: &Path, origin: &str) -> serde_json::Value {
+    let origin = origin.trim_end_matches('/');
+    status_json(out)["cooperation"]
+        .as_array()
+        .and_then(|a| a.iter().find(|s| s["origin"] == origin).cloned())
+        .unwrap_or_default()
+}
+
 fn wait_for(what: &str, limit: Duration, mut ok: impl FnMut() -> bool) -> Duration {
     let start = Instant::now();
     while !ok() {
@@ -195,6 +228,11 @@ fn wait_for(what: &str, limit: Duration, mut ok: impl FnMut() -> bool) -> Durati
 
 fn log_of(out: &Path) -> String {
     std::fs::read_to_string(out.join("crawl.log")).unwrap_or_default()
+}
+
+/// What the crawler said on stderr.
+fn messages_of(out: &Path) -> String {
+    std::fs::read_to_string(out.with_extension("err")).unwrap_or_default()
 }
 
 /// Edits, a rename and a deletion while the crawler runs; it must end with the site's exact
@@ -298,12 +336,7 @@ fn push_mode_has_a_change_in_the_store_within_two_seconds_without_polling_the_pa
     let status = c.0.wait().unwrap();
     assert!(status.code().is_some(), "{status:?}");
     let _ = &mut c;
-    let status = Command::new(workspace_bin("webcoop-crawler", "webcoop-crawl"))
-        .args(["status", "--json", "--out"])
-        .arg(&out)
-        .output()
-        .unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    let v = status_json(&out);
     let site_state = &v["cooperation"][0];
     assert!(site_state["stats"]["pushes"].as_u64().unwrap() >= 1, "{v}");
     assert!(
@@ -343,11 +376,215 @@ fn killing_the_agent_degrades_to_polling_without_losing_changes() {
         || held(&out) == truth,
     );
     eprintln!("agent down: change found by polling {took:?} after the edit");
+    // The agent comes back: cooperation resumes and the next change arrives through it.
+    site.start_agent();
+    wait_for("cooperation back", Duration::from_secs(20), || {
+        messages_of(&out).contains("cooperation is back")
+    });
+    site.write("p3.html", &page(3, "changed after the agent came back"));
+    let truth = site.truth();
+    let took = wait_for("after recovery", Duration::from_secs(20), || {
+        held(&out) == truth
+    });
+    eprintln!("agent back: change found {took:?} after the edit");
     let _ = c.0.kill();
     let _ = c.0.wait();
     let log = log_of(&out);
     assert!(
         log.contains(" 502 "),
         "the endpoint failures are logged:\n{log}"
+    );
+}
+
+/// A page of the test web with the validator of what it serves now.
+fn testweb_truth(web: &TestWeb, host: &str, pages: usize) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for i in 0..pages {
+        let path = format!("/p/{i}.html");
+        let r = webcoop::servers::http_get(web.addr, &path, &[("Host", host)]).unwrap();
+        assert_eq!(r.status, 200, "{host}{path}");
+        out.insert(
+            format!("{}{path}", web.origin(host)),
+            Sha256Digest::of(&r.body).etag().to_string(),
+        );
+    }
+    out
+}
+
+#[test]
+fn a_lying_site_loses_trust_and_its_claims_are_ignored() {
+    // One sitemap claims three unchanged pages changed on every poll; the other stamps every
+    // URL with the time of the request.
+    let web = TestWeb::start(vec![
+        HostSpec::new("liar.test", 20).sitemap(Sitemap::Lying),
+        HostSpec::new("stamp.test", 20).sitemap(Sitemap::Stamped),
+    ]);
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("crawl-liars");
+    let seeds = vec![web.origin("liar.test"), web.origin("stamp.test")];
+    let mut c = crawl_seeds(&seeds, &out, "meta", 60, &web.resolve_args());
+    let liar = web.origin("liar.test");
+    let stamp = web.origin("stamp.test");
+    wait_for("the liars found out", Duration::from_secs(40), || {
+        let (l, s) = (coop_of(&out, &liar), coop_of(&out, &stamp));
+        l["trust_score"].as_f64().is_some_and(|t| t < 0.5)
+            && s["trust_score"].as_f64().is_some_and(|t| t < 0.5)
+    });
+    let said = messages_of(&out);
+    assert!(
+        said.contains(&format!("{liar}: claims proved wrong")),
+        "{said}"
+    );
+    assert!(
+        said.contains(&format!("{stamp}: sitemap lastmod stamped on every URL")),
+        "{said}"
+    );
+    // From now on the liar's claims send the crawler nowhere: over the next seconds its
+    // sitemap keeps claiming three changes per poll, yet its pages are fetched no more often
+    // than the crawler's own schedule asks (the refresh cycle is 2 s for 21 pages).
+    let answered = |web: &TestWeb| {
+        web.log()
+            .iter()
+            .filter(|r| r.host == "liar.test" && r.target.starts_with("/p/"))
+            .count()
+    };
+    let polls = |web: &TestWeb| {
+        web.log()
+            .iter()
+            .filter(|r| r.host == "liar.test" && r.target == "/sitemap.xml")
+            .count()
+    };
+    let (pages0, polls0) = (answered(&web), polls(&web));
+    std::thread::sleep(Duration::from_secs(4));
+    let (pages, polls) = (answered(&web) - pages0, polls(&web) - polls0);
+    assert!(polls >= 3, "the sitemap is still polled: {polls}");
+    // The own schedule: about 21 pages per 2 s cycle.
+    assert!(pages <= 2 * 21 + 5, "{pages} page fetches in 4 s");
+    let _ = c.0.kill();
+    let _ = c.0.wait();
+    let text = Command::new(workspace_bin("webcoop-crawler", "webcoop-crawl"))
+        .args(["status", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.lines()
+            .any(|l| l.contains(&liar) && l.contains("claims ignored")),
+        "{text}"
+    );
+}
+
+/// Requests the crawler made to `origin`, from its log.
+fn requests_to(out: &Path, origin: &str) -> usize {
+    log_of(out)
+        .lines()
+        .filter(|l| l.split(' ').nth(3).is_some_and(|u| u.starts_with(origin)))
+        .count()
+}
+
+#[test]
+fn a_mixed_crawl_keeps_every_host_fresh_and_the_cooperating_one_costs_least() {
+    let Some(site) = Site::start(20) else {
+        return;
+    };
+    let web = TestWeb::start(vec![
+        HostSpec::new("maps.test", 20).sitemap(Sitemap::Honest),
+        HostSpec::new("plain.test", 20),
+    ]);
+    let coop = site.nginx.url();
+    let maps = web.origin("maps.test");
+    let plain = web.origin("plain.test");
+    let out = site.tmp.path().join("crawl-mixed");
+    let mut extra = web.resolve_args();
+    // The plain host is kept fresh by the crawler's own schedule. Over seconds the change
+    // estimates are extreme, and the optimal policy abandons the deep pages (as designed:
+    // they cost more than their weight buys); every page once per cycle is what this test
+    // needs from the fall back.
+    extra.extend(
+        [
+            "--callback-listen",
+            "127.0.0.1:0",
+            "--refresh-policy",
+            "uniform",
+        ]
+        .map(String::from),
+    );
+    let mut c = crawl_seeds(
+        &[coop.clone(), maps.clone(), plain.clone()],
+        &out,
+        "push",
+        60,
+        &extra,
+    );
+    // Pages whose copy is not the page served now.
+    let stale = |site: &Site, web: &TestWeb| -> Vec<String> {
+        let held = held_urls(&out);
+        let mut truth = site.truth();
+        truth.extend(testweb_truth(web, "maps.test", 20));
+        truth.extend(testweb_truth(web, "plain.test", 20));
+        truth
+            .into_iter()
+            .filter(|(u, v)| held.get(u) != Some(v))
+            .map(|(u, _)| u)
+            .collect()
+    };
+    let fresh_within = |what: &str, limit: Duration| {
+        let start = Instant::now();
+        loop {
+            let left = stale(&site, &web);
+            if left.is_empty() {
+                return start.elapsed();
+            }
+            assert!(
+                start.elapsed() < limit,
+                "{what}: stale after {limit:?}: {left:?}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    fresh_within("the first crawl", Duration::from_secs(30));
+    wait_for("the subscription", Duration::from_secs(10), || {
+        log_of(&out).contains("202 ")
+    });
+    let before: Vec<usize> = [&coop, &maps, &plain]
+        .iter()
+        .map(|o| requests_to(&out, o))
+        .collect();
+    // Six seconds of edits, one page of each host per second.
+    for round in 1..=6 {
+        site.write(
+            &format!("p{round}.html"),
+            &page(round, &format!("round {round}")),
+        );
+        web.change("maps.test", &format!("/p/{}.html", round * 3));
+        web.change("plain.test", &format!("/p/{}.html", round * 3));
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    let took = fresh_within("after the edits", Duration::from_secs(15));
+    let spent: Vec<usize> = [&coop, &maps, &plain]
+        .iter()
+        .zip(&before)
+        .map(|(o, b)| requests_to(&out, o) - b)
+        .collect();
+    eprintln!(
+        "mixed: fresh {took:?} after the last edit; requests during the edits: cooperating {}, sitemap {}, plain {}",
+        spent[0], spent[1], spent[2]
+    );
+    let _ = c.0.kill();
+    let _ = c.0.wait();
+    // The plain host is revisited by the crawler's own schedule; the cooperating one only
+    // for what it announced, and the sitemap host for its sitemap and what it dated.
+    assert!(
+        spent[0] * 4 <= spent[2],
+        "cooperating {} vs plain {}",
+        spent[0],
+        spent[2]
+    );
+    assert!(
+        spent[1] < spent[2],
+        "sitemap {} vs plain {}",
+        spent[1],
+        spent[2]
     );
 }

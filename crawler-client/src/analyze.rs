@@ -2,6 +2,7 @@
 //! the media type as checked after the fact (servers ignore `Accept`), the content digest that
 //! finds duplicates and changes, and for HTML the links worth following.
 
+use crate::coop::discovery::link_header;
 use crate::links;
 use crate::scope::LinkPolicy;
 use crate::url_norm;
@@ -80,6 +81,9 @@ pub struct Analysis {
     pub noindex: bool,
     /// The content coding was unknown or the data corrupt: not parsed.
     pub undecodable: bool,
+    /// A WebSub hub named by the page (`Link` header or `<link rel="hub">`) and the topic
+    /// to subscribe to there (`rel="self"`, else the page).
+    pub hub: Option<(Url, Url)>,
 }
 
 /// Whether the content looks like HTML (for responses without a media type).
@@ -176,6 +180,13 @@ pub fn analyze(r: Received<'_>, depth: u32, policy: &LinkPolicy, decode_limit: u
         return a;
     };
     a.digest = Some(xxhash_rust::xxh3::xxh3_64(&content));
+    // WebSub discovery: the HTTP header first, then the document.
+    if let Some(links) = r.header("link").map(|v| link_header(r.url, v)) {
+        let find = |rel: &str| links.iter().find(|(_, r)| r == rel).map(|(u, _)| u.clone());
+        if let Some(hub) = find("hub") {
+            a.hub = Some((hub, find("self").unwrap_or_else(|| r.url.clone())));
+        }
+    }
     if !r.truncated {
         a.validator = Some(Sha256Digest::of(&content).etag().to_string());
     }
@@ -191,6 +202,11 @@ pub fn analyze(r: Received<'_>, depth: u32, policy: &LinkPolicy, decode_limit: u
     }
     let found = links::extract(r.url, &content);
     a.noindex = found.noindex;
+    if a.hub.is_none()
+        && let Some(hub) = found.hub
+    {
+        a.hub = Some((hub, found.topic.unwrap_or_else(|| r.url.clone())));
+    }
     for url in &found.links {
         match policy.admit(url, depth + 1) {
             Ok(()) => a.links.push(Link::to(url)),
@@ -332,5 +348,50 @@ mod tests {
             1 << 20,
         );
         assert!(a.links.is_empty(), "a link from depth 15 would be at 16");
+    }
+
+    fn hub_of(link: Option<&str>, body: &[u8]) -> Option<(String, String)> {
+        let url = Url::parse("http://e.com/blog/").unwrap();
+        let mut h = vec![("Content-Type", "text/html")];
+        if let Some(l) = link {
+            h.push(("Link", l));
+        }
+        let h = headers(&h);
+        analyze(
+            Received {
+                url: &url,
+                status: 200,
+                headers: &h,
+                body,
+                truncated: false,
+            },
+            0,
+            &policy(),
+            1 << 20,
+        )
+        .hub
+        .map(|(h, t)| (h.to_string(), t.to_string()))
+    }
+
+    #[test]
+    fn a_hub_is_found_in_the_header_first_then_the_document() {
+        let html =
+            br#"<link rel="hub" href="https://hub.example/"><link rel="self" href="/blog/feed">"#;
+        assert_eq!(
+            hub_of(None, html),
+            Some((
+                "https://hub.example/".into(),
+                "http://e.com/blog/feed".into()
+            ))
+        );
+        assert_eq!(
+            hub_of(Some("<https://other.example/hub>; rel=\"hub\""), html),
+            Some((
+                "https://other.example/hub".into(),
+                "http://e.com/blog/".into()
+            )),
+            "the header wins; without rel=self the topic is the page"
+        );
+        assert_eq!(hub_of(None, b"<p>no hub</p>"), None);
     }
 }

@@ -22,6 +22,8 @@ pub struct PageLinks {
     pub canonical: Option<Url>,
     /// `<link rel="hub">` (WebSub discovery).
     pub hub: Option<Url>,
+    /// `<link rel="self">`: the topic to subscribe to at the hub.
+    pub topic: Option<Url>,
 }
 
 #[derive(Default)]
@@ -32,6 +34,7 @@ struct Raw {
     nofollow: bool,
     canonical: Option<String>,
     hub: Option<String>,
+    topic: Option<String>,
 }
 
 fn decoded(value: &str) -> String {
@@ -120,6 +123,9 @@ pub fn extract(page: &Url, html: &[u8]) -> PageLinks {
             if words.contains(&"hub") {
                 r.hub = Some(href.clone());
             }
+            if words.contains(&"self") {
+                r.topic = Some(href.clone());
+            }
             // Stylesheets, icons and the like are resources of the page, not pages: only
             // alternates and navigation are followed.
             if words
@@ -170,6 +176,7 @@ pub fn extract(page: &Url, html: &[u8]) -> PageLinks {
             .as_deref()
             .and_then(|c| crate::url_norm::resolve(&base, c)),
         hub: raw.hub.as_deref().and_then(|h| base.join(h).ok()),
+        topic: raw.topic.as_deref().and_then(|h| base.join(h).ok()),
         links: Vec::new(),
     };
     if !raw.nofollow {
@@ -197,7 +204,7 @@ mod tests {
     fn every_kind_of_link_resolved_and_decoded() {
         let page = Url::parse("http://e.com/dir/page.html").unwrap();
         let html = br#"<html><head><link rel="stylesheet" href="s.css"><link rel="alternate" href="feed.xml">
-            <link rel="canonical" href="/dir/page.html"><link rel="hub" href="https://hub.e.com/">
+            <link rel="canonical" href="/dir/page.html"><link rel="hub" href="https://hub.e.com/"><link rel="self" href="/feed">
             </head><body>
             <a href="a.html">a</a> <a href="/p?x=1&amp;y=2">amp</a> <a href="b.html#frag">frag</a>
             <A HREF=/caps.html>caps</A> <a href='q&eacute;.html'>entity</a>
@@ -228,6 +235,7 @@ mod tests {
             "http://e.com/dir/page.html"
         );
         assert_eq!(links.hub.unwrap().as_str(), "https://hub.e.com/");
+        assert_eq!(links.topic.unwrap().as_str(), "http://e.com/feed");
         assert!(!links.noindex && !links.nofollow);
     }
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use webcoop_crawler::config::{self, CrawlArgs};
 use webcoop_crawler::coop::CoopMode;
-use webcoop_crawler::coop::site::SiteCoop;
+use webcoop_crawler::coop::site::{CoopConfig, SiteCoop};
 use webcoop_crawler::engine;
 use webcoop_crawler::inspect::{InspectOptions, inspect};
 use webcoop_crawler::offline;
@@ -158,9 +158,18 @@ fn status(out: &std::path::Path, json: bool) -> ExitCode {
         return ExitCode::FAILURE;
     }
     let running = engine::is_running(out);
-    let read = Store::open_read_only(out)
-        .and_then(|s| Ok((s.figures()?, s.skipped_hosts()?, s.coop_sites()?)));
-    let (figures, skipped, coop) = match read {
+    let read = Store::open_read_only(out).and_then(|s| {
+        let config: Option<CoopConfig> = s
+            .meta(engine::COOP_CONFIG_META)?
+            .and_then(|j| serde_json::from_str(&j).ok());
+        Ok((
+            s.figures()?,
+            s.skipped_hosts()?,
+            s.coop_sites()?,
+            config.unwrap_or_default(),
+        ))
+    });
+    let (figures, skipped, coop, config) = match read {
         Ok(r) => r,
         Err(e) => {
             eprintln!("webcoop-crawl: {e}");
@@ -182,8 +191,13 @@ fn status(out: &std::path::Path, json: bool) -> ExitCode {
                 let site: SiteCoop = serde_json::from_str(json).ok()?;
                 let mut j = serde_json::to_value(&site).ok()?;
                 j["origin"] = origin.clone().into();
-                j["level"] = site.level(CoopMode::Push, 2).as_str().into();
+                j["level"] = site
+                    .level(config.mode, config.failures_to_degrade)
+                    .as_str()
+                    .into();
+                j["offered"] = site.level(CoopMode::Push, u32::MAX).as_str().into();
                 j["trust_score"] = site.trust.score().into();
+                j["believed"] = site.trust.believed(config.trust_min).into();
                 Some(j)
             })
             .collect();
@@ -209,10 +223,11 @@ fn status(out: &std::path::Path, json: bool) -> ExitCode {
             };
             let st = &site.stats;
             println!(
-                "  {origin}: {} (trust {:.2}{}), {} metadata requests ({} bytes, {} not modified), {} changes announced, {} pushes, {} deltas ({} fell back), {} checks",
-                site.level(CoopMode::Push, 2).as_str(),
+                "  {origin}: {} (offers {}; trust {:.2}{}), {} metadata requests ({} bytes, {} not modified), {} changes announced, {} pushes, {} deltas ({} fell back), {} checks",
+                site.level(config.mode, config.failures_to_degrade).as_str(),
+                site.level(CoopMode::Push, u32::MAX).as_str(),
                 site.trust.score(),
-                if site.trust.believed(0.5) {
+                if site.trust.believed(config.trust_min) {
                     ""
                 } else {
                     ", claims ignored"

@@ -72,6 +72,13 @@ pub struct SiteCoop {
     pub changes_etag: Option<String>,
     /// Whether the sitemaps' `lastmod` values were found usable (a walk gave dates).
     pub sitemap_dates: bool,
+    /// A hub and topic named by one of the site's pages, subscribed to when the site has no
+    /// changes feed: a delivery makes that page due.
+    #[serde(default)]
+    pub page_hub: Option<(String, String)>,
+    /// The moment every `lastmod` of the last walk shared, if they shared one.
+    #[serde(default)]
+    pub sitemap_moment: Option<i64>,
     /// When the metadata was last polled (ms).
     pub last_poll: Option<i64>,
     /// When it is next due (ms).
@@ -89,7 +96,7 @@ pub struct SiteCoop {
 }
 
 /// Knobs of cooperation.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct CoopConfig {
     /// The most the crawler may use.
     pub mode: CoopMode,

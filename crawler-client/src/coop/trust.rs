@@ -47,21 +47,25 @@ impl Trust {
     }
 }
 
-/// Whether a sitemap's `lastmod` values look stamped (all the same recent moment, as a CMS
-/// writes them) rather than the content's dates: at least ten entries, nine in ten within a
-/// minute of each other and within a day of `now` (seconds since the epoch).
-pub fn lastmods_stamped(lastmods: &[i64], now: i64) -> bool {
+/// The one moment a sitemap's `lastmod` values share, if they share one: at least ten
+/// entries, nine in ten within a minute of their median. A whole site deployed at once looks
+/// like this too, so one such sitemap proves nothing; see [`lastmods_stamped`].
+pub fn shared_moment(lastmods: &[i64]) -> Option<i64> {
     if lastmods.len() < 10 {
-        return false;
+        return None;
     }
     let mut sorted = lastmods.to_vec();
     sorted.sort_unstable();
     let median = sorted[sorted.len() / 2];
-    if (now - median).abs() > 86_400 {
-        return false;
-    }
     let near = sorted.iter().filter(|t| (*t - median).abs() <= 60).count();
-    near * 10 >= sorted.len() * 9
+    (near * 10 >= sorted.len() * 9).then_some(median)
+}
+
+/// Whether a sitemap stamps every URL with the time it was generated (as some CMSs do): it
+/// shares one moment, so did the previous walk, and the moment moved on, while the site
+/// cannot have changed every page in between.
+pub fn lastmods_stamped(previous: Option<i64>, current: Option<i64>) -> bool {
+    matches!((previous, current), (Some(p), Some(c)) if c > p)
 }
 
 #[cfg(test)]
@@ -99,17 +103,20 @@ mod tests {
     }
 
     #[test]
-    fn stamped_lastmods_are_recognised() {
+    fn stamped_lastmods_are_recognised_on_the_second_walk() {
         let now = 1_800_000_000;
-        let stamped: Vec<i64> = (0..50).map(|i| now - 5 + i % 3).collect();
-        assert!(lastmods_stamped(&stamped, now));
-        let real: Vec<i64> = (0..50).map(|i| now - i * 3_600).collect();
-        assert!(!lastmods_stamped(&real, now));
-        let old_release: Vec<i64> = vec![now - 90 * 86_400; 50];
+        let stamped = |at: i64| -> Vec<i64> { (0..50).map(|i| at - 5 + i % 3).collect() };
+        let first = shared_moment(&stamped(now));
+        assert!(first.is_some());
+        assert!(!lastmods_stamped(None, first), "one walk proves nothing");
+        let second = shared_moment(&stamped(now + 600));
+        assert!(lastmods_stamped(first, second));
         assert!(
-            !lastmods_stamped(&old_release, now),
-            "one old release date is honest"
+            !lastmods_stamped(first, first),
+            "a site deployed at once and left alone is honest"
         );
-        assert!(!lastmods_stamped(&stamped[..5], now), "too few to tell");
+        let real: Vec<i64> = (0..50).map(|i| now - i * 3_600).collect();
+        assert_eq!(shared_moment(&real), None);
+        assert_eq!(shared_moment(&stamped(now)[..5]), None, "too few to tell");
     }
 }

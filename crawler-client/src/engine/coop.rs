@@ -9,18 +9,18 @@ use crate::coop::callback::{CallbackEvent, CallbackServer, Expected};
 use crate::coop::discovery::{delta_url, is_changes_endpoint, link_header, robots_txt_pointers};
 use crate::coop::requests::{self, CoopFetched, DeltaPlan, DeltaUse};
 use crate::coop::site::{SiteCoop, Subscription};
-use crate::coop::trust::lastmods_stamped;
+use crate::coop::trust::{lastmods_stamped, shared_moment};
 use crate::coop::{CoopJob, CoopMode, Level, MetaKind};
 use crate::fetch::FetchError;
 use crate::refresh::schedule::Announcement;
 use crate::store::{PageRecord, Queued};
 use crate::worker::Outcome;
-use chrono::Utc;
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 use url::Url;
 use webcoop_protocol::changes_feed::{self, ChangeKind, ChangesFeed, FeedLimits};
 use webcoop_protocol::robots_rdf::{self, RdfLimits};
+use webcoop_protocol::sitemap::UrlEntry;
 use webcoop_protocol::sitemap::{SitemapWalk, WalkLimits};
 use webcoop_protocol::websub::{Mode, SubscriptionRequest};
 
@@ -44,7 +44,9 @@ pub(super) struct CoopState {
     dirty: HashSet<i64>,
     claims: HashMap<u64, (i64, Claim)>,
     plans: HashMap<u64, DeltaPlan>,
-    walks: HashMap<i64, (SitemapWalk, Vec<i64>, usize)>, // walk, lastmods, URLs listed
+    /// Sitemap walks under way, with the entries found so far (acted on once the walk is
+    /// over and its dates have been judged).
+    walks: HashMap<i64, (SitemapWalk, Vec<UrlEntry>)>,
     polling: HashSet<i64>,
     callback: Option<CallbackServer>,
     next_tick: Option<Instant>,
@@ -223,9 +225,7 @@ impl Engine {
             .get(&host)
             .map(|s| s.sitemap_validators.clone())
             .unwrap_or_default();
-        self.coop
-            .walks
-            .insert(host, (walk, Vec::new(), roots.len()));
+        self.coop.walks.insert(host, (walk, Vec::new()));
         for (i, p) in pending.into_iter().enumerate() {
             let (etag, last_modified) = if i == 0 {
                 validators.clone()
@@ -615,10 +615,9 @@ impl Engine {
     }
 
     fn sitemap_fed(&mut self, host: i64, got: Option<(&Url, &CoopFetched)>) {
-        let Some((mut walk, mut dates, mut listed)) = self.coop.walks.remove(&host) else {
+        let Some((mut walk, mut listed)) = self.coop.walks.remove(&host) else {
             return;
         };
-        let mut entries = Vec::new();
         if let Some((url, r)) = got {
             let pending = webcoop_protocol::sitemap::PendingSitemap {
                 url: url.clone(),
@@ -629,7 +628,7 @@ impl Engine {
                 .sites
                 .get(&host)
                 .is_some_and(|s| s.sitemaps.first().is_none_or(|f| f == url.as_str()));
-            entries = walk.feed(&pending, &r.body);
+            listed.extend(walk.feed(&pending, &r.body));
             if is_root {
                 self.site(host).sitemap_validators = (
                     r.header("etag").map(str::to_string),
@@ -640,22 +639,6 @@ impl Engine {
         let mut more = Vec::new();
         while let Some(p) = walk.next_fetch() {
             more.push(p);
-        }
-        let first = !self.coop.sites.get(&host).is_some_and(|s| s.discovered);
-        listed += entries.len();
-        for e in &entries {
-            if let Some(t) = e.lastmod {
-                dates.push(t.timestamp());
-            }
-            self.listed(
-                host,
-                &e.loc,
-                e.lastmod.map(|t| t.timestamp_millis()),
-                None,
-                None,
-                None,
-                !first,
-            );
         }
         for p in more {
             self.frontier.push_coop(
@@ -670,14 +653,22 @@ impl Engine {
         }
         let waiting = self.frontier.host(host).is_some_and(|h| h.coop_waiting());
         if waiting {
-            self.coop.walks.insert(host, (walk, dates, listed));
+            self.coop.walks.insert(host, (walk, listed));
             return;
         }
-        // The walk is over.
-        let stamped = lastmods_stamped(&dates, Utc::now().timestamp());
+        // The walk is over: its dates are judged before any is acted on, so a sitemap that
+        // stamps every URL does not send the crawler after every page first.
+        let dates: Vec<i64> = listed
+            .iter()
+            .filter_map(|e| e.lastmod.map(|t| t.timestamp()))
+            .collect();
+        let moment = shared_moment(&dates);
         let origin = self.origin(host);
         let c = self.s.coop;
         let site = self.site(host);
+        let first = !site.discovered;
+        let stamped = lastmods_stamped(site.sitemap_moment, moment);
+        site.sitemap_moment = moment;
         site.discovered = true;
         site.last_poll = Some(now_ms());
         if stamped {
@@ -685,11 +676,25 @@ impl Engine {
             site.trust.refute(5.0);
         }
         site.sitemap_dates = !dates.is_empty() && !stamped;
+        for e in &listed {
+            let lastmod = e.lastmod.filter(|_| !stamped);
+            self.listed(
+                host,
+                &e.loc,
+                lastmod.map(|t| t.timestamp_millis()),
+                None,
+                None,
+                None,
+                !first,
+            );
+        }
         if first {
+            let level = self.site(host).level(c.mode, c.failures_to_degrade);
             tracing::info!(
-                "{origin}: sitemaps list {listed} URLs ({} files); cooperation: {}",
+                "{origin}: sitemaps list {} URLs ({} files); cooperation: {}",
+                listed.len(),
                 walk.fetched(),
-                site.level(c.mode, c.failures_to_degrade).as_str()
+                level.as_str()
             );
         }
     }
@@ -840,6 +845,17 @@ impl Engine {
             (Some(a), Some(b)) => a != b,
             _ => modified.is_some_and(|m| m > known.fetched_at),
         };
+        if !changed
+            && etag.is_none()
+            && modified.is_some_and(|m| within_second(m, known.fetched_at))
+        {
+            // A date to the second cannot tell a change in the second of the fetch from none:
+            // look, without holding it against the site either way.
+            if self.coop_covers(host) {
+                self.due_now(host, &link);
+            }
+            return;
+        }
         let believed = self
             .coop
             .sites
@@ -1080,6 +1096,26 @@ impl Engine {
         }
     }
 
+    /// A page names a WebSub hub: where its site has no changes feed to subscribe to, the
+    /// page's topic is subscribed to instead.
+    pub(super) fn coop_page_hub(&mut self, host: i64, hub: &Url, topic: &Url) {
+        if self.s.coop.mode < CoopMode::Push || self.coop.callback.is_none() {
+            return;
+        }
+        let origin = self.origin(host);
+        let site = self.site(host);
+        if site.changes.is_some() || site.page_hub.is_some() {
+            return;
+        }
+        if !matches!(hub.scheme(), "http" | "https") || !matches!(topic.scheme(), "http" | "https")
+        {
+            return;
+        }
+        site.page_hub = Some((hub.to_string(), topic.to_string()));
+        tracing::info!("{origin}: {topic} names the hub {hub}; subscribing to it");
+        self.maybe_subscribe(host, now_ms());
+    }
+
     fn maybe_subscribe(&mut self, host: i64, at: i64) {
         // Push serves keeping pages fresh; a one-pass crawl has no use for it.
         if self.schedule.is_none() {
@@ -1091,8 +1127,10 @@ impl Engine {
         let Some(site) = self.coop.sites.get(&host) else {
             return;
         };
-        let (Some(hub), Some(topic)) = (site.hub.clone(), site.changes.clone()) else {
-            return;
+        let (hub, topic) = match (&site.hub, &site.changes, &site.page_hub) {
+            (Some(hub), Some(changes), _) => (hub.clone(), changes.clone()),
+            (_, None, Some((hub, topic))) => (hub.clone(), topic.clone()),
+            _ => return,
         };
         if !site.discovered || site.failures >= self.s.coop.failures_to_degrade {
             return;
@@ -1262,6 +1300,20 @@ impl Engine {
             CallbackEvent::Delivery { host, body } => {
                 self.site(host).stats.pushes += 1;
                 self.run.pushes += 1;
+                let site = self.site(host);
+                let page_topic = match (&site.changes, &site.page_hub) {
+                    (None, Some((_, topic))) => Some(topic.clone()),
+                    _ => None,
+                };
+                if let Some(topic) = page_topic {
+                    // The new content of a page topic: the page is fetched at once.
+                    self.run.bytes += body.len() as u64;
+                    if let Ok(url) = Url::parse(&topic) {
+                        tracing::info!("{url}: the hub says it changed");
+                        self.due_now(host, &Link::to(&url));
+                    }
+                    return;
+                }
                 let r = CoopFetched {
                     status: 200,
                     headers: Vec::new(),
@@ -1423,4 +1475,9 @@ impl Engine {
             );
         }
     }
+}
+
+/// Whether a whole-second date `m` (ms) might hide a change after `fetched` in its second.
+fn within_second(m: i64, fetched: i64) -> bool {
+    m % 1000 == 0 && (m..m + 1000).contains(&fetched)
 }

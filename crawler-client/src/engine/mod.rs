@@ -174,6 +174,9 @@ struct Engine {
     coop: coop::CoopState,
 }
 
+/// The key under which a crawl records its cooperation settings.
+pub const COOP_CONFIG_META: &str = "coop_config";
+
 /// Runs a crawl until its queue is empty, its page budget spent, or `stop` is set.
 pub fn run(s: Settings, stop: Arc<AtomicBool>) -> Result<Report, CrawlError> {
     let started = Instant::now();
@@ -203,6 +206,10 @@ pub fn run(s: Settings, stop: Arc<AtomicBool>) -> Result<Report, CrawlError> {
     }
     let seed_list: Vec<&str> = seeds.iter().map(Url::as_str).collect();
     store.set_meta("seeds", &seed_list.join("\n"))?;
+    // `status` judges each site's level and trust by the settings of the crawl that wrote it.
+    if let Ok(coop) = serde_json::to_string(&s.coop) {
+        store.set_meta(COOP_CONFIG_META, &coop)?;
+    }
 
     if s.refresh && store.meta("refresh_pass")?.as_deref() != Some("open") {
         let first = store.max_queue_seq()? + 1;
@@ -328,6 +335,7 @@ pub fn run(s: Settings, stop: Arc<AtomicBool>) -> Result<Report, CrawlError> {
                 depth: p.depth,
                 last: p.fetched_at,
                 due: p.fetched_at,
+                covered: false,
                 url: p.url,
             };
             (p.fp, tracked)
@@ -1024,6 +1032,9 @@ impl Engine {
             };
             let learnt = self.learn(job, &visit, &children);
             self.coop_visited(job.host, job.fp, f.changed, f.delta.as_ref());
+            if let Some((hub, topic)) = &a.hub {
+                self.coop_page_hub(job.host, hub, topic);
+            }
             learnt
         } else {
             (None, None)

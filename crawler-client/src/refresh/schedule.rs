@@ -34,6 +34,8 @@ pub struct Tracked {
     pub last: i64,
     /// When it is due (ms).
     pub due: i64,
+    /// Left to its site's announcements: outside the allocation, due only as a safety net.
+    pub covered: bool,
 }
 
 /// Knobs of the schedule.
@@ -61,6 +63,7 @@ pub struct Schedule {
     pages: HashMap<u64, Tracked>,
     heap: BinaryHeap<Reverse<(i64, u64)>>,
     changes_since_solve: usize,
+    covered: usize,
 }
 
 impl Schedule {
@@ -72,6 +75,7 @@ impl Schedule {
             pages: HashMap::new(),
             heap: BinaryHeap::new(),
             changes_since_solve: 0,
+            covered: 0,
         }
     }
 
@@ -98,7 +102,9 @@ impl Schedule {
     /// Re-solves the allocation for the pages as they are now.
     pub fn solve(&mut self) {
         if self.config.budget.is_none() {
-            let budget = self.pages.len() as f64 / self.config.cycle_secs.max(1e-9);
+            // Covered pages are paid for by their sites' announcements, not by the budget.
+            let polled = self.pages.len() - self.covered;
+            let budget = polled as f64 / self.config.cycle_secs.max(1e-9);
             self.alloc.set_budget(budget);
         }
         self.alloc.solve();
@@ -109,9 +115,13 @@ impl Schedule {
     /// once, then plans each from its last visit.
     pub fn restore(&mut self, pages: impl IntoIterator<Item = (u64, Tracked)>) {
         for (fp, p) in pages {
+            let p = Tracked {
+                covered: false,
+                ..p
+            };
             self.alloc.add(p.rate, p.weight);
             if let Some(old) = self.pages.insert(fp, p) {
-                self.alloc.remove(old.rate, old.weight);
+                self.untrack(&old);
             }
         }
         self.solve();
@@ -142,10 +152,15 @@ impl Schedule {
         weight: f64,
     ) {
         let rate = rate.unwrap_or(self.config.prior_rate);
-        if let Some(old) = self.pages.get(&fp) {
-            self.alloc.remove(old.rate, old.weight);
+        let covered = self.pages.get(&fp).is_some_and(|p| p.covered);
+        if let Some(old) = self.pages.remove(&fp) {
+            self.untrack(&old);
         }
-        self.alloc.add(rate, weight);
+        if covered {
+            self.covered += 1;
+        } else {
+            self.alloc.add(rate, weight);
+        }
         self.changes_since_solve += 1;
         self.pages.insert(
             fp,
@@ -157,14 +172,19 @@ impl Schedule {
                 weight,
                 last: at,
                 due: at,
+                covered,
             },
         );
         // Re-solving costs a pass over the histogram: do it once per batch of changes.
         if self.changes_since_solve > 1000 || self.changes_since_solve * 20 > self.pages.len() {
             self.solve();
         }
-        let due = at + self.interval_ms(rate, weight);
-        tracing::debug!(url, rate, weight, due, at, "visited");
+        let due = if covered {
+            at + (self.config.max_interval_secs * 1000.0) as i64
+        } else {
+            at + self.interval_ms(rate, weight)
+        };
+        tracing::debug!(url, rate, weight, due, at, covered, "visited");
         if let Some(p) = self.pages.get_mut(&fp) {
             p.due = due;
         }
@@ -215,6 +235,12 @@ impl Schedule {
     pub fn cover(&mut self, fp: u64) {
         let max_ms = (self.config.max_interval_secs * 1000.0) as i64;
         if let Some(p) = self.pages.get_mut(&fp) {
+            if !p.covered {
+                p.covered = true;
+                self.covered += 1;
+                self.alloc.remove(p.rate, p.weight);
+                self.changes_since_solve += 1;
+            }
             let due = p.last + max_ms;
             if due != p.due {
                 p.due = due;
@@ -227,6 +253,19 @@ impl Schedule {
     /// host: its site started or stopped answering for them.
     pub fn set_host_covered(&mut self, host: i64, covered: bool) {
         let max_ms = (self.config.max_interval_secs * 1000.0) as i64;
+        for p in self.pages.values_mut().filter(|p| p.host == host) {
+            if p.covered != covered {
+                p.covered = covered;
+                if covered {
+                    self.covered += 1;
+                    self.alloc.remove(p.rate, p.weight);
+                } else {
+                    self.covered -= 1;
+                    self.alloc.add(p.rate, p.weight);
+                }
+            }
+        }
+        self.solve();
         let dues: Vec<(u64, i64)> = self
             .pages
             .iter()
@@ -263,6 +302,15 @@ impl Schedule {
     /// Stops tracking a page (deleted).
     pub fn remove(&mut self, fp: u64) {
         if let Some(old) = self.pages.remove(&fp) {
+            self.untrack(&old);
+        }
+    }
+
+    /// Takes a page that is leaving out of the allocation or the covered count.
+    fn untrack(&mut self, old: &Tracked) {
+        if old.covered {
+            self.covered -= 1;
+        } else {
             self.alloc.remove(old.rate, old.weight);
         }
     }
@@ -331,6 +379,7 @@ mod tests {
             weight: 1.0,
             last,
             due: 0,
+            covered: false,
         }
     }
 
@@ -356,6 +405,38 @@ mod tests {
             Some(250_000),
             "taken pages wait for their visit"
         );
+    }
+
+    #[test]
+    fn covered_pages_leave_the_budget_to_the_polled_ones() {
+        let mut s = Schedule::new(config(Policy::Uniform));
+        let mut other = tracked("http://f/a", 0.01, 0);
+        other.host = 2;
+        s.restore([
+            (1, tracked("http://e/a", 0.01, 0)),
+            (2, tracked("http://e/b", 0.01, 0)),
+            (3, other),
+        ]);
+        assert_eq!(s.page(3).unwrap().due, 100_000, "one visit per cycle");
+        s.set_host_covered(1, true);
+        assert!((s.budget() - 0.01).abs() < 1e-12, "{}", s.budget());
+        assert_eq!(s.page(1).unwrap().due, 10_000_000, "the safety net only");
+        // A visit of a covered page keeps it covered.
+        s.visited(1, 1, "http://e/a", 0, 5_000, Some(0.01), 1.0);
+        assert!(s.page(1).unwrap().covered);
+        assert_eq!(s.page(1).unwrap().due, 10_005_000);
+        s.visited(3, 2, "http://f/a", 0, 5_000, Some(0.01), 1.0);
+        assert_eq!(s.page(3).unwrap().due, 105_000);
+        s.set_host_covered(1, false);
+        assert!((s.budget() - 0.03).abs() < 1e-12);
+        assert_eq!(
+            s.page(2).unwrap().due,
+            100_000,
+            "planned from its last visit again"
+        );
+        s.remove(1);
+        s.solve();
+        assert!((s.budget() - 0.02).abs() < 1e-12);
     }
 
     #[test]
