@@ -1,0 +1,7 @@
+//! The parts of `webcoop-bench`: what it counts on the wire, the site it generates and
+//! edits, and how it scores the crawler's copy against the truth.
+
+pub mod changes;
+pub mod freshness;
+pub mod proxy;
+pub mod site;
