@@ -224,16 +224,7 @@ pub async fn fetch(
         reqwest::Version::HTTP_2 => "HTTP/2",
         _ => "HTTP/1.1",
     };
-    let headers = response
-        .headers()
-        .iter()
-        .map(|(n, v)| {
-            (
-                n.as_str().to_string(),
-                String::from_utf8_lossy(v.as_bytes()).into_owned(),
-            )
-        })
-        .collect();
+    let headers = header_pairs(response.headers());
     let remote = response.remote_addr();
     let mut body = Vec::new();
     let mut truncated = false;
@@ -276,6 +267,19 @@ pub async fn fetch(
 /// The address a response came from, for the WARC record.
 pub fn ip_of(r: &FetchResponse) -> Option<IpAddr> {
     r.remote.map(|a| a.ip())
+}
+
+/// A response's headers as (name, value) pairs, values decoded leniently.
+pub fn header_pairs(headers: &reqwest::header::HeaderMap) -> Vec<(String, String)> {
+    headers
+        .iter()
+        .map(|(n, v)| {
+            (
+                n.as_str().to_string(),
+                String::from_utf8_lossy(v.as_bytes()).into_owned(),
+            )
+        })
+        .collect()
 }
 
 #[cfg(test)]

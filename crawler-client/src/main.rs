@@ -221,9 +221,8 @@ fn status(out: &std::path::Path, json: bool) -> ExitCode {
                 println!("  {origin}: state unreadable");
                 continue;
             };
-            let st = &site.stats;
             println!(
-                "  {origin}: {} (offers {}; trust {:.2}{}), {} metadata requests ({} bytes, {} not modified), {} changes announced, {} pushes, {} deltas ({} fell back), {} checks",
+                "  {origin}: {} (offers {}; trust {:.2}{}), {}",
                 site.level(config.mode, config.failures_to_degrade).as_str(),
                 site.level(CoopMode::Push, u32::MAX).as_str(),
                 site.trust.score(),
@@ -232,14 +231,7 @@ fn status(out: &std::path::Path, json: bool) -> ExitCode {
                 } else {
                     ", claims ignored"
                 },
-                st.meta_requests,
-                st.meta_bytes,
-                st.not_modified,
-                st.announced,
-                st.pushes,
-                st.deltas,
-                st.delta_fallbacks,
-                st.checks
+                site.stats
             );
         }
     }

@@ -491,6 +491,18 @@ impl Store {
         StoreError::new(&self.path, source)
     }
 
+    /// Every row of a query, mapped.
+    fn rows<T>(
+        &self,
+        sql: &str,
+        params: impl rusqlite::Params,
+        map: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+    ) -> Result<Vec<T>, StoreError> {
+        let mut stmt = self.conn.prepare(sql).map_err(|e| self.err(e))?;
+        let rows = stmt.query_map(params, map).map_err(|e| self.err(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+    }
+
     /// A remembered value.
     pub fn meta(&self, key: &str) -> Result<Option<String>, StoreError> {
         self.conn
@@ -531,15 +543,11 @@ impl Store {
 
     /// Every host.
     pub fn hosts(&self) -> Result<Vec<HostRecord>, StoreError> {
-        let mut stmt = self
-            .conn
-            .prepare(
-                "SELECT id, origin, robots_status, robots_body, robots_fetched, skipped,
+        self.rows(
+            "SELECT id, origin, robots_status, robots_body, robots_fetched, skipped,
                     parked_until, failures, coop FROM hosts",
-            )
-            .map_err(|e| self.err(e))?;
-        let rows = stmt
-            .query_map([], |r| {
+            [],
+            |r| {
                 Ok(HostRecord {
                     id: r.get(0)?,
                     origin: r.get(1)?,
@@ -551,21 +559,15 @@ impl Store {
                     failures: r.get::<_, i64>(7)?.max(0) as u32,
                     coop: r.get(8)?,
                 })
-            })
-            .map_err(|e| self.err(e))?;
-        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+            },
+        )
     }
 
     /// Queued URLs per host.
     pub fn queued_per_host(&self) -> Result<Vec<(i64, u64)>, StoreError> {
-        let mut stmt = self
-            .conn
-            .prepare("SELECT host, COUNT(*) FROM queue GROUP BY host")
-            .map_err(|e| self.err(e))?;
-        let rows = stmt
-            .query_map([], |r| Ok((r.get(0)?, r.get::<_, i64>(1)?.max(0) as u64)))
-            .map_err(|e| self.err(e))?;
-        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+        self.rows("SELECT host, COUNT(*) FROM queue GROUP BY host", [], |r| {
+            Ok((r.get(0)?, r.get::<_, i64>(1)?.max(0) as u64))
+        })
     }
 
     /// The highest queue row in use (new rows are numbered after it).
@@ -606,14 +608,11 @@ impl Store {
 
     /// Every queued row of a host (to match archived records to their rows after a crash).
     pub fn queued_of_host(&self, host: i64) -> Result<Vec<Queued>, StoreError> {
-        let mut stmt = self
-            .conn
-            .prepare(&format!(
-                "SELECT {QUEUED_COLUMNS} FROM queue WHERE host = ?1"
-            ))
-            .map_err(|e| self.err(e))?;
-        let rows = stmt.query_map([host], queued).map_err(|e| self.err(e))?;
-        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+        self.rows(
+            &format!("SELECT {QUEUED_COLUMNS} FROM queue WHERE host = ?1"),
+            [host],
+            queued,
+        )
     }
 
     /// Adds the fingerprint of every URL queued or visited (the seen-set) to `into`.
@@ -635,15 +634,11 @@ impl Store {
 
     /// Every page worth refreshing (fetched successfully, not a duplicate).
     pub fn refreshable_pages(&self) -> Result<Vec<RefreshablePage>, StoreError> {
-        let mut stmt = self
-            .conn
-            .prepare(
-                "SELECT fp, host, url, depth, fetched_at, rate, history, history_g FROM pages
+        self.rows(
+            "SELECT fp, host, url, depth, fetched_at, rate, history, history_g FROM pages
                  WHERE (status BETWEEN 200 AND 299 OR status = 304) AND duplicate_of IS NULL",
-            )
-            .map_err(|e| self.err(e))?;
-        let rows = stmt
-            .query_map([], |r| {
+            [],
+            |r| {
                 Ok(RefreshablePage {
                     fp: r.get::<_, i64>(0)? as u64,
                     host: r.get(1)?,
@@ -653,9 +648,8 @@ impl Store {
                     rate: r.get(5)?,
                     importance: (r.get(6)?, r.get(7)?),
                 })
-            })
-            .map_err(|e| self.err(e))?;
-        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+            },
+        )
     }
 
     /// Adds the content digest of every original (not duplicate) page to `into`.
@@ -717,17 +711,13 @@ impl Store {
 
     /// Every page with what is held of it, for `copies`.
     pub fn copies(&self) -> Result<Vec<CopyRow>, StoreError> {
-        let mut stmt = self
-            .conn
-            .prepare(
-                "SELECT p.url, p.status, p.error, p.fetched_at,
+        self.rows(
+            "SELECT p.url, p.status, p.error, p.fetched_at,
                     COALESCE(p.validator, o.validator), p.error LIKE 'deleted:%'
                  FROM pages p LEFT JOIN pages o ON o.url = p.duplicate_of
                  ORDER BY p.url",
-            )
-            .map_err(|e| self.err(e))?;
-        let rows = stmt
-            .query_map([], |r| {
+            [],
+            |r| {
                 Ok(CopyRow {
                     url: r.get(0)?,
                     status: r.get::<_, Option<i64>>(1)?.map(|s| s as u16),
@@ -736,9 +726,8 @@ impl Store {
                     validator: r.get(4)?,
                     gone: r.get::<_, Option<bool>>(5)?.unwrap_or(false),
                 })
-            })
-            .map_err(|e| self.err(e))?;
-        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+            },
+        )
     }
 
     /// Where the content held of `url` is archived, with its validator (following a
@@ -772,26 +761,18 @@ impl Store {
 
     /// Every host's cooperation state: id, origin, JSON.
     pub fn coop_sites(&self) -> Result<Vec<(i64, String, String)>, StoreError> {
-        let mut stmt = self
-            .conn
-            .prepare("SELECT id, origin, coop FROM hosts WHERE coop IS NOT NULL ORDER BY origin")
-            .map_err(|e| self.err(e))?;
-        let rows = stmt
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-            .map_err(|e| self.err(e))?;
-        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+        self.rows(
+            "SELECT id, origin, coop FROM hosts WHERE coop IS NOT NULL ORDER BY origin",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
     }
 
     /// Every WARC file with its accounted length.
     pub fn warc_files(&self) -> Result<Vec<(String, u64)>, StoreError> {
-        let mut stmt = self
-            .conn
-            .prepare("SELECT file, committed FROM warc ORDER BY file")
-            .map_err(|e| self.err(e))?;
-        let rows = stmt
-            .query_map([], |r| Ok((r.get(0)?, r.get::<_, i64>(1)?.max(0) as u64)))
-            .map_err(|e| self.err(e))?;
-        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+        self.rows("SELECT file, committed FROM warc ORDER BY file", [], |r| {
+            Ok((r.get(0)?, r.get::<_, i64>(1)?.max(0) as u64))
+        })
     }
 
     /// Queues every page fetched successfully again (a refresh pass), rows numbered from
@@ -1017,14 +998,11 @@ impl Store {
 
     /// Hosts not crawled, and why.
     pub fn skipped_hosts(&self) -> Result<Vec<(String, String)>, StoreError> {
-        let mut stmt = self
-            .conn
-            .prepare("SELECT origin, skipped FROM hosts WHERE skipped IS NOT NULL ORDER BY origin")
-            .map_err(|e| self.err(e))?;
-        let rows = stmt
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-            .map_err(|e| self.err(e))?;
-        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+        self.rows(
+            "SELECT origin, skipped FROM hosts WHERE skipped IS NOT NULL ORDER BY origin",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
     }
 }
 

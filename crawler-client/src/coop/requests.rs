@@ -132,16 +132,7 @@ async fn post_hub(ctx: &Context, hub: &Url, form: &str) -> Result<CoopFetched, F
             }
         })?;
     let status = resp.status().as_u16();
-    let headers = resp
-        .headers()
-        .iter()
-        .map(|(n, v)| {
-            (
-                n.as_str().to_string(),
-                String::from_utf8_lossy(v.as_bytes()).into_owned(),
-            )
-        })
-        .collect();
+    let headers = crate::fetch::header_pairs(resp.headers());
     let body = resp
         .bytes()
         .await

@@ -49,6 +49,23 @@ pub struct CoopStats {
     pub checks: u64,
 }
 
+impl std::fmt::Display for CoopStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} metadata requests ({} bytes, {} not modified), {} changes announced, {} pushes, {} deltas ({} fell back), {} checks",
+            self.meta_requests,
+            self.meta_bytes,
+            self.not_modified,
+            self.announced,
+            self.pushes,
+            self.deltas,
+            self.delta_fallbacks,
+            self.checks
+        )
+    }
+}
+
 /// One site's cooperation.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SiteCoop {

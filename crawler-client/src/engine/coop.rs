@@ -176,17 +176,22 @@ impl Engine {
             .robots_rdf
             .or_else(|| root.join("/robots.rdf").ok());
         if let Some(url) = listing {
-            self.frontier.push_coop(
-                host,
-                CoopJob::Fetch {
-                    kind: MetaKind::Listing,
-                    url,
-                    etag: None,
-                    last_modified: None,
-                },
-            );
-            self.coop.polling.insert(host);
+            self.fetch_listing(host, url);
         }
+    }
+
+    /// Asks for the whole robots.rdf (no validators): at discovery and for a resync.
+    fn fetch_listing(&mut self, host: i64, url: Url) {
+        self.frontier.push_coop(
+            host,
+            CoopJob::Fetch {
+                kind: MetaKind::Listing,
+                url,
+                etag: None,
+                last_modified: None,
+            },
+        );
+        self.coop.polling.insert(host);
     }
 
     fn start_walks(&mut self, host: i64) {
@@ -516,16 +521,7 @@ impl Engine {
             site.listing.clone()
         };
         if let Some(url) = listing.and_then(|l| Url::parse(&l).ok()) {
-            self.frontier.push_coop(
-                host,
-                CoopJob::Fetch {
-                    kind: MetaKind::Listing,
-                    url,
-                    etag: None,
-                    last_modified: None,
-                },
-            );
-            self.coop.polling.insert(host);
+            self.fetch_listing(host, url);
         }
     }
 
@@ -1459,19 +1455,12 @@ impl Engine {
             if level == Level::None && site.stats.meta_requests == 0 {
                 continue;
             }
-            let st = &site.stats;
             tracing::info!(
-                "{}: cooperation {} (trust {:.2}): {} metadata requests ({} bytes, {} not modified), {} changes announced, {} pushes, {} deltas, {} fell back",
+                "{}: cooperation {} (trust {:.2}): {}",
                 self.origin(*id),
                 level.as_str(),
                 site.trust.score(),
-                st.meta_requests,
-                st.meta_bytes,
-                st.not_modified,
-                st.announced,
-                st.pushes,
-                st.deltas,
-                st.delta_fallbacks
+                site.stats
             );
         }
     }
