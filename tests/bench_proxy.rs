@@ -67,3 +67,46 @@ async fn keep_alive_requests_are_counted_one_by_one() {
     let served = web.log().len() as u64;
     assert_eq!(served, c.requests, "the server saw what the proxy counted");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_bench_site_serves_files_gzipped_and_conditionally() {
+    let dir = tempfile::tempdir().unwrap();
+    let page = "<html><body>".to_string() + &"crawler freshness ".repeat(500) + "</body></html>";
+    std::fs::write(dir.path().join("page.html"), &page).unwrap();
+    let addr = webcoop::bench::site_server::start(dir.path(), None)
+        .await
+        .unwrap();
+    let head = |extra: &'static str| async move {
+        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let request =
+            format!("GET /page.html HTTP/1.1\r\nHost: x\r\nConnection: close\r\n{extra}\r\n");
+        s.write_all(request.as_bytes()).await.unwrap();
+        let mut response = Vec::new();
+        s.read_to_end(&mut response).await.unwrap();
+        String::from_utf8_lossy(&response).into_owned()
+    };
+    let plain = head("").await;
+    assert!(plain.starts_with("HTTP/1.1 200"), "{plain}");
+    assert!(
+        plain.contains(&page),
+        "served as is without Accept-Encoding"
+    );
+    let gz = head("Accept-Encoding: gzip, br, zstd\r\n").await;
+    assert!(
+        gz.to_ascii_lowercase().contains("content-encoding: gzip"),
+        "{gz}"
+    );
+    assert!(gz.len() < page.len() / 4, "compressed: {} bytes", gz.len());
+    let modified = plain
+        .lines()
+        .find_map(|l| l.strip_prefix("last-modified: "))
+        .expect("Last-Modified")
+        .to_string();
+    let cond = head(Box::leak(
+        format!("If-Modified-Since: {modified}\r\n").into_boxed_str(),
+    ))
+    .await;
+    assert!(cond.starts_with("HTTP/1.1 304"), "{cond}");
+    let none = webcoop::servers::http_get(addr, "/.well-known/webcoop/changes", &[]).unwrap();
+    assert_eq!(none.status, 404, "no agent beside it");
+}

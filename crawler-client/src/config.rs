@@ -87,6 +87,14 @@ pub struct CrawlArgs {
     /// Stop after this many seconds (the crawl resumes on the next run).
     #[arg(long, value_name = "SECS")]
     pub run_for: Option<f64>,
+    /// Run the crawler's time this many times faster (visit times, refresh schedule,
+    /// metadata polls, leases), for webcoop-bench; politeness stays in real time.
+    #[arg(long, value_name = "X")]
+    pub clock_speed: Option<f64>,
+    /// With --clock-speed: the moment (ms since the epoch) at which the scaled time equals the
+    /// real time, so the crawler and the agent agree [default: the start].
+    #[arg(long, value_name = "MS", requires = "clock_speed")]
+    pub clock_anchor: Option<i64>,
     /// The most cooperation used where a site offers it: off (poll everything), meta
     /// (robots.rdf, sitemaps, the changes feed), delta (and fetch changed pages as deltas),
     /// push (and subscribe to the site's WebSub hub) [default: push].
@@ -194,6 +202,9 @@ pub struct FileConfig {
     pub warc_gzip_level: Option<u32>,
     /// Longest time between two saves of the state.
     pub commit_interval: Option<f64>,
+    /// Revisits ask "changed since?" (`If-None-Match`, `If-Modified-Since`) [default: true];
+    /// false refetches every page whole, as the bench's plain polling does.
+    pub conditional: Option<bool>,
     /// Results per save of the state at most.
     pub commit_results: Option<usize>,
     /// Host name to address overrides.
@@ -214,6 +225,8 @@ pub struct FileConfig {
     pub coop_trust_min: Option<f64>,
     /// Share of pages announced unchanged that are fetched to check the claim (0.02).
     pub coop_check_share: Option<f64>,
+    /// See `CoopConfig::deltas`.
+    pub coop_deltas: Option<bool>,
     /// Lease asked of WebSub hubs, seconds (86400).
     pub hub_lease: Option<u64>,
     /// See `--callback-listen`.
@@ -261,6 +274,8 @@ pub struct Settings {
     pub warc_level: u32,
     /// Longest time between saves.
     pub commit_interval: Duration,
+    /// Revisits are conditional requests.
+    pub conditional: bool,
     /// Results per save.
     pub commit_results: usize,
     /// Address overrides.
@@ -475,6 +490,7 @@ pub fn settings(args: &CrawlArgs) -> Result<Settings, String> {
         check_share: file.coop_check_share.unwrap_or(d.check_share),
         lease_secs: file.hub_lease.unwrap_or(d.lease_secs),
         failures_to_degrade: d.failures_to_degrade,
+        deltas: file.coop_deltas.unwrap_or(d.deltas),
     };
     if !(0.0 < coop.max_outdated && coop.max_outdated < 1.0) {
         return Err(format!(
@@ -543,6 +559,7 @@ pub fn settings(args: &CrawlArgs) -> Result<Settings, String> {
             .unwrap_or(crate::warc::DEFAULT_LEVEL)
             .min(9),
         commit_interval: secs("commit_interval", file.commit_interval.unwrap_or(1.0))?,
+        conditional: file.conditional.unwrap_or(true),
         commit_results: file.commit_results.unwrap_or(2000).max(1),
         resolve,
         metrics: args.metrics.or(file.metrics),

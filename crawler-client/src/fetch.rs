@@ -173,7 +173,7 @@ pub async fn fetch(
     request: &FetchRequest,
     limits: &FetchLimits,
 ) -> Result<FetchResponse, FetchError> {
-    let fetched_at = Utc::now();
+    let fetched_at = crate::clock::now();
     let start = Instant::now();
     let mut builder = client
         .get(request.url.clone())

@@ -5,6 +5,7 @@
 
 pub mod analyze;
 pub mod cash;
+pub mod clock;
 pub mod config;
 pub mod coop;
 pub mod copies;

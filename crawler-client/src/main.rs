@@ -121,6 +121,15 @@ fn watch_signals(stop: Arc<AtomicBool>) {
 }
 
 fn crawl(args: &CrawlArgs) -> ExitCode {
+    match webcoop_protocol::clock::from_options(args.clock_speed, args.clock_anchor) {
+        Ok(clock) => {
+            webcoop_crawler::clock::install(clock);
+        }
+        Err(e) => {
+            eprintln!("webcoop-crawl: {e}");
+            return ExitCode::from(2);
+        }
+    }
     let settings = match config::settings(args) {
         Ok(s) => s,
         Err(e) => {

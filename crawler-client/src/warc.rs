@@ -309,7 +309,7 @@ impl WarcWriter {
             .create_new(true)
             .append(true)
             .open(self.dir.join(&name))?;
-        let info = warcinfo(&name, Utc::now(), &self.user_agent, self.level);
+        let info = warcinfo(&name, crate::clock::now(), &self.user_agent, self.level);
         f.write_all(&info.bytes)?;
         self.current = Some((f, name, info.bytes.len() as u64));
         Ok(())
@@ -419,24 +419,24 @@ pub fn read_record_at(path: &Path, offset: u64) -> io::Result<Option<StoredRecor
 /// The decoded content of the page response archived at `offset` (its content coding
 /// removed), if the record there is a whole, untruncated 2xx response.
 pub fn content_at(path: &Path, offset: u64, limit: usize) -> io::Result<Option<Vec<u8>>> {
-    let Some(rec) = read_record_at(path, offset)? else {
-        return Ok(None);
-    };
+    Ok(read_record_at(path, offset)?.and_then(|rec| content_of(&rec, limit)))
+}
+
+/// The decoded content of a record, if it is a whole, untruncated 2xx response.
+pub fn content_of(rec: &StoredRecord, limit: usize) -> Option<Vec<u8>> {
     if rec.header("WARC-Type") != Some("response") || rec.header("WARC-Truncated").is_some() {
-        return Ok(None);
+        return None;
     }
-    let Some(http) = parse_http(&rec.block) else {
-        return Ok(None);
-    };
+    let http = parse_http(&rec.block)?;
     if !(200..300).contains(&http.status) {
-        return Ok(None);
+        return None;
     }
     let coding = http
         .headers
         .iter()
         .find(|(n, _)| n.eq_ignore_ascii_case("content-encoding"))
         .map(|(_, v)| v.as_str());
-    Ok(crate::analyze::decode(coding, &http.body, false, limit))
+    crate::analyze::decode(coding, &http.body, false, limit)
 }
 
 /// Parses the gzip member at the start of `data` into a record, if whole.

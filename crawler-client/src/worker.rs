@@ -126,6 +126,8 @@ pub struct Context {
     pub warc_level: u32,
     /// Where the archive is (held copies are read back from it for deltas).
     pub warc_dir: PathBuf,
+    /// Whether revisits send the held copy's validators.
+    pub conditional: bool,
 }
 
 /// Builds the analysis and archive record of a page response.
@@ -214,10 +216,11 @@ pub async fn page(
     tx: Sender<Outcome>,
 ) {
     let start = Instant::now();
+    let held = known.as_ref().filter(|_| ctx.conditional);
     let request = FetchRequest {
         url,
-        etag: known.as_ref().and_then(|k| k.etag.clone()),
-        last_modified: known.as_ref().and_then(|k| k.last_modified.clone()),
+        etag: held.and_then(|k| k.etag.clone()),
+        last_modified: held.and_then(|k| k.last_modified.clone()),
         headers: Vec::new(),
     };
     let result = match fetch::fetch(&ctx.client, &request, &ctx.limits).await {

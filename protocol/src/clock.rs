@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, Utc};
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// A source of "now".
 pub trait Clock: Send + Sync {
@@ -26,25 +26,34 @@ impl Clock for SystemClock {
     }
 }
 
-/// A clock that runs `speed` times faster than real time from a chosen start.
+/// A clock that runs `speed` times faster than real time. It is anchored on the wall clock,
+/// so separate processes given the same anchor and speed agree on the simulated time.
 #[derive(Debug, Clone)]
 pub struct ScaledClock {
-    start_real: Instant,
-    start_sim: DateTime<Utc>,
+    real_anchor: DateTime<Utc>,
+    sim_anchor: DateTime<Utc>,
     speed: f64,
 }
 
 impl ScaledClock {
-    /// Starts at `start`, advancing `speed` simulated seconds per real second.
+    /// Starts at `start` now, advancing `speed` simulated seconds per real second.
     pub fn new(start: DateTime<Utc>, speed: f64) -> Self {
         ScaledClock {
-            start_real: Instant::now(),
-            start_sim: start,
+            real_anchor: Utc::now(),
+            sim_anchor: start,
             speed: if speed.is_finite() && speed > 0.0 {
                 speed
             } else {
                 1.0
             },
+        }
+    }
+
+    /// Simulated time equals real time at `anchor` and runs `speed` times faster from there.
+    pub fn anchored(anchor: DateTime<Utc>, speed: f64) -> Self {
+        ScaledClock {
+            real_anchor: anchor,
+            ..ScaledClock::new(anchor, speed)
         }
     }
 
@@ -56,13 +65,36 @@ impl ScaledClock {
 
 impl Clock for ScaledClock {
     fn now(&self) -> DateTime<Utc> {
-        let real = self.start_real.elapsed().as_secs_f64() * self.speed;
-        self.start_sim + chrono::Duration::nanoseconds((real * 1e9) as i64)
+        let real = (Utc::now() - self.real_anchor)
+            .num_nanoseconds()
+            .unwrap_or(0) as f64;
+        self.sim_anchor + chrono::Duration::nanoseconds((real * self.speed) as i64)
     }
 
     fn real_duration(&self, simulated: Duration) -> Duration {
         simulated.div_f64(self.speed)
     }
+}
+
+/// The clock a program's `--clock-speed X [--clock-anchor MS]` options ask for: the system
+/// clock without a speed, else a [`ScaledClock`] anchored at `anchor_ms` (milliseconds since
+/// the epoch; the program's start when absent).
+pub fn from_options(
+    speed: Option<f64>,
+    anchor_ms: Option<i64>,
+) -> Result<std::sync::Arc<dyn Clock>, String> {
+    let Some(speed) = speed else {
+        return Ok(std::sync::Arc::new(SystemClock));
+    };
+    if !(speed.is_finite() && speed > 0.0) {
+        return Err(format!("--clock-speed {speed}: must be a positive number"));
+    }
+    let anchor = match anchor_ms {
+        Some(ms) => DateTime::from_timestamp_millis(ms)
+            .ok_or_else(|| format!("--clock-anchor {ms}: not a time in milliseconds"))?,
+        None => Utc::now(),
+    };
+    Ok(std::sync::Arc::new(ScaledClock::anchored(anchor, speed)))
 }
 
 /// A clock that only moves when told to.
@@ -117,5 +149,21 @@ mod tests {
             Duration::from_secs(1)
         );
         assert_eq!(ScaledClock::new(t0, -1.0).speed(), 1.0);
+    }
+
+    #[test]
+    fn anchored_clocks_agree_and_run_from_their_anchor() {
+        let anchor = Utc::now() - chrono::Duration::seconds(2);
+        let (a, b) = (
+            ScaledClock::anchored(anchor, 100.0),
+            ScaledClock::anchored(anchor, 100.0),
+        );
+        let (ta, tb) = (a.now(), b.now());
+        assert!((ta - tb).num_milliseconds().abs() < 1_000, "{ta} {tb}");
+        let ahead = (ta - anchor).num_seconds();
+        assert!((199..260).contains(&ahead), "2 s at 100x: {ahead}");
+        assert!(from_options(Some(0.0), None).is_err());
+        assert!(from_options(Some(2.0), Some(i64::MAX)).is_err());
+        assert!(from_options(None, None).is_ok());
     }
 }

@@ -82,6 +82,13 @@ pub struct Cli {
     /// How long the hub gathers changes into one delivery, in milliseconds [default: 1000].
     #[arg(long, env = "WEBCOOP_HUB_WINDOW_MS")]
     pub hub_window_ms: Option<u64>,
+    /// Run time this many times faster (dates in what the agent publishes), for webcoop-bench.
+    #[arg(long, value_name = "X")]
+    pub clock_speed: Option<f64>,
+    /// With --clock-speed: the moment (ms since the epoch) at which the scaled time equals the
+    /// real time, so several processes agree [default: the start].
+    #[arg(long, value_name = "MS", requires = "clock_speed")]
+    pub clock_anchor: Option<i64>,
     /// Seconds a subscriber may keep failing before its subscription is dropped [default: 86400].
     #[arg(long, env = "WEBCOOP_HUB_DROP_AFTER")]
     pub hub_drop_after: Option<u64>,

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 use webcoop_agent::agent::Agent;
 use webcoop_agent::config::{Cli, Config};
-use webcoop_protocol::clock::{Clock, SystemClock};
+use webcoop_protocol::clock::Clock;
 
 fn human_bytes(n: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
@@ -37,6 +37,13 @@ fn main() -> ExitCode {
     if cli.print_robots_lines {
         return print_robots_lines(&cli);
     }
+    let clock = match webcoop_protocol::clock::from_options(cli.clock_speed, cli.clock_anchor) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("webcoop-agent: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let config = match Config::from_cli(cli) {
         Ok(c) => c,
         Err(e) => {
@@ -44,7 +51,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match run(config) {
+    match run(config, clock) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("webcoop-agent: {e}");
@@ -76,9 +83,8 @@ fn print_robots_lines(cli: &Cli) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn run(config: Config) -> Result<(), Box<dyn std::error::Error>> {
+fn run(config: Config, clock: Arc<dyn Clock>) -> Result<(), Box<dyn std::error::Error>> {
     let start = Instant::now();
-    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let mut agent = Agent::open(config.clone(), clock.clone())?;
     if !config.once {
         // Events during the start-up scan queue up instead of being lost.

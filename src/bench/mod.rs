@@ -1,7 +1,11 @@
 //! The parts of `webcoop-bench`: what it counts on the wire, the site it generates and
 //! edits, and how it scores the crawler's copy against the truth.
 
+pub mod castillo;
 pub mod changes;
 pub mod freshness;
+pub mod plot;
 pub mod proxy;
+pub mod run;
 pub mod site;
+pub mod site_server;

@@ -57,12 +57,13 @@ impl GeneratedSite {
         let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
         let paths: Vec<String> = (0..pages).map(|i| format!("/p/{i}.html")).collect();
         for (i, path) in paths.iter().enumerate() {
-            let links: Vec<usize> = (0..5)
-                .map(|_| {
+            // The next page (so every page is reachable from the first) and a few others.
+            let links: Vec<usize> = std::iter::once(i + 1)
+                .chain((0..5).map(|_| {
                     let u: f64 = rng.random();
-                    ((u * u * u) * pages as f64) as usize % pages.max(1)
-                })
-                .filter(|j| *j != i)
+                    ((u * u * u) * pages as f64) as usize
+                }))
+                .filter(|j| *j != i && *j < pages)
                 .collect();
             // Log-normal: median 20 KB, a long tail of big pages.
             let normal = {
@@ -209,6 +210,10 @@ mod tests {
         assert!(index.contains("href=\"/p/0.html\""));
         let p0 = String::from_utf8(read(a.path(), "/p/0.html")).unwrap();
         assert!(p0.contains("href=\"/index.html\""));
+        for i in 0..99 {
+            let page = String::from_utf8(read(a.path(), &format!("/p/{i}.html"))).unwrap();
+            assert!(page.contains(&format!("href=\"/p/{}.html\"", i + 1)), "{i}");
+        }
     }
 
     #[test]

@@ -313,7 +313,7 @@ pub async fn page_inline(
         ctx.limits.max_body as u64,
     )?;
     let etag = Sha256Digest::of(&new).etag().to_string();
-    let now = chrono::Utc::now();
+    let now = crate::clock::now();
     let resp = FetchResponse {
         url: page.clone(),
         status: 200,

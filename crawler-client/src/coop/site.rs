@@ -133,6 +133,21 @@ pub struct CoopConfig {
     pub lease_secs: u64,
     /// Failed metadata requests in a row after which the site is polled like any other.
     pub failures_to_degrade: u32,
+    /// Whether deltas are used where the mode allows them (false: push without deltas, for
+    /// the bench's comparison).
+    #[serde(default = "yes")]
+    pub deltas: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl CoopConfig {
+    /// Whether changed pages are asked for (or taken pushed) as deltas.
+    pub fn uses_deltas(&self) -> bool {
+        self.mode >= CoopMode::Delta && self.deltas
+    }
 }
 
 impl Default for CoopConfig {
@@ -147,6 +162,7 @@ impl Default for CoopConfig {
             check_share: 0.02,
             lease_secs: 86_400,
             failures_to_degrade: 2,
+            deltas: true,
         }
     }
 }

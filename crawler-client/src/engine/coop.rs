@@ -267,7 +267,7 @@ impl Engine {
         if self.s.coop.mode == CoopMode::Off || self.coop.next_tick.is_some_and(|t| t > now) {
             return;
         }
-        self.coop.next_tick = Some(now + Duration::from_millis(100));
+        self.coop.next_tick = Some(now + tick_period());
         let at = now_ms();
         let ids: Vec<i64> = self.coop.sites.keys().copied().collect();
         for host in ids {
@@ -753,7 +753,7 @@ impl Engine {
             .get(&host)
             .and_then(|s| s.changes.clone())
             .and_then(|c| Url::parse(&c).ok());
-        let mode = self.s.coop.mode;
+        let deltas = self.s.coop.uses_deltas();
         for e in &entries {
             match e.kind {
                 ChangeKind::Deleted => self.deleted(host, &e.url, e.seq),
@@ -763,8 +763,7 @@ impl Engine {
                         .delta
                         .as_ref()
                         .filter(|d| {
-                            mode >= CoopMode::Delta
-                                && d.encoding == webcoop_protocol::delta::DeltaEncoding::Dcz
+                            deltas && d.encoding == webcoop_protocol::delta::DeltaEncoding::Dcz
                         })
                         .map(|d| (d.base.to_string(), d.data.clone()));
                     self.listed(
@@ -871,7 +870,7 @@ impl Engine {
         if !believed || self.s.coop.mode == CoopMode::Off {
             return; // weighed at the next visit, not acted on
         }
-        if self.s.coop.mode >= CoopMode::Delta
+        if self.s.coop.uses_deltas()
             && let Some(delta) = delta
         {
             self.coop.plans.insert(
@@ -1031,7 +1030,7 @@ impl Engine {
 
     /// The delta to fetch for a revisit of a changed page, if one is planned.
     pub(super) fn coop_delta_plan(&mut self, fp: u64) -> Option<DeltaPlan> {
-        if self.s.coop.mode < CoopMode::Delta {
+        if !self.s.coop.uses_deltas() {
             return None;
         }
         self.coop.plans.remove(&fp)
@@ -1464,6 +1463,12 @@ impl Engine {
             );
         }
     }
+}
+
+/// How often metadata polls are looked at: every second of the crawler's time, within 5 ms
+/// and 100 ms of real time.
+pub(super) fn tick_period() -> Duration {
+    crate::clock::real_wait(1000).clamp(Duration::from_millis(5), Duration::from_millis(100))
 }
 
 /// Whether a whole-second date `m` (ms) might hide a change after `fetched` in its second.

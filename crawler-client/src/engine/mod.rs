@@ -79,10 +79,7 @@ fn file_error(path: &Path) -> impl Fn(std::io::Error) -> CrawlError + '_ {
     }
 }
 
-/// Milliseconds since the epoch.
-pub fn now_ms() -> i64 {
-    Utc::now().timestamp_millis()
-}
+pub use crate::clock::now_ms;
 
 /// The prefix of the reason a host is skipped for its `Crawl-delay`.
 const CRAWL_DELAY_SKIP: &str = "Crawl-delay";
@@ -299,6 +296,7 @@ pub fn run(s: Settings, stop: Arc<AtomicBool>) -> Result<Report, CrawlError> {
             policy,
             warc_level: s.warc_level,
             warc_dir: warc_dir.clone(),
+            conditional: s.conditional,
         }),
         rt,
         frontier,
@@ -464,12 +462,15 @@ impl Engine {
                 wake = wake.min(d);
             }
             if let Some(due) = self.coop_next_due() {
-                let ms = (due - now_ms()).clamp(0, 60_000) as u64;
-                wake = wake.min(now + Duration::from_millis(ms.max(100)));
+                let wait = crate::clock::real_wait(due - now_ms()).min(Duration::from_secs(60));
+                wake = wake.min(now + wait.max(coop::tick_period()));
             }
-            if let Some(due) = self.schedule.as_mut().and_then(Schedule::next_due) {
-                let ms = (due - now_ms()).clamp(0, 60_000) as u64;
-                wake = wake.min(now + Duration::from_millis(ms));
+            // Pages already due but without room wait for a request to end, not the clock.
+            if self.refresh_room() > 0
+                && let Some(due) = self.schedule.as_mut().and_then(Schedule::next_due)
+            {
+                let wait = crate::clock::real_wait(due - now_ms()).min(Duration::from_secs(60));
+                wake = wake.min(now + wait);
             }
             match self.rx.recv_timeout(wake.saturating_duration_since(now)) {
                 Ok(outcome) => {
@@ -505,18 +506,10 @@ impl Engine {
     /// Queues the pages the refresh schedule says are due, as far as the share of requests
     /// left to refreshes allows while new URLs wait.
     fn queue_due_refreshes(&mut self) {
+        let room = self.refresh_room();
         let Some(schedule) = self.schedule.as_mut() else {
             return;
         };
-        let discovery_waiting = self.frontier.queued() > self.revisits_queued as u64;
-        let allowed = if discovery_waiting {
-            let share = self.s.refresh_share;
-            let quota = (share * (self.run.started as f64 + 1.0)).ceil() as u64;
-            quota.saturating_sub(self.run.revisits) as usize
-        } else {
-            self.s.concurrency
-        };
-        let room = allowed.min(self.s.concurrency.saturating_sub(self.revisits_queued));
         if room == 0 {
             return;
         }
@@ -526,6 +519,20 @@ impl Engine {
             self.revisits_queued += 1;
             self.run.revisits += 1;
         }
+    }
+
+    /// How many due pages may be queued now: the share of requests left to refreshes while
+    /// new URLs wait, and no more than the requests that can be under way.
+    fn refresh_room(&self) -> usize {
+        let discovery_waiting = self.frontier.queued() > self.revisits_queued as u64;
+        let allowed = if discovery_waiting {
+            let share = self.s.refresh_share;
+            let quota = (share * (self.run.started as f64 + 1.0)).ceil() as u64;
+            quota.saturating_sub(self.run.revisits) as usize
+        } else {
+            self.s.concurrency
+        };
+        allowed.min(self.s.concurrency.saturating_sub(self.revisits_queued))
     }
 
     /// A page's importance for the refresh schedule: its Adaptive OPIC history interpolated up
@@ -935,7 +942,7 @@ impl Engine {
             let wait = self
                 .s
                 .politeness
-                .retry_after(f.retry_after.as_deref(), Utc::now())
+                .retry_after(f.retry_after.as_deref(), crate::clock::now())
                 .unwrap_or_else(|| self.s.politeness.park_for(1));
             not_before = not_before.max(now + wait);
             let update = self.host_update(host, None, Some(at + wait.as_millis() as i64));

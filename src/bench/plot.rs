@@ -1,0 +1,53 @@
+//! The bench's picture: each mode's freshness against the bytes it spent per detected change
+//! (log scale), as an SVG file.
+
+use super::run::ModeResult;
+use plotters::prelude::*;
+use std::path::Path;
+
+/// Draws the modes that detected something into `path`.
+pub fn freshness_against_bytes(results: &[ModeResult], path: &Path) -> Result<(), String> {
+    let points: Vec<(&str, f64, f64)> = results
+        .iter()
+        .filter_map(|r| Some((r.mode.name(), r.bytes_per_change()?, r.score.freshness)))
+        .filter(|(_, b, _)| *b > 0.0)
+        .collect();
+    if points.is_empty() {
+        return Err("nothing to plot: no mode detected a change".into());
+    }
+    let (lo, hi) = points
+        .iter()
+        .fold((f64::MAX, 0.0f64), |(lo, hi), (_, b, _)| {
+            (lo.min(*b), hi.max(*b))
+        });
+    let floor = points.iter().map(|(_, _, f)| *f).fold(1.0f64, f64::min);
+    let y0 = (floor - (1.0 - floor) * 0.3 - 0.001).max(0.0);
+    let e = |e: DrawingAreaErrorKind<_>| format!("{}: {e}", path.display());
+    let root = SVGBackend::new(path, (720, 480)).into_drawing_area();
+    root.fill(&WHITE).map_err(e)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            "freshness against bytes per detected change",
+            ("sans-serif", 18),
+        )
+        .margin(16)
+        .x_label_area_size(44)
+        .y_label_area_size(64)
+        .build_cartesian_2d((lo / 2.0..hi * 2.0).log_scale(), y0..1.0005)
+        .map_err(e)?;
+    chart
+        .configure_mesh()
+        .x_desc("bytes per detected change (both ways, every wire)")
+        .y_desc("time-averaged freshness")
+        .draw()
+        .map_err(e)?;
+    chart
+        .draw_series(points.iter().map(|(name, b, f)| {
+            EmptyElement::at((*b, *f))
+                + Circle::new((0, 0), 5, BLUE.filled())
+                + Text::new(name.to_string(), (8, -14), ("sans-serif", 14))
+        }))
+        .map_err(e)?;
+    root.present().map_err(e)?;
+    Ok(())
+}

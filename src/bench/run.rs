@@ -1,0 +1,529 @@
+//! One bench run: for each mode, a fresh generated site served over loopback, the agent beside
+//! it, the crawler in that mode, and the same edits on a scaled clock shared by all three
+//! (`--clock-speed`, `--clock-anchor`); counting proxies in front of the site, the agent and
+//! the crawler's callback measure the wire. Afterwards the crawler's archive tells when its
+//! copy of each page caught up with which version, and the bench, which made every version,
+//! scores it.
+
+use super::changes::Edit;
+use super::freshness::{PageTimeline, Score, mean_score, quantile};
+use super::proxy::{CountingProxy, WireCount};
+use super::site::GeneratedSite;
+use super::site_server;
+use chrono::{DateTime, Utc};
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use webcoop_protocol::clock::{Clock, ScaledClock};
+use webcoop_protocol::validator::Sha256Digest;
+
+/// How the crawler keeps its copy fresh.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// Every page refetched whole on the crawler's schedule.
+    Poll,
+    /// Every page asked "changed since?" on the crawler's schedule.
+    Conditional,
+    /// The site's metadata (robots.rdf, the changes feed) polled; changed pages fetched.
+    Meta,
+    /// As `Meta`, changed pages fetched as deltas.
+    Delta,
+    /// Changes pushed by the site's hub; changed pages fetched whole.
+    Push,
+    /// Changes pushed with inline deltas.
+    PushDelta,
+}
+
+impl Mode {
+    /// Every mode, in the order of the table.
+    pub const ALL: [Mode; 6] = [
+        Mode::Poll,
+        Mode::Conditional,
+        Mode::Meta,
+        Mode::Delta,
+        Mode::Push,
+        Mode::PushDelta,
+    ];
+
+    /// Its name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Poll => "poll",
+            Mode::Conditional => "conditional",
+            Mode::Meta => "meta",
+            Mode::Delta => "delta",
+            Mode::Push => "push",
+            Mode::PushDelta => "push-delta",
+        }
+    }
+
+    /// The mode named `s`.
+    pub fn parse(s: &str) -> Result<Mode, String> {
+        Mode::ALL
+            .into_iter()
+            .find(|m| m.name() == s)
+            .ok_or_else(|| {
+                format!("unknown mode {s:?}: poll, conditional, meta, delta, push, push-delta")
+            })
+    }
+
+    fn coop(self) -> &'static str {
+        match self {
+            Mode::Poll | Mode::Conditional => "off",
+            Mode::Meta => "meta",
+            Mode::Delta => "delta",
+            Mode::Push | Mode::PushDelta => "push",
+        }
+    }
+
+    fn pushed(self) -> bool {
+        matches!(self, Mode::Push | Mode::PushDelta)
+    }
+}
+
+/// What a run is asked to do.
+#[derive(Debug, Clone)]
+pub struct BenchConfig {
+    /// Pages of the generated site.
+    pub pages: usize,
+    /// Simulated seconds measured.
+    pub duration: f64,
+    /// Simulated seconds per real second.
+    pub speed: f64,
+    /// The crawler's own revisit cycle (every page once per cycle), simulated seconds.
+    pub cycle: f64,
+    /// Seed of the site.
+    pub seed: u64,
+    /// Where runs keep their files.
+    pub work: PathBuf,
+    /// The agent's binary.
+    pub agent: PathBuf,
+    /// The crawler's binary.
+    pub crawler: PathBuf,
+}
+
+/// What one mode measured.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ModeResult {
+    /// The mode.
+    pub mode: Mode,
+    /// Edits made.
+    pub changes: usize,
+    /// Edits whose version (or a later one) the crawler held by the end.
+    pub detected: usize,
+    /// Crawler to site and agent, as the proxy counted.
+    pub site: WireCount,
+    /// Hub to the crawler's callback, as the proxy counted.
+    pub pushed: WireCount,
+    /// Requests to the site the crawler logged in the same interval (pushed pages it
+    /// updated without a request left out), to set beside the proxy's count.
+    pub crawler_requests: u64,
+    /// Time-averaged freshness and age (seconds) of the copy.
+    pub score: Score,
+    /// Detection latency, median and 99th percentile, simulated seconds.
+    pub latency_p50: Option<f64>,
+    /// See `latency_p50`.
+    pub latency_p99: Option<f64>,
+    /// CPU seconds of the crawler and of the agent.
+    pub cpu_crawler: f64,
+    /// See `cpu_crawler`.
+    pub cpu_agent: f64,
+}
+
+impl ModeResult {
+    /// Bytes both ways on every wire, per edit detected.
+    pub fn bytes_per_change(&self) -> Option<f64> {
+        (self.detected > 0)
+            .then(|| (self.site.bytes() + self.pushed.bytes()) as f64 / self.detected as f64)
+    }
+}
+
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> Result<u16, String> {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| format!("no free port: {e}"))
+}
+
+/// CPU seconds a process used so far (user and system, from /proc).
+fn cpu_seconds(pid: u32) -> f64 {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return 0.0;
+    };
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+fn wait_until(what: &str, limit: Duration, mut ok: impl FnMut() -> bool) -> Result<(), String> {
+    let start = Instant::now();
+    while !ok() {
+        if start.elapsed() > limit {
+            return Err(format!("{what}: not within {limit:?}"));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(())
+}
+
+/// A generated site served over loopback with the agent beside it, each behind a counting
+/// proxy: what every mode and preset starts from.
+pub struct ServedSite {
+    /// The pages.
+    pub site: GeneratedSite,
+    /// `http://127.0.0.1:PORT/` of the site, through its proxy.
+    pub base: String,
+    /// In front of the site (and, through it, the agent's service).
+    pub site_proxy: CountingProxy,
+    /// Between the site and the agent.
+    pub agent_proxy: CountingProxy,
+    agent: Killed,
+}
+
+impl ServedSite {
+    /// Generates the site in `dir/www`, publishes robots.txt with the agent's lines, and
+    /// starts the agent (its clock as `clock_args` say) and the servers.
+    pub async fn start(
+        cfg: &BenchConfig,
+        dir: &Path,
+        clock_args: &[String],
+    ) -> Result<ServedSite, String> {
+        let docroot = dir.join("www");
+        let site = GeneratedSite::generate(&docroot, cfg.pages, cfg.seed).map_err(io("site"))?;
+        let agent_port = free_port()?;
+        let agent_addr = SocketAddr::from(([127, 0, 0, 1], agent_port));
+        let agent_proxy = CountingProxy::start(agent_addr)
+            .await
+            .map_err(io("agent proxy"))?;
+        let site_addr = site_server::start(&docroot, Some(agent_proxy.addr))
+            .await
+            .map_err(io("site server"))?;
+        let site_proxy = CountingProxy::start(site_addr)
+            .await
+            .map_err(io("site proxy"))?;
+        let base = format!("http://127.0.0.1:{}/", site_proxy.addr.port());
+        let lines = Command::new(&cfg.agent)
+            .args(["--print-robots-lines", "--base-url", &base])
+            .output()
+            .map_err(io("webcoop-agent"))?;
+        let mut robots = b"User-agent: *\nDisallow:\n".to_vec();
+        robots.extend_from_slice(&lines.stdout);
+        std::fs::write(docroot.join("robots.txt"), robots).map_err(io("robots.txt"))?;
+        let agent = Killed(
+            Command::new(&cfg.agent)
+                .arg("--docroot")
+                .arg(&docroot)
+                .arg("--state")
+                .arg(dir.join("agent-state"))
+                .args(["--base-url", &base, "--listen", &agent_addr.to_string()])
+                .args(["--allow-callback-net", "127.0.0.0/8"])
+                .args(["--hub-window-ms", "20", "--debounce-ms", "20"])
+                .args(clock_args)
+                .stdout(Stdio::null())
+                .stderr(
+                    std::fs::File::create(dir.join("agent.err")).map_or(Stdio::null(), Stdio::from),
+                )
+                .spawn()
+                .map_err(io("webcoop-agent"))?,
+        );
+        wait_until("the agent", Duration::from_secs(30), || {
+            crate::servers::http_get(agent_addr, "/.well-known/webcoop/healthz", &[])
+                .is_ok_and(|r| r.status == 200)
+        })?;
+        Ok(ServedSite {
+            site,
+            base,
+            site_proxy,
+            agent_proxy,
+            agent,
+        })
+    }
+
+    /// The docroot.
+    pub fn docroot(&self) -> &Path {
+        &self.site.root
+    }
+}
+
+fn io(what: &str) -> impl FnOnce(std::io::Error) -> String {
+    let what = what.to_string();
+    move |e| format!("{what}: {e}")
+}
+
+/// Runs one mode with `edits` (simulated seconds from the start of the measurement).
+pub async fn run_mode(cfg: &BenchConfig, mode: Mode, edits: &[Edit]) -> Result<ModeResult, String> {
+    let dir = cfg.work.join(mode.name());
+    let _ = std::fs::remove_dir_all(&dir);
+    let anchor = Utc::now();
+    let clock = ScaledClock::anchored(anchor, cfg.speed);
+    let clock_args = [
+        "--clock-speed".to_string(),
+        cfg.speed.to_string(),
+        "--clock-anchor".to_string(),
+        anchor.timestamp_millis().to_string(),
+    ];
+    let served = ServedSite::start(cfg, &dir, &clock_args).await?;
+    let ServedSite {
+        mut site,
+        base,
+        site_proxy,
+        agent,
+        ..
+    } = served;
+    let docroot = site.root.clone();
+    let callback_port = free_port()?;
+    let callback_proxy = CountingProxy::start(SocketAddr::from(([127, 0, 0, 1], callback_port)))
+        .await
+        .map_err(io("callback proxy"))?;
+    let out = dir.join("crawl");
+    let config = dir.join("crawl.toml");
+    // Metadata polls keep the outdated probability under 5% within the bounds; the backup
+    // poll of a pushing site is the design's ten minutes.
+    std::fs::write(
+        &config,
+        format!(
+            "coop_poll_min = 30.0\ncoop_poll_max = {}\ncoop_backup_poll = 600.0\ncommit_interval = 0.2\nconditional = {}\ncoop_deltas = {}\n",
+            cfg.cycle,
+            mode != Mode::Poll,
+            mode != Mode::Push,
+        ),
+    )
+    .map_err(io("crawl.toml"))?;
+    let mut crawl = Command::new(&cfg.crawler);
+    crawl
+        .arg("crawl")
+        .args(["--seeds", &base])
+        .arg("--out")
+        .arg(&out)
+        .arg("--config")
+        .arg(&config)
+        .args(["--keep-fresh", "--refresh-cycle", &cfg.cycle.to_string()])
+        // Polling as the baseline knows it: every page once per cycle (the optimal policy
+        // would give up on the few pages that change most, which make most of the changes).
+        .args(["--refresh-policy", "uniform"])
+        .args([
+            "--delay-min",
+            "0",
+            "--delay-factor",
+            "0",
+            "--progress",
+            "quiet",
+        ])
+        .args(["--coop", mode.coop()])
+        .args(&clock_args);
+    if mode.pushed() {
+        crawl.args([
+            "--callback-listen",
+            &format!("127.0.0.1:{callback_port}"),
+            "--callback-url",
+            &format!("http://127.0.0.1:{}/", callback_proxy.addr.port()),
+        ]);
+    }
+    let crawler = Killed(
+        crawl
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.join("crawl.err")).map_or(Stdio::null(), Stdio::from))
+            .spawn()
+            .map_err(io("webcoop-crawl"))?,
+    );
+
+    // The first crawl, and for push the subscription, before the clock of the measurement.
+    let validators: HashMap<String, String> = site
+        .paths
+        .iter()
+        .filter_map(|p| {
+            let body = std::fs::read(docroot.join(&p[1..])).ok()?;
+            Some((p.clone(), Sha256Digest::of(&body).etag().to_string()))
+        })
+        .collect();
+    let site_url = |p: &str| format!("{}{}", base.trim_end_matches('/'), p);
+    wait_until("the first crawl", Duration::from_secs(120), || {
+        let held = held(&out);
+        validators
+            .iter()
+            .all(|(p, v)| held.get(&site_url(p)) == Some(v))
+    })?;
+    if mode.pushed() {
+        wait_until("the subscription", Duration::from_secs(30), || {
+            std::fs::read_to_string(out.join("crawl.log")).is_ok_and(|l| l.contains(" 202 "))
+        })?;
+    }
+
+    let t0 = clock.now();
+    let sim = |t: DateTime<Utc>| (t - t0).num_microseconds().unwrap_or(0) as f64 / 1e6;
+    let (site0, pushed0) = (site_proxy.count(), callback_proxy.count());
+    // The truth: every version of every page, by validator, and when it appeared.
+    let mut versions: HashMap<String, Vec<String>> = validators
+        .iter()
+        .map(|(p, v)| (p.clone(), vec![v.clone()]))
+        .collect();
+    let mut changed: HashMap<String, Vec<f64>> = HashMap::new();
+    for edit in edits.iter().filter(|e| e.at < cfg.duration) {
+        let wait = edit.at - sim(clock.now());
+        if wait > 0.0 {
+            tokio::time::sleep(Duration::from_secs_f64(wait / cfg.speed)).await;
+        }
+        site.apply(edit).map_err(io(&edit.path))?;
+        let at = sim(clock.now());
+        if let Ok(body) = std::fs::read(docroot.join(&edit.path[1..])) {
+            versions
+                .entry(edit.path.clone())
+                .or_default()
+                .push(Sha256Digest::of(&body).etag().to_string());
+            changed.entry(edit.path.clone()).or_default().push(at);
+        }
+    }
+    let left = cfg.duration - sim(clock.now());
+    if left > 0.0 {
+        tokio::time::sleep(Duration::from_secs_f64(left / cfg.speed)).await;
+    }
+    let (site1, pushed1) = (site_proxy.count(), callback_proxy.count());
+    let t1 = clock.now();
+    let cpu_crawler = cpu_seconds(crawler.0.id());
+    let cpu_agent = cpu_seconds(agent.0.id());
+    stop(crawler);
+    drop(agent);
+    let logged = requests_logged(&out, t0, t1);
+
+    // When the copy caught up, from the archive's response records.
+    let mut synced: HashMap<String, Vec<(f64, usize)>> = HashMap::new();
+    for (url, at, validator) in archived(&out.join("warc")) {
+        let Some(path) = url.strip_prefix(base.trim_end_matches('/')) else {
+            continue;
+        };
+        let Some(k) = versions
+            .get(path)
+            .and_then(|vs| vs.iter().rposition(|v| *v == validator))
+        else {
+            continue;
+        };
+        synced
+            .entry(path.to_string())
+            .or_default()
+            .push((sim(at), k));
+    }
+    let timelines: Vec<PageTimeline> = site
+        .paths
+        .iter()
+        .map(|p| {
+            let mut s = synced.remove(p).unwrap_or_default();
+            s.sort_by(|a, b| a.0.total_cmp(&b.0));
+            PageTimeline {
+                changes: changed.remove(p).unwrap_or_default(),
+                synced: s,
+            }
+        })
+        .collect();
+    let latencies: Vec<Option<f64>> = timelines
+        .iter()
+        .flat_map(PageTimeline::detection_latencies)
+        .collect();
+    let found: Vec<f64> = latencies.iter().flatten().copied().collect();
+    Ok(ModeResult {
+        mode,
+        changes: latencies.len(),
+        detected: found.len(),
+        site: site1.since(&site0),
+        pushed: pushed1.since(&pushed0),
+        crawler_requests: logged,
+        score: mean_score(&timelines, 0.0, cfg.duration),
+        latency_p50: quantile(&found, 0.5),
+        latency_p99: quantile(&found, 0.99),
+        cpu_crawler,
+        cpu_agent,
+    })
+}
+
+/// Asks the crawler to stop (it unsubscribes and saves), then makes sure it has.
+fn stop(mut crawler: Killed) {
+    let pid = crawler.0.id().to_string();
+    let _ = Command::new("kill").args(["-TERM", &pid]).status();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = crawler.0.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = crawler.0.kill();
+}
+
+/// Requests the crawler's log shows between `from` and `to` (its own clock's times).
+fn requests_logged(out: &Path, from: DateTime<Utc>, to: DateTime<Utc>) -> u64 {
+    let log = std::fs::read_to_string(out.join("crawl.log")).unwrap_or_default();
+    log.lines()
+        .filter(|l| !l.contains("delta pushed inline"))
+        .filter_map(|l| l.split(' ').next())
+        .filter_map(|t| DateTime::parse_from_rfc3339(t).ok())
+        .filter(|t| *t >= from && *t < to)
+        .count() as u64
+}
+
+/// The crawler's copies: URL to validator.
+fn held(out: &Path) -> HashMap<String, String> {
+    webcoop_crawler::copies::list(out)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|c| match c.held {
+            webcoop_crawler::copies::Held::Copy { validator, .. } => Some((c.url, validator)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Every whole 2xx response in the archive: URL, when, and the validator of its content.
+fn archived(warc_dir: &Path) -> Vec<(String, DateTime<Utc>, String)> {
+    use webcoop_crawler::warc;
+    let mut out = Vec::new();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(warc_dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.to_string_lossy().ends_with(".warc.gz"))
+        .collect();
+    files.sort();
+    for file in files {
+        let Ok(records) = warc::read_records(&file, 0) else {
+            continue;
+        };
+        for rec in records {
+            let (Some(url), Some(date)) = (rec.header("WARC-Target-URI"), rec.header("WARC-Date"))
+            else {
+                continue;
+            };
+            let Ok(at) = DateTime::parse_from_rfc3339(date) else {
+                continue;
+            };
+            let Some(body) = warc::content_of(&rec, usize::MAX) else {
+                continue;
+            };
+            out.push((
+                url.to_string(),
+                at.with_timezone(&Utc),
+                Sha256Digest::of(&body).etag().to_string(),
+            ));
+        }
+    }
+    out
+}

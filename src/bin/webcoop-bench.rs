@@ -1,0 +1,322 @@
+//! webcoop-bench: what cooperation saves and what freshness it buys, measured on the wire.
+
+use clap::Parser;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use webcoop::bench::changes::{self, Edit};
+use webcoop::bench::run::{BenchConfig, Mode, ModeResult, run_mode};
+
+/// Poll against push on the wire: for each mode, a generated site on loopback with the agent
+/// beside it, the crawler in that mode, and the same edits on a scaled clock.
+#[derive(Parser, Debug)]
+#[command(name = "webcoop-bench", version)]
+struct Args {
+    /// Pages of the generated site.
+    #[arg(long, default_value_t = 100)]
+    pages: usize,
+    /// Mean change rate per page: N%/h, N/h, N/d.
+    #[arg(long, default_value = "1%/h")]
+    change_rate: String,
+    /// Simulated time measured, e.g. 1d, 6h, 90m, 3600 (seconds).
+    #[arg(long, default_value = "1d")]
+    duration: String,
+    /// Simulated seconds per real second.
+    #[arg(long, default_value_t = 2400.0)]
+    speed: f64,
+    /// The crawler's own revisit cycle (every page once per cycle), simulated.
+    #[arg(long, default_value = "1h")]
+    cycle: String,
+    /// Modes, comma-separated.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "poll,conditional,meta,delta,push,push-delta"
+    )]
+    modes: Vec<String>,
+    /// Replay these edits instead of generating them (format: `webcoop::bench::changes`).
+    #[arg(long)]
+    trace: Option<PathBuf>,
+    /// Seed of the site and its edits.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// A fixed experiment instead of the modes: `castillo-2004` (the thesis's 249-page site,
+    /// HEAD per page against one robots.rdf, and what webcoop adds).
+    #[arg(long, value_parser = ["castillo-2004"])]
+    preset: Option<String>,
+    /// Run the modes one after the other rather than side by side (slower, quieter).
+    #[arg(long)]
+    sequential: bool,
+    /// Where results (JSON, CSV) and the runs' files go.
+    #[arg(long, default_value = "bench-out")]
+    out: PathBuf,
+}
+
+/// `1d`, `6h`, `90m`, `30s` or plain seconds.
+fn parse_span(s: &str) -> Result<f64, String> {
+    let (n, unit) = match s.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => (&s[..i], c),
+        _ => (s, 's'),
+    };
+    let n: f64 = n
+        .parse()
+        .map_err(|_| format!("{s:?} is not a time span (e.g. 1d, 6h, 90m)"))?;
+    let per = match unit {
+        's' => 1.0,
+        'm' => 60.0,
+        'h' => 3600.0,
+        'd' => 86_400.0,
+        _ => return Err(format!("{s:?}: the unit is s, m, h or d")),
+    };
+    if n > 0.0 && n.is_finite() {
+        Ok(n * per)
+    } else {
+        Err(format!("{s:?} must be positive"))
+    }
+}
+
+/// The agent's and the crawler's binaries: beside this one, built by cargo when missing.
+fn binaries() -> Result<(PathBuf, PathBuf), String> {
+    let exe = std::env::current_exe().map_err(|e| format!("where am I: {e}"))?;
+    let dir = exe.parent().unwrap_or(Path::new(".")).to_path_buf();
+    let (agent, crawler) = (dir.join("webcoop-agent"), dir.join("webcoop-crawl"));
+    if agent.is_file() && crawler.is_file() {
+        return Ok((agent, crawler));
+    }
+    let Some(cargo) = std::env::var_os("CARGO") else {
+        return Err(format!(
+            "webcoop-agent and webcoop-crawl are not in {}; build them (cargo build --release --workspace)",
+            dir.display()
+        ));
+    };
+    let profile = if dir.ends_with("debug") {
+        "dev"
+    } else {
+        "release"
+    };
+    let status = std::process::Command::new(cargo)
+        .args(["build", "--quiet", "--profile", profile])
+        .args(["-p", "webcoop-agent", "-p", "webcoop-crawler"])
+        .env("CARGO_TARGET_DIR", dir.parent().unwrap_or(&dir))
+        .status()
+        .map_err(|e| format!("cargo build: {e}"))?;
+    if status.success() && agent.is_file() && crawler.is_file() {
+        Ok((agent, crawler))
+    } else {
+        Err("building webcoop-agent and webcoop-crawl failed".into())
+    }
+}
+
+fn fmt_bytes(b: f64) -> String {
+    match b {
+        b if b >= 1e6 => format!("{:.2} MB", b / 1e6),
+        b if b >= 1e3 => format!("{:.1} KB", b / 1e3),
+        b => format!("{b:.0} B"),
+    }
+}
+
+fn fmt_secs(s: Option<f64>) -> String {
+    match s {
+        None => "-".into(),
+        Some(s) if s >= 3600.0 => format!("{:.1} h", s / 3600.0),
+        Some(s) if s >= 60.0 => format!("{:.1} min", s / 60.0),
+        Some(s) => format!("{s:.0} s"),
+    }
+}
+
+fn table(results: &[ModeResult]) -> String {
+    let mut t = String::from(
+        "| mode | requests | bytes down | bytes up | pushed | bytes per change | changes found | freshness | age | latency p50 | p99 | CPU crawler | CPU agent |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for r in results {
+        t.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {}/{} | {:.4} | {} | {} | {} | {:.2} s | {:.2} s |\n",
+            r.mode.name(),
+            r.site.requests,
+            fmt_bytes(r.site.down as f64),
+            fmt_bytes(r.site.up as f64),
+            fmt_bytes(r.pushed.bytes() as f64),
+            r.bytes_per_change().map_or("-".into(), fmt_bytes),
+            r.detected,
+            r.changes,
+            r.score.freshness,
+            fmt_secs(Some(r.score.age)),
+            fmt_secs(r.latency_p50),
+            fmt_secs(r.latency_p99),
+            r.cpu_crawler,
+            r.cpu_agent,
+        ));
+    }
+    t
+}
+
+fn csv(results: &[ModeResult]) -> String {
+    let mut t = String::from(
+        "mode,requests,crawler_requests,bytes_down,bytes_up,pushed_bytes,bytes_per_change,changes,detected,freshness,age_s,latency_p50_s,latency_p99_s,cpu_crawler_s,cpu_agent_s\n",
+    );
+    let opt = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:.3}"));
+    for r in results {
+        t.push_str(&format!(
+            "{},{},{},{},{},{},{},{},{},{:.6},{:.3},{},{},{:.3},{:.3}\n",
+            r.mode.name(),
+            r.site.requests,
+            r.crawler_requests,
+            r.site.down,
+            r.site.up,
+            r.pushed.bytes(),
+            opt(r.bytes_per_change()),
+            r.changes,
+            r.detected,
+            r.score.freshness,
+            r.score.age,
+            opt(r.latency_p50),
+            opt(r.latency_p99),
+            r.cpu_crawler,
+            r.cpu_agent,
+        ));
+    }
+    t
+}
+
+fn castillo(args: &Args, out: &Path, agent: PathBuf, crawler: PathBuf) -> Result<(), String> {
+    use webcoop::bench::castillo;
+    let cfg = BenchConfig {
+        pages: castillo::PAGES,
+        duration: 0.0,
+        speed: 1.0,
+        cycle: 0.0,
+        seed: args.seed,
+        work: out.join("runs"),
+        agent,
+        crawler,
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("runtime: {e}"))?;
+    let checks = rt.block_on(castillo::run(&cfg))?;
+    let mut t = String::from(
+        "| method (249 pages) | requests | bytes | per page | time | thesis: per page | thesis: time |\n|---|---:|---:|---:|---:|---:|---|\n",
+    );
+    for c in &checks {
+        t.push_str(&format!(
+            "| {} | {} | {} | {:.1} B | {:.0} ms | {} | {} |\n",
+            c.method,
+            c.wire.requests,
+            c.wire.bytes(),
+            c.per_page(),
+            c.seconds * 1000.0,
+            c.thesis_per_page.map_or("-".into(), |b| format!("{b} B")),
+            c.thesis_time.unwrap_or("-"),
+        ));
+    }
+    print!("{t}");
+    std::fs::write(out.join("castillo-2004.md"), &t)
+        .map_err(|e| format!("castillo-2004.md: {e}"))?;
+    let json = serde_json::to_string_pretty(&checks).map_err(|e| e.to_string())?;
+    std::fs::write(out.join("castillo-2004.json"), json)
+        .map_err(|e| format!("castillo-2004.json: {e}"))
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    match run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("webcoop-bench: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: &Args) -> Result<(), String> {
+    let modes: Vec<Mode> = args
+        .modes
+        .iter()
+        .map(|m| Mode::parse(m))
+        .collect::<Result<_, _>>()?;
+    let duration = parse_span(&args.duration)?;
+    let cycle = parse_span(&args.cycle)?;
+    if !(args.speed.is_finite() && args.speed > 0.0) {
+        return Err(format!("--speed {}: must be positive", args.speed));
+    }
+    let (agent, crawler) = binaries()?;
+    std::fs::create_dir_all(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
+    let out = args
+        .out
+        .canonicalize()
+        .map_err(|e| format!("{}: {e}", args.out.display()))?;
+    if args.preset.is_some() {
+        return castillo(args, &out, agent, crawler);
+    }
+    let paths: Vec<String> = (0..args.pages).map(|i| format!("/p/{i}.html")).collect();
+    let edits: Vec<Edit> = match &args.trace {
+        Some(t) => {
+            let text = std::fs::read_to_string(t).map_err(|e| format!("{}: {e}", t.display()))?;
+            changes::parse_trace(&text).map_err(|e| format!("{}: {e}", t.display()))?
+        }
+        None => {
+            let rate = changes::parse_rate(&args.change_rate)?;
+            let rates = changes::page_rates(args.pages, rate, args.seed);
+            changes::generate(&paths, &rates, duration, args.seed)
+        }
+    };
+    std::fs::write(out.join("trace.txt"), changes::format_trace(&edits))
+        .map_err(|e| format!("trace.txt: {e}"))?;
+    let cfg = BenchConfig {
+        pages: args.pages,
+        duration,
+        speed: args.speed,
+        cycle,
+        seed: args.seed,
+        work: out.join("runs"),
+        agent,
+        crawler,
+    };
+    eprintln!(
+        "webcoop-bench: {} pages, {} edits over {} simulated s at {}x ({:.0} s per mode)",
+        args.pages,
+        edits.len(),
+        duration,
+        args.speed,
+        duration / args.speed
+    );
+    let one = |mode: Mode| -> Result<ModeResult, String> {
+        // A runtime per mode: its proxies and servers run on its worker while the mode's
+        // own thread waits for processes.
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .map_err(|e| format!("runtime: {e}"))?;
+        eprintln!("webcoop-bench: {} ...", mode.name());
+        rt.block_on(run_mode(&cfg, mode, &edits))
+            .map_err(|e| format!("{}: {e}", mode.name()))
+    };
+    let results: Vec<ModeResult> = if args.sequential {
+        modes.into_iter().map(one).collect::<Result<_, _>>()?
+    } else {
+        std::thread::scope(|s| {
+            let runs: Vec<_> = modes.into_iter().map(|m| s.spawn(move || one(m))).collect();
+            runs.into_iter()
+                .map(|r| {
+                    r.join()
+                        .unwrap_or_else(|_| Err("a mode's run panicked".into()))
+                })
+                .collect::<Result<_, _>>()
+        })?
+    };
+    let t = table(&results);
+    print!("{t}");
+    std::fs::write(out.join("results.md"), &t).map_err(|e| format!("results.md: {e}"))?;
+    std::fs::write(out.join("results.csv"), csv(&results))
+        .map_err(|e| format!("results.csv: {e}"))?;
+    let json = serde_json::to_string_pretty(&results).map_err(|e| e.to_string())?;
+    std::fs::write(out.join("results.json"), json).map_err(|e| format!("results.json: {e}"))?;
+    webcoop::bench::plot::freshness_against_bytes(&results, &out.join("freshness.svg"))?;
+    eprintln!(
+        "webcoop-bench: results.md, results.csv, results.json and freshness.svg in {}",
+        out.display()
+    );
+    Ok(())
+}
