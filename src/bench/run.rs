@@ -103,6 +103,8 @@ pub struct BenchConfig {
     pub agent: PathBuf,
     /// The crawler's binary.
     pub crawler: PathBuf,
+    /// nginx, to serve the site with the shipped server block instead of the built-in server.
+    pub nginx: Option<PathBuf>,
 }
 
 /// What one mode measured.
@@ -198,6 +200,7 @@ pub struct ServedSite {
     /// Between the site and the agent.
     pub agent_proxy: CountingProxy,
     agent: Killed,
+    _nginx: Option<crate::servers::Nginx>,
 }
 
 impl ServedSite {
@@ -215,9 +218,20 @@ impl ServedSite {
         let agent_proxy = CountingProxy::start(agent_addr)
             .await
             .map_err(io("agent proxy"))?;
-        let site_addr = site_server::start(&docroot, Some(agent_proxy.addr))
-            .await
-            .map_err(io("site server"))?;
+        let nginx = cfg.nginx.as_ref().map(|bin| {
+            crate::servers::Nginx::start_proxying(
+                bin,
+                &crate::servers::example_nginx_conf(),
+                &docroot,
+                Some(agent_proxy.addr),
+            )
+        });
+        let site_addr = match &nginx {
+            Some(n) => n.addr,
+            None => site_server::start(&docroot, Some(agent_proxy.addr))
+                .await
+                .map_err(io("site server"))?,
+        };
         let site_proxy = CountingProxy::start(site_addr)
             .await
             .map_err(io("site proxy"))?;
@@ -256,6 +270,7 @@ impl ServedSite {
             site_proxy,
             agent_proxy,
             agent,
+            _nginx: nginx,
         })
     }
 

@@ -43,6 +43,9 @@ struct Args {
     /// HEAD per page against one robots.rdf, and what webcoop adds).
     #[arg(long, value_parser = ["castillo-2004"])]
     preset: Option<String>,
+    /// Serve the site with nginx (the shipped server block) instead of the built-in server.
+    #[arg(long)]
+    nginx: bool,
     /// Run the modes one after the other rather than side by side (slower, quieter).
     #[arg(long)]
     sequential: bool,
@@ -177,7 +180,13 @@ fn csv(results: &[ModeResult]) -> String {
     t
 }
 
-fn castillo(args: &Args, out: &Path, agent: PathBuf, crawler: PathBuf) -> Result<(), String> {
+fn castillo(
+    args: &Args,
+    out: &Path,
+    agent: PathBuf,
+    crawler: PathBuf,
+    nginx: Option<PathBuf>,
+) -> Result<(), String> {
     use webcoop::bench::castillo;
     let cfg = BenchConfig {
         pages: castillo::PAGES,
@@ -188,6 +197,7 @@ fn castillo(args: &Args, out: &Path, agent: PathBuf, crawler: PathBuf) -> Result
         work: out.join("runs"),
         agent,
         crawler,
+        nginx,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
@@ -220,6 +230,8 @@ fn castillo(args: &Args, out: &Path, agent: PathBuf, crawler: PathBuf) -> Result
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    // The workspace's one TLS provider; loopback needs none, but reqwest insists on one.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     match run(&args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -241,13 +253,23 @@ fn run(args: &Args) -> Result<(), String> {
         return Err(format!("--speed {}: must be positive", args.speed));
     }
     let (agent, crawler) = binaries()?;
+    let nginx = if args.nginx {
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        let found = std::env::split_paths(&path)
+            .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/sbin")])
+            .map(|d| d.join("nginx"))
+            .find(|p| p.is_file());
+        Some(found.ok_or("--nginx: nginx is not installed (apt-get install nginx-light)")?)
+    } else {
+        None
+    };
     std::fs::create_dir_all(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
     let out = args
         .out
         .canonicalize()
         .map_err(|e| format!("{}: {e}", args.out.display()))?;
     if args.preset.is_some() {
-        return castillo(args, &out, agent, crawler);
+        return castillo(args, &out, agent, crawler, nginx);
     }
     let paths: Vec<String> = (0..args.pages).map(|i| format!("/p/{i}.html")).collect();
     let edits: Vec<Edit> = match &args.trace {
@@ -272,6 +294,7 @@ fn run(args: &Args) -> Result<(), String> {
         work: out.join("runs"),
         agent,
         crawler,
+        nginx,
     };
     eprintln!(
         "webcoop-bench: {} pages, {} edits over {} simulated s at {}x ({:.0} s per mode)",
