@@ -28,41 +28,67 @@ async fn byte_counts_equal_the_sum_of_the_exchanges() {
     assert_eq!((c.requests, c.connections, c.unparsed), (4, 4, 0));
 }
 
+/// Reads one HTTP/1.1 response with a Content-Length body off a kept-alive connection.
+async fn read_response(s: &mut tokio::net::TcpStream, buf: &mut Vec<u8>) -> (Vec<u8>, usize) {
+    loop {
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+            let length: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .map(|v| v.trim().parse().unwrap())
+                .unwrap_or_else(|| panic!("no content-length in {head}"));
+            while buf.len() < end + 4 + length {
+                let mut chunk = [0u8; 8192];
+                let n = s.read(&mut chunk).await.unwrap();
+                assert!(n > 0, "connection closed mid-body");
+                buf.extend_from_slice(&chunk[..n]);
+            }
+            let whole = end + 4 + length;
+            let response: Vec<u8> = buf.drain(..whole).collect();
+            return (response, length);
+        }
+        let mut chunk = [0u8; 8192];
+        let n = s.read(&mut chunk).await.unwrap();
+        assert!(n > 0, "connection closed before the response");
+        buf.extend_from_slice(&chunk[..n]);
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn keep_alive_requests_are_counted_one_by_one() {
     let web = TestWeb::start(vec![HostSpec::new("site.test", 10)]);
     let proxy = CountingProxy::start(web.addr).await.unwrap();
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let client = reqwest::Client::builder()
-        .resolve(
-            "site.test",
-            std::net::SocketAddr::from(([127, 0, 0, 1], proxy.addr.port())),
-        )
-        .build()
-        .unwrap();
-    let mut bodies = 0u64;
+    // One socket on purpose: a pooling client may open a second connection while the first
+    // is still on its way back to the pool.
+    let mut s = tokio::net::TcpStream::connect(proxy.addr).await.unwrap();
+    let mut buf = Vec::new();
+    let (mut sent, mut received, mut bodies) = (0u64, 0u64, 0u64);
     for i in 0..10 {
-        let url = format!("http://site.test:{}/p/{i}.html", proxy.addr.port());
-        let body = client
-            .get(&url)
-            .send()
-            .await
-            .unwrap()
-            .bytes()
-            .await
-            .unwrap();
-        bodies += body.len() as u64;
+        let request = format!("GET /p/{i}.html HTTP/1.1\r\nHost: site.test\r\n\r\n");
+        s.write_all(request.as_bytes()).await.unwrap();
+        let (response, body) = read_response(&mut s, &mut buf).await;
+        assert!(response.starts_with(b"HTTP/1.1 200"), "page {i}");
+        sent += request.len() as u64;
+        received += response.len() as u64;
+        bodies += body as u64;
     }
-    let form = client
-        .post(format!("http://site.test:{}/hub", proxy.addr.port()))
-        .body("hub.mode=subscribe&hub.topic=x")
-        .send()
-        .await
-        .unwrap();
-    let _ = form.bytes().await;
+    let form = "hub.mode=subscribe&hub.topic=x";
+    let request = format!(
+        "POST /hub HTTP/1.1\r\nHost: site.test\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{form}",
+        form.len()
+    );
+    s.write_all(request.as_bytes()).await.unwrap();
+    let (response, _) = read_response(&mut s, &mut buf).await;
+    sent += request.len() as u64;
+    received += response.len() as u64;
+    drop(s);
+    // The relay finishes its count as the connection closes.
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     let c = proxy.count();
     assert_eq!(c.requests, 11, "{c:?}");
     assert_eq!(c.connections, 1, "one kept-alive connection: {c:?}");
+    assert_eq!((c.up, c.down), (sent, received), "{c:?}");
     assert!(c.down > bodies, "headers come on top of the bodies: {c:?}");
     let served = web.log().len() as u64;
     assert_eq!(served, c.requests, "the server saw what the proxy counted");
