@@ -211,6 +211,100 @@ async fn deliveries_are_signed_with_the_secret() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_callback_that_accepts_gzip_or_zstd_gets_compressed_signed_deliveries() {
+    let site = Site::start(&[("index.html", "home")], Options::default()).await;
+    let sub = Subscriber::start().await;
+    sub.accept("gz", "gzip, zstd");
+    sub.accept("zs", "gzip;q=0.5, zstd");
+    let secret = [("hub.secret", "correct horse battery staple")];
+    for name in ["gz", "zs", "plain"] {
+        subscribe(&site, &sub, name, &secret).await;
+    }
+    let page = "<p>the crawler's copy of the page</p>\n".repeat(100);
+    for i in 0..20 {
+        site.write(&format!("p{i}.html"), &page);
+    }
+    site.wait_head(20).await;
+    let mut plain_seqs = Vec::new();
+    for (name, coding) in [("gz", Some("gzip")), ("zs", Some("zstd")), ("plain", None)] {
+        sub.wait(name, SECS(10), "all 20 changes", |c| {
+            c.deliveries
+                .iter()
+                .map(|d| {
+                    let decoded = websub::decode_delivery(
+                        d.headers
+                            .get("content-encoding")
+                            .map(|v| v.to_str().unwrap()),
+                        &d.body,
+                        1 << 20,
+                    )
+                    .unwrap();
+                    feed_of(&decoded).entries.len()
+                })
+                .sum::<usize>()
+                == 20
+        })
+        .await;
+        let deliveries = sub.with(name, |c| c.deliveries.clone());
+        let mut got = Vec::new();
+        for d in deliveries {
+            let sent = d
+                .headers
+                .get("content-encoding")
+                .map(|v| v.to_str().unwrap());
+            assert_eq!(sent, coding, "{name}");
+            // The signature covers the bytes as sent: checkable before decompressing.
+            let signature = d.headers["x-hub-signature"].to_str().unwrap();
+            assert!(websub::verify(secret[0].1.as_bytes(), &d.body, signature).is_ok());
+            let body = websub::decode_delivery(sent, &d.body, 1 << 20).unwrap();
+            if coding.is_some() {
+                assert!(
+                    d.body.len() * 3 < body.len(),
+                    "{name}: {} of {}",
+                    d.body.len(),
+                    body.len()
+                );
+            }
+            got.extend(feed_of(&body).entries.into_iter().map(|e| e.seq));
+        }
+        got.sort();
+        if name == "plain" {
+            plain_seqs = got;
+        } else {
+            assert_eq!(got, (1..=20).collect::<Vec<_>>(), "{name}");
+        }
+    }
+    assert_eq!(plain_seqs, (1..=20).collect::<Vec<_>>());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_415_to_a_compressed_delivery_brings_it_again_plain() {
+    let mut site = Site::start(&[("index.html", "home")], Options::default()).await;
+    let sub = Subscriber::start().await;
+    sub.accept("r", "gzip");
+    sub.set("r", Verify::Echo, Deliver::RefuseCompressed);
+    subscribe(&site, &sub, "r", &[]).await;
+    site.write("a.html", "a");
+    sub.wait("r", SECS(10), "a plain delivery", |c| {
+        !c.deliveries.is_empty()
+    })
+    .await;
+    assert_eq!(sub.with("r", |c| c.attempts), 2, "one refused, one plain");
+    assert!(sub.with("r", |c| {
+        c.deliveries[0].headers.get("content-encoding").is_none()
+    }));
+    // The hub remembers, across a restart too: no more refused attempts.
+    site.restart().await;
+    site.write("b.html", "b");
+    sub.wait("r", SECS(10), "a second delivery", |c| {
+        c.deliveries.len() == 2
+    })
+    .await;
+    assert_eq!(sub.with("r", |c| c.attempts), 3);
+    site.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unsubscribing_is_verified_and_stops_deliveries() {
     let site = Site::start(&[("index.html", "home")], Options::default()).await;
     let sub = Subscriber::start().await;

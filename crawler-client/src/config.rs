@@ -219,8 +219,11 @@ pub struct FileConfig {
     pub coop_poll_min: Option<f64>,
     /// Longest time between metadata polls of a site, seconds (3600).
     pub coop_poll_max: Option<f64>,
-    /// Time between backup polls of a pushed changes feed, seconds (600).
+    /// Time between backup polls of a pushed changes feed, seconds (600), doubled after each
+    /// one that finds nothing the hub missed.
     pub coop_backup_poll: Option<f64>,
+    /// The longest that time grows to, seconds (21600).
+    pub coop_backup_poll_max: Option<f64>,
     /// Trust below which a site's claims are ignored (0.5).
     pub coop_trust_min: Option<f64>,
     /// Share of pages announced unchanged that are fetched to check the claim (0.02).
@@ -486,6 +489,7 @@ pub fn settings(args: &CrawlArgs) -> Result<Settings, String> {
         poll_min: file.coop_poll_min.unwrap_or(d.poll_min),
         poll_max: file.coop_poll_max.unwrap_or(d.poll_max),
         backup_poll: file.coop_backup_poll.unwrap_or(d.backup_poll),
+        backup_poll_max: file.coop_backup_poll_max.unwrap_or(d.backup_poll_max),
         trust_min: file.coop_trust_min.unwrap_or(d.trust_min),
         check_share: file.coop_check_share.unwrap_or(d.check_share),
         lease_secs: file.hub_lease.unwrap_or(d.lease_secs),
@@ -502,6 +506,12 @@ pub fn settings(args: &CrawlArgs) -> Result<Settings, String> {
         return Err(
             "coop_poll_min, coop_poll_max and coop_backup_poll must be positive, min <= max".into(),
         );
+    }
+    if coop.backup_poll_max < coop.backup_poll || !coop.backup_poll_max.is_finite() {
+        return Err(format!(
+            "coop_backup_poll_max {} must be at least coop_backup_poll {}",
+            coop.backup_poll_max, coop.backup_poll
+        ));
     }
     if !(0.0..=1.0).contains(&coop.trust_min) || !(0.0..=1.0).contains(&coop.check_share) {
         return Err("coop_trust_min and coop_check_share must be between 0 and 1".into());

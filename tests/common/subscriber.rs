@@ -27,6 +27,8 @@ pub enum Deliver {
     Unavailable,
     Gone,
     Hang,
+    /// 415 to a compressed delivery (RFC 7694), naming identity as the only coding accepted.
+    RefuseCompressed,
 }
 
 #[derive(Debug, Clone)]
@@ -40,6 +42,8 @@ pub struct Delivery {
 pub struct Callback {
     pub verify: Option<Verify>,
     pub deliver: Option<Deliver>,
+    /// `Accept-Encoding` sent with the answer to a verification (RFC 7694).
+    pub accept_encoding: Option<&'static str>,
     pub verifications: Vec<HashMap<String, String>>,
     pub deliveries: Vec<Delivery>,
     pub attempts: usize,
@@ -60,15 +64,18 @@ async fn verify(
     let params: HashMap<String, String> = form_urlencoded::parse(q.unwrap_or_default().as_bytes())
         .into_owned()
         .collect();
-    let mode = {
+    let (mode, accept) = {
         let mut all = sub.callbacks.lock().unwrap();
         let cb = all.entry(name).or_default();
         cb.verifications.push(params.clone());
-        cb.verify.unwrap_or(Verify::Echo)
+        (cb.verify.unwrap_or(Verify::Echo), cb.accept_encoding)
     };
     let challenge = params.get("hub.challenge").cloned().unwrap_or_default();
     match mode {
-        Verify::Echo => (StatusCode::OK, challenge).into_response(),
+        Verify::Echo => match accept {
+            Some(a) => (StatusCode::OK, [("accept-encoding", a)], challenge).into_response(),
+            None => (StatusCode::OK, challenge).into_response(),
+        },
         Verify::WrongEcho => (StatusCode::OK, format!("{challenge}x")).into_response(),
         Verify::NotFound => StatusCode::NOT_FOUND.into_response(),
     }
@@ -84,7 +91,10 @@ async fn deliver(
         let mut all = sub.callbacks.lock().unwrap();
         let cb = all.entry(name).or_default();
         cb.attempts += 1;
-        let mode = cb.deliver.unwrap_or(Deliver::Ok);
+        let mut mode = cb.deliver.unwrap_or(Deliver::Ok);
+        if mode == Deliver::RefuseCompressed && !headers.contains_key("content-encoding") {
+            mode = Deliver::Ok;
+        }
         if mode == Deliver::Ok {
             cb.deliveries.push(Delivery {
                 at: Instant::now(),
@@ -98,6 +108,11 @@ async fn deliver(
         Deliver::Ok => StatusCode::NO_CONTENT.into_response(),
         Deliver::Unavailable => StatusCode::SERVICE_UNAVAILABLE.into_response(),
         Deliver::Gone => StatusCode::GONE.into_response(),
+        Deliver::RefuseCompressed => (
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            [("accept-encoding", "identity")],
+        )
+            .into_response(),
         Deliver::Hang => {
             tokio::time::sleep(Duration::from_secs(60)).await;
             StatusCode::NO_CONTENT.into_response()
@@ -128,6 +143,12 @@ impl Subscriber {
         let cb = all.entry(name.to_string()).or_default();
         cb.verify = Some(verify);
         cb.deliver = Some(deliver);
+    }
+
+    /// Makes callback `name` ask for compressed deliveries when it confirms a subscription.
+    pub fn accept(&self, name: &str, accept_encoding: &'static str) {
+        let mut all = self.callbacks.lock().unwrap();
+        all.entry(name.to_string()).or_default().accept_encoding = Some(accept_encoding);
     }
 
     pub fn with<T>(&self, name: &str, f: impl FnOnce(&Callback) -> T) -> T {

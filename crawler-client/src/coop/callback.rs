@@ -1,17 +1,23 @@
 //! The WebSub callback server the crawler runs in push mode: it confirms the subscriptions it
 //! asked for (verification of intent), refuses those it did not, checks the signature of every
 //! delivery, and hands deliveries to the crawl loop. One callback per site: `BASE/{host id}`.
+//! Its answers to verifications carry `Accept-Encoding` (RFC 7694), so a hub that knows it
+//! sends deliveries compressed; the signature is checked on the bytes as received, before
+//! anything is decompressed.
 
 use crate::worker::Outcome;
 use axum::body::Bytes;
 use axum::extract::{Path, RawQuery, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
 use url::Url;
-use webcoop_protocol::websub::{self, CallbackQuery, Mode};
+use webcoop_protocol::websub::{
+    self, BodyCodingError, CALLBACK_ACCEPT_ENCODING, CallbackQuery, Mode,
+};
 
 /// Largest delivery accepted.
 const MAX_DELIVERY: usize = 64 << 20;
@@ -57,6 +63,13 @@ pub enum CallbackEvent {
     },
     /// A delivery whose signature did not verify (ignored, as WebSub requires).
     BadSignature {
+        /// The site.
+        host: i64,
+        /// Why.
+        why: String,
+    },
+    /// A signed delivery whose body did not decompress (refused, so the hub sends it again).
+    Undecodable {
         /// The site.
         host: i64,
         /// Why.
@@ -159,15 +172,29 @@ fn host_of(path: &str) -> Option<i64> {
     path.rsplit('/').next()?.parse().ok()
 }
 
+/// The answer to a verification of intent; a confirmation tells the hub which codings
+/// deliveries may use.
 async fn verify(
     State(s): State<Shared>,
     Path(path): Path<String>,
     RawQuery(query): RawQuery,
-) -> (StatusCode, String) {
-    let Some(host) = host_of(&path) else {
+) -> Response {
+    let (status, text) = answer_verification(&s, &path, query.as_deref());
+    let mut r = (status, text).into_response();
+    if status == StatusCode::OK {
+        r.headers_mut().insert(
+            header::ACCEPT_ENCODING,
+            HeaderValue::from_static(CALLBACK_ACCEPT_ENCODING),
+        );
+    }
+    r
+}
+
+fn answer_verification(s: &Shared, path: &str, query: Option<&str>) -> (StatusCode, String) {
+    let Some(host) = host_of(path) else {
         return (StatusCode::NOT_FOUND, "unknown callback".into());
     };
-    let query = match CallbackQuery::parse(query.as_deref().unwrap_or("")) {
+    let query = match CallbackQuery::parse(query.unwrap_or("")) {
         Ok(q) => q,
         Err(e) => return (StatusCode::BAD_REQUEST, e.to_string()),
     };
@@ -224,17 +251,17 @@ async fn deliver(
     Path(path): Path<String>,
     headers: HeaderMap,
     body: Bytes,
-) -> StatusCode {
+) -> Response {
     let Some(host) = host_of(&path) else {
-        return StatusCode::NOT_FOUND;
+        return StatusCode::NOT_FOUND.into_response();
     };
     let secret = match s.expected.lock() {
         Ok(m) => m.get(&host).filter(|e| e.active).map(|e| e.secret.clone()),
-        Err(_) => return StatusCode::INTERNAL_SERVER_ERROR,
+        Err(_) => return StatusCode::INTERNAL_SERVER_ERROR.into_response(),
     };
     // Not (or no longer) subscribed: 410 tells the hub to stop.
     let Some(secret) = secret else {
-        return StatusCode::GONE;
+        return StatusCode::GONE.into_response();
     };
     let signature = headers.get("x-hub-signature").and_then(|v| v.to_str().ok());
     let checked = match signature {
@@ -243,13 +270,162 @@ async fn deliver(
             .map(|_| ())
             .map_err(|e| e.to_string()),
     };
-    match checked {
-        Ok(()) => s.send(CallbackEvent::Delivery {
-            host,
-            body: body.to_vec(),
-        }),
-        Err(why) => s.send(CallbackEvent::BadSignature { host, why }),
+    if let Err(why) = checked {
+        s.send(CallbackEvent::BadSignature { host, why });
+        // 2xx all the same: a forged message learns nothing (WebSub §7, "locally ignore").
+        return StatusCode::ACCEPTED.into_response();
     }
-    // 2xx either way: a forged message learns nothing (WebSub §7, "locally ignore").
-    StatusCode::ACCEPTED
+    let coding = headers
+        .get(header::CONTENT_ENCODING)
+        .map(|v| v.to_str().unwrap_or("(not text)"));
+    match websub::decode_delivery(coding, &body, MAX_DELIVERY as u64) {
+        Ok(feed) => {
+            s.send(CallbackEvent::Delivery {
+                host,
+                body: feed.into_owned(),
+            });
+            StatusCode::ACCEPTED.into_response()
+        }
+        Err(e @ BodyCodingError::Unsupported(_)) => {
+            // RFC 7694 §3: 415 naming what we do accept, so the hub can send it again.
+            let mut r = (StatusCode::UNSUPPORTED_MEDIA_TYPE, format!("{e}\n")).into_response();
+            r.headers_mut().insert(
+                header::ACCEPT_ENCODING,
+                HeaderValue::from_static(CALLBACK_ACCEPT_ENCODING),
+            );
+            r
+        }
+        Err(e) => {
+            s.send(CallbackEvent::Undecodable {
+                host,
+                why: e.to_string(),
+            });
+            (StatusCode::BAD_REQUEST, format!("{e}\n")).into_response()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use webcoop_protocol::websub::{BodyCoding, SignatureAlgorithm, sign};
+
+    const TOPIC: &str = "http://site.test/.well-known/webcoop/changes";
+    const SECRET: &str = "a secret of sixteen+";
+
+    async fn server() -> (CallbackServer, std::sync::mpsc::Receiver<Outcome>) {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let listen = SocketAddr::from(([127, 0, 0, 1], 0));
+        let server = CallbackServer::start(listen, None, tx).await.unwrap();
+        server.expect(
+            7,
+            Expected {
+                topic: TOPIC.into(),
+                secret: SECRET.into(),
+                pending: Some(Mode::Subscribe),
+                active: false,
+            },
+        );
+        (server, rx)
+    }
+
+    /// One request on its own connection: the status, the raw head, the body.
+    async fn exchange(addr: SocketAddr, head: &str, body: &[u8]) -> (u16, String, String) {
+        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let request = format!(
+            "{head}\r\nHost: cb.test\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        );
+        s.write_all(request.as_bytes()).await.unwrap();
+        s.write_all(body).await.unwrap();
+        let mut out = Vec::new();
+        s.read_to_end(&mut out).await.unwrap();
+        let text = String::from_utf8_lossy(&out).into_owned();
+        let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+        let status = head[9..12].parse().unwrap();
+        (status, head.to_ascii_lowercase(), body.to_string())
+    }
+
+    async fn post(addr: SocketAddr, headers: &[(&str, String)], body: &[u8]) -> (u16, String) {
+        let mut head = "POST /websub/7 HTTP/1.1".to_string();
+        for (k, v) in headers {
+            head.push_str(&format!("\r\n{k}: {v}"));
+        }
+        let (status, head, _) = exchange(addr, &head, body).await;
+        (status, head)
+    }
+
+    fn event(rx: &std::sync::mpsc::Receiver<Outcome>) -> CallbackEvent {
+        match rx.recv_timeout(std::time::Duration::from_secs(5)) {
+            Ok(Outcome::Callback(e)) => e,
+            other => panic!("no callback event: {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn compressed_deliveries_are_asked_for_checked_as_sent_and_decoded() {
+        let (server, rx) = server().await;
+        let query = format!(
+            "hub.mode=subscribe&hub.topic={}&hub.challenge=ch4ll3nge&hub.lease_seconds=60",
+            url::form_urlencoded::byte_serialize(TOPIC.as_bytes()).collect::<String>()
+        );
+        let (status, head, body) = exchange(
+            server.local,
+            &format!("GET /websub/7?{query} HTTP/1.1"),
+            b"",
+        )
+        .await;
+        assert_eq!((status, body.as_str()), (200, "ch4ll3nge"));
+        assert!(head.contains("accept-encoding: gzip, zstd"), "{head}");
+        assert!(matches!(
+            event(&rx),
+            CallbackEvent::Verified { host: 7, .. }
+        ));
+
+        let feed = b"<feed xmlns=\"http://www.w3.org/2005/Atom\"><id>x</id></feed>".to_vec();
+        let sig = |bytes: &[u8]| sign(SignatureAlgorithm::Sha256, SECRET.as_bytes(), bytes);
+        for coding in [BodyCoding::Gzip, BodyCoding::Zstd] {
+            let sent = coding.encode(&feed);
+            let headers = [
+                ("Content-Encoding", coding.token().to_string()),
+                ("X-Hub-Signature", sig(&sent)),
+            ];
+            assert_eq!(post(server.local, &headers, &sent).await.0, 202);
+            match event(&rx) {
+                CallbackEvent::Delivery { host: 7, body } => assert_eq!(body, feed),
+                other => panic!("{coding:?}: {other:?}"),
+            }
+        }
+        // Signed over the decompressed bytes: not what was sent, so ignored.
+        let sent = BodyCoding::Gzip.encode(&feed);
+        let headers = [
+            ("Content-Encoding", "gzip".to_string()),
+            ("X-Hub-Signature", sig(&feed)),
+        ];
+        assert_eq!(post(server.local, &headers, &sent).await.0, 202);
+        assert!(matches!(
+            event(&rx),
+            CallbackEvent::BadSignature { host: 7, .. }
+        ));
+        // A coding we do not know: 415 saying what we accept.
+        let headers = [
+            ("Content-Encoding", "br".to_string()),
+            ("X-Hub-Signature", sig(b"xx")),
+        ];
+        let (status, head) = post(server.local, &headers, b"xx").await;
+        assert_eq!(status, 415);
+        assert!(head.contains("accept-encoding: gzip, zstd"), "{head}");
+        // Signed but corrupt: refused, so the hub tries again.
+        let broken = &sent[..sent.len() - 4];
+        let headers = [
+            ("Content-Encoding", "gzip".to_string()),
+            ("X-Hub-Signature", sig(broken)),
+        ];
+        assert_eq!(post(server.local, &headers, broken).await.0, 400);
+        assert!(matches!(
+            event(&rx),
+            CallbackEvent::Undecodable { host: 7, .. }
+        ));
+    }
 }

@@ -106,6 +106,10 @@ pub struct SiteCoop {
     pub trust: Trust,
     /// Consecutive failed metadata requests.
     pub failures: u32,
+    /// Backup polls in a row that found nothing the hub had not pushed: each one doubles the
+    /// time to the next.
+    #[serde(default)]
+    pub quiet_backups: u32,
     /// The subscription, if any.
     pub subscription: Option<Subscription>,
     /// Costs and gains.
@@ -123,8 +127,12 @@ pub struct CoopConfig {
     pub poll_min: f64,
     /// Longest time between metadata polls, seconds.
     pub poll_max: f64,
-    /// Time between polls of the changes feed while a hub pushes them, seconds.
+    /// Time between polls of the changes feed while a hub pushes them, seconds, at first and
+    /// after the hub missed something.
     pub backup_poll: f64,
+    /// The longest that time grows to while the hub misses nothing, seconds.
+    #[serde(default = "backup_poll_max")]
+    pub backup_poll_max: f64,
     /// Trust below which a site's claims are ignored.
     pub trust_min: f64,
     /// Share of pages announced unchanged that are fetched anyway to check the claim.
@@ -143,6 +151,10 @@ fn yes() -> bool {
     true
 }
 
+fn backup_poll_max() -> f64 {
+    CoopConfig::default().backup_poll_max
+}
+
 impl CoopConfig {
     /// Whether changed pages are asked for (or taken pushed) as deltas.
     pub fn uses_deltas(&self) -> bool {
@@ -158,6 +170,7 @@ impl Default for CoopConfig {
             poll_min: 1.0,
             poll_max: 3_600.0,
             backup_poll: 600.0,
+            backup_poll_max: 21_600.0,
             trust_min: 0.5,
             check_share: 0.02,
             lease_secs: 86_400,
@@ -199,12 +212,23 @@ impl SiteCoop {
             // Down: try again now and then, to notice it is back.
             return c.poll_max.min(60.0).max(c.poll_min);
         }
-        let t = poll_interval(self.count.rate(), c.max_outdated, c.poll_min, c.poll_max);
         if self.level(c.mode, c.failures_to_degrade) == Level::Push {
-            t.max(c.backup_poll)
-        } else {
-            t
+            // The hub tells of every change; polls only guard against it going silent, and
+            // the longer it has missed nothing the rarer they need to be.
+            let grown = c.backup_poll * 2f64.powi(self.quiet_backups.min(30) as i32);
+            return grown.min(c.backup_poll_max.max(c.backup_poll));
         }
+        poll_interval(self.count.rate(), c.max_outdated, c.poll_min, c.poll_max)
+    }
+
+    /// A backup poll of a pushed feed found `missed` changes the hub should have pushed by now
+    /// (none: the hub is keeping up).
+    pub fn backup_polled(&mut self, missed: usize) {
+        self.quiet_backups = if missed == 0 {
+            self.quiet_backups.saturating_add(1)
+        } else {
+            0
+        };
     }
 }
 
@@ -256,5 +280,39 @@ mod tests {
             s.trust.refute(1.0);
         }
         assert!(!s.covers(&c));
+    }
+
+    #[test]
+    fn backup_polls_grow_rarer_while_the_hub_misses_nothing() {
+        let c = CoopConfig::default();
+        let mut s = SiteCoop {
+            changes: Some("http://e/.well-known/webcoop/changes".into()),
+            subscription: Some(Subscription {
+                verified_at: Some(1),
+                ..Subscription::default()
+            }),
+            ..SiteCoop::default()
+        };
+        let mut intervals = vec![s.poll_interval(&c)];
+        for _ in 0..7 {
+            s.backup_polled(0);
+            intervals.push(s.poll_interval(&c));
+        }
+        assert_eq!(
+            intervals,
+            [
+                600.0, 1200.0, 2400.0, 4800.0, 9600.0, 19200.0, 21600.0, 21600.0
+            ]
+        );
+        s.backup_polled(1);
+        assert_eq!(
+            s.poll_interval(&c),
+            600.0,
+            "a miss brings the first pace back"
+        );
+        // Without the subscription the site's own pace decides again.
+        s.quiet_backups = 9;
+        s.subscription = None;
+        assert!(s.poll_interval(&c) <= c.poll_max);
     }
 }

@@ -481,6 +481,9 @@ impl Engine {
             .map(|t| (now_ms() - t).max(0) as f64 / 1000.0);
         match (kind, r.status) {
             (MetaKind::Sitemap, 304) | (MetaKind::Listing, 304) | (MetaKind::Changes, 304) => {
+                if kind == MetaKind::Changes {
+                    self.backup_polled(host, 0);
+                }
                 let site = self.site(host);
                 if let Some(secs) = secs {
                     site.count.observe(0, secs);
@@ -730,10 +733,18 @@ impl Engine {
             .filter(|e| cursor.is_none_or(|c| e.seq > c))
             .collect();
         entries.sort_by_key(|e| e.seq);
+        if !pushed {
+            // A change older than half the backup period should have been pushed by now.
+            let grace = chrono::Duration::milliseconds((self.s.coop.backup_poll * 500.0) as i64);
+            let now = crate::clock::now();
+            let missed = entries.iter().filter(|e| now - e.time > grace).count();
+            self.backup_polled(host, missed);
+        }
         if pushed
             && let (Some(c), Some(first)) = (cursor, entries.first())
             && first.seq > c + 1
         {
+            self.site(host).quiet_backups = 0;
             // Changes were missed (a delivery lost): the feed fills the gap, in order.
             tracing::info!(
                 "{}: pushed change {} after {c}; fetching the changes in between",
@@ -804,6 +815,25 @@ impl Engine {
                 },
             );
             self.coop.polling.insert(host);
+        }
+    }
+
+    /// A poll of the changes feed of a pushed site found `missed` changes the hub had not
+    /// pushed: none stretches the time to the next poll, any brings it back to the start.
+    fn backup_polled(&mut self, host: i64, missed: usize) {
+        let c = self.s.coop;
+        let site = self.site(host);
+        if site.level(c.mode, c.failures_to_degrade) != Level::Push {
+            return;
+        }
+        let was = site.quiet_backups;
+        site.backup_polled(missed);
+        if missed > 0 && was > 0 {
+            tracing::info!(
+                "{}: the hub had not pushed {missed} changes the feed lists; backup polls every {} s again",
+                self.origin(host),
+                c.backup_poll
+            );
         }
     }
 
@@ -1257,6 +1287,10 @@ impl Engine {
                         s.verified_at = Some(at);
                         s.lease_until = Some(at + lease_ms);
                     }
+                    if fresh {
+                        // A new subscription has yet to show the hub keeps up.
+                        site.quiet_backups = 0;
+                    }
                     fresh
                 };
                 tracing::info!(
@@ -1324,6 +1358,9 @@ impl Engine {
             CallbackEvent::BadSignature { host, why } => {
                 self.site(host).stats.bad_signatures += 1;
                 tracing::warn!("{}: delivery ignored: {why}", self.origin(host));
+            }
+            CallbackEvent::Undecodable { host, why } => {
+                tracing::warn!("{}: delivery refused: {why}", self.origin(host));
             }
             CallbackEvent::InlineFailed { host, fp, url, why } => {
                 self.inline_failed(host, fp, url, &why)

@@ -5,7 +5,8 @@
 //! memory: when it comes back it gets what it missed, in order, page by page (at least once),
 //! or a resync marker if it missed too much. Failed deliveries are retried with exponential
 //! back-off and jitter; 410 Gone ends a subscription; so does failing for longer than the
-//! drop limit, or a lease running out.
+//! drop limit, or a lease running out. A callback that asked for compressed deliveries
+//! (RFC 7694) gets them until it answers 415.
 
 use super::super::callback_net::CallbackPolicy;
 use super::super::metrics::{Metrics, OutcomeLabels};
@@ -17,7 +18,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{Semaphore, mpsc, watch};
 use url::Url;
 use webcoop_protocol::clock::Clock;
-use webcoop_protocol::websub::{SignatureAlgorithm, sign};
+use webcoop_protocol::websub::{BodyCoding, SignatureAlgorithm, choose_body_coding, sign};
 
 /// What the subscribe endpoint tells the dispatcher after a verification of intent.
 #[derive(Debug)]
@@ -30,6 +31,8 @@ pub enum Command {
         secret: Option<String>,
         /// Until when.
         lease_expires: chrono::DateTime<chrono::Utc>,
+        /// The compression the callback accepts.
+        coding: Option<BodyCoding>,
     },
     /// A verified unsubscription.
     Unsubscribe(Url),
@@ -38,8 +41,12 @@ pub enum Command {
 /// How a delivery ended.
 #[derive(Debug)]
 enum Outcome {
-    Delivered { upto: u64 },
+    Delivered {
+        upto: u64,
+    },
     Gone,
+    /// 415: the callback refused the coding; what it accepts instead.
+    Unsupported(Option<BodyCoding>),
     Failed(String),
 }
 
@@ -202,16 +209,22 @@ impl Dispatcher {
                 callback,
                 secret,
                 lease_expires,
+                coding,
             } => {
                 let key = callback.to_string();
                 match self.subs.get_mut(&key) {
-                    // Renewal: new lease and secret, same place in the log.
+                    // Renewal: new lease, secret and coding, same place in the log.
                     Some(sub) => {
                         sub.rec.secret = secret;
                         sub.rec.lease_expires = lease_expires;
+                        sub.rec.coding = coding;
                     }
                     None => {
-                        tracing::info!(%callback, "subscribed");
+                        tracing::info!(
+                            %callback,
+                            coding = coding.map_or("none", BodyCoding::token),
+                            "subscribed"
+                        );
                         self.subs.insert(
                             key.clone(),
                             Sub {
@@ -221,6 +234,7 @@ impl Dispatcher {
                                     lease_expires,
                                     cursor: head,
                                     failing_since: None,
+                                    coding,
                                 },
                                 in_flight: false,
                                 next_attempt: Instant::now(),
@@ -258,11 +272,12 @@ impl Dispatcher {
             }
             sub.in_flight = true;
             let (ctx, permits, results) = (self.ctx.clone(), self.permits.clone(), results.clone());
-            let (key, callback, secret, cursor, timeout) = (
+            let (key, callback, secret, cursor, coding, timeout) = (
                 key.clone(),
                 sub.rec.callback.clone(),
                 sub.rec.secret.clone(),
                 sub.rec.cursor,
+                sub.rec.coding,
                 self.settings.timeout,
             );
             tokio::spawn(async move {
@@ -272,8 +287,8 @@ impl Dispatcher {
                             &ctx,
                             &callback,
                             secret.as_deref(),
-                            cursor,
-                            deliverable,
+                            (cursor, deliverable),
+                            coding,
                             timeout,
                         )
                         .await
@@ -299,6 +314,21 @@ impl Dispatcher {
                 sub.rec.cursor = upto.max(sub.rec.cursor);
                 sub.rec.failing_since = None;
                 sub.attempts = 0;
+                sub.next_attempt = Instant::now();
+                self.dirty.insert(key.to_string());
+            }
+            Outcome::Unsupported(instead) => {
+                tracing::info!(
+                    callback = key,
+                    refused = sub.rec.coding.map_or("none", BodyCoding::token),
+                    instead = instead.map_or("none", BodyCoding::token),
+                    "the subscriber refused the delivery's content coding (415); sending again"
+                );
+                // Without a coding there is nothing left to drop: a 415 then is a failure.
+                if sub.rec.coding.is_none() {
+                    return self.finished(key, Outcome::Failed("answered 415".into()));
+                }
+                sub.rec.coding = instead.filter(|c| Some(*c) != sub.rec.coding);
                 sub.next_attempt = Instant::now();
                 self.dirty.insert(key.to_string());
             }
@@ -389,8 +419,8 @@ async fn deliver(
     ctx: &DeliveryContext,
     callback: &Url,
     secret: Option<&str>,
-    cursor: u64,
-    upto: u64,
+    (cursor, upto): (u64, u64),
+    coding: Option<BodyCoding>,
     timeout: Duration,
 ) -> Outcome {
     let doc = match ctx.documents.get(cursor, upto).await {
@@ -400,22 +430,36 @@ async fn deliver(
     if let Err(e) = ctx.policy.check(callback).await {
         return Outcome::Failed(e);
     }
+    let body = doc.body_as(coding);
     let mut request = ctx
         .client
         .post(callback.clone())
         .timeout(timeout)
         .header(reqwest::header::CONTENT_TYPE, "application/atom+xml")
-        .header(reqwest::header::LINK, &ctx.link)
-        .body(doc.body.clone());
+        .header(reqwest::header::LINK, &ctx.link);
+    if let Some(coding) = coding {
+        request = request.header(reqwest::header::CONTENT_ENCODING, coding.token());
+    }
+    // The signature covers the bytes as sent, so the subscriber checks it before decompressing.
     if let Some(secret) = secret {
         request = request.header(
             "x-hub-signature",
-            sign(SignatureAlgorithm::Sha256, secret.as_bytes(), &doc.body),
+            sign(SignatureAlgorithm::Sha256, secret.as_bytes(), &body),
         );
     }
-    match request.send().await {
+    match request.body(body).send().await {
         Ok(r) if r.status().is_success() => Outcome::Delivered { upto: doc.upto },
         Ok(r) if r.status() == reqwest::StatusCode::GONE => Outcome::Gone,
+        Ok(r) if r.status() == reqwest::StatusCode::UNSUPPORTED_MEDIA_TYPE => {
+            let accepts = r
+                .headers()
+                .get_all(reqwest::header::ACCEPT_ENCODING)
+                .iter()
+                .filter_map(|v| v.to_str().ok())
+                .collect::<Vec<_>>()
+                .join(",");
+            Outcome::Unsupported(choose_body_coding(&accepts))
+        }
         Ok(r) => Outcome::Failed(format!("answered {}", r.status())),
         Err(e) => Outcome::Failed(e.to_string()),
     }

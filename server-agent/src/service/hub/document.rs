@@ -6,11 +6,12 @@ use super::super::encodings::{Encoded, EncodingCache, Key, Kind};
 use super::super::reader::Reader;
 use crate::publish::feed::{entries, feed_id};
 use bytes::Bytes;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use url::Url;
 use webcoop_protocol::changes_feed::{self, ChangeKind, ChangesFeed, InlineDelta, Resync};
 use webcoop_protocol::clock::Clock;
 use webcoop_protocol::delta::{self, DEFAULT_LEVEL, DeltaEncoding, DeltaPlan};
+use webcoop_protocol::websub::BodyCoding;
 
 /// Changes per delivery.
 pub const PAGE: usize = 500;
@@ -26,6 +27,30 @@ pub struct Document {
     pub body: Bytes,
     /// The subscriber's cursor once it has this document.
     pub upto: u64,
+    gzip: OnceLock<Bytes>,
+    zstd: OnceLock<Bytes>,
+}
+
+impl Document {
+    fn new(body: impl Into<Bytes>, upto: u64) -> Document {
+        Document {
+            body: body.into(),
+            upto,
+            gzip: OnceLock::new(),
+            zstd: OnceLock::new(),
+        }
+    }
+
+    /// The bytes to send with `coding`, compressed once for every subscriber that shares it.
+    pub fn body_as(&self, coding: Option<BodyCoding>) -> Bytes {
+        let cell = match coding {
+            None => return self.body.clone(),
+            Some(BodyCoding::Gzip) => &self.gzip,
+            Some(BodyCoding::Zstd) => &self.zstd,
+        };
+        cell.get_or_init(|| Bytes::from(coding.map_or_else(Vec::new, |c| c.encode(&self.body))))
+            .clone()
+    }
 }
 
 /// Builds and shares delivery documents.
@@ -101,10 +126,7 @@ impl Documents {
                 since: cursor,
                 listing: self.listing.clone(),
             });
-            return Ok(Arc::new(Document {
-                body: Bytes::from(changes_feed::write(&feed)),
-                upto,
-            }));
+            return Ok(Arc::new(Document::new(changes_feed::write(&feed), upto)));
         }
         let page: Vec<_> = page.into_iter().filter(|c| c.seq <= upto).collect();
         let reached = page.last().map_or(upto, |c| c.seq);
@@ -127,10 +149,7 @@ impl Documents {
             feed.updated = last.time;
         }
         feed.entries = list;
-        Ok(Arc::new(Document {
-            body: Bytes::from(changes_feed::write(&feed)),
-            upto: reached,
-        }))
+        Ok(Arc::new(Document::new(changes_feed::write(&feed), reached)))
     }
 
     /// The dcz delta of a change when both versions are kept and it is small.

@@ -1,11 +1,13 @@
 //! Subscriptions on disk (`STATE/hub.sqlite`), so they survive a restart: callback, secret,
-//! lease, and the cursor (last sequence number delivered).
+//! lease, the cursor (last sequence number delivered) and the content coding the callback
+//! accepts for deliveries.
 
 use crate::store::{from_ms, to_ms};
 use chrono::{DateTime, Utc};
 use rusqlite::{Connection, params};
 use std::path::{Path, PathBuf};
 use url::Url;
+use webcoop_protocol::websub::BodyCoding;
 
 /// One verified subscription.
 #[derive(Debug, Clone, PartialEq)]
@@ -20,6 +22,8 @@ pub struct Subscription {
     pub cursor: u64,
     /// Since when deliveries have been failing.
     pub failing_since: Option<DateTime<Utc>>,
+    /// How deliveries are compressed (RFC 7694), if the callback asked.
+    pub coding: Option<BodyCoding>,
 }
 
 /// The subscriptions database.
@@ -57,6 +61,15 @@ impl SubscriptionStore {
              ) WITHOUT ROWID;",
         )
         .map_err(e)?;
+        // Databases written before deliveries were compressed lack the column.
+        let has_coding = conn
+            .prepare("SELECT 1 FROM pragma_table_info('subscriptions') WHERE name = 'coding'")
+            .and_then(|mut s| s.exists([]))
+            .map_err(e)?;
+        if !has_coding {
+            conn.execute_batch("ALTER TABLE subscriptions ADD COLUMN coding TEXT")
+                .map_err(e)?;
+        }
         Ok(SubscriptionStore { conn, path })
     }
 
@@ -72,7 +85,7 @@ impl SubscriptionStore {
         let mut stmt = self
             .conn
             .prepare(
-                "SELECT callback, secret, lease_expires, cursor, failing_since FROM subscriptions",
+                "SELECT callback, secret, lease_expires, cursor, failing_since, coding FROM subscriptions",
             )
             .map_err(|e| self.err(e))?;
         let rows = stmt
@@ -83,12 +96,14 @@ impl SubscriptionStore {
                     r.get::<_, i64>(2)?,
                     r.get::<_, i64>(3)?,
                     r.get::<_, Option<i64>>(4)?,
+                    r.get::<_, Option<String>>(5)?,
                 ))
             })
             .map_err(|e| self.err(e))?;
         let mut out = Vec::new();
         for row in rows {
-            let (callback, secret, lease, cursor, failing) = row.map_err(|e| self.err(e))?;
+            let (callback, secret, lease, cursor, failing, coding) =
+                row.map_err(|e| self.err(e))?;
             if let Ok(callback) = Url::parse(&callback) {
                 out.push(Subscription {
                     callback,
@@ -96,6 +111,7 @@ impl SubscriptionStore {
                     lease_expires: from_ms(lease),
                     cursor: cursor.max(0) as u64,
                     failing_since: failing.map(from_ms),
+                    coding: coding.as_deref().and_then(BodyCoding::parse),
                 });
             }
         }
@@ -118,9 +134,9 @@ impl SubscriptionStore {
         {
             let mut put = tx
                 .prepare_cached(
-                    "INSERT INTO subscriptions (callback, secret, lease_expires, cursor, failing_since) VALUES (?1, ?2, ?3, ?4, ?5)
+                    "INSERT INTO subscriptions (callback, secret, lease_expires, cursor, failing_since, coding) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
                      ON CONFLICT (callback) DO UPDATE SET secret = excluded.secret, lease_expires = excluded.lease_expires,
-                       cursor = excluded.cursor, failing_since = excluded.failing_since",
+                       cursor = excluded.cursor, failing_since = excluded.failing_since, coding = excluded.coding",
                 )
                 .map_err(e)?;
             for s in upserts {
@@ -129,7 +145,8 @@ impl SubscriptionStore {
                     s.secret,
                     to_ms(s.lease_expires),
                     s.cursor as i64,
-                    s.failing_since.map(to_ms)
+                    s.failing_since.map(to_ms),
+                    s.coding.map(BodyCoding::token)
                 ])
                 .map_err(e)?;
             }
@@ -158,6 +175,7 @@ mod tests {
             lease_expires: Utc.timestamp_opt(2_000_000_000, 0).unwrap(),
             cursor: 42,
             failing_since: None,
+            coding: Some(BodyCoding::Zstd),
         };
         let mut store = SubscriptionStore::open(dir.path()).unwrap();
         store.save(std::slice::from_ref(&sub), &[]).unwrap();
@@ -168,5 +186,23 @@ mod tests {
             .save(&[], std::slice::from_ref(&sub.callback))
             .unwrap();
         assert!(store.load().unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_database_from_before_compressed_deliveries_is_upgraded() {
+        let dir = tempfile::tempdir().unwrap();
+        let old = Connection::open(dir.path().join("hub.sqlite")).unwrap();
+        old.execute_batch(
+            "CREATE TABLE subscriptions (callback TEXT PRIMARY KEY, secret TEXT,
+               lease_expires INTEGER NOT NULL, cursor INTEGER NOT NULL, failing_since INTEGER
+             ) WITHOUT ROWID;
+             INSERT INTO subscriptions VALUES ('https://c.example/cb', NULL, 2000000000000, 7, NULL);",
+        )
+        .unwrap();
+        drop(old);
+        let store = SubscriptionStore::open(dir.path()).unwrap();
+        let subs = store.load().unwrap();
+        assert_eq!(subs.len(), 1);
+        assert_eq!((subs[0].cursor, subs[0].coding), (7, None));
     }
 }

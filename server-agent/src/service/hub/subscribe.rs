@@ -11,7 +11,9 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
-use webcoop_protocol::websub::{Challenge, IntentVerification, Mode, SubscriptionRequest};
+use webcoop_protocol::websub::{
+    Challenge, IntentVerification, Mode, SubscriptionRequest, choose_body_coding,
+};
 
 /// The client's address: the peer, or behind a local reverse proxy the address it forwarded.
 fn client_ip(peer: SocketAddr, headers: &HeaderMap) -> IpAddr {
@@ -95,10 +97,22 @@ async fn verify(s: Arc<ServiceState>, request: SubscriptionRequest) {
         lease_seconds: lease,
     }
     .callback_url(&request.callback);
+    let mut coding = None;
     let confirmed = match s.hub.client.get(url).timeout(s.hub.timeout).send().await {
-        Ok(r) if r.status().is_success() => bounded_body(r, 1024)
-            .await
-            .is_some_and(|b| challenge.echoed_by(&b)),
+        Ok(r) if r.status().is_success() => {
+            // RFC 7694: the callback lists the codings it accepts for the deliveries to come.
+            let accepts = r
+                .headers()
+                .get_all(reqwest::header::ACCEPT_ENCODING)
+                .iter()
+                .filter_map(|v| v.to_str().ok())
+                .collect::<Vec<_>>()
+                .join(",");
+            coding = choose_body_coding(&accepts);
+            bounded_body(r, 1024)
+                .await
+                .is_some_and(|b| challenge.echoed_by(&b))
+        }
         Ok(r) => {
             tracing::info!(callback = %request.callback, status = %r.status(), "verification of intent refused");
             false
@@ -117,6 +131,7 @@ async fn verify(s: Arc<ServiceState>, request: SubscriptionRequest) {
             secret: request.secret,
             lease_expires: s.clock.now()
                 + chrono::Duration::seconds(lease.min(i64::MAX as u64) as i64),
+            coding,
         },
         _ => Command::Unsubscribe(request.callback),
     };
