@@ -23,6 +23,38 @@ fn write(root: &Path, rel: &str, content: &str) {
     std::fs::write(p, content).unwrap();
 }
 
+/// A GET over HTTP/1.1 (nginx compresses only for 1.1 clients by default): the lowercased
+/// head and the body, de-chunked.
+fn http11_get(addr: std::net::SocketAddr, path: &str, extra: &str) -> (String, Vec<u8>) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n{extra}\r\n"
+    )
+    .unwrap();
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).unwrap();
+    let split = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+    let head = String::from_utf8_lossy(&raw[..split]).to_ascii_lowercase();
+    let mut rest = &raw[split + 4..];
+    if !head.contains("transfer-encoding: chunked") {
+        return (head, rest.to_vec());
+    }
+    let mut body = Vec::new();
+    loop {
+        let eol = rest.windows(2).position(|w| w == b"\r\n").unwrap();
+        let size_text = String::from_utf8_lossy(&rest[..eol]).into_owned();
+        let size = usize::from_str_radix(size_text.split(';').next().unwrap().trim(), 16).unwrap();
+        rest = &rest[eol + 2..];
+        if size == 0 {
+            return (head, body);
+        }
+        body.extend_from_slice(&rest[..size]);
+        rest = &rest[size + 2..];
+    }
+}
+
 fn agent_for(docroot: &Path, state: &Path, base: &str) -> Agent {
     let cli = Cli {
         docroot: Some(docroot.to_path_buf()),
@@ -69,6 +101,18 @@ fn nginx_serves_what_the_agent_publishes_and_reference_clients_read_it() {
         let r = http_get(nginx.addr, item.url.path(), &[]).unwrap();
         assert_eq!(r.status, 200, "{}", item.url);
         assert_eq!(Some(r.body.len() as u64), item.size, "{}", item.url);
+    }
+    // The listings travel gzipped to clients that accept it.
+    for path in [
+        "/robots.rdf",
+        "/sitemap.xml",
+        "/.well-known/webcoop/changes.atom",
+    ] {
+        let plain = http_get(nginx.addr, path, &[]).unwrap();
+        let (head, gz) = http11_get(nginx.addr, path, "Accept-Encoding: gzip\r\n");
+        assert!(head.contains("content-encoding: gzip"), "{path}: {head}");
+        let body = webcoop_protocol::compression::gunzip_bounded(&gz, 1 << 20).unwrap();
+        assert_eq!(body, plain.body, "{path}");
     }
     // What the agent never lists, the example configuration never serves.
     assert_eq!(http_get(nginx.addr, "/.htpasswd", &[]).unwrap().status, 403);

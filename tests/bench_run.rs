@@ -2,6 +2,7 @@
 //! site on loopback, the same edits for each mode on a scaled clock.
 
 use std::process::Command;
+use webcoop::bench::{changes, freshness};
 use webcoop::testkit::workspace_bin;
 
 #[test]
@@ -163,4 +164,65 @@ fn the_thesis_preset_measures_head_polling_against_robots_rdf() {
             "{table}"
         );
     }
+}
+
+#[test]
+fn a_copy_never_refreshed_decays_as_the_poisson_model_predicts() {
+    workspace_bin("webcoop-agent", "webcoop-agent");
+    workspace_bin("webcoop-crawler", "webcoop-crawl");
+    let bench = workspace_bin("webcoop", "webcoop-bench");
+    let out = tempfile::tempdir().unwrap();
+    let (pages, rate, seed, span) = (300, "5%/h", 11, 86_400.0);
+    let run = Command::new(&bench)
+        .args(["--pages", &pages.to_string(), "--change-rate", rate])
+        .args([
+            "--duration",
+            "1d",
+            "--speed",
+            "20000",
+            "--seed",
+            &seed.to_string(),
+        ])
+        .args(["--modes", "once", "--out"])
+        .arg(out.path())
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.path().join("results.json")).unwrap()).unwrap();
+    let once = &v[0];
+    assert_eq!(once["mode"], "once", "{v}");
+    // Nothing fetched while the site changed, so nothing found.
+    assert_eq!(once["site"]["requests"], 0, "{once}");
+    assert_eq!(once["pushed"]["requests"], 0, "{once}");
+    assert!(once["changes"].as_u64().unwrap() > 100, "{once}");
+    assert_eq!(once["detected"], 0, "{once}");
+    // The model: a page changing as a Poisson process of rate λ, fresh at the start, is still
+    // fresh at t with probability e^{-λt}; over the span, (1 - e^{-λT})/(λT) on average.
+    let rates = changes::page_rates(pages, changes::parse_rate(rate).unwrap(), seed);
+    let model = rates
+        .iter()
+        .map(|&l| freshness::unrefreshed(l, span))
+        .fold((0.0, 0.0), |(f, a), s| (f + s.freshness, a + s.age));
+    let (f_model, age_model) = (model.0 / pages as f64, model.1 / pages as f64);
+    let (f, age) = (
+        once["score"]["freshness"].as_f64().unwrap(),
+        once["score"]["age"].as_f64().unwrap(),
+    );
+    eprintln!("freshness {f:.4} (model {f_model:.4}), age {age:.0} s (model {age_model:.0} s)");
+    assert!(
+        (0.3..0.8).contains(&f_model),
+        "the decay is visible: {f_model}"
+    );
+    // 300 pages: the mean of their realised freshness is within about 0.02 of its expectation.
+    assert!((f - f_model).abs() < 0.05, "{f} against {f_model}");
+    assert!(
+        (age - age_model).abs() < 0.15 * age_model,
+        "{age} against {age_model}"
+    );
+    assert!(out.path().join("freshness.svg").is_file());
 }

@@ -1,7 +1,8 @@
 //! The bench's picture: each mode's freshness against the bytes it spent per detected change
-//! (log scale), as an SVG file.
+//! (log scale), as an SVG file; a copy never refreshed (`once`) spends nothing and is drawn
+//! as a dashed line, the freshness the others are bought against.
 
-use super::run::ModeResult;
+use super::run::{Mode, ModeResult};
 use plotters::prelude::*;
 use std::path::Path;
 
@@ -12,15 +13,27 @@ pub fn freshness_against_bytes(results: &[ModeResult], path: &Path) -> Result<()
         .filter_map(|r| Some((r.mode.name(), r.bytes_per_change()?, r.score.freshness)))
         .filter(|(_, b, _)| *b > 0.0)
         .collect();
-    if points.is_empty() {
+    let baseline = results
+        .iter()
+        .find(|r| r.mode == Mode::Once)
+        .map(|r| r.score.freshness);
+    if points.is_empty() && baseline.is_none() {
         return Err("nothing to plot: no mode detected a change".into());
     }
-    let (lo, hi) = points
+    let (lo, hi) = if points.is_empty() {
+        (100.0, 100_000.0)
+    } else {
+        points
+            .iter()
+            .fold((f64::MAX, 0.0f64), |(lo, hi), (_, b, _)| {
+                (lo.min(*b), hi.max(*b))
+            })
+    };
+    let floor = points
         .iter()
-        .fold((f64::MAX, 0.0f64), |(lo, hi), (_, b, _)| {
-            (lo.min(*b), hi.max(*b))
-        });
-    let floor = points.iter().map(|(_, _, f)| *f).fold(1.0f64, f64::min);
+        .map(|(_, _, f)| *f)
+        .chain(baseline)
+        .fold(1.0f64, f64::min);
     let y0 = (floor - (1.0 - floor) * 0.3 - 0.001).max(0.0);
     let e = |e: DrawingAreaErrorKind<_>| format!("{}: {e}", path.display());
     let root = SVGBackend::new(path, (720, 480)).into_drawing_area();
@@ -41,6 +54,22 @@ pub fn freshness_against_bytes(results: &[ModeResult], path: &Path) -> Result<()
         .y_desc("time-averaged freshness")
         .draw()
         .map_err(e)?;
+    if let Some(f) = baseline {
+        let dashed = DashedLineSeries::new(
+            [(lo / 2.0, f), (hi * 2.0, f)],
+            6,
+            4,
+            ShapeStyle::from(&BLACK.mix(0.6)).stroke_width(1),
+        );
+        chart.draw_series(dashed).map_err(e)?;
+        chart
+            .draw_series([Text::new(
+                format!("once (never refreshed): {f:.3}"),
+                (lo / 2.0 * 1.1, f),
+                ("sans-serif", 13),
+            )])
+            .map_err(e)?;
+    }
     chart
         .draw_series(points.iter().map(|(name, b, f)| {
             EmptyElement::at((*b, *f))

@@ -35,11 +35,15 @@ pub enum Mode {
     Push,
     /// Changes pushed with inline deltas.
     PushDelta,
+    /// Crawled once before the measurement and never again: how a copy left alone decays,
+    /// the baseline the others are bought against.
+    Once,
 }
 
 impl Mode {
     /// Every mode, in the order of the table.
-    pub const ALL: [Mode; 6] = [
+    pub const ALL: [Mode; 7] = [
+        Mode::Once,
         Mode::Poll,
         Mode::Conditional,
         Mode::Meta,
@@ -57,6 +61,7 @@ impl Mode {
             Mode::Delta => "delta",
             Mode::Push => "push",
             Mode::PushDelta => "push-delta",
+            Mode::Once => "once",
         }
     }
 
@@ -66,13 +71,15 @@ impl Mode {
             .into_iter()
             .find(|m| m.name() == s)
             .ok_or_else(|| {
-                format!("unknown mode {s:?}: poll, conditional, meta, delta, push, push-delta")
+                format!(
+                    "unknown mode {s:?}: once, poll, conditional, meta, delta, push, push-delta"
+                )
             })
     }
 
     fn coop(self) -> &'static str {
         match self {
-            Mode::Poll | Mode::Conditional => "off",
+            Mode::Once | Mode::Poll | Mode::Conditional => "off",
             Mode::Meta => "meta",
             Mode::Delta => "delta",
             Mode::Push | Mode::PushDelta => "push",
@@ -332,10 +339,6 @@ pub async fn run_mode(cfg: &BenchConfig, mode: Mode, edits: &[Edit]) -> Result<M
         .arg(&out)
         .arg("--config")
         .arg(&config)
-        .args(["--keep-fresh", "--refresh-cycle", &cfg.cycle.to_string()])
-        // Polling as the baseline knows it: every page once per cycle (the optimal policy
-        // would give up on the few pages that change most, which make most of the changes).
-        .args(["--refresh-policy", "uniform"])
         .args([
             "--delay-min",
             "0",
@@ -346,6 +349,13 @@ pub async fn run_mode(cfg: &BenchConfig, mode: Mode, edits: &[Edit]) -> Result<M
         ])
         .args(["--coop", mode.coop()])
         .args(&clock_args);
+    if mode != Mode::Once {
+        crawl
+            .args(["--keep-fresh", "--refresh-cycle", &cfg.cycle.to_string()])
+            // Polling as the baseline knows it: every page once per cycle (the optimal policy
+            // would give up on the few pages that change most, which make most of the changes).
+            .args(["--refresh-policy", "uniform"]);
+    }
     if mode.pushed() {
         crawl.args([
             "--callback-listen",

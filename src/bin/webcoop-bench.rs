@@ -30,7 +30,7 @@ struct Args {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "poll,conditional,meta,delta,push,push-delta"
+        default_value = "once,poll,conditional,meta,delta,push,push-delta"
     )]
     modes: Vec<String>,
     /// Replay these edits instead of generating them (format: `webcoop::bench::changes`).
