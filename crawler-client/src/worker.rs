@@ -207,16 +207,18 @@ pub fn examine(
     }
 }
 
-/// Fetches and examines a page, and sends the outcome.
+/// Fetches and examines a page, and sends the outcome; `conditional` sends the held copy's
+/// validators.
 pub async fn page(
     ctx: Arc<Context>,
     job: Queued,
     url: Url,
     known: Option<KnownPage>,
+    conditional: bool,
     tx: Sender<Outcome>,
 ) {
     let start = Instant::now();
-    let held = known.as_ref().filter(|_| ctx.conditional);
+    let held = known.as_ref().filter(|_| conditional);
     let request = FetchRequest {
         url,
         etag: held.and_then(|k| k.etag.clone()),

@@ -347,10 +347,13 @@ impl Agent {
         // A file modified too recently may still be being written: look again later.
         let settle = self.config.debounce;
         let file_time = std::time::UNIX_EPOCH + Duration::from_nanos(stat.mtime_ns.max(0) as u64);
-        let age = std::time::SystemTime::now()
-            .duration_since(file_time)
-            .unwrap_or_default();
-        if pass.live && age < settle {
+        let settled = match std::time::SystemTime::now().duration_since(file_time) {
+            Ok(age) => age >= settle,
+            // Dated well ahead of this clock: another clock's date (an unpacked archive, a
+            // skewed file server), not a write under way; waiting for it would wait forever.
+            Err(ahead) => ahead.duration() > settle,
+        };
+        if pass.live && !settled {
             pass.result.unstable.push(path);
             return Ok(());
         }

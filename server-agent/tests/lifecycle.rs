@@ -153,6 +153,36 @@ fn create_edit_rename_delete_touch_each_say_exactly_what_happened() {
 }
 
 #[test]
+fn a_file_dated_in_the_future_is_published_not_waited_for() {
+    let site = Site::new();
+    site.write("index.html", "<h1>home</h1>");
+    let mut agent = site.agent_with(webcoop_agent::config::Cli {
+        debounce_ms: Some(200),
+        ..site.cli()
+    });
+    agent.full_scan(false).unwrap();
+    agent.publish().unwrap();
+    // As from a tarball made on a machine whose clock runs an hour ahead.
+    site.write("ahead.html", "<p>from the future</p>");
+    let f = std::fs::File::options()
+        .write(true)
+        .open(site.path("ahead.html"))
+        .unwrap();
+    f.set_modified(std::time::SystemTime::now() + std::time::Duration::from_secs(3600))
+        .unwrap();
+    drop(f);
+    // Just written, dated now: still settling, looked at again later.
+    site.write("fresh.html", "<p>being written</p>");
+    let r = agent
+        .reconcile_paths(&paths(&["ahead.html", "fresh.html"]))
+        .unwrap();
+    assert_eq!(r.unstable, ["fresh.html"]);
+    assert_eq!(r.changes.len(), 1);
+    agent.publish().unwrap();
+    assert!(site.listed().contains_key(&url("ahead.html")));
+}
+
+#[test]
 fn removing_a_directory_deletes_everything_under_it() {
     let site = Site::new();
     for i in 0..5 {

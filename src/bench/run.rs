@@ -409,8 +409,15 @@ pub async fn run_mode(cfg: &BenchConfig, mode: Mode, edits: &[Edit]) -> Result<M
             tokio::time::sleep(Duration::from_secs_f64(wait / cfg.speed)).await;
         }
         site.apply(edit).map_err(io(&edit.path))?;
+        let file = docroot.join(&edit.path[1..]);
+        // The file's date on the simulated clock, as a server's Last-Modified and ETag report
+        // it: in real time, edits a fraction of a second apart (minutes simulated) would share
+        // one second and look unchanged to a conditional GET.
+        if let Ok(f) = std::fs::File::options().write(true).open(&file) {
+            let _ = f.set_modified(clock.now().into());
+        }
         let at = sim(clock.now());
-        if let Ok(body) = std::fs::read(docroot.join(&edit.path[1..])) {
+        if let Ok(body) = std::fs::read(&file) {
             versions
                 .entry(edit.path.clone())
                 .or_default()

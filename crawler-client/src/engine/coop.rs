@@ -1058,6 +1058,17 @@ impl Engine {
         self.due_now(host, &link);
     }
 
+    /// Whether the site announced a change of the page since its last visit. Such a visit asks
+    /// without validators: a server's are often coarser than the announcement (a
+    /// `Last-Modified` to the second, nginx's ETag of mtime and size), and a 304 would then
+    /// hide a second edit within the same second and count against an honest site.
+    pub(super) fn coop_announced_change(&self, fp: u64) -> bool {
+        self.coop
+            .claims
+            .get(&fp)
+            .is_some_and(|(_, c)| *c == Claim::Changed)
+    }
+
     /// The delta to fetch for a revisit of a changed page, if one is planned.
     pub(super) fn coop_delta_plan(&mut self, fp: u64) -> Option<DeltaPlan> {
         if !self.s.coop.uses_deltas() {

@@ -640,11 +640,13 @@ impl Engine {
             ));
             return Ok(());
         }
+        let conditional = self.ctx.conditional && !self.coop_announced_change(job.fp);
         self.rt.spawn(worker::page(
             self.ctx.clone(),
             job,
             url,
             known,
+            conditional,
             self.tx.clone(),
         ));
         Ok(())
