@@ -267,9 +267,16 @@ impl ServedSite {
                 .spawn()
                 .map_err(io("webcoop-agent"))?,
         );
-        wait_until("the agent", Duration::from_secs(30), || {
+        // Its first scan digests and keeps every page; modes side by side share the cores.
+        let limit = Duration::from_secs(30) + Duration::from_millis(100) * cfg.pages as u32;
+        wait_until("the agent", limit, || {
             crate::servers::http_get(agent_addr, "/.well-known/webcoop/healthz", &[])
                 .is_ok_and(|r| r.status == 200)
+        })
+        .map_err(|e| {
+            let said = std::fs::read_to_string(dir.join("agent.err")).unwrap_or_default();
+            let last = said.lines().last().unwrap_or("(nothing)");
+            format!("{e}; its last words: {last}")
         })?;
         Ok(ServedSite {
             site,
@@ -382,7 +389,8 @@ pub async fn run_mode(cfg: &BenchConfig, mode: Mode, edits: &[Edit]) -> Result<M
         })
         .collect();
     let site_url = |p: &str| format!("{}{}", base.trim_end_matches('/'), p);
-    wait_until("the first crawl", Duration::from_secs(120), || {
+    let limit = Duration::from_secs(60) + Duration::from_millis(150) * cfg.pages as u32;
+    wait_until("the first crawl", limit, || {
         let held = held(&out);
         validators
             .iter()
