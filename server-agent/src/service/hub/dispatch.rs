@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{Semaphore, mpsc, watch};
 use url::Url;
 use webcoop_protocol::clock::Clock;
-use webcoop_protocol::websub::{BodyCoding, SignatureAlgorithm, choose_body_coding, sign};
+use webcoop_protocol::websub::{BodyCoding, SignatureAlgorithm, sign};
 
 /// What the subscribe endpoint tells the dispatcher after a verification of intent.
 #[derive(Debug)]
@@ -451,14 +451,7 @@ async fn deliver(
         Ok(r) if r.status().is_success() => Outcome::Delivered { upto: doc.upto },
         Ok(r) if r.status() == reqwest::StatusCode::GONE => Outcome::Gone,
         Ok(r) if r.status() == reqwest::StatusCode::UNSUPPORTED_MEDIA_TYPE => {
-            let accepts = r
-                .headers()
-                .get_all(reqwest::header::ACCEPT_ENCODING)
-                .iter()
-                .filter_map(|v| v.to_str().ok())
-                .collect::<Vec<_>>()
-                .join(",");
-            Outcome::Unsupported(choose_body_coding(&accepts))
+            Outcome::Unsupported(super::accepted_coding(r.headers()))
         }
         Ok(r) => Outcome::Failed(format!("answered {}", r.status())),
         Err(e) => Outcome::Failed(e.to_string()),

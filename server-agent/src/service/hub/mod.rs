@@ -29,6 +29,19 @@ pub struct HubHandle {
     pub timeout: Duration,
 }
 
+/// The content coding a callback's answer asks deliveries to use (RFC 7694 `Accept-Encoding`).
+pub fn accepted_coding(
+    headers: &reqwest::header::HeaderMap,
+) -> Option<webcoop_protocol::websub::BodyCoding> {
+    let accepts = headers
+        .get_all(reqwest::header::ACCEPT_ENCODING)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect::<Vec<_>>()
+        .join(",");
+    webcoop_protocol::websub::choose_body_coding(&accepts)
+}
+
 /// Subscription requests allowed per client address: 30 a minute, 10 at once.
 pub fn subscribe_limiter() -> DefaultKeyedRateLimiter<IpAddr> {
     let per_minute = NonZeroU32::new(30).unwrap_or(NonZeroU32::MIN);

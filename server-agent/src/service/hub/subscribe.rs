@@ -11,9 +11,7 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
-use webcoop_protocol::websub::{
-    Challenge, IntentVerification, Mode, SubscriptionRequest, choose_body_coding,
-};
+use webcoop_protocol::websub::{Challenge, IntentVerification, Mode, SubscriptionRequest};
 
 /// The client's address: the peer, or behind a local reverse proxy the address it forwarded.
 fn client_ip(peer: SocketAddr, headers: &HeaderMap) -> IpAddr {
@@ -101,14 +99,7 @@ async fn verify(s: Arc<ServiceState>, request: SubscriptionRequest) {
     let confirmed = match s.hub.client.get(url).timeout(s.hub.timeout).send().await {
         Ok(r) if r.status().is_success() => {
             // RFC 7694: the callback lists the codings it accepts for the deliveries to come.
-            let accepts = r
-                .headers()
-                .get_all(reqwest::header::ACCEPT_ENCODING)
-                .iter()
-                .filter_map(|v| v.to_str().ok())
-                .collect::<Vec<_>>()
-                .join(",");
-            coding = choose_body_coding(&accepts);
+            coding = super::accepted_coding(r.headers());
             bounded_body(r, 1024)
                 .await
                 .is_some_and(|b| challenge.echoed_by(&b))
