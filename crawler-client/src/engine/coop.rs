@@ -1058,15 +1058,20 @@ impl Engine {
         self.due_now(host, &link);
     }
 
-    /// Whether the site announced a change of the page since its last visit. Such a visit asks
-    /// without validators: a server's are often coarser than the announcement (a
+    /// Whether a believed site announced a change of the page since its last visit. Such a
+    /// visit asks without validators: a server's are often coarser than the announcement (a
     /// `Last-Modified` to the second, nginx's ETag of mtime and size), and a 304 would then
-    /// hide a second edit within the same second and count against an honest site.
+    /// hide a second edit within the same second and count against an honest site. A site not
+    /// believed gets conditional visits: its claims must not cost whole bodies.
     pub(super) fn coop_announced_change(&self, fp: u64) -> bool {
-        self.coop
-            .claims
-            .get(&fp)
-            .is_some_and(|(_, c)| *c == Claim::Changed)
+        self.coop.claims.get(&fp).is_some_and(|(host, c)| {
+            *c == Claim::Changed
+                && self
+                    .coop
+                    .sites
+                    .get(host)
+                    .is_some_and(|s| s.trust.believed(self.s.coop.trust_min))
+        })
     }
 
     /// The delta to fetch for a revisit of a changed page, if one is planned.
