@@ -219,21 +219,15 @@ fn answer_verification(s: &Shared, path: &str, query: Option<&str>) -> (StatusCo
             });
             (StatusCode::OK, String::new())
         }
-        CallbackQuery::Verify(v) if v.topic.as_str() == e.topic && e.pending == Some(v.mode) => {
-            e.pending = None;
-            e.active = v.mode == Mode::Subscribe;
-            drop(expected);
-            s.send(CallbackEvent::Verified {
-                host,
-                mode: v.mode,
-                lease: v.lease_seconds,
-            });
-            (StatusCode::OK, v.challenge)
-        }
-        // A renewal the hub confirms again while we still want it.
+        // What we asked for, or a renewal the hub confirms again while we still want it.
         CallbackQuery::Verify(v)
-            if v.topic.as_str() == e.topic && e.active && v.mode == Mode::Subscribe =>
+            if v.topic.as_str() == e.topic
+                && (e.pending == Some(v.mode) || (e.active && v.mode == Mode::Subscribe)) =>
         {
+            if e.pending == Some(v.mode) {
+                e.pending = None;
+                e.active = v.mode == Mode::Subscribe;
+            }
             drop(expected);
             s.send(CallbackEvent::Verified {
                 host,

@@ -266,18 +266,7 @@ pub async fn page_delta(
             )
         }
     };
-    let result = result.map(|resp| {
-        let mut f = worker::examine(
-            &resp,
-            job.depth,
-            Some(&known),
-            &ctx.policy,
-            ctx.limits.max_body,
-            ctx.warc_level,
-        );
-        f.delta = Some(how);
-        Box::new(f)
-    });
+    let result = result.map(|resp| Box::new(examined(&ctx, &resp, job.depth, &known, how)));
     let _ = tx.send(Outcome::Page {
         job,
         result,
@@ -334,15 +323,7 @@ pub async fn page_inline(
         remote: None,
         request_head: String::new(),
     };
-    let mut f = worker::examine(
-        &resp,
-        job.depth,
-        Some(&known),
-        &ctx.policy,
-        ctx.limits.max_body,
-        ctx.warc_level,
-    );
-    f.delta = Some(DeltaUse::Pushed);
+    let f = examined(&ctx, &resp, job.depth, &known, DeltaUse::Pushed);
     let _ = tx.send(Outcome::Page {
         job,
         result: Ok(Box::new(f)),
@@ -350,6 +331,26 @@ pub async fn page_inline(
         local: true,
     });
     Ok(())
+}
+
+/// A page made from a delta, examined as any fetch is, saying how the delta was used.
+fn examined(
+    ctx: &Context,
+    resp: &FetchResponse,
+    depth: u32,
+    known: &KnownPage,
+    how: DeltaUse,
+) -> worker::Fetched {
+    let mut f = worker::examine(
+        resp,
+        depth,
+        Some(known),
+        &ctx.policy,
+        ctx.limits.max_body,
+        ctx.warc_level,
+    );
+    f.delta = Some(how);
+    f
 }
 
 /// The content of the copy held, read back from the archive.
