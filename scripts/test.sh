@@ -50,6 +50,21 @@ export WEBCOOP_PYTHON="$PWD/$venv/bin/python"
 # Every test that needs one of the tools above fails instead of skipping when it is missing.
 export WEBCOOP_REQUIRE_TOOLS=1
 
+# --- disk ------------------------------------------------------------------------------------
+# A one-off build gains nothing from incremental caches, which roughly double target/.
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
+# A build that runs out of disk dies deep inside the linker (a bus error, or "No space left on
+# device" in the middle of rustc's output); say so plainly before starting instead.
+need_mb="${WEBCOOP_MIN_FREE_MB:-4096}"
+mkdir -p target
+free_mb=$(df -Pm target | awk 'NR == 2 { print $4 }')
+if [ -n "$free_mb" ] && [ "$free_mb" -lt "$need_mb" ]; then
+    echo "error: only ${free_mb} MB free on the disk holding $PWD/target; the test build needs" \
+        "about ${need_mb} MB (set WEBCOOP_MIN_FREE_MB to override)" >&2
+    df -h target >&2
+    exit 1
+fi
+
 # --- checks ----------------------------------------------------------------------------------
 say "cargo fmt --check"
 cargo fmt --all -- --check
