@@ -42,8 +42,14 @@ fn push_beats_polling_on_bytes_per_change_and_freshness_and_the_counts_agree() {
         assert!(r["changes"].as_u64().unwrap() >= 5, "{r}");
         // What the crawler logged is what crossed the wire.
         assert_eq!(r["crawler_requests"], r["site"]["requests"], "{r}");
+        // Every delivery the hub sent through the proxy is one the crawler accepted.
+        assert_eq!(r["crawler_pushes"], r["deliveries"], "{r}");
         assert_eq!(r["site"]["unparsed"], 0, "{r}");
     }
+    assert!(
+        table.contains("The crawler's own counts agree with the proxy's"),
+        "{table}"
+    );
     let per_change = |r: &serde_json::Value| {
         let bytes = r["site"]["up"].as_f64().unwrap()
             + r["site"]["down"].as_f64().unwrap()
@@ -58,6 +64,7 @@ fn push_beats_polling_on_bytes_per_change_and_freshness_and_the_counts_agree() {
         per_change(&poll)
     );
     assert!(push["pushed"]["requests"].as_u64().unwrap() > 0, "{push}");
+    assert!(push["deliveries"].as_u64().unwrap() > 0, "{push}");
     assert_eq!(poll["pushed"]["requests"], 0, "{poll}");
     let fresh = |r: &serde_json::Value| r["score"]["freshness"].as_f64().unwrap();
     assert!(

@@ -21,6 +21,8 @@ pub struct WireCount {
     pub down: u64,
     /// HTTP requests seen.
     pub requests: u64,
+    /// Of those, POSTs: on a WebSub callback, the hub's content deliveries.
+    pub posts: u64,
     /// TCP connections accepted.
     pub connections: u64,
     /// Client streams that stopped being HTTP (counted as bytes only from there on).
@@ -34,6 +36,7 @@ impl WireCount {
             up: self.up - earlier.up,
             down: self.down - earlier.down,
             requests: self.requests - earlier.requests,
+            posts: self.posts - earlier.posts,
             connections: self.connections - earlier.connections,
             unparsed: self.unparsed - earlier.unparsed,
         }
@@ -50,6 +53,7 @@ struct Counters {
     up: AtomicU64,
     down: AtomicU64,
     requests: AtomicU64,
+    posts: AtomicU64,
     connections: AtomicU64,
     unparsed: AtomicU64,
 }
@@ -95,6 +99,7 @@ impl CountingProxy {
             up: c.up.load(Ordering::Relaxed),
             down: c.down.load(Ordering::Relaxed),
             requests: c.requests.load(Ordering::Relaxed),
+            posts: c.posts.load(Ordering::Relaxed),
             connections: c.connections.load(Ordering::Relaxed),
             unparsed: c.unparsed.load(Ordering::Relaxed),
         }
@@ -116,8 +121,9 @@ async fn relay(client: TcpStream, server: TcpStream, c: Arc<Counters>) {
                 Ok(n) => n,
             };
             up_counters.up.fetch_add(n as u64, Ordering::Relaxed);
-            let (seen, lost) = requests.feed(&buf[..n]);
+            let Fed { seen, posts, lost } = requests.feed(&buf[..n]);
             up_counters.requests.fetch_add(seen, Ordering::Relaxed);
+            up_counters.posts.fetch_add(posts, Ordering::Relaxed);
             if lost {
                 up_counters.unparsed.fetch_add(1, Ordering::Relaxed);
             }
@@ -172,18 +178,28 @@ pub struct RequestCounter {
     pending: Vec<u8>,
 }
 
+/// What one piece of a client stream held.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+pub struct Fed {
+    /// Requests that began in it.
+    pub seen: u64,
+    /// Of those, POSTs.
+    pub posts: u64,
+    /// The stream was given up on here (not HTTP/1.x from this point).
+    pub lost: bool,
+}
+
 /// The longest request head followed; anything longer is not a crawler's request.
 const MAX_HEAD: usize = 64 << 10;
 
 impl RequestCounter {
-    /// Takes the next bytes; returns the requests that began in them, and whether the stream
-    /// was given up on here.
-    pub fn feed(&mut self, bytes: &[u8]) -> (u64, bool) {
+    /// Takes the next bytes; says what requests began in them.
+    pub fn feed(&mut self, bytes: &[u8]) -> Fed {
+        let mut fed = Fed::default();
         if matches!(self.stage, Stage::Lost) {
-            return (0, false);
+            return fed;
         }
         self.pending.extend_from_slice(bytes);
-        let mut seen = 0;
         let mut at = 0;
         loop {
             let rest = &self.pending[at..];
@@ -196,19 +212,20 @@ impl RequestCounter {
                     let mut req = httparse::Request::new(&mut headers);
                     match req.parse(rest) {
                         Ok(httparse::Status::Complete(len)) => {
-                            seen += 1;
+                            fed.seen += 1;
+                            fed.posts += u64::from(req.method == Some("POST"));
                             at += len;
                             self.stage = body_of(req.headers);
                             if matches!(self.stage, Stage::Lost) {
                                 self.pending.clear();
-                                return (seen, true);
+                                return Fed { lost: true, ..fed };
                             }
                         }
                         Ok(httparse::Status::Partial) if rest.len() <= MAX_HEAD => break,
                         _ => {
                             self.stage = Stage::Lost;
                             self.pending.clear();
-                            return (seen, true);
+                            return Fed { lost: true, ..fed };
                         }
                     }
                 }
@@ -236,7 +253,7 @@ impl RequestCounter {
                         if rest.len() > MAX_HEAD {
                             self.stage = Stage::Lost;
                             self.pending.clear();
-                            return (seen, true);
+                            return Fed { lost: true, ..fed };
                         }
                         break;
                     };
@@ -254,7 +271,7 @@ impl RequestCounter {
                                 None => {
                                     self.stage = Stage::Lost;
                                     self.pending.clear();
-                                    return (seen, true);
+                                    return Fed { lost: true, ..fed };
                                 }
                             }
                         }
@@ -268,7 +285,7 @@ impl RequestCounter {
             }
         }
         self.pending.drain(..at);
-        (seen, false)
+        fed
     }
 }
 
@@ -297,16 +314,16 @@ fn body_of(headers: &[httparse::Header<'_>]) -> Stage {
 mod tests {
     use super::*;
 
-    fn count_in_pieces(stream: &[u8], piece: usize) -> (u64, bool) {
+    fn count_in_pieces(stream: &[u8], piece: usize) -> (u64, u64, bool) {
         let mut c = RequestCounter::default();
-        let mut total = 0;
-        let mut lost = false;
+        let (mut total, mut posts, mut lost) = (0, 0, false);
         for chunk in stream.chunks(piece) {
-            let (n, l) = c.feed(chunk);
-            total += n;
-            lost |= l;
+            let fed = c.feed(chunk);
+            total += fed.seen;
+            posts += fed.posts;
+            lost |= fed.lost;
         }
-        (total, lost)
+        (total, posts, lost)
     }
 
     #[test]
@@ -318,7 +335,7 @@ HEAD /robots.rdf HTTP/1.1\r\nHost: a\r\n\r\n";
         for piece in [1, 2, 3, 7, 64, stream.len()] {
             assert_eq!(
                 count_in_pieces(stream, piece),
-                (4, false),
+                (4, 1, false),
                 "pieces of {piece}"
             );
         }
@@ -328,9 +345,9 @@ HEAD /robots.rdf HTTP/1.1\r\nHost: a\r\n\r\n";
     fn a_stream_that_is_not_http_is_given_up_once() {
         assert_eq!(
             count_in_pieces(b"\x16\x03\x01 not http at all", 5),
-            (0, true)
+            (0, 0, true)
         );
         let upgrade = b"GET /ws HTTP/1.1\r\nUpgrade: websocket\r\n\r\nGET / HTTP/1.1\r\n\r\n";
-        assert_eq!(count_in_pieces(upgrade, 10), (1, true));
+        assert_eq!(count_in_pieces(upgrade, 10), (1, 0, true));
     }
 }

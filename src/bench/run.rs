@@ -130,6 +130,10 @@ pub struct ModeResult {
     /// Requests to the site the crawler logged in the same interval (pushed pages it
     /// updated without a request left out), to set beside the proxy's count.
     pub crawler_requests: u64,
+    /// Deliveries (POSTs) the proxy passed to the crawler's callback over the whole run.
+    pub deliveries: u64,
+    /// Deliveries the crawler says it accepted over the whole run, from its saved state.
+    pub crawler_pushes: u64,
     /// Time-averaged freshness and age (seconds) of the copy.
     pub score: Score,
     /// Detection latency, median and 99th percentile, simulated seconds.
@@ -143,6 +147,24 @@ pub struct ModeResult {
 }
 
 impl ModeResult {
+    /// Where the crawler's own counts differ from the proxy's, in words; none when they agree.
+    pub fn disagreement(&self) -> Option<String> {
+        let mut what = Vec::new();
+        if self.crawler_requests != self.site.requests {
+            what.push(format!(
+                "the proxy saw {} requests to the site, the crawler logged {}",
+                self.site.requests, self.crawler_requests
+            ));
+        }
+        if self.crawler_pushes != self.deliveries {
+            what.push(format!(
+                "the proxy passed {} deliveries to the callback, the crawler accepted {}",
+                self.deliveries, self.crawler_pushes
+            ));
+        }
+        (!what.is_empty()).then(|| what.join("; "))
+    }
+
     /// Bytes both ways on every wire, per edit detected.
     pub fn bytes_per_change(&self) -> Option<f64> {
         (self.detected > 0)
@@ -444,6 +466,8 @@ pub async fn run_mode(cfg: &BenchConfig, mode: Mode, edits: &[Edit]) -> Result<M
     stop(crawler);
     drop(agent);
     let logged = requests_logged(&out, t0, t1);
+    let deliveries = callback_proxy.count().posts;
+    let crawler_pushes = pushes_accepted(&out);
 
     // When the copy caught up, from the archive's response records.
     let mut synced: HashMap<String, Vec<(f64, usize)>> = HashMap::new();
@@ -486,6 +510,8 @@ pub async fn run_mode(cfg: &BenchConfig, mode: Mode, edits: &[Edit]) -> Result<M
         site: site1.since(&site0),
         pushed: pushed1.since(&pushed0),
         crawler_requests: logged,
+        deliveries,
+        crawler_pushes,
         score: mean_score(&timelines, 0.0, cfg.duration),
         latency_p50: quantile(&found, 0.5),
         latency_p99: quantile(&found, 0.99),
@@ -517,6 +543,22 @@ fn requests_logged(out: &Path, from: DateTime<Utc>, to: DateTime<Utc>) -> u64 {
         .filter_map(|t| DateTime::parse_from_rfc3339(t).ok())
         .filter(|t| *t >= from && *t < to)
         .count() as u64
+}
+
+/// Deliveries the crawler accepted, summed over its sites, as its state saved them.
+fn pushes_accepted(out: &Path) -> u64 {
+    let Ok(store) = webcoop_crawler::store::Store::open_read_only(out) else {
+        return 0;
+    };
+    store
+        .coop_sites()
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|(_, _, json)| {
+            serde_json::from_str::<webcoop_crawler::coop::site::SiteCoop>(json).ok()
+        })
+        .map(|site| site.stats.pushes)
+        .sum()
 }
 
 /// The crawler's copies: URL to validator.
