@@ -93,6 +93,8 @@ fn bad_options_are_named() {
         (&["--modes", "carrier-pigeon"][..], "carrier-pigeon"),
         (&["--change-rate", "often"][..], "often"),
         (&["--duration", "1y"][..], "1y"),
+        (&["--pages", "0"][..], "--pages 0"),
+        (&["--speed=-3"][..], "--speed -3"),
         (
             &["--trace", "/nonexistent/trace.txt"][..],
             "/nonexistent/trace.txt",
@@ -232,4 +234,32 @@ fn a_copy_never_refreshed_decays_as_the_poisson_model_predicts() {
         "{age} against {age_model}"
     );
     assert!(out.path().join("freshness.svg").is_file());
+}
+
+#[test]
+fn a_run_without_edits_reports_the_first_crawl_and_draws_no_plot() {
+    workspace_bin("webcoop-agent", "webcoop-agent");
+    workspace_bin("webcoop-crawler", "webcoop-crawl");
+    let bench = workspace_bin("webcoop", "webcoop-bench");
+    let out = tempfile::tempdir().unwrap();
+    let run = Command::new(&bench)
+        .args([
+            "--pages",
+            "3",
+            "--duration",
+            "1m",
+            "--modes",
+            "poll",
+            "--out",
+        ])
+        .arg(out.path())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{said}");
+    assert!(said.contains("no edit falls within the run"), "{said}");
+    assert!(said.contains("no plot"), "{said}");
+    assert!(!out.path().join("freshness.svg").exists());
+    let table = String::from_utf8_lossy(&run.stdout);
+    assert!(table.contains("| poll | 0 |"), "{table}");
 }

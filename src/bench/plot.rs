@@ -6,8 +6,9 @@ use super::run::{Mode, ModeResult};
 use plotters::prelude::*;
 use std::path::Path;
 
-/// Draws the modes that detected something into `path`.
-pub fn freshness_against_bytes(results: &[ModeResult], path: &Path) -> Result<(), String> {
+/// Draws the modes that detected something into `path`; false when there was nothing to draw
+/// (no mode detected a change, and no `once` baseline), and no file is written.
+pub fn freshness_against_bytes(results: &[ModeResult], path: &Path) -> Result<bool, String> {
     let points: Vec<(&str, f64, f64)> = results
         .iter()
         .filter_map(|r| Some((r.mode.name(), r.bytes_per_change()?, r.score.freshness)))
@@ -18,7 +19,7 @@ pub fn freshness_against_bytes(results: &[ModeResult], path: &Path) -> Result<()
         .find(|r| r.mode == Mode::Once)
         .map(|r| r.score.freshness);
     if points.is_empty() && baseline.is_none() {
-        return Err("nothing to plot: no mode detected a change".into());
+        return Ok(false);
     }
     let (lo, hi) = if points.is_empty() {
         (100.0, 100_000.0)
@@ -82,5 +83,5 @@ pub fn freshness_against_bytes(results: &[ModeResult], path: &Path) -> Result<()
         }))
         .map_err(e)?;
     root.present().map_err(e)?;
-    Ok(())
+    Ok(true)
 }

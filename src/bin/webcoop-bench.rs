@@ -276,6 +276,9 @@ fn run(args: &Args) -> Result<(), String> {
     if !(args.speed.is_finite() && args.speed > 0.0) {
         return Err(format!("--speed {}: must be positive", args.speed));
     }
+    if args.pages == 0 {
+        return Err("--pages 0: the site needs at least one page".into());
+    }
     let (agent, crawler) = binaries()?;
     let nginx = if args.nginx {
         let path = std::env::var_os("PATH").unwrap_or_default();
@@ -328,6 +331,11 @@ fn run(args: &Args) -> Result<(), String> {
         args.speed,
         duration / args.speed
     );
+    if !edits.iter().any(|e| e.at < duration) {
+        eprintln!(
+            "webcoop-bench: warning: no edit falls within the run; only the first crawl is measured"
+        );
+    }
     let one = |mode: Mode| -> Result<ModeResult, String> {
         // A runtime per mode: its proxies and servers run on its worker while the mode's
         // own thread waits for processes.
@@ -360,10 +368,20 @@ fn run(args: &Args) -> Result<(), String> {
         .map_err(|e| format!("results.csv: {e}"))?;
     let json = serde_json::to_string_pretty(&results).map_err(|e| e.to_string())?;
     std::fs::write(out.join("results.json"), json).map_err(|e| format!("results.json: {e}"))?;
-    webcoop::bench::plot::freshness_against_bytes(&results, &out.join("freshness.svg"))?;
-    eprintln!(
-        "webcoop-bench: results.md, results.csv, results.json and freshness.svg in {}",
-        out.display()
-    );
+    let plotted =
+        webcoop::bench::plot::freshness_against_bytes(&results, &out.join("freshness.svg"))?;
+    if plotted {
+        eprintln!(
+            "webcoop-bench: results.md, results.csv, results.json and freshness.svg in {}",
+            out.display()
+        );
+    } else {
+        let _ = std::fs::remove_file(out.join("freshness.svg"));
+        eprintln!(
+            "webcoop-bench: results.md, results.csv and results.json in {}; no plot, as no mode \
+             detected a change (more --duration or --change-rate makes some)",
+            out.display()
+        );
+    }
     Ok(())
 }
