@@ -5,12 +5,16 @@ use std::process::Command;
 use webcoop::bench::{changes, freshness};
 use webcoop::testkit::workspace_bin;
 
-#[test]
-fn push_beats_polling_on_bytes_per_change_and_freshness_and_the_counts_agree() {
-    // The bench finds the agent and the crawler beside itself.
+/// The bench, with the agent and the crawler built beside it, where it looks for them.
+fn bench() -> std::path::PathBuf {
     workspace_bin("webcoop-agent", "webcoop-agent");
     workspace_bin("webcoop-crawler", "webcoop-crawl");
-    let bench = workspace_bin("webcoop", "webcoop-bench");
+    workspace_bin("webcoop", "webcoop-bench")
+}
+
+#[test]
+fn push_beats_polling_on_bytes_per_change_and_freshness_and_the_counts_agree() {
+    let bench = bench();
     let out = tempfile::tempdir().unwrap();
     let run = Command::new(&bench)
         .args([
@@ -114,9 +118,7 @@ fn bad_options_are_named() {
 
 #[test]
 fn the_thesis_preset_measures_head_polling_against_robots_rdf() {
-    workspace_bin("webcoop-agent", "webcoop-agent");
-    workspace_bin("webcoop-crawler", "webcoop-crawl");
-    let bench = workspace_bin("webcoop", "webcoop-bench");
+    let bench = bench();
     // The built-in server (gzip for XML, as a configured nginx) and, where installed, Debian's
     // nginx with the shipped server block.
     let mut servers = vec![None];
@@ -177,9 +179,7 @@ fn the_thesis_preset_measures_head_polling_against_robots_rdf() {
 
 #[test]
 fn a_copy_never_refreshed_decays_as_the_poisson_model_predicts() {
-    workspace_bin("webcoop-agent", "webcoop-agent");
-    workspace_bin("webcoop-crawler", "webcoop-crawl");
-    let bench = workspace_bin("webcoop", "webcoop-bench");
+    let bench = bench();
     let out = tempfile::tempdir().unwrap();
     let (pages, rate, seed, span) = (300, "5%/h", 11, 86_400.0);
     let run = Command::new(&bench)
@@ -238,9 +238,7 @@ fn a_copy_never_refreshed_decays_as_the_poisson_model_predicts() {
 
 #[test]
 fn a_run_without_edits_reports_the_first_crawl_and_draws_no_plot() {
-    workspace_bin("webcoop-agent", "webcoop-agent");
-    workspace_bin("webcoop-crawler", "webcoop-crawl");
-    let bench = workspace_bin("webcoop", "webcoop-bench");
+    let bench = bench();
     let out = tempfile::tempdir().unwrap();
     let run = Command::new(&bench)
         .args([
