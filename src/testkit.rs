@@ -149,3 +149,64 @@ pub fn installed_path(path: &str, package: &str) -> Option<PathBuf> {
         unavailable(path, &format!("install the Debian package {package}"))
     }
 }
+
+/// A child process (a server, the agent, the crawler) killed and reaped when dropped, so a
+/// failing test or bench leaves nothing running.
+pub struct Killed(pub std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A small tmpfs mounted for a test, to fill a disk for real; unmounted when dropped.
+pub struct Tmpfs {
+    dir: tempfile::TempDir,
+}
+
+impl Tmpfs {
+    /// Mounts `size` (as mount(8) reads it: `300k`, `64m`) on a new directory; none where the
+    /// process may not mount (only root may), which fails the test under `scripts/test.sh`.
+    pub fn mount(size: &str) -> Option<Tmpfs> {
+        let dir = tempfile::tempdir().ok()?;
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir.path())
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !ok {
+            let _ = unavailable("a tmpfs mount", "mount -t tmpfs needs root");
+            return None;
+        }
+        Some(Tmpfs { dir })
+    }
+
+    /// Where it is mounted.
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Grows (or shrinks) it in place, keeping its files: the disk "freed".
+    pub fn resize(&self, size: &str) {
+        let status = Command::new("mount")
+            .args(["-o", &format!("remount,size={size}")])
+            .arg(self.dir.path())
+            .status();
+        assert!(
+            status.is_ok_and(|s| s.success()),
+            "remount {} to {size}",
+            self.dir.path().display()
+        );
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount")
+            .arg("-l")
+            .arg(self.dir.path())
+            .status();
+    }
+}

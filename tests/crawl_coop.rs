@@ -10,18 +10,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use webcoop::servers::{Nginx, example_nginx_conf};
+use webcoop::testkit::Killed;
 use webcoop::testkit::{tool, workspace_bin};
 use webcoop::testweb::{HostSpec, Sitemap, TestWeb};
 use webcoop_crawler::copies::{self, Held};
 use webcoop_protocol::validator::Sha256Digest;
-
-struct Killed(Child);
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 struct Site {
     tmp: tempfile::TempDir,

@@ -550,13 +550,17 @@ impl Agent {
         }
         let mut backoff = Duration::ZERO;
         let mut sitemaps_stale: Option<Instant> = None;
+        // Documents that could not be written (a full disk) are tried again on their own, not
+        // only with the next change, which may not come for days: when, and the pause after.
+        let mut republish: Option<(Instant, Duration)> = None;
 
         while !stop.load(Ordering::Relaxed) {
             let now = Instant::now();
             let mut deadline = queue
                 .deadline()
                 .unwrap_or(now + Duration::from_millis(500))
-                .min(next_rescan);
+                .min(next_rescan)
+                .min(republish.map_or(next_rescan, |(at, _)| at));
             if sitemaps_stale.is_some() {
                 // Only take what is already waiting, then do the sitemaps.
                 deadline = now;
@@ -611,12 +615,28 @@ impl Agent {
                 queue.take_ready(now)
             };
             if !rescan_due && paths.is_empty() {
-                if sitemaps_stale.take().is_some()
+                if let Some((at, pause)) = republish
+                    && now >= at
+                {
+                    let at = truncate_ms(self.clock.now());
+                    let done = self
+                        .publisher
+                        .publish_listing_and_feed(&self.inventory, &self.store, at)
+                        .and_then(|_| self.publisher.publish_sitemaps(&self.inventory, at));
+                    republish = match done {
+                        Ok(_) => {
+                            tracing::info!("published the documents that could not be written");
+                            sitemaps_stale = None;
+                            None
+                        }
+                        Err(e) => Some(publish_failed(&e, Some(pause))),
+                    };
+                } else if sitemaps_stale.take().is_some()
                     && let Err(e) = self
                         .publisher
                         .publish_sitemaps(&self.inventory, truncate_ms(self.clock.now()))
                 {
-                    tracing::error!("{e}; will publish the sitemaps again with the next change");
+                    republish = Some(publish_failed(&e, republish.map(|(_, p)| p)));
                 }
                 continue;
             }
@@ -645,15 +665,21 @@ impl Agent {
                             &self.store,
                             truncate_ms(self.clock.now()),
                         ) {
-                            Ok(report) => tracing::info!(
-                                changes = result.changes.len(),
-                                head = result.changes.last().map_or(0, |c| c.seq),
-                                listing_ms = report.listing_time.as_millis() as u64,
-                                spliced = report.spliced,
-                                "published"
-                            ),
+                            Ok(report) => {
+                                tracing::info!(
+                                    changes = result.changes.len(),
+                                    head = result.changes.last().map_or(0, |c| c.seq),
+                                    listing_ms = report.listing_time.as_millis() as u64,
+                                    spliced = report.spliced,
+                                    "published"
+                                );
+                                if republish.is_some() {
+                                    // The listing is current; the sitemaps follow as usual.
+                                    republish = None;
+                                }
+                            }
                             Err(e) => {
-                                tracing::error!("{e}; will publish again with the next change")
+                                republish = Some(publish_failed(&e, republish.map(|(_, p)| p)))
                             }
                         }
                         sitemaps_stale.get_or_insert_with(Instant::now);
@@ -670,6 +696,16 @@ impl Agent {
         }
         Ok(())
     }
+}
+
+/// Logs a failed publication; returns when to try again and the pause (doubling from 1 s to
+/// a minute).
+fn publish_failed(e: &PublishError, pause: Option<Duration>) -> (Instant, Duration) {
+    let pause = pause.map_or(Duration::from_secs(1), |p| {
+        (p * 2).min(Duration::from_secs(60))
+    });
+    tracing::error!("{e}; publishing again in {} s", pause.as_secs());
+    (Instant::now() + pause, pause)
 }
 
 fn inside(root: &Path, path: &Path) -> bool {

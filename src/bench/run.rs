@@ -10,11 +10,12 @@ use super::freshness::{PageTimeline, Score, mean_score, quantile};
 use super::proxy::{CountingProxy, WireCount};
 use super::site::GeneratedSite;
 use super::site_server;
+use crate::testkit::Killed;
 use chrono::{DateTime, Utc};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use webcoop_protocol::clock::{Clock, ScaledClock};
 use webcoop_protocol::validator::Sha256Digest;
@@ -169,15 +170,6 @@ impl ModeResult {
     pub fn bytes_per_change(&self) -> Option<f64> {
         (self.detected > 0)
             .then(|| (self.site.bytes() + self.pushed.bytes()) as f64 / self.detected as f64)
-    }
-}
-
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
     }
 }
 

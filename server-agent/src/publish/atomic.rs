@@ -44,12 +44,20 @@ impl AtomicFile {
         })
     }
 
-    /// Flushes and renames over the destination.
+    /// Flushes and renames over the destination; on failure (a full disk) the temporary file
+    /// is removed and the previous document stays.
     pub fn commit(mut self) -> io::Result<()> {
-        if let Some(writer) = self.writer.take() {
-            writer.into_inner().map_err(|e| e.into_error())?;
+        let Some(writer) = self.writer.take() else {
+            return Err(io::Error::other("document already committed"));
+        };
+        let done = writer
+            .into_inner()
+            .map_err(|e| e.into_error())
+            .and_then(|_| std::fs::rename(&self.tmp, &self.dest));
+        if done.is_err() {
+            let _ = std::fs::remove_file(&self.tmp);
         }
-        std::fs::rename(&self.tmp, &self.dest)
+        done
     }
 }
 

@@ -30,7 +30,7 @@ pub const FEED_PATH: &str = ".well-known/webcoop/changes.atom";
 #[derive(Debug, thiserror::Error)]
 pub enum PublishError {
     /// Writing a document failed; the previous one is still in place.
-    #[error("cannot write {path}: {source}")]
+    #[error("cannot write {path}: {source}{}", full_disk_hint(.source))]
     Write {
         /// The document.
         path: PathBuf,
@@ -45,6 +45,15 @@ pub enum PublishError {
         "{0} already exists and was not written by webcoop-agent; move it away, publish elsewhere with --out, or replace it with --replace-existing"
     )]
     Foreign(PathBuf),
+}
+
+/// What a full disk means for a document that could not be written.
+fn full_disk_hint(e: &std::io::Error) -> &'static str {
+    if e.kind() == std::io::ErrorKind::StorageFull {
+        " (disk full: the previous document stays published; it is brought up to date once there is space)"
+    } else {
+        ""
+    }
 }
 
 /// How long each document took, and how big it is.
