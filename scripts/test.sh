@@ -50,6 +50,17 @@ export WEBCOOP_PYTHON="$PWD/$venv/bin/python"
 # Every test that needs one of the tools above fails instead of skipping when it is missing.
 export WEBCOOP_REQUIRE_TOOLS=1
 
+# --- a small disk to fill ---------------------------------------------------------------------
+# tests/disk_full.rs fills real tmpfs mounts; only root may mount, and some sandboxes forbid it.
+probe=$(mktemp -d)
+if mount -t tmpfs -o size=64k tmpfs "$probe" 2>/dev/null; then
+    umount "$probe"
+else
+    say "tmpfs mounts are not permitted here: the full-disk tests are skipped"
+    export WEBCOOP_TMPFS=unavailable
+fi
+rmdir "$probe"
+
 # --- disk ------------------------------------------------------------------------------------
 # A one-off build gains nothing from incremental caches, which roughly double target/.
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"

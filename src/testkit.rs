@@ -177,6 +177,11 @@ impl Tmpfs {
             .output()
             .is_ok_and(|o| o.status.success());
         if !ok {
+            // scripts/test.sh tries a mount first and says so where the machine forbids it.
+            if std::env::var_os("WEBCOOP_TMPFS").is_some_and(|v| v == "unavailable") {
+                eprintln!("SKIPPED: tmpfs mounts are not permitted on this machine");
+                return None;
+            }
             let _ = unavailable("a tmpfs mount", "mount -t tmpfs needs root");
             return None;
         }
