@@ -66,7 +66,7 @@ rmdir "$probe"
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 # A build that runs out of disk dies deep inside the linker (a bus error, or "No space left on
 # device" in the middle of rustc's output); say so plainly before starting instead.
-need_mb="${WEBCOOP_MIN_FREE_MB:-4096}"
+need_mb="${WEBCOOP_MIN_FREE_MB:-3500}"
 mkdir -p target
 free_mb=$(df -Pm target | awk 'NR == 2 { print $4 }')
 if [ -n "$free_mb" ] && [ "$free_mb" -lt "$need_mb" ]; then
