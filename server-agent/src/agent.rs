@@ -673,10 +673,8 @@ impl Agent {
                                     spliced = report.spliced,
                                     "published"
                                 );
-                                if republish.is_some() {
-                                    // The listing is current; the sitemaps follow as usual.
-                                    republish = None;
-                                }
+                                // The listing is current; the sitemaps follow as usual.
+                                republish = None;
                             }
                             Err(e) => {
                                 republish = Some(publish_failed(&e, republish.map(|(_, p)| p)))
