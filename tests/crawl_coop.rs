@@ -43,6 +43,12 @@ fn free_port() -> u16 {
 
 impl Site {
     fn start(pages: usize) -> Option<Site> {
+        Site::start_with(pages, |_| {})
+    }
+
+    /// A site whose docroot `prepare` may change (file dates, say) before the agent first
+    /// scans it.
+    fn start_with(pages: usize, prepare: impl FnOnce(&Path)) -> Option<Site> {
         let nginx_bin = tool("nginx")?;
         let tmp = tempfile::tempdir().unwrap();
         let www = tmp.path().join("www");
@@ -71,6 +77,7 @@ impl Site {
             .output()
             .unwrap();
         std::fs::write(site.www.join("robots.txt"), &lines.stdout).unwrap();
+        prepare(&site.www);
         site.start_agent();
         Some(site)
     }
@@ -655,4 +662,54 @@ fn a_mixed_crawl_keeps_every_host_fresh_and_the_cooperating_one_costs_least() {
         spent[1],
         spent[2]
     );
+}
+
+#[test]
+fn a_site_met_for_the_first_time_is_polled_at_the_pace_its_listing_s_dates_show() {
+    // Pages untouched for days, four of them modified in the last few hours, and the same
+    // site deployed just now: only the first has a pace to tell.
+    let hours_ago = |h: u64| std::time::SystemTime::now() - Duration::from_secs(h * 3600);
+    let Some(site) = Site::start_with(30, |www| {
+        for e in std::fs::read_dir(www).unwrap().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let age = match name.as_str() {
+                "p1.html" => 1,
+                "p2.html" => 2,
+                "p3.html" => 3,
+                "p4.html" => 5,
+                _ => 72,
+            };
+            let f = std::fs::File::options().write(true).open(e.path()).unwrap();
+            f.set_modified(hours_ago(age)).unwrap();
+        }
+    }) else {
+        return;
+    };
+    let Some(fresh) = Site::start(30) else {
+        return;
+    };
+    for (site, expect) in [(&site, Some(4.0)), (&fresh, None)] {
+        let out = site.tmp.path().join("crawl-pace");
+        let mut c = crawler(site, &out, "meta", 30, &[]);
+        wait_for("the first crawl", Duration::from_secs(20), || {
+            held(&out) == site.truth()
+        });
+        let coop = coop_of(&out, &site.nginx.url());
+        let said = messages_of(&out);
+        match expect {
+            Some(n) => {
+                assert_eq!(coop["count"]["changes"].as_f64(), Some(n), "{coop}");
+                assert!(
+                    said.contains("4 pages modified in the 6 h before first contact"),
+                    "{said}"
+                );
+            }
+            None => {
+                assert_eq!(coop["count"]["changes"].as_f64(), Some(0.0), "{coop}");
+                assert!(!said.contains("before first contact"), "{said}");
+            }
+        }
+        let _ = c.0.kill();
+        let _ = c.0.wait();
+    }
 }

@@ -40,7 +40,7 @@ pub async fn run(cfg: &BenchConfig) -> Result<Vec<Check>, String> {
     };
     let dir = cfg.work.join("castillo-2004");
     let _ = std::fs::remove_dir_all(&dir);
-    let served = ServedSite::start(&cfg, &dir, &[]).await?;
+    let served = ServedSite::start(&cfg, &dir, &[], chrono::Utc::now()).await?;
     // Accept-Encoding: gzip, as a crawler sends it.
     let client = reqwest::Client::builder()
         .no_brotli()

@@ -167,6 +167,26 @@ pub fn page_rates(pages: usize, mean: f64, seed: u64) -> Vec<f64> {
         .collect()
 }
 
+/// The site's past: for each page, simulated seconds since it last changed before the
+/// measurement began. A Poisson process observed at a random moment last fired an
+/// exponential time ago (of its own rate); a page that never changes, and any age beyond a
+/// year, is dated a year back.
+pub fn ages(rates: &[f64], seed: u64) -> Vec<f64> {
+    const YEAR: f64 = 365.0 * 86_400.0;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ 0xa9e5);
+    rates
+        .iter()
+        .map(|rate| {
+            let u: f64 = rng.random();
+            if *rate > 0.0 {
+                (-(1.0 - u).ln() / rate).min(YEAR)
+            } else {
+                YEAR
+            }
+        })
+        .collect()
+}
+
 /// Edits of `paths` over `duration` simulated seconds, each page a Poisson process of its rate.
 pub fn generate(paths: &[String], rates: &[f64], duration: f64, seed: u64) -> Vec<Edit> {
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ 0x5eed);
@@ -215,6 +235,20 @@ mod tests {
         assert!(parse_trace("1 shred /a").unwrap_err().why.contains("shred"));
         assert!(parse_trace("1 edit ../etc/passwd").is_err());
         assert!(parse_trace("1 edit /a extra").is_err());
+    }
+
+    #[test]
+    fn a_page_s_age_is_exponential_in_its_own_rate() {
+        // One change an hour: ages average an hour; the same seed gives the same past.
+        let rates = vec![1.0 / 3600.0; 20_000];
+        let ages = ages(&rates, 3);
+        let mean = ages.iter().sum::<f64>() / ages.len() as f64;
+        assert!((mean / 3600.0 - 1.0).abs() < 0.05, "{mean}");
+        let within = ages.iter().filter(|a| **a < 3600.0).count() as f64 / ages.len() as f64;
+        assert!((within - (1.0 - (-1.0f64).exp())).abs() < 0.02, "{within}");
+        assert_eq!(ages, super::ages(&rates, 3));
+        // A page that never changes is a year old.
+        assert_eq!(super::ages(&[0.0], 3), vec![365.0 * 86_400.0]);
     }
 
     #[test]

@@ -113,6 +113,9 @@ pub struct BenchConfig {
     pub crawler: PathBuf,
     /// nginx, to serve the site with the shipped server block instead of the built-in server.
     pub nginx: Option<PathBuf>,
+    /// Simulated seconds since each page last changed when the measurement begins, as its
+    /// file's date (see [`super::changes::ages`]); empty: every file dated when generated.
+    pub history: Vec<f64>,
 }
 
 /// What one mode measured.
@@ -225,12 +228,14 @@ pub struct ServedSite {
 }
 
 impl ServedSite {
-    /// Generates the site in `dir/www`, publishes robots.txt with the agent's lines, and
-    /// starts the agent (its clock as `clock_args` say) and the servers.
+    /// Generates the site in `dir/www` (dated back from `anchor` as `cfg.history` says),
+    /// publishes robots.txt with the agent's lines, and starts the agent (its clock as
+    /// `clock_args` say) and the servers.
     pub async fn start(
         cfg: &BenchConfig,
         dir: &Path,
         clock_args: &[String],
+        anchor: DateTime<Utc>,
     ) -> Result<ServedSite, String> {
         let docroot = dir.join("www");
         let site = GeneratedSite::generate(&docroot, cfg.pages, cfg.seed).map_err(io("site"))?;
@@ -264,6 +269,7 @@ impl ServedSite {
         let mut robots = b"User-agent: *\nDisallow:\n".to_vec();
         robots.extend_from_slice(&lines.stdout);
         std::fs::write(docroot.join("robots.txt"), robots).map_err(io("robots.txt"))?;
+        date_history(&docroot, &site.paths, &cfg.history, anchor).map_err(io("file dates"))?;
         let agent = Killed(
             Command::new(&cfg.agent)
                 .arg("--docroot")
@@ -308,6 +314,55 @@ impl ServedSite {
     }
 }
 
+/// Dates each page `history[i]` simulated seconds before `anchor`, and the other files
+/// (index, robots.txt) as old as the oldest page, as a site with a past would be.
+fn date_history(
+    docroot: &Path,
+    paths: &[String],
+    history: &[f64],
+    anchor: DateTime<Utc>,
+) -> std::io::Result<()> {
+    if history.is_empty() {
+        return Ok(());
+    }
+    let back = |secs: f64| anchor - chrono::Duration::milliseconds((secs * 1000.0) as i64);
+    let oldest = back(history.iter().copied().fold(0.0, f64::max));
+    let age: HashMap<&str, f64> = paths
+        .iter()
+        .map(String::as_str)
+        .zip(history.iter().copied())
+        .collect();
+    for entry in walkdir_files(docroot)? {
+        let rel = entry
+            .strip_prefix(docroot)
+            .map(|p| format!("/{}", p.to_string_lossy()))
+            .unwrap_or_default();
+        let date = age.get(rel.as_str()).map_or(oldest, |secs| back(*secs));
+        std::fs::File::options()
+            .write(true)
+            .open(&entry)?
+            .set_modified(date.into())?;
+    }
+    Ok(())
+}
+
+/// Every file under `dir`.
+fn walkdir_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d)? {
+            let e = e?;
+            if e.file_type()?.is_dir() {
+                todo.push(e.path());
+            } else {
+                out.push(e.path());
+            }
+        }
+    }
+    Ok(out)
+}
+
 fn io(what: &str) -> impl FnOnce(std::io::Error) -> String {
     let what = what.to_string();
     move |e| format!("{what}: {e}")
@@ -325,7 +380,7 @@ pub async fn run_mode(cfg: &BenchConfig, mode: Mode, edits: &[Edit]) -> Result<M
         "--clock-anchor".to_string(),
         anchor.timestamp_millis().to_string(),
     ];
-    let served = ServedSite::start(cfg, &dir, &clock_args).await?;
+    let served = ServedSite::start(cfg, &dir, &clock_args, anchor).await?;
     let ServedSite {
         mut site,
         base,

@@ -222,6 +222,7 @@ fn castillo(
         agent,
         crawler,
         nginx,
+        history: Vec::new(),
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
@@ -299,15 +300,20 @@ fn run(args: &Args) -> Result<(), String> {
         return castillo(args, &out, agent, crawler, nginx);
     }
     let paths: Vec<String> = (0..args.pages).map(|i| format!("/p/{i}.html")).collect();
-    let edits: Vec<Edit> = match &args.trace {
+    // A trace says nothing of the site's past: its files are dated when generated.
+    let (edits, history): (Vec<Edit>, Vec<f64>) = match &args.trace {
         Some(t) => {
             let text = std::fs::read_to_string(t).map_err(|e| format!("{}: {e}", t.display()))?;
-            changes::parse_trace(&text).map_err(|e| format!("{}: {e}", t.display()))?
+            let edits = changes::parse_trace(&text).map_err(|e| format!("{}: {e}", t.display()))?;
+            (edits, Vec::new())
         }
         None => {
             let rate = changes::parse_rate(&args.change_rate)?;
             let rates = changes::page_rates(args.pages, rate, args.seed);
-            changes::generate(&paths, &rates, duration, args.seed)
+            (
+                changes::generate(&paths, &rates, duration, args.seed),
+                changes::ages(&rates, args.seed),
+            )
         }
     };
     std::fs::write(out.join("trace.txt"), changes::format_trace(&edits))
@@ -322,6 +328,7 @@ fn run(args: &Args) -> Result<(), String> {
         agent,
         crawler,
         nginx,
+        history,
     };
     eprintln!(
         "webcoop-bench: {} pages, {} edits over {} simulated s at {}x ({:.0} s per mode)",

@@ -41,6 +41,34 @@ impl ChangeCount {
     }
 }
 
+/// How far back a listing's dates are read for a site's pace at first contact.
+pub const PACE_WINDOW_SECS: f64 = 6.0 * 3_600.0;
+
+/// What a listing's modification dates (Unix seconds) say of a site's pace when it is first
+/// met: the pages modified within the last [`PACE_WINDOW_SECS`], as changes seen over that
+/// time, so the first polls follow the site's pace rather than the prior's one a day. Dates
+/// in one burst (a deploy or a restore: more than five in a minute and more than a twentieth
+/// of the listing) count as one change. None when the oldest date is younger than the window:
+/// a site just set up says nothing yet. A page changed twice counts once, so a busy site is
+/// underestimated; the polls that follow measure it exactly.
+pub fn pace_from_dates(dates: &[i64], now: i64) -> Option<(u64, f64)> {
+    let window = PACE_WINDOW_SECS as i64;
+    let oldest = *dates.iter().min()?;
+    if now - oldest < window {
+        return None;
+    }
+    let mut per_minute: std::collections::BTreeMap<i64, u64> = Default::default();
+    for t in dates.iter().filter(|t| **t > now - window && **t <= now) {
+        *per_minute.entry(t.div_euclid(60)).or_default() += 1;
+    }
+    let burst = (dates.len() as u64 / 20).max(5);
+    let changes = per_minute
+        .values()
+        .map(|&n| if n > burst { 1 } else { n })
+        .sum();
+    Some((changes, PACE_WINDOW_SECS))
+}
+
 /// Seconds until the picture of a site changing at `rate` per second is outdated with
 /// probability `max_outdated`, within `[min, max]`.
 pub fn poll_interval(rate: f64, max_outdated: f64, min: f64, max: f64) -> f64 {
@@ -63,6 +91,32 @@ mod tests {
         // A quiet site is polled at the cap, a frantic one at the floor.
         assert_eq!(poll_interval(1e-9, 0.05, 1.0, 3600.0), 3600.0);
         assert_eq!(poll_interval(100.0, 0.05, 1.0, 3600.0), 1.0);
+    }
+
+    #[test]
+    fn a_listing_s_recent_dates_give_the_pace_and_a_deploy_counts_once() {
+        let now = 1_000_000_000;
+        let hour = 3600;
+        // A site with history: 40 pages untouched for days, 6 modified over the last 6 hours.
+        let mut dates: Vec<i64> = (0..40).map(|i| now - 3 * 86_400 - i * hour).collect();
+        dates.extend((0..6).map(|i| now - i * hour - 60));
+        let (n, secs) = pace_from_dates(&dates, now).unwrap();
+        assert_eq!((n, secs), (6, PACE_WINDOW_SECS));
+        let mut c = ChangeCount::default();
+        c.observe(n, secs);
+        let t = poll_interval(c.rate(), 0.05, 1.0, 3600.0);
+        // About one change an hour: polled every few minutes, not at the prior's hour.
+        assert!((200.0..600.0).contains(&t), "{t}");
+        // The same site just deployed: 30 files in one second count as one change.
+        dates.extend((0..30).map(|_| now - 2 * hour));
+        assert_eq!(pace_from_dates(&dates, now).unwrap().0, 7);
+        // A site set up within the window says nothing; dates ahead of the clock are ignored.
+        assert_eq!(pace_from_dates(&[now - hour, now], now), None);
+        assert_eq!(
+            pace_from_dates(&[now - 86_400, now + 600], now),
+            Some((0, PACE_WINDOW_SECS))
+        );
+        assert_eq!(pace_from_dates(&[], now), None);
     }
 
     #[test]

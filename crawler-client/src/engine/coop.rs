@@ -7,6 +7,7 @@ use super::{Engine, now_ms};
 use crate::analyze::Link;
 use crate::coop::callback::{CallbackEvent, CallbackServer, Expected};
 use crate::coop::discovery::{delta_url, is_changes_endpoint, link_header, robots_txt_pointers};
+use crate::coop::poll_rate::pace_from_dates;
 use crate::coop::requests::{self, CoopFetched, DeltaPlan, DeltaUse};
 use crate::coop::site::{SiteCoop, Subscription};
 use crate::coop::trust::{lastmods_stamped, shared_moment};
@@ -598,6 +599,8 @@ impl Engine {
             self.site(host).count.observe(moved, secs);
         }
         if first {
+            let dates: Vec<i64> = doc.items.iter().map(|i| i.modified.timestamp()).collect();
+            self.pace_from_listing(host, &dates);
             let level = self
                 .coop
                 .sites
@@ -675,6 +678,9 @@ impl Engine {
             site.trust.refute(5.0);
         }
         site.sitemap_dates = !dates.is_empty() && !stamped;
+        if first && !stamped && moment.is_none() {
+            self.pace_from_listing(host, &dates);
+        }
         for e in &listed {
             let lastmod = e.lastmod.filter(|_| !stamped);
             self.listed(
@@ -816,6 +822,23 @@ impl Engine {
             );
             self.coop.polling.insert(host);
         }
+    }
+
+    /// A site met for the first time: its listing's dates (Unix seconds) set the pace of the
+    /// first polls.
+    fn pace_from_listing(&mut self, host: i64, dates: &[i64]) {
+        let Some((changes, secs)) = pace_from_dates(dates, now_ms().div_euclid(1000)) else {
+            return;
+        };
+        let origin = self.origin(host);
+        let c = self.s.coop;
+        let site = self.site(host);
+        site.count.observe(changes, secs);
+        tracing::info!(
+            "{origin}: {changes} pages modified in the {:.0} h before first contact; metadata polled every {:.0} s to begin with",
+            secs / 3600.0,
+            site.poll_interval(&c)
+        );
     }
 
     /// A poll of the changes feed of a pushed site found `missed` changes the hub had not
