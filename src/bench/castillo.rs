@@ -48,14 +48,21 @@ pub async fn run(cfg: &BenchConfig) -> Result<Vec<Check>, String> {
         .build()
         .map_err(|e| format!("client: {e}"))?;
     let rdf = format!("{}robots.rdf", served.base);
-    // The agent publishes within a second of starting; wait for the listing.
+    // The agent publishes within a second of starting; wait for the listing. Each answer is
+    // read to its end: bytes still on their way would be counted in the first measurement.
     let deadline = Instant::now() + Duration::from_secs(30);
-    while !client
-        .get(&rdf)
-        .send()
-        .await
-        .is_ok_and(|r| r.status().is_success())
-    {
+    loop {
+        let published = match client.get(&rdf).send().await {
+            Ok(r) => {
+                let ok = r.status().is_success();
+                let read = r.bytes().await.is_ok();
+                ok && read
+            }
+            Err(_) => false,
+        };
+        if published {
+            break;
+        }
         if Instant::now() > deadline {
             return Err(format!("{rdf} was not published"));
         }
