@@ -215,3 +215,40 @@ impl Drop for Tmpfs {
             .status();
     }
 }
+
+/// Checks a crawl's archive (`DIR/warc/*.warc.gz`) with warcio, failing on any digest that
+/// does not match, and returns its records as `(type, target URI)`; empty without the venv.
+pub fn warcio_records(crawl_dir: &Path) -> Vec<(String, String)> {
+    let Some(python) = reference_python() else {
+        return Vec::new();
+    };
+    let mut files: Vec<_> = std::fs::read_dir(crawl_dir.join("warc"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    assert!(
+        !files.is_empty(),
+        "no WARC files in {}",
+        crawl_dir.display()
+    );
+    let warcio = |args: &[&str]| {
+        let mut c = Command::new(&python);
+        c.args(["-m", "warcio.cli"]).args(args).args(&files);
+        run_ok(&mut c)
+    };
+    let check = warcio(&["check", "-v"]);
+    let text = String::from_utf8_lossy(&check.stdout);
+    assert!(!text.contains("digest failed"), "warcio check:\n{text}");
+    let index = warcio(&["index", "-f", "warc-type,warc-target-uri"]);
+    String::from_utf8_lossy(&index.stdout)
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            (
+                v["warc-type"].as_str().unwrap_or("").to_string(),
+                v["warc-target-uri"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect()
+}

@@ -85,39 +85,6 @@ fn assert_spacing(host: &str, log: &[testweb::Logged], min: Duration) {
     }
 }
 
-/// Checks the archive with warcio (index and check) and returns the indexed records as
-/// `(type, target URI)`.
-fn warcio_records(out: &Path) -> Vec<(String, String)> {
-    let Some(python) = testkit::reference_python() else {
-        return Vec::new();
-    };
-    let mut files: Vec<_> = std::fs::read_dir(out.join("warc"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    files.sort();
-    assert!(!files.is_empty(), "no WARC files in {}", out.display());
-    let warcio = |args: &[&str]| {
-        let mut c = Command::new(&python);
-        c.args(["-m", "warcio.cli"]).args(args).args(&files);
-        testkit::run_ok(&mut c)
-    };
-    let check = warcio(&["check", "-v"]);
-    let text = String::from_utf8_lossy(&check.stdout);
-    assert!(!text.contains("digest failed"), "warcio check:\n{text}");
-    let index = warcio(&["index", "-f", "warc-type,warc-target-uri"]);
-    String::from_utf8_lossy(&index.stdout)
-        .lines()
-        .map(|l| {
-            let v: serde_json::Value = serde_json::from_str(l).unwrap();
-            (
-                v["warc-type"].as_str().unwrap_or("").to_string(),
-                v["warc-target-uri"].as_str().unwrap_or("").to_string(),
-            )
-        })
-        .collect()
-}
-
 const QUICK: &str = "park_base = 0.2\nhost_give_up = 2\nmax_attempts = 3\n";
 
 #[test]
@@ -350,7 +317,7 @@ fn a_polite_crawl_of_a_small_web_fetches_every_allowed_page_once() {
 
     // The archive: valid for warcio, one capture per answered page, the truncated body kept
     // to the limit.
-    let records = warcio_records(&out);
+    let records = testkit::warcio_records(&out);
     if !records.is_empty() {
         let count = |t: &str, uri: &str| {
             records
@@ -475,7 +442,7 @@ fn resume_after_kill_9_fetches_nothing_twice() {
             st["pages"], expected_pages,
             "{name}: every page recorded once"
         );
-        let records = warcio_records(&out);
+        let records = testkit::warcio_records(&out);
         if !records.is_empty() {
             let responses = records.iter().filter(|(t, _)| t == "response").count();
             assert_eq!(
@@ -530,7 +497,7 @@ fn a_refresh_pass_revisits_with_conditional_requests() {
     let st = status_json(&out);
     assert_eq!(st["not_modified"], spec.generated_paths().len() - 1);
     assert_eq!(st["changes"], 1);
-    let records = warcio_records(&out);
+    let records = testkit::warcio_records(&out);
     if !records.is_empty() {
         let revisit = records.iter().filter(|(t, _)| t == "revisit").count();
         assert_eq!(

@@ -332,35 +332,23 @@ fn date_history(
         .map(String::as_str)
         .zip(history.iter().copied())
         .collect();
-    for entry in walkdir_files(docroot)? {
+    for entry in walkdir::WalkDir::new(docroot) {
+        let entry = entry?;
+        if !entry.file_type().is_file() {
+            continue;
+        }
         let rel = entry
+            .path()
             .strip_prefix(docroot)
             .map(|p| format!("/{}", p.to_string_lossy()))
             .unwrap_or_default();
         let date = age.get(rel.as_str()).map_or(oldest, |secs| back(*secs));
         std::fs::File::options()
             .write(true)
-            .open(&entry)?
+            .open(entry.path())?
             .set_modified(date.into())?;
     }
     Ok(())
-}
-
-/// Every file under `dir`.
-fn walkdir_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
-    let mut out = Vec::new();
-    let mut todo = vec![dir.to_path_buf()];
-    while let Some(d) = todo.pop() {
-        for e in std::fs::read_dir(&d)? {
-            let e = e?;
-            if e.file_type()?.is_dir() {
-                todo.push(e.path());
-            } else {
-                out.push(e.path());
-            }
-        }
-    }
-    Ok(out)
 }
 
 fn io(what: &str) -> impl FnOnce(std::io::Error) -> String {
