@@ -130,8 +130,13 @@ pub fn decode(coding: Option<&str>, body: &[u8], truncated: bool, limit: usize) 
         "br" => brotli_decompressor::Decompressor::new(body, 4096)
             .take(limit)
             .read_to_end(&mut out),
+        // RFC 9659: a zstd content coding uses at most an 8 MB window; a frame asking for
+        // more (up to 2 GB) would make the decoder allocate it.
         "zstd" => match zstd::stream::read::Decoder::new(body) {
-            Ok(d) => d.take(limit).read_to_end(&mut out),
+            Ok(mut d) => match d.window_log_max(23) {
+                Ok(()) => d.take(limit).read_to_end(&mut out),
+                Err(e) => Err(e),
+            },
             Err(e) => Err(e),
         },
         _ => return None,

@@ -38,6 +38,9 @@ pub enum RobotsState {
     Known(Rules, Instant),
 }
 
+/// Most URLs queued for one host (at 48 bytes each in memory, about 48 MB).
+pub const MAX_QUEUED_PER_HOST: u64 = 1_000_000;
+
 /// One host.
 #[derive(Debug)]
 pub struct Host {
@@ -304,8 +307,12 @@ impl Frontier {
 
     /// Queues a URL of a known host unless already seen; returns whether it was new.
     pub fn push(&mut self, host: i64, url: String, fp: u64, depth: u32, hops: u32) -> bool {
-        if !self.hosts.contains_key(&host) {
-            return false;
+        // A site generating links without end (or a sitemap listing millions) fills its own
+        // queue only up to the cap; what is left out is found again once there is room.
+        match self.hosts.get(&host) {
+            None => return false,
+            Some(h) if h.queued + h.buffer.len() as u64 >= MAX_QUEUED_PER_HOST => return false,
+            Some(_) => {}
         }
         let Some(priority) = self.cash.discover(fp) else {
             return false;
@@ -323,6 +330,16 @@ impl Frontier {
             h.coop.push_back(job);
         }
         self.schedule(host);
+    }
+
+    /// Drops the cooperation requests of a host that `which` selects; returns how many.
+    pub fn drop_coop(&mut self, host: i64, which: impl Fn(&CoopJob) -> bool) -> usize {
+        let Some(h) = self.hosts.get_mut(&host) else {
+            return 0;
+        };
+        let before = h.coop.len();
+        h.coop.retain(|job| !which(job));
+        before - h.coop.len()
     }
 
     /// Queues a page visited before, to refresh it, ahead of new URLs of its host.

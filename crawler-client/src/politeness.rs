@@ -40,12 +40,25 @@ impl Default for Politeness {
     }
 }
 
+/// The longest delay a site can make us keep (a day): anything longer is "too slow" anyway,
+/// and a bound keeps every later time computation from overflowing.
+pub const MAX_HONOURED_DELAY: Duration = Duration::from_secs(86_400);
+
+/// Seconds a site asked for, as a duration: NaN and negatives are nothing, and anything past
+/// [`MAX_HONOURED_DELAY`] (infinity and `1e30` included) is that bound, never a panic.
+pub fn site_seconds(secs: f64) -> Duration {
+    if secs.is_nan() || secs <= 0.0 {
+        return Duration::ZERO;
+    }
+    Duration::try_from_secs_f64(secs)
+        .unwrap_or(MAX_HONOURED_DELAY)
+        .min(MAX_HONOURED_DELAY)
+}
+
 impl Politeness {
     /// The delay after a response that took `last_response`, for a host asking `crawl_delay`.
     pub fn delay(&self, crawl_delay: Option<f64>, last_response: Duration) -> Duration {
-        let asked = crawl_delay
-            .map(|s| Duration::from_secs_f64(s.max(0.0)))
-            .unwrap_or_default();
+        let asked = crawl_delay.map(site_seconds).unwrap_or_default();
         let adaptive = last_response
             .mul_f64(self.factor.max(0.0))
             .min(self.max_delay);
@@ -54,7 +67,7 @@ impl Politeness {
 
     /// Whether a host's `Crawl-delay` is beyond what we honour.
     pub fn too_slow(&self, crawl_delay: Option<f64>) -> bool {
-        crawl_delay.is_some_and(|s| Duration::from_secs_f64(s.max(0.0)) > self.crawl_delay_cap)
+        crawl_delay.is_some_and(|s| s == f64::INFINITY || site_seconds(s) > self.crawl_delay_cap)
     }
 
     /// How long a host is parked after `failures` consecutive failures (timeouts, refused
@@ -112,6 +125,19 @@ mod tests {
             "robots.txt asked"
         );
         assert!(p.too_slow(Some(31.0)) && !p.too_slow(Some(30.0)) && !p.too_slow(None));
+        // Whatever a robots.txt says, no panic: huge and infinite are too slow, NaN and
+        // negatives are no delay at all.
+        for huge in [1e30, f64::INFINITY, f64::MAX, 1e10] {
+            assert!(p.too_slow(Some(huge)), "{huge}");
+            assert_eq!(p.delay(Some(huge), Duration::ZERO), MAX_HONOURED_DELAY);
+        }
+        for nothing in [f64::NAN, -1.0, f64::NEG_INFINITY, -0.0] {
+            assert!(!p.too_slow(Some(nothing)), "{nothing}");
+            assert_eq!(
+                p.delay(Some(nothing), Duration::ZERO),
+                Duration::from_secs(1)
+            );
+        }
         let off = Politeness {
             min_delay: Duration::ZERO,
             factor: 0.0,

@@ -311,6 +311,9 @@ impl WarcWriter {
             .open(self.dir.join(&name))?;
         let info = warcinfo(&name, crate::clock::now(), &self.user_agent, self.level);
         f.write_all(&info.bytes)?;
+        // The new name must survive a power loss as well as the bytes synced into it later: the
+        // state records offsets in this file once its batch is saved.
+        std::fs::File::open(&self.dir)?.sync_all()?;
         self.current = Some((f, name, info.bytes.len() as u64));
         Ok(())
     }
@@ -391,6 +394,12 @@ pub fn read_records(path: &Path, offset: u64) -> io::Result<Vec<StoredRecord>> {
     file.seek(io::SeekFrom::Start(offset))?;
     let mut data = Vec::new();
     file.read_to_end(&mut data)?;
+    Ok(records_in(&data, offset))
+}
+
+/// The whole records of `data`, a stretch of a `.warc.gz` that starts at `offset`, up to the
+/// first torn or invalid member.
+pub fn records_in(data: &[u8], offset: u64) -> Vec<StoredRecord> {
     let mut out = Vec::new();
     let mut pos = 0usize;
     while pos < data.len() {
@@ -400,8 +409,11 @@ pub fn read_records(path: &Path, offset: u64) -> io::Result<Vec<StoredRecord>> {
         pos += rec.length as usize;
         out.push(rec);
     }
-    Ok(out)
+    out
 }
+
+/// Largest record read back: a body at the largest limit, its head and the request's.
+const MAX_RECORD: u64 = 256 << 20;
 
 /// The one record whose gzip member starts at `offset`.
 pub fn read_record_at(path: &Path, offset: u64) -> io::Result<Option<StoredRecord>> {
@@ -444,7 +456,13 @@ fn member(data: &[u8], offset: u64) -> Option<StoredRecord> {
     use std::io::{BufRead, Read};
     let mut decoder = flate2::bufread::GzDecoder::new(data);
     let mut plain = Vec::new();
-    decoder.read_to_end(&mut plain).ok()?;
+    (&mut decoder)
+        .take(MAX_RECORD + 1)
+        .read_to_end(&mut plain)
+        .ok()?;
+    if plain.len() as u64 > MAX_RECORD {
+        return None;
+    }
     let consumed = data.len() - decoder.into_inner().len();
     let split = plain.windows(4).position(|w| w == b"\r\n\r\n")?;
     if consumed == 0 || !plain.ends_with(b"\r\n\r\n") {

@@ -5,11 +5,12 @@
 //! inventory, read only files whose size or modification time moved, decide by content whether
 //! they changed, and commit the result in bounded chunks.
 
+use crate::access::{AccessRules, ServerConfigError};
 use crate::config::Config;
 use crate::content_type;
 use crate::debounce::EventQueue;
 use crate::inventory::{FileEntry, Inventory};
-use crate::privacy::{PatternError, PublicFilter};
+use crate::privacy::{FilterRules, PatternError, PublicFilter, RobotsTxt};
 use crate::publish::{PublishError, PublishReport, Publisher};
 use crate::scan::{self, ReadError, Stat};
 use crate::store::{Batch, LoggedChange, NewVersion, Retention, Store, StoreError, truncate_ms};
@@ -37,6 +38,9 @@ pub enum AgentError {
     /// A bad include/exclude pattern.
     #[error(transparent)]
     Pattern(#[from] PatternError),
+    /// A web server configuration the agent cannot safely understand.
+    #[error(transparent)]
+    ServerConfig(#[from] ServerConfigError),
     /// The state directory belongs to another site.
     #[error(
         "state directory {state} belongs to {other}, not {this}; give this site its own --state"
@@ -114,11 +118,24 @@ fn own_dir_within(docroot: &Path, out: &Path) -> Option<String> {
         .map(|rel| rel.to_string_lossy().trim_matches('/').to_string())
 }
 
-fn robots_txt_of(config: &Config) -> Option<Vec<u8>> {
+/// The site's robots.txt as the listing must obey it: a file that exists but cannot be read
+/// is not the same as no file (the listing then fails closed). Read as any public file is
+/// (a FIFO or a link out of the docroot is not read), and no further than crawlers read.
+fn robots_txt_of(config: &Config) -> Result<Option<Vec<u8>>, String> {
     if config.ignore_robots_txt {
-        return None;
+        return Ok(None);
     }
-    std::fs::read(config.docroot.join("robots.txt")).ok()
+    let (file, _) = match scan::open_confined(&config.docroot, "robots.txt") {
+        Ok(f) => f,
+        Err(ReadError::Gone) => return Ok(None),
+        Err(ReadError::NotPublic(why)) => return Err(why),
+        Err(ReadError::Io(e)) => return Err(e.to_string()),
+        Err(ReadError::Unstable) => return Err("changing".into()),
+    };
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut std::io::Read::take(file, 500 << 10), &mut bytes)
+        .map_err(|e| e.to_string())?;
+    Ok(Some(bytes))
 }
 
 /// The IndexNow key file the agent publishes, if configured.
@@ -126,14 +143,38 @@ fn indexnow_key_file(config: &Config) -> Option<String> {
     config.indexnow.as_ref().map(|i| format!("{}.txt", i.key))
 }
 
-fn filter_of(config: &Config) -> Result<Arc<PublicFilter>, PatternError> {
-    Ok(Arc::new(PublicFilter::with_own_files(
-        &config.include,
-        &config.exclude,
-        robots_txt_of(config).as_deref(),
-        own_dir_within(&config.docroot, &config.out).as_deref(),
-        &indexnow_key_file(config).into_iter().collect::<Vec<_>>(),
-    )?))
+fn filter_of(config: &Config) -> Result<Arc<PublicFilter>, AgentError> {
+    let mut access = AccessRules::none();
+    for file in &config.server_config {
+        access.add_server_config(file, &config.docroot, config.base_url.path())?;
+    }
+    access.add_htaccess_files(&config.docroot);
+    let robots = robots_txt_of(config);
+    let own_dir = own_dir_within(&config.docroot, &config.out);
+    let own_files: Vec<String> = indexnow_key_file(config).into_iter().collect();
+    let filter = PublicFilter::from_rules(FilterRules {
+        include: &config.include,
+        exclude: &config.exclude,
+        publish_ext: &config.publish_ext,
+        robots_txt: Some(match &robots {
+            Ok(Some(bytes)) => RobotsTxt::Bytes(bytes),
+            Ok(None) => RobotsTxt::Absent,
+            Err(why) => RobotsTxt::Unreadable(why.clone()),
+        }),
+        own_dir: own_dir.as_deref(),
+        own_files: &own_files,
+        access,
+    })?;
+    for p in filter.access().protected() {
+        tracing::info!("not published, the web server protects it: {p}");
+    }
+    if let Some(why) = filter.robots_unreadable() {
+        tracing::error!(
+            "{}/robots.txt cannot be read or parsed ({why}): nothing is published until it can be",
+            config.docroot.display()
+        );
+    }
+    Ok(Arc::new(filter))
 }
 
 impl Agent {
@@ -265,7 +306,12 @@ impl Agent {
 
     /// Looks again at the given docroot-relative paths (files or directories, present or gone).
     pub fn reconcile_paths(&mut self, paths: &BTreeSet<String>) -> Result<Reconciled, AgentError> {
-        if !self.config.ignore_robots_txt && paths.contains("robots.txt") {
+        let rules_changed = paths.iter().any(|p| {
+            (p == "robots.txt" && !self.config.ignore_robots_txt)
+                || p == ".htaccess"
+                || p.ends_with("/.htaccess")
+        });
+        if rules_changed {
             // What is public may have changed anywhere.
             self.filter = filter_of(&self.config)?;
             return self.full_scan(true);
@@ -289,7 +335,8 @@ impl Agent {
             match std::fs::metadata(&full) {
                 Ok(meta) if meta.is_dir() => {
                     let visible = rel.split('/').all(|s| !s.starts_with('.'))
-                        && self.filter.check_dir(rel).is_ok();
+                        && self.filter.check_dir(rel).is_ok()
+                        && inside(&self.config.docroot, &full);
                     if !visible {
                         continue;
                     }
@@ -306,10 +353,10 @@ impl Agent {
                     pass.result.excluded += walker.excluded();
                 }
                 Ok(meta) if meta.is_file() => {
-                    let public = self.filter.check_file(rel).is_ok()
-                        && std::fs::symlink_metadata(&full).is_ok_and(|m| {
-                            !m.file_type().is_symlink() || inside(&self.config.docroot, &full)
-                        });
+                    // Judged by what it resolves to: a file under a symlinked directory that
+                    // leaves the docroot is outside, whatever its own name says.
+                    let public =
+                        self.filter.check_file(rel).is_ok() && inside(&self.config.docroot, &full);
                     if !public {
                         pass.result.excluded += 1;
                     } else if looked.insert(rel.clone()) {
@@ -378,7 +425,7 @@ impl Agent {
         let reads: Vec<Read> = std::mem::take(&mut pass.chunk)
             .into_par_iter()
             .map(|path| {
-                let content = scan::read(&root.join(&path));
+                let content = scan::read(root, &path);
                 let version = match &content {
                     Ok(c) if content_type::is_text(content_type::of_path(&path)) => c
                         .bytes
@@ -419,6 +466,12 @@ impl Agent {
                 Err(ReadError::Unstable) => pass.result.unstable.push(read.path),
                 // Vanished between the walk and the read: the next event or scan settles it.
                 Err(ReadError::Gone) => {}
+                // Swapped for a link out or a special file after it was looked at: the retry
+                // finds it excluded and removes it.
+                Err(ReadError::NotPublic(why)) => {
+                    pass.result.problems.push(why);
+                    pass.result.unstable.push(read.path);
+                }
                 Err(ReadError::Io(e)) => pass.result.problems.push(format!("{}: {e}", read.path)),
             }
         }

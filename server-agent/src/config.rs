@@ -102,6 +102,44 @@ pub struct Cli {
     /// Print the robots.txt lines that point crawlers at what the agent publishes, and exit.
     #[arg(long)]
     pub print_robots_lines: bool,
+    /// Most subscriptions the hub holds [default: 10000].
+    #[arg(long, env = "WEBCOOP_HUB_MAX_SUBSCRIPTIONS")]
+    pub hub_max_subscriptions: Option<usize>,
+    /// Publish files with this extension although web servers run or hide it by default
+    /// (`py`, `zip`, `log`...; repeat or separate with commas).
+    #[arg(
+        long = "publish-ext",
+        env = "WEBCOOP_PUBLISH_EXT",
+        value_delimiter = ','
+    )]
+    pub publish_ext: Vec<String>,
+    /// The web server's configuration (nginx or Apache): its protected locations
+    /// (`auth_basic`, `deny all`, `internal`, `Require`) are never published. Repeatable.
+    #[arg(
+        long = "server-config",
+        env = "WEBCOOP_SERVER_CONFIG",
+        value_delimiter = ','
+    )]
+    pub server_config: Vec<PathBuf>,
+    /// Drop every kept version of these docroot paths (a secret published by mistake), then
+    /// exit: no delta can reveal them afterwards.
+    #[arg(long = "forget-versions", value_name = "PATH")]
+    pub forget_versions: Vec<String>,
+    /// What to do instead of publishing and watching.
+    #[command(subcommand)]
+    pub command: Option<AgentCommand>,
+}
+
+/// The agent's one-off commands.
+#[derive(Debug, clap::Subcommand)]
+pub enum AgentCommand {
+    /// Drop every kept version of these docroot paths (a secret published by mistake), so no
+    /// delta can reveal them; the same as --forget-versions.
+    Forget {
+        /// Docroot-relative paths, as listed (`private/config.html`).
+        #[arg(required = true)]
+        paths: Vec<String>,
+    },
 }
 
 /// The same settings in a TOML file.
@@ -134,6 +172,11 @@ struct FileConfig {
     hub_drop_after: Option<u64>,
     indexnow_endpoint: Option<String>,
     indexnow_key: Option<String>,
+    hub_max_subscriptions: Option<usize>,
+    #[serde(default)]
+    publish_ext: Vec<String>,
+    #[serde(default)]
+    server_config: Vec<PathBuf>,
 }
 
 /// A byte count written as a number or with a unit (`512MiB`, `2G`).
@@ -179,6 +222,10 @@ pub struct Config {
     pub include: Vec<String>,
     /// Exclude globs.
     pub exclude: Vec<String>,
+    /// Extensions published although web servers run or hide them.
+    pub publish_ext: Vec<String>,
+    /// Web server configurations whose protected locations are never published.
+    pub server_config: Vec<PathBuf>,
     /// Publish once and exit.
     pub once: bool,
     /// Whether the site's robots.txt is ignored for the listing.
@@ -220,6 +267,8 @@ pub struct ServiceConfig {
     pub hub_drop_after: Duration,
     /// Time limit of a delivery or verification of intent.
     pub delivery_timeout: Duration,
+    /// Most subscriptions the hub holds.
+    pub max_subscriptions: usize,
 }
 
 /// Settings of IndexNow pings.
@@ -420,6 +469,10 @@ impl Config {
                         cli.hub_drop_after.or(file.hub_drop_after).unwrap_or(86_400),
                     ),
                     delivery_timeout: Duration::from_secs(10),
+                    max_subscriptions: cli
+                        .hub_max_subscriptions
+                        .or(file.hub_max_subscriptions)
+                        .unwrap_or(crate::service::hub::DEFAULT_MAX_SUBSCRIPTIONS),
                 })
             }
         };
@@ -466,6 +519,19 @@ impl Config {
                 file.exclude
             } else {
                 cli.exclude
+            },
+            publish_ext: if cli.publish_ext.is_empty() {
+                file.publish_ext
+            } else {
+                cli.publish_ext
+            },
+            server_config: if cli.server_config.is_empty() {
+                file.server_config
+                    .into_iter()
+                    .map(|p| from_file(Some(p)).unwrap_or_default())
+                    .collect()
+            } else {
+                cli.server_config
             },
             once: cli.once || file.once.unwrap_or(false),
             ignore_robots_txt: cli.ignore_robots_txt || file.ignore_robots_txt.unwrap_or(false),

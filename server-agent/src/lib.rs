@@ -3,6 +3,7 @@
 //!
 //! The `webcoop-agent` binary is a thin shell over [`agent::Agent`].
 
+pub mod access;
 pub mod agent;
 pub mod config;
 pub mod content_type;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 use webcoop_agent::agent::Agent;
-use webcoop_agent::config::{Cli, Config};
+use webcoop_agent::config::{AgentCommand, Cli, Config};
 use webcoop_protocol::clock::Clock;
 
 fn human_bytes(n: u64) -> String {
@@ -44,6 +44,10 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let mut forget = cli.forget_versions.clone();
+    if let Some(AgentCommand::Forget { paths }) = &cli.command {
+        forget.extend(paths.iter().cloned());
+    }
     let config = match Config::from_cli(cli) {
         Ok(c) => c,
         Err(e) => {
@@ -51,6 +55,9 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if !forget.is_empty() {
+        return forget_versions(&config, &forget);
+    }
     match run(config, clock) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -58,6 +65,29 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Drops the kept versions of `paths` from the state (beside a running agent too: SQLite's WAL
+/// lets both write, and the service checks a version is still kept before serving a delta).
+fn forget_versions(config: &Config, paths: &[String]) -> ExitCode {
+    let mut store = match webcoop_agent::store::Store::open(&config.state) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("webcoop-agent: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    for p in paths {
+        let rel = p.trim_start_matches('/');
+        match store.forget_versions(rel) {
+            Ok(n) => println!("{rel}: {n} kept versions dropped"),
+            Err(e) => {
+                eprintln!("webcoop-agent: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    ExitCode::SUCCESS
 }
 
 /// The lines a webmaster adds to robots.txt so crawlers find what the agent publishes.

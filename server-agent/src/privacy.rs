@@ -27,6 +27,14 @@ pub enum Exclusion {
     RobotsTxt,
     /// A document the agent itself publishes.
     AgentOutput,
+    /// Run or kept private by the web server (`.php`, `.cgi`, `.env`, keys, dumps, logs): the
+    /// server executes or refuses it, so its source must never be shown.
+    ServerSide,
+    /// In a place the web server protects (`.htaccess` or `--server-config`).
+    AccessControlled,
+    /// The site's robots.txt exists but could not be read or parsed: nothing is published
+    /// until it can be.
+    RobotsTxtUnreadable,
 }
 
 impl fmt::Display for Exclusion {
@@ -40,6 +48,9 @@ impl fmt::Display for Exclusion {
             Exclusion::NotIncluded => "not --include'd",
             Exclusion::RobotsTxt => "robots.txt",
             Exclusion::AgentOutput => "agent output",
+            Exclusion::ServerSide => "run or kept private by the web server",
+            Exclusion::AccessControlled => "protected by the web server",
+            Exclusion::RobotsTxtUnreadable => "robots.txt unreadable",
         })
     }
 }
@@ -62,11 +73,33 @@ const BACKUP_SUFFIXES: &[&str] = &[
     "~", ".bak", ".swp", ".swo", ".swx", ".orig", ".rej", ".tmp", ".old", ".save",
 ];
 
+/// Extensions the web server runs instead of showing (Apache's `AddHandler` runs `x.php.html`
+/// as PHP too, so these count anywhere after the first dot of a name).
+const EXECUTED_EXTS: &[&str] = &[
+    "php", "phtml", "phar", "php3", "php4", "php5", "php6", "php7", "php8", "php9", "phps", "cgi",
+    "fcgi", "pl", "pm", "py", "rb", "asp", "aspx", "ascx", "ashx", "asmx", "jsp", "jspx", "shtml",
+    "inc",
+];
+
+/// Last extensions of files a site keeps for itself: secrets, keys, dumps, archives, logs.
+const PRIVATE_EXTS: &[&str] = &[
+    "env", "pem", "key", "p12", "pfx", "jks", "keystore", "crt", "csr", "sql", "sqlite", "sqlite3",
+    "db", "mdb", "dump", "tar", "tgz", "tbz2", "txz", "zip", "7z", "rar", "bak", "log", "ini",
+    "conf", "cfg", "htpasswd", "passwd",
+];
+
+/// Extensions that only say how the file before them is packed: `dump.sql.gz`, `site.tar.zst`,
+/// `access.log.1`.
+const PACKING_EXTS: &[&str] = &["gz", "bz2", "xz", "zst", "lz", "lzma", "z"];
+
 /// The rules deciding which paths (relative to the docroot, `/`-separated) are public.
 pub struct PublicFilter {
     include: Option<GlobSet>,
     exclude: GlobSet,
-    robots: Option<texting_robots::Robot>,
+    robots: Robots,
+    /// Extensions of [`EXECUTED_EXTS`] and [`PRIVATE_EXTS`] the webmaster publishes anyway.
+    publish_ext: Vec<String>,
+    access: crate::access::AccessRules,
     /// Paths the agent writes when the output directory is (inside) the docroot: exact names,
     /// and name prefixes for numbered sitemap parts.
     own_files: Vec<String>,
@@ -102,6 +135,98 @@ fn globset(kind: &'static str, patterns: &[String]) -> Result<GlobSet, PatternEr
     })
 }
 
+/// What the site's robots.txt says to the listing.
+enum Robots {
+    /// None, or ignored.
+    Absent,
+    /// Parsed.
+    Parsed(Box<texting_robots::Robot>),
+    /// Present but unreadable or unparseable (why): fail closed.
+    Unreadable(String),
+}
+
+/// Why a robots.txt is not one, if it is not: RFC 9309 files are UTF-8 lines that are empty,
+/// comments or `name: value` records. An HTML error page, a binary file or a file cut in the
+/// middle of a write would otherwise read as "no rules", and publish everything.
+pub fn robots_txt_problem(txt: &[u8]) -> Option<String> {
+    let Ok(text) = std::str::from_utf8(txt) else {
+        return Some("it is not UTF-8".into());
+    };
+    if text.contains('\0') {
+        return Some("it holds NUL bytes".into());
+    }
+    text.lines().enumerate().find_map(|(i, line)| {
+        let content = line.split('#').next().unwrap_or("").trim();
+        (!content.is_empty() && !content.contains(':'))
+            .then(|| format!("line {} is not a record ({:?})", i + 1, truncate(line, 60)))
+    })
+}
+
+fn truncate(s: &str, max: usize) -> &str {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => &s[..i],
+        None => s,
+    }
+}
+
+/// The site's robots.txt as the agent found it.
+pub enum RobotsTxt<'a> {
+    /// There is none, or it is ignored.
+    Absent,
+    /// Its bytes.
+    Bytes(&'a [u8]),
+    /// It exists but could not be read (why).
+    Unreadable(String),
+}
+
+/// Everything a [`PublicFilter`] is built from.
+#[derive(Default)]
+pub struct FilterRules<'a> {
+    /// `--include` globs (empty: everything).
+    pub include: &'a [String],
+    /// `--exclude` globs.
+    pub exclude: &'a [String],
+    /// Extensions published although the server would run or hide them (`--publish-ext`).
+    pub publish_ext: &'a [String],
+    /// The site's robots.txt.
+    pub robots_txt: Option<RobotsTxt<'a>>,
+    /// Where the output directory lies within the docroot (`Some("")` when it is the docroot).
+    pub own_dir: Option<&'a str>,
+    /// More files the agent writes there (the IndexNow key file).
+    pub own_files: &'a [String],
+    /// Places the web server protects.
+    pub access: crate::access::AccessRules,
+}
+
+/// Whether a file name has an extension the web server runs or keeps private.
+fn server_side(name: &str, publish_ext: &[String]) -> bool {
+    let lower = name.to_ascii_lowercase();
+    let mut exts: Vec<&str> = lower.split('.').skip(1).collect();
+    if lower.starts_with('.') {
+        // `.env`: the dot starts the name; hidden anyway.
+        return true;
+    }
+    let published = |e: &str| publish_ext.iter().any(|p| p.eq_ignore_ascii_case(e));
+    if exts
+        .iter()
+        .any(|e| EXECUTED_EXTS.contains(e) && !published(e))
+    {
+        return true;
+    }
+    // Peel packing and rotation suffixes: `x.sql.gz`, `x.log.1`, `x.tar.zst`.
+    while let Some(last) = exts.last() {
+        if PACKING_EXTS.contains(last)
+            || (!last.is_empty() && last.bytes().all(|b| b.is_ascii_digit()) && exts.len() > 1)
+        {
+            exts.pop();
+        } else {
+            break;
+        }
+    }
+    exts.last()
+        .is_some_and(|e| PRIVATE_EXTS.contains(e) && !published(e))
+}
+
 impl PublicFilter {
     /// Rules from the settings. `robots_txt` is the site's robots.txt, if it has one and it is
     /// to be respected; `own_dir` is where the agent's output directory lies within the docroot
@@ -112,29 +237,41 @@ impl PublicFilter {
         robots_txt: Option<&[u8]>,
         own_dir: Option<&str>,
     ) -> Result<Self, PatternError> {
-        Self::with_own_files(include, exclude, robots_txt, own_dir, &[])
+        Self::from_rules(FilterRules {
+            include,
+            exclude,
+            robots_txt: robots_txt.map(RobotsTxt::Bytes),
+            own_dir,
+            ..FilterRules::default()
+        })
     }
 
-    /// As [`PublicFilter::new`], with more files the agent writes into its output directory
-    /// (such as the IndexNow key file).
-    pub fn with_own_files(
-        include: &[String],
-        exclude: &[String],
-        robots_txt: Option<&[u8]>,
-        own_dir: Option<&str>,
-        extra: &[String],
-    ) -> Result<Self, PatternError> {
-        let include = if include.is_empty() {
+    /// The filter for `rules`.
+    pub fn from_rules(rules: FilterRules) -> Result<Self, PatternError> {
+        let include = if rules.include.is_empty() {
             None
         } else {
-            Some(globset("--include", include)?)
+            Some(globset("--include", rules.include)?)
         };
-        let exclude = globset("--exclude", exclude)?;
+        let exclude = globset("--exclude", rules.exclude)?;
         // The `*` group applies to a crawler robots.txt does not name; the agent's token is
-        // one no site names, so it gets exactly that group.
-        let robots = robots_txt
-            .and_then(|txt| texting_robots::Robot::new("webcoop-agent-listing", txt).ok());
-        let (own_files, own_prefixes) = match own_dir {
+        // one no site names, so it gets exactly that group. Crawlers parse at most 500 KiB
+        // (RFC 9309), so the listing reads no more.
+        let robots = match rules.robots_txt {
+            None | Some(RobotsTxt::Absent) => Robots::Absent,
+            Some(RobotsTxt::Unreadable(why)) => Robots::Unreadable(why),
+            Some(RobotsTxt::Bytes(txt)) => {
+                let txt = &txt[..txt.len().min(500 << 10)];
+                match robots_txt_problem(txt) {
+                    Some(why) => Robots::Unreadable(why),
+                    None => match texting_robots::Robot::new("webcoop-agent-listing", txt) {
+                        Ok(r) => Robots::Parsed(Box::new(r)),
+                        Err(e) => Robots::Unreadable(e.to_string()),
+                    },
+                }
+            }
+        };
+        let (own_files, own_prefixes) = match rules.own_dir {
             Some(dir) => {
                 let p = |name: &str| {
                     if dir.is_empty() {
@@ -144,7 +281,7 @@ impl PublicFilter {
                     }
                 };
                 let mut files = vec![p(crate::publish::ROBOTS_RDF), p(crate::publish::SITEMAP)];
-                files.extend(extra.iter().map(|f| p(f)));
+                files.extend(rules.own_files.iter().map(|f| p(f)));
                 (
                     files,
                     vec![(
@@ -159,9 +296,28 @@ impl PublicFilter {
             include,
             exclude,
             robots,
+            publish_ext: rules
+                .publish_ext
+                .iter()
+                .map(|e| e.trim().trim_start_matches('.').to_ascii_lowercase())
+                .collect(),
+            access: rules.access,
             own_files,
             own_prefixes,
         })
+    }
+
+    /// The places the web server protects, for the start-up log.
+    pub fn access(&self) -> &crate::access::AccessRules {
+        &self.access
+    }
+
+    /// Why the site's robots.txt could not be read, if it could not: nothing is published.
+    pub fn robots_unreadable(&self) -> Option<&str> {
+        match &self.robots {
+            Robots::Unreadable(why) => Some(why),
+            _ => None,
+        }
     }
 
     /// Whether a directory may hold public files; a refused directory is not walked at all.
@@ -175,6 +331,9 @@ impl PublicFilter {
         }
         if self.exclude.is_match(rel) || self.excludes_whole_dir(rel) {
             return Err(Exclusion::ExcludedByPattern);
+        }
+        if self.access.protects_dir(rel).is_some() {
+            return Err(Exclusion::AccessControlled);
         }
         Ok(())
     }
@@ -210,6 +369,12 @@ impl PublicFilter {
         {
             return Err(Exclusion::Backup);
         }
+        if server_side(name, &self.publish_ext) {
+            return Err(Exclusion::ServerSide);
+        }
+        if self.access.protects(rel).is_some() {
+            return Err(Exclusion::AccessControlled);
+        }
         if self.own_files.iter().any(|f| f == rel)
             || self
                 .own_prefixes
@@ -226,12 +391,14 @@ impl PublicFilter {
         {
             return Err(Exclusion::NotIncluded);
         }
-        if let Some(robots) = &self.robots
-            && !robots.allowed(&format!("/{rel}"))
-        {
-            return Err(Exclusion::RobotsTxt);
+        match &self.robots {
+            Robots::Absent => Ok(()),
+            Robots::Unreadable(_) => Err(Exclusion::RobotsTxtUnreadable),
+            Robots::Parsed(robots) if !robots.allowed(&format!("/{rel}")) => {
+                Err(Exclusion::RobotsTxt)
+            }
+            Robots::Parsed(_) => Ok(()),
         }
-        Ok(())
     }
 }
 
@@ -242,7 +409,7 @@ mod tests {
     fn filter() -> PublicFilter {
         PublicFilter::new(
             &[],
-            &["drafts/**".into(), "*.log".into()],
+            &["drafts/**".into(), "*.log".into(), "logs/*.txt".into()],
             Some(b"User-agent: *\nDisallow: /private/\nDisallow: /*.pdf$\n\nUser-agent: Googlebot\nDisallow: /\n"),
             Some(""),
         )
@@ -266,7 +433,8 @@ mod tests {
             ("CVS/Entries", Exclusion::VersionControl),
             ("web.config", Exclusion::ServerConfig),
             ("drafts/post.html", Exclusion::ExcludedByPattern),
-            ("logs/access.log", Exclusion::ExcludedByPattern),
+            ("logs/access.log", Exclusion::ServerSide),
+            ("logs/access.txt", Exclusion::ExcludedByPattern),
             ("private/salaries.html", Exclusion::RobotsTxt),
             ("docs/manual.pdf", Exclusion::RobotsTxt),
             ("robots.rdf", Exclusion::AgentOutput),
@@ -285,6 +453,93 @@ mod tests {
         ] {
             assert_eq!(f.check_file(ok), Ok(()), "{ok}");
         }
+    }
+
+    #[test]
+    fn what_the_server_runs_or_keeps_is_never_public_unless_asked() {
+        let f = filter();
+        for p in [
+            "wp-config.php",
+            "a/index.PHP",
+            "x.php5",
+            "shell.php.html",
+            "cgi-bin/run.cgi",
+            "tool.pl",
+            "app.py",
+            "app.rb",
+            "default.aspx",
+            "page.jsp",
+            "header.shtml",
+            "db.inc",
+            "site.env",
+            "server.key",
+            "cert.pem",
+            "id.p12",
+            "dump.sql",
+            "dump.sql.gz",
+            "site.tar",
+            "site.tar.gz",
+            "site.tar.zst",
+            "site.tgz",
+            "site.zip",
+            "error.log",
+            "access.log.1",
+            "access.log.2.gz",
+        ] {
+            assert_eq!(f.check_file(p), Err(Exclusion::ServerSide), "{p}");
+        }
+        for p in [
+            "index.html",
+            "a.tar.html",
+            "v1.2.3.html",
+            "style.css",
+            "b.js",
+            "logo.png",
+        ] {
+            assert_eq!(f.check_file(p), Ok(()), "{p}");
+        }
+        let widened = PublicFilter::from_rules(FilterRules {
+            publish_ext: &[".py".into(), "ZIP".into()],
+            ..FilterRules::default()
+        })
+        .unwrap();
+        assert_eq!(widened.check_file("examples/app.py"), Ok(()));
+        assert_eq!(widened.check_file("release.zip"), Ok(()));
+        assert_eq!(widened.check_file("x.php"), Err(Exclusion::ServerSide));
+    }
+
+    #[test]
+    fn an_unreadable_robots_txt_publishes_nothing() {
+        let f = PublicFilter::from_rules(FilterRules {
+            robots_txt: Some(RobotsTxt::Unreadable("permission denied".into())),
+            ..FilterRules::default()
+        })
+        .unwrap();
+        assert_eq!(f.robots_unreadable(), Some("permission denied"));
+        assert_eq!(
+            f.check_file("index.html"),
+            Err(Exclusion::RobotsTxtUnreadable)
+        );
+        for (txt, why) in [
+            (&b"User-agent: *\nDisallow: /a\n\xff\xfe"[..], "UTF-8"),
+            (b"<html><body>Not Found</body></html>\n", "line 1"),
+            (b"User-agent: *\nDisallow /private/\n", "line 2"),
+            (b"User-agent: *\0\nDisallow: /\n", "NUL"),
+        ] {
+            let f = PublicFilter::new(&[], &[], Some(txt), None).unwrap();
+            assert!(
+                f.robots_unreadable().is_some_and(|w| w.contains(why)),
+                "{:?}: {:?}",
+                String::from_utf8_lossy(txt),
+                f.robots_unreadable()
+            );
+            assert_eq!(f.check_file("a.html"), Err(Exclusion::RobotsTxtUnreadable));
+        }
+        // Comments, blank lines, unknown records and CRLF are all fine.
+        let fine = b"# hello\r\n\r\nUser-agent: *\r\nDisallow: /x # why\r\nFoo-bar: baz\r\n";
+        let f = PublicFilter::new(&[], &[], Some(fine), None).unwrap();
+        assert_eq!(f.robots_unreadable(), None);
+        assert_eq!(f.check_file("a.html"), Ok(()));
     }
 
     #[test]

@@ -185,20 +185,56 @@ pub struct Content {
 pub enum ReadError {
     /// It is gone.
     Gone,
+    /// What the path names now is not a regular file inside the docroot (a symlink swapped in,
+    /// a FIFO, a device, a socket): never read, never published.
+    NotPublic(String),
     /// It changed while being read (still being written): try again later.
     Unstable,
     /// Another error.
     Io(std::io::Error),
 }
 
-/// Reads a file and digests it; fails with [`ReadError::Unstable`] when its size or
-/// modification time changed during the read, so a file still being written is not published.
-pub fn read(path: &Path) -> Result<Content, ReadError> {
-    let mut file = std::fs::File::open(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => ReadError::Gone,
-        _ => ReadError::Io(e),
-    })?;
-    let before = Stat::of(&file.metadata().map_err(ReadError::Io)?);
+/// Opens `root/rel` for reading only if what was opened is a regular file inside `root`
+/// (canonical). The check is made on the open file itself, not on the path before opening, so
+/// a symlink swapped in between a check and the read cannot redirect it; `O_NONBLOCK` keeps a
+/// FIFO planted under a public name from blocking the open.
+pub fn open_confined(
+    root: &Path,
+    rel: &str,
+) -> Result<(std::fs::File, std::fs::Metadata), ReadError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
+        .open(root.join(rel))
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => ReadError::Gone,
+            _ => ReadError::Io(e),
+        })?;
+    let meta = file.metadata().map_err(ReadError::Io)?;
+    if !meta.is_file() {
+        return Err(ReadError::NotPublic(format!(
+            "{rel}: not a regular file, not read"
+        )));
+    }
+    use std::os::fd::AsRawFd;
+    let real =
+        std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())).map_err(ReadError::Io)?;
+    if !real.starts_with(root) {
+        return Err(ReadError::NotPublic(format!(
+            "{rel}: resolves to {} outside the docroot, not read",
+            real.display()
+        )));
+    }
+    Ok((file, meta))
+}
+
+/// Reads `root/rel` (see [`open_confined`]) and digests it; fails with
+/// [`ReadError::Unstable`] when its size or modification time changed during the read, so a
+/// file still being written is not published.
+pub fn read(root: &Path, rel: &str) -> Result<Content, ReadError> {
+    let (mut file, meta) = open_confined(root, rel)?;
+    let before = Stat::of(&meta);
     let (bytes, sha256, fast) = if before.size <= MAX_VERSION_BYTES as u64 {
         let mut bytes = Vec::with_capacity(before.size as usize);
         file.read_to_end(&mut bytes).map_err(ReadError::Io)?;
@@ -219,10 +255,16 @@ pub fn read(path: &Path) -> Result<Content, ReadError> {
         }
         (None, sha.finish(), fast.digest())
     };
-    let after = Stat::of(&std::fs::metadata(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => ReadError::Gone,
-        _ => ReadError::Io(e),
-    })?);
+    // The path must still name the file read: a rename or a swap during the read is a change.
+    let after = Stat::of(
+        &std::fs::metadata(root.join(rel)).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => ReadError::Gone,
+            _ => ReadError::Io(e),
+        })?,
+    );
+    if Stat::of(&file.metadata().map_err(ReadError::Io)?) != after {
+        return Err(ReadError::Unstable);
+    }
     let read_len = bytes.as_ref().map_or(after.size, |b| b.len() as u64);
     if after != before || read_len != after.size {
         return Err(ReadError::Unstable);
@@ -271,12 +313,33 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let p = tmp.path().join("f");
         std::fs::write(&p, "content").unwrap();
-        let c = read(&p).unwrap();
+        let root = tmp.path().canonicalize().unwrap();
+        let c = read(&root, "f").unwrap();
         assert_eq!(c.sha256, Sha256Digest::of(b"content"));
         assert_eq!(c.bytes.as_deref(), Some(&b"content"[..]));
+        assert!(matches!(read(&root, "nope"), Err(ReadError::Gone)));
+    }
+
+    #[test]
+    fn only_regular_files_inside_the_docroot_are_read() {
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret"), "password").unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().canonicalize().unwrap();
+        std::os::unix::fs::symlink(outside.path(), root.join("shared")).unwrap();
+        std::os::unix::fs::symlink(outside.path().join("secret"), root.join("s.html")).unwrap();
+        for rel in ["shared/secret", "s.html"] {
+            assert!(
+                matches!(read(&root, rel), Err(ReadError::NotPublic(ref m)) if m.contains("outside")),
+                "{rel}"
+            );
+        }
+        let fifo = std::ffi::CString::new(root.join("pipe.html").to_str().unwrap()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+        // Opening a FIFO for reading would block until a writer came; it must not.
         assert!(matches!(
-            read(&tmp.path().join("nope")),
-            Err(ReadError::Gone)
+            read(&root, "pipe.html"),
+            Err(ReadError::NotPublic(ref m)) if m.contains("regular")
         ));
     }
 }

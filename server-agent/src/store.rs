@@ -184,9 +184,12 @@ fn history_push(blob: Option<Vec<u8>>, t: DateTime<Utc>) -> Vec<u8> {
     times[skip..].iter().flat_map(|t| t.to_le_bytes()).collect()
 }
 
+// `synchronous = FULL` in WAL mode syncs the log at every commit: a sequence number handed to
+// the hub (and so to subscribers) is on disk before anyone sees it, so a power loss can never
+// issue it again for another change. NORMAL only survives a crash of the process.
 const SCHEMA: &str = "
 PRAGMA journal_mode = WAL;
-PRAGMA synchronous = NORMAL;
+PRAGMA synchronous = FULL;
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS files (
     path TEXT PRIMARY KEY,
@@ -594,6 +597,38 @@ impl Store {
         Ok(data.and_then(|d| zstd::stream::decode_all(&d[..]).ok()))
     }
 
+    /// Whether a version of `path` is kept.
+    pub fn has_version(&self, path: &str, sha: &Sha256Digest) -> Result<bool, StoreError> {
+        self.conn
+            .query_row(
+                "SELECT 1 FROM versions WHERE path = ?1 AND sha256 = ?2",
+                params![path, &sha.0[..]],
+                |_| Ok(()),
+            )
+            .optional()
+            .map(|r| r.is_some())
+            .map_err(|e| self.err(e))
+    }
+
+    /// Drops every kept version of `path` (a secret published by mistake), so no delta can
+    /// show what it held; returns how many were dropped.
+    pub fn forget_versions(&mut self, path: &str) -> Result<usize, StoreError> {
+        let freed: i64 = self
+            .conn
+            .query_row(
+                "SELECT COALESCE(SUM(length(data)), 0) FROM versions WHERE path = ?1",
+                [path],
+                |r| r.get(0),
+            )
+            .map_err(|e| self.err(e))?;
+        let n = self
+            .conn
+            .execute("DELETE FROM versions WHERE path = ?1", [path])
+            .map_err(|e| self.err(e))?;
+        self.versions_bytes = self.versions_bytes.saturating_sub(freed.max(0) as u64);
+        Ok(n)
+    }
+
     /// Digests of the kept versions of `path`, newest first.
     pub fn versions_of(&self, path: &str) -> Result<Vec<Sha256Digest>, StoreError> {
         let mut stmt = self
@@ -648,6 +683,22 @@ impl Store {
 mod tests {
     use super::*;
     use chrono::TimeZone;
+
+    #[test]
+    fn every_commit_is_durable_so_no_sequence_number_is_issued_twice() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let (mode, sync): (String, i64) = store
+            .conn
+            .query_row(
+                "SELECT * FROM pragma_journal_mode, pragma_synchronous",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        // WAL with synchronous = FULL (2): the log is synced at each commit.
+        assert_eq!((mode.as_str(), sync), ("wal", 2));
+    }
 
     fn t(s: i64) -> DateTime<Utc> {
         Utc.timestamp_opt(1_700_000_000 + s, 0).unwrap()

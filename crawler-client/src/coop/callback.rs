@@ -4,9 +4,15 @@
 //! Its answers to verifications carry `Accept-Encoding` (RFC 7694), so a hub that knows it
 //! sends deliveries compressed; the signature is checked on the bytes as received, before
 //! anything is decompressed.
+//!
+//! Nobody but the hub can steer it: each callback path carries a token derived from the
+//! subscription's secret (`BASE/{host id}/{token}`), so a stranger cannot even name it; a
+//! verification of intent is confirmed only for a request the crawler sent within the last
+//! [`VERIFY_WINDOW`], for the same topic and mode; `hub.mode=denied` is heard only while a
+//! request waits; and a delivery's body is read (up to [`MAX_DELIVERY`]) only after its path,
+//! its subscription and the presence of a signature have been checked.
 
 use crate::worker::Outcome;
-use axum::body::Bytes;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -20,7 +26,19 @@ use webcoop_protocol::websub::{
 };
 
 /// Largest delivery accepted.
-const MAX_DELIVERY: usize = 64 << 20;
+pub const MAX_DELIVERY: usize = 16 << 20;
+
+/// How long after sending a request its verification of intent is accepted.
+pub const VERIFY_WINDOW: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// The unguessable part of a site's callback path: derived from the subscription's secret, so
+/// it survives a restart as the secret does, and reveals nothing of it.
+pub fn token_for(secret: &str) -> String {
+    let digest = webcoop_protocol::validator::Sha256Digest::of(
+        format!("webcoop-callback\0{secret}").as_bytes(),
+    );
+    data_encoding::BASE64URL_NOPAD.encode(&digest.0[..16])
+}
 
 /// What the callback expects of a site's hub.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,6 +49,8 @@ pub struct Expected {
     pub secret: String,
     /// A request sent and not yet verified.
     pub pending: Option<Mode>,
+    /// When that request was sent.
+    pub asked: Option<std::time::Instant>,
     /// Whether deliveries are wanted (subscribed, not unsubscribed).
     pub active: bool,
 }
@@ -133,7 +153,7 @@ impl CallbackServer {
         let expected = shared.expected.clone();
         let app = axum::Router::new()
             .route("/{*path}", axum::routing::get(verify).post(deliver))
-            .layer(axum::extract::DefaultBodyLimit::max(MAX_DELIVERY))
+            .layer(axum::extract::DefaultBodyLimit::disable())
             .with_state(shared);
         tokio::spawn(async move {
             if let Err(e) = axum::serve(listener, app).await {
@@ -147,9 +167,13 @@ impl CallbackServer {
         })
     }
 
-    /// The callback URL of a site.
-    pub fn callback_for(&self, host: i64) -> String {
-        format!("{}/{host}", self.base.as_str().trim_end_matches('/'))
+    /// The callback URL of a site subscribed with `secret`.
+    pub fn callback_for(&self, host: i64, secret: &str) -> String {
+        format!(
+            "{}/{host}/{}",
+            self.base.as_str().trim_end_matches('/'),
+            token_for(secret)
+        )
     }
 
     /// Records what is expected of a site's hub (before a request is sent to it).
@@ -168,8 +192,12 @@ impl CallbackServer {
     }
 }
 
-fn host_of(path: &str) -> Option<i64> {
-    path.rsplit('/').next()?.parse().ok()
+/// The site a callback path names, with the token it carries.
+fn host_of(path: &str) -> Option<(i64, &str)> {
+    let mut segments = path.rsplit('/');
+    let token = segments.next()?;
+    let host = segments.next()?.parse().ok()?;
+    Some((host, token))
 }
 
 /// The answer to a verification of intent; a confirmation tells the hub which codings
@@ -191,7 +219,7 @@ async fn verify(
 }
 
 fn answer_verification(s: &Shared, path: &str, query: Option<&str>) -> (StatusCode, String) {
-    let Some(host) = host_of(path) else {
+    let Some((host, token)) = host_of(path) else {
         return (StatusCode::NOT_FOUND, "unknown callback".into());
     };
     let query = match CallbackQuery::parse(query.unwrap_or("")) {
@@ -202,14 +230,18 @@ fn answer_verification(s: &Shared, path: &str, query: Option<&str>) -> (StatusCo
         Ok(m) => m,
         Err(_) => return (StatusCode::INTERNAL_SERVER_ERROR, String::new()),
     };
-    let Some(e) = expected.get_mut(&host) else {
+    let Some(e) = expected
+        .get_mut(&host)
+        .filter(|e| !e.secret.is_empty() && token_for(&e.secret) == token)
+    else {
         return (
             StatusCode::NOT_FOUND,
             "no subscription for this callback".into(),
         );
     };
+    let recent = e.asked.is_some_and(|t| t.elapsed() <= VERIFY_WINDOW);
     match query {
-        CallbackQuery::Denied(d) if d.topic.as_str() == e.topic => {
+        CallbackQuery::Denied(d) if d.topic.as_str() == e.topic && e.pending.is_some() => {
             e.pending = None;
             e.active = false;
             drop(expected);
@@ -219,15 +251,14 @@ fn answer_verification(s: &Shared, path: &str, query: Option<&str>) -> (StatusCo
             });
             (StatusCode::OK, String::new())
         }
-        // What we asked for, or a renewal the hub confirms again while we still want it.
+        // Only what we asked for, lately: a verification nobody asked for may come from a
+        // request someone else sent in our name (to swap the secret, or to unsubscribe us).
         CallbackQuery::Verify(v)
-            if v.topic.as_str() == e.topic
-                && (e.pending == Some(v.mode) || (e.active && v.mode == Mode::Subscribe)) =>
+            if v.topic.as_str() == e.topic && e.pending == Some(v.mode) && recent =>
         {
-            if e.pending == Some(v.mode) {
-                e.pending = None;
-                e.active = v.mode == Mode::Subscribe;
-            }
+            e.pending = None;
+            e.asked = None;
+            e.active = v.mode == Mode::Subscribe;
             drop(expected);
             s.send(CallbackEvent::Verified {
                 host,
@@ -244,29 +275,50 @@ async fn deliver(
     State(s): State<Shared>,
     Path(path): Path<String>,
     headers: HeaderMap,
-    body: Bytes,
+    body: axum::body::Body,
 ) -> Response {
-    let Some(host) = host_of(&path) else {
+    let Some((host, token)) = host_of(&path) else {
         return StatusCode::NOT_FOUND.into_response();
     };
     let secret = match s.expected.lock() {
-        Ok(m) => m.get(&host).filter(|e| e.active).map(|e| e.secret.clone()),
+        Ok(m) => m
+            .get(&host)
+            .filter(|e| e.active && !e.secret.is_empty() && token_for(&e.secret) == token)
+            .map(|e| e.secret.clone()),
         Err(_) => return StatusCode::INTERNAL_SERVER_ERROR.into_response(),
     };
-    // Not (or no longer) subscribed: 410 tells the hub to stop.
+    // Not (or no longer) subscribed, or not our callback at all: 410 tells a hub to stop.
     let Some(secret) = secret else {
         return StatusCode::GONE.into_response();
     };
-    let signature = headers.get("x-hub-signature").and_then(|v| v.to_str().ok());
-    let checked = match signature {
-        None => Err("no X-Hub-Signature".to_string()),
-        Some(sig) => websub::verify(secret.as_bytes(), &body, sig)
-            .map(|_| ())
-            .map_err(|e| e.to_string()),
-    };
-    if let Err(why) = checked {
-        s.send(CallbackEvent::BadSignature { host, why });
+    let signature = headers
+        .get("x-hub-signature")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let Some(signature) = signature else {
+        s.send(CallbackEvent::BadSignature {
+            host,
+            why: "no X-Hub-Signature".into(),
+        });
         // 2xx all the same: a forged message learns nothing (WebSub §7, "locally ignore").
+        return StatusCode::ACCEPTED.into_response();
+    };
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > MAX_DELIVERY as u64) {
+        return StatusCode::PAYLOAD_TOO_LARGE.into_response();
+    }
+    let body = match axum::body::to_bytes(body, MAX_DELIVERY).await {
+        Ok(b) => b,
+        Err(_) => return StatusCode::PAYLOAD_TOO_LARGE.into_response(),
+    };
+    if let Err(e) = websub::verify(secret.as_bytes(), &body, &signature) {
+        s.send(CallbackEvent::BadSignature {
+            host,
+            why: e.to_string(),
+        });
         return StatusCode::ACCEPTED.into_response();
     }
     let coding = headers
@@ -318,6 +370,7 @@ mod tests {
                 topic: TOPIC.into(),
                 secret: SECRET.into(),
                 pending: Some(Mode::Subscribe),
+                asked: Some(std::time::Instant::now()),
                 active: false,
             },
         );
@@ -342,7 +395,7 @@ mod tests {
     }
 
     async fn post(addr: SocketAddr, headers: &[(&str, String)], body: &[u8]) -> (u16, String) {
-        let mut head = "POST /websub/7 HTTP/1.1".to_string();
+        let mut head = format!("POST /websub/7/{} HTTP/1.1", token_for(SECRET));
         for (k, v) in headers {
             head.push_str(&format!("\r\n{k}: {v}"));
         }
@@ -366,7 +419,7 @@ mod tests {
         );
         let (status, head, body) = exchange(
             server.local,
-            &format!("GET /websub/7?{query} HTTP/1.1"),
+            &format!("GET /websub/7/{}?{query} HTTP/1.1", token_for(SECRET)),
             b"",
         )
         .await;

@@ -3,6 +3,7 @@
 //! their verification and the fall back to a full GET.
 
 use super::CoopJob;
+use crate::coop::MetaKind;
 use crate::fetch::{self, FetchError, FetchLimits, FetchRequest, FetchResponse};
 use crate::store::{KnownPage, Queued};
 use crate::warc;
@@ -17,8 +18,16 @@ use webcoop_protocol::validator::{EntityTag, Sha256Digest};
 /// Largest metadata document read (robots.rdf of about 150,000 pages).
 pub const META_MAX_BYTES: usize = 64 << 20;
 
-/// Largest decoded document (the reader's limits are the final word).
-const META_DECODED_MAX: usize = 512 << 20;
+/// Largest decoded document of each kind, so a small compressed body (a gzip bomb) cannot
+/// grow past what its format allows: a sitemap is at most 50 MB uncompressed (the protocol),
+/// robots.rdf of about 300,000 pages, a changes page of 1,000 entries with inline deltas.
+fn decoded_max(kind: MetaKind) -> usize {
+    match kind {
+        MetaKind::Sitemap => webcoop_protocol::sitemap::MAX_BYTES as usize,
+        MetaKind::Listing => 128 << 20,
+        MetaKind::Changes => 32 << 20,
+    }
+}
 
 /// Time allowed for a hub request.
 const HUB_TIMEOUT: Duration = Duration::from_secs(10);
@@ -53,11 +62,11 @@ pub async fn run(ctx: Arc<Context>, host: i64, job: CoopJob, tx: Sender<Outcome>
     let start = Instant::now();
     let result = match &job {
         CoopJob::Fetch {
+            kind,
             url,
             etag,
             last_modified,
-            ..
-        } => fetch_meta(&ctx, url, etag.clone(), last_modified.clone()).await,
+        } => fetch_meta(&ctx, *kind, url, etag.clone(), last_modified.clone()).await,
         CoopJob::Hub { hub, form, .. } => post_hub(&ctx, hub, form).await,
     };
     let _ = tx.send(Outcome::Coop {
@@ -70,6 +79,7 @@ pub async fn run(ctx: Arc<Context>, host: i64, job: CoopJob, tx: Sender<Outcome>
 
 async fn fetch_meta(
     ctx: &Context,
+    kind: MetaKind,
     url: &Url,
     etag: Option<String>,
     last_modified: Option<String>,
@@ -92,13 +102,22 @@ async fn fetch_meta(
         )));
     }
     let body = if (200..300).contains(&resp.status) || resp.status == 410 {
-        crate::analyze::decode(
+        let limit = decoded_max(kind);
+        let body = crate::analyze::decode(
             resp.header("content-encoding"),
             &resp.body,
             false,
-            META_DECODED_MAX,
+            limit + 1,
         )
-        .ok_or_else(|| FetchError::Other(format!("{url}: undecodable content coding")))?
+        .ok_or_else(|| FetchError::Other(format!("{url}: undecodable content coding")))?;
+        if body.len() > limit {
+            return Err(FetchError::Other(format!(
+                "{url}: decodes to more than the {} MiB a {} may hold",
+                limit >> 20,
+                kind.as_str()
+            )));
+        }
+        body
     } else {
         Vec::new()
     };

@@ -47,13 +47,16 @@ pub struct CoopStats {
     pub bad_signatures: u64,
     /// "Unchanged" pages fetched anyway, to check the site.
     pub checks: u64,
+    /// URLs the site's documents named on another origin it does not speak for (ignored).
+    #[serde(default)]
+    pub foreign: u64,
 }
 
 impl std::fmt::Display for CoopStats {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} metadata requests ({} bytes, {} not modified), {} changes announced, {} pushes, {} deltas ({} fell back), {} checks",
+            "{} metadata requests ({} bytes, {} not modified), {} changes announced, {} pushes, {} deltas ({} fell back), {} checks, {} foreign URLs ignored",
             self.meta_requests,
             self.meta_bytes,
             self.not_modified,
@@ -61,7 +64,8 @@ impl std::fmt::Display for CoopStats {
             self.pushes,
             self.deltas,
             self.delta_fallbacks,
-            self.checks
+            self.checks,
+            self.foreign
         )
     }
 }
@@ -73,6 +77,10 @@ pub struct SiteCoop {
     pub discovered: bool,
     /// Sitemaps named in robots.txt or found at `/sitemap.xml`.
     pub sitemaps: Vec<String>,
+    /// Other origins the site's robots.txt delegates to (its `Sitemap:` and `Robots-RDF:`
+    /// lines): the only places besides its own origin its documents may send us.
+    #[serde(default)]
+    pub delegates: Vec<String>,
     /// The robots.rdf listing.
     pub listing: Option<String>,
     /// The changes endpoint (answers `?since=`).

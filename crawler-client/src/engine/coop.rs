@@ -26,6 +26,9 @@ use webcoop_protocol::sitemap::{SitemapWalk, WalkLimits};
 use webcoop_protocol::websub::{Mode, SubscriptionRequest};
 
 /// How long shutdown waits for hubs to verify unsubscriptions.
+/// Sitemap files of one walk that may fail before the rest of the walk is dropped.
+const MAX_BAD_SITEMAPS: usize = 10;
+
 const UNSUBSCRIBE_WAIT: Duration = Duration::from_secs(3);
 
 /// An unverified subscription request is sent again after this long (ms).
@@ -48,6 +51,8 @@ pub(super) struct CoopState {
     /// Sitemap walks under way, with the entries found so far (acted on once the walk is
     /// over and its dates have been judged).
     walks: HashMap<i64, (SitemapWalk, Vec<UrlEntry>)>,
+    /// Sitemap files of the walk under way that could not be fetched or read, per host.
+    walk_failures: HashMap<i64, usize>,
     polling: HashSet<i64>,
     callback: Option<CallbackServer>,
     next_tick: Option<Instant>,
@@ -106,6 +111,7 @@ impl Engine {
                             topic: sub.topic.clone(),
                             secret: sub.secret.clone(),
                             pending: None,
+                            asked: None,
                             active: true,
                         },
                     );
@@ -126,6 +132,41 @@ impl Engine {
             .host(host)
             .map(|h| h.origin.clone())
             .unwrap_or_default()
+    }
+
+    /// Whether `url` is a page of the host itself: the only pages its documents may make claims
+    /// about. Anything else is counted and ignored.
+    fn own_page(&mut self, host: i64, url: &Url) -> bool {
+        if crate::url_norm::origin_key(url) == self.origin(host) {
+            return true;
+        }
+        self.site(host).stats.foreign += 1;
+        tracing::debug!(
+            "{}: names {url}, not one of its pages; ignored",
+            self.origin(host)
+        );
+        false
+    }
+
+    /// Whether an endpoint (changes, delta, hub, listing) a host's documents name is one the
+    /// host speaks for: on its own origin, or on one its robots.txt delegates to.
+    fn speaks_for(&mut self, host: i64, url: &Url) -> bool {
+        let origin = crate::url_norm::origin_key(url);
+        if origin == self.origin(host)
+            || self
+                .coop
+                .sites
+                .get(&host)
+                .is_some_and(|s| s.delegates.contains(&origin))
+        {
+            return true;
+        }
+        self.site(host).stats.foreign += 1;
+        tracing::info!(
+            "{}: names {url} on another origin it does not delegate to in robots.txt; ignored",
+            self.origin(host)
+        );
+        false
     }
 
     /// Whether a host's announcements stand in for polling its pages.
@@ -168,6 +209,16 @@ impl Engine {
             let sitemaps: Vec<String> = pointers.sitemaps.iter().map(|u| u.to_string()).collect();
             let changed = !site.discovered || site.sitemaps != sitemaps;
             site.sitemaps = sitemaps;
+            let mut delegates: Vec<String> = pointers
+                .sitemaps
+                .iter()
+                .chain(&pointers.robots_rdf)
+                .map(crate::url_norm::origin_key)
+                .filter(|o| *o != origin)
+                .collect();
+            delegates.sort();
+            delegates.dedup();
+            site.delegates = delegates;
             changed
         };
         if !rediscover {
@@ -232,6 +283,7 @@ impl Engine {
             .map(|s| s.sitemap_validators.clone())
             .unwrap_or_default();
         self.coop.walks.insert(host, (walk, Vec::new()));
+        self.coop.walk_failures.remove(&host);
         for (i, p) in pending.into_iter().enumerate() {
             let (etag, last_modified) = if i == 0 {
                 validators.clone()
@@ -548,25 +600,35 @@ impl Engine {
                 r.header("etag").map(str::to_string),
                 r.header("last-modified").map(str::to_string),
             );
-            if let Some(changes) = doc
-                .channel
-                .changes
-                .as_ref()
-                .filter(|c| is_changes_endpoint(c))
-            {
-                site.changes = Some(changes.to_string());
-                if site.cursor.is_none() {
-                    site.cursor = doc.channel.seq;
-                }
-            }
-            site.hub = doc.channel.hub.as_ref().map(Url::to_string);
             site.discovered = true;
             site.last_poll = Some(now_ms());
         }
+        let changes = doc
+            .channel
+            .changes
+            .as_ref()
+            .filter(|c| is_changes_endpoint(c))
+            .filter(|c| self.speaks_for(host, c))
+            .cloned();
+        if let Some(changes) = changes {
+            let site = self.site(host);
+            site.changes = Some(changes.to_string());
+            if site.cursor.is_none() {
+                site.cursor = doc.channel.seq;
+            }
+        }
+        let hub = doc
+            .channel
+            .hub
+            .as_ref()
+            .filter(|h| self.speaks_for(host, h))
+            .map(Url::to_string);
+        self.site(host).hub = hub;
         if let Some(hub) = r
             .header("link")
             .map(|v| link_header(url, v))
             .and_then(|links| links.into_iter().find(|(_, rel)| rel == "hub"))
+            .filter(|(h, _)| self.speaks_for(host, h))
         {
             let site = self.site(host);
             if site.hub.is_none() {
@@ -577,9 +639,13 @@ impl Engine {
         let changes = self.coop.sites.get(&host).and_then(|s| s.changes.clone());
         let changes = changes.and_then(|c| Url::parse(&c).ok());
         for item in &doc.items {
+            if !self.own_page(host, &item.url) {
+                continue;
+            }
             let plan = item
                 .delta
                 .clone()
+                .filter(|d| self.speaks_for(host, d))
                 .or_else(|| changes.as_ref().and_then(|c| delta_url(c, &item.url)));
             let modified = item.modified.timestamp_millis();
             if last_poll.is_some_and(|t| modified > t) {
@@ -620,6 +686,14 @@ impl Engine {
         let Some((mut walk, mut listed)) = self.coop.walks.remove(&host) else {
             return;
         };
+        let problems_before = walk.problems().len();
+        if got.is_none() {
+            self.coop
+                .walk_failures
+                .entry(host)
+                .and_modify(|n| *n += 1)
+                .or_insert(1);
+        }
         if let Some((url, r)) = got {
             let pending = webcoop_protocol::sitemap::PendingSitemap {
                 url: url.clone(),
@@ -630,13 +704,39 @@ impl Engine {
                 .sites
                 .get(&host)
                 .is_some_and(|s| s.sitemaps.first().is_none_or(|f| f == url.as_str()));
-            listed.extend(walk.feed(&pending, &r.body));
+            // A walk holds its entries until it ends: no more than a host may queue.
+            let room = (crate::frontier::MAX_QUEUED_PER_HOST as usize).saturating_sub(listed.len());
+            listed.extend(walk.feed(&pending, &r.body).into_iter().take(room));
             if is_root {
                 self.site(host).sitemap_validators = (
                     r.header("etag").map(str::to_string),
                     r.header("last-modified").map(str::to_string),
                 );
             }
+        }
+        if walk.problems().len() > problems_before {
+            *self.coop.walk_failures.entry(host).or_insert(0) += 1;
+        }
+        // A site whose sitemaps keep failing (gzip bombs, garbage) costs a bounded amount of
+        // work: after so many bad files the rest of its walk is dropped.
+        let failures = self.coop.walk_failures.get(&host).copied().unwrap_or(0);
+        if failures >= MAX_BAD_SITEMAPS {
+            let dropped = self.frontier.drop_coop(host, |job| {
+                matches!(
+                    job,
+                    CoopJob::Fetch {
+                        kind: MetaKind::Sitemap,
+                        ..
+                    }
+                )
+            });
+            if dropped > 0 || walk.next_fetch().is_some() {
+                tracing::warn!(
+                    "{}: {failures} sitemap files could not be read; the rest of the walk is dropped",
+                    self.origin(host)
+                );
+            }
+            while walk.next_fetch().is_some() {}
         }
         let mut more = Vec::new();
         while let Some(p) = walk.next_fetch() {
@@ -682,6 +782,9 @@ impl Engine {
             self.pace_from_listing(host, &dates);
         }
         for e in &listed {
+            if !self.own_page(host, &e.loc) {
+                continue;
+            }
             let lastmod = e.lastmod.filter(|_| !stamped);
             self.listed(
                 host,
@@ -772,6 +875,9 @@ impl Engine {
             .and_then(|c| Url::parse(&c).ok());
         let deltas = self.s.coop.uses_deltas();
         for e in &entries {
+            if !self.own_page(host, &e.url) {
+                continue;
+            }
             match e.kind {
                 ChangeKind::Deleted => self.deleted(host, &e.url, e.seq),
                 ChangeKind::Created | ChangeKind::Modified => {
@@ -1167,6 +1273,9 @@ impl Engine {
             return;
         }
         let origin = self.origin(host);
+        if !self.own_page(host, topic) || !self.speaks_for(host, hub) {
+            return;
+        }
         let site = self.site(host);
         if site.changes.is_some() || site.page_hub.is_some() {
             return;
@@ -1216,18 +1325,19 @@ impl Engine {
         let (Ok(hub_url), Ok(topic_url)) = (Url::parse(&hub), Url::parse(&topic)) else {
             return;
         };
-        let callback = server.callback_for(host);
-        let Ok(callback_url) = Url::parse(&callback) else {
-            return;
-        };
         let secret = site
             .subscription
             .as_ref()
             .map(|s| s.secret.clone())
+            .filter(|s| !s.is_empty())
             .unwrap_or_else(|| {
                 let bytes: [u8; 32] = rand::random();
                 data_encoding::BASE64URL_NOPAD.encode(&bytes)
             });
+        let callback = server.callback_for(host, &secret);
+        let Ok(callback_url) = Url::parse(&callback) else {
+            return;
+        };
         let active = site
             .subscription
             .as_ref()
@@ -1238,6 +1348,7 @@ impl Engine {
                 topic: topic.clone(),
                 secret: secret.clone(),
                 pending: Some(Mode::Subscribe),
+                asked: Some(std::time::Instant::now()),
                 active,
             },
         );
@@ -1295,6 +1406,7 @@ impl Engine {
                     topic: String::new(),
                     secret: String::new(),
                     pending: None,
+                    asked: None,
                     active: false,
                 },
             );
@@ -1315,7 +1427,11 @@ impl Engine {
                 mode: Mode::Subscribe,
                 lease,
             } => {
-                let lease_ms = lease.unwrap_or(self.s.coop.lease_secs) as i64 * 1000;
+                // A hub's number: from a minute to a year, whatever it says.
+                let lease_ms = lease
+                    .unwrap_or(self.s.coop.lease_secs)
+                    .clamp(60, 366 * 86_400) as i64
+                    * 1000;
                 let fresh = {
                     let site = self.site(host);
                     let fresh = site
@@ -1435,6 +1551,7 @@ impl Engine {
                     topic: sub.topic.clone(),
                     secret: sub.secret.clone(),
                     pending: Some(Mode::Unsubscribe),
+                    asked: Some(std::time::Instant::now()),
                     active: false,
                 },
             );

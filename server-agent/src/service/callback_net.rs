@@ -15,31 +15,58 @@ pub struct CallbackPolicy {
     allowed: Arc<Vec<IpNet>>,
 }
 
+/// IANA's IPv4 Special-Purpose Address Registry (RFC 6890 and updates), every entry, whether
+/// or not the registry calls it globally reachable: a callback has no business at an anycast
+/// relay or a benchmarking network either. Multicast and the reserved 240/4 are added.
+const V4_SPECIAL: &[(u32, u8)] = &[
+    (0x0000_0000, 8),  // 0.0.0.0/8 "this network"
+    (0x0A00_0000, 8),  // 10.0.0.0/8 private
+    (0x6440_0000, 10), // 100.64.0.0/10 shared address space (CGN)
+    (0x7F00_0000, 8),  // 127.0.0.0/8 loopback
+    (0xA9FE_0000, 16), // 169.254.0.0/16 link-local
+    (0xAC10_0000, 12), // 172.16.0.0/12 private
+    (0xC000_0000, 24), // 192.0.0.0/24 IETF protocol assignments (incl. DS-Lite, NAT64 discovery)
+    (0xC000_0200, 24), // 192.0.2.0/24 documentation
+    (0xC01F_C400, 24), // 192.31.196.0/24 AS112
+    (0xC034_C100, 24), // 192.52.193.0/24 AMT
+    (0xC058_6300, 24), // 192.88.99.0/24 6to4 relay anycast (deprecated)
+    (0xC0A8_0000, 16), // 192.168.0.0/16 private
+    (0xC0AF_3000, 24), // 192.175.48.0/24 AS112 direct delegation
+    (0xC612_0000, 15), // 198.18.0.0/15 benchmarking
+    (0xC633_6400, 24), // 198.51.100.0/24 documentation
+    (0xCB00_7100, 24), // 203.0.113.0/24 documentation
+    (0xE000_0000, 4),  // 224.0.0.0/4 multicast
+    (0xF000_0000, 4),  // 240.0.0.0/4 reserved, and 255.255.255.255
+];
+
 fn v4_is_public(ip: Ipv4Addr) -> bool {
-    let o = ip.octets();
-    !(ip.is_loopback()
-        || ip.is_private()
-        || ip.is_link_local()
-        || ip.is_unspecified()
-        || ip.is_broadcast()
-        || ip.is_documentation()
-        || ip.is_multicast()
-        || o[0] == 0
-        || (o[0] == 100 && (o[1] & 0xC0) == 64) // shared address space 100.64.0.0/10
-        || o[0] >= 240)
+    let n = u32::from(ip);
+    !V4_SPECIAL
+        .iter()
+        .any(|&(net, len)| n >> (32 - len) == net >> (32 - len))
 }
+
+/// IANA's IPv6 Special-Purpose Address Registry, inside the only range allocated for global
+/// unicast (2000::/3); everything outside it (loopback, `::/96` IPv4-compatible, NAT64
+/// `64:ff9b::/96` and `64:ff9b:1::/48`, discard `100::/64`, ULA, link-local, multicast) is
+/// refused by that rule alone.
+const V6_SPECIAL: &[(u128, u8)] = &[
+    (0x2001_0000 << 96, 23), // 2001::/23 IETF protocol assignments (Teredo, ORCHID...)
+    (0x2001_0db8 << 96, 32), // 2001:db8::/32 documentation
+    (0x2002 << 112, 16),     // 2002::/16 6to4
+    (0x2620_004f_8000 << 80, 48), // 2620:4f:8000::/48 AS112
+    (0x3fff << 112, 20),     // 3fff::/20 documentation
+];
 
 fn v6_is_public(ip: Ipv6Addr) -> bool {
     if let Some(v4) = ip.to_ipv4_mapped() {
         return v4_is_public(v4);
     }
-    let s = ip.segments();
-    !(ip.is_loopback()
-        || ip.is_unspecified()
-        || ip.is_multicast()
-        || (s[0] & 0xfe00) == 0xfc00 // unique local fc00::/7
-        || (s[0] & 0xffc0) == 0xfe80 // link-local fe80::/10
-        || (s[0] == 0x2001 && s[1] == 0x0db8)) // documentation
+    let n = u128::from(ip);
+    n >> 125 == 0b001
+        && !V6_SPECIAL
+            .iter()
+            .any(|&(net, len)| n >> (128 - len) == net >> (128 - len))
 }
 
 /// Whether an address is reachable by anyone on the internet (not loopback, private,
@@ -132,6 +159,27 @@ mod tests {
             "fd00::1",
             "::ffff:127.0.0.1",
             "2001:db8::1",
+            // Beyond the obvious: every special-purpose range of IANA's registries.
+            "192.0.0.1",
+            "192.0.0.170",
+            "198.18.0.1",
+            "198.19.255.255",
+            "192.88.99.1",
+            "192.31.196.1",
+            "192.175.48.1",
+            "240.0.0.1",
+            "64:ff9b::7f00:1",
+            "64:ff9b:1::a00:1",
+            "2002:7f00:1::1",
+            "::127.0.0.1",
+            "::7f00:1",
+            "2001::1",
+            "2001:0:4136:e378:8000:63bf:3fff:fdd2",
+            "100::1",
+            "fec0::1",
+            "ff02::1",
+            "3fff::1",
+            "2620:4f:8000::1",
         ] {
             assert!(!is_public(ip.parse().unwrap()), "{ip}");
         }
@@ -140,6 +188,9 @@ mod tests {
             "8.8.8.8",
             "2606:4700::1111",
             "::ffff:8.8.8.8",
+            "198.20.0.1",
+            "192.0.1.1",
+            "2a00:1450:4001:80b::200e",
         ] {
             assert!(is_public(ip.parse().unwrap()), "{ip}");
         }

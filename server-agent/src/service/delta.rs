@@ -10,9 +10,11 @@
 //! Only paths in the agent's inventory are ever answered: the request path is decoded once,
 //! refused if it holds `..`, `.`, empty segments or encoded separators, and then looked up;
 //! anything else (traversal, excluded files, symlinks out, which the inventory never holds)
-//! is a 404.
+//! is a 404. Files over [`MAX_SERVED_BYTES`] are not served here (clients fetch them from the
+//! site); encodings are bounded as [`super::encodings`] says; a version dropped with
+//! `webcoop-agent forget` is never used as a base again, even if an encoding from it is cached.
 
-use super::encodings::{Encoded, Key, Kind};
+use super::encodings::{EncodeError, Encoded, Key, Kind};
 use super::negotiate::accepts;
 use super::{ServiceState, plain};
 use crate::content_type;
@@ -26,6 +28,9 @@ use std::sync::Arc;
 use webcoop_protocol::compression::{gzip, zstd_compress};
 use webcoop_protocol::delta::{self, DEFAULT_LEVEL, DeltaEncoding, DeltaPlan};
 use webcoop_protocol::validator::{IfNoneMatch, Sha256Digest};
+
+/// Largest file the endpoint answers for: bodies and versions are held in memory while encoded.
+pub const MAX_SERVED_BYTES: u64 = 16 << 20;
 
 /// Path prefix of the endpoint.
 pub const PREFIX: &str = "/.well-known/webcoop/delta/";
@@ -89,12 +94,33 @@ pub async fn delta(State(s): State<Arc<ServiceState>>, uri: Uri, headers: Header
         return plain(StatusCode::NOT_FOUND, "not a published resource\n");
     };
     let lookup = rel.clone();
-    let file = match s.reader.with(move |st| st.file(&lookup)).await {
-        Ok(Some(f)) => f,
-        Ok(None) => return plain(StatusCode::NOT_FOUND, "not a published resource\n"),
+    let claimed = base_of(&headers, &Sha256Digest([0; 32]));
+    let found = s
+        .reader
+        .with(move |st| {
+            let file = st.file(&lookup)?;
+            let base_kept = match (&file, claimed) {
+                (Some((current, ..)), Some(b)) if b != *current => st.has_version(&lookup, &b)?,
+                _ => false,
+            };
+            Ok((file, base_kept))
+        })
+        .await;
+    let (file, base_kept) = match found {
+        Ok((Some(f), kept)) => (f, kept),
+        Ok((None, _)) => return plain(StatusCode::NOT_FOUND, "not a published resource\n"),
         Err(e) => return plain(StatusCode::SERVICE_UNAVAILABLE, &format!("{e}\n")),
     };
     let current = file.0;
+    if file.1 > MAX_SERVED_BYTES {
+        return plain(
+            StatusCode::NOT_FOUND,
+            &format!(
+                "larger than the {} MiB this endpoint serves; fetch it from the site\n",
+                MAX_SERVED_BYTES >> 20
+            ),
+        );
+    }
     let ctype = content_type::of_path(&rel);
     let not_modified = headers
         .get(header::IF_NONE_MATCH)
@@ -107,7 +133,8 @@ pub async fn delta(State(s): State<Arc<ServiceState>>, uri: Uri, headers: Header
             .unwrap_or_default();
     }
     let path: Arc<str> = Arc::from(rel.as_str());
-    let base = base_of(&headers, &current);
+    // A base the store no longer keeps (never kept, or forgotten) gets the whole body.
+    let base = base_of(&headers, &current).filter(|_| base_kept);
     let text = content_type::is_text(ctype);
 
     if let Some(base) = base {
@@ -146,6 +173,9 @@ pub async fn delta(State(s): State<Arc<ServiceState>>, uri: Uri, headers: Header
                     }
                 })
                 .await;
+            if let Err(EncodeError::Busy) = encoded {
+                return busy();
+            }
             if let Ok(encoded) = encoded
                 && let Encoded::Body(body) = encoded.as_ref()
             {
@@ -174,7 +204,18 @@ pub async fn delta(State(s): State<Arc<ServiceState>>, uri: Uri, headers: Header
     full_body(&s, &rel, path, current, ctype, &headers).await
 }
 
+fn busy() -> Response {
+    let mut r = plain(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "busy encoding other requests; try again shortly\n",
+    );
+    r.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    r
+}
+
 /// The whole current version, compressed as the client accepts (zstd, else gzip, else none).
+/// Cached like the deltas, so fifty requests for one large file hold one copy of it.
 async fn full_body(
     s: &Arc<ServiceState>,
     rel: &str,
@@ -184,17 +225,18 @@ async fn full_body(
     headers: &HeaderMap,
 ) -> Response {
     let kind = if accepts(headers, "accept-encoding", "zstd") {
-        Some(Kind::Zstd)
+        Kind::Zstd
     } else if accepts(headers, "accept-encoding", "gzip") {
-        Some(Kind::Gzip)
+        Kind::Gzip
     } else {
-        None
+        Kind::Identity
     };
     let reader = s.reader.clone();
-    let disk = s.reader.docroot().join(rel);
+    let root = s.reader.docroot().to_path_buf();
+    let rel = rel.to_string();
     let p = path.clone();
     // Text versions are kept; anything else is read from the docroot (only paths the
-    // inventory holds get here).
+    // inventory holds get here), opened so that a link swapped in cannot lead outside it.
     let load = move || -> Result<Option<Vec<u8>>, String> {
         if let Some(kept) = reader
             .blocking(|st| st.version(&p, &current))
@@ -202,25 +244,22 @@ async fn full_body(
         {
             return Ok(Some(kept));
         }
-        match std::fs::read(&disk) {
-            Ok(bytes) if Sha256Digest::of(&bytes) == current => Ok(Some(bytes)),
-            // Changed since the inventory was written: the next change entry will say so.
-            Ok(_) => Ok(None),
-            Err(e) => Err(e.to_string()),
-        }
-    };
-    let Some(kind) = kind else {
-        return match tokio::task::spawn_blocking(load).await {
-            Ok(Ok(Some(bytes))) => response(StatusCode::OK, &current, ctype)
-                .body(Body::from(bytes))
-                .unwrap_or_default(),
-            Ok(Ok(None)) => plain(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "the resource is changing; try again shortly\n",
-            ),
-            Ok(Err(e)) => plain(StatusCode::INTERNAL_SERVER_ERROR, &format!("{e}\n")),
-            Err(e) => plain(StatusCode::INTERNAL_SERVER_ERROR, &format!("{e}\n")),
+        let (file, meta) = match crate::scan::open_confined(&root, &rel) {
+            Ok(f) => f,
+            Err(crate::scan::ReadError::NotPublic(why)) => return Err(why),
+            Err(_) => return Ok(None),
         };
+        if meta.len() > MAX_SERVED_BYTES {
+            return Ok(None);
+        }
+        let mut bytes = Vec::with_capacity(meta.len() as usize);
+        std::io::Read::read_to_end(
+            &mut std::io::Read::take(file, MAX_SERVED_BYTES + 1),
+            &mut bytes,
+        )
+        .map_err(|e| e.to_string())?;
+        // Changed since the inventory was written: the next change entry will say so.
+        Ok((Sha256Digest::of(&bytes) == current).then_some(bytes))
     };
     let key = Key {
         path,
@@ -235,23 +274,27 @@ async fn full_body(
                 Some(bytes) if kind == Kind::Zstd => {
                     Encoded::Body(Bytes::from(zstd_compress(&bytes, DEFAULT_LEVEL)))
                 }
-                Some(bytes) => Encoded::Body(Bytes::from(gzip(&bytes, 6))),
+                Some(bytes) if kind == Kind::Gzip => Encoded::Body(Bytes::from(gzip(&bytes, 6))),
+                Some(bytes) => Encoded::Body(Bytes::from(bytes)),
                 None => Encoded::Unavailable,
             })
         })
         .await;
     match encoded.as_deref() {
-        Ok(Encoded::Body(body)) => response(StatusCode::OK, &current, ctype)
-            .header(
-                header::CONTENT_ENCODING,
-                if kind == Kind::Zstd { "zstd" } else { "gzip" },
-            )
-            .body(Body::from(body.clone()))
-            .unwrap_or_default(),
+        Ok(Encoded::Body(body)) => {
+            let builder = response(StatusCode::OK, &current, ctype);
+            let builder = match kind {
+                Kind::Zstd => builder.header(header::CONTENT_ENCODING, "zstd"),
+                Kind::Gzip => builder.header(header::CONTENT_ENCODING, "gzip"),
+                _ => builder,
+            };
+            builder.body(Body::from(body.clone())).unwrap_or_default()
+        }
         Ok(_) => plain(
             StatusCode::SERVICE_UNAVAILABLE,
             "the resource is changing; try again shortly\n",
         ),
+        Err(EncodeError::Busy) => busy(),
         Err(e) => plain(StatusCode::INTERNAL_SERVER_ERROR, &format!("{e}\n")),
     }
 }

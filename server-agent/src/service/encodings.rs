@@ -1,9 +1,38 @@
 //! A cache of encoded deltas and compressed bodies, so a thousand crawlers asking for the same
 //! change cost one encoding: concurrent requests for a key wait for the first one's result.
+//!
+//! Encoding is bounded three ways, so a flood of requests for large files cannot exhaust the
+//! machine: at most [`ENCODERS`] encodings run at once (each holds one file's versions in
+//! memory), a request waits at most [`QUEUE_WAIT`] for its turn (then 503), and an encoding
+//! that takes longer than [`DEADLINE`] is abandoned by its request (which then gets the whole
+//! body); the abandoned work still holds its slot until it ends, so CPU stays bounded too.
 
 use super::metrics::Metrics;
 use bytes::Bytes;
 use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::Semaphore;
+
+/// Encodings running at once.
+pub const ENCODERS: usize = 4;
+/// Longest a request waits for an encoder.
+pub const QUEUE_WAIT: Duration = Duration::from_secs(5);
+/// Longest a request waits for its encoding.
+pub const DEADLINE: Duration = Duration::from_secs(10);
+
+/// Why no encoding came back.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum EncodeError {
+    /// Every encoder was busy for the whole wait.
+    #[error("busy encoding other requests; try again shortly")]
+    Busy,
+    /// The encoding ran past its deadline.
+    #[error("encoding took longer than {} s", DEADLINE.as_secs())]
+    Deadline,
+    /// The encoding failed.
+    #[error("{0}")]
+    Failed(String),
+}
 use webcoop_protocol::validator::Sha256Digest;
 
 /// What was encoded.
@@ -17,6 +46,8 @@ pub enum Kind {
     Zstd,
     /// The whole body, gzip.
     Gzip,
+    /// The whole body as it is.
+    Identity,
 }
 
 /// Identifies an encoding: of which file, from which version to which.
@@ -47,6 +78,7 @@ pub enum Encoded {
 pub struct EncodingCache {
     cache: moka::future::Cache<Key, Arc<Encoded>>,
     metrics: Arc<Metrics>,
+    encoders: Arc<Semaphore>,
 }
 
 impl EncodingCache {
@@ -59,27 +91,40 @@ impl EncodingCache {
             })
             .max_capacity(budget)
             .build();
-        EncodingCache { cache, metrics }
+        EncodingCache {
+            cache,
+            metrics,
+            encoders: Arc::new(Semaphore::new(ENCODERS)),
+        }
     }
 
-    /// The encoding for `key`, computing it with `encode` (on a blocking thread) only when no
-    /// other request has or is computing it.
-    pub async fn get_or_encode<F>(&self, key: Key, encode: F) -> Result<Arc<Encoded>, String>
+    /// The encoding for `key`, computing it with `encode` (on a blocking thread, within the
+    /// bounds above) only when no other request has or is computing it.
+    pub async fn get_or_encode<F>(&self, key: Key, encode: F) -> Result<Arc<Encoded>, EncodeError>
     where
         F: FnOnce() -> Result<Encoded, String> + Send + 'static,
     {
         let metrics = self.metrics.clone();
+        let encoders = self.encoders.clone();
         self.cache
             .try_get_with(key, async move {
-                let encoded = tokio::task::spawn_blocking(move || {
+                let permit = tokio::time::timeout(QUEUE_WAIT, encoders.acquire_owned())
+                    .await
+                    .map_err(|_| EncodeError::Busy)?
+                    .map_err(|e| EncodeError::Failed(e.to_string()))?;
+                let task = tokio::task::spawn_blocking(move || {
+                    let _permit = permit;
                     metrics.encodings.inc();
                     encode()
-                })
-                .await
-                .map_err(|e| e.to_string())??;
-                Ok::<_, String>(Arc::new(encoded))
+                });
+                let encoded = tokio::time::timeout(DEADLINE, task)
+                    .await
+                    .map_err(|_| EncodeError::Deadline)?
+                    .map_err(|e| EncodeError::Failed(e.to_string()))?
+                    .map_err(EncodeError::Failed)?;
+                Ok::<_, EncodeError>(Arc::new(encoded))
             })
             .await
-            .map_err(|e: Arc<String>| e.to_string())
+            .map_err(|e: Arc<EncodeError>| e.as_ref().clone())
     }
 }

@@ -1,10 +1,35 @@
 //! IndexNow pings: changed URLs posted to a search engine's endpoint, batched (at most 10,000
 //! per request, as the protocol allows), retried on 429 and 5xx.
+//!
+//! The change log is the queue: a cursor (`STATE/indexnow.cursor`, the last sequence number
+//! whose URLs were posted) is saved only after their post ended, so pings not yet sent when
+//! the agent is killed are sent when it starts again (at least once).
 
+use super::reader::Reader;
 use crate::config::IndexNowConfig;
+use crate::urls::url_of;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
-use tokio::sync::mpsc;
+use tokio::sync::watch;
 use url::Url;
+
+/// Where the cursor is kept.
+pub fn cursor_path(state: &Path) -> PathBuf {
+    state.join("indexnow.cursor")
+}
+
+fn load_cursor(path: &Path) -> Option<u64> {
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+fn save_cursor(path: &Path, seq: u64) {
+    if let Err(e) = crate::publish::atomic::write_atomic(path, format!("{seq}\n").as_bytes()) {
+        tracing::error!(
+            "IndexNow: saving {}: {e}; these pings may be sent again",
+            path.display()
+        );
+    }
+}
 
 /// Most URLs per request.
 pub const MAX_URLS: usize = 10_000;
@@ -15,29 +40,64 @@ pub fn key_location(base: &Url, key: &str) -> Url {
         .unwrap_or_else(|_| base.clone())
 }
 
-/// Posts what arrives on `changed` until the channel closes. URLs arriving within `gather` of
-/// each other go in one request.
+/// Posts the URLs of every change after the saved cursor as the log's head moves, until the
+/// head channel closes. Changes within `gather` of each other go in one request. A first run
+/// starts from the head: enabling IndexNow does not ping a site's whole history.
 pub async fn run(
     config: IndexNowConfig,
     base: Url,
     client: reqwest::Client,
-    mut changed: mpsc::UnboundedReceiver<Vec<Url>>,
+    reader: Reader,
+    state: PathBuf,
+    mut head: watch::Receiver<u64>,
     gather: Duration,
 ) {
-    while let Some(first) = changed.recv().await {
-        let mut urls = first;
-        let deadline = tokio::time::Instant::now() + gather;
-        while urls.len() < MAX_URLS {
-            match tokio::time::timeout_at(deadline, changed.recv()).await {
-                Ok(Some(more)) => urls.extend(more),
-                _ => break,
+    let path = cursor_path(&state);
+    let mut cursor = match load_cursor(&path) {
+        Some(c) => c,
+        None => {
+            let h = *head.borrow();
+            save_cursor(&path, h);
+            h
+        }
+    };
+    loop {
+        if *head.borrow_and_update() <= cursor {
+            if head.changed().await.is_err() {
+                return;
             }
+            tokio::time::sleep(gather).await;
+            continue;
+        }
+        let upto = *head.borrow();
+        let mut urls: Vec<Url> = Vec::new();
+        let mut from = cursor;
+        while from < upto {
+            let page = match reader.with(move |st| st.changes_since(from, 1000)).await {
+                Ok(p) => p,
+                Err(e) => {
+                    tracing::error!("IndexNow: reading the change log: {e}");
+                    tokio::time::sleep(Duration::from_secs(5)).await;
+                    break;
+                }
+            };
+            let Some(last) = page.last().map(|c| c.seq) else {
+                break;
+            };
+            urls.extend(
+                page.iter()
+                    .filter(|c| c.seq <= upto)
+                    .map(|c| url_of(&base, &c.path)),
+            );
+            from = last;
         }
         urls.sort();
         urls.dedup();
         for batch in urls.chunks(MAX_URLS) {
             post(&config, &base, &client, batch).await;
         }
+        cursor = upto;
+        save_cursor(&path, cursor);
     }
 }
 

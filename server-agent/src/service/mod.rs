@@ -15,7 +15,6 @@ pub mod reader;
 use crate::config::Config;
 use crate::inventory::Inventory;
 use crate::store::LoggedChange;
-use crate::urls::url_of;
 use axum::Router;
 use axum::body::HttpBody;
 use axum::extract::{Request, State};
@@ -132,7 +131,11 @@ pub fn router(state: Arc<ServiceState>) -> Router {
     Router::new()
         .route("/.well-known/webcoop/changes", get(changes::changes))
         .route("/.well-known/webcoop/delta/{*path}", get(delta::delta))
-        .route("/.well-known/webcoop/hub", post(hub::subscribe::hub))
+        .route(
+            "/.well-known/webcoop/hub",
+            post(hub::subscribe::hub)
+                .layer(axum::extract::DefaultBodyLimit::max(hub::MAX_REQUEST_BYTES)),
+        )
         .route("/.well-known/webcoop/metrics", get(metrics_endpoint))
         .route("/.well-known/webcoop/healthz", get(healthz))
         .fallback(|| async { plain(StatusCode::NOT_FOUND, "not a webcoop endpoint\n") })
@@ -169,7 +172,6 @@ pub struct Running {
     /// Where it listens.
     pub local_addr: SocketAddr,
     head: watch::Sender<u64>,
-    indexnow: Option<mpsc::UnboundedSender<Vec<Url>>>,
     server: tokio::task::JoinHandle<Result<(), std::io::Error>>,
     dispatcher: tokio::task::JoinHandle<()>,
     shutdown: tokio::sync::oneshot::Sender<()>,
@@ -180,17 +182,11 @@ impl Running {
     pub fn observer(&self) -> crate::agent::ChangeObserver {
         let head = self.head.clone();
         let metrics = self.state.metrics.clone();
-        let indexnow = self.indexnow.clone();
-        let base = self.state.base_url.clone();
         Box::new(move |changes: &[LoggedChange], inventory: &Inventory| {
             metrics.files.set(inventory.len() as i64);
             if let Some(last) = changes.last() {
                 metrics.head_seq.set(last.seq as i64);
                 head.send_replace(last.seq);
-            }
-            if let Some(tx) = &indexnow {
-                let urls: Vec<Url> = changes.iter().map(|c| url_of(&base, &c.path)).collect();
-                let _ = tx.send(urls);
             }
         })
     }
@@ -243,6 +239,7 @@ pub async fn start(
     ))
     .unwrap_or_else(|_| HeaderValue::from_static(""));
     let (commands_tx, commands_rx) = mpsc::channel(1024);
+    let registry = hub::Registry::default();
     let state = Arc::new(ServiceState {
         reader: reader.clone(),
         encodings: encodings.clone(),
@@ -250,6 +247,10 @@ pub async fn start(
             commands: commands_tx,
             policy: policy.clone(),
             limiter: hub::subscribe_limiter(),
+            network_limiter: hub::network_limiter(),
+            verifications: Arc::new(tokio::sync::Semaphore::new(hub::MAX_PENDING_VERIFICATIONS)),
+            registry: registry.clone(),
+            max_subscriptions: service.max_subscriptions,
             leases: LeasePolicy::default(),
             client: client.clone(),
             timeout: service.delivery_timeout,
@@ -263,6 +264,7 @@ pub async fn start(
         link: link.clone(),
     });
 
+    let reader_for_indexnow = reader.clone();
     let documents = hub::document::Documents::new(
         reader,
         encodings,
@@ -288,21 +290,22 @@ pub async fn start(
         },
         clock,
         metrics,
+        registry,
     )?;
     let (head_tx, head_rx) = watch::channel(head);
     let dispatcher = tokio::spawn(dispatcher.run(head_rx, commands_rx));
 
-    let indexnow = config.indexnow.clone().map(|cfg| {
-        let (tx, rx) = mpsc::unbounded_channel();
+    if let Some(cfg) = config.indexnow.clone() {
         tokio::spawn(indexnow::run(
             cfg,
             config.base_url.clone(),
             client.clone(),
-            rx,
+            reader_for_indexnow,
+            config.state.clone(),
+            head_tx.subscribe(),
             Duration::from_secs(2),
         ));
-        tx
-    });
+    }
 
     let (shutdown_tx, shutdown_rx) = tokio::sync::oneshot::channel::<()>();
     let app = router(state.clone()).into_make_service_with_connect_info::<SocketAddr>();
@@ -317,7 +320,6 @@ pub async fn start(
         state,
         local_addr,
         head: head_tx,
-        indexnow,
         server,
         dispatcher,
         shutdown: shutdown_tx,

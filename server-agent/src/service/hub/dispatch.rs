@@ -93,6 +93,7 @@ pub struct Dispatcher {
     clock: Arc<dyn Clock>,
     metrics: Arc<Metrics>,
     permits: Arc<Semaphore>,
+    registry: super::Registry,
 }
 
 fn backoff(attempts: u32) -> Duration {
@@ -109,6 +110,7 @@ impl Dispatcher {
         settings: DispatchSettings,
         clock: Arc<dyn Clock>,
         metrics: Arc<Metrics>,
+        registry: super::Registry,
     ) -> Result<Self, super::store::HubStoreError> {
         let now = Instant::now();
         let subs = store
@@ -125,7 +127,10 @@ impl Dispatcher {
                     },
                 )
             })
-            .collect();
+            .collect::<HashMap<String, Sub>>();
+        for (key, sub) in &subs {
+            registry.set(key, sub.rec.secret.clone());
+        }
         let permits = Arc::new(Semaphore::new(settings.concurrency.max(1)));
         Ok(Dispatcher {
             subs,
@@ -137,6 +142,7 @@ impl Dispatcher {
             clock,
             metrics,
             permits,
+            registry,
         })
     }
 
@@ -152,20 +158,22 @@ impl Dispatcher {
         let mut window_ends: Option<Instant> = None;
         let mut flush_at = Instant::now();
         let mut sweep_at = Instant::now();
+        // Work per change round stays linear in the subscribers: all of them are looked at
+        // when the deliverable head moves or a retry falls due; a finished delivery looks
+        // only at its own subscriber.
+        let mut look_at_all = true;
+        let mut next_retry: Option<Instant> = None;
         loop {
             let now = Instant::now();
-            self.launch(deliverable, now, &results_tx);
+            if look_at_all || next_retry.is_some_and(|t| t <= now) {
+                next_retry = self.launch(deliverable, now, &results_tx);
+                look_at_all = false;
+            }
             let mut wake = flush_at.min(sweep_at);
             if let Some(w) = window_ends {
                 wake = wake.min(w);
             }
-            if let Some(t) = self
-                .subs
-                .values()
-                .filter(|s| !s.in_flight && s.rec.cursor < deliverable)
-                .map(|s| s.next_attempt)
-                .min()
-            {
+            if let Some(t) = next_retry {
                 wake = wake.min(t);
             }
             tokio::select! {
@@ -175,14 +183,28 @@ impl Dispatcher {
                     }
                     window_ends.get_or_insert(Instant::now() + self.settings.window);
                 }
-                Some(command) = commands.recv() => self.command(command, *head.borrow()),
-                Some((callback, outcome)) = results.recv() => self.finished(&callback, outcome),
+                Some(command) = commands.recv() => {
+                    let key = self.command(command, *head.borrow());
+                    // A confirmed subscription is on disk at once, not at the next flush: the
+                    // subscriber was just told it is subscribed.
+                    self.flush().await;
+                    if let Some(t) = key.and_then(|k| self.launch_one(&k, deliverable, Instant::now(), &results_tx)) {
+                        next_retry = Some(next_retry.map_or(t, |n| n.min(t)));
+                    }
+                }
+                Some((callback, outcome)) = results.recv() => {
+                    self.finished(&callback, outcome);
+                    if let Some(t) = self.launch_one(&callback, deliverable, Instant::now(), &results_tx) {
+                        next_retry = Some(next_retry.map_or(t, |n| n.min(t)));
+                    }
+                }
                 _ = tokio::time::sleep_until(wake.into()) => {}
             }
             let now = Instant::now();
             if window_ends.is_some_and(|w| w <= now) {
                 deliverable = *head.borrow();
                 window_ends = None;
+                look_at_all = true;
             }
             if sweep_at <= now {
                 self.sweep();
@@ -203,7 +225,8 @@ impl Dispatcher {
         self.flush().await;
     }
 
-    fn command(&mut self, command: Command, head: u64) {
+    /// Applies a verified request; returns the subscriber to look at.
+    fn command(&mut self, command: Command, head: u64) -> Option<String> {
         match command {
             Command::Subscribe {
                 callback,
@@ -212,6 +235,7 @@ impl Dispatcher {
                 coding,
             } => {
                 let key = callback.to_string();
+                self.registry.set(&key, secret.clone());
                 match self.subs.get_mut(&key) {
                     // Renewal: new lease, secret and coding, same place in the log.
                     Some(sub) => {
@@ -243,61 +267,83 @@ impl Dispatcher {
                         );
                     }
                 }
-                self.dirty.insert(key);
+                self.dirty.insert(key.clone());
+                Some(key)
             }
             Command::Unsubscribe(callback) => {
                 tracing::info!(%callback, "unsubscribed");
                 self.remove(callback.as_str());
+                None
             }
         }
     }
 
     fn remove(&mut self, key: &str) {
+        self.registry.remove(key);
         if let Some(sub) = self.subs.remove(key) {
             self.dirty.remove(key);
             self.removed.push(sub.rec.callback);
         }
     }
 
-    /// Starts a delivery for every subscriber that is behind, idle and due.
+    /// Starts a delivery for every subscriber that is behind, idle and due; returns when the
+    /// next waiting one falls due.
     fn launch(
         &mut self,
         deliverable: u64,
         now: Instant,
         results: &mpsc::UnboundedSender<(String, Outcome)>,
-    ) {
-        for (key, sub) in self.subs.iter_mut() {
-            if sub.in_flight || sub.rec.cursor >= deliverable || sub.next_attempt > now {
-                continue;
-            }
-            sub.in_flight = true;
-            let (ctx, permits, results) = (self.ctx.clone(), self.permits.clone(), results.clone());
-            let (key, callback, secret, cursor, coding, timeout) = (
-                key.clone(),
-                sub.rec.callback.clone(),
-                sub.rec.secret.clone(),
-                sub.rec.cursor,
-                sub.rec.coding,
-                self.settings.timeout,
-            );
-            tokio::spawn(async move {
-                let outcome = match permits.acquire_owned().await {
-                    Ok(_permit) => {
-                        deliver(
-                            &ctx,
-                            &callback,
-                            secret.as_deref(),
-                            (cursor, deliverable),
-                            coding,
-                            timeout,
-                        )
-                        .await
-                    }
-                    Err(_) => Outcome::Failed("shutting down".into()),
-                };
-                let _ = results.send((key, outcome));
-            });
+    ) -> Option<Instant> {
+        let keys: Vec<String> = self.subs.keys().cloned().collect();
+        keys.iter()
+            .filter_map(|k| self.launch_one(k, deliverable, now, results))
+            .min()
+    }
+
+    /// Starts a delivery for one subscriber if it is behind, idle and due; returns when it falls
+    /// due if it waits.
+    fn launch_one(
+        &mut self,
+        key: &str,
+        deliverable: u64,
+        now: Instant,
+        results: &mpsc::UnboundedSender<(String, Outcome)>,
+    ) -> Option<Instant> {
+        let sub = self.subs.get_mut(key)?;
+        if sub.in_flight || sub.rec.cursor >= deliverable {
+            return None;
         }
+        if sub.next_attempt > now {
+            return Some(sub.next_attempt);
+        }
+        sub.in_flight = true;
+        let (ctx, permits, results) = (self.ctx.clone(), self.permits.clone(), results.clone());
+        let (key, callback, secret, cursor, coding, timeout) = (
+            key.to_string(),
+            sub.rec.callback.clone(),
+            sub.rec.secret.clone(),
+            sub.rec.cursor,
+            sub.rec.coding,
+            self.settings.timeout,
+        );
+        tokio::spawn(async move {
+            let outcome = match permits.acquire_owned().await {
+                Ok(_permit) => {
+                    deliver(
+                        &ctx,
+                        &callback,
+                        secret.as_deref(),
+                        (cursor, deliverable),
+                        coding,
+                        timeout,
+                    )
+                    .await
+                }
+                Err(_) => Outcome::Failed("shutting down".into()),
+            };
+            let _ = results.send((key, outcome));
+        });
+        None
     }
 
     fn finished(&mut self, key: &str, outcome: Outcome) {

@@ -7,11 +7,76 @@ pub mod subscribe;
 
 use super::callback_net::CallbackPolicy;
 use governor::{DefaultKeyedRateLimiter, Quota};
-use std::net::IpAddr;
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::num::NonZeroU32;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
-use tokio::sync::mpsc;
+use tokio::sync::{Semaphore, mpsc};
 use webcoop_protocol::websub::LeasePolicy;
+
+/// Longest callback URL accepted.
+pub const MAX_CALLBACK_LEN: usize = 2048;
+/// Largest subscription request body accepted.
+pub const MAX_REQUEST_BYTES: usize = 16 << 10;
+/// Verifications of intent under way at once; more requests wait for none of them (503).
+pub const MAX_PENDING_VERIFICATIONS: usize = 64;
+/// Subscriptions held at most, by default.
+pub const DEFAULT_MAX_SUBSCRIPTIONS: usize = 10_000;
+
+/// The current subscriptions as the subscribe endpoint sees them: each callback's secret. The
+/// dispatcher keeps it; the endpoint reads it to enforce the cap and to protect secrets.
+#[derive(Clone, Default)]
+pub struct Registry(Arc<RwLock<HashMap<String, Option<String>>>>);
+
+impl Registry {
+    /// The secret of the subscription at `callback`, if there is one (`Some(None)`: no secret).
+    pub fn secret_of(&self, callback: &str) -> Option<Option<String>> {
+        self.0
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(callback)
+            .cloned()
+    }
+
+    /// How many subscriptions there are.
+    pub fn len(&self) -> usize {
+        self.0.read().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Records a subscription.
+    pub fn set(&self, callback: &str, secret: Option<String>) {
+        self.0
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(callback.to_string(), secret);
+    }
+
+    /// Forgets a subscription.
+    pub fn remove(&self, callback: &str) {
+        self.0
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(callback);
+    }
+}
+
+/// The network a client address belongs to for rate limiting: its /24 (IPv4) or /64 (IPv6),
+/// since one machine holds a whole prefix of addresses as easily as one.
+pub fn client_network(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(v4) => IpAddr::V4(Ipv4Addr::from(u32::from(v4) & 0xFFFF_FF00)),
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => client_network(IpAddr::V4(v4)),
+            None => IpAddr::V6(Ipv6Addr::from(u128::from(v6) & !((1u128 << 64) - 1))),
+        },
+    }
+}
 
 /// What the subscribe endpoint needs of the hub.
 pub struct HubHandle {
@@ -21,6 +86,14 @@ pub struct HubHandle {
     pub policy: CallbackPolicy,
     /// Subscription requests per client address.
     pub limiter: DefaultKeyedRateLimiter<IpAddr>,
+    /// Subscription requests per client network (/24, /64).
+    pub network_limiter: DefaultKeyedRateLimiter<IpAddr>,
+    /// Verifications of intent under way.
+    pub verifications: Arc<Semaphore>,
+    /// The current subscriptions.
+    pub registry: Registry,
+    /// Most subscriptions held.
+    pub max_subscriptions: usize,
     /// Lease lengths.
     pub leases: LeasePolicy,
     /// The client for verifications and deliveries.
@@ -49,10 +122,19 @@ pub fn subscribe_limiter() -> DefaultKeyedRateLimiter<IpAddr> {
     governor::RateLimiter::keyed(Quota::per_minute(per_minute).allow_burst(burst))
 }
 
+/// Subscription requests allowed per client network: 120 a minute, 30 at once.
+pub fn network_limiter() -> DefaultKeyedRateLimiter<IpAddr> {
+    let per_minute = NonZeroU32::new(120).unwrap_or(NonZeroU32::MIN);
+    let burst = NonZeroU32::new(30).unwrap_or(NonZeroU32::MIN);
+    governor::RateLimiter::keyed(Quota::per_minute(per_minute).allow_burst(burst))
+}
+
 /// The hub's HTTP client: no redirects (the spec counts them as failures), host names resolved
-/// through the callback policy.
+/// through the callback policy, and no proxy from the environment (a proxy would resolve and
+/// connect on the hub's behalf, past the policy).
 pub fn http_client(policy: &CallbackPolicy) -> reqwest::Result<reqwest::Client> {
     reqwest::Client::builder()
+        .no_proxy()
         .redirect(reqwest::redirect::Policy::none())
         .dns_resolver(std::sync::Arc::new(policy.clone()))
         .connect_timeout(Duration::from_secs(5))
@@ -63,4 +145,24 @@ pub fn http_client(policy: &CallbackPolicy) -> reqwest::Result<reqwest::Client> 
             " (WebSub hub)"
         ))
         .build()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clients_are_limited_by_their_network_too() {
+        for (ip, net) in [
+            ("203.0.113.77", "203.0.113.0"),
+            ("2001:db8:1:2:3:4:5:6", "2001:db8:1:2::"),
+            ("::ffff:198.51.100.9", "198.51.100.0"),
+        ] {
+            assert_eq!(
+                client_network(ip.parse().unwrap()),
+                net.parse::<IpAddr>().unwrap(),
+                "{ip}"
+            );
+        }
+    }
 }

@@ -51,7 +51,7 @@ impl SubscriptionStore {
         let conn = Connection::open(&path).map_err(e)?;
         conn.execute_batch(
             "PRAGMA journal_mode = WAL;
-             PRAGMA synchronous = NORMAL;
+             PRAGMA synchronous = FULL;
              CREATE TABLE IF NOT EXISTS subscriptions (
                  callback TEXT PRIMARY KEY,
                  secret TEXT,

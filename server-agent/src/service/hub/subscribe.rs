@@ -37,10 +37,22 @@ pub async fn hub(
     body: Bytes,
 ) -> Response {
     let client = client_ip(peer, &headers);
-    if s.hub.limiter.check_key(&client).is_err() {
+    let limited = if s.hub.limiter.check_key(&client).is_err() {
+        Some("this address")
+    } else if s
+        .hub
+        .network_limiter
+        .check_key(&super::client_network(client))
+        .is_err()
+    {
+        Some("this network")
+    } else {
+        None
+    };
+    if let Some(who) = limited {
         let mut r = plain(
             StatusCode::TOO_MANY_REQUESTS,
-            "too many subscription requests from this address; try again in a minute\n",
+            &format!("too many subscription requests from {who}; try again in a minute\n"),
         );
         r.headers_mut().insert(
             header::RETRY_AFTER,
@@ -48,10 +60,56 @@ pub async fn hub(
         );
         return r;
     }
+    if body.len() > super::MAX_REQUEST_BYTES {
+        return plain(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "a subscription request is a short form; this one is too large\n",
+        );
+    }
     let request = match SubscriptionRequest::from_form(&body) {
         Ok(r) => r,
         Err(e) => return plain(StatusCode::BAD_REQUEST, &format!("{e}\n")),
     };
+    if request.callback.as_str().len() > super::MAX_CALLBACK_LEN {
+        return plain(
+            StatusCode::BAD_REQUEST,
+            &format!(
+                "hub.callback is longer than {} bytes\n",
+                super::MAX_CALLBACK_LEN
+            ),
+        );
+    }
+    let existing = s.hub.registry.secret_of(request.callback.as_str());
+    if request.mode == Mode::Subscribe {
+        match &existing {
+            None if s.hub.registry.len() >= s.hub.max_subscriptions => {
+                return plain(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "this hub holds as many subscriptions as it may; try again later\n",
+                );
+            }
+            // A renewal may not hand deliveries to whoever sent it: a new secret must be
+            // signed with the old one, or the old subscription ended (verified) first.
+            Some(old) if *old != request.secret => {
+                let signed = old.as_deref().is_some_and(|old| {
+                    headers
+                        .get("x-hub-signature")
+                        .and_then(|v| v.to_str().ok())
+                        .is_some_and(|sig| {
+                            webcoop_protocol::websub::verify(old.as_bytes(), &body, sig).is_ok()
+                        })
+                });
+                if !signed {
+                    return plain(
+                        StatusCode::CONFLICT,
+                        "this callback is subscribed with another hub.secret; sign the request \
+                         with the current one (X-Hub-Signature) or unsubscribe first\n",
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
     if request.topic != s.topic {
         return plain(
             StatusCode::BAD_REQUEST,
@@ -64,8 +122,22 @@ pub async fn hub(
     if let Err(reason) = s.hub.policy.check(&request.callback).await {
         return plain(StatusCode::FORBIDDEN, &format!("{reason}\n"));
     }
+    let Ok(permit) = s.hub.verifications.clone().try_acquire_owned() else {
+        let mut r = plain(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "too many verifications of intent under way; try again shortly\n",
+        );
+        r.headers_mut().insert(
+            header::RETRY_AFTER,
+            axum::http::HeaderValue::from_static("10"),
+        );
+        return r;
+    };
     let state = s.clone();
-    tokio::spawn(async move { verify(state, request).await });
+    tokio::spawn(async move {
+        verify(state, request).await;
+        drop(permit);
+    });
     (StatusCode::ACCEPTED, "verification of intent follows\n").into_response()
 }
 

@@ -1,0 +1,191 @@
+//! What each fuzz target does with its input, shared by the cargo-fuzz targets (nightly,
+//! coverage-guided) and by `tests/fuzz_corpora.rs` (stable), which replays every corpus file
+//! and every crash kept in `fuzz/regressions/`. Each function feeds untrusted bytes to one
+//! parser the way the agent or the crawler would, and must return without panicking, within
+//! its limits.
+
+#![allow(dead_code)]
+
+use std::time::Duration;
+use url::Url;
+use webcoop_protocol as p;
+
+/// Bytes as text, the way a parser of text input would see them.
+fn text(data: &[u8]) -> &str {
+    match std::str::from_utf8(data) {
+        Ok(s) => s,
+        Err(e) => std::str::from_utf8(&data[..e.valid_up_to()]).unwrap_or_default(),
+    }
+}
+
+/// Splits an input in two at its first byte (a length), for targets with two inputs.
+fn two(data: &[u8]) -> (&[u8], &[u8]) {
+    match data.split_first() {
+        Some((n, rest)) => rest.split_at((*n as usize * 4).min(rest.len())),
+        None => (&[], &[]),
+    }
+}
+
+/// robots.rdf listings (RSS 1.0), as the crawler reads a site's.
+pub fn robots_rdf(data: &[u8]) {
+    let limits = p::robots_rdf::RdfLimits::default();
+    if let Ok(doc) = p::robots_rdf::parse(data, &limits) {
+        // What parses must write and parse again.
+        let again = p::robots_rdf::write(&doc);
+        assert!(p::robots_rdf::parse(again.as_bytes(), &limits).is_ok());
+    }
+}
+
+/// Sitemaps and sitemap indexes, plain or gzip, strict and lenient, and a walk fed with them.
+pub fn sitemap(data: &[u8]) {
+    let limits = p::sitemap::SitemapLimits::default();
+    for leniency in [
+        p::sitemap::Leniency::Strict,
+        p::sitemap::Leniency::SkipBadEntries,
+    ] {
+        let _ = p::sitemap::parse(data, &limits, leniency);
+    }
+    if let Ok(root) = Url::parse("http://site.test/sitemap.xml") {
+        let mut walk = p::sitemap::SitemapWalk::new(root, p::sitemap::WalkLimits::default());
+        while let Some(next) = walk.next_fetch() {
+            let _ = walk.feed(&next, data);
+            if walk.fetched() > 3 {
+                break;
+            }
+        }
+    }
+}
+
+/// The Atom changes feed, as polled or pushed.
+pub fn changes_feed(data: &[u8]) {
+    let _ = p::changes_feed::parse(data, &p::changes_feed::FeedLimits::default());
+}
+
+/// dcz deltas and unified diffs against a base: the first byte says where the base ends.
+pub fn delta(data: &[u8]) {
+    let (base, delta) = two(data);
+    let _ = p::delta::dcz::dictionary_of(delta);
+    let _ = p::delta::dcz::decode(base, delta, 1 << 20);
+    let _ = p::delta::unified::apply(base, text(delta));
+}
+
+/// WebSub: subscription forms, callback queries, signatures and compressed deliveries.
+pub fn websub(data: &[u8]) {
+    let _ = p::websub::SubscriptionRequest::from_form(data);
+    let _ = p::websub::CallbackQuery::parse(text(data));
+    let (sig, body) = two(data);
+    let _ = p::websub::verify(b"secret", body, text(sig));
+    for coding in [
+        None,
+        Some("gzip"),
+        Some("zstd"),
+        Some("br"),
+        Some(text(sig)),
+    ] {
+        let _ = p::websub::decode_delivery(coding, body, 1 << 20);
+    }
+}
+
+/// Header values and dates a server sends: HTTP-dates, W3C-DTF, entity tags, If-None-Match,
+/// Available-Dictionary, Retry-After, Link, and what a document is.
+pub fn http_values(data: &[u8]) {
+    let t = text(data);
+    let _ = p::dates::parse_w3cdtf(t);
+    let _ = p::dates::parse_http_date(t);
+    let _ = t.parse::<p::validator::EntityTag>();
+    let _ = p::validator::IfNoneMatch::parse(t);
+    let _ = p::validator::Sha256Digest::from_structured_field(t);
+    let _ = p::sniff::sniff(data);
+    let now = chrono::DateTime::from_timestamp(1_800_000_000, 0).unwrap_or_default();
+    let politeness = webcoop_crawler::politeness::Politeness::default();
+    let _ = politeness.retry_after(Some(t), now);
+    if let Ok(base) = Url::parse("http://site.test/.well-known/webcoop/changes") {
+        let _ = webcoop_crawler::coop::discovery::link_header(&base, t);
+    }
+}
+
+/// robots.txt as the crawler obeys it: rules, Crawl-delay into a politeness delay, pointers.
+pub fn robots_txt(data: &[u8]) {
+    use webcoop_crawler::robots::Rules;
+    let rules = Rules::from_fetch(Some(200), data, "webcoop-crawl");
+    for path in ["/", "/private/x", "/a?b=c", "/%E2%82%AC"] {
+        if let Ok(u) = Url::parse(&format!("http://site.test{path}")) {
+            let _ = rules.allows(&u);
+        }
+    }
+    let politeness = webcoop_crawler::politeness::Politeness::default();
+    let delay = rules.crawl_delay();
+    let _ = politeness.too_slow(delay);
+    let wait = politeness.delay(delay, Duration::from_millis(5));
+    // Whatever the file says, the wait is one the clock can add.
+    assert!(wait <= webcoop_crawler::politeness::MAX_HONOURED_DELAY.max(politeness.max_delay));
+    let _ = std::time::Instant::now().checked_add(wait).is_some();
+    let _ = rules.sitemaps();
+    if let Ok(robots) = Url::parse("http://site.test/robots.txt") {
+        let _ = webcoop_crawler::coop::discovery::robots_txt_pointers(&robots, data);
+    }
+}
+
+/// URLs from links: resolution, normalisation, trap checks and scope.
+pub fn urls(data: &[u8]) {
+    use webcoop_crawler::url_norm;
+    let t = text(data);
+    let Ok(base) = Url::parse("http://site.test/dir/page.html?x=1") else {
+        return;
+    };
+    let candidates = [url_norm::resolve(&base, t), Url::parse(t).ok()];
+    for mut u in candidates.into_iter().flatten() {
+        url_norm::normalize(&mut u);
+        let once = u.clone();
+        url_norm::normalize(&mut u);
+        assert_eq!(once, u, "normalisation is idempotent");
+        let _ = url_norm::check(&u, 2048);
+        let _ = url_norm::is_dynamic(&u);
+        let _ = url_norm::fingerprint(&u);
+        let _ = url_norm::origin_key(&u);
+        let policy = webcoop_crawler::scope::LinkPolicy::new(
+            webcoop_crawler::scope::Scope::Host,
+            std::slice::from_ref(&base),
+            webcoop_crawler::scope::Limits::default(),
+        );
+        let _ = policy.admit(&u, 3);
+    }
+}
+
+/// Link extraction from HTML (lol_html), with `<base>`, entities and meta robots.
+pub fn links(data: &[u8]) {
+    if let Ok(page) = Url::parse("http://site.test/dir/page.html") {
+        let _ = webcoop_crawler::links::extract(&page, data);
+    }
+}
+
+/// WARC replay after a crash: records read back from whatever the file holds, and the pages'
+/// content decoded from them.
+pub fn warc(data: &[u8]) {
+    for rec in webcoop_crawler::warc::records_in(data, 0) {
+        let _ = webcoop_crawler::warc::parse_http(&rec.block);
+        let _ = webcoop_crawler::warc::content_of(&rec, 1 << 20);
+    }
+    let _ = webcoop_crawler::warc::parse_http(data);
+    let _ = webcoop_crawler::analyze::decode(Some("gzip"), data, true, 1 << 20);
+    let _ = webcoop_crawler::analyze::decode(Some("zstd"), data, true, 1 << 20);
+    let _ = webcoop_crawler::analyze::decode(Some("br"), data, true, 1 << 20);
+    let _ = webcoop_crawler::analyze::decode(Some("deflate"), data, true, 1 << 20);
+}
+
+/// What a target does with one input.
+pub type Target = fn(&[u8]);
+
+/// Every target, by name (the cargo-fuzz target names).
+pub const TARGETS: &[(&str, Target)] = &[
+    ("robots_rdf", robots_rdf),
+    ("sitemap", sitemap),
+    ("changes_feed", changes_feed),
+    ("delta", delta),
+    ("websub", websub),
+    ("http_values", http_values),
+    ("robots_txt", robots_txt),
+    ("urls", urls),
+    ("links", links),
+    ("warc", warc),
+];

@@ -1,0 +1,357 @@
+//! What the hostile scenarios share: the agent binary beside Debian's nginx over a temporary
+//! docroot, a loopback web whose every answer a test writes byte for byte, and small HTTP
+//! helpers.
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use axum::response::Response;
+use std::collections::HashMap;
+use std::net::{SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use webcoop::servers::{Nginx, example_nginx_conf, http_get};
+use webcoop::testkit::{Killed, tool, workspace_bin};
+
+pub fn agent_bin() -> PathBuf {
+    workspace_bin("webcoop-agent", "webcoop-agent")
+}
+
+pub fn crawl_bin() -> PathBuf {
+    workspace_bin("webcoop-crawler", "webcoop-crawl")
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap_or(0)
+}
+
+/// An HTTP client that goes straight to loopback (reqwest is built without a TLS provider of
+/// its own: ring's is installed once).
+pub fn client() -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder().no_proxy().build().unwrap()
+}
+
+/// Polls `ok` every 50 ms until it holds, failing the test with `what` after `secs` seconds.
+pub fn wait_for(secs: u64, what: &str, mut ok: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while !ok() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A docroot served by nginx with the shipped server block (plus `extra` directives), and the
+/// agent binary beside it with its service proxied under `/.well-known/webcoop/`.
+pub struct AgentSite {
+    pub tmp: tempfile::TempDir,
+    pub www: PathBuf,
+    pub nginx: Nginx,
+    pub agent: Option<Killed>,
+    pub agent_port: u16,
+    /// The nginx server block as run (also usable as `--server-config`).
+    pub server_conf: PathBuf,
+    /// The agent's stderr (its log), appended to across restarts.
+    pub log: PathBuf,
+    args: Vec<String>,
+    envs: Vec<(String, String)>,
+}
+
+impl AgentSite {
+    /// `files` are written before the agent first scans; `extra` goes into nginx's server
+    /// block; `args` are added to the agent's command line.
+    pub fn start(
+        files: &[(&str, &[u8])],
+        extra: &str,
+        args: &[&str],
+        prepare: impl FnOnce(&Path),
+    ) -> Option<AgentSite> {
+        Self::start_with_env(files, extra, args, &[], prepare)
+    }
+
+    pub fn start_with_env(
+        files: &[(&str, &[u8])],
+        extra: &str,
+        args: &[&str],
+        envs: &[(&str, &str)],
+        prepare: impl FnOnce(&Path),
+    ) -> Option<AgentSite> {
+        let nginx_bin = tool("nginx")?;
+        let tmp = tempfile::tempdir().unwrap();
+        let www = tmp.path().join("www");
+        std::fs::create_dir(&www).unwrap();
+        let www = www.canonicalize().unwrap();
+        for (rel, bytes) in files {
+            let p = www.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, bytes).unwrap();
+        }
+        prepare(&www);
+        let agent_port = free_port();
+        let conf = example_nginx_conf().replacen(
+            "    # The agent's service",
+            &format!("{extra}\n    # The agent's service"),
+            1,
+        );
+        let nginx = Nginx::start_proxying(
+            &nginx_bin,
+            &conf,
+            &www,
+            Some(([127, 0, 0, 1], agent_port).into()),
+        );
+        let server_conf = tmp.path().join("site.conf");
+        std::fs::write(&server_conf, &conf).unwrap();
+        let log = tmp.path().join("agent.log");
+        let mut site = AgentSite {
+            tmp,
+            www,
+            nginx,
+            agent: None,
+            agent_port,
+            server_conf,
+            log,
+            args: args.iter().map(|s| s.to_string()).collect(),
+            envs: envs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        };
+        site.start_agent();
+        Some(site)
+    }
+
+    pub fn state(&self) -> PathBuf {
+        self.tmp.path().join("state")
+    }
+
+    /// The agent's command line up to its own arguments.
+    pub fn agent_command(&self) -> Command {
+        let mut c = Command::new(agent_bin());
+        c.arg("--docroot")
+            .arg(&self.www)
+            .arg("--state")
+            .arg(self.state())
+            .args(["--base-url", &self.nginx.url()]);
+        c
+    }
+
+    pub fn start_agent(&mut self) {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .unwrap();
+        let mut c = self.agent_command();
+        c.args([
+            "--listen",
+            &format!("127.0.0.1:{}", self.agent_port),
+            "--allow-callback-net",
+            "127.0.0.0/8",
+            "--hub-window-ms",
+            "100",
+            "--debounce-ms",
+            "50",
+        ])
+        .args(&self.args)
+        .envs(self.envs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .stdout(Stdio::null())
+        .stderr(log);
+        self.agent = Some(Killed(c.spawn().unwrap()));
+        let log = self.log.clone();
+        wait_for(30, "the agent's service", || {
+            http_get(self.nginx.addr, "/.well-known/webcoop/healthz", &[])
+                .is_ok_and(|r| r.status == 200)
+                || panic_if_exited(&mut self.agent, &log)
+        });
+    }
+
+    /// Kills the agent as `kill -9` would.
+    pub fn kill_agent(&mut self) {
+        self.agent = None;
+    }
+
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    pub fn get(&self, path: &str, headers: &[(&str, &str)]) -> webcoop::servers::Response {
+        http_get(self.nginx.addr, path, headers).unwrap()
+    }
+
+    /// The URLs robots.rdf lists, as docroot paths.
+    pub fn listed(&self) -> Vec<String> {
+        let r = self.get("/robots.rdf", &[]);
+        assert_eq!(r.status, 200);
+        let doc = webcoop_protocol::robots_rdf::parse(
+            &r.body,
+            &webcoop_protocol::robots_rdf::RdfLimits::default(),
+        )
+        .unwrap();
+        let base = self.nginx.url();
+        let mut out: Vec<String> = doc
+            .items
+            .iter()
+            .map(|i| i.url.as_str().trim_start_matches(&base).to_string())
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// The newest sequence number the service reports.
+    pub fn head(&self) -> u64 {
+        let r = self.get("/.well-known/webcoop/healthz", &[]);
+        String::from_utf8_lossy(&r.body)
+            .trim()
+            .trim_start_matches("ok ")
+            .parse()
+            .unwrap_or(0)
+    }
+
+    /// Writes a file and waits until the service has logged a change after it.
+    pub fn write_and_wait(&self, rel: &str, bytes: &[u8]) {
+        let before = self.head();
+        let p = self.www.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, bytes).unwrap();
+        wait_for(20, &format!("the change of {rel}"), || self.head() > before);
+        // robots.rdf is written right after the change is committed.
+        std::thread::sleep(Duration::from_millis(200));
+    }
+
+    /// Everything the changes feed has said since the beginning.
+    pub fn feed_text(&self) -> String {
+        let r = self.get("/.well-known/webcoop/changes?since=0", &[]);
+        String::from_utf8_lossy(&r.body).into_owned()
+    }
+}
+
+fn panic_if_exited(agent: &mut Option<Killed>, log: &Path) -> bool {
+    if let Some(k) = agent.as_mut()
+        && let Ok(Some(status)) = k.0.try_wait()
+    {
+        panic!(
+            "the agent exited with {status}:\n{}",
+            std::fs::read_to_string(log).unwrap_or_default()
+        );
+    }
+    false
+}
+
+/// One canned answer.
+#[derive(Clone)]
+pub struct Canned {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Arc<Vec<u8>>,
+}
+
+impl Canned {
+    pub fn ok(content_type: &str, body: impl Into<Vec<u8>>) -> Canned {
+        Canned {
+            status: 200,
+            headers: vec![("content-type".into(), content_type.into())],
+            body: Arc::new(body.into()),
+        }
+    }
+}
+
+/// A web on loopback whose answers a test writes byte for byte, per host and path; anything
+/// else is 404. Every request is logged as `host path`.
+pub struct HostileWeb {
+    pub addr: SocketAddr,
+    pages: Arc<Mutex<HashMap<(String, String), Canned>>>,
+    log: Arc<Mutex<Vec<String>>>,
+    _runtime: tokio::runtime::Runtime,
+}
+
+impl HostileWeb {
+    pub fn start() -> HostileWeb {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let pages: Arc<Mutex<HashMap<(String, String), Canned>>> = Arc::default();
+        let log: Arc<Mutex<Vec<String>>> = Arc::default();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (p, l) = (pages.clone(), log.clone());
+        runtime.spawn(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            let app = axum::Router::new().fallback(move |req: Request<Body>| {
+                let (pages, log) = (p.clone(), l.clone());
+                async move {
+                    let host = req
+                        .headers()
+                        .get("host")
+                        .and_then(|h| h.to_str().ok())
+                        .unwrap_or("")
+                        .split(':')
+                        .next()
+                        .unwrap_or("")
+                        .to_string();
+                    let path = req
+                        .uri()
+                        .path_and_query()
+                        .map(|p| p.as_str().to_string())
+                        .unwrap_or_default();
+                    log.lock().unwrap().push(format!("{host} {path}"));
+                    let canned = pages
+                        .lock()
+                        .unwrap()
+                        .get(&(host, req.uri().path().to_string()))
+                        .cloned();
+                    match canned {
+                        Some(c) => {
+                            let mut r = Response::builder()
+                                .status(StatusCode::from_u16(c.status).unwrap_or(StatusCode::OK));
+                            for (n, v) in &c.headers {
+                                r = r.header(n.as_str(), v.as_str());
+                            }
+                            r.body(Body::from(c.body.as_ref().clone())).unwrap()
+                        }
+                        None => Response::builder()
+                            .status(StatusCode::NOT_FOUND)
+                            .body(Body::from("not found"))
+                            .unwrap(),
+                    }
+                }
+            });
+            let _ = axum::serve(listener, app).await;
+        });
+        HostileWeb {
+            addr,
+            pages,
+            log,
+            _runtime: runtime,
+        }
+    }
+
+    pub fn set(&self, host: &str, path: &str, canned: Canned) {
+        self.pages
+            .lock()
+            .unwrap()
+            .insert((host.to_string(), path.to_string()), canned);
+    }
+
+    pub fn origin(&self, host: &str) -> String {
+        format!("http://{host}:{}", self.addr.port())
+    }
+
+    pub fn log(&self) -> Vec<String> {
+        self.log.lock().unwrap().clone()
+    }
+
+    /// `--resolve` arguments sending these hosts here.
+    pub fn resolve_args(&self, hosts: &[&str]) -> Vec<String> {
+        hosts
+            .iter()
+            .flat_map(|h| ["--resolve".to_string(), format!("{h}=127.0.0.1")])
+            .collect()
+    }
+}
