@@ -55,6 +55,16 @@ fn classify(result: notify::Result<Event>) -> Option<Signal> {
             }
             // Opening and reading change nothing.
             EventKind::Access(_) => None,
+            // inotify reports a new symlink as a created file, but no writer will close it:
+            // waiting for one would hold the change back for the whole open-write limit.
+            EventKind::Create(CreateKind::File)
+                if event
+                    .paths
+                    .iter()
+                    .all(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_symlink())) =>
+            {
+                Some(Signal::Paths(event.paths))
+            }
             EventKind::Create(CreateKind::File) | EventKind::Modify(ModifyKind::Data(_)) => {
                 Some(Signal::Written(event.paths))
             }

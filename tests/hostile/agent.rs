@@ -355,3 +355,69 @@ fn forgetting_a_file_s_versions_takes_a_published_secret_back() {
     assert_eq!(r.status, 200);
     assert!(!String::from_utf8_lossy(&r.body).contains("hunter2"));
 }
+
+#[test]
+fn a_symlink_swapped_in_during_a_scan_never_leaks_what_it_points_to() {
+    let outside = tempfile::tempdir().unwrap();
+    let secret = b"hunter2 hunter2 hunter2";
+    std::fs::write(outside.path().join("secret"), secret).unwrap();
+    let secret_etag = webcoop_protocol::validator::Sha256Digest::of(secret)
+        .etag()
+        .to_string();
+    let tmp = tempfile::tempdir().unwrap();
+    let www = tmp.path().join("www");
+    std::fs::create_dir(&www).unwrap();
+    // Enough files that a scan takes a while, and the swapped one among them.
+    for i in 0..2000 {
+        std::fs::write(www.join(format!("p{i}.html")), format!("page {i}")).unwrap();
+    }
+    std::fs::write(www.join("a.html"), "public a").unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let swapper = {
+        let (www, target, stop) = (www.clone(), outside.path().join("secret"), stop.clone());
+        std::thread::spawn(move || {
+            let (file, tmp_link, tmp_file) = (
+                www.join("a.html"),
+                www.join(".swap-link"),
+                www.join(".swap-file"),
+            );
+            let mut swaps = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                // Atomic renames: the name always exists, as a file or as a link out.
+                let _ = std::os::unix::fs::symlink(&target, &tmp_link);
+                let _ = std::fs::rename(&tmp_link, &file);
+                let _ = std::fs::write(&tmp_file, "public a");
+                let _ = std::fs::rename(&tmp_file, &file);
+                swaps += 1;
+            }
+            swaps
+        })
+    };
+    for run in 0..6 {
+        let out = tmp.path().join(format!("out{run}"));
+        let o = std::process::Command::new(super::support::agent_bin())
+            .arg("--docroot")
+            .arg(&www)
+            .arg("--state")
+            .arg(tmp.path().join(format!("state{run}")))
+            .args([
+                "--base-url",
+                "http://site.test/",
+                "--once",
+                "--debounce-ms",
+                "0",
+            ])
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let rdf = std::fs::read_to_string(out.join("robots.rdf")).unwrap();
+        assert!(
+            !rdf.contains(secret_etag.trim_matches('"')),
+            "run {run}: the file outside was read and listed"
+        );
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    assert!(swapper.join().unwrap() > 100, "the swaps raced the scans");
+}

@@ -434,3 +434,185 @@ fn a_sitemap_index_of_gzip_bombs_keeps_the_crawler_bounded() {
         peak_kb >> 10
     );
 }
+
+/// A site with a changes endpoint and a hub of its own, all answered by the test: the hub
+/// records the subscription request (callback and secret) and never verifies on its own.
+fn pushing_site(web: &HostileWeb) -> String {
+    let site = web.origin("push.test");
+    let changes = format!("{site}/.well-known/webcoop/changes");
+    let hub = format!("{site}/.well-known/webcoop/hub");
+    web.set(
+        "push.test",
+        "/robots.txt",
+        Canned::ok("text/plain", "User-agent: *\nAllow: /\n"),
+    );
+    web.set(
+        "push.test",
+        "/robots.rdf",
+        Canned::ok(
+            "application/rdf+xml",
+            listing(&site, vec![(format!("{site}/"), None)], &changes, &hub),
+        ),
+    );
+    let feed = webcoop_protocol::changes_feed::ChangesFeed {
+        id: changes.clone(),
+        title: "changes".into(),
+        updated: Utc.timestamp_opt(1_790_000_000, 0).unwrap(),
+        self_link: Url::parse(&changes).unwrap(),
+        hub: Some(Url::parse(&hub).unwrap()),
+        next: None,
+        head_seq: Some(1),
+        resync: None,
+        entries: Vec::new(),
+    };
+    web.set(
+        "push.test",
+        "/.well-known/webcoop/changes",
+        Canned::ok(
+            "application/atom+xml",
+            webcoop_protocol::changes_feed::write(&feed),
+        ),
+    );
+    web.set(
+        "push.test",
+        "/.well-known/webcoop/hub",
+        Canned {
+            status: 202,
+            headers: Vec::new(),
+            body: std::sync::Arc::new(Vec::new()),
+        },
+    );
+    web.set("push.test", "/", Canned::ok("text/html", "<p>home</p>"));
+    site
+}
+
+#[test]
+fn a_running_crawler_s_callback_cannot_be_hijacked_or_fed_forged_pushes() {
+    let web = HostileWeb::start();
+    let site = pushing_site(&web);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("crawl");
+    let port = super::support::free_port();
+    let mut args: Vec<String> = [
+        "--seeds",
+        &format!("{site}/"),
+        "--coop",
+        "push",
+        "--keep-fresh",
+        "--run-for",
+        "8",
+        "--callback-listen",
+        &format!("127.0.0.1:{port}"),
+        "--delay-min",
+        "0.05",
+        "--delay-factor",
+        "0",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.extend(web.resolve_args(&["push.test"]));
+    let mut crawler = webcoop::testkit::Killed(
+        Command::new(crawl_bin())
+            .arg("crawl")
+            .arg("--out")
+            .arg(&out)
+            .args(["--progress", "quiet"])
+            .args(&args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    // The crawler subscribes: its request names the callback (with its token) and the secret.
+    let started = Instant::now();
+    let form = loop {
+        if let Some((_, body)) = web
+            .posts()
+            .into_iter()
+            .find(|(at, _)| at == "push.test /.well-known/webcoop/hub")
+        {
+            break webcoop_protocol::websub::SubscriptionRequest::from_form(&body).unwrap();
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(6),
+            "no subscription request"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let callback = form.callback.to_string();
+    let secret = form.secret.clone().unwrap();
+    assert!(callback.starts_with(&format!("http://127.0.0.1:{port}/websub/")));
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let path_of = |url: &str| url.splitn(4, '/').nth(3).map(|p| format!("/{p}")).unwrap();
+    let get = |url: &str, mode: &str| {
+        // The largest lease a number can say: the crawler clamps it, never overflows.
+        let q = form_urlencoded::Serializer::new(String::new())
+            .append_pair("hub.mode", mode)
+            .append_pair("hub.topic", form.topic.as_str())
+            .append_pair("hub.challenge", "ch4ll3nge")
+            .append_pair("hub.lease_seconds", &u64::MAX.to_string())
+            .finish();
+        let r = webcoop::servers::http_get(addr, &format!("{}?{q}", path_of(url)), &[]).unwrap();
+        (r.status, String::from_utf8_lossy(&r.body).into_owned())
+    };
+    // A stranger guessing the path, or asking in the crawler's name to unsubscribe it.
+    let (without_token, _) = callback.rsplit_once('/').unwrap();
+    assert_eq!(get(without_token, "subscribe").0, 404);
+    assert_eq!(
+        get(
+            &format!("{without_token}/AAAAAAAAAAAAAAAAAAAAAA"),
+            "subscribe"
+        )
+        .0,
+        404
+    );
+    assert_eq!(get(&callback, "unsubscribe").0, 404);
+    // The hub the crawler asked: confirmed. After that, no "denied" is heard.
+    assert_eq!(get(&callback, "subscribe"), (200, "ch4ll3nge".to_string()));
+    assert_eq!(get(&callback, "denied").0, 404);
+    assert_eq!(get(&callback, "subscribe").0, 404, "only once, as asked");
+    // Deliveries: forged ones are ignored, the signed one is taken.
+    let feed = std::fs::read(
+        webcoop::testkit::workspace_root().join("fuzz/corpus/changes_feed/agent-example.atom"),
+    )
+    .unwrap();
+    let forged = webcoop_protocol::websub::sign(
+        webcoop_protocol::websub::SignatureAlgorithm::Sha256,
+        b"a guess",
+        &feed,
+    );
+    let signed = webcoop_protocol::websub::sign(
+        webcoop_protocol::websub::SignatureAlgorithm::Sha256,
+        secret.as_bytes(),
+        &feed,
+    );
+    let path = path_of(&callback);
+    assert_eq!(super::support::http_post(addr, &path, &[], &feed), 202);
+    assert_eq!(
+        super::support::http_post(addr, &path, &[("X-Hub-Signature", &forged)], &feed),
+        202
+    );
+    assert_eq!(
+        super::support::http_post(
+            addr,
+            &format!("{path}x"),
+            &[("X-Hub-Signature", &signed)],
+            &feed
+        ),
+        410
+    );
+    assert_eq!(
+        super::support::http_post(addr, &path, &[("X-Hub-Signature", &signed)], &feed),
+        202
+    );
+    let status = crawler.0.wait().unwrap();
+    assert!(status.success());
+    let stats = status_json(&out)["cooperation"]
+        .as_array()
+        .and_then(|a| a.iter().find(|s| s["origin"] == site.as_str()))
+        .map(|s| s["stats"].clone())
+        .unwrap_or_default();
+    assert_eq!(stats["pushes"], 1, "{stats}");
+    assert_eq!(stats["bad_signatures"], 2, "{stats}");
+}

@@ -146,6 +146,35 @@ async fn oversized_and_special_purpose_callbacks_and_a_full_hub_are_refused() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn verifications_under_way_are_capped() {
+    let Some(site) = site(&[], &[]).await else {
+        return;
+    };
+    // Callbacks that accept the connection and never answer: each verification waits for its
+    // time limit.
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = silent.local_addr().unwrap();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((s, _)) = silent.accept().await {
+            held.push(s);
+        }
+    });
+    let mut statuses = Vec::new();
+    for i in 0..80 {
+        let cb = format!("http://{addr}/cb/{i}");
+        let (status, text) = subscribe(&site, &cb, "secret-of-sixteen+").await;
+        if status == 503 {
+            assert!(text.contains("verifications of intent under way"), "{text}");
+        }
+        statuses.push(status);
+    }
+    let accepted = statuses.iter().filter(|s| **s == 202).count();
+    assert_eq!(accepted, 64, "{statuses:?}");
+    assert_eq!(statuses.iter().filter(|s| **s == 503).count(), 16);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_renewal_cannot_take_a_subscription_over_without_its_secret() {
     let Some(site) = site(&[], &[]).await else {
         return;
@@ -249,7 +278,7 @@ async fn a_confirmed_subscription_survives_kill_9() {
     })
     .await;
     // The subscriber was told it is subscribed: the hub must keep it, killed at once or not.
-    tokio::time::sleep(Duration::from_millis(60)).await;
+    tokio::time::sleep(Duration::from_millis(150)).await;
     let site = tokio::task::spawn_blocking(move || {
         let mut site = site;
         site.kill_agent();

@@ -241,6 +241,31 @@ fn panic_if_exited(agent: &mut Option<Killed>, log: &Path) -> bool {
     false
 }
 
+/// POSTs `body` over HTTP/1.0 and returns the status (0 if the server hung up first).
+pub fn http_post(addr: SocketAddr, path: &str, headers: &[(&str, &str)], body: &[u8]) -> u16 {
+    use std::io::{Read, Write};
+    let Ok(mut s) = std::net::TcpStream::connect(addr) else {
+        return 0;
+    };
+    let mut head = format!(
+        "POST {path} HTTP/1.0\r\nHost: cb.test\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    let _ = s.write_all(head.as_bytes());
+    let _ = s.write_all(body);
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    String::from_utf8_lossy(&out)
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0)
+}
+
 /// One canned answer.
 #[derive(Clone)]
 pub struct Canned {
@@ -265,6 +290,7 @@ pub struct HostileWeb {
     pub addr: SocketAddr,
     pages: Arc<Mutex<HashMap<(String, String), Canned>>>,
     log: Arc<Mutex<Vec<String>>>,
+    posts: Arc<Mutex<Vec<(String, Vec<u8>)>>>,
     _runtime: tokio::runtime::Runtime,
 }
 
@@ -277,14 +303,15 @@ impl HostileWeb {
             .unwrap();
         let pages: Arc<Mutex<HashMap<(String, String), Canned>>> = Arc::default();
         let log: Arc<Mutex<Vec<String>>> = Arc::default();
+        let posts: Arc<Mutex<Vec<(String, Vec<u8>)>>> = Arc::default();
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.set_nonblocking(true).unwrap();
         let addr = listener.local_addr().unwrap();
-        let (p, l) = (pages.clone(), log.clone());
+        let (p, l, b) = (pages.clone(), log.clone(), posts.clone());
         runtime.spawn(async move {
             let listener = tokio::net::TcpListener::from_std(listener).unwrap();
             let app = axum::Router::new().fallback(move |req: Request<Body>| {
-                let (pages, log) = (p.clone(), l.clone());
+                let (pages, log, bodies) = (p.clone(), l.clone(), b.clone());
                 async move {
                     let host = req
                         .headers()
@@ -304,8 +331,18 @@ impl HostileWeb {
                     let canned = pages
                         .lock()
                         .unwrap()
-                        .get(&(host, req.uri().path().to_string()))
+                        .get(&(host.clone(), req.uri().path().to_string()))
                         .cloned();
+                    if req.method() == axum::http::Method::POST {
+                        let body = axum::body::to_bytes(req.into_body(), 1 << 20)
+                            .await
+                            .map(|b| b.to_vec())
+                            .unwrap_or_default();
+                        bodies
+                            .lock()
+                            .unwrap()
+                            .push((format!("{host} {path}"), body));
+                    }
                     match canned {
                         Some(c) => {
                             let mut r = Response::builder()
@@ -328,6 +365,7 @@ impl HostileWeb {
             addr,
             pages,
             log,
+            posts,
             _runtime: runtime,
         }
     }
@@ -345,6 +383,11 @@ impl HostileWeb {
 
     pub fn log(&self) -> Vec<String> {
         self.log.lock().unwrap().clone()
+    }
+
+    /// The bodies of the POST requests so far, with `host path`.
+    pub fn posts(&self) -> Vec<(String, Vec<u8>)> {
+        self.posts.lock().unwrap().clone()
     }
 
     /// `--resolve` arguments sending these hosts here.
