@@ -284,13 +284,16 @@ impl Canned {
     }
 }
 
+/// POST bodies received, with `host path`.
+type Posts = Arc<Mutex<Vec<(String, Vec<u8>)>>>;
+
 /// A web on loopback whose answers a test writes byte for byte, per host and path; anything
 /// else is 404. Every request is logged as `host path`.
 pub struct HostileWeb {
     pub addr: SocketAddr,
     pages: Arc<Mutex<HashMap<(String, String), Canned>>>,
     log: Arc<Mutex<Vec<String>>>,
-    posts: Arc<Mutex<Vec<(String, Vec<u8>)>>>,
+    posts: Posts,
     _runtime: tokio::runtime::Runtime,
 }
 
@@ -303,7 +306,7 @@ impl HostileWeb {
             .unwrap();
         let pages: Arc<Mutex<HashMap<(String, String), Canned>>> = Arc::default();
         let log: Arc<Mutex<Vec<String>>> = Arc::default();
-        let posts: Arc<Mutex<Vec<(String, Vec<u8>)>>> = Arc::default();
+        let posts: Posts = Arc::default();
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.set_nonblocking(true).unwrap();
         let addr = listener.local_addr().unwrap();
