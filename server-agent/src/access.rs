@@ -372,9 +372,10 @@ fn nginx_parse(
     Ok(out)
 }
 
-/// Why an nginx block keeps its content from anyone, if it does.
+/// Why an nginx block keeps its content from anyone, if it does (its own directives only:
+/// nested blocks are judged on their own).
 fn nginx_protects(block: &[NginxDirective]) -> Option<String> {
-    block.iter().find_map(|d| {
+    block.iter().filter(|d| d.block.is_none()).find_map(|d| {
         let arg = |i: usize| d.args.get(i).map(|s| s.to_ascii_lowercase());
         match d.name.as_str() {
             "auth_basic" | "auth_request" | "auth_jwt" if arg(0).as_deref() != Some("off") => {
@@ -438,18 +439,7 @@ fn nginx_walk(
                 continue;
             }
         } else if matches!(d.name.as_str(), "server" | "http")
-            && let Some(why) = nginx_protects(
-                &children
-                    .iter()
-                    .filter(|c| c.block.is_none())
-                    .map(|c| NginxDirective {
-                        name: c.name.clone(),
-                        args: c.args.clone(),
-                        line: c.line,
-                        block: None,
-                    })
-                    .collect::<Vec<_>>(),
-            )
+            && let Some(why) = nginx_protects(children)
         {
             out.push(Protected {
                 matcher: Matcher::Prefix("/".into()),
