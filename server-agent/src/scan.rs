@@ -194,38 +194,45 @@ pub enum ReadError {
     Io(std::io::Error),
 }
 
-/// Opens `root/rel` for reading only if what was opened is a regular file inside `root`
-/// (canonical). The check is made on the open file itself, not on the path before opening, so
-/// a symlink swapped in between a check and the read cannot redirect it; `O_NONBLOCK` keeps a
-/// FIFO planted under a public name from blocking the open.
+/// Opens `root/rel` for reading only if it is a regular file inside `root` (canonical). The
+/// path is first opened with `O_PATH`, which reads nothing and has no side effect even on a
+/// FIFO or a device; that descriptor is checked (a regular file, resolving inside the
+/// docroot), and only then is the very same inode opened for reading through it. A symlink
+/// swapped in between a check and the read cannot redirect it, and a FIFO, device or socket
+/// planted under a public name is never opened for I/O.
 pub fn open_confined(
     root: &Path,
     rel: &str,
 ) -> Result<(std::fs::File, std::fs::Metadata), ReadError> {
+    use std::os::fd::AsRawFd;
     use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new()
+    let handle = std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
+        .custom_flags(libc::O_PATH | libc::O_CLOEXEC)
         .open(root.join(rel))
         .map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => ReadError::Gone,
             _ => ReadError::Io(e),
         })?;
-    let meta = file.metadata().map_err(ReadError::Io)?;
+    let meta = handle.metadata().map_err(ReadError::Io)?;
     if !meta.is_file() {
         return Err(ReadError::NotPublic(format!(
             "{rel}: not a regular file, not read"
         )));
     }
-    use std::os::fd::AsRawFd;
-    let real =
-        std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())).map_err(ReadError::Io)?;
+    let fd_path = format!("/proc/self/fd/{}", handle.as_raw_fd());
+    let real = std::fs::read_link(&fd_path).map_err(ReadError::Io)?;
     if !real.starts_with(root) {
         return Err(ReadError::NotPublic(format!(
             "{rel}: resolves to {} outside the docroot, not read",
             real.display()
         )));
     }
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
+        .open(&fd_path)
+        .map_err(ReadError::Io)?;
     Ok((file, meta))
 }
 
