@@ -160,6 +160,7 @@ pub struct Frontier {
     pending_at: HashMap<u64, usize>,
     with_unsaved: HashSet<i64>,
     per_host: usize,
+    queue_cap: u64,
 }
 
 impl Frontier {
@@ -192,6 +193,7 @@ impl Frontier {
             pending_at: HashMap::new(),
             with_unsaved: HashSet::new(),
             per_host: per_host.max(1),
+            queue_cap: MAX_QUEUED_PER_HOST,
             store,
         };
         let now = Instant::now();
@@ -311,7 +313,7 @@ impl Frontier {
         // queue only up to the cap; what is left out is found again once there is room.
         match self.hosts.get(&host) {
             None => return false,
-            Some(h) if h.queued + h.buffer.len() as u64 >= MAX_QUEUED_PER_HOST => return false,
+            Some(h) if h.queued + h.buffer.len() as u64 >= self.queue_cap => return false,
             Some(_) => {}
         }
         let Some(priority) = self.cash.discover(fp) else {
@@ -330,6 +332,11 @@ impl Frontier {
             h.coop.push_back(job);
         }
         self.schedule(host);
+    }
+
+    /// Sets the most URLs one host may have queued (default [`MAX_QUEUED_PER_HOST`]).
+    pub fn set_queue_cap(&mut self, cap: u64) {
+        self.queue_cap = cap.max(1);
     }
 
     /// Drops the cooperation requests of a host that `which` selects; returns how many.
@@ -759,6 +766,26 @@ mod tests {
                 .collect::<Vec<_>>()
         );
         assert!(f.next(Instant::now()).unwrap().is_none());
+    }
+
+    #[test]
+    fn a_host_queues_no_more_than_its_cap_and_others_are_not_held_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut f = frontier(dir.path(), 1);
+        f.set_queue_cap(10);
+        let (trap, other) = (
+            f.host_for("http://trap.test").unwrap(),
+            f.host_for("http://other.test").unwrap(),
+        );
+        let queued = (0..1000u64)
+            .filter(|i| f.push(trap, format!("http://trap.test/{i}"), *i, 0, 0))
+            .count();
+        assert_eq!(queued, 10);
+        // Refused URLs are not marked seen: they can be queued once there is room.
+        assert!(!f.seen(999));
+        assert!(f.push(other, "http://other.test/".into(), 5000, 0, 0));
+        save(&mut f, &[], vec![]);
+        assert_eq!(f.queued(), 11);
     }
 
     #[test]
