@@ -263,15 +263,14 @@ pub fn read(root: &Path, rel: &str) -> Result<Content, ReadError> {
         (None, sha.finish(), fast.digest())
     };
     // The path must still name the file read: a rename or a swap during the read is a change.
-    let after = Stat::of(
-        &std::fs::metadata(root.join(rel)).map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => ReadError::Gone,
-            _ => ReadError::Io(e),
-        })?,
-    );
-    if Stat::of(&file.metadata().map_err(ReadError::Io)?) != after {
+    let named = std::fs::metadata(root.join(rel)).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => ReadError::Gone,
+        _ => ReadError::Io(e),
+    })?;
+    if (named.dev(), named.ino()) != (meta.dev(), meta.ino()) {
         return Err(ReadError::Unstable);
     }
+    let after = Stat::of(&named);
     let read_len = bytes.as_ref().map_or(after.size, |b| b.len() as u64);
     if after != before || read_len != after.size {
         return Err(ReadError::Unstable);

@@ -25,10 +25,10 @@ use webcoop_protocol::sitemap::UrlEntry;
 use webcoop_protocol::sitemap::{SitemapWalk, WalkLimits};
 use webcoop_protocol::websub::{Mode, SubscriptionRequest};
 
-/// How long shutdown waits for hubs to verify unsubscriptions.
 /// Sitemap files of one walk that may fail before the rest of the walk is dropped.
 const MAX_BAD_SITEMAPS: usize = 10;
 
+/// How long shutdown waits for hubs to verify unsubscriptions.
 const UNSUBSCRIBE_WAIT: Duration = Duration::from_secs(3);
 
 /// An unverified subscription request is sent again after this long (ms).
@@ -49,10 +49,8 @@ pub(super) struct CoopState {
     claims: HashMap<u64, (i64, Claim)>,
     plans: HashMap<u64, DeltaPlan>,
     /// Sitemap walks under way, with the entries found so far (acted on once the walk is
-    /// over and its dates have been judged).
-    walks: HashMap<i64, (SitemapWalk, Vec<UrlEntry>)>,
-    /// Sitemap files of the walk under way that could not be fetched or read, per host.
-    walk_failures: HashMap<i64, usize>,
+    /// over and its dates have been judged) and the files that could not be fetched or read.
+    walks: HashMap<i64, (SitemapWalk, Vec<UrlEntry>, usize)>,
     polling: HashSet<i64>,
     callback: Option<CallbackServer>,
     next_tick: Option<Instant>,
@@ -282,8 +280,7 @@ impl Engine {
             .get(&host)
             .map(|s| s.sitemap_validators.clone())
             .unwrap_or_default();
-        self.coop.walks.insert(host, (walk, Vec::new()));
-        self.coop.walk_failures.remove(&host);
+        self.coop.walks.insert(host, (walk, Vec::new(), 0));
         for (i, p) in pending.into_iter().enumerate() {
             let (etag, last_modified) = if i == 0 {
                 validators.clone()
@@ -683,17 +680,10 @@ impl Engine {
     }
 
     fn sitemap_fed(&mut self, host: i64, got: Option<(&Url, &CoopFetched)>) {
-        let Some((mut walk, mut listed)) = self.coop.walks.remove(&host) else {
+        let Some((mut walk, mut listed, mut failures)) = self.coop.walks.remove(&host) else {
             return;
         };
         let problems_before = walk.problems().len();
-        if got.is_none() {
-            self.coop
-                .walk_failures
-                .entry(host)
-                .and_modify(|n| *n += 1)
-                .or_insert(1);
-        }
         if let Some((url, r)) = got {
             let pending = webcoop_protocol::sitemap::PendingSitemap {
                 url: url.clone(),
@@ -714,14 +704,13 @@ impl Engine {
                 );
             }
         }
-        if walk.problems().len() > problems_before {
-            *self.coop.walk_failures.entry(host).or_insert(0) += 1;
+        if got.is_none() || walk.problems().len() > problems_before {
+            failures += 1;
         }
         // A site whose sitemaps keep failing (gzip bombs, garbage) costs a bounded amount of
         // work: after so many bad files the rest of its walk is dropped.
-        let failures = self.coop.walk_failures.get(&host).copied().unwrap_or(0);
         if failures >= MAX_BAD_SITEMAPS {
-            let dropped = self.frontier.drop_coop(host, |job| {
+            let queued = self.frontier.drop_coop(host, |job| {
                 matches!(
                     job,
                     CoopJob::Fetch {
@@ -730,13 +719,14 @@ impl Engine {
                     }
                 )
             });
-            if dropped > 0 || walk.next_fetch().is_some() {
+            let unqueued = std::iter::from_fn(|| walk.next_fetch()).count();
+            if queued + unqueued > 0 {
                 tracing::warn!(
-                    "{}: {failures} sitemap files could not be read; the rest of the walk is dropped",
-                    self.origin(host)
+                    "{}: {failures} sitemap files could not be read; the other {} of the walk are dropped",
+                    self.origin(host),
+                    queued + unqueued
                 );
             }
-            while walk.next_fetch().is_some() {}
         }
         let mut more = Vec::new();
         while let Some(p) = walk.next_fetch() {
@@ -755,7 +745,7 @@ impl Engine {
         }
         let waiting = self.frontier.host(host).is_some_and(|h| h.coop_waiting());
         if waiting {
-            self.coop.walks.insert(host, (walk, listed));
+            self.coop.walks.insert(host, (walk, listed, failures));
             return;
         }
         // The walk is over: its dates are judged before any is acted on, so a sitemap that

@@ -94,21 +94,25 @@ pub async fn delta(State(s): State<Arc<ServiceState>>, uri: Uri, headers: Header
         return plain(StatusCode::NOT_FOUND, "not a published resource\n");
     };
     let lookup = rel.clone();
-    let claimed = base_of(&headers, &Sha256Digest([0; 32]));
+    let asked = headers.clone();
+    // The file and the base the client names, if the store still keeps it (a version never
+    // kept, or dropped by `forget`, gets the whole body): one trip to the state.
     let found = s
         .reader
         .with(move |st| {
-            let file = st.file(&lookup)?;
-            let base_kept = match (&file, claimed) {
-                (Some((current, ..)), Some(b)) if b != *current => st.has_version(&lookup, &b)?,
-                _ => false,
+            let Some(file) = st.file(&lookup)? else {
+                return Ok(None);
             };
-            Ok((file, base_kept))
+            let base = match base_of(&asked, &file.0) {
+                Some(b) if b != file.0 && st.has_version(&lookup, &b)? => Some(b),
+                _ => None,
+            };
+            Ok(Some((file, base)))
         })
         .await;
-    let (file, base_kept) = match found {
-        Ok((Some(f), kept)) => (f, kept),
-        Ok((None, _)) => return plain(StatusCode::NOT_FOUND, "not a published resource\n"),
+    let (file, base) = match found {
+        Ok(Some(found)) => found,
+        Ok(None) => return plain(StatusCode::NOT_FOUND, "not a published resource\n"),
         Err(e) => return plain(StatusCode::SERVICE_UNAVAILABLE, &format!("{e}\n")),
     };
     let current = file.0;
@@ -133,8 +137,6 @@ pub async fn delta(State(s): State<Arc<ServiceState>>, uri: Uri, headers: Header
             .unwrap_or_default();
     }
     let path: Arc<str> = Arc::from(rel.as_str());
-    // A base the store no longer keeps (never kept, or forgotten) gets the whole body.
-    let base = base_of(&headers, &current).filter(|_| base_kept);
     let text = content_type::is_text(ctype);
 
     if let Some(base) = base {
