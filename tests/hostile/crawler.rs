@@ -23,6 +23,36 @@ fn crawl(out: &Path, args: &[String]) -> Output {
         .unwrap()
 }
 
+/// The arguments of a push-mode crawl of `site` for `secs` seconds, its callback on `callback`.
+fn push_crawl(
+    web: &HostileWeb,
+    site: &str,
+    secs: u32,
+    callback: &str,
+    hosts: &[&str],
+) -> Vec<String> {
+    let mut args: Vec<String> = [
+        "--seeds",
+        &format!("{site}/"),
+        "--coop",
+        "push",
+        "--keep-fresh",
+        "--run-for",
+        &secs.to_string(),
+        "--callback-listen",
+        callback,
+        "--delay-min",
+        "0.05",
+        "--delay-factor",
+        "0",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.extend(web.resolve_args(hosts));
+    args
+}
+
 fn status_json(out: &Path) -> serde_json::Value {
     let o = Command::new(crawl_bin())
         .args(["status", "--json", "--out"])
@@ -158,25 +188,7 @@ fn a_site_s_cooperation_speaks_only_for_its_own_origin() {
     web.set("site.test", "/", Canned::ok("text/html", "<p>home</p>"));
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("crawl");
-    let mut args: Vec<String> = [
-        "--seeds",
-        &format!("{site}/"),
-        "--coop",
-        "push",
-        "--keep-fresh",
-        "--run-for",
-        "4",
-        "--callback-listen",
-        "127.0.0.1:0",
-        "--delay-min",
-        "0.05",
-        "--delay-factor",
-        "0",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    args.extend(web.resolve_args(&["site.test", "victim.test"]));
+    let args = push_crawl(&web, &site, 4, "127.0.0.1:0", &["site.test", "victim.test"]);
     let o = crawl(&out, &args);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let log = web.log();
@@ -493,25 +505,7 @@ fn a_running_crawler_s_callback_cannot_be_hijacked_or_fed_forged_pushes() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("crawl");
     let port = super::support::free_port();
-    let mut args: Vec<String> = [
-        "--seeds",
-        &format!("{site}/"),
-        "--coop",
-        "push",
-        "--keep-fresh",
-        "--run-for",
-        "8",
-        "--callback-listen",
-        &format!("127.0.0.1:{port}"),
-        "--delay-min",
-        "0.05",
-        "--delay-factor",
-        "0",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    args.extend(web.resolve_args(&["push.test"]));
+    let args = push_crawl(&web, &site, 8, &format!("127.0.0.1:{port}"), &["push.test"]);
     let mut crawler = webcoop::testkit::Killed(
         Command::new(crawl_bin())
             .arg("crawl")
