@@ -13,7 +13,7 @@ use webcoop::servers::{Nginx, example_nginx_conf};
 use webcoop::testkit::Killed;
 use webcoop::testkit::{tool, workspace_bin};
 use webcoop::testweb::{HostSpec, Sitemap, TestWeb};
-use webcoop_crawler::copies::{self, Held};
+use webcoop_crawler::archive::copies::{self, Held};
 use webcoop_protocol::validator::Sha256Digest;
 
 struct Site {

@@ -1,9 +1,9 @@
 //! The crawl's settings: the command line for what an operator changes per run, a TOML file
 //! (`--config`) for the rest, defaults for everything. The command line wins over the file.
 
+use crate::analyze::scope::{Limits, Scope};
 use crate::fetch::FetchLimits;
-use crate::politeness::Politeness;
-use crate::scope::{Limits, Scope};
+use crate::frontier::politeness::Politeness;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
@@ -346,7 +346,7 @@ fn seed_url(s: &str, at: &str) -> Result<Url, String> {
     if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
         return Err(format!("seed {at}: {s:?} is not an http(s) URL"));
     }
-    crate::url_norm::normalize(&mut url);
+    crate::analyze::url_norm::normalize(&mut url);
     Ok(url)
 }
 
@@ -566,7 +566,7 @@ pub fn settings(args: &CrawlArgs) -> Result<Settings, String> {
         warc_prefix: file.warc_prefix.unwrap_or_else(|| "webcoop".to_string()),
         warc_level: file
             .warc_gzip_level
-            .unwrap_or(crate::warc::DEFAULT_LEVEL)
+            .unwrap_or(crate::archive::warc::DEFAULT_LEVEL)
             .min(9),
         commit_interval: secs("commit_interval", file.commit_interval.unwrap_or(1.0))?,
         conditional: file.conditional.unwrap_or(true),

@@ -10,10 +10,10 @@ use webcoop_crawler::config::{self, CrawlArgs};
 use webcoop_crawler::coop::CoopMode;
 use webcoop_crawler::coop::site::{CoopConfig, SiteCoop};
 use webcoop_crawler::engine;
-use webcoop_crawler::inspect::{InspectOptions, inspect};
 use webcoop_crawler::offline;
+use webcoop_crawler::offline::inspect::{InspectOptions, inspect};
 use webcoop_crawler::progress;
-use webcoop_crawler::store::Store;
+use webcoop_crawler::state::Store;
 
 /// An incremental crawler that uses a site's cooperation signals (robots.rdf, sitemaps, the
 /// changes feed, deltas, WebSub push) and polls everywhere else.
@@ -249,7 +249,7 @@ fn status(out: &std::path::Path, json: bool) -> ExitCode {
 
 fn copies(out: &std::path::Path, url: Option<&str>) -> ExitCode {
     use std::io::Write;
-    use webcoop_crawler::copies::{self, Held};
+    use webcoop_crawler::archive::copies::{self, Held};
     if let Some(url) = url {
         return match copies::content(out, url) {
             Ok(Some(body)) => {

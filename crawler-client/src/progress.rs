@@ -2,7 +2,7 @@
 //! otherwise, and the summary that ends a run and that `status` prints.
 
 use crate::config::ProgressMode;
-use crate::store::Figures;
+use crate::state::Figures;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::fmt::Write;
 use std::io::IsTerminal;

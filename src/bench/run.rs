@@ -582,7 +582,7 @@ fn requests_logged(out: &Path, from: DateTime<Utc>, to: DateTime<Utc>) -> u64 {
 
 /// Deliveries the crawler accepted, summed over its sites, as its state saved them.
 fn pushes_accepted(out: &Path) -> u64 {
-    let Ok(store) = webcoop_crawler::store::Store::open_read_only(out) else {
+    let Ok(store) = webcoop_crawler::state::Store::open_read_only(out) else {
         return 0;
     };
     store
@@ -598,11 +598,13 @@ fn pushes_accepted(out: &Path) -> u64 {
 
 /// The crawler's copies: URL to validator.
 fn held(out: &Path) -> HashMap<String, String> {
-    webcoop_crawler::copies::list(out)
+    webcoop_crawler::archive::copies::list(out)
         .unwrap_or_default()
         .into_iter()
         .filter_map(|c| match c.held {
-            webcoop_crawler::copies::Held::Copy { validator, .. } => Some((c.url, validator)),
+            webcoop_crawler::archive::copies::Held::Copy { validator, .. } => {
+                Some((c.url, validator))
+            }
             _ => None,
         })
         .collect()
@@ -610,7 +612,7 @@ fn held(out: &Path) -> HashMap<String, String> {
 
 /// Every whole 2xx response in the archive: URL, when, and the validator of its content.
 fn archived(warc_dir: &Path) -> Vec<(String, DateTime<Utc>, String)> {
-    use webcoop_crawler::warc;
+    use webcoop_crawler::archive::warc;
     let mut out = Vec::new();
     let mut files: Vec<PathBuf> = std::fs::read_dir(warc_dir)
         .into_iter()

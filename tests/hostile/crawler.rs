@@ -216,7 +216,7 @@ fn a_site_s_cooperation_speaks_only_for_its_own_origin() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_callback_refuses_forged_pushes_and_hijacking_verifications() {
     use webcoop_crawler::coop::callback::{CallbackServer, Expected, token_for};
-    use webcoop_crawler::worker::Outcome;
+    use webcoop_crawler::fetch::tasks::Outcome;
     use webcoop_protocol::websub::{Mode, SignatureAlgorithm, sign};
     let (tx, rx) = std::sync::mpsc::channel::<Outcome>();
     let server = CallbackServer::start(([127, 0, 0, 1], 0).into(), None, tx)

@@ -12,7 +12,7 @@
 //! request waits; and a delivery's body is read (up to [`MAX_DELIVERY`]) only after its path,
 //! its subscription and the presence of a signature have been checked.
 
-use crate::worker::Outcome;
+use crate::fetch::tasks::Outcome;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};

@@ -3,11 +3,11 @@
 //! their verification and the fall back to a full GET.
 
 use super::CoopJob;
+use crate::archive::warc;
 use crate::coop::MetaKind;
+use crate::fetch::tasks::{self, Context, Outcome, RecordSlot};
 use crate::fetch::{self, FetchError, FetchLimits, FetchRequest, FetchResponse};
-use crate::store::{KnownPage, Queued};
-use crate::warc;
-use crate::worker::{self, Context, Outcome, RecordSlot};
+use crate::state::{KnownPage, Queued};
 use std::sync::Arc;
 use std::sync::mpsc::Sender;
 use std::time::{Duration, Instant};
@@ -121,7 +121,7 @@ async fn fetch_meta(
     } else {
         Vec::new()
     };
-    let record = (resp.status != 304).then(|| worker::archived(&resp, ctx.warc_level));
+    let record = (resp.status != 304).then(|| tasks::archived(&resp, ctx.warc_level));
     Ok(CoopFetched {
         status: resp.status,
         headers: resp.headers.clone(),
@@ -359,8 +359,8 @@ fn examined(
     depth: u32,
     known: &KnownPage,
     how: DeltaUse,
-) -> worker::Fetched {
-    let mut f = worker::examine(
+) -> tasks::Fetched {
+    let mut f = tasks::examine(
         resp,
         depth,
         Some(known),

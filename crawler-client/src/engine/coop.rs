@@ -13,9 +13,9 @@ use crate::coop::site::{SiteCoop, Subscription};
 use crate::coop::trust::{lastmods_stamped, shared_moment};
 use crate::coop::{CoopJob, CoopMode, Level, MetaKind};
 use crate::fetch::FetchError;
+use crate::fetch::tasks::Outcome;
 use crate::refresh::schedule::Announcement;
-use crate::store::{PageRecord, Queued};
-use crate::worker::Outcome;
+use crate::state::{PageRecord, Queued};
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 use url::Url;
@@ -135,7 +135,7 @@ impl Engine {
     /// Whether `url` is a page of the host itself: the only pages its documents may make claims
     /// about. Anything else is counted and ignored.
     fn own_page(&mut self, host: i64, url: &Url) -> bool {
-        if crate::url_norm::origin_key(url) == self.origin(host) {
+        if crate::analyze::url_norm::origin_key(url) == self.origin(host) {
             return true;
         }
         self.site(host).stats.foreign += 1;
@@ -149,7 +149,7 @@ impl Engine {
     /// Whether an endpoint (changes, delta, hub, listing) a host's documents name is one the
     /// host speaks for: on its own origin, or on one its robots.txt delegates to.
     fn speaks_for(&mut self, host: i64, url: &Url) -> bool {
-        let origin = crate::url_norm::origin_key(url);
+        let origin = crate::analyze::url_norm::origin_key(url);
         if origin == self.origin(host)
             || self
                 .coop
@@ -211,7 +211,7 @@ impl Engine {
                 .sitemaps
                 .iter()
                 .chain(&pointers.robots_rdf)
-                .map(crate::url_norm::origin_key)
+                .map(crate::analyze::url_norm::origin_key)
                 .filter(|o| *o != origin)
                 .collect();
             delegates.sort();
@@ -398,7 +398,7 @@ impl Engine {
         let crawl_delay = self
             .frontier
             .rules(host, now)
-            .and_then(crate::robots::Rules::crawl_delay);
+            .and_then(crate::frontier::robots::Rules::crawl_delay);
         self.frontier
             .finished(host, now + self.s.politeness.delay(crawl_delay, elapsed));
         let at = now_ms();
@@ -1053,7 +1053,7 @@ impl Engine {
         }
     }
 
-    fn apply_inline(&mut self, host: i64, link: &Link, known: crate::store::KnownPage) {
+    fn apply_inline(&mut self, host: i64, link: &Link, known: crate::state::KnownPage) {
         let Some(plan) = self.coop.plans.remove(&link.fp) else {
             return;
         };

@@ -9,25 +9,25 @@
 
 mod coop;
 
+use crate::analyze::scope::LinkPolicy;
+use crate::analyze::url_norm;
 use crate::analyze::{Analysis, Link, Received};
+use crate::archive::warc::{self, Position, RevisitProfile, WarcWriter};
 use crate::config::Settings;
 use crate::coop::requests::DeltaUse;
 use crate::fetch;
+use crate::fetch::tasks::{self, Context, Fetched, Outcome, RecordSlot, RobotsFetched};
+use crate::frontier::robots::{self, Rules};
 use crate::frontier::{Dispatch, Frontier, RobotsState};
 use crate::importance::opic::interpolate;
 use crate::metrics::{self, CrawlMetrics};
 use crate::progress::{Progress, RunFigures, Snapshot};
 use crate::refresh::change_rate::ChangeHistory;
 use crate::refresh::schedule::{Schedule, Tracked};
-use crate::robots::{self, Rules};
-use crate::scope::LinkPolicy;
-use crate::store::{
+use crate::state::{
     self, Batch, Figures, GiveUp, HostRecord, HostUpdate, KnownPage, PageRecord, Queued, Store,
     StoreError,
 };
-use crate::url_norm;
-use crate::warc::{self, Position, RevisitProfile, WarcWriter};
-use crate::worker::{self, Context, Fetched, Outcome, RecordSlot, RobotsFetched};
 use chrono::{DateTime, SecondsFormat, Utc};
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
@@ -574,7 +574,7 @@ impl Engine {
                         .map(|h| h.origin.clone())
                         .unwrap_or_default();
                     self.in_flight += 1;
-                    self.rt.spawn(worker::robots(
+                    self.rt.spawn(tasks::robots(
                         self.ctx.clone(),
                         host,
                         origin,
@@ -616,7 +616,7 @@ impl Engine {
             .is_some_and(|r| r.allows(&url));
         if !allowed {
             self.metrics.fetch("disallowed");
-            self.final_without_fetch(job, store::DISALLOWED.to_string(), now);
+            self.final_without_fetch(job, state::DISALLOWED.to_string(), now);
             return Ok(());
         }
         // Only a revisit has validators to send (a new URL has no record yet).
@@ -641,7 +641,7 @@ impl Engine {
             return Ok(());
         }
         let conditional = self.ctx.conditional && !self.coop_announced_change(job.fp);
-        self.rt.spawn(worker::page(
+        self.rt.spawn(tasks::page(
             self.ctx.clone(),
             job,
             url,

@@ -1,10 +1,7 @@
-//! Page importance: OPIC as the crawler computes it on line, exact PageRank as the reference,
-//! and the simulations that measure one against the other (the OPIC paper's experiment and
-//! Castillo's crawl-order comparison).
+//! Page importance: OPIC as the crawler computes it on line, exact PageRank as the reference.
+//! The simulations that measure one against the other are in `offline`.
 
 pub mod graph;
 pub mod heap;
 pub mod opic;
-pub mod opic_sim;
-pub mod order_sim;
 pub mod pagerank;

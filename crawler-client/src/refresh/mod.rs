@@ -1,8 +1,7 @@
 //! Refresh: when a known page is worth fetching again. Change-rate estimates from what visits
-//! show, the allocation of a visit budget among pages, the crawler's schedule of due pages, and
-//! the simulation that compares the policies.
+//! show, the allocation of a visit budget among pages, the crawler's schedule of due pages. The simulation
+//! that compares the policies is in `offline`.
 
 pub mod allocation;
 pub mod change_rate;
 pub mod schedule;
-pub mod sim;

@@ -7,10 +7,14 @@
 //! in arrival order. A URL's priority is its OPIC cash (see `cash`); among hosts whose time has
 //! come, the one whose best URL has the most cash goes first.
 
-use crate::cash::{CashBook, CashTotals};
+pub mod cash;
+pub mod politeness;
+pub mod robots;
+
 use crate::coop::CoopJob;
-use crate::robots::Rules;
-use crate::store::{NewUrl, Queued, Store, StoreError};
+use crate::frontier::cash::{CashBook, CashTotals};
+use crate::frontier::robots::Rules;
+use crate::state::{NewUrl, Queued, Store, StoreError};
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 use std::time::Instant;
@@ -171,7 +175,7 @@ impl Frontier {
         store: Store,
         per_host: usize,
         eps: f64,
-        mut host_state: impl FnMut(&crate::store::HostRecord) -> (RobotsState, Option<String>, Instant),
+        mut host_state: impl FnMut(&crate::state::HostRecord) -> (RobotsState, Option<String>, Instant),
     ) -> Result<Self, StoreError> {
         let totals: CashTotals = store
             .meta(CASH_META)?
@@ -682,7 +686,7 @@ impl Frontier {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::Batch;
+    use crate::state::Batch;
     use std::time::Duration;
 
     fn frontier(dir: &std::path::Path, per_host: usize) -> Frontier {

@@ -2,10 +2,10 @@
 //! with a strategy that sees only what a crawler would have seen, and measure how much of the
 //! final PageRank it has captured after each fraction of the pages.
 
-use super::graph::Graph;
-use super::heap::MaxHeap;
-use super::opic::{Opic, VirtualShare};
-use super::pagerank::pagerank;
+use crate::importance::graph::Graph;
+use crate::importance::heap::MaxHeap;
+use crate::importance::opic::{Opic, VirtualShare};
+use crate::importance::pagerank::pagerank;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use std::collections::VecDeque;
@@ -365,7 +365,7 @@ pub fn measure(order: &[usize], pr: &[f64], opts: &Options) -> Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::importance::opic_sim::power_law_graph;
+    use crate::offline::opic_sim::power_law_graph;
 
     #[test]
     fn every_strategy_fetches_each_reachable_page_once() {

@@ -1,8 +1,8 @@
 //! The OPIC paper's experiment: replay OPIC on a graph with a page-selection policy and measure
 //! its estimates against exact PageRank.
 
-use super::graph::Graph;
-use super::opic::{Opic, VirtualShare};
+use crate::importance::graph::Graph;
+use crate::importance::opic::{Opic, VirtualShare};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 

@@ -2,8 +2,8 @@
 //! read back from the archive. What `webcoop-crawl copies` prints, and what tests and the
 //! bench compare with the true site.
 
-use crate::store::{Store, StoreError};
-use crate::warc;
+use crate::archive::warc;
+use crate::state::{Store, StoreError};
 use std::path::Path;
 use webcoop_protocol::validator::Sha256Digest;
 

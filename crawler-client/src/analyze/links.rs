@@ -181,7 +181,7 @@ fn extract_links(page: &Url, html: &[u8]) -> PageLinks {
         canonical: raw
             .canonical
             .as_deref()
-            .and_then(|c| crate::url_norm::resolve(&base, c)),
+            .and_then(|c| crate::analyze::url_norm::resolve(&base, c)),
         hub: raw.hub.as_deref().and_then(|h| base.join(h).ok()),
         topic: raw.topic.as_deref().and_then(|h| base.join(h).ok()),
         links: Vec::new(),
@@ -189,7 +189,7 @@ fn extract_links(page: &Url, html: &[u8]) -> PageLinks {
     if !raw.nofollow {
         let mut seen = std::collections::HashSet::new();
         for href in raw.hrefs {
-            if let Some(url) = crate::url_norm::resolve(&base, &href)
+            if let Some(url) = crate::analyze::url_norm::resolve(&base, &href)
                 && seen.insert(url.as_str().to_string())
             {
                 out.links.push(url);

@@ -3,8 +3,8 @@
 //! (content changed or not, and Last-Modified) and revisits them under a policy. Freshness and
 //! age are measured exactly (time-averaged over the pages), after a warm-up.
 
-use super::allocation::{Allocation, Policy, expected_freshness};
-use super::change_rate::ChangeHistory;
+use crate::refresh::allocation::{Allocation, Policy, expected_freshness};
+use crate::refresh::change_rate::ChangeHistory;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 

@@ -1,15 +1,15 @@
 //! What runs for each request on the async runtime: the fetch, the analysis of the response
 //! and the archive record, so that the scheduler thread only decides and appends.
 
+use crate::analyze::scope::LinkPolicy;
 use crate::analyze::{self, Analysis, Received};
+use crate::archive::warc::{self, Position, Record, RevisitProfile};
 use crate::coop::CoopJob;
 use crate::coop::callback::CallbackEvent;
 use crate::coop::requests::{CoopFetched, DeltaUse};
 use crate::fetch::{self, FetchError, FetchLimits, FetchRequest, FetchResponse};
-use crate::robots;
-use crate::scope::LinkPolicy;
-use crate::store::{KnownPage, Queued};
-use crate::warc::{self, Position, Record, RevisitProfile};
+use crate::frontier::robots;
+use crate::state::{KnownPage, Queued};
 use chrono::{DateTime, Utc};
 use std::path::PathBuf;
 use std::sync::Arc;

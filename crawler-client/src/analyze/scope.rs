@@ -2,7 +2,7 @@
 //! regular expression), the trap guards, and the depth limits (the thesis recommends 5 levels
 //! for dynamic pages and 15 for static ones).
 
-use crate::url_norm::{self, Refusal};
+use crate::analyze::url_norm::{self, Refusal};
 use std::collections::HashSet;
 use std::str::FromStr;
 use url::{Host, Url};

@@ -2,10 +2,12 @@
 //! the media type as checked after the fact (servers ignore `Accept`), the content digest that
 //! finds duplicates and changes, and for HTML the links worth following.
 
+pub mod links;
+pub mod scope;
+pub mod url_norm;
+
+use crate::analyze::scope::LinkPolicy;
 use crate::coop::discovery::link_header;
-use crate::links;
-use crate::scope::LinkPolicy;
-use crate::url_norm;
 use std::io::Read;
 use url::Url;
 use webcoop_protocol::validator::Sha256Digest;
@@ -224,7 +226,7 @@ pub fn analyze(r: Received<'_>, depth: u32, policy: &LinkPolicy, decode_limit: u
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scope::{Limits, Scope};
+    use crate::analyze::scope::{Limits, Scope};
 
     fn policy() -> LinkPolicy {
         LinkPolicy::new(

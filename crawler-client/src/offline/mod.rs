@@ -1,12 +1,17 @@
 //! The commands that work on a link graph or a model instead of the web: `rank`, `opic-sim`,
 //! `order-sim` and `refresh-sim`. Each prints a plain table to standard output.
 
+pub mod inspect;
+pub mod opic_sim;
+pub mod order_sim;
+pub mod refresh_sim;
+
 use crate::importance::graph::{Graph, GraphError};
-use crate::importance::opic_sim::{self, Policy as OpicPolicy};
-use crate::importance::order_sim::{self, Strategy};
 use crate::importance::pagerank::pagerank;
+use crate::offline::opic_sim::Policy as OpicPolicy;
+use crate::offline::order_sim::Strategy;
+use crate::offline::refresh_sim::Setup;
 use crate::refresh::allocation::Policy as RefreshPolicy;
-use crate::refresh::sim::{self, Setup};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -337,14 +342,19 @@ pub fn refresh_sim(a: &RefreshSimArgs) -> Result<(), OfflineError> {
         out,
         "policy\tfreshness\tage_days\tvisits_per_day\tnot_refreshed\tplanned_freshness"
     )?;
-    let mut rows: Vec<(String, sim::Outcome)> = a
+    let mut rows: Vec<(String, refresh_sim::Outcome)> = a
         .policy
         .iter()
-        .map(|p| (format!("{p:?}").to_lowercase(), sim::run(&setup, *p, false)))
+        .map(|p| {
+            (
+                format!("{p:?}").to_lowercase(),
+                refresh_sim::run(&setup, *p, false),
+            )
+        })
         .collect();
     rows.push((
         "omniscient-optimal".into(),
-        sim::run(&setup, RefreshPolicy::Optimal, true),
+        refresh_sim::run(&setup, RefreshPolicy::Optimal, true),
     ));
     for (name, o) in rows {
         writeln!(

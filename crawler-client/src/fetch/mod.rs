@@ -3,6 +3,8 @@
 //! transfer speed. The body is kept as it came (content-coded), for the archive, and decoded
 //! separately for parsing.
 
+pub mod tasks;
+
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use std::net::{IpAddr, SocketAddr};

@@ -1,0 +1,4 @@
+//! The archive: every response as a WARC record, and the copies held of each page.
+
+pub mod copies;
+pub mod warc;
