@@ -215,11 +215,14 @@ fn a_site_s_cooperation_speaks_only_for_its_own_origin() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_callback_refuses_forged_pushes_and_hijacking_verifications() {
-    use webcoop_crawler::coop::callback::{CallbackServer, Expected, token_for};
-    use webcoop_crawler::fetch::tasks::Outcome;
+    use webcoop_crawler::coop::callback::{CallbackEvent, CallbackServer, Expected, token_for};
     use webcoop_protocol::websub::{Mode, SignatureAlgorithm, sign};
-    let (tx, rx) = std::sync::mpsc::channel::<Outcome>();
-    let server = CallbackServer::start(([127, 0, 0, 1], 0).into(), None, tx)
+    let (tx, rx) = std::sync::mpsc::channel::<CallbackEvent>();
+    let tx = std::sync::Mutex::new(tx);
+    let report = std::sync::Arc::new(move |e| {
+        let _ = tx.lock().map(|tx| tx.send(e));
+    });
+    let server = CallbackServer::start(([127, 0, 0, 1], 0).into(), None, report)
         .await
         .unwrap();
     let topic = "http://site.test/.well-known/webcoop/changes";
@@ -327,12 +330,8 @@ async fn the_callback_refuses_forged_pushes_and_hijacking_verifications() {
     let mut bad = 0;
     while let Ok(o) = rx.recv_timeout(Duration::from_millis(300)) {
         match o {
-            Outcome::Callback(webcoop_crawler::coop::callback::CallbackEvent::Delivery {
-                ..
-            }) => deliveries += 1,
-            Outcome::Callback(webcoop_crawler::coop::callback::CallbackEvent::BadSignature {
-                ..
-            }) => bad += 1,
+            CallbackEvent::Delivery { .. } => deliveries += 1,
+            CallbackEvent::BadSignature { .. } => bad += 1,
             _ => {}
         }
     }

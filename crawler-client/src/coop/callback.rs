@@ -12,13 +12,11 @@
 //! request waits; and a delivery's body is read (up to [`MAX_DELIVERY`]) only after its path,
 //! its subscription and the presence of a signature have been checked.
 
-use crate::fetch::tasks::Outcome;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
 use url::Url;
 use webcoop_protocol::websub::{
@@ -95,30 +93,20 @@ pub enum CallbackEvent {
         /// Why.
         why: String,
     },
-    /// A pushed inline delta could not be applied (sent by the task that tried).
-    InlineFailed {
-        /// The site.
-        host: i64,
-        /// The page's fingerprint.
-        fp: u64,
-        /// The page.
-        url: String,
-        /// Why.
-        why: String,
-    },
 }
 
 #[derive(Clone)]
 struct Shared {
     expected: Arc<Mutex<HashMap<i64, Expected>>>,
-    tx: Arc<Mutex<Sender<Outcome>>>,
+    report: Report,
 }
+
+/// Where the server reports what it heard: the loop's channel, or a test's.
+pub type Report = Arc<dyn Fn(CallbackEvent) + Send + Sync>;
 
 impl Shared {
     fn send(&self, e: CallbackEvent) {
-        if let Ok(tx) = self.tx.lock() {
-            let _ = tx.send(Outcome::Callback(e));
-        }
+        (self.report)(e);
     }
 }
 
@@ -133,11 +121,11 @@ pub struct CallbackServer {
 
 impl CallbackServer {
     /// Starts listening on `listen`; `public` is the base URL hubs are given (default: the
-    /// address listened on).
+    /// address listened on). What it hears goes to `report`.
     pub async fn start(
         listen: SocketAddr,
         public: Option<Url>,
-        tx: Sender<Outcome>,
+        report: Report,
     ) -> std::io::Result<CallbackServer> {
         let listener = tokio::net::TcpListener::bind(listen).await?;
         let local = listener.local_addr()?;
@@ -148,7 +136,7 @@ impl CallbackServer {
         };
         let shared = Shared {
             expected: Arc::new(Mutex::new(HashMap::new())),
-            tx: Arc::new(Mutex::new(tx)),
+            report,
         };
         let expected = shared.expected.clone();
         let app = axum::Router::new()
@@ -360,10 +348,14 @@ mod tests {
     const TOPIC: &str = "http://site.test/.well-known/webcoop/changes";
     const SECRET: &str = "a secret of sixteen+";
 
-    async fn server() -> (CallbackServer, std::sync::mpsc::Receiver<Outcome>) {
+    async fn server() -> (CallbackServer, std::sync::mpsc::Receiver<CallbackEvent>) {
         let (tx, rx) = std::sync::mpsc::channel();
+        let tx = Mutex::new(tx);
+        let report: Report = Arc::new(move |e| {
+            let _ = tx.lock().map(|tx| tx.send(e));
+        });
         let listen = SocketAddr::from(([127, 0, 0, 1], 0));
-        let server = CallbackServer::start(listen, None, tx).await.unwrap();
+        let server = CallbackServer::start(listen, None, report).await.unwrap();
         server.expect(
             7,
             Expected {
@@ -403,9 +395,9 @@ mod tests {
         (status, head)
     }
 
-    fn event(rx: &std::sync::mpsc::Receiver<Outcome>) -> CallbackEvent {
+    fn event(rx: &std::sync::mpsc::Receiver<CallbackEvent>) -> CallbackEvent {
         match rx.recv_timeout(std::time::Duration::from_secs(5)) {
-            Ok(Outcome::Callback(e)) => e,
+            Ok(e) => e,
             other => panic!("no callback event: {other:?}"),
         }
     }

@@ -2,10 +2,14 @@
 //! deltas, a WebSub hub), found per host, trusted only as far as it proves right, and used to
 //! stop polling wherever it can.
 //!
-//! The pure parts live here: discovery of the offers, the site's state and trust, and the
-//! metadata poll interval. The requests are made by `requests` on the async runtime, the
-//! WebSub callback server is `callback`, and the crawl loop uses all of them in
-//! `engine::coop`.
+//! The pure parts: discovery of the offers (`discovery`), a site's state (`site`), trust and
+//! date judging (`trust`), the metadata poll interval (`poll_rate`). The decisions, on
+//! [`CoopState`]: what a site lists (`listings`), when it is polled and what an answer does
+//! (`polls`), the changes it announces (`announcements`), its claims weighed at visits
+//! (`claims`), WebSub subscriptions and deliveries (`push`), and the figures at the end
+//! (`report`). They take the frontier and the schedule as arguments ([`Reach`]) and leave the
+//! rest to the loop ([`Effects`]). The requests run on the async runtime (`requests`); the
+//! WebSub callback server is `callback`.
 
 pub mod callback;
 pub mod discovery;
@@ -13,6 +17,17 @@ pub mod poll_rate;
 pub mod requests;
 pub mod site;
 pub mod trust;
+
+mod announcements;
+mod claims;
+mod listings;
+mod polls;
+mod push;
+mod report;
+pub mod state;
+
+pub use polls::tick_period;
+pub use state::{CoopState, Effects, InlineDelta, KnownPages, Reach};
 
 use url::Url;
 

@@ -5,7 +5,8 @@
 use super::CoopJob;
 use crate::archive::warc;
 use crate::coop::MetaKind;
-use crate::fetch::tasks::{self, Context, Outcome, RecordSlot};
+use crate::fetch::outcome::{Context, CoopFetched, DeltaUse, Fetched, Outcome, Source};
+use crate::fetch::tasks;
 use crate::fetch::{self, FetchError, FetchLimits, FetchRequest, FetchResponse};
 use crate::state::{KnownPage, Queued};
 use std::sync::Arc;
@@ -31,31 +32,6 @@ fn decoded_max(kind: MetaKind) -> usize {
 
 /// Time allowed for a hub request.
 const HUB_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// A metadata response, decoded.
-#[derive(Debug, Clone)]
-pub struct CoopFetched {
-    /// Status code (after no redirect: metadata does not move).
-    pub status: u16,
-    /// Response headers.
-    pub headers: Vec<(String, String)>,
-    /// The body with its content coding removed.
-    pub body: Vec<u8>,
-    /// Bytes received.
-    pub size: u64,
-    /// The archive record (none for hub requests).
-    pub record: Option<RecordSlot>,
-}
-
-impl CoopFetched {
-    /// The first header named `name`.
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-}
 
 /// Makes a cooperation request and sends the outcome.
 pub async fn run(ctx: Arc<Context>, host: i64, job: CoopJob, tx: Sender<Outcome>) {
@@ -177,20 +153,6 @@ pub struct DeltaPlan {
     pub inline: Option<(String, Vec<u8>)>,
 }
 
-/// What became of a delta, for the crawl log and the site's figures.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum DeltaUse {
-    /// Applied and verified; the bytes it took on the wire (0 when pushed inline).
-    Applied(u64),
-    /// The server answered the delta request with the whole new version (the delta would
-    /// not have been smaller, or it did not know the base): one request, as a GET.
-    Whole,
-    /// Pushed inline with the announcement, applied and verified: no request at all.
-    Pushed,
-    /// Not usable, for this reason; the page was fetched in full.
-    Fallback(String),
-}
-
 /// Builds the new version of a page from the held one and a dcz delta, verified against the
 /// validators the server gave (its `ETag`) and the site announced; both must be ours.
 pub fn apply(
@@ -290,7 +252,7 @@ pub async fn page_delta(
         job,
         result,
         elapsed: start.elapsed(),
-        local: false,
+        source: Source::Request,
     });
 }
 
@@ -347,7 +309,7 @@ pub async fn page_inline(
         job,
         result: Ok(Box::new(f)),
         elapsed: Duration::ZERO,
-        local: true,
+        source: Source::Pushed,
     });
     Ok(())
 }
@@ -359,7 +321,7 @@ fn examined(
     depth: u32,
     known: &KnownPage,
     how: DeltaUse,
-) -> tasks::Fetched {
+) -> Fetched {
     let mut f = tasks::examine(
         resp,
         depth,

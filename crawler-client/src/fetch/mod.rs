@@ -3,6 +3,7 @@
 //! transfer speed. The body is kept as it came (content-coded), for the archive, and decoded
 //! separately for parsing.
 
+pub mod outcome;
 pub mod tasks;
 
 use bytes::Bytes;

@@ -2,19 +2,15 @@
 //! and the archive record, so that the scheduler thread only decides and appends.
 
 use crate::analyze::scope::LinkPolicy;
-use crate::analyze::{self, Analysis, Received};
-use crate::archive::warc::{self, Position, Record, RevisitProfile};
-use crate::coop::CoopJob;
-use crate::coop::callback::CallbackEvent;
-use crate::coop::requests::{CoopFetched, DeltaUse};
+use crate::analyze::{self, Received};
+use crate::archive::warc::{self, RevisitProfile};
+use crate::fetch::outcome::{Context, Fetched, Outcome, RecordSlot, RobotsFetched, Source};
 use crate::fetch::{self, FetchError, FetchLimits, FetchRequest, FetchResponse};
 use crate::frontier::robots;
 use crate::state::{KnownPage, Queued};
-use chrono::{DateTime, Utc};
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::mpsc::Sender;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use url::Url;
 
 /// Redirects followed for robots.txt (RFC 9309 asks for at least five).
@@ -22,113 +18,6 @@ pub const ROBOTS_REDIRECTS: u32 = 5;
 
 /// Bodies larger than this are analysed on the blocking pool, not on an async worker.
 const INLINE_ANALYSIS: usize = 64 << 10;
-
-/// The archive record of a response: to be appended, or already in the archive (replay).
-#[derive(Debug, Clone)]
-pub enum RecordSlot {
-    /// Built, not yet written.
-    New(Record),
-    /// Already in the archive.
-    Stored(Position),
-}
-
-/// A page response, analysed.
-#[derive(Debug, Clone)]
-pub struct Fetched {
-    /// Status code.
-    pub status: u16,
-    /// What the response says.
-    pub analysis: Analysis,
-    /// Body bytes as received.
-    pub size: u64,
-    /// Whether the body was cut at the size limit.
-    pub truncated: bool,
-    /// When it was requested.
-    pub fetched_at: DateTime<Utc>,
-    /// `Retry-After`.
-    pub retry_after: Option<String>,
-    /// The HTTP head as archived.
-    pub http_head: String,
-    /// `sha1:` digest of the body as received.
-    pub payload_digest: String,
-    /// Same content as the copy held.
-    pub unchanged: bool,
-    /// Content different from the copy held.
-    pub changed: bool,
-    /// The page whose content this is, when the archive says so (replay of a revisit).
-    pub refers_to: Option<String>,
-    /// The archive record.
-    pub record: RecordSlot,
-    /// What was held of the page before this visit (a revisit).
-    pub known: Option<KnownPage>,
-    /// Whether it came as a delta.
-    pub delta: Option<DeltaUse>,
-}
-
-/// The outcome of a robots.txt fetch.
-#[derive(Debug, Clone)]
-pub struct RobotsFetched {
-    /// Final status (after redirects).
-    pub status: u16,
-    /// Decoded body, at most the parse limit.
-    pub body: Vec<u8>,
-    /// The archive record of the final response.
-    pub record: RecordSlot,
-}
-
-/// What comes back to the scheduler.
-#[derive(Debug)]
-pub enum Outcome {
-    /// A robots.txt fetch ended.
-    Robots {
-        /// Host id.
-        host: i64,
-        /// What came back.
-        result: Result<RobotsFetched, FetchError>,
-        /// How long it took.
-        elapsed: Duration,
-    },
-    /// A page fetch ended.
-    Page {
-        /// The queue row.
-        job: Queued,
-        /// What came back.
-        result: Result<Box<Fetched>, FetchError>,
-        /// How long it took.
-        elapsed: Duration,
-        /// Made without a request of its own (an inline delta pushed by the site).
-        local: bool,
-    },
-    /// A cooperation request ended.
-    Coop {
-        /// Host id.
-        host: i64,
-        /// The request.
-        job: CoopJob,
-        /// What came back.
-        result: Result<CoopFetched, FetchError>,
-        /// How long it took.
-        elapsed: Duration,
-    },
-    /// The WebSub callback heard from a hub.
-    Callback(CallbackEvent),
-}
-
-/// What every request needs.
-pub struct Context {
-    /// The HTTP client.
-    pub client: reqwest::Client,
-    /// Fetch limits.
-    pub limits: FetchLimits,
-    /// Which links to keep.
-    pub policy: LinkPolicy,
-    /// gzip level of archive records.
-    pub warc_level: u32,
-    /// Where the archive is (held copies are read back from it for deltas).
-    pub warc_dir: PathBuf,
-    /// Whether revisits send the held copy's validators.
-    pub conditional: bool,
-}
 
 /// Builds the analysis and archive record of a page response.
 pub fn examine(
@@ -255,7 +144,7 @@ pub async fn page(
         job,
         result,
         elapsed: start.elapsed(),
-        local: false,
+        source: Source::Request,
     });
 }
 
@@ -300,8 +189,11 @@ pub async fn robots(ctx: Arc<Context>, host: i64, origin: String, tx: Sender<Out
         Err(e) => {
             let _ = tx.send(Outcome::Robots {
                 host,
-                result: Err(FetchError::Other(format!("bad origin {origin}: {e}"))),
+                result: Err(fetch::FetchError::Other(format!(
+                    "bad origin {origin}: {e}"
+                ))),
                 elapsed: start.elapsed(),
+                source: Source::Request,
             });
             return;
         }
@@ -339,5 +231,6 @@ pub async fn robots(ctx: Arc<Context>, host: i64, origin: String, tx: Sender<Out
         host,
         result,
         elapsed: start.elapsed(),
+        source: Source::Request,
     });
 }

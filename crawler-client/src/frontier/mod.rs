@@ -9,12 +9,14 @@
 
 pub mod cash;
 pub mod politeness;
+pub mod queue_store;
 pub mod robots;
 
 use crate::coop::CoopJob;
 use crate::frontier::cash::{CashBook, CashTotals};
 use crate::frontier::robots::Rules;
-use crate::state::{NewUrl, Queued, Store, StoreError};
+use crate::state::{HostRecord, NewUrl, Queued};
+use queue_store::{CASH_META, QueueStore};
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 use std::time::Instant;
@@ -24,9 +26,6 @@ const BUFFER: usize = 16;
 
 /// A refill reads this many buffers' worth of rows and keeps the best.
 const REFILL_WINDOW: usize = 4;
-
-/// Where the cash totals are saved.
-const CASH_META: &str = "opic_cash";
 
 /// Priority of a refresh: ahead of every new URL of its host (the schedule decided it is due).
 const REVISIT_PRIORITY: f64 = 1e300;
@@ -152,8 +151,6 @@ pub enum Dispatch {
 
 /// The frontier.
 pub struct Frontier {
-    /// The crawl database (queue and seen-set on disk).
-    pub store: Store,
     hosts: HashMap<i64, Host>,
     by_origin: HashMap<String, i64>,
     heap: BinaryHeap<Reverse<(Instant, i64)>>,
@@ -171,14 +168,14 @@ impl Frontier {
     /// The frontier over `store`'s queue, seen-set and hosts. `host_state` gives each stored
     /// host its robots.txt state, skip reason and first allowed time; `eps` is the share of a
     /// page's cash that goes to OPIC's virtual page.
-    pub fn load(
-        store: Store,
+    pub fn load<S: QueueStore>(
+        store: &S,
         per_host: usize,
         eps: f64,
-        mut host_state: impl FnMut(&crate::state::HostRecord) -> (RobotsState, Option<String>, Instant),
-    ) -> Result<Self, StoreError> {
+        mut host_state: impl FnMut(&HostRecord) -> (RobotsState, Option<String>, Instant),
+    ) -> Result<Self, S::Error> {
         let totals: CashTotals = store
-            .meta(CASH_META)?
+            .cash_totals()?
             .and_then(|t| serde_json::from_str(&t).ok())
             .unwrap_or_default();
         let mut keys = HashMap::new();
@@ -198,10 +195,9 @@ impl Frontier {
             with_unsaved: HashSet::new(),
             per_host: per_host.max(1),
             queue_cap: MAX_QUEUED_PER_HOST,
-            store,
         };
         let now = Instant::now();
-        for rec in f.store.hosts()? {
+        for rec in store.hosts()? {
             let mut host = Host::new(
                 rec.id,
                 rec.origin.clone(),
@@ -231,11 +227,11 @@ impl Frontier {
     }
 
     /// The id of the host with `origin`, added if new.
-    pub fn host_for(&mut self, origin: &str) -> Result<i64, StoreError> {
+    pub fn host_for<S: QueueStore>(&mut self, store: &S, origin: &str) -> Result<i64, S::Error> {
         if let Some(id) = self.by_origin.get(origin) {
             return Ok(*id);
         }
-        let id = self.store.host_id(origin)?;
+        let id = store.host_id(origin)?;
         self.by_origin.insert(origin.to_string(), id);
         self.hosts
             .insert(id, Host::new(id, origin.to_string(), 0, Instant::now()));
@@ -491,13 +487,17 @@ impl Frontier {
     }
 
     /// The next thing to fetch from a host whose time has come, if any.
-    pub fn next(&mut self, now: Instant) -> Result<Option<Dispatch>, StoreError> {
+    pub fn next<S: QueueStore>(
+        &mut self,
+        store: &S,
+        now: Instant,
+    ) -> Result<Option<Dispatch>, S::Error> {
         while let Some(Reverse((at, id))) = self.heap.peek().copied() {
             if at > now {
                 break;
             }
             self.heap.pop();
-            let key = self.best_key(id)?;
+            let key = self.best_key(store, id)?;
             self.ready.push(ByCash(key, id));
         }
         while let Some(ByCash(_, id)) = self.ready.pop() {
@@ -529,7 +529,7 @@ impl Frontier {
                 return Ok(Some(Dispatch::Coop(id, job)));
             }
             if h.buffer.is_empty() {
-                self.refill(id)?;
+                self.refill(store, id)?;
             }
             let Some(h) = self.hosts.get_mut(&id) else {
                 continue;
@@ -547,7 +547,7 @@ impl Frontier {
 
     /// The cash key of a host's best URL (refilling its buffer if needed); robots.txt to fetch
     /// counts as the best of all.
-    fn best_key(&mut self, id: i64) -> Result<f64, StoreError> {
+    fn best_key<S: QueueStore>(&mut self, store: &S, id: i64) -> Result<f64, S::Error> {
         let robots_known = self
             .hosts
             .get(&id)
@@ -556,7 +556,7 @@ impl Frontier {
             return Ok(f64::INFINITY);
         }
         if self.hosts.get(&id).is_some_and(|h| h.buffer.is_empty()) {
-            self.refill(id)?;
+            self.refill(store, id)?;
         }
         Ok(self
             .hosts
@@ -565,15 +565,13 @@ impl Frontier {
             .map_or(f64::NEG_INFINITY, |q| q.priority))
     }
 
-    fn refill(&mut self, id: i64) -> Result<(), StoreError> {
+    fn refill<S: QueueStore>(&mut self, store: &S, id: i64) -> Result<(), S::Error> {
         let Some(h) = self.hosts.get(&id) else {
             return Ok(());
         };
         // Saved rows are ordered by the key they were saved with; a wider read re-ranked by the
         // current keys lets URLs that gained cash since move up.
-        let mut rows = self
-            .store
-            .next_for_host(id, BUFFER * REFILL_WINDOW, &h.taken)?;
+        let mut rows = store.next_for_host(id, BUFFER * REFILL_WINDOW, &h.taken)?;
         for q in &mut rows {
             if !q.revisit
                 && let Some(k) = self.cash.key(q.fp)
@@ -686,24 +684,42 @@ impl Frontier {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::state::Batch;
+    use crate::state::{Batch, Store};
+    use queue_store::memory::MemoryQueue;
+    use std::fmt::Debug;
     use std::time::Duration;
 
-    fn frontier(dir: &std::path::Path, per_host: usize) -> Frontier {
-        let store = Store::open(dir).unwrap();
-        Frontier::load(store, per_host, 0.15, |_| {
+    /// A queue store the tests can save batches to.
+    trait Saves: QueueStore<Error: Debug> {
+        fn save_batch(&mut self, new_urls: Vec<NewUrl>, done: Vec<i64>);
+    }
+
+    impl Saves for Store {
+        fn save_batch(&mut self, new_urls: Vec<NewUrl>, done: Vec<i64>) {
+            let batch = Batch {
+                new_urls,
+                done,
+                ..Default::default()
+            };
+            self.commit(&batch).unwrap();
+        }
+    }
+
+    impl Saves for MemoryQueue {
+        fn save_batch(&mut self, new_urls: Vec<NewUrl>, done: Vec<i64>) {
+            self.save(new_urls, &done);
+        }
+    }
+
+    fn load<S: Saves>(q: &S, per_host: usize) -> Frontier {
+        Frontier::load(q, per_host, 0.15, |_| {
             (RobotsState::Unknown, None, Instant::now())
         })
         .unwrap()
     }
 
-    fn save(f: &mut Frontier, settled: &[(i64, i64)], done: Vec<i64>) {
-        let batch = Batch {
-            new_urls: f.drain_pending(),
-            done,
-            ..Default::default()
-        };
-        f.store.commit(&batch).unwrap();
+    fn save<S: Saves>(f: &mut Frontier, q: &mut S, settled: &[(i64, i64)], done: Vec<i64>) {
+        q.save_batch(f.drain_pending(), done);
         f.saved(settled);
     }
 
@@ -715,10 +731,15 @@ mod tests {
     }
 
     #[test]
-    fn robots_first_then_fifo_with_politeness_and_spill_to_disk() {
+    fn robots_first_then_fifo_with_politeness_and_spill_to_the_store() {
         let dir = tempfile::tempdir().unwrap();
-        let mut f = frontier(dir.path(), 1);
-        let h = f.host_for("http://e.com").unwrap();
+        robots_first_then_fifo(Store::open(dir.path()).unwrap());
+        robots_first_then_fifo(MemoryQueue::default());
+    }
+
+    fn robots_first_then_fifo<S: Saves>(mut q: S) {
+        let mut f = load(&q, 1);
+        let h = f.host_for(&q, "http://e.com").unwrap();
         for i in 0..40 {
             let url = format!("http://e.com/{i}");
             assert!(f.push(h, url.clone(), i, 0, 0));
@@ -726,23 +747,23 @@ mod tests {
         }
         assert_eq!(f.queued(), 40);
         let now = Instant::now();
-        assert!(matches!(f.next(now).unwrap(), Some(Dispatch::Robots(id)) if id == h));
+        assert!(matches!(f.next(&q, now).unwrap(), Some(Dispatch::Robots(id)) if id == h));
         assert!(
-            f.next(now).unwrap().is_none(),
+            f.next(&q, now).unwrap().is_none(),
             "one connection, busy with robots.txt"
         );
         f.robots_known(h, Rules::AllowAll, now + Duration::from_secs(3600));
         f.finished(h, now);
         // Half the URLs are saved before they are needed, half are not: the order holds.
-        save(&mut f, &[], vec![]);
+        save(&mut f, &mut q, &[], vec![]);
         let mut got = Vec::new();
         let mut settled = Vec::new();
         for i in 0..40 {
             let t = Instant::now();
-            let q = page(f.next(t).unwrap());
-            assert!(f.next(t).unwrap().is_none(), "one at a time");
-            got.push(q.url.clone());
-            settled.push((h, q.seq));
+            let job = page(f.next(&q, t).unwrap());
+            assert!(f.next(&q, t).unwrap().is_none(), "one at a time");
+            got.push(job.url.clone());
+            settled.push((h, job.seq));
             f.finished(h, t);
             if i == 20 {
                 for j in 40..45 {
@@ -751,7 +772,7 @@ mod tests {
             }
             if i % 7 == 0 {
                 let done: Vec<i64> = settled.iter().map(|s| s.1).collect();
-                save(&mut f, &settled, done);
+                save(&mut f, &mut q, &settled, done);
                 settled.clear();
             }
         }
@@ -759,7 +780,7 @@ mod tests {
         assert_eq!(got, expected);
         let mut rest = Vec::new();
         for _ in 0..5 {
-            let q = page(f.next(Instant::now()).unwrap());
+            let q = page(f.next(&q, Instant::now()).unwrap());
             f.finished(h, Instant::now());
             rest.push(q.url);
         }
@@ -769,17 +790,17 @@ mod tests {
                 .map(|i| format!("http://e.com/{i}"))
                 .collect::<Vec<_>>()
         );
-        assert!(f.next(Instant::now()).unwrap().is_none());
+        assert!(f.next(&q, Instant::now()).unwrap().is_none());
     }
 
     #[test]
     fn a_host_queues_no_more_than_its_cap_and_others_are_not_held_back() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut f = frontier(dir.path(), 1);
+        let mut q = MemoryQueue::default();
+        let mut f = load(&q, 1);
         f.set_queue_cap(10);
         let (trap, other) = (
-            f.host_for("http://trap.test").unwrap(),
-            f.host_for("http://other.test").unwrap(),
+            f.host_for(&q, "http://trap.test").unwrap(),
+            f.host_for(&q, "http://other.test").unwrap(),
         );
         let queued = (0..1000u64)
             .filter(|i| f.push(trap, format!("http://trap.test/{i}"), *i, 0, 0))
@@ -788,16 +809,16 @@ mod tests {
         // Refused URLs are not marked seen: they can be queued once there is room.
         assert!(!f.seen(999));
         assert!(f.push(other, "http://other.test/".into(), 5000, 0, 0));
-        save(&mut f, &[], vec![]);
+        save(&mut f, &mut q, &[], vec![]);
         assert_eq!(f.queued(), 11);
     }
 
     #[test]
     fn a_host_waits_for_its_delay_and_others_go_meanwhile() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut f = frontier(dir.path(), 1);
-        let a = f.host_for("http://a.com").unwrap();
-        let b = f.host_for("http://b.com").unwrap();
+        let q = MemoryQueue::default();
+        let mut f = load(&q, 1);
+        let a = f.host_for(&q, "http://a.com").unwrap();
+        let b = f.host_for(&q, "http://b.com").unwrap();
         let far = Instant::now() + Duration::from_secs(3600);
         for (h, n) in [(a, 0u64), (b, 100)] {
             f.push(h, format!("x{n}"), n, 0, 0);
@@ -805,40 +826,43 @@ mod tests {
             f.robots_known(h, Rules::AllowAll, far);
         }
         let now = Instant::now();
-        let first = page(f.next(now).unwrap());
-        let second = page(f.next(now).unwrap());
+        let first = page(f.next(&q, now).unwrap());
+        let second = page(f.next(&q, now).unwrap());
         assert_ne!(first.host, second.host);
         f.finished(a, now + Duration::from_secs(10));
         f.finished(b, now);
-        let third = page(f.next(now).unwrap());
+        let third = page(f.next(&q, now).unwrap());
         assert_eq!(third.host, b, "a must wait 10 s");
         f.finished(b, now);
-        assert!(f.next(now).unwrap().is_none());
+        assert!(f.next(&q, now).unwrap().is_none());
         assert_eq!(f.next_wakeup(), Some(now + Duration::from_secs(10)));
-        assert_eq!(page(f.next(now + Duration::from_secs(10)).unwrap()).host, a);
+        assert_eq!(
+            page(f.next(&q, now + Duration::from_secs(10)).unwrap()).host,
+            a
+        );
     }
 
     #[test]
     fn a_retried_url_is_handed_out_again_once() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut f = frontier(dir.path(), 1);
-        let h = f.host_for("http://e.com").unwrap();
+        let mut q = MemoryQueue::default();
+        let mut f = load(&q, 1);
+        let h = f.host_for(&q, "http://e.com").unwrap();
         for i in 0..20 {
             f.push(h, format!("http://e.com/{i}"), i, 0, 0);
         }
         f.robots_known(h, Rules::AllowAll, Instant::now() + Duration::from_secs(60));
-        save(&mut f, &[], vec![]);
-        let first = page(f.next(Instant::now()).unwrap());
+        save(&mut f, &mut q, &[], vec![]);
+        let first = page(f.next(&q, Instant::now()).unwrap());
         f.finished(h, Instant::now());
         f.requeue(first.clone());
-        let again = page(f.next(Instant::now()).unwrap());
+        let again = page(f.next(&q, Instant::now()).unwrap());
         f.finished(h, Instant::now());
         assert_eq!(again.seq, first.seq, "a retry goes first");
         // The save that records the retry's attempt count settles nothing: the row is taken
         // again and must not come back from the database while it is.
-        save(&mut f, &[], vec![]);
+        save(&mut f, &mut q, &[], vec![]);
         let mut order = vec![again.seq];
-        while let Some(d) = f.next(Instant::now()).unwrap() {
+        while let Some(d) = f.next(&q, Instant::now()).unwrap() {
             let q = page(Some(d));
             order.push(q.seq);
             f.finished(h, Instant::now());
@@ -855,27 +879,29 @@ mod tests {
     fn the_queue_survives_a_reload_and_the_seen_set_with_it() {
         let dir = tempfile::tempdir().unwrap();
         {
-            let mut f = frontier(dir.path(), 2);
-            let h = f.host_for("http://e.com").unwrap();
+            let mut q = Store::open(dir.path()).unwrap();
+            let mut f = load(&q, 2);
+            let h = f.host_for(&q, "http://e.com").unwrap();
             for i in 0..30 {
                 f.push(h, format!("http://e.com/{i}"), i, 0, 0);
             }
-            save(&mut f, &[], vec![]);
+            save(&mut f, &mut q, &[], vec![]);
         }
-        let mut f = frontier(dir.path(), 2);
-        let h = f.host_for("http://e.com").unwrap();
+        let q = Store::open(dir.path()).unwrap();
+        let mut f = load(&q, 2);
+        let h = f.host_for(&q, "http://e.com").unwrap();
         assert_eq!(f.queued(), 30);
         assert!(!f.push(h, "http://e.com/3".into(), 3, 0, 0));
         assert!(f.push(h, "http://e.com/new".into(), 999, 0, 0));
         f.robots_known(h, Rules::AllowAll, Instant::now() + Duration::from_secs(60));
         let now = Instant::now();
-        let a = page(f.next(now).unwrap());
-        let b = page(f.next(now).unwrap());
+        let a = page(f.next(&q, now).unwrap());
+        let b = page(f.next(&q, now).unwrap());
         assert_eq!(
             (a.url.as_str(), b.url.as_str()),
             ("http://e.com/0", "http://e.com/1")
         );
-        assert!(f.next(now).unwrap().is_none(), "two connections");
+        assert!(f.next(&q, now).unwrap().is_none(), "two connections");
         assert!(b.seq > a.seq);
         f.abandon(h, "gone".into());
         assert_eq!(f.queued(), 0);
@@ -883,10 +909,10 @@ mod tests {
 
     #[test]
     fn cash_orders_urls_within_a_host_and_hosts_among_those_ready() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut f = frontier(dir.path(), 1);
-        let a = f.host_for("http://a.com").unwrap();
-        let b = f.host_for("http://b.com").unwrap();
+        let mut q = MemoryQueue::default();
+        let mut f = load(&q, 1);
+        let a = f.host_for(&q, "http://a.com").unwrap();
+        let b = f.host_for(&q, "http://b.com").unwrap();
         let far = Instant::now() + Duration::from_secs(3600);
         f.robots_known(a, Rules::AllowAll, far);
         f.robots_known(b, Rules::AllowAll, far);
@@ -900,22 +926,22 @@ mod tests {
             assert!(f.push(host, url.into(), fp, 1, 0));
         }
         // The seed is read: y gets cash twice (two links), x once, z once.
-        let home = page(f.next(Instant::now()).unwrap());
+        let home = page(f.next(&q, Instant::now()).unwrap());
         assert_eq!(home.fp, 1);
         f.finished(a, Instant::now());
         f.read_cash(1, &[3, 2, 3, 4]);
         assert!(f.cash().cash(3) > f.cash().cash(2));
-        save(&mut f, &[(a, home.seq)], vec![home.seq]);
+        save(&mut f, &mut q, &[(a, home.seq)], vec![home.seq]);
         let now = Instant::now();
-        let first = page(f.next(now).unwrap());
+        let first = page(f.next(&q, now).unwrap());
         assert_eq!(
             first.url, "http://a.com/y",
             "a's best URL has more cash than b's"
         );
-        let second = page(f.next(now).unwrap());
+        let second = page(f.next(&q, now).unwrap());
         assert_eq!(second.url, "http://b.com/z");
         f.finished(a, now);
-        assert_eq!(page(f.next(now).unwrap()).url, "http://a.com/x");
+        assert_eq!(page(f.next(&q, now).unwrap()).url, "http://a.com/x");
         assert!((f.cash().total() - 1.0).abs() < 1e-9);
     }
 }

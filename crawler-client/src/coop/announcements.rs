@@ -1,0 +1,307 @@
+//! Announcements: the changes a site lists or pushes, applied to the refresh schedule as they
+//! are believed, with the deltas to fetch them by and the deletions they report.
+
+use super::discovery::delta_url;
+use super::requests::DeltaPlan;
+use super::state::{Claim, CoopState, InlineDelta, Reach};
+use super::{CoopJob, CoopMode, MetaKind};
+use crate::analyze::Link;
+use crate::clock::now_ms;
+use crate::fetch::outcome::CoopFetched;
+use crate::refresh::schedule::Announcement;
+use crate::state::PageRecord;
+use url::Url;
+use webcoop_protocol::changes_feed::{self, ChangeKind, ChangesFeed, FeedLimits};
+
+impl CoopState {
+    pub(crate) fn changes_answered(
+        &mut self,
+        r: &mut Reach<'_>,
+        host: i64,
+        got: &CoopFetched,
+        secs: Option<f64>,
+        pushed: bool,
+    ) -> Result<(), String> {
+        let feed = changes_feed::parse(&got.body, &FeedLimits::default())
+            .map_err(|e| format!("changes feed: {e}"))?;
+        if !pushed {
+            let site = self.site(host);
+            site.changes_etag = got.header("etag").map(str::to_string);
+            site.last_poll = Some(now_ms());
+        }
+        self.apply_feed(r, host, feed, secs, pushed);
+        Ok(())
+    }
+
+    pub(crate) fn apply_feed(
+        &mut self,
+        r: &mut Reach<'_>,
+        host: i64,
+        feed: ChangesFeed,
+        secs: Option<f64>,
+        pushed: bool,
+    ) {
+        if let Some(resync) = &feed.resync {
+            tracing::info!(
+                "{}: the site asks for a resync after change {}",
+                r.origin(host),
+                resync.since
+            );
+            self.resync(r, host);
+            return;
+        }
+        let cursor = self.sites.get(&host).and_then(|s| s.cursor);
+        let mut entries: Vec<_> = feed
+            .entries
+            .into_iter()
+            .filter(|e| cursor.is_none_or(|c| e.seq > c))
+            .collect();
+        entries.sort_by_key(|e| e.seq);
+        if !pushed {
+            // A change older than half the backup period should have been pushed by now.
+            let grace = chrono::Duration::milliseconds((self.config.backup_poll * 500.0) as i64);
+            let now = crate::clock::now();
+            let missed = entries.iter().filter(|e| now - e.time > grace).count();
+            self.backup_polled(r, host, missed);
+        }
+        if pushed
+            && let (Some(c), Some(first)) = (cursor, entries.first())
+            && first.seq > c + 1
+        {
+            self.site(host).quiet_backups = 0;
+            // Changes were missed (a delivery lost): the feed fills the gap, in order.
+            tracing::info!(
+                "{}: pushed change {} after {c}; fetching the changes in between",
+                r.origin(host),
+                first.seq
+            );
+            if let Some(job) = self.poll_job(r, host) {
+                r.frontier.push_coop(host, job);
+                self.polling.insert(host);
+            }
+            return;
+        }
+        let n = entries.len() as u64;
+        let changes = self
+            .sites
+            .get(&host)
+            .and_then(|s| s.changes.clone())
+            .and_then(|c| Url::parse(&c).ok());
+        let deltas = self.config.uses_deltas();
+        for e in &entries {
+            if !self.own_page(r, host, &e.url) {
+                continue;
+            }
+            match e.kind {
+                ChangeKind::Deleted => self.deleted(r, host, &e.url, e.seq),
+                ChangeKind::Created | ChangeKind::Modified => {
+                    let plan = changes.as_ref().and_then(|c| delta_url(c, &e.url));
+                    let inline = e
+                        .delta
+                        .as_ref()
+                        .filter(|d| {
+                            deltas && d.encoding == webcoop_protocol::delta::DeltaEncoding::Dcz
+                        })
+                        .map(|d| (d.base.to_string(), d.data.clone()));
+                    self.listed(
+                        r,
+                        host,
+                        &e.url,
+                        Some(e.time.timestamp_millis()),
+                        e.etag.as_ref().map(ToString::to_string),
+                        plan,
+                        inline,
+                        true,
+                    );
+                }
+            }
+        }
+        let site = self.site(host);
+        if let Some(last) = entries.last() {
+            site.cursor = Some(last.seq);
+        }
+        site.stats.announced += n;
+        if let Some(secs) = secs {
+            site.count.observe(n, secs);
+        }
+        let behind = feed
+            .head_seq
+            .zip(site.cursor)
+            .is_some_and(|(head, c)| head > c);
+        if !pushed
+            && behind
+            && let Some(next) = feed.next
+        {
+            r.frontier.push_coop(
+                host,
+                CoopJob::Fetch {
+                    kind: MetaKind::Changes,
+                    url: next,
+                    etag: None,
+                    last_modified: None,
+                },
+            );
+            self.polling.insert(host);
+        }
+    }
+
+    /// A URL the site lists or announces, with what it says of it. `announce` is false while
+    /// the first listing is read (it only seeds the frontier).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn listed(
+        &mut self,
+        r: &mut Reach<'_>,
+        host: i64,
+        url: &Url,
+        modified: Option<i64>,
+        etag: Option<String>,
+        delta: Option<Url>,
+        inline: Option<(String, Vec<u8>)>,
+        announce: bool,
+    ) {
+        if r.policy.admit(url, 1).is_err() {
+            return;
+        }
+        let link = Link::to(url);
+        if !r.frontier.seen(link.fp) {
+            r.out.links.push(link);
+            return;
+        }
+        let Some(known) = r.pages.known(link.fp) else {
+            return; // queued, not fetched yet
+        };
+        let changed = match (&etag, &known.validator) {
+            (Some(a), Some(b)) => a != b,
+            _ => modified.is_some_and(|m| m > known.fetched_at),
+        };
+        if !changed
+            && etag.is_none()
+            && modified.is_some_and(|m| within_second(m, known.fetched_at))
+        {
+            // A date to the second cannot tell a change in the second of the fetch from none:
+            // look, without holding it against the site either way.
+            if self.covers(host) {
+                self.due_now(r, host, &link);
+            }
+            return;
+        }
+        let believed = self
+            .sites
+            .get(&host)
+            .is_some_and(|s| s.trust.believed(self.config.trust_min));
+        let covers = self.covers(host);
+        if !changed {
+            // A small share of "unchanged" claims is checked by a fetch.
+            if announce && covers && self.chance(self.config.check_share) {
+                self.claims.insert(link.fp, (host, Claim::Unchanged));
+                self.site(host).stats.checks += 1;
+                self.due_now(r, host, &link);
+            }
+            return;
+        }
+        self.claims.insert(link.fp, (host, Claim::Changed));
+        if !believed || self.config.mode == CoopMode::Off {
+            return; // weighed at the next visit, not acted on
+        }
+        if self.config.uses_deltas()
+            && let Some(delta) = delta
+        {
+            self.plans.insert(
+                link.fp,
+                DeltaPlan {
+                    url: delta,
+                    announced: etag,
+                    inline: inline.clone(),
+                },
+            );
+        }
+        if inline.is_some() && known.content.is_some() {
+            self.apply_inline(r, host, &link, known);
+            return;
+        }
+        self.due_now(r, host, &link);
+    }
+
+    /// Makes a known page due at once (an announced change or a check).
+    pub(crate) fn due_now(&mut self, r: &mut Reach<'_>, host: i64, link: &Link) {
+        let now = now_ms();
+        let tracked = r.schedule.as_deref_mut().map(|s| {
+            s.page(link.fp).is_some() && s.announce(link.fp, Announcement::ChangedAt(now), now)
+        });
+        match tracked {
+            Some(true) => {}
+            // Not tracked (deleted earlier, or no schedule): queue it directly.
+            _ => r.frontier.push_revisit(host, link.url.clone(), link.fp, 1),
+        }
+    }
+
+    /// A believed change came with an inline delta and the copy it applies to is held: the
+    /// loop rebuilds the page from them without a request.
+    pub(crate) fn apply_inline(
+        &mut self,
+        r: &mut Reach<'_>,
+        host: i64,
+        link: &Link,
+        known: crate::state::KnownPage,
+    ) {
+        let Some(plan) = self.plans.remove(&link.fp) else {
+            return;
+        };
+        let depth = r
+            .schedule
+            .as_deref()
+            .and_then(|s| s.page(link.fp))
+            .map_or(1, |p| p.depth);
+        r.out.inline.push(InlineDelta {
+            host,
+            link: link.clone(),
+            depth,
+            known,
+            plan,
+        });
+    }
+
+    /// An inline delta could not be used: the page is fetched.
+    pub fn inline_failed(&mut self, r: &mut Reach<'_>, host: i64, fp: u64, url: String, why: &str) {
+        tracing::info!("{url}: inline delta not usable ({why}); fetching it");
+        self.site(host).stats.delta_fallbacks += 1;
+        let Ok(u) = Url::parse(&url) else {
+            return;
+        };
+        let link = Link { fp, ..Link::to(&u) };
+        self.due_now(r, host, &link);
+    }
+
+    /// A site announced a page deleted: where the site is believed, the page is recorded gone
+    /// and no longer refreshed.
+    pub(crate) fn deleted(&mut self, r: &mut Reach<'_>, host: i64, url: &Url, seq: u64) {
+        let link = Link::to(url);
+        let believed = self.covers(host);
+        if !believed || !r.frontier.seen(link.fp) {
+            return;
+        }
+        if r.pages.known(link.fp).is_none() {
+            return;
+        }
+        if let Some(s) = r.schedule.as_deref_mut() {
+            s.remove(link.fp);
+        }
+        self.claims.remove(&link.fp);
+        self.plans.remove(&link.fp);
+        r.out.gone.push(PageRecord {
+            url: link.url.clone(),
+            fp: link.fp,
+            host,
+            depth: 1,
+            error: Some(format!("deleted: announced by the site (change {seq})")),
+            fetched_at: now_ms(),
+            gone: true,
+            ..Default::default()
+        });
+    }
+}
+
+/// Whether a whole-second date `m` (ms) might hide a change after `fetched` in its second.
+fn within_second(m: i64, fetched: i64) -> bool {
+    m % 1000 == 0 && (m..m + 1000).contains(&fetched)
+}

@@ -1,0 +1,401 @@
+//! Reading what a site lists: robots.txt's pointers at discovery, robots.rdf, and sitemap
+//! walks whose dates are judged before any is acted on.
+
+use super::discovery::{delta_url, is_changes_endpoint, link_header, robots_txt_pointers};
+use super::poll_rate::pace_from_dates;
+use super::state::{CoopState, Reach, Walk};
+use super::trust::{lastmods_stamped, shared_moment};
+use super::{CoopJob, CoopMode, MetaKind};
+use crate::clock::now_ms;
+use crate::fetch::outcome::CoopFetched;
+use url::Url;
+use webcoop_protocol::robots_rdf::{self, RdfLimits};
+use webcoop_protocol::sitemap::{PendingSitemap, SitemapWalk, WalkLimits};
+
+/// Sitemap files of one walk that may fail before the rest of the walk is dropped.
+const MAX_BAD_SITEMAPS: usize = 10;
+
+impl CoopState {
+    /// robots.txt was read: look for what the site offers.
+    pub fn discover(&mut self, r: &mut Reach<'_>, host: i64, status: Option<u16>, body: &[u8]) {
+        if self.config.mode == CoopMode::Off {
+            return;
+        }
+        let origin = r.origin(host);
+        let Ok(root) = Url::parse(&origin) else {
+            return;
+        };
+        let robots_url = root.join("/robots.txt").unwrap_or_else(|_| root.clone());
+        let pointers = if status.is_some_and(|s| (200..300).contains(&s)) {
+            robots_txt_pointers(&robots_url, body)
+        } else {
+            Default::default()
+        };
+        let rediscover = {
+            let site = self.site(host);
+            let sitemaps: Vec<String> = pointers.sitemaps.iter().map(|u| u.to_string()).collect();
+            let changed = !site.discovered || site.sitemaps != sitemaps;
+            site.sitemaps = sitemaps;
+            let mut delegates: Vec<String> = pointers
+                .sitemaps
+                .iter()
+                .chain(&pointers.robots_rdf)
+                .map(crate::analyze::url_norm::origin_key)
+                .filter(|o| *o != origin)
+                .collect();
+            delegates.sort();
+            delegates.dedup();
+            site.delegates = delegates;
+            changed
+        };
+        if !rediscover {
+            return;
+        }
+        let listing = pointers
+            .robots_rdf
+            .or_else(|| root.join("/robots.rdf").ok());
+        if let Some(url) = listing {
+            self.fetch_listing(r, host, url);
+        }
+    }
+
+    /// Asks for the whole robots.rdf (no validators): at discovery and for a resync.
+    pub(crate) fn fetch_listing(&mut self, r: &mut Reach<'_>, host: i64, url: Url) {
+        r.frontier.push_coop(
+            host,
+            CoopJob::Fetch {
+                kind: MetaKind::Listing,
+                url,
+                etag: None,
+                last_modified: None,
+            },
+        );
+        self.polling.insert(host);
+    }
+
+    pub(crate) fn start_walks(&mut self, r: &mut Reach<'_>, host: i64) {
+        let origin = r.origin(host);
+        let Ok(root) = Url::parse(&origin) else {
+            return;
+        };
+        let mut roots: Vec<Url> = self
+            .sites
+            .get(&host)
+            .map(|s| {
+                s.sitemaps
+                    .iter()
+                    .filter_map(|u| Url::parse(u).ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        if roots.is_empty()
+            && let Ok(u) = root.join("/sitemap.xml")
+        {
+            roots.push(u);
+        }
+        let Some(first) = roots.first().cloned() else {
+            return;
+        };
+        // One walk per host; further roots are listed as if an index named them.
+        let mut walk = SitemapWalk::new(first, WalkLimits::default()).with_scope(&root);
+        let mut pending = Vec::new();
+        while let Some(p) = walk.next_fetch() {
+            pending.push(p);
+        }
+        let validators = self
+            .sites
+            .get(&host)
+            .map(|s| s.sitemap_validators.clone())
+            .unwrap_or_default();
+        self.walks.insert(
+            host,
+            Walk {
+                walk,
+                listed: Vec::new(),
+                failures: 0,
+            },
+        );
+        for (i, p) in pending.into_iter().enumerate() {
+            let (etag, last_modified) = if i == 0 {
+                validators.clone()
+            } else {
+                (None, None)
+            };
+            r.frontier.push_coop(
+                host,
+                CoopJob::Fetch {
+                    kind: MetaKind::Sitemap,
+                    url: p.url,
+                    etag,
+                    last_modified,
+                },
+            );
+        }
+        for extra in roots.into_iter().skip(1) {
+            r.frontier.push_coop(
+                host,
+                CoopJob::Fetch {
+                    kind: MetaKind::Sitemap,
+                    url: extra,
+                    etag: None,
+                    last_modified: None,
+                },
+            );
+        }
+        self.polling.insert(host);
+    }
+
+    pub(crate) fn listing_answered(
+        &mut self,
+        r: &mut Reach<'_>,
+        host: i64,
+        url: &Url,
+        got: &CoopFetched,
+        secs: Option<f64>,
+    ) -> Result<(), String> {
+        let doc = robots_rdf::parse(&got.body, &RdfLimits::default())
+            .map_err(|e| format!("{url}: {e}"))?;
+        let origin = r.origin(host);
+        let last_poll = self.sites.get(&host).and_then(|s| s.last_poll);
+        let first = !self.sites.get(&host).is_some_and(|s| s.discovered);
+        {
+            let site = self.site(host);
+            site.listing = Some(url.to_string());
+            site.listing_validators = (
+                got.header("etag").map(str::to_string),
+                got.header("last-modified").map(str::to_string),
+            );
+            site.discovered = true;
+            site.last_poll = Some(now_ms());
+        }
+        let changes = doc
+            .channel
+            .changes
+            .as_ref()
+            .filter(|c| is_changes_endpoint(c))
+            .filter(|c| self.speaks_for(r, host, c))
+            .cloned();
+        if let Some(changes) = changes {
+            let site = self.site(host);
+            site.changes = Some(changes.to_string());
+            if site.cursor.is_none() {
+                site.cursor = doc.channel.seq;
+            }
+        }
+        let hub = doc
+            .channel
+            .hub
+            .as_ref()
+            .filter(|h| self.speaks_for(r, host, h))
+            .map(Url::to_string);
+        self.site(host).hub = hub;
+        if let Some(hub) = got
+            .header("link")
+            .map(|v| link_header(url, v))
+            .and_then(|links| links.into_iter().find(|(_, rel)| rel == "hub"))
+            .filter(|(h, _)| self.speaks_for(r, host, h))
+        {
+            let site = self.site(host);
+            if site.hub.is_none() {
+                site.hub = Some(hub.0.to_string());
+            }
+        }
+        let mut moved = 0;
+        let changes = self.sites.get(&host).and_then(|s| s.changes.clone());
+        let changes = changes.and_then(|c| Url::parse(&c).ok());
+        for item in &doc.items {
+            if !self.own_page(r, host, &item.url) {
+                continue;
+            }
+            let plan = item
+                .delta
+                .clone()
+                .filter(|d| self.speaks_for(r, host, d))
+                .or_else(|| changes.as_ref().and_then(|c| delta_url(c, &item.url)));
+            let modified = item.modified.timestamp_millis();
+            if last_poll.is_some_and(|t| modified > t) {
+                moved += 1;
+            }
+            self.listed(
+                r,
+                host,
+                &item.url,
+                Some(modified),
+                item.etag.as_ref().map(ToString::to_string),
+                plan,
+                None,
+                !first,
+            );
+        }
+        if let Some(secs) = secs {
+            self.site(host).count.observe(moved, secs);
+        }
+        if first {
+            let dates: Vec<i64> = doc.items.iter().map(|i| i.modified.timestamp()).collect();
+            self.pace_from_listing(r, host, &dates);
+            let level = self
+                .sites
+                .get(&host)
+                .map(|s| s.level(self.config.mode, self.config.failures_to_degrade))
+                .unwrap_or_default();
+            tracing::info!(
+                "{origin}: robots.rdf lists {} URLs; cooperation: {}",
+                doc.items.len(),
+                level.as_str()
+            );
+        }
+        Ok(())
+    }
+
+    pub(crate) fn sitemap_fed(
+        &mut self,
+        r: &mut Reach<'_>,
+        host: i64,
+        got: Option<(&Url, &CoopFetched)>,
+    ) {
+        let Some(Walk {
+            mut walk,
+            mut listed,
+            mut failures,
+        }) = self.walks.remove(&host)
+        else {
+            return;
+        };
+        let problems_before = walk.problems().len();
+        if let Some((url, got)) = got {
+            let pending = PendingSitemap {
+                url: url.clone(),
+                depth: 0,
+            };
+            let is_root = self
+                .sites
+                .get(&host)
+                .is_some_and(|s| s.sitemaps.first().is_none_or(|f| f == url.as_str()));
+            // A walk holds its entries until it ends: no more than a host may queue.
+            let room = (crate::frontier::MAX_QUEUED_PER_HOST as usize).saturating_sub(listed.len());
+            listed.extend(walk.feed(&pending, &got.body).into_iter().take(room));
+            if is_root {
+                self.site(host).sitemap_validators = (
+                    got.header("etag").map(str::to_string),
+                    got.header("last-modified").map(str::to_string),
+                );
+            }
+        }
+        if got.is_none() || walk.problems().len() > problems_before {
+            failures += 1;
+        }
+        // A site whose sitemaps keep failing (gzip bombs, garbage) costs a bounded amount of
+        // work: after so many bad files the rest of its walk is dropped.
+        if failures >= MAX_BAD_SITEMAPS {
+            let queued = r.frontier.drop_coop(host, |job| {
+                matches!(
+                    job,
+                    CoopJob::Fetch {
+                        kind: MetaKind::Sitemap,
+                        ..
+                    }
+                )
+            });
+            let unqueued = std::iter::from_fn(|| walk.next_fetch()).count();
+            if queued + unqueued > 0 {
+                tracing::warn!(
+                    "{}: {failures} sitemap files could not be read; the other {} of the walk are dropped",
+                    r.origin(host),
+                    queued + unqueued
+                );
+            }
+        }
+        let mut more = Vec::new();
+        while let Some(p) = walk.next_fetch() {
+            more.push(p);
+        }
+        for p in more {
+            r.frontier.push_coop(
+                host,
+                CoopJob::Fetch {
+                    kind: MetaKind::Sitemap,
+                    url: p.url,
+                    etag: None,
+                    last_modified: None,
+                },
+            );
+        }
+        let waiting = r.frontier.host(host).is_some_and(|h| h.coop_waiting());
+        if waiting {
+            self.walks.insert(
+                host,
+                Walk {
+                    walk,
+                    listed,
+                    failures,
+                },
+            );
+            return;
+        }
+        // The walk is over: its dates are judged before any is acted on, so a sitemap that
+        // stamps every URL does not send the crawler after every page first.
+        let dates: Vec<i64> = listed
+            .iter()
+            .filter_map(|e| e.lastmod.map(|t| t.timestamp()))
+            .collect();
+        let moment = shared_moment(&dates);
+        let origin = r.origin(host);
+        let c = self.config;
+        let site = self.site(host);
+        let first = !site.discovered;
+        let stamped = lastmods_stamped(site.sitemap_moment, moment);
+        site.sitemap_moment = moment;
+        site.discovered = true;
+        site.last_poll = Some(now_ms());
+        if stamped {
+            tracing::info!("{origin}: sitemap lastmod stamped on every URL; not trusted");
+            site.trust.refute(5.0);
+        }
+        site.sitemap_dates = !dates.is_empty() && !stamped;
+        if first && !stamped && moment.is_none() {
+            self.pace_from_listing(r, host, &dates);
+        }
+        for e in &listed {
+            if !self.own_page(r, host, &e.loc) {
+                continue;
+            }
+            let lastmod = e.lastmod.filter(|_| !stamped);
+            self.listed(
+                r,
+                host,
+                &e.loc,
+                lastmod.map(|t| t.timestamp_millis()),
+                None,
+                None,
+                None,
+                !first,
+            );
+        }
+        if first {
+            let level = self.site(host).level(c.mode, c.failures_to_degrade);
+            tracing::info!(
+                "{origin}: sitemaps list {} URLs ({} files); cooperation: {}",
+                listed.len(),
+                walk.fetched(),
+                level.as_str()
+            );
+        }
+    }
+
+    /// A site met for the first time: its listing's dates (Unix seconds) set the pace of the
+    /// first polls.
+    pub(crate) fn pace_from_listing(&mut self, r: &mut Reach<'_>, host: i64, dates: &[i64]) {
+        let Some((changes, secs)) = pace_from_dates(dates, now_ms().div_euclid(1000)) else {
+            return;
+        };
+        let origin = r.origin(host);
+        let c = self.config;
+        let site = self.site(host);
+        site.count.observe(changes, secs);
+        tracing::info!(
+            "{origin}: {changes} pages modified in the {:.0} h before first contact; metadata polled every {:.0} s to begin with",
+            secs / 3600.0,
+            site.poll_interval(&c)
+        );
+    }
+}

@@ -1,0 +1,323 @@
+//! WebSub push: subscribing to a site's hub (for its changes feed, or for a page that names a
+//! hub), renewing before the lease ends, what the callback hears, and unsubscribing at the
+//! end of a crawl.
+
+use super::callback::{CallbackEvent, Expected};
+use super::site::Subscription;
+use super::state::{CoopState, Reach};
+use super::{CoopJob, CoopMode};
+use crate::analyze::Link;
+use crate::clock::now_ms;
+use crate::fetch::FetchError;
+use crate::fetch::outcome::CoopFetched;
+use url::Url;
+use webcoop_protocol::websub::{Mode, SubscriptionRequest};
+
+/// An unverified subscription request is sent again after this long (ms).
+const RESUBSCRIBE_MS: i64 = 600_000;
+
+impl CoopState {
+    /// A page names a WebSub hub: where its site has no changes feed to subscribe to, the
+    /// page's topic is subscribed to instead.
+    pub fn page_hub(&mut self, r: &mut Reach<'_>, host: i64, hub: &Url, topic: &Url) {
+        if self.config.mode < CoopMode::Push || self.callback.is_none() {
+            return;
+        }
+        let origin = r.origin(host);
+        if !self.own_page(r, host, topic) || !self.speaks_for(r, host, hub) {
+            return;
+        }
+        let site = self.site(host);
+        if site.changes.is_some() || site.page_hub.is_some() {
+            return;
+        }
+        if !matches!(hub.scheme(), "http" | "https") || !matches!(topic.scheme(), "http" | "https")
+        {
+            return;
+        }
+        site.page_hub = Some((hub.to_string(), topic.to_string()));
+        tracing::info!("{origin}: {topic} names the hub {hub}; subscribing to it");
+        self.maybe_subscribe(r, host, now_ms());
+    }
+
+    pub(crate) fn maybe_subscribe(&mut self, r: &mut Reach<'_>, host: i64, at: i64) {
+        // Push serves keeping pages fresh; a one-pass crawl has no use for it.
+        if r.schedule.is_none() {
+            return;
+        }
+        let Some(server) = self.callback.as_ref() else {
+            return;
+        };
+        let Some(site) = self.sites.get(&host) else {
+            return;
+        };
+        let (hub, topic) = match (&site.hub, &site.changes, &site.page_hub) {
+            (Some(hub), Some(changes), _) => (hub.clone(), changes.clone()),
+            (_, None, Some((hub, topic))) => (hub.clone(), topic.clone()),
+            _ => return,
+        };
+        if !site.discovered || site.failures >= self.config.failures_to_degrade {
+            return;
+        }
+        let lease_ms = self.config.lease_secs as i64 * 1000;
+        let due = match &site.subscription {
+            None => true,
+            Some(s) if s.verified_at.is_none() => at - s.requested_at > RESUBSCRIBE_MS,
+            Some(s) => {
+                let granted = s.lease_until.unwrap_or(at) - s.verified_at.unwrap_or(at);
+                s.lease_until
+                    .is_some_and(|end| end - at < granted.min(lease_ms) / 5)
+                    && at - s.requested_at > RESUBSCRIBE_MS.min(granted / 10)
+            }
+        };
+        if !due || server.pending(host) {
+            return;
+        }
+        let (Ok(hub_url), Ok(topic_url)) = (Url::parse(&hub), Url::parse(&topic)) else {
+            return;
+        };
+        let secret = site
+            .subscription
+            .as_ref()
+            .map(|s| s.secret.clone())
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| {
+                let bytes: [u8; 32] = rand::random();
+                data_encoding::BASE64URL_NOPAD.encode(&bytes)
+            });
+        let callback = server.callback_for(host, &secret);
+        let Ok(callback_url) = Url::parse(&callback) else {
+            return;
+        };
+        let active = site
+            .subscription
+            .as_ref()
+            .is_some_and(|s| s.verified_at.is_some());
+        server.expect(
+            host,
+            Expected {
+                topic: topic.clone(),
+                secret: secret.clone(),
+                pending: Some(Mode::Subscribe),
+                asked: Some(std::time::Instant::now()),
+                active,
+            },
+        );
+        let form = SubscriptionRequest {
+            mode: Mode::Subscribe,
+            callback: callback_url,
+            topic: topic_url,
+            lease_seconds: Some(self.config.lease_secs),
+            secret: Some(secret.clone()),
+        }
+        .to_form();
+        let previous = site.subscription.clone();
+        self.site(host).subscription = Some(Subscription {
+            hub: hub.clone(),
+            topic,
+            callback,
+            secret,
+            requested_at: at,
+            ..previous.unwrap_or_default()
+        });
+        r.frontier.push_coop(
+            host,
+            CoopJob::Hub {
+                hub: hub_url,
+                form,
+                unsubscribe: false,
+            },
+        );
+        self.polling.insert(host);
+    }
+
+    pub(crate) fn hub_answered(
+        &mut self,
+        r: &mut Reach<'_>,
+        host: i64,
+        hub: &Url,
+        unsubscribe: bool,
+        result: Result<CoopFetched, FetchError>,
+    ) {
+        let why = match result {
+            Ok(got) if got.status == 202 || (200..300).contains(&got.status) => return,
+            Ok(got) => format!(
+                "{} {}",
+                got.status,
+                String::from_utf8_lossy(&got.body).trim()
+            ),
+            Err(e) => e.to_string(),
+        };
+        if unsubscribe {
+            return;
+        }
+        tracing::warn!(
+            "{}: hub {hub} refused the subscription ({why}); polling the changes feed",
+            r.origin(host)
+        );
+        if let Some(server) = &self.callback {
+            server.expect(
+                host,
+                Expected {
+                    topic: String::new(),
+                    secret: String::new(),
+                    pending: None,
+                    asked: None,
+                    active: false,
+                },
+            );
+        }
+        // Kept unverified: asked again only after a while.
+        if let Some(s) = self.site(host).subscription.as_mut() {
+            s.verified_at = None;
+            s.lease_until = None;
+        }
+    }
+
+    /// The callback server heard from a hub.
+    pub fn callback_event(&mut self, r: &mut Reach<'_>, event: CallbackEvent) {
+        let at = now_ms();
+        match event {
+            CallbackEvent::Verified {
+                host,
+                mode: Mode::Subscribe,
+                lease,
+            } => {
+                // A hub's number: from a minute to a year, whatever it says.
+                let lease_ms = lease
+                    .unwrap_or(self.config.lease_secs)
+                    .clamp(60, 366 * 86_400) as i64
+                    * 1000;
+                let fresh = {
+                    let site = self.site(host);
+                    let fresh = site
+                        .subscription
+                        .as_ref()
+                        .is_none_or(|s| s.verified_at.is_none());
+                    if let Some(s) = site.subscription.as_mut() {
+                        s.verified_at = Some(at);
+                        s.lease_until = Some(at + lease_ms);
+                    }
+                    if fresh {
+                        // A new subscription has yet to show the hub keeps up.
+                        site.quiet_backups = 0;
+                    }
+                    fresh
+                };
+                tracing::info!(
+                    "{}: subscribed to its hub for {} s",
+                    r.origin(host),
+                    lease_ms / 1000
+                );
+                // Whatever changed between the last poll and the subscription.
+                if fresh
+                    && r.schedule.is_some()
+                    && !self.polling.contains(&host)
+                    && let Some(job) = self.poll_job(r, host)
+                {
+                    r.frontier.push_coop(host, job);
+                    self.polling.insert(host);
+                }
+                self.plan_next_poll(host);
+            }
+            CallbackEvent::Verified {
+                host,
+                mode: Mode::Unsubscribe,
+                ..
+            } => {
+                self.site(host).subscription = None;
+                tracing::info!("{}: unsubscribed from its hub", r.origin(host));
+            }
+            CallbackEvent::Denied { host, reason } => {
+                tracing::warn!(
+                    "{}: the hub denied the subscription ({}); polling the changes feed",
+                    r.origin(host),
+                    reason.unwrap_or_default()
+                );
+                self.site(host).subscription = None;
+                self.plan_next_poll(host);
+            }
+            CallbackEvent::Delivery { host, body } => {
+                self.site(host).stats.pushes += 1;
+                r.out.pushes += 1;
+                let site = self.site(host);
+                let page_topic = match (&site.changes, &site.page_hub) {
+                    (None, Some((_, topic))) => Some(topic.clone()),
+                    _ => None,
+                };
+                if let Some(topic) = page_topic {
+                    // The new content of a page topic: the page is fetched at once.
+                    r.out.bytes += body.len() as u64;
+                    if let Ok(url) = Url::parse(&topic) {
+                        tracing::info!("{url}: the hub says it changed");
+                        self.due_now(r, host, &Link::to(&url));
+                    }
+                    return;
+                }
+                let got = CoopFetched {
+                    status: 200,
+                    headers: Vec::new(),
+                    size: body.len() as u64,
+                    body,
+                    record: None,
+                };
+                r.out.bytes += got.size;
+                if let Err(e) = self.changes_answered(r, host, &got, None, true) {
+                    tracing::warn!("{}: pushed document refused: {e}", r.origin(host));
+                }
+            }
+            CallbackEvent::BadSignature { host, why } => {
+                self.site(host).stats.bad_signatures += 1;
+                tracing::warn!("{}: delivery ignored: {why}", r.origin(host));
+            }
+            CallbackEvent::Undecodable { host, why } => {
+                tracing::warn!("{}: delivery refused: {why}", r.origin(host));
+            }
+        }
+    }
+
+    /// Ends every subscription (the crawl stops): each hub is expected to verify an
+    /// unsubscription, and the requests to send it are returned as `(host, hub, form)`.
+    pub fn unsubscribe_requests(&mut self) -> Vec<(i64, Url, String)> {
+        let Some(server) = self.callback.as_ref() else {
+            return Vec::new();
+        };
+        let mut asked = Vec::new();
+        for (host, site) in &self.sites {
+            let Some(sub) = site
+                .subscription
+                .as_ref()
+                .filter(|s| s.verified_at.is_some())
+            else {
+                continue;
+            };
+            let (Ok(hub), Ok(topic), Ok(callback)) = (
+                Url::parse(&sub.hub),
+                Url::parse(&sub.topic),
+                Url::parse(&sub.callback),
+            ) else {
+                continue;
+            };
+            server.expect(
+                *host,
+                Expected {
+                    topic: sub.topic.clone(),
+                    secret: sub.secret.clone(),
+                    pending: Some(Mode::Unsubscribe),
+                    asked: Some(std::time::Instant::now()),
+                    active: false,
+                },
+            );
+            let form = SubscriptionRequest {
+                mode: Mode::Unsubscribe,
+                callback,
+                topic,
+                lease_seconds: None,
+                secret: None,
+            }
+            .to_form();
+            asked.push((*host, hub, form));
+        }
+        asked
+    }
+}

@@ -1,0 +1,243 @@
+//! The crawl's cooperation state, and what it reaches: every site's offers and standing, the
+//! claims waiting to be checked, the deltas planned, the sitemap walks under way. Its methods
+//! take the frontier and the refresh schedule as explicit arguments ([`Reach`]) and leave what
+//! only the loop can do (queue a link, record a deleted page, start a request) in
+//! [`Effects`], so every decision here runs without a network or a database.
+
+use super::callback::{CallbackServer, Expected};
+use super::requests::DeltaPlan;
+use super::site::{CoopConfig, SiteCoop};
+use crate::analyze::Link;
+use crate::analyze::scope::LinkPolicy;
+use crate::frontier::Frontier;
+use crate::refresh::schedule::Schedule;
+use crate::state::{KnownPage, PageRecord};
+use std::collections::{HashMap, HashSet};
+use std::time::Instant;
+use url::Url;
+use webcoop_protocol::sitemap::{SitemapWalk, UrlEntry};
+
+/// What a site claimed about a page, to be checked at its next visit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Claim {
+    /// The page changed.
+    Changed,
+    /// Nothing changed.
+    Unchanged,
+}
+
+/// A sitemap walk under way: the walk, the entries found so far (acted on once it is over and
+/// its dates judged), and how many of its files could not be fetched or read.
+pub(crate) struct Walk {
+    pub(crate) walk: SitemapWalk,
+    pub(crate) listed: Vec<UrlEntry>,
+    pub(crate) failures: usize,
+}
+
+/// The crawl's cooperation state.
+pub struct CoopState {
+    pub(crate) config: CoopConfig,
+    pub(crate) sites: HashMap<i64, SiteCoop>,
+    pub(crate) dirty: HashSet<i64>,
+    pub(crate) claims: HashMap<u64, (i64, Claim)>,
+    pub(crate) plans: HashMap<u64, DeltaPlan>,
+    pub(crate) walks: HashMap<i64, Walk>,
+    pub(crate) polling: HashSet<i64>,
+    pub(crate) callback: Option<CallbackServer>,
+    pub(crate) next_tick: Option<Instant>,
+    pub(crate) rng: u64,
+}
+
+/// The pages held, as cooperation needs them: to tell a listed URL already visited from one
+/// only queued, and to build a delta on the copy held.
+pub trait KnownPages {
+    /// What was held of the page, if it was visited; a failed lookup is logged and counts as
+    /// not visited (the claim is then weighed at the page's next visit instead).
+    fn known(&self, fp: u64) -> Option<KnownPage>;
+}
+
+/// What a cooperation decision reaches: the frontier (to queue polls and revisits), the
+/// refresh schedule (to announce and cover pages), the pages held, the crawl's link policy,
+/// and the effects left to the loop.
+pub struct Reach<'a> {
+    /// The frontier.
+    pub frontier: &'a mut Frontier,
+    /// The refresh schedule, when the crawl keeps pages fresh.
+    pub schedule: Option<&'a mut Schedule>,
+    /// The pages held.
+    pub pages: &'a dyn KnownPages,
+    /// Which URLs the crawl keeps.
+    pub policy: &'a LinkPolicy,
+    /// What the loop must do after the call.
+    pub out: &'a mut Effects,
+}
+
+impl Reach<'_> {
+    /// The origin of a host (empty when unknown).
+    pub(crate) fn origin(&self, host: i64) -> String {
+        self.frontier
+            .host(host)
+            .map(|h| h.origin.clone())
+            .unwrap_or_default()
+    }
+}
+
+/// A page to rebuild from a delta the site pushed inline with its announcement.
+#[derive(Debug)]
+pub struct InlineDelta {
+    /// The site.
+    pub host: i64,
+    /// The page.
+    pub link: Link,
+    /// Its depth in the crawl.
+    pub depth: u32,
+    /// The copy held.
+    pub known: KnownPage,
+    /// The delta.
+    pub plan: DeltaPlan,
+}
+
+/// What cooperation leaves to the loop: it owns the queue of new URLs, the batch, the log,
+/// the runtime and the run's figures.
+#[derive(Debug, Default)]
+pub struct Effects {
+    /// URLs a site listed that the crawl has not seen: to queue (depth 1).
+    pub links: Vec<Link>,
+    /// Pages the site announced deleted: to record, with their log line.
+    pub gone: Vec<PageRecord>,
+    /// Pages to rebuild from inline deltas.
+    pub inline: Vec<InlineDelta>,
+    /// Deliveries that arrived.
+    pub pushes: u64,
+    /// Bytes that arrived outside requests (pushed documents).
+    pub bytes: u64,
+}
+
+impl CoopState {
+    /// No site known yet; `seed` drives the sampling of checks.
+    pub fn new(config: CoopConfig, seed: u64) -> CoopState {
+        CoopState {
+            config,
+            sites: HashMap::new(),
+            dirty: HashSet::new(),
+            claims: HashMap::new(),
+            plans: HashMap::new(),
+            walks: HashMap::new(),
+            polling: HashSet::new(),
+            callback: None,
+            next_tick: None,
+            rng: seed | 1,
+        }
+    }
+
+    /// Takes the sites' saved state (`(host, origin, json)` rows); an unreadable one is
+    /// discovered again.
+    pub fn load(&mut self, rows: Vec<(i64, String, String)>) {
+        for (id, origin, json) in rows {
+            match serde_json::from_str::<SiteCoop>(&json) {
+                Ok(site) => {
+                    self.sites.insert(id, site);
+                }
+                Err(e) => tracing::warn!(
+                    "{origin}: cooperation state unreadable ({e}); discovering again"
+                ),
+            }
+        }
+    }
+
+    /// The WebSub callback server to subscribe with (push mode). Subscriptions of an earlier
+    /// run stay valid: their deliveries are expected.
+    pub fn attach_callback(&mut self, server: CallbackServer) {
+        for (id, site) in &self.sites {
+            if let Some(sub) = site
+                .subscription
+                .as_ref()
+                .filter(|s| s.verified_at.is_some())
+            {
+                server.expect(
+                    *id,
+                    Expected {
+                        topic: sub.topic.clone(),
+                        secret: sub.secret.clone(),
+                        pending: None,
+                        asked: None,
+                        active: true,
+                    },
+                );
+            }
+        }
+        self.callback = Some(server);
+    }
+
+    /// The site's state, marked to be saved.
+    pub(crate) fn site(&mut self, host: i64) -> &mut SiteCoop {
+        self.dirty.insert(host);
+        self.sites.entry(host).or_default()
+    }
+
+    /// A site's state, if it has any.
+    pub fn site_state(&self, host: i64) -> Option<&SiteCoop> {
+        self.sites.get(&host)
+    }
+
+    pub(crate) fn chance(&mut self, p: f64) -> bool {
+        // xorshift: sampling of checks needs no quality beyond uniformity.
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        (self.rng >> 11) as f64 / (1u64 << 53) as f64 <= p
+    }
+
+    /// Whether `url` is a page of the host itself: the only pages its documents may make claims
+    /// about. Anything else is counted and ignored.
+    pub(crate) fn own_page(&mut self, r: &mut Reach<'_>, host: i64, url: &Url) -> bool {
+        if crate::analyze::url_norm::origin_key(url) == r.origin(host) {
+            return true;
+        }
+        self.site(host).stats.foreign += 1;
+        tracing::debug!(
+            "{}: names {url}, not one of its pages; ignored",
+            r.origin(host)
+        );
+        false
+    }
+
+    /// Whether an endpoint (changes, delta, hub, listing) a host's documents name is one the
+    /// host speaks for: on its own origin, or on one its robots.txt delegates to.
+    pub(crate) fn speaks_for(&mut self, r: &mut Reach<'_>, host: i64, url: &Url) -> bool {
+        let origin = crate::analyze::url_norm::origin_key(url);
+        if origin == r.origin(host)
+            || self
+                .sites
+                .get(&host)
+                .is_some_and(|s| s.delegates.contains(&origin))
+        {
+            return true;
+        }
+        self.site(host).stats.foreign += 1;
+        tracing::info!(
+            "{}: names {url} on another origin it does not delegate to in robots.txt; ignored",
+            r.origin(host)
+        );
+        false
+    }
+
+    /// Whether a host's announcements stand in for polling its pages.
+    pub fn covers(&self, host: i64) -> bool {
+        self.sites
+            .get(&host)
+            .is_some_and(|s| s.covers(&self.config))
+    }
+
+    /// The sites' cooperation to save with the next batch.
+    pub fn to_save(&mut self) -> Vec<(i64, String)> {
+        let dirty: Vec<i64> = self.dirty.drain().collect();
+        dirty
+            .into_iter()
+            .filter_map(|id| {
+                let site = self.sites.get(&id)?;
+                serde_json::to_string(site).ok().map(|j| (id, j))
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,210 @@
+//! The loop's side of cooperation: each decision of the cooperation state runs with the
+//! frontier and the schedule it reaches, and what it leaves to the loop is carried out here
+//! (links queued, deleted pages recorded, inline deltas applied, requests logged and
+//! archived, hubs told the crawl is over).
+
+use super::crawl_log::Entry;
+use super::{CrawlError, Engine};
+use crate::clock::now_ms;
+use crate::coop::callback::CallbackEvent;
+use crate::coop::{CoopJob, CoopState, Effects, KnownPages, Reach};
+use crate::fetch::FetchError;
+use crate::fetch::outcome::{CoopFetched, Outcome};
+use crate::frontier::robots::Rules;
+use crate::state::{KnownPage, Queued, Store};
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+use url::Url;
+use webcoop_protocol::websub::Mode;
+
+/// How long shutdown waits for hubs to verify unsubscriptions.
+const UNSUBSCRIBE_WAIT: Duration = Duration::from_secs(3);
+
+impl KnownPages for Store {
+    fn known(&self, fp: u64) -> Option<KnownPage> {
+        match self.page(fp) {
+            Ok(k) => k,
+            Err(e) => {
+                tracing::warn!("page {fp:016x}: {e}");
+                None
+            }
+        }
+    }
+}
+
+impl Engine {
+    /// Runs a decision of the cooperation state, then carries out its effects.
+    pub(super) fn with_coop<T>(
+        &mut self,
+        decide: impl FnOnce(&mut CoopState, &mut Reach<'_>) -> T,
+    ) -> T {
+        let mut out = Effects::default();
+        let t = {
+            let mut reach = Reach {
+                frontier: &mut self.frontier,
+                schedule: self.schedule.as_mut(),
+                pages: &self.store,
+                policy: &self.ctx.policy,
+                out: &mut out,
+            };
+            decide(&mut self.coop, &mut reach)
+        };
+        self.carry_out(out);
+        t
+    }
+
+    fn carry_out(&mut self, out: Effects) {
+        for link in &out.links {
+            self.push(link, 1, 0);
+        }
+        for page in out.gone {
+            self.log.write(&Entry {
+                at: page.fetched_at,
+                url: &page.url,
+                depth: 1,
+                note: "deleted (announced)",
+                ..Default::default()
+            });
+            self.unsaved.batch.pages.push(page);
+        }
+        for d in out.inline {
+            let Ok(page) = Url::parse(&d.link.url) else {
+                continue;
+            };
+            let job = Queued {
+                seq: 0,
+                host: d.host,
+                fp: d.link.fp,
+                url: d.link.url.clone(),
+                depth: d.depth,
+                hops: 0,
+                attempts: 0,
+                priority: 0.0,
+                revisit: true,
+            };
+            let ctx = self.ctx.clone();
+            let tx = self.tx.clone();
+            let fallback = self.tx.clone();
+            self.rt.spawn(async move {
+                let (host, fp, url) = (job.host, job.fp, job.url.clone());
+                let result =
+                    crate::coop::requests::page_inline(ctx, job, page, d.known, d.plan, tx).await;
+                if let Err(why) = result {
+                    let _ = fallback.send(Outcome::InlineFailed { host, fp, url, why });
+                }
+            });
+        }
+        self.run.pushes += out.pushes;
+        self.run.bytes += out.bytes;
+    }
+
+    pub(super) fn coop_tick(&mut self) {
+        self.with_coop(|c, r| c.tick(r));
+    }
+
+    /// A cooperation request ended: the host's connection is free after its delay, the
+    /// response is archived and logged, and the cooperation state weighs it.
+    pub(super) fn handle_coop(
+        &mut self,
+        host: i64,
+        job: CoopJob,
+        result: Result<CoopFetched, FetchError>,
+        elapsed: Duration,
+    ) -> Result<(), CrawlError> {
+        self.in_flight = self.in_flight.saturating_sub(1);
+        let now = Instant::now();
+        let crawl_delay = self.frontier.rules(host, now).and_then(Rules::crawl_delay);
+        self.frontier
+            .finished(host, now + self.s.politeness.delay(crawl_delay, elapsed));
+        let (url, what) = match &job {
+            CoopJob::Fetch { url, kind, .. } => (url.to_string(), kind.as_str()),
+            CoopJob::Hub {
+                hub, unsubscribe, ..
+            } => (
+                hub.to_string(),
+                if *unsubscribe {
+                    "unsubscribe"
+                } else {
+                    "subscribe"
+                },
+            ),
+        };
+        let (status, size, note) = match &result {
+            Ok(r) => (Some(r.status), Some(r.size), what.to_string()),
+            Err(e) => (None, None, format!("{what}: {e}")),
+        };
+        if let Ok(r) = &result {
+            self.run.coop_requests += 1;
+            self.run.bytes += r.size;
+            if let Some(rec) = r.record.clone() {
+                self.append(rec)?;
+            }
+        }
+        self.log.write(&Entry {
+            at: now_ms(),
+            status,
+            size,
+            url: &url,
+            elapsed,
+            note: &note,
+            ..Default::default()
+        });
+        self.with_coop(|c, r| c.answered(r, host, job, result));
+        Ok(())
+    }
+
+    /// Ends every subscription (the crawl stops): asks each hub, and waits briefly for the
+    /// verifications so the hubs stop delivering.
+    pub(super) fn coop_unsubscribe_all(&mut self) {
+        let asked = self.coop.unsubscribe_requests();
+        if asked.is_empty() {
+            return;
+        }
+        let client = self.ctx.client.clone();
+        let requests: Vec<(Url, String)> = asked
+            .iter()
+            .map(|(_, hub, form)| (hub.clone(), form.clone()))
+            .collect();
+        // Built inside the runtime: a request's timer needs its reactor.
+        let results = self.rt.block_on(async move {
+            let mut out = Vec::new();
+            for (hub, form) in requests {
+                out.push(
+                    client
+                        .post(hub)
+                        .timeout(UNSUBSCRIBE_WAIT)
+                        .header(
+                            reqwest::header::CONTENT_TYPE,
+                            "application/x-www-form-urlencoded",
+                        )
+                        .body(form)
+                        .send()
+                        .await,
+                );
+            }
+            out
+        });
+        for ((host, hub, _), r) in asked.iter().zip(results) {
+            if let Err(e) = r {
+                let origin = self.frontier.host(*host).map_or("", |h| h.origin.as_str());
+                tracing::warn!("{origin}: unsubscribing from {hub}: {e}");
+            }
+        }
+        let deadline = Instant::now() + UNSUBSCRIBE_WAIT;
+        let mut waiting: HashSet<i64> = asked.iter().map(|(h, _, _)| *h).collect();
+        while !waiting.is_empty() && Instant::now() < deadline {
+            // Other outcomes arriving now are dropped: their requests are made again later.
+            if let Ok(Outcome::Callback(e)) = self.rx.recv_timeout(Duration::from_millis(50)) {
+                if let CallbackEvent::Verified {
+                    host,
+                    mode: Mode::Unsubscribe,
+                    ..
+                } = &e
+                {
+                    waiting.remove(host);
+                }
+                self.with_coop(|c, r| c.callback_event(r, e));
+            }
+        }
+    }
+}

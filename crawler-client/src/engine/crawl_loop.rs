@@ -1,0 +1,303 @@
+//! The loop: polls and refreshes that are due, requests started while there is room, the
+//! outcomes that come back, batches saved, progress shown; and the sleep until the first of
+//! these is due again.
+
+use super::crawl_log::Entry;
+use super::{CrawlError, Engine, STOP_GRACE};
+use crate::clock::{self, now_ms};
+use crate::coop::tick_period;
+use crate::fetch::tasks;
+use crate::frontier::Dispatch;
+use crate::progress::{Progress, Snapshot};
+use crate::refresh::schedule::Schedule;
+use crate::state::{self, PageRecord, Queued};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::RecvTimeoutError;
+use std::time::{Duration, Instant};
+use url::Url;
+
+/// Where the loop is: running, or stopping since when.
+struct Pace {
+    stop_seen: Option<Instant>,
+    deadline: Option<Instant>,
+    gauges_at: Instant,
+}
+
+impl Engine {
+    fn budget_spent(&self) -> bool {
+        self.s
+            .max_pages
+            .is_some_and(|m| self.fetched_total + self.pages_in_flight as u64 >= m)
+    }
+
+    /// The loop; returns whether the crawl is complete (nothing left, or the budget spent).
+    pub(super) fn crawl(&mut self, stop: &AtomicBool) -> Result<bool, CrawlError> {
+        let mut progress = Progress::new(self.s.progress);
+        let mut pace = Pace {
+            stop_seen: None,
+            deadline: self.s.run_for.map(|d| Instant::now() + d),
+            gauges_at: Instant::now(),
+        };
+        loop {
+            let time_up = pace.deadline.is_some_and(|d| Instant::now() >= d);
+            if pace.stop_seen.is_none() {
+                self.coop_tick();
+                self.queue_due_refreshes();
+            }
+            if (stop.load(Ordering::Relaxed) || time_up) && pace.stop_seen.is_none() {
+                pace.stop_seen = Some(Instant::now());
+                tracing::info!(
+                    "stopping: waiting for {} requests under way",
+                    self.in_flight
+                );
+            }
+            if pace.stop_seen.is_none() {
+                self.dispatch()?;
+            }
+            let idle = self.in_flight == 0;
+            let nothing_left = !self.frontier.has_work() && self.schedule.is_none();
+            if idle && (pace.stop_seen.is_some() || self.budget_spent() || nothing_left) {
+                break;
+            }
+            if pace.stop_seen.is_some_and(|t| t.elapsed() > STOP_GRACE) {
+                tracing::warn!(
+                    "{} requests did not finish in time; they will be made again",
+                    self.in_flight
+                );
+                break;
+            }
+            let now = Instant::now();
+            let wake = self.wake_at(&pace, progress.next_due(), now);
+            match self.rx.recv_timeout(wake.saturating_duration_since(now)) {
+                Ok(outcome) => {
+                    self.handle(outcome)?;
+                    while let Ok(more) = self.rx.try_recv() {
+                        self.handle(more)?;
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+            if self.unsaved.batch.results() >= self.s.commit_results
+                || (!self.unsaved.batch.is_empty()
+                    && self.last_commit.elapsed() >= self.s.commit_interval)
+            {
+                self.commit()?;
+            }
+            if progress.due() || pace.gauges_at.elapsed() >= Duration::from_secs(1) {
+                pace.gauges_at = Instant::now();
+                let snapshot = self.snapshot();
+                if progress.due() {
+                    progress.show(&snapshot);
+                }
+            }
+        }
+        self.coop_unsubscribe_all();
+        self.commit()?;
+        self.coop.report(&self.frontier);
+        progress.finish();
+        Ok(pace.stop_seen.is_none() && self.in_flight == 0)
+    }
+
+    /// When the loop must look again: progress, gauges, the batch's save, the next host whose
+    /// time comes, the next poll, the next due refresh; every 100 ms while stopping.
+    fn wake_at(&mut self, pace: &Pace, progress_due: Instant, now: Instant) -> Instant {
+        let mut wake = progress_due.min(pace.gauges_at + Duration::from_secs(1));
+        if !self.unsaved.batch.is_empty() {
+            wake = wake.min(self.last_commit + self.s.commit_interval);
+        }
+        if pace.stop_seen.is_none()
+            && self.in_flight < self.s.concurrency
+            && !self.budget_spent()
+            && let Some(t) = self.frontier.next_wakeup()
+        {
+            wake = wake.min(t);
+        }
+        if pace.stop_seen.is_some() {
+            wake = wake.min(now + Duration::from_millis(100));
+        }
+        if let Some(d) = pace.deadline {
+            wake = wake.min(d);
+        }
+        if let Some(due) = self.coop.next_due(self.schedule.is_some()) {
+            let wait = clock::real_wait(due - now_ms()).min(Duration::from_secs(60));
+            wake = wake.min(now + wait.max(tick_period()));
+        }
+        // Pages already due but without room wait for a request to end, not the clock.
+        if self.refresh_room() > 0
+            && let Some(due) = self.schedule.as_mut().and_then(Schedule::next_due)
+        {
+            let wait = clock::real_wait(due - now_ms()).min(Duration::from_secs(60));
+            wake = wake.min(now + wait);
+        }
+        wake
+    }
+
+    /// Queues the pages the refresh schedule says are due, as far as the share of requests
+    /// left to refreshes allows while new URLs wait.
+    fn queue_due_refreshes(&mut self) {
+        let room = self.refresh_room();
+        let Some(schedule) = self.schedule.as_mut() else {
+            return;
+        };
+        if room == 0 {
+            return;
+        }
+        for (fp, p) in schedule.take_due(now_ms(), room) {
+            tracing::debug!(url = %p.url, due = p.due, rate = p.rate, weight = p.weight, "due");
+            self.frontier.push_revisit(p.host, p.url, fp, p.depth);
+            self.revisits_queued += 1;
+            self.run.revisits += 1;
+        }
+    }
+
+    /// How many due pages may be queued now: the share of requests left to refreshes while
+    /// new URLs wait, and no more than the requests that can be under way.
+    fn refresh_room(&self) -> usize {
+        let discovery_waiting = self.frontier.queued() > self.revisits_queued as u64;
+        let allowed = if discovery_waiting {
+            let share = self.s.refresh_share;
+            let quota = (share * (self.run.started as f64 + 1.0)).ceil() as u64;
+            quota.saturating_sub(self.run.revisits) as usize
+        } else {
+            self.s.concurrency
+        };
+        allowed.min(self.s.concurrency.saturating_sub(self.revisits_queued))
+    }
+
+    fn snapshot(&self) -> Snapshot {
+        let s = Snapshot {
+            fetched: self.run.fetched,
+            queued: self.frontier.queued(),
+            hosts_active: self.frontier.active_hosts(),
+            in_flight: self.in_flight,
+            errors: self.run.errors,
+            bytes: self.run.bytes,
+        };
+        self.metrics.queued.set(s.queued as i64);
+        self.metrics.hosts_active.set(s.hosts_active as i64);
+        self.metrics.in_flight.set(s.in_flight as i64);
+        self.metrics.seen.set(self.frontier.seen_len() as i64);
+        s
+    }
+
+    /// Starts requests while there is room and a host whose time has come.
+    fn dispatch(&mut self) -> Result<(), CrawlError> {
+        let now = Instant::now();
+        while self.in_flight < self.s.concurrency && !self.budget_spent() {
+            let Some(next) = self.frontier.next(&self.store, now)? else {
+                break;
+            };
+            match next {
+                Dispatch::Robots(host) => {
+                    let origin = self
+                        .frontier
+                        .host(host)
+                        .map(|h| h.origin.clone())
+                        .unwrap_or_default();
+                    self.in_flight += 1;
+                    self.rt.spawn(tasks::robots(
+                        self.ctx.clone(),
+                        host,
+                        origin,
+                        self.tx.clone(),
+                    ));
+                }
+                Dispatch::Coop(host, job) => {
+                    self.in_flight += 1;
+                    self.rt.spawn(crate::coop::requests::run(
+                        self.ctx.clone(),
+                        host,
+                        job,
+                        self.tx.clone(),
+                    ));
+                }
+                Dispatch::Page(job) => {
+                    self.run.started += 1;
+                    if job.revisit {
+                        self.revisits_queued = self.revisits_queued.saturating_sub(1);
+                    }
+                    self.start_page(job, now)?
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Starts a page's request: as a delta where one is planned for a held copy, without
+    /// validators where a believed site announced a change.
+    fn start_page(&mut self, job: Queued, now: Instant) -> Result<(), CrawlError> {
+        let url = match Url::parse(&job.url) {
+            Ok(u) => u,
+            Err(e) => {
+                self.final_without_fetch(job, format!("malformed URL: {e}"), now);
+                return Ok(());
+            }
+        };
+        let allowed = self
+            .frontier
+            .rules(job.host, now)
+            .is_some_and(|r| r.allows(&url));
+        if !allowed {
+            self.metrics.fetch("disallowed");
+            self.final_without_fetch(job, state::DISALLOWED.to_string(), now);
+            return Ok(());
+        }
+        // Only a revisit has validators to send (a new URL has no record yet).
+        let known = if job.revisit {
+            self.store.page(job.fp)?
+        } else {
+            None
+        };
+        self.in_flight += 1;
+        self.pages_in_flight += 1;
+        if let Some(known) = known.clone().filter(|k| k.content.is_some())
+            && let Some(plan) = self.coop.delta_plan(job.fp)
+        {
+            self.rt.spawn(crate::coop::requests::page_delta(
+                self.ctx.clone(),
+                job,
+                url,
+                known,
+                plan,
+                self.tx.clone(),
+            ));
+            return Ok(());
+        }
+        let conditional = self.ctx.conditional && !self.coop.announced_change(job.fp);
+        self.rt.spawn(tasks::page(
+            self.ctx.clone(),
+            job,
+            url,
+            known,
+            conditional,
+            self.tx.clone(),
+        ));
+        Ok(())
+    }
+
+    /// A URL ends without a request (robots.txt forbids it, it does not parse).
+    fn final_without_fetch(&mut self, job: Queued, error: String, now: Instant) {
+        let at = now_ms();
+        self.log.write(&Entry {
+            at,
+            url: &job.url,
+            depth: job.depth,
+            hops: job.hops,
+            note: &error,
+            ..Default::default()
+        });
+        self.unsaved.batch.pages.push(PageRecord {
+            url: job.url.clone(),
+            fp: job.fp,
+            host: job.host,
+            depth: job.depth,
+            error: Some(error),
+            fetched_at: at,
+            ..Default::default()
+        });
+        self.unsaved.batch.done.push(job.seq);
+        self.unsaved.settled.push((job.host, job.seq));
+        self.frontier.finished(job.host, now);
+    }
+}

@@ -1,0 +1,295 @@
+//! Opening a crawl: the directory's lock, the state with the seeds of every run, the frontier
+//! with each host's robots.txt and politeness as saved, the archive, the HTTP client, the
+//! metrics endpoint, the crawl log, the cooperation state and the refresh schedule.
+
+use super::crawl_log::CrawlLog;
+use super::{CrawlError, Engine, RunCounters, Unsaved, file_error, start_error};
+use crate::analyze::scope::LinkPolicy;
+use crate::archive::warc::WarcWriter;
+use crate::clock::now_ms;
+use crate::config::Settings;
+use crate::coop::callback::{CallbackServer, Report as CallbackReport};
+use crate::coop::{CoopMode, CoopState};
+use crate::fetch;
+use crate::fetch::outcome::{Context, Outcome};
+use crate::frontier::politeness::Politeness;
+use crate::frontier::robots::{self, Rules};
+use crate::frontier::{Frontier, RobotsState};
+use crate::metrics::{self, CrawlMetrics};
+use crate::refresh::schedule::{Schedule, Tracked};
+use crate::state::{HostRecord, Store};
+use std::collections::HashSet;
+use std::fs::File;
+use std::path::Path;
+use std::sync::mpsc::{self, Sender};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use url::Url;
+
+/// The key under which a crawl records its cooperation settings.
+pub const COOP_CONFIG_META: &str = "coop_config";
+
+/// The prefix of the reason a host is skipped for its `Crawl-delay`.
+const CRAWL_DELAY_SKIP: &str = "Crawl-delay";
+
+/// Takes the crawl directory's lock, so two crawls never write one state.
+pub fn lock(out: &Path) -> Result<File, CrawlError> {
+    std::fs::create_dir_all(out).map_err(file_error(out))?;
+    let path = out.join("lock");
+    let f = File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(file_error(&path))?;
+    match f.try_lock() {
+        Ok(()) => Ok(f),
+        Err(std::fs::TryLockError::WouldBlock) => Err(CrawlError::Locked(out.to_path_buf())),
+        Err(std::fs::TryLockError::Error(e)) => Err(file_error(&path)(e)),
+    }
+}
+
+/// Whether a crawl holds the directory now.
+pub fn is_running(out: &Path) -> bool {
+    match File::open(out.join("lock")) {
+        Ok(f) => matches!(f.try_lock_shared(), Err(std::fs::TryLockError::WouldBlock)),
+        Err(_) => false,
+    }
+}
+
+/// Why a host is skipped for its `Crawl-delay`.
+pub(super) fn crawl_delay_reason(delay: Option<f64>, cap: Duration) -> String {
+    format!(
+        "{CRAWL_DELAY_SKIP} of {} s in robots.txt is over the cap of {} s (crawl_delay_cap)",
+        delay.unwrap_or_default(),
+        cap.as_secs_f64()
+    )
+}
+
+/// The seeds given now and those of earlier runs (the scope is theirs too), saved.
+fn seeds(store: &Store, given: &[Url]) -> Result<Vec<Url>, CrawlError> {
+    let mut seeds: Vec<Url> = store
+        .meta("seeds")?
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| Url::parse(l).ok())
+        .collect();
+    for seed in given {
+        if !seeds.contains(seed) {
+            seeds.push(seed.clone());
+        }
+    }
+    if seeds.is_empty() {
+        return Err(CrawlError::NoSeeds);
+    }
+    let list: Vec<&str> = seeds.iter().map(Url::as_str).collect();
+    store.set_meta("seeds", &list.join("\n"))?;
+    Ok(seeds)
+}
+
+/// A saved host as the frontier starts with it: robots.txt rules still fresh, the skip
+/// reason, and the first moment it may be contacted.
+struct HostStart {
+    token: String,
+    politeness: Politeness,
+    robots_ttl: Duration,
+    now: Instant,
+    now_ms: i64,
+}
+
+impl HostStart {
+    fn state(&self, rec: &HostRecord) -> (RobotsState, Option<String>, Instant) {
+        let ttl = self.robots_ttl;
+        let age = rec
+            .robots_fetched
+            .map(|at| Duration::from_millis((self.now_ms - at).max(0) as u64));
+        let robots = match (rec.robots_status, age) {
+            (Some(status), Some(age)) if status < 500 && age < ttl => RobotsState::Known(
+                Rules::from_fetch(
+                    Some(status),
+                    rec.robots_body.as_deref().unwrap_or_default(),
+                    &self.token,
+                ),
+                self.now + (ttl - age),
+            ),
+            _ => RobotsState::Unknown,
+        };
+        let crawl_delay = match &robots {
+            RobotsState::Known(r, _) => r.crawl_delay(),
+            _ => None,
+        };
+        // A Crawl-delay skip is decided again (the cap may have changed); others stand.
+        let politeness = self.politeness;
+        let skipped = if politeness.too_slow(crawl_delay) {
+            Some(crawl_delay_reason(crawl_delay, politeness.crawl_delay_cap))
+        } else {
+            rec.skipped
+                .clone()
+                .filter(|r| !r.starts_with(CRAWL_DELAY_SKIP))
+        };
+        // The last request before a restart is not remembered: wait a full delay.
+        let mut next = self.now + politeness.delay(crawl_delay, Duration::ZERO);
+        if let Some(parked) = rec.parked_until.filter(|p| *p > self.now_ms) {
+            next = next.max(self.now + Duration::from_millis((parked - self.now_ms) as u64));
+        }
+        (robots, skipped, next)
+    }
+}
+
+/// The WebSub callback server, reporting into the loop's channel.
+fn callback_server(
+    rt: &tokio::runtime::Runtime,
+    s: &Settings,
+    tx: &Sender<Outcome>,
+) -> Result<Option<CallbackServer>, CrawlError> {
+    let Some((listen, public)) = s.callback.clone().filter(|_| s.coop.mode == CoopMode::Push)
+    else {
+        return Ok(None);
+    };
+    let tx = Mutex::new(tx.clone());
+    let report: CallbackReport = Arc::new(move |e| {
+        if let Ok(tx) = tx.lock() {
+            // A closed channel means the loop has ended: nothing is left to tell.
+            let _ = tx.send(Outcome::Callback(e));
+        }
+    });
+    let server = rt
+        .block_on(CallbackServer::start(listen, public, report))
+        .map_err(|e| start_error(format!("the WebSub callback on {listen}"))(e.into()))?;
+    tracing::info!(
+        "WebSub callbacks at {} (listening on {})",
+        server.base,
+        server.local
+    );
+    Ok(Some(server))
+}
+
+impl Engine {
+    /// Opens the crawl in `s.out`; returns it with the seeds to queue and where the metrics
+    /// are served.
+    pub(super) fn open(
+        s: Settings,
+    ) -> Result<(Engine, Vec<Url>, Option<std::net::SocketAddr>), CrawlError> {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("fetch")
+            .enable_all()
+            .build()
+            .map_err(|e| start_error("the async runtime")(e.into()))?;
+        let mut store = Store::open(&s.out)?;
+        let seeds = seeds(&store, &s.seeds)?;
+        // `status` judges each site's level and trust by the settings of the crawl that wrote it.
+        if let Ok(coop) = serde_json::to_string(&s.coop) {
+            store.set_meta(COOP_CONFIG_META, &coop)?;
+        }
+        if s.refresh && store.meta("refresh_pass")?.as_deref() != Some("open") {
+            let first = store.max_queue_seq()? + 1;
+            let n = store.requeue_pages(first)?;
+            store.set_meta("refresh_pass", "open")?;
+            tracing::info!("refresh pass: {n} pages queued again");
+        }
+        let fetched_total = store.figures()?.fetched();
+        let token = robots::product_token(&s.user_agent);
+        let start = HostStart {
+            token: token.clone(),
+            politeness: s.politeness,
+            robots_ttl: s.robots_ttl,
+            now: Instant::now(),
+            now_ms: now_ms(),
+        };
+        let frontier = Frontier::load(&store, s.per_host, s.opic_eps, |rec| start.state(rec))?;
+        let warc_dir = s.out.join("warc");
+        let warc = WarcWriter::new(
+            &warc_dir,
+            &s.warc_prefix,
+            s.warc_max_size,
+            &s.user_agent,
+            s.warc_level,
+        )
+        .map_err(file_error(&warc_dir))?;
+        let client = fetch::client(&s.user_agent, &s.fetch, &s.resolve, s.per_host)
+            .map_err(|e| start_error("the HTTP client")(e.into()))?;
+        let metrics = Arc::new(CrawlMetrics::default());
+        let metrics_addr = match s.metrics {
+            Some(addr) => {
+                let local = rt
+                    .block_on(metrics::serve(addr, metrics.clone()))
+                    .map_err(|e| start_error(format!("metrics on {addr}"))(e.into()))?;
+                tracing::info!("metrics at http://{local}/metrics");
+                Some(local)
+            }
+            None => None,
+        };
+        let log = CrawlLog::open(&s.out.join("crawl.log"))?;
+        let (tx, rx) = mpsc::channel();
+        let policy = LinkPolicy::new(s.scope.clone(), &seeds, s.limits);
+        let mut digests = HashSet::new();
+        store.load_digests(&mut digests)?;
+        let mut coop = CoopState::new(s.coop, now_ms() as u64);
+        coop.load(store.coop_sites()?);
+        if let Some(server) = callback_server(&rt, &s, &tx)? {
+            coop.attach_callback(server);
+        }
+        let mut e = Engine {
+            ctx: Arc::new(Context {
+                client,
+                limits: s.fetch,
+                policy,
+                warc_level: s.warc_level,
+                warc_dir,
+                conditional: s.conditional,
+            }),
+            rt,
+            store,
+            frontier,
+            warc,
+            tx,
+            rx,
+            unsaved: Unsaved::default(),
+            digests,
+            in_flight: 0,
+            pages_in_flight: 0,
+            fetched_total,
+            run: RunCounters::default(),
+            log,
+            metrics,
+            token,
+            last_commit: Instant::now(),
+            schedule: None,
+            revisits_queued: 0,
+            coop,
+            s,
+        };
+        e.schedule = e.restore_schedule()?;
+        Ok((e, seeds, metrics_addr))
+    }
+
+    /// The refresh schedule of the pages worth keeping fresh, when the crawl keeps any.
+    fn restore_schedule(&self) -> Result<Option<Schedule>, CrawlError> {
+        let Some(config) = self.s.keep_fresh else {
+            return Ok(None);
+        };
+        let mut schedule = Schedule::new(config);
+        let pages = self.store.refreshable_pages()?;
+        schedule.restore(pages.into_iter().map(|p| {
+            let tracked = Tracked {
+                host: p.host,
+                weight: self.importance(p.fp, p.importance),
+                rate: p.rate.unwrap_or(config.prior_rate),
+                depth: p.depth,
+                last: p.fetched_at,
+                due: p.fetched_at,
+                covered: false,
+                url: p.url,
+            };
+            (p.fp, tracked)
+        }));
+        tracing::info!(
+            "keeping {} pages fresh: {:.1} visits per hour, {:?} policy",
+            schedule.len(),
+            schedule.budget() * 3600.0,
+            config.policy
+        );
+        Ok(Some(schedule))
+    }
+}

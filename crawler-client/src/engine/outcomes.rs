@@ -1,0 +1,333 @@
+//! What a request ended with, handled: robots.txt read or failed (with the host parked or
+//! given up on), a page failed (retried or recorded), refused for now (429/503, with the
+//! wait it asked), or answered (recorded by `record`). Every outcome says where it came from,
+//! which decides whether it frees a connection to its host.
+
+use super::crawl_log::Entry;
+use super::open::crawl_delay_reason;
+use super::{CrawlError, Engine};
+use crate::clock::now_ms;
+use crate::fetch::FetchError;
+use crate::fetch::outcome::{Fetched, Outcome, RobotsFetched, Source};
+use crate::frontier::robots::Rules;
+use crate::state::{GiveUp, HostUpdate, PageRecord, Queued};
+use std::time::{Duration, Instant};
+
+impl Engine {
+    /// Handles one outcome.
+    pub(super) fn handle(&mut self, outcome: Outcome) -> Result<(), CrawlError> {
+        match outcome {
+            Outcome::Robots {
+                host,
+                result,
+                elapsed,
+                source,
+            } => self.handle_robots(host, result, elapsed, source),
+            Outcome::Page {
+                job,
+                result,
+                elapsed,
+                source,
+            } => self.handle_page(job, result, elapsed, source),
+            Outcome::Coop {
+                host,
+                job,
+                result,
+                elapsed,
+            } => self.handle_coop(host, job, result, elapsed),
+            Outcome::Callback(event) => {
+                self.with_coop(|c, r| c.callback_event(r, event));
+                Ok(())
+            }
+            Outcome::InlineFailed { host, fp, url, why } => {
+                self.with_coop(|c, r| c.inline_failed(r, host, fp, url, &why));
+                Ok(())
+            }
+        }
+    }
+
+    /// The host's row as it stands, with what changed.
+    fn host_update(
+        &self,
+        id: i64,
+        robots: Option<(Option<u16>, Vec<u8>, i64)>,
+        parked_until: Option<i64>,
+    ) -> HostUpdate {
+        let h = self.frontier.host(id);
+        HostUpdate {
+            id,
+            robots,
+            skipped: h.and_then(|h| h.skipped.clone()),
+            parked_until,
+            failures: h.map(|h| h.failures).unwrap_or(0),
+        }
+    }
+
+    fn give_up(&mut self, host: i64, reason: String) {
+        let origin = self.origin(host);
+        tracing::warn!("giving up on {origin}: {reason}");
+        self.frontier.abandon(host, reason.clone());
+        self.unsaved.batch.give_up.push(GiveUp {
+            host,
+            reason,
+            at: now_ms(),
+        });
+        let update = self.host_update(host, None, None);
+        self.unsaved.batch.hosts.push(update);
+    }
+
+    pub(super) fn origin(&self, host: i64) -> String {
+        self.frontier
+            .host(host)
+            .map(|h| h.origin.clone())
+            .unwrap_or_default()
+    }
+
+    /// One more failure in a row for the host; returns how many.
+    fn host_failed(&mut self, host: i64) -> u32 {
+        let failures = self.frontier.host(host).map_or(0, |h| h.failures) + 1;
+        if let Some(h) = self.frontier.host_mut(host) {
+            h.failures = failures;
+        }
+        failures
+    }
+
+    fn handle_robots(
+        &mut self,
+        host: i64,
+        result: Result<RobotsFetched, FetchError>,
+        elapsed: Duration,
+        source: Source,
+    ) -> Result<(), CrawlError> {
+        if source == Source::Request {
+            self.in_flight = self.in_flight.saturating_sub(1);
+        }
+        self.metrics.robots_fetches.inc();
+        let robots_url = format!("{}/robots.txt", self.origin(host));
+        let (status, failure) = match &result {
+            Ok(r) if r.status < 500 => (Some(r.status), None),
+            Ok(r) => (
+                Some(r.status),
+                Some(format!("robots.txt answered {}", r.status)),
+            ),
+            Err(e) => (None, Some(format!("robots.txt: {e}"))),
+        };
+        let (body, record) = match result {
+            Ok(r) => (r.body, Some(r.record)),
+            Err(_) => (Vec::new(), None),
+        };
+        if let Some(record) = record {
+            self.append(record)?;
+        }
+        self.log.write(&Entry {
+            at: now_ms(),
+            status,
+            size: Some(body.len() as u64),
+            url: &robots_url,
+            elapsed,
+            note: failure.as_deref().unwrap_or("robots.txt"),
+            ..Default::default()
+        });
+        match failure {
+            None => self.robots_read(host, status, body, elapsed, source),
+            Some(why) => self.robots_failed(host, status, &why, source),
+        }
+        Ok(())
+    }
+
+    /// robots.txt was read: its rules hold for the TTL, its `Crawl-delay` paces the host (or
+    /// skips it when over the cap), and cooperation looks at what it points to.
+    fn robots_read(
+        &mut self,
+        host: i64,
+        status: Option<u16>,
+        body: Vec<u8>,
+        elapsed: Duration,
+        source: Source,
+    ) {
+        let now = Instant::now();
+        let at = now_ms();
+        self.with_coop(|c, r| c.discover(r, host, status, &body));
+        let rules = Rules::from_fetch(status, &body, &self.token);
+        let crawl_delay = rules.crawl_delay();
+        let politeness = self.s.politeness;
+        let origin = self.origin(host);
+        if let Some(h) = self.frontier.host_mut(host) {
+            h.failures = 0;
+            if politeness.too_slow(crawl_delay) {
+                let reason = crawl_delay_reason(crawl_delay, politeness.crawl_delay_cap);
+                tracing::warn!("skipping {origin}: {reason}");
+                h.skipped = Some(reason);
+            }
+        }
+        self.frontier
+            .robots_known(host, rules, now + self.s.robots_ttl);
+        let update = self.host_update(host, Some((status, body, at)), None);
+        self.unsaved.batch.hosts.push(update);
+        if source == Source::Request {
+            self.frontier
+                .finished(host, now + politeness.delay(crawl_delay, elapsed));
+        } else {
+            self.frontier.schedule(host);
+        }
+    }
+
+    /// robots.txt could not be read (a 5xx, no answer): the host is parked, and given up on
+    /// after so many failures in a row. Nothing of it is fetched meanwhile.
+    fn robots_failed(&mut self, host: i64, status: Option<u16>, why: &str, source: Source) {
+        let now = Instant::now();
+        let at = now_ms();
+        let failures = self.host_failed(host);
+        let freed = source == Source::Request;
+        if failures >= self.s.host_give_up {
+            self.give_up(host, format!("{why} ({failures} times in a row)"));
+            self.frontier.robots_known(host, Rules::DisallowAll, now);
+            if freed {
+                self.frontier.finished(host, now);
+            }
+            return;
+        }
+        let park = self.s.politeness.park_for(failures);
+        tracing::info!(
+            "{}: {why}; trying again in {} s",
+            self.origin(host),
+            park.as_secs()
+        );
+        self.frontier
+            .robots_known(host, Rules::DisallowAll, now + park);
+        let update = self.host_update(
+            host,
+            Some((status, Vec::new(), at)),
+            Some(at + park.as_millis() as i64),
+        );
+        self.unsaved.batch.hosts.push(update);
+        if freed {
+            self.frontier.finished(host, now + park);
+        }
+    }
+
+    fn handle_page(
+        &mut self,
+        mut job: Queued,
+        result: Result<Box<Fetched>, FetchError>,
+        elapsed: Duration,
+        source: Source,
+    ) -> Result<(), CrawlError> {
+        let freed = source == Source::Request;
+        if freed {
+            self.in_flight = self.in_flight.saturating_sub(1);
+            self.pages_in_flight = self.pages_in_flight.saturating_sub(1);
+            self.metrics.fetch_seconds.observe(elapsed.as_secs_f64());
+        }
+        let f = match result {
+            Err(err) => {
+                self.page_failed(job, &err, elapsed, freed);
+                return Ok(());
+            }
+            Ok(f) => *f,
+        };
+        let now = Instant::now();
+        let at = now_ms();
+        let host = job.host;
+        if self.frontier.host(host).is_some_and(|h| h.failures > 0) {
+            if let Some(h) = self.frontier.host_mut(host) {
+                h.failures = 0;
+            }
+            let update = self.host_update(host, None, None);
+            self.unsaved.batch.hosts.push(update);
+        }
+        let crawl_delay = self.frontier.rules(host, now).and_then(Rules::crawl_delay);
+        let mut not_before = now + self.s.politeness.delay(crawl_delay, elapsed);
+        if matches!(f.status, 429 | 503) {
+            let wait = self
+                .s
+                .politeness
+                .retry_after(f.retry_after.as_deref(), crate::clock::now())
+                .unwrap_or_else(|| self.s.politeness.park_for(1));
+            not_before = not_before.max(now + wait);
+            let update = self.host_update(host, None, Some(at + wait.as_millis() as i64));
+            self.unsaved.batch.hosts.push(update);
+            job.attempts += 1;
+            if source != Source::Replayed && job.attempts < self.s.max_attempts {
+                self.log.write(&Entry {
+                    at,
+                    status: Some(f.status),
+                    size: Some(f.size),
+                    url: &job.url,
+                    depth: job.depth,
+                    hops: job.hops,
+                    media_type: f.analysis.media_type.as_deref(),
+                    elapsed,
+                    note: &format!("retry in {} s", wait.as_secs()),
+                });
+                self.metrics.retries.inc();
+                self.unsaved.batch.retry.push((job.seq, job.attempts));
+                if freed {
+                    self.frontier.finished(host, not_before);
+                }
+                self.frontier.requeue(job);
+                return Ok(());
+            }
+        }
+        self.record_page(&job, f, elapsed, source)?;
+        if freed {
+            self.frontier.finished(host, not_before);
+        }
+        Ok(())
+    }
+
+    /// A page's request failed: tried again after the host's park, recorded as failed after
+    /// so many attempts, and the host given up on after so many failures in a row.
+    fn page_failed(&mut self, mut job: Queued, err: &FetchError, elapsed: Duration, freed: bool) {
+        let now = Instant::now();
+        let at = now_ms();
+        let host = job.host;
+        let failures = self.host_failed(host);
+        job.attempts += 1;
+        self.log.write(&Entry {
+            at,
+            url: &job.url,
+            depth: job.depth,
+            hops: job.hops,
+            elapsed,
+            note: &err.to_string(),
+            ..Default::default()
+        });
+        if failures >= self.s.host_give_up {
+            self.unsaved.settled.push((host, job.seq));
+            self.run.errors += 1;
+            self.give_up(host, format!("{err} ({failures} failures in a row)"));
+            if freed {
+                self.frontier.finished(host, now);
+            }
+            return;
+        }
+        let park = self.s.politeness.park_for(failures);
+        let update = self.host_update(host, None, Some(at + park.as_millis() as i64));
+        self.unsaved.batch.hosts.push(update);
+        if freed {
+            self.frontier.finished(host, now + park);
+        }
+        if job.attempts >= self.s.max_attempts {
+            self.metrics.fetch("failed");
+            self.run.errors += 1;
+            self.fetched_total += 1;
+            self.unsaved.batch.pages.push(PageRecord {
+                url: job.url.clone(),
+                fp: job.fp,
+                host,
+                depth: job.depth,
+                error: Some(format!("{err} ({} attempts)", job.attempts)),
+                fetched_at: at,
+                ..Default::default()
+            });
+            self.unsaved.batch.done.push(job.seq);
+            self.unsaved.settled.push((host, job.seq));
+        } else {
+            // Back in the host's buffer, no longer taken: not settled by a save.
+            self.metrics.retries.inc();
+            self.unsaved.batch.retry.push((job.seq, job.attempts));
+            self.frontier.requeue(job);
+        }
+    }
+}

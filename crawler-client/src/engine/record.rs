@@ -1,0 +1,275 @@
+//! A final response recorded: archived (as a revisit when its content is a duplicate), its
+//! redirect and links queued, what it teaches learnt (OPIC cash and history, the change rate,
+//! the next visit), its site's claim weighed, and its page row and log line written.
+
+use super::crawl_log::Entry;
+use super::{CrawlError, Engine};
+use crate::analyze::{Analysis, Link};
+use crate::archive::warc::{self, RevisitProfile};
+use crate::fetch::outcome::{DeltaUse, Fetched, RecordSlot, Source};
+use crate::importance::opic::interpolate;
+use crate::refresh::change_rate::ChangeHistory;
+use crate::state::{KnownPage, PageRecord, Queued};
+use chrono::DateTime;
+use std::time::Duration;
+
+/// What a successful visit showed, for [`Engine::learn`].
+pub(super) struct Visit<'a> {
+    pub(super) at: i64,
+    pub(super) changed: bool,
+    pub(super) last_modified: Option<&'a str>,
+    pub(super) known: Option<&'a KnownPage>,
+}
+
+/// The log's words for what became of a delta.
+fn delta_note(d: &DeltaUse) -> String {
+    match d {
+        DeltaUse::Applied(bytes) => format!("delta applied and verified ({bytes} bytes)"),
+        DeltaUse::Pushed => "delta pushed inline, applied and verified".into(),
+        DeltaUse::Whole => "delta asked, whole body sent".into(),
+        DeltaUse::Fallback(why) => format!("delta not used: {why}"),
+    }
+}
+
+/// The class of a status for the fetch counter.
+fn status_class(status: u16) -> &'static str {
+    match status {
+        304 => "304",
+        200..=299 => "2xx",
+        300..=399 => "3xx",
+        400..=499 => "4xx",
+        _ => "5xx",
+    }
+}
+
+impl Engine {
+    /// Archives and records a final response, and queues what it leads to.
+    pub(super) fn record_page(
+        &mut self,
+        job: &Queued,
+        f: Fetched,
+        elapsed: Duration,
+        source: Source,
+    ) -> Result<(), CrawlError> {
+        let ok = (200..300).contains(&f.status);
+        let found = self.find_duplicate(job, &f)?;
+        let mut record = f.record;
+        if let (Some(original), RecordSlot::New(_)) = (&found, &record) {
+            record = RecordSlot::New(warc::revisit(
+                &job.url,
+                f.fetched_at,
+                &f.http_head,
+                RevisitProfile::IdenticalPayloadDigest,
+                Some(&f.payload_digest),
+                (original, None),
+                self.s.warc_level,
+            ));
+        }
+        let duplicate_of = f.refers_to.clone().filter(|u| *u != job.url).or(found);
+        let pos = self.append(record)?;
+        let a: &Analysis = &f.analysis;
+        let mut note = String::new();
+        if let Some(loc) = &a.location {
+            if job.hops < self.s.max_redirects {
+                match self.ctx.policy.admit(loc, job.depth) {
+                    Ok(()) => {
+                        self.push(&Link::to(loc), job.depth, job.hops + 1);
+                    }
+                    Err(why) => note = format!("redirect not followed ({why:?})"),
+                }
+            } else {
+                note = format!("more than {} redirects", self.s.max_redirects);
+            }
+        }
+        let mut children = Vec::new();
+        if ok && !f.unchanged && duplicate_of.is_none() {
+            for link in &a.links {
+                self.push(link, job.depth + 1, 0);
+                children.push(link.fp);
+            }
+        }
+        let (importance, changes_seen) = if ok || f.status == 304 {
+            let visit = Visit {
+                at: f.fetched_at.timestamp_millis(),
+                changed: f.changed,
+                last_modified: a.last_modified.as_deref(),
+                known: f.known.as_ref(),
+            };
+            let learnt = self.learn(job, &visit, &children);
+            let delta = f.delta.as_ref();
+            self.with_coop(|c, r| {
+                c.visited(r, job.host, job.fp, f.changed, delta);
+                if let Some((hub, topic)) = &a.hub {
+                    c.page_hub(r, job.host, hub, topic);
+                }
+            });
+            learnt
+        } else {
+            (None, None)
+        };
+        let content = (ok && !f.unchanged && duplicate_of.is_none() && !f.truncated)
+            .then(|| (pos.file.clone(), pos.offset));
+        if note.is_empty() {
+            note = match (&duplicate_of, f.unchanged) {
+                (Some(d), _) => format!("duplicate of {d}"),
+                (None, true) => "unchanged".into(),
+                _ if a.undecodable => "undecodable content".into(),
+                _ if f.truncated => "truncated".into(),
+                _ => String::new(),
+            };
+        }
+        if let Some(d) = &f.delta {
+            note.push_str(if note.is_empty() { "" } else { "; " });
+            note.push_str(&delta_note(d));
+        }
+        if source == Source::Replayed {
+            note.push_str(if note.is_empty() {
+                "replayed"
+            } else {
+                " (replayed)"
+            });
+        }
+        let at = f.fetched_at.timestamp_millis();
+        self.log.write(&Entry {
+            at,
+            status: Some(f.status),
+            size: Some(f.size),
+            url: &job.url,
+            depth: job.depth,
+            hops: job.hops,
+            media_type: a.media_type.as_deref(),
+            elapsed,
+            note: &note,
+        });
+        let class = status_class(f.status);
+        self.metrics.fetch(class);
+        self.metrics.bytes.inc_by(f.size);
+        if matches!(class, "4xx" | "5xx") {
+            self.run.errors += 1;
+        }
+        self.run.fetched += 1;
+        self.run.bytes += f.size;
+        self.fetched_total += 1;
+        self.unsaved.batch.pages.push(PageRecord {
+            url: job.url.clone(),
+            fp: job.fp,
+            host: job.host,
+            depth: job.depth,
+            status: Some(f.status),
+            error: None,
+            fetched_at: at,
+            etag: a.etag.clone(),
+            last_modified: a.last_modified.clone(),
+            content_type: a.media_type.clone(),
+            size: Some(f.size),
+            digest: a.digest,
+            duplicate_of,
+            redirect_to: a.location.as_ref().map(|l| l.to_string()),
+            warc: Some((pos.file, pos.offset)),
+            changed: f.changed,
+            importance,
+            changes_seen,
+            validator: a.validator.clone(),
+            content,
+            gone: false,
+        });
+        self.unsaved.batch.done.push(job.seq);
+        self.unsaved.settled.push((job.host, job.seq));
+        Ok(())
+    }
+
+    /// The page whose content this new response repeats, found by its digest (in this
+    /// batch or in the state): it is then archived as a revisit of that page.
+    fn find_duplicate(&mut self, job: &Queued, f: &Fetched) -> Result<Option<String>, CrawlError> {
+        let ok = (200..300).contains(&f.status);
+        let said = f.refers_to.as_ref().filter(|u| **u != job.url);
+        let (true, Some(d), false, None) = (ok, f.analysis.digest, f.unchanged, said) else {
+            return Ok(None);
+        };
+        if self.digests.insert(d) {
+            self.unsaved.digests.insert(d, job.url.clone());
+            return Ok(None);
+        }
+        let original = match self.unsaved.digests.get(&d) {
+            Some(u) => Some(u.clone()),
+            None => self.store.page_with_digest(d)?,
+        };
+        let found = original.filter(|u| *u != job.url);
+        if found.is_some() {
+            self.metrics.duplicates.inc();
+        }
+        Ok(found)
+    }
+
+    /// What a successful visit teaches: the page's cash goes to its links and its history
+    /// (Adaptive OPIC); a revisit is an observation of its change rate; the refresh schedule
+    /// plans the next visit.
+    #[allow(clippy::type_complexity)]
+    pub(super) fn learn(
+        &mut self,
+        job: &Queued,
+        visit: &Visit,
+        children: &[u64],
+    ) -> (Option<(f64, f64)>, Option<(String, f64)>) {
+        let Visit {
+            at,
+            changed,
+            last_modified,
+            known,
+        } = *visit;
+        let (history, read_at) = known.map_or((0.0, 0.0), |k| k.importance);
+        let cash = self.frontier.read_cash(job.fp, children);
+        let clock_before = self.frontier.cash().clock() - cash;
+        let history = interpolate(history, cash, clock_before - read_at, self.s.opic_window);
+        let mut seen: ChangeHistory = known
+            .and_then(|k| k.changes_seen.as_deref())
+            .and_then(|j| serde_json::from_str(j).ok())
+            .unwrap_or_default();
+        if let Some(k) = known {
+            let interval = (at - k.fetched_at).max(0) as f64 / 1000.0;
+            let modified = last_modified
+                .or(k.last_modified.as_deref())
+                .and_then(|lm| DateTime::parse_from_rfc2822(lm).ok())
+                .map(|lm| ((at - lm.timestamp_millis()).max(0)) as f64 / 1000.0);
+            seen.observe(interval, changed, modified);
+        }
+        let prior = self.s.keep_fresh.map_or(1.0 / 86_400.0, |c| c.prior_rate);
+        let rate = seen.rate(prior);
+        let weight = self.importance(job.fp, (history, clock_before));
+        if let Some(schedule) = &mut self.schedule {
+            let rate = (seen.intervals > 0).then_some(rate);
+            schedule.visited(job.fp, job.host, &job.url, job.depth, at, rate, weight);
+        }
+        // A first visit observed no interval: nothing to store.
+        let changes_seen =
+            (seen.intervals > 0).then(|| (serde_json::to_string(&seen).unwrap_or_default(), rate));
+        (Some((history, clock_before)), changes_seen)
+    }
+
+    /// A page's importance for the refresh schedule: its Adaptive OPIC history interpolated up
+    /// to now, with the cash it holds, per unit of the clock.
+    pub(super) fn importance(&self, fp: u64, (history, read_at): (f64, f64)) -> f64 {
+        let cash = self.frontier.cash();
+        let t = self.s.opic_window;
+        let value = interpolate(history, cash.cash(fp), cash.clock() - read_at, t) / t;
+        value.max(1e-12)
+    }
+
+    /// Queues a link unless seen.
+    pub(super) fn push(&mut self, link: &Link, depth: u32, hops: u32) {
+        if self.frontier.seen(link.fp) {
+            return;
+        }
+        match self.frontier.host_for(&self.store, &link.origin) {
+            Ok(host) => {
+                if self
+                    .frontier
+                    .push(host, link.url.clone(), link.fp, depth, hops)
+                {
+                    self.metrics.queued_total.inc();
+                }
+            }
+            Err(e) => tracing::warn!("cannot queue {}: {e}", link.url),
+        }
+    }
+}

@@ -1,0 +1,222 @@
+//! Replay: the records written after the last saved batch (a crash) are read back and taken
+//! as if just fetched, so nothing is fetched twice; a record torn mid-write is cut.
+
+use super::{CrawlError, Engine, file_error};
+use crate::analyze::{self, Received, url_norm};
+use crate::archive::warc::{self, Position};
+use crate::fetch::outcome::{Fetched, Outcome, RecordSlot, RobotsFetched, Source};
+use crate::frontier::RobotsState;
+use crate::frontier::robots;
+use crate::state::Queued;
+use chrono::{DateTime, Utc};
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
+use url::Url;
+
+impl Engine {
+    /// Reads back the records written after the last saved batch (a crash) and takes them
+    /// as if just fetched, so nothing is fetched twice; cuts a record torn mid-write.
+    pub(super) fn replay(&mut self) -> Result<(), CrawlError> {
+        let committed: HashMap<String, u64> = self.store.warc_files()?.into_iter().collect();
+        let dir = self.warc.dir().to_path_buf();
+        let on_disk = warc::files(&dir, &self.s.warc_prefix).map_err(file_error(&dir))?;
+        let mut seen_fps = HashSet::new();
+        // Queue rows of the hosts met so far, read once per host.
+        let mut queued: HashMap<i64, HashMap<u64, Queued>> = HashMap::new();
+        let mut newest = None;
+        for (name, size) in on_disk {
+            let from = committed.get(&name).copied().unwrap_or(0).min(size);
+            let mut valid = from;
+            if size > from {
+                let path = dir.join(&name);
+                let records = warc::read_records(&path, from).map_err(file_error(&path))?;
+                for rec in &records {
+                    valid = rec.offset + rec.length;
+                    let pos = Position {
+                        file: name.clone(),
+                        offset: rec.offset,
+                        length: rec.length,
+                    };
+                    if self.replay_record(rec, pos, &mut seen_fps, &mut queued)? {
+                        self.run.replayed += 1;
+                    }
+                }
+                if valid < size {
+                    tracing::warn!(
+                        "{name}: cutting {} bytes of a record torn by a crash",
+                        size - valid
+                    );
+                }
+            }
+            newest = Some((name, valid));
+        }
+        if let Some((name, valid)) = newest {
+            self.warc
+                .resume(&name, valid)
+                .map_err(|e| file_error(&dir.join(&name))(e))?;
+        }
+        if self.run.replayed > 0 {
+            tracing::info!(
+                "replayed {} records written after the last saved batch",
+                self.run.replayed
+            );
+        }
+        self.commit()
+    }
+
+    fn replay_record(
+        &mut self,
+        rec: &warc::StoredRecord,
+        pos: Position,
+        seen_fps: &mut HashSet<u64>,
+        queued: &mut HashMap<i64, HashMap<u64, Queued>>,
+    ) -> Result<bool, CrawlError> {
+        let kind = rec.header("WARC-Type").unwrap_or("");
+        if !matches!(kind, "response" | "revisit") {
+            return Ok(false);
+        }
+        let Some(url) = rec
+            .header("WARC-Target-URI")
+            .and_then(|u| Url::parse(u).ok())
+        else {
+            return Ok(false);
+        };
+        let Some(http) = warc::parse_http(&rec.block) else {
+            tracing::warn!(
+                "{}: record at {} has no readable HTTP response; it will be fetched again",
+                pos.file,
+                pos.offset
+            );
+            return Ok(false);
+        };
+        let fetched_at = rec
+            .header("WARC-Date")
+            .and_then(|d| DateTime::parse_from_rfc3339(d).ok())
+            .map(|d| d.with_timezone(&Utc))
+            .unwrap_or_else(Utc::now);
+        let fp = url_norm::fingerprint(&url);
+        if url.path() == "/robots.txt" && url.query().is_none() {
+            let origin = url_norm::origin_key(&url);
+            let host = self.frontier.host_for(&self.store, &origin)?;
+            let unknown = self
+                .frontier
+                .host(host)
+                .is_some_and(|h| matches!(h.robots, RobotsState::Unknown));
+            if unknown && kind == "response" {
+                let body = analyze::decode(
+                    http.headers
+                        .iter()
+                        .find(|(n, _)| n.eq_ignore_ascii_case("content-encoding"))
+                        .map(|(_, v)| v.as_str()),
+                    &http.body,
+                    rec.header("WARC-Truncated").is_some(),
+                    robots::MAX_BYTES,
+                )
+                .unwrap_or_default();
+                let result = Ok(RobotsFetched {
+                    status: http.status,
+                    body,
+                    record: RecordSlot::Stored(pos),
+                });
+                self.handle(Outcome::Robots {
+                    host,
+                    result,
+                    elapsed: Duration::ZERO,
+                    source: Source::Replayed,
+                })?;
+                return Ok(true);
+            }
+            if !self.frontier.seen(fp) {
+                return Ok(false);
+            }
+        }
+        if !seen_fps.insert(fp) {
+            return Ok(false);
+        }
+        // Found by an earlier replayed page (not saved yet), or saved in the queue.
+        let job = match self.frontier.unsaved_row(fp) {
+            Some(row) => row,
+            None => {
+                let origin = url_norm::origin_key(&url);
+                let host = self.frontier.host_for(&self.store, &origin)?;
+                if let std::collections::hash_map::Entry::Vacant(e) = queued.entry(host) {
+                    let rows = self.store.queued_of_host(host)?;
+                    e.insert(rows.into_iter().map(|q| (q.fp, q)).collect());
+                }
+                match queued.get_mut(&host).and_then(|rows| rows.remove(&fp)) {
+                    Some(row) => row,
+                    None => return Ok(false),
+                }
+            }
+        };
+        if job.url != url.as_str() {
+            return Ok(false);
+        }
+        self.frontier.claim(job.host, job.seq);
+        let known = self.store.page(job.fp)?;
+        let truncated = rec.header("WARC-Truncated").is_some();
+        let received = Received {
+            url: &url,
+            status: http.status,
+            headers: &http.headers,
+            body: &http.body,
+            truncated,
+        };
+        let refers_to = rec.header("WARC-Refers-To-Target-URI").map(str::to_string);
+        let same_content = kind == "revisit"
+            && rec
+                .header("WARC-Profile")
+                .is_some_and(|p| p.ends_with("identical-payload-digest"))
+            && refers_to.as_deref() == Some(url.as_str());
+        let mut analysis = if kind == "response" {
+            analyze::analyze(received, job.depth, &self.ctx.policy, self.s.fetch.max_body)
+        } else {
+            let mut a = analyze::analyze(
+                Received {
+                    status: 304,
+                    ..received
+                },
+                job.depth,
+                &self.ctx.policy,
+                0,
+            );
+            a.digest = if same_content {
+                known.as_ref().and_then(|k| k.digest)
+            } else {
+                None
+            };
+            a
+        };
+        if kind == "revisit" {
+            analysis.links.clear();
+        }
+        let held = known.as_ref().and_then(|k| k.digest);
+        let ok = (200..300).contains(&http.status) && analysis.digest.is_some();
+        let fetched = Fetched {
+            status: http.status,
+            size: http.body.len() as u64,
+            truncated,
+            fetched_at,
+            retry_after: None,
+            http_head: http.head.clone(),
+            payload_digest: rec
+                .header("WARC-Payload-Digest")
+                .unwrap_or_default()
+                .to_string(),
+            unchanged: same_content || (kind == "response" && ok && held == analysis.digest),
+            changed: kind == "response" && ok && held.is_some() && held != analysis.digest,
+            refers_to: if kind == "revisit" { refers_to } else { None },
+            analysis,
+            record: RecordSlot::Stored(pos),
+            known,
+            delta: None,
+        };
+        self.handle(Outcome::Page {
+            job,
+            result: Ok(Box::new(fetched)),
+            elapsed: Duration::ZERO,
+            source: Source::Replayed,
+        })?;
+        Ok(true)
+    }
+}

@@ -1,0 +1,47 @@
+//! Saving: records appended to the archive as they come, and batches committed to the state
+//! once their records are synced, so the state never points past what is on disk.
+
+use super::{CrawlError, Engine, file_error};
+use crate::archive::warc::Position;
+use crate::fetch::outcome::RecordSlot;
+use std::time::Instant;
+
+impl Engine {
+    pub(super) fn append(&mut self, slot: RecordSlot) -> Result<Position, CrawlError> {
+        match slot {
+            RecordSlot::Stored(p) => Ok(p),
+            RecordSlot::New(r) => {
+                let pos = self
+                    .warc
+                    .append(&r)
+                    .map_err(|e| file_error(self.warc.dir())(e))?;
+                self.metrics.warc_bytes.inc_by(pos.length);
+                Ok(pos)
+            }
+        }
+    }
+
+    /// Saves the batch: archive first, then the state that points into it.
+    pub(super) fn commit(&mut self) -> Result<(), CrawlError> {
+        let t = Instant::now();
+        let mut unsaved = std::mem::take(&mut self.unsaved);
+        unsaved.batch.warc = self
+            .warc
+            .sync()
+            .map_err(|e| file_error(self.warc.dir())(e))?;
+        unsaved.batch.new_urls = self.frontier.drain_pending();
+        unsaved.batch.coop = self.coop.to_save();
+        if !unsaved.batch.is_empty() {
+            let cash = self.frontier.cash_meta();
+            unsaved.batch.meta.push(cash);
+            self.store.commit(&unsaved.batch)?;
+        }
+        self.frontier.saved(&unsaved.settled);
+        self.log.flush()?;
+        self.last_commit = Instant::now();
+        self.metrics
+            .commit_seconds
+            .observe(t.elapsed().as_secs_f64());
+        Ok(())
+    }
+}

@@ -1,0 +1,185 @@
+//! What a request's task and the crawl loop share: what every task needs ([`Context`]), and
+//! what it sends back ([`Outcome`]). A leaf: it names the types of the other modules and
+//! none of them reaches back into it for more than these definitions.
+
+use crate::analyze::Analysis;
+use crate::analyze::scope::LinkPolicy;
+use crate::archive::warc::{Position, Record};
+use crate::coop::CoopJob;
+use crate::coop::callback::CallbackEvent;
+use crate::fetch::{FetchError, FetchLimits};
+use crate::state::{KnownPage, Queued};
+use chrono::{DateTime, Utc};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Where an outcome came from, which decides what it settles: a request's ends a connection
+/// to its host, the others were never counted as under way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// A request this run made.
+    Request,
+    /// Read back from the archive at start (written before a crash, not yet saved).
+    Replayed,
+    /// Built from a delta the site pushed inline, without a request.
+    Pushed,
+}
+
+/// The archive record of a response: to be appended, or already in the archive (replay).
+#[derive(Debug, Clone)]
+pub enum RecordSlot {
+    /// Built, not yet written.
+    New(Record),
+    /// Already in the archive.
+    Stored(Position),
+}
+
+/// A page response, analysed.
+#[derive(Debug, Clone)]
+pub struct Fetched {
+    /// Status code.
+    pub status: u16,
+    /// What the response says.
+    pub analysis: Analysis,
+    /// Body bytes as received.
+    pub size: u64,
+    /// Whether the body was cut at the size limit.
+    pub truncated: bool,
+    /// When it was requested.
+    pub fetched_at: DateTime<Utc>,
+    /// `Retry-After`.
+    pub retry_after: Option<String>,
+    /// The HTTP head as archived.
+    pub http_head: String,
+    /// `sha1:` digest of the body as received.
+    pub payload_digest: String,
+    /// Same content as the copy held.
+    pub unchanged: bool,
+    /// Content different from the copy held.
+    pub changed: bool,
+    /// The page whose content this is, when the archive says so (replay of a revisit).
+    pub refers_to: Option<String>,
+    /// The archive record.
+    pub record: RecordSlot,
+    /// What was held of the page before this visit (a revisit).
+    pub known: Option<KnownPage>,
+    /// Whether it came as a delta.
+    pub delta: Option<DeltaUse>,
+}
+
+/// The outcome of a robots.txt fetch.
+#[derive(Debug, Clone)]
+pub struct RobotsFetched {
+    /// Final status (after redirects).
+    pub status: u16,
+    /// Decoded body, at most the parse limit.
+    pub body: Vec<u8>,
+    /// The archive record of the final response.
+    pub record: RecordSlot,
+}
+
+/// What comes back to the scheduler.
+#[derive(Debug)]
+pub enum Outcome {
+    /// A robots.txt fetch ended.
+    Robots {
+        /// Host id.
+        host: i64,
+        /// What came back.
+        result: Result<RobotsFetched, FetchError>,
+        /// How long it took.
+        elapsed: Duration,
+        /// Where it came from.
+        source: Source,
+    },
+    /// A page fetch ended.
+    Page {
+        /// The queue row.
+        job: Queued,
+        /// What came back.
+        result: Result<Box<Fetched>, FetchError>,
+        /// How long it took.
+        elapsed: Duration,
+        /// Where it came from.
+        source: Source,
+    },
+    /// A cooperation request ended.
+    Coop {
+        /// Host id.
+        host: i64,
+        /// The request.
+        job: CoopJob,
+        /// What came back.
+        result: Result<CoopFetched, FetchError>,
+        /// How long it took.
+        elapsed: Duration,
+    },
+    /// The WebSub callback heard from a hub.
+    Callback(CallbackEvent),
+    /// A pushed inline delta could not be applied (sent by the task that tried).
+    InlineFailed {
+        /// The site.
+        host: i64,
+        /// The page's fingerprint.
+        fp: u64,
+        /// The page.
+        url: String,
+        /// Why.
+        why: String,
+    },
+}
+
+/// What every request needs.
+pub struct Context {
+    /// The HTTP client.
+    pub client: reqwest::Client,
+    /// Fetch limits.
+    pub limits: FetchLimits,
+    /// Which links to keep.
+    pub policy: LinkPolicy,
+    /// gzip level of archive records.
+    pub warc_level: u32,
+    /// Where the archive is (held copies are read back from it for deltas).
+    pub warc_dir: PathBuf,
+    /// Whether revisits send the held copy's validators.
+    pub conditional: bool,
+}
+
+/// A metadata response, decoded.
+#[derive(Debug, Clone)]
+pub struct CoopFetched {
+    /// Status code (after no redirect: metadata does not move).
+    pub status: u16,
+    /// Response headers.
+    pub headers: Vec<(String, String)>,
+    /// The body with its content coding removed.
+    pub body: Vec<u8>,
+    /// Bytes received.
+    pub size: u64,
+    /// The archive record (none for hub requests).
+    pub record: Option<RecordSlot>,
+}
+
+impl CoopFetched {
+    /// The first header named `name`.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// What became of a delta, for the crawl log and the site's figures.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DeltaUse {
+    /// Applied and verified; the bytes it took on the wire (0 when pushed inline).
+    Applied(u64),
+    /// The server answered the delta request with the whole new version (the delta would
+    /// not have been smaller, or it did not know the base): one request, as a GET.
+    Whole,
+    /// Pushed inline with the announcement, applied and verified: no request at all.
+    Pushed,
+    /// Not usable, for this reason; the page was fetched in full.
+    Fallback(String),
+}
