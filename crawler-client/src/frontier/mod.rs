@@ -8,6 +8,7 @@
 //! come, the one whose best URL has the most cash goes first.
 
 pub mod cash;
+mod host;
 pub mod politeness;
 pub mod queue_store;
 pub mod robots;
@@ -16,9 +17,11 @@ use crate::coop::CoopJob;
 use crate::frontier::cash::{CashBook, CashTotals};
 use crate::frontier::robots::Rules;
 use crate::state::{HostRecord, NewUrl, Queued};
+use host::ByCash;
+pub use host::{Host, RobotsState};
 use queue_store::{CASH_META, QueueStore};
 use std::cmp::{Ordering, Reverse};
-use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
+use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::time::Instant;
 
 /// URLs of a host held in memory.
@@ -30,84 +33,8 @@ const REFILL_WINDOW: usize = 4;
 /// Priority of a refresh: ahead of every new URL of its host (the schedule decided it is due).
 const REVISIT_PRIORITY: f64 = 1e300;
 
-/// A host's robots.txt, as far as the frontier is concerned.
-#[derive(Debug, Clone)]
-pub enum RobotsState {
-    /// Not fetched yet, or expired.
-    Unknown,
-    /// Being fetched.
-    Fetching,
-    /// Known until the instant.
-    Known(Rules, Instant),
-}
-
 /// Most URLs queued for one host (at 48 bytes each in memory, about 48 MB).
 pub const MAX_QUEUED_PER_HOST: u64 = 1_000_000;
-
-/// One host.
-#[derive(Debug)]
-pub struct Host {
-    /// Database id.
-    pub id: i64,
-    /// `scheme://host[:port]`.
-    pub origin: String,
-    /// URLs waiting outside `buffer` (in the database or not saved yet).
-    queued: u64,
-    /// The next URLs, best first.
-    buffer: VecDeque<Queued>,
-    /// URLs found since the last saved batch that did not fit in the buffer.
-    unsaved: Vec<Queued>,
-    /// Rows handed out and not yet settled (fetching, or waiting for their batch to be saved).
-    taken: HashSet<i64>,
-    /// Requests under way.
-    pub in_flight: usize,
-    /// Earliest time of the next request.
-    pub next_allowed: Instant,
-    /// robots.txt.
-    pub robots: RobotsState,
-    /// Consecutive failures.
-    pub failures: u32,
-    /// Why the host is not crawled.
-    pub skipped: Option<String>,
-    /// Cooperation requests waiting (metadata, hub), served before pages.
-    coop: VecDeque<CoopJob>,
-    in_heap: bool,
-}
-
-impl Host {
-    fn new(id: i64, origin: String, queued: u64, now: Instant) -> Host {
-        Host {
-            id,
-            origin,
-            queued,
-            buffer: VecDeque::new(),
-            unsaved: Vec::new(),
-            taken: HashSet::new(),
-            in_flight: 0,
-            next_allowed: now,
-            robots: RobotsState::Unknown,
-            failures: 0,
-            skipped: None,
-            coop: VecDeque::new(),
-            in_heap: false,
-        }
-    }
-
-    /// Whether it has URLs waiting.
-    pub fn has_queue(&self) -> bool {
-        !self.buffer.is_empty() || self.queued > 0 || !self.coop.is_empty()
-    }
-
-    /// Whether a cooperation request waits.
-    pub fn coop_waiting(&self) -> bool {
-        !self.coop.is_empty()
-    }
-
-    /// URLs waiting.
-    pub fn waiting(&self) -> u64 {
-        self.queued + self.buffer.len() as u64
-    }
-}
 
 /// Best first: higher priority, then earlier arrival.
 fn better(a: &Queued, b: &Queued) -> Ordering {
@@ -115,27 +42,6 @@ fn better(a: &Queued, b: &Queued) -> Ordering {
         .partial_cmp(&a.priority)
         .unwrap_or(Ordering::Equal)
         .then(a.seq.cmp(&b.seq))
-}
-
-/// A host whose time has come, keyed by the cash of its best URL.
-#[derive(Debug, Clone, Copy)]
-struct ByCash(f64, i64);
-
-impl PartialEq for ByCash {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == Ordering::Equal
-    }
-}
-impl Eq for ByCash {}
-impl PartialOrd for ByCash {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for ByCash {
-    fn cmp(&self, other: &Self) -> Ordering {
-        self.0.total_cmp(&other.0).then(other.1.cmp(&self.1))
-    }
 }
 
 /// What to do next.
@@ -682,266 +588,4 @@ impl Frontier {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::state::{Batch, Store};
-    use queue_store::memory::MemoryQueue;
-    use std::fmt::Debug;
-    use std::time::Duration;
-
-    /// A queue store the tests can save batches to.
-    trait Saves: QueueStore<Error: Debug> {
-        fn save_batch(&mut self, new_urls: Vec<NewUrl>, done: Vec<i64>);
-    }
-
-    impl Saves for Store {
-        fn save_batch(&mut self, new_urls: Vec<NewUrl>, done: Vec<i64>) {
-            let batch = Batch {
-                new_urls,
-                done,
-                ..Default::default()
-            };
-            self.commit(&batch).unwrap();
-        }
-    }
-
-    impl Saves for MemoryQueue {
-        fn save_batch(&mut self, new_urls: Vec<NewUrl>, done: Vec<i64>) {
-            self.save(new_urls, &done);
-        }
-    }
-
-    fn load<S: Saves>(q: &S, per_host: usize) -> Frontier {
-        Frontier::load(q, per_host, 0.15, |_| {
-            (RobotsState::Unknown, None, Instant::now())
-        })
-        .unwrap()
-    }
-
-    fn save<S: Saves>(f: &mut Frontier, q: &mut S, settled: &[(i64, i64)], done: Vec<i64>) {
-        q.save_batch(f.drain_pending(), done);
-        f.saved(settled);
-    }
-
-    fn page(d: Option<Dispatch>) -> Queued {
-        match d {
-            Some(Dispatch::Page(q)) => q,
-            other => panic!("expected a page, got {other:?}"),
-        }
-    }
-
-    #[test]
-    fn robots_first_then_fifo_with_politeness_and_spill_to_the_store() {
-        let dir = tempfile::tempdir().unwrap();
-        robots_first_then_fifo(Store::open(dir.path()).unwrap());
-        robots_first_then_fifo(MemoryQueue::default());
-    }
-
-    fn robots_first_then_fifo<S: Saves>(mut q: S) {
-        let mut f = load(&q, 1);
-        let h = f.host_for(&q, "http://e.com").unwrap();
-        for i in 0..40 {
-            let url = format!("http://e.com/{i}");
-            assert!(f.push(h, url.clone(), i, 0, 0));
-            assert!(!f.push(h, url, i, 0, 0), "seen");
-        }
-        assert_eq!(f.queued(), 40);
-        let now = Instant::now();
-        assert!(matches!(f.next(&q, now).unwrap(), Some(Dispatch::Robots(id)) if id == h));
-        assert!(
-            f.next(&q, now).unwrap().is_none(),
-            "one connection, busy with robots.txt"
-        );
-        f.robots_known(h, Rules::AllowAll, now + Duration::from_secs(3600));
-        f.finished(h, now);
-        // Half the URLs are saved before they are needed, half are not: the order holds.
-        save(&mut f, &mut q, &[], vec![]);
-        let mut got = Vec::new();
-        let mut settled = Vec::new();
-        for i in 0..40 {
-            let t = Instant::now();
-            let job = page(f.next(&q, t).unwrap());
-            assert!(f.next(&q, t).unwrap().is_none(), "one at a time");
-            got.push(job.url.clone());
-            settled.push((h, job.seq));
-            f.finished(h, t);
-            if i == 20 {
-                for j in 40..45 {
-                    f.push(h, format!("http://e.com/{j}"), j, 1, 0);
-                }
-            }
-            if i % 7 == 0 {
-                let done: Vec<i64> = settled.iter().map(|s| s.1).collect();
-                save(&mut f, &mut q, &settled, done);
-                settled.clear();
-            }
-        }
-        let expected: Vec<String> = (0..40).map(|i| format!("http://e.com/{i}")).collect();
-        assert_eq!(got, expected);
-        let mut rest = Vec::new();
-        for _ in 0..5 {
-            let q = page(f.next(&q, Instant::now()).unwrap());
-            f.finished(h, Instant::now());
-            rest.push(q.url);
-        }
-        assert_eq!(
-            rest,
-            (40..45)
-                .map(|i| format!("http://e.com/{i}"))
-                .collect::<Vec<_>>()
-        );
-        assert!(f.next(&q, Instant::now()).unwrap().is_none());
-    }
-
-    #[test]
-    fn a_host_queues_no_more_than_its_cap_and_others_are_not_held_back() {
-        let mut q = MemoryQueue::default();
-        let mut f = load(&q, 1);
-        f.set_queue_cap(10);
-        let (trap, other) = (
-            f.host_for(&q, "http://trap.test").unwrap(),
-            f.host_for(&q, "http://other.test").unwrap(),
-        );
-        let queued = (0..1000u64)
-            .filter(|i| f.push(trap, format!("http://trap.test/{i}"), *i, 0, 0))
-            .count();
-        assert_eq!(queued, 10);
-        // Refused URLs are not marked seen: they can be queued once there is room.
-        assert!(!f.seen(999));
-        assert!(f.push(other, "http://other.test/".into(), 5000, 0, 0));
-        save(&mut f, &mut q, &[], vec![]);
-        assert_eq!(f.queued(), 11);
-    }
-
-    #[test]
-    fn a_host_waits_for_its_delay_and_others_go_meanwhile() {
-        let q = MemoryQueue::default();
-        let mut f = load(&q, 1);
-        let a = f.host_for(&q, "http://a.com").unwrap();
-        let b = f.host_for(&q, "http://b.com").unwrap();
-        let far = Instant::now() + Duration::from_secs(3600);
-        for (h, n) in [(a, 0u64), (b, 100)] {
-            f.push(h, format!("x{n}"), n, 0, 0);
-            f.push(h, format!("y{n}"), n + 1, 0, 0);
-            f.robots_known(h, Rules::AllowAll, far);
-        }
-        let now = Instant::now();
-        let first = page(f.next(&q, now).unwrap());
-        let second = page(f.next(&q, now).unwrap());
-        assert_ne!(first.host, second.host);
-        f.finished(a, now + Duration::from_secs(10));
-        f.finished(b, now);
-        let third = page(f.next(&q, now).unwrap());
-        assert_eq!(third.host, b, "a must wait 10 s");
-        f.finished(b, now);
-        assert!(f.next(&q, now).unwrap().is_none());
-        assert_eq!(f.next_wakeup(), Some(now + Duration::from_secs(10)));
-        assert_eq!(
-            page(f.next(&q, now + Duration::from_secs(10)).unwrap()).host,
-            a
-        );
-    }
-
-    #[test]
-    fn a_retried_url_is_handed_out_again_once() {
-        let mut q = MemoryQueue::default();
-        let mut f = load(&q, 1);
-        let h = f.host_for(&q, "http://e.com").unwrap();
-        for i in 0..20 {
-            f.push(h, format!("http://e.com/{i}"), i, 0, 0);
-        }
-        f.robots_known(h, Rules::AllowAll, Instant::now() + Duration::from_secs(60));
-        save(&mut f, &mut q, &[], vec![]);
-        let first = page(f.next(&q, Instant::now()).unwrap());
-        f.finished(h, Instant::now());
-        f.requeue(first.clone());
-        let again = page(f.next(&q, Instant::now()).unwrap());
-        f.finished(h, Instant::now());
-        assert_eq!(again.seq, first.seq, "a retry goes first");
-        // The save that records the retry's attempt count settles nothing: the row is taken
-        // again and must not come back from the database while it is.
-        save(&mut f, &mut q, &[], vec![]);
-        let mut order = vec![again.seq];
-        while let Some(d) = f.next(&q, Instant::now()).unwrap() {
-            let q = page(Some(d));
-            order.push(q.seq);
-            f.finished(h, Instant::now());
-        }
-        assert_eq!(order.len(), 20, "{order:?}");
-        assert_eq!(
-            order.iter().filter(|s| **s == first.seq).count(),
-            1,
-            "{order:?}"
-        );
-    }
-
-    #[test]
-    fn the_queue_survives_a_reload_and_the_seen_set_with_it() {
-        let dir = tempfile::tempdir().unwrap();
-        {
-            let mut q = Store::open(dir.path()).unwrap();
-            let mut f = load(&q, 2);
-            let h = f.host_for(&q, "http://e.com").unwrap();
-            for i in 0..30 {
-                f.push(h, format!("http://e.com/{i}"), i, 0, 0);
-            }
-            save(&mut f, &mut q, &[], vec![]);
-        }
-        let q = Store::open(dir.path()).unwrap();
-        let mut f = load(&q, 2);
-        let h = f.host_for(&q, "http://e.com").unwrap();
-        assert_eq!(f.queued(), 30);
-        assert!(!f.push(h, "http://e.com/3".into(), 3, 0, 0));
-        assert!(f.push(h, "http://e.com/new".into(), 999, 0, 0));
-        f.robots_known(h, Rules::AllowAll, Instant::now() + Duration::from_secs(60));
-        let now = Instant::now();
-        let a = page(f.next(&q, now).unwrap());
-        let b = page(f.next(&q, now).unwrap());
-        assert_eq!(
-            (a.url.as_str(), b.url.as_str()),
-            ("http://e.com/0", "http://e.com/1")
-        );
-        assert!(f.next(&q, now).unwrap().is_none(), "two connections");
-        assert!(b.seq > a.seq);
-        f.abandon(h, "gone".into());
-        assert_eq!(f.queued(), 0);
-    }
-
-    #[test]
-    fn cash_orders_urls_within_a_host_and_hosts_among_those_ready() {
-        let mut q = MemoryQueue::default();
-        let mut f = load(&q, 1);
-        let a = f.host_for(&q, "http://a.com").unwrap();
-        let b = f.host_for(&q, "http://b.com").unwrap();
-        let far = Instant::now() + Duration::from_secs(3600);
-        f.robots_known(a, Rules::AllowAll, far);
-        f.robots_known(b, Rules::AllowAll, far);
-        f.push(a, "http://a.com/".into(), 1, 0, 0);
-        f.endow_seeds(&[1]);
-        for (fp, host, url) in [
-            (2, a, "http://a.com/x"),
-            (3, a, "http://a.com/y"),
-            (4, b, "http://b.com/z"),
-        ] {
-            assert!(f.push(host, url.into(), fp, 1, 0));
-        }
-        // The seed is read: y gets cash twice (two links), x once, z once.
-        let home = page(f.next(&q, Instant::now()).unwrap());
-        assert_eq!(home.fp, 1);
-        f.finished(a, Instant::now());
-        f.read_cash(1, &[3, 2, 3, 4]);
-        assert!(f.cash().cash(3) > f.cash().cash(2));
-        save(&mut f, &mut q, &[(a, home.seq)], vec![home.seq]);
-        let now = Instant::now();
-        let first = page(f.next(&q, now).unwrap());
-        assert_eq!(
-            first.url, "http://a.com/y",
-            "a's best URL has more cash than b's"
-        );
-        let second = page(f.next(&q, now).unwrap());
-        assert_eq!(second.url, "http://b.com/z");
-        f.finished(a, now);
-        assert_eq!(page(f.next(&q, now).unwrap()).url, "http://a.com/x");
-        assert!((f.cash().total() - 1.0).abs() < 1e-9);
-    }
-}
+mod tests;

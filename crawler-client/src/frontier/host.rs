@@ -1,0 +1,107 @@
+//! One host as the frontier holds it: its robots.txt, its politeness clock, the next of its
+//! URLs in memory, and the order in which hosts whose time has come are served.
+
+use super::robots::Rules;
+use crate::coop::CoopJob;
+use crate::state::Queued;
+use std::cmp::Ordering;
+use std::collections::{HashSet, VecDeque};
+use std::time::Instant;
+
+/// A host's robots.txt, as far as the frontier is concerned.
+#[derive(Debug, Clone)]
+pub enum RobotsState {
+    /// Not fetched yet, or expired.
+    Unknown,
+    /// Being fetched.
+    Fetching,
+    /// Known until the instant.
+    Known(Rules, Instant),
+}
+
+/// One host.
+#[derive(Debug)]
+pub struct Host {
+    /// Database id.
+    pub id: i64,
+    /// `scheme://host[:port]`.
+    pub origin: String,
+    /// URLs waiting outside `buffer` (in the database or not saved yet).
+    pub(super) queued: u64,
+    /// The next URLs, best first.
+    pub(super) buffer: VecDeque<Queued>,
+    /// URLs found since the last saved batch that did not fit in the buffer.
+    pub(super) unsaved: Vec<Queued>,
+    /// Rows handed out and not yet settled (fetching, or waiting for their batch to be saved).
+    pub(super) taken: HashSet<i64>,
+    /// Requests under way.
+    pub in_flight: usize,
+    /// Earliest time of the next request.
+    pub next_allowed: Instant,
+    /// robots.txt.
+    pub robots: RobotsState,
+    /// Consecutive failures.
+    pub failures: u32,
+    /// Why the host is not crawled.
+    pub skipped: Option<String>,
+    /// Cooperation requests waiting (metadata, hub), served before pages.
+    pub(super) coop: VecDeque<CoopJob>,
+    /// Whether it waits in the frontier's heap.
+    pub(super) in_heap: bool,
+}
+
+impl Host {
+    pub(super) fn new(id: i64, origin: String, queued: u64, now: Instant) -> Host {
+        Host {
+            id,
+            origin,
+            queued,
+            buffer: VecDeque::new(),
+            unsaved: Vec::new(),
+            taken: HashSet::new(),
+            in_flight: 0,
+            next_allowed: now,
+            robots: RobotsState::Unknown,
+            failures: 0,
+            skipped: None,
+            coop: VecDeque::new(),
+            in_heap: false,
+        }
+    }
+
+    /// Whether it has URLs waiting.
+    pub fn has_queue(&self) -> bool {
+        !self.buffer.is_empty() || self.queued > 0 || !self.coop.is_empty()
+    }
+
+    /// Whether a cooperation request waits.
+    pub fn coop_waiting(&self) -> bool {
+        !self.coop.is_empty()
+    }
+
+    /// URLs waiting.
+    pub fn waiting(&self) -> u64 {
+        self.queued + self.buffer.len() as u64
+    }
+}
+
+/// A host whose time has come, keyed by the cash of its best URL.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct ByCash(pub(super) f64, pub(super) i64);
+
+impl PartialEq for ByCash {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+impl Eq for ByCash {}
+impl PartialOrd for ByCash {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for ByCash {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.0.total_cmp(&other.0).then(other.1.cmp(&self.1))
+    }
+}

@@ -1,0 +1,117 @@
+//! The figures `status` and the final summary print.
+
+use super::{DISALLOWED, Store, StoreError};
+
+impl Store {
+    /// The figures `status` and the final summary print.
+    pub fn figures(&self) -> Result<Figures, StoreError> {
+        let mut f = Figures::default();
+        self.conn
+            .query_row(
+                "SELECT COUNT(*),
+                    COALESCE(SUM(status BETWEEN 200 AND 299), 0),
+                    COALESCE(SUM(status = 304), 0),
+                    COALESCE(SUM(status BETWEEN 300 AND 399 AND status != 304), 0),
+                    COALESCE(SUM(status BETWEEN 400 AND 499), 0),
+                    COALESCE(SUM(status >= 500), 0),
+                    COALESCE(SUM(status IS NULL AND error != ?1), 0),
+                    COALESCE(SUM(error = ?1), 0),
+                    COALESCE(SUM(duplicate_of IS NOT NULL), 0),
+                    COALESCE(SUM(changes), 0),
+                    COALESCE(SUM(size), 0),
+                    COALESCE(MIN(first_fetched), 0),
+                    COALESCE(MAX(fetched_at), 0)
+                 FROM pages",
+                [DISALLOWED],
+                |r| {
+                    let g = |i| r.get::<_, i64>(i).map(|v| v.max(0) as u64);
+                    f.pages = g(0)?;
+                    f.ok = g(1)?;
+                    f.not_modified = g(2)?;
+                    f.redirects = g(3)?;
+                    f.client_errors = g(4)?;
+                    f.server_errors = g(5)?;
+                    f.failures = g(6)?;
+                    f.disallowed = g(7)?;
+                    f.duplicates = g(8)?;
+                    f.changes = g(9)?;
+                    f.bytes = g(10)?;
+                    f.first_fetch = g(11)?;
+                    f.last_fetch = g(12)?;
+                    Ok(())
+                },
+            )
+            .map_err(|e| self.err(e))?;
+        let count = |sql: &str| -> Result<u64, StoreError> {
+            self.conn
+                .query_row(sql, [], |r| r.get::<_, i64>(0))
+                .map(|v| v.max(0) as u64)
+                .map_err(|e| self.err(e))
+        };
+        f.queued = count("SELECT COUNT(*) FROM queue")?;
+        f.hosts = count("SELECT COUNT(*) FROM hosts")?;
+        f.hosts_skipped = count("SELECT COUNT(*) FROM hosts WHERE skipped IS NOT NULL")?;
+        f.warc_bytes = count("SELECT COALESCE(SUM(committed), 0) FROM warc")?;
+        Ok(f)
+    }
+
+    /// Hosts not crawled, and why.
+    pub fn skipped_hosts(&self) -> Result<Vec<(String, String)>, StoreError> {
+        self.rows(
+            "SELECT origin, skipped FROM hosts WHERE skipped IS NOT NULL ORDER BY origin",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+    }
+}
+
+/// The figures `status` and the final summary print.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Figures {
+    /// URLs with a record (fetched, failed or forbidden).
+    pub pages: u64,
+    /// 2xx.
+    pub ok: u64,
+    /// 304 Not Modified.
+    pub not_modified: u64,
+    /// Other 3xx.
+    pub redirects: u64,
+    /// 4xx.
+    pub client_errors: u64,
+    /// 5xx.
+    pub server_errors: u64,
+    /// No response (timeouts, refused connections, hosts given up on).
+    pub failures: u64,
+    /// Forbidden by robots.txt.
+    pub disallowed: u64,
+    /// Exact duplicates of another page.
+    pub duplicates: u64,
+    /// Changes seen on revisits.
+    pub changes: u64,
+    /// URLs waiting.
+    pub queued: u64,
+    /// Hosts known.
+    pub hosts: u64,
+    /// Hosts not crawled (for example Crawl-delay over the cap).
+    pub hosts_skipped: u64,
+    /// Body bytes received.
+    pub bytes: u64,
+    /// Bytes of WARC written.
+    pub warc_bytes: u64,
+    /// First fetch (ms).
+    pub first_fetch: u64,
+    /// Last fetch (ms).
+    pub last_fetch: u64,
+}
+
+impl Figures {
+    /// Requests that got a response or failed (not those robots.txt forbade).
+    pub fn fetched(&self) -> u64 {
+        self.pages - self.disallowed
+    }
+
+    /// Responses that are errors or no response at all.
+    pub fn errors(&self) -> u64 {
+        self.client_errors + self.server_errors + self.failures
+    }
+}

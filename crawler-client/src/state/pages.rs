@@ -1,0 +1,150 @@
+//! What the state holds of pages: the copy and validators of one (for a revisit or a delta),
+//! the digests that find duplicates, the pages worth refreshing, and the listing of copies.
+
+use super::{CopyRow, KnownPage, RefreshablePage, Store, StoreError};
+use rusqlite::OptionalExtension;
+use std::collections::HashSet;
+
+impl Store {
+    /// Every page worth refreshing (fetched successfully, not a duplicate).
+    pub fn refreshable_pages(&self) -> Result<Vec<RefreshablePage>, StoreError> {
+        self.rows(
+            "SELECT fp, host, url, depth, fetched_at, rate, history, history_g FROM pages
+                 WHERE (status BETWEEN 200 AND 299 OR status = 304) AND duplicate_of IS NULL",
+            [],
+            |r| {
+                Ok(RefreshablePage {
+                    fp: r.get::<_, i64>(0)? as u64,
+                    host: r.get(1)?,
+                    url: r.get(2)?,
+                    depth: r.get(3)?,
+                    fetched_at: r.get(4)?,
+                    rate: r.get(5)?,
+                    importance: (r.get(6)?, r.get(7)?),
+                })
+            },
+        )
+    }
+
+    /// Adds the content digest of every original (not duplicate) page to `into`.
+    pub fn load_digests(&self, into: &mut HashSet<u64>) -> Result<(), StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT digest FROM pages WHERE digest IS NOT NULL AND duplicate_of IS NULL")
+            .map_err(|e| self.err(e))?;
+        let mut rows = stmt.query([]).map_err(|e| self.err(e))?;
+        while let Some(r) = rows.next().map_err(|e| self.err(e))? {
+            into.insert(r.get::<_, i64>(0).map_err(|e| self.err(e))? as u64);
+        }
+        Ok(())
+    }
+
+    /// The first page fetched with this content digest.
+    pub fn page_with_digest(&self, digest: u64) -> Result<Option<String>, StoreError> {
+        self.conn
+            .query_row(
+                "SELECT url FROM pages WHERE digest = ?1 AND duplicate_of IS NULL
+                 ORDER BY first_fetched LIMIT 1",
+                [digest as i64],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|e| self.err(e))
+    }
+
+    /// What was known of the page with fingerprint `fp`, for a conditional GET and change
+    /// detection.
+    pub fn page(&self, fp: u64) -> Result<Option<KnownPage>, StoreError> {
+        self.conn
+            .prepare_cached(
+                "SELECT etag, last_modified, digest, fetched_at, history, history_g, changes_seen,
+                    validator, content_file, content_offset
+                 FROM pages WHERE fp = ?1",
+            )
+            .and_then(|mut s| {
+                s.query_row([fp as i64], |r| {
+                    Ok(KnownPage {
+                        etag: r.get(0)?,
+                        last_modified: r.get(1)?,
+                        digest: r.get::<_, Option<i64>>(2)?.map(|d| d as u64),
+                        fetched_at: r.get(3)?,
+                        importance: (r.get(4)?, r.get(5)?),
+                        changes_seen: r.get(6)?,
+                        validator: r.get(7)?,
+                        content: match (r.get::<_, Option<String>>(8)?, r.get::<_, Option<i64>>(9)?)
+                        {
+                            (Some(f), Some(o)) => Some((f, o.max(0) as u64)),
+                            _ => None,
+                        },
+                    })
+                })
+                .optional()
+            })
+            .map_err(|e| self.err(e))
+    }
+
+    /// Every page with what is held of it, for `copies`.
+    pub fn copies(&self) -> Result<Vec<CopyRow>, StoreError> {
+        self.rows(
+            "SELECT p.url, p.status, p.error, p.fetched_at,
+                    COALESCE(p.validator, o.validator), p.error LIKE 'deleted:%'
+                 FROM pages p LEFT JOIN pages o ON o.url = p.duplicate_of
+                 ORDER BY p.url",
+            [],
+            |r| {
+                Ok(CopyRow {
+                    url: r.get(0)?,
+                    status: r.get::<_, Option<i64>>(1)?.map(|s| s as u16),
+                    error: r.get(2)?,
+                    fetched_at: r.get(3)?,
+                    validator: r.get(4)?,
+                    gone: r.get::<_, Option<bool>>(5)?.unwrap_or(false),
+                })
+            },
+        )
+    }
+
+    /// Where the content held of `url` is archived, with its validator (following a
+    /// duplicate to its original).
+    pub fn content_of(&self, url: &str) -> Result<Option<(String, u64, String)>, StoreError> {
+        self.conn
+            .query_row(
+                "SELECT COALESCE(o.content_file, p.content_file),
+                    COALESCE(o.content_offset, p.content_offset),
+                    COALESCE(o.validator, p.validator)
+                 FROM pages p LEFT JOIN pages o ON o.url = p.duplicate_of
+                 WHERE p.url = ?1 AND (p.status BETWEEN 200 AND 299 OR p.status = 304)",
+                [url],
+                |r| {
+                    Ok(
+                        match (
+                            r.get::<_, Option<String>>(0)?,
+                            r.get::<_, Option<i64>>(1)?,
+                            r.get::<_, Option<String>>(2)?,
+                        ) {
+                            (Some(f), Some(o), Some(v)) => Some((f, o.max(0) as u64, v)),
+                            _ => None,
+                        },
+                    )
+                },
+            )
+            .optional()
+            .map(Option::flatten)
+            .map_err(|e| self.err(e))
+    }
+
+    /// Queues every page fetched successfully again (a refresh pass), rows numbered from
+    /// `first_seq` in order of last visit; returns how many.
+    pub fn requeue_pages(&mut self, first_seq: i64) -> Result<u64, StoreError> {
+        let n = self
+            .conn
+            .execute(
+                "INSERT INTO queue (seq, host, url, fp, depth, revisit)
+                 SELECT ?1 + ROW_NUMBER() OVER (ORDER BY fetched_at, id) - 1, host, url, fp, depth, 1 FROM pages
+                 WHERE (status BETWEEN 200 AND 299 OR status = 304) AND duplicate_of IS NULL",
+                [first_seq],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(n as u64)
+    }
+}

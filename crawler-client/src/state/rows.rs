@@ -1,0 +1,261 @@
+//! The rows the crawl state reads and writes: queued URLs, pages and what is known of them,
+//! hosts, and the batch that saves a stretch of the crawl in one transaction.
+
+use rusqlite::Row;
+
+/// A queued URL.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Queued {
+    /// Queue row: arrival order.
+    pub seq: i64,
+    /// Host id.
+    pub host: i64,
+    /// The URL.
+    pub url: String,
+    /// Its fingerprint.
+    pub fp: u64,
+    /// Links from a seed.
+    pub depth: u32,
+    /// Redirects followed to get here.
+    pub hops: u32,
+    /// Failed attempts so far.
+    pub attempts: u32,
+    /// Priority (higher first); 0 in FIFO order.
+    pub priority: f64,
+    /// A page visited before (a refresh): look up its validators.
+    pub revisit: bool,
+}
+
+pub(super) fn queued(r: &Row<'_>) -> rusqlite::Result<Queued> {
+    Ok(Queued {
+        seq: r.get(0)?,
+        host: r.get(1)?,
+        url: r.get(2)?,
+        fp: r.get::<_, i64>(3)? as u64,
+        depth: r.get::<_, i64>(4)?.max(0) as u32,
+        hops: r.get::<_, i64>(5)?.max(0) as u32,
+        attempts: r.get::<_, i64>(6)?.max(0) as u32,
+        priority: r.get(7)?,
+        revisit: r.get(8)?,
+    })
+}
+
+pub(super) const QUEUED_COLUMNS: &str =
+    "seq, host, url, fp, depth, hops, attempts, priority, revisit";
+
+/// A URL to add to the queue.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewUrl {
+    /// Its queue row, allocated by the frontier.
+    pub seq: i64,
+    /// Host id.
+    pub host: i64,
+    /// The URL.
+    pub url: String,
+    /// Its fingerprint.
+    pub fp: u64,
+    /// Links from a seed.
+    pub depth: u32,
+    /// Redirects followed.
+    pub hops: u32,
+    /// Priority.
+    pub priority: f64,
+    /// A page visited before, queued again to refresh it.
+    pub revisit: bool,
+}
+
+/// What a fetch taught about a page.
+#[derive(Debug, Clone, Default)]
+pub struct PageRecord {
+    /// The URL.
+    pub url: String,
+    /// Its fingerprint.
+    pub fp: u64,
+    /// Host id.
+    pub host: i64,
+    /// Links from a seed.
+    pub depth: u32,
+    /// Status code (none for a failure).
+    pub status: Option<u16>,
+    /// Why it failed or was not fetched.
+    pub error: Option<String>,
+    /// When (ms since the epoch).
+    pub fetched_at: i64,
+    /// `ETag`.
+    pub etag: Option<String>,
+    /// `Last-Modified`.
+    pub last_modified: Option<String>,
+    /// Media type.
+    pub content_type: Option<String>,
+    /// Body bytes as received.
+    pub size: Option<u64>,
+    /// Digest of the decoded content.
+    pub digest: Option<u64>,
+    /// The earlier page with the same content.
+    pub duplicate_of: Option<String>,
+    /// Where a redirect pointed.
+    pub redirect_to: Option<String>,
+    /// The capture: WARC file and offset.
+    pub warc: Option<(String, u64)>,
+    /// Whether the content differs from the previous visit.
+    pub changed: bool,
+    /// OPIC: the page's (interpolated) history and the clock when it was read.
+    pub importance: Option<(f64, f64)>,
+    /// What visits showed of its changes (JSON of `ChangeHistory`) and the rate they give.
+    pub changes_seen: Option<(String, f64)>,
+    /// The SHA-256 entity tag of the content (2xx).
+    pub validator: Option<String>,
+    /// The `response` record holding the content (a revisit keeps the earlier one).
+    pub content: Option<(String, u64)>,
+    /// The site announced the page deleted: no copy is held any more.
+    pub gone: bool,
+}
+
+/// What was known of a page before this visit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KnownPage {
+    /// `ETag` last seen.
+    pub etag: Option<String>,
+    /// `Last-Modified` last seen.
+    pub last_modified: Option<String>,
+    /// Content digest last seen.
+    pub digest: Option<u64>,
+    /// When it was last fetched (ms).
+    pub fetched_at: i64,
+    /// OPIC history and the clock when it was last read.
+    pub importance: (f64, f64),
+    /// What visits showed of its changes (JSON of `ChangeHistory`).
+    pub changes_seen: Option<String>,
+    /// The SHA-256 entity tag of the content held.
+    pub validator: Option<String>,
+    /// The `response` record holding the content: WARC file and offset.
+    pub content: Option<(String, u64)>,
+}
+
+/// A page the refresh schedule keeps track of.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RefreshablePage {
+    /// Fingerprint.
+    pub fp: u64,
+    /// Host id.
+    pub host: i64,
+    /// The URL.
+    pub url: String,
+    /// Links from a seed.
+    pub depth: u32,
+    /// Last fetched (ms).
+    pub fetched_at: i64,
+    /// Estimated change rate (per second), if visited twice.
+    pub rate: Option<f64>,
+    /// OPIC history and clock at the last read.
+    pub importance: (f64, f64),
+}
+
+/// A page as `copies` lists it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CopyRow {
+    /// The URL.
+    pub url: String,
+    /// Last status.
+    pub status: Option<u16>,
+    /// Last error.
+    pub error: Option<String>,
+    /// Last fetched or confirmed (ms).
+    pub fetched_at: i64,
+    /// Validator of the content held (its original's for a duplicate).
+    pub validator: Option<String>,
+    /// Announced deleted.
+    pub gone: bool,
+}
+
+/// A host's persistent state.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HostRecord {
+    /// Id.
+    pub id: i64,
+    /// `scheme://host[:port]`.
+    pub origin: String,
+    /// robots.txt status (none: no answer), if fetched.
+    pub robots_status: Option<u16>,
+    /// robots.txt body (at most the parse limit).
+    pub robots_body: Option<Vec<u8>>,
+    /// When robots.txt was fetched (ms).
+    pub robots_fetched: Option<i64>,
+    /// Why the host is not crawled.
+    pub skipped: Option<String>,
+    /// Parked until (ms).
+    pub parked_until: Option<i64>,
+    /// Consecutive failures.
+    pub failures: u32,
+    /// Its cooperation (JSON of `SiteCoop`).
+    pub coop: Option<String>,
+}
+
+/// A host's state to save; robots.txt only when it was fetched again.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HostUpdate {
+    /// Id.
+    pub id: i64,
+    /// robots.txt as fetched: status (none: no answer), body, when (ms).
+    pub robots: Option<(Option<u16>, Vec<u8>, i64)>,
+    /// Why the host is not crawled.
+    pub skipped: Option<String>,
+    /// Parked until (ms).
+    pub parked_until: Option<i64>,
+    /// Consecutive failures.
+    pub failures: u32,
+}
+
+/// A host given up on: its queued URLs are recorded as failed with the reason.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GiveUp {
+    /// Host id.
+    pub host: i64,
+    /// Why.
+    pub reason: String,
+    /// When (ms).
+    pub at: i64,
+}
+
+/// One batch of results, saved in one transaction.
+#[derive(Debug, Default)]
+pub struct Batch {
+    /// New URLs (saved first: a URL may be queued and done in the same batch).
+    pub new_urls: Vec<NewUrl>,
+    /// Pages fetched (or given up on).
+    pub pages: Vec<PageRecord>,
+    /// Queue rows done.
+    pub done: Vec<i64>,
+    /// Queue rows to try again: seq, attempts so far.
+    pub retry: Vec<(i64, u32)>,
+    /// Hosts whose state changed.
+    pub hosts: Vec<HostUpdate>,
+    /// Hosts given up on.
+    pub give_up: Vec<GiveUp>,
+    /// WARC files written to and their length on disk.
+    pub warc: Vec<(String, u64)>,
+    /// Remembered values.
+    pub meta: Vec<(String, String)>,
+    /// Hosts' cooperation state (JSON of `SiteCoop`).
+    pub coop: Vec<(i64, String)>,
+}
+
+impl Batch {
+    /// Whether there is nothing to save.
+    pub fn is_empty(&self) -> bool {
+        self.new_urls.is_empty()
+            && self.pages.is_empty()
+            && self.done.is_empty()
+            && self.retry.is_empty()
+            && self.hosts.is_empty()
+            && self.give_up.is_empty()
+            && self.warc.is_empty()
+            && self.meta.is_empty()
+            && self.coop.is_empty()
+    }
+
+    /// How many results it holds (to decide when to save).
+    pub fn results(&self) -> usize {
+        self.done.len() + self.retry.len()
+    }
+}

@@ -1,0 +1,95 @@
+//! The database layout, and the columns added to it since the first crawl directories.
+
+use rusqlite::Connection;
+use std::collections::HashSet;
+
+pub(super) const SCHEMA: &str = "
+PRAGMA journal_mode = WAL;
+PRAGMA synchronous = NORMAL;
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS hosts (
+    id INTEGER PRIMARY KEY,
+    origin TEXT NOT NULL UNIQUE,
+    robots_status INTEGER,
+    robots_body BLOB,
+    robots_fetched INTEGER,
+    skipped TEXT,
+    parked_until INTEGER,
+    failures INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS queue (
+    seq INTEGER PRIMARY KEY,
+    host INTEGER NOT NULL,
+    priority REAL NOT NULL DEFAULT 0,
+    url TEXT NOT NULL,
+    fp INTEGER NOT NULL,
+    depth INTEGER NOT NULL,
+    hops INTEGER NOT NULL DEFAULT 0,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    revisit INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS queue_by_host ON queue (host, priority DESC, seq);
+CREATE TABLE IF NOT EXISTS pages (
+    id INTEGER PRIMARY KEY,
+    fp INTEGER NOT NULL,
+    url TEXT NOT NULL,
+    host INTEGER NOT NULL,
+    depth INTEGER NOT NULL,
+    status INTEGER,
+    error TEXT,
+    fetched_at INTEGER NOT NULL,
+    first_fetched INTEGER NOT NULL,
+    last_changed INTEGER NOT NULL,
+    etag TEXT,
+    last_modified TEXT,
+    content_type TEXT,
+    size INTEGER,
+    digest INTEGER,
+    duplicate_of TEXT,
+    redirect_to TEXT,
+    warc_file TEXT,
+    warc_offset INTEGER,
+    visits INTEGER NOT NULL DEFAULT 1,
+    changes INTEGER NOT NULL DEFAULT 0
+);
+CREATE UNIQUE INDEX IF NOT EXISTS pages_by_fp ON pages (fp);
+CREATE INDEX IF NOT EXISTS pages_by_digest ON pages (digest) WHERE digest IS NOT NULL;
+CREATE TABLE IF NOT EXISTS warc (file TEXT PRIMARY KEY, committed INTEGER NOT NULL) WITHOUT ROWID;
+";
+
+/// Columns added since the first layout (table, column, declaration), for crawl directories
+/// made before them.
+const ADDED_COLUMNS: &[(&str, &str, &str)] = &[
+    ("pages", "history", "REAL NOT NULL DEFAULT 0"),
+    ("pages", "history_g", "REAL NOT NULL DEFAULT 0"),
+    ("pages", "changes_seen", "TEXT"),
+    ("pages", "rate", "REAL"),
+    ("pages", "validator", "TEXT"),
+    ("pages", "content_file", "TEXT"),
+    ("pages", "content_offset", "INTEGER"),
+    ("hosts", "coop", "TEXT"),
+];
+
+pub(super) fn migrate(conn: &Connection) -> rusqlite::Result<()> {
+    let mut have = HashSet::new();
+    for table in ["pages", "hosts"] {
+        let mut stmt = conn.prepare(&format!("SELECT name FROM pragma_table_info('{table}')"))?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            have.insert((table, r.get::<_, String>(0)?));
+        }
+    }
+    for (table, name, decl) in ADDED_COLUMNS {
+        if !have.contains(&(*table, name.to_string())) {
+            conn.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {name} {decl};"))?;
+        }
+    }
+    Ok(())
+}
+
+/// Page cache of the crawl's connection: the queue index and the pages table's upper levels
+/// stay in memory (a 2 MiB cache spilled and re-read pages on every batch).
+pub(super) const CACHE_KIB: i64 = 64 << 10;
+
+/// Size of the write-ahead log past which a checkpoint makes it start over.
+pub(super) const WAL_BOUND: u64 = 64 << 20;
