@@ -26,6 +26,9 @@ mod push;
 mod report;
 pub mod state;
 
+#[cfg(test)]
+mod tests;
+
 pub use polls::tick_period;
 pub use state::{CoopState, Effects, InlineDelta, KnownPages, Reach};
 

@@ -22,6 +22,8 @@ mod outcomes;
 mod record;
 mod replay;
 mod save;
+#[cfg(test)]
+mod tests;
 
 use crate::archive::warc::WarcWriter;
 use crate::config::Settings;

@@ -112,7 +112,7 @@ pub struct PageRecord {
 }
 
 /// What was known of a page before this visit.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct KnownPage {
     /// `ETag` last seen.
     pub etag: Option<String>,

@@ -1,0 +1,250 @@
+//! The engine's handling of outcomes and its replay after a crash, on a crawl directory of its
+//! own and outcomes built as the request tasks build them (no network).
+
+use super::Engine;
+use crate::config::{self, CrawlArgs, Settings};
+use crate::fetch::outcome::{Outcome, Source};
+use crate::fetch::{FetchError, FetchResponse, tasks};
+use crate::frontier::Dispatch;
+use crate::state::Queued;
+use bytes::Bytes;
+use clap::Parser;
+use std::path::Path;
+use std::time::{Duration, Instant};
+use url::Url;
+
+const SEED: &str = "http://site.test/";
+
+#[derive(Parser)]
+struct Cli {
+    #[command(flatten)]
+    args: CrawlArgs,
+}
+
+fn settings(out: &Path) -> Settings {
+    let out = out.to_string_lossy().into_owned();
+    let cli = Cli::parse_from(["webcoop-crawl", "--seeds", SEED, "--out", &out]);
+    let mut s = config::settings(&cli.args).unwrap();
+    s.max_attempts = 2;
+    s.host_give_up = 3;
+    // No delay between requests and no cooperation requests: the pages come out in turn.
+    s.politeness.min_delay = Duration::ZERO;
+    s.politeness.factor = 0.0;
+    s.coop.mode = crate::coop::CoopMode::Off;
+    s
+}
+
+/// An engine on `out` with its seed queued.
+fn open(out: &Path) -> Engine {
+    let (mut e, seeds, _) = Engine::open(settings(out)).unwrap();
+    e.seed(&seeds);
+    e
+}
+
+fn response(url: &str, status: u16, headers: &[(&str, &str)], body: &str) -> FetchResponse {
+    FetchResponse {
+        url: Url::parse(url).unwrap(),
+        status,
+        version: "HTTP/1.1",
+        reason: "Whatever".into(),
+        headers: headers
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+            .collect(),
+        body: Bytes::from(body.to_string()),
+        truncated: false,
+        fetched_at: chrono::Utc::now(),
+        elapsed: Duration::from_millis(5),
+        remote: None,
+        request_head: format!("GET {url} HTTP/1.1\r\n\r\n"),
+    }
+}
+
+/// What the frontier hands out next at `at`, counted as under way as the loop counts it.
+fn take(e: &mut Engine, at: Instant) -> Option<Dispatch> {
+    let d = e.frontier.next(&e.store, at).unwrap()?;
+    e.in_flight += 1;
+    if let Dispatch::Page(_) = d {
+        e.pages_in_flight += 1;
+    }
+    Some(d)
+}
+
+fn page_job(d: Option<Dispatch>) -> Queued {
+    match d {
+        Some(Dispatch::Page(job)) => job,
+        other => panic!("expected a page, got {other:?}"),
+    }
+}
+
+/// The robots.txt of the site, read.
+fn read_robots(e: &mut Engine) -> i64 {
+    let Some(Dispatch::Robots(host)) = take(e, Instant::now()) else {
+        panic!("robots.txt first")
+    };
+    let resp = response(
+        &format!("{SEED}robots.txt"),
+        200,
+        &[],
+        "User-agent: *\nDisallow: /private\n",
+    );
+    e.handle(Outcome::Robots {
+        host,
+        result: Ok(tasks::robots_from(&resp, 1)),
+        elapsed: Duration::from_millis(5),
+        source: Source::Request,
+    })
+    .unwrap();
+    host
+}
+
+fn page_answer(
+    e: &Engine,
+    job: &Queued,
+    status: u16,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Outcome {
+    let resp = response(&job.url, status, headers, body);
+    let f = tasks::examine(&resp, job.depth, None, &e.ctx.policy, 1 << 20, 1);
+    Outcome::Page {
+        job: job.clone(),
+        result: Ok(Box::new(f)),
+        elapsed: Duration::from_millis(5),
+        source: Source::Request,
+    }
+}
+
+#[test]
+fn a_failed_page_is_retried_after_its_host_is_parked_then_recorded_as_failed() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut e = open(dir.path());
+    let host = read_robots(&mut e);
+    assert_eq!(e.in_flight, 0);
+    let job = page_job(take(&mut e, Instant::now()));
+    e.handle(Outcome::Page {
+        job: job.clone(),
+        result: Err(FetchError::Other("connection reset".into())),
+        elapsed: Duration::ZERO,
+        source: Source::Request,
+    })
+    .unwrap();
+    assert_eq!(e.unsaved.batch.retry, [(job.seq, 1)]);
+    let parked = e.unsaved.batch.hosts.last().unwrap().parked_until.unwrap();
+    assert!(parked > crate::clock::now_ms(), "the host is parked");
+    assert!(
+        take(&mut e, Instant::now()).is_none(),
+        "not before the park ends"
+    );
+    let later = Instant::now() + Duration::from_secs(3600);
+    let again = page_job(take(&mut e, later));
+    assert_eq!(again.seq, job.seq, "the same row, again");
+    e.handle(Outcome::Page {
+        job: again,
+        result: Err(FetchError::Other("connection reset".into())),
+        elapsed: Duration::ZERO,
+        source: Source::Request,
+    })
+    .unwrap();
+    let failed = e.unsaved.batch.pages.last().unwrap();
+    assert_eq!(
+        failed.error.as_deref(),
+        Some("connection reset (2 attempts)")
+    );
+    assert_eq!(e.unsaved.batch.done, [job.seq]);
+    assert_eq!((e.in_flight, e.pages_in_flight, e.run.errors), (0, 0, 1));
+    assert_eq!(e.frontier.host(host).unwrap().failures, 2);
+    e.commit().unwrap();
+    assert_eq!(e.store.figures().unwrap().failures, 1);
+}
+
+#[test]
+fn a_429_waits_as_long_as_retry_after_asks_then_the_answer_is_recorded_with_its_links() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut e = open(dir.path());
+    read_robots(&mut e);
+    let job = page_job(take(&mut e, Instant::now()));
+    let busy = page_answer(&e, &job, 429, &[("Retry-After", "120")], "slow down");
+    e.handle(busy).unwrap();
+    let parked = e.unsaved.batch.hosts.last().unwrap().parked_until.unwrap();
+    let wait = parked - crate::clock::now_ms();
+    assert!((118_000..=120_000).contains(&wait), "{wait} ms");
+    assert!(take(&mut e, Instant::now() + Duration::from_secs(100)).is_none());
+    let again = page_job(take(&mut e, Instant::now() + Duration::from_secs(121)));
+    let html =
+        r#"<a href="/a">a</a> <a href="/private/b">b</a> <a href="http://other.test/">o</a>"#;
+    let ok = page_answer(&e, &again, 200, &[("Content-Type", "text/html")], html);
+    e.handle(ok).unwrap();
+    let page = e.unsaved.batch.pages.last().unwrap();
+    assert_eq!((page.status, page.url.as_str()), (Some(200), SEED));
+    assert!(page.warc.is_some() && page.content.is_some());
+    // The in-scope links are queued (robots.txt is applied when they are dispatched).
+    assert_eq!(e.frontier.queued(), 2);
+    e.commit().unwrap();
+    let log = std::fs::read_to_string(dir.path().join("crawl.log")).unwrap();
+    assert!(log.contains("retry in 120 s"), "{log}");
+}
+
+#[test]
+fn records_written_after_the_last_batch_are_replayed_not_fetched_again_and_a_torn_one_is_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    let seed_fp;
+    {
+        let mut e = open(dir.path());
+        read_robots(&mut e);
+        e.commit().unwrap();
+        let job = page_job(take(&mut e, Instant::now()));
+        seed_fp = job.fp;
+        let html = r#"<a href="/a">a</a> <a href="/b">b</a>"#;
+        let ok = page_answer(&e, &job, 200, &[("Content-Type", "text/html")], html);
+        e.handle(ok).unwrap();
+        // The record is written; the batch that would point at it is not saved (a crash).
+        e.warc.sync().unwrap();
+    }
+    let warc = std::fs::read_dir(dir.path().join("warc"))
+        .unwrap()
+        .map(|f| f.unwrap().path())
+        .next()
+        .unwrap();
+    let whole = std::fs::metadata(&warc).unwrap().len();
+    {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&warc)
+            .unwrap();
+        f.write_all(b"WARC/1.1\r\nWARC-Type: respo").unwrap();
+    }
+    let (mut e, seeds, _) = Engine::open(settings(dir.path())).unwrap();
+    assert_eq!(
+        e.store.page(seed_fp).unwrap(),
+        None,
+        "not saved before the crash"
+    );
+    e.replay().unwrap();
+    e.seed(&seeds);
+    assert_eq!(e.run.replayed, 1);
+    let page = e
+        .store
+        .page(seed_fp)
+        .unwrap()
+        .expect("replayed into the state");
+    assert!(page.content.is_some());
+    assert_eq!(
+        std::fs::metadata(&warc).unwrap().len(),
+        whole,
+        "the torn record is cut"
+    );
+    // Its links are queued, and the seed is not handed out again.
+    assert_eq!(e.frontier.queued(), 2);
+    let mut urls = Vec::new();
+    let mut at = Instant::now();
+    while let Some(d) = take(&mut e, at) {
+        let job = page_job(Some(d));
+        urls.push(job.url.clone());
+        e.frontier.finished(job.host, at);
+        at += Duration::from_secs(3600);
+    }
+    urls.sort();
+    assert_eq!(urls, ["http://site.test/a", "http://site.test/b"]);
+}
