@@ -27,7 +27,7 @@ fn two(data: &[u8]) -> (&[u8], &[u8]) {
 }
 
 /// robots.rdf listings (RSS 1.0), as the crawler reads a site's.
-pub fn robots_rdf(data: &[u8]) {
+pub(crate) fn robots_rdf(data: &[u8]) {
     let limits = p::robots_rdf::RdfLimits::default();
     if let Ok(doc) = p::robots_rdf::parse(data, &limits) {
         // What parses must write and parse again.
@@ -37,7 +37,7 @@ pub fn robots_rdf(data: &[u8]) {
 }
 
 /// Sitemaps and sitemap indexes, plain or gzip, strict and lenient, and a walk fed with them.
-pub fn sitemap(data: &[u8]) {
+pub(crate) fn sitemap(data: &[u8]) {
     let limits = p::sitemap::SitemapLimits::default();
     for leniency in [
         p::sitemap::Leniency::Strict,
@@ -57,12 +57,12 @@ pub fn sitemap(data: &[u8]) {
 }
 
 /// The Atom changes feed, as polled or pushed.
-pub fn changes_feed(data: &[u8]) {
+pub(crate) fn changes_feed(data: &[u8]) {
     let _ = p::changes_feed::parse(data, &p::changes_feed::FeedLimits::default());
 }
 
 /// dcz deltas and unified diffs against a base: the first byte says where the base ends.
-pub fn delta(data: &[u8]) {
+pub(crate) fn delta(data: &[u8]) {
     let (base, delta) = two(data);
     let _ = p::delta::dcz::dictionary_of(delta);
     let _ = p::delta::dcz::decode(base, delta, 1 << 20);
@@ -70,7 +70,7 @@ pub fn delta(data: &[u8]) {
 }
 
 /// WebSub: subscription forms, callback queries, signatures and compressed deliveries.
-pub fn websub(data: &[u8]) {
+pub(crate) fn websub(data: &[u8]) {
     let _ = p::websub::SubscriptionRequest::from_form(data);
     let _ = p::websub::CallbackQuery::parse(text(data));
     let (sig, body) = two(data);
@@ -88,7 +88,7 @@ pub fn websub(data: &[u8]) {
 
 /// Header values and dates a server sends: HTTP-dates, W3C-DTF, entity tags, If-None-Match,
 /// Available-Dictionary, Retry-After, Link, and what a document is.
-pub fn http_values(data: &[u8]) {
+pub(crate) fn http_values(data: &[u8]) {
     let t = text(data);
     let _ = p::dates::parse_w3cdtf(t);
     let _ = p::dates::parse_http_date(t);
@@ -105,7 +105,7 @@ pub fn http_values(data: &[u8]) {
 }
 
 /// robots.txt as the crawler obeys it: rules, Crawl-delay into a politeness delay, pointers.
-pub fn robots_txt(data: &[u8]) {
+pub(crate) fn robots_txt(data: &[u8]) {
     use webcoop_crawler::frontier::robots::Rules;
     let rules = Rules::from_fetch(Some(200), data, "webcoop-crawl");
     for path in ["/", "/private/x", "/a?b=c", "/%E2%82%AC"] {
@@ -129,7 +129,7 @@ pub fn robots_txt(data: &[u8]) {
 }
 
 /// URLs from links: resolution, normalisation, trap checks and scope.
-pub fn urls(data: &[u8]) {
+pub(crate) fn urls(data: &[u8]) {
     use webcoop_crawler::analyze::url_norm;
     let t = text(data);
     let Ok(base) = Url::parse("http://site.test/dir/page.html?x=1") else {
@@ -155,7 +155,7 @@ pub fn urls(data: &[u8]) {
 }
 
 /// Link extraction from HTML (lol_html), with `<base>`, entities and meta robots.
-pub fn links(data: &[u8]) {
+pub(crate) fn links(data: &[u8]) {
     if let Ok(page) = Url::parse("http://site.test/dir/page.html") {
         let _ = webcoop_crawler::analyze::links::extract(&page, data);
     }
@@ -163,7 +163,7 @@ pub fn links(data: &[u8]) {
 
 /// WARC replay after a crash: records read back from whatever the file holds, and the pages'
 /// content decoded from them.
-pub fn warc(data: &[u8]) {
+pub(crate) fn warc(data: &[u8]) {
     for rec in webcoop_crawler::archive::warc::records_in(data, 0) {
         let _ = webcoop_crawler::archive::warc::parse_http(&rec.block);
         let _ = webcoop_crawler::archive::warc::content_of(&rec, 1 << 20);
@@ -176,10 +176,10 @@ pub fn warc(data: &[u8]) {
 }
 
 /// What a target does with one input.
-pub type Target = fn(&[u8]);
+pub(crate) type Target = fn(&[u8]);
 
 /// Every target, by name (the cargo-fuzz target names).
-pub const TARGETS: &[(&str, Target)] = &[
+pub(crate) const TARGETS: &[(&str, Target)] = &[
     ("robots_rdf", robots_rdf),
     ("sitemap", sitemap),
     ("changes_feed", changes_feed),

@@ -11,13 +11,13 @@ use std::sync::Arc;
 
 /// Labels of the fetch counter.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct OutcomeLabels {
+pub(crate) struct OutcomeLabels {
     /// `2xx`, `304`, `3xx`, `4xx`, `5xx`, `failed` or `disallowed`.
     pub outcome: &'static str,
 }
 
 /// Everything the crawler counts.
-pub struct CrawlMetrics {
+pub(crate) struct CrawlMetrics {
     registry: Registry,
     /// Page fetches by outcome.
     pub fetches: Family<OutcomeLabels, Counter>,
@@ -105,7 +105,7 @@ impl Default for CrawlMetrics {
 
 impl CrawlMetrics {
     /// The text exposition of every metric.
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         let mut out = String::new();
         // Writing into a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
@@ -113,18 +113,16 @@ impl CrawlMetrics {
     }
 
     /// Counts a page fetch.
-    pub fn fetch(&self, outcome: &'static str) {
+    pub(crate) fn fetch(&self, outcome: &'static str) {
         self.fetches.get_or_create(&OutcomeLabels { outcome }).inc();
-    }
-
-    /// Fetches with this outcome so far.
-    pub fn fetches_of(&self, outcome: &'static str) -> u64 {
-        self.fetches.get_or_create(&OutcomeLabels { outcome }).get()
     }
 }
 
 /// Serves `/metrics` on `addr` until the runtime shuts down; fails if the address is taken.
-pub async fn serve(addr: SocketAddr, metrics: Arc<CrawlMetrics>) -> std::io::Result<SocketAddr> {
+pub(crate) async fn serve(
+    addr: SocketAddr,
+    metrics: Arc<CrawlMetrics>,
+) -> std::io::Result<SocketAddr> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let local = listener.local_addr()?;
     let app = axum::Router::new().route(

@@ -2,7 +2,7 @@
 
 #![allow(dead_code)]
 
-pub mod subscriber;
+pub(crate) mod subscriber;
 
 use chrono::{TimeZone, Utc};
 use std::path::{Path, PathBuf};
@@ -14,10 +14,10 @@ use webcoop_agent::config::{Cli, Config};
 use webcoop_agent::service::Running;
 use webcoop_protocol::clock::ManualClock;
 
-pub const BASE: &str = "https://site.example/";
+pub(crate) const BASE: &str = "https://site.example/";
 
 /// Settings a test may change before starting.
-pub struct Options {
+pub(crate) struct Options {
     pub hub_window_ms: u64,
     pub retain_changes: Option<usize>,
     pub feed_entries: Option<usize>,
@@ -40,7 +40,7 @@ impl Default for Options {
 }
 
 /// The agent and its service.
-pub struct Site {
+pub(crate) struct Site {
     pub tmp: tempfile::TempDir,
     pub docroot: PathBuf,
     pub clock: Arc<ManualClock>,
@@ -53,7 +53,7 @@ pub struct Site {
     config: Config,
 }
 
-pub fn install_tls_provider() {
+pub(crate) fn install_tls_provider() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
@@ -82,7 +82,7 @@ fn config_for(docroot: &Path, state: &Path, options: &Options) -> Config {
 
 impl Site {
     /// A docroot with `files`, its agent scanned and published, the service started.
-    pub async fn start(files: &[(&str, &str)], options: Options) -> Site {
+    pub(crate) async fn start(files: &[(&str, &str)], options: Options) -> Site {
         install_tls_provider();
         let tmp = tempfile::tempdir().unwrap();
         let docroot = tmp.path().join("www");
@@ -134,7 +134,7 @@ impl Site {
     }
 
     /// Stops the service and the agent, as a shutdown would; `restart` brings them back.
-    pub async fn shutdown(&mut self) {
+    pub(crate) async fn shutdown(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(w) = self.watcher.take() {
             let _ = tokio::task::spawn_blocking(move || w.join()).await;
@@ -144,27 +144,27 @@ impl Site {
         }
     }
 
-    pub async fn restart(&mut self) {
+    pub(crate) async fn restart(&mut self) {
         self.shutdown().await;
         self.launch().await;
     }
 
-    pub fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("http://{}/.well-known/webcoop/{path}", self.addr)
     }
 
-    pub fn topic(&self) -> String {
+    pub(crate) fn topic(&self) -> String {
         format!("{BASE}.well-known/webcoop/changes")
     }
 
-    pub fn write(&self, rel: &str, content: &str) {
+    pub(crate) fn write(&self, rel: &str, content: &str) {
         let p = self.docroot.join(rel);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(p, content).unwrap();
     }
 
     /// The newest sequence number the service reports.
-    pub async fn head(&self) -> u64 {
+    pub(crate) async fn head(&self) -> u64 {
         let text = self
             .client
             .get(self.url("healthz"))
@@ -178,7 +178,7 @@ impl Site {
     }
 
     /// Waits until the service has seen sequence number `seq`.
-    pub async fn wait_head(&self, seq: u64) {
+    pub(crate) async fn wait_head(&self, seq: u64) {
         let deadline = Instant::now() + Duration::from_secs(20);
         while self.head().await < seq {
             assert!(
@@ -190,7 +190,7 @@ impl Site {
     }
 
     /// Posts a subscription request to the hub; returns the status and text.
-    pub async fn hub_request(&self, pairs: &[(&str, &str)]) -> (u16, String) {
+    pub(crate) async fn hub_request(&self, pairs: &[(&str, &str)]) -> (u16, String) {
         let mut form = form_urlencoded::Serializer::new(String::new());
         for (k, v) in pairs {
             form.append_pair(k, v);
@@ -206,7 +206,7 @@ impl Site {
         (r.status().as_u16(), r.text().await.unwrap())
     }
 
-    pub async fn metric(&self, name: &str) -> f64 {
+    pub(crate) async fn metric(&self, name: &str) -> f64 {
         let text = self
             .client
             .get(self.url("metrics"))

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 /// How the callback answers a verification of intent.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Verify {
+pub(crate) enum Verify {
     Echo,
     WrongEcho,
     NotFound,
@@ -22,7 +22,7 @@ pub enum Verify {
 
 /// How the callback answers deliveries.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Deliver {
+pub(crate) enum Deliver {
     Ok,
     Unavailable,
     Gone,
@@ -32,14 +32,14 @@ pub enum Deliver {
 }
 
 #[derive(Debug, Clone)]
-pub struct Delivery {
+pub(crate) struct Delivery {
     pub at: Instant,
     pub headers: HeaderMap,
     pub body: Bytes,
 }
 
 #[derive(Default)]
-pub struct Callback {
+pub(crate) struct Callback {
     pub verify: Option<Verify>,
     pub deliver: Option<Deliver>,
     /// `Accept-Encoding` sent with the answer to a verification (RFC 7694).
@@ -51,7 +51,7 @@ pub struct Callback {
 
 /// The subscriber server: callbacks at `/cb/{name}`.
 #[derive(Clone)]
-pub struct Subscriber {
+pub(crate) struct Subscriber {
     pub addr: SocketAddr,
     pub callbacks: Arc<Mutex<HashMap<String, Callback>>>,
 }
@@ -121,7 +121,7 @@ async fn deliver(
 }
 
 impl Subscriber {
-    pub async fn start() -> Subscriber {
+    pub(crate) async fn start() -> Subscriber {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let sub = Subscriber {
             addr: listener.local_addr().unwrap(),
@@ -134,11 +134,11 @@ impl Subscriber {
         sub
     }
 
-    pub fn callback(&self, name: &str) -> String {
+    pub(crate) fn callback(&self, name: &str) -> String {
         format!("http://{}/cb/{name}?token=t-{name}", self.addr)
     }
 
-    pub fn set(&self, name: &str, verify: Verify, deliver: Deliver) {
+    pub(crate) fn set(&self, name: &str, verify: Verify, deliver: Deliver) {
         let mut all = self.callbacks.lock().unwrap();
         let cb = all.entry(name.to_string()).or_default();
         cb.verify = Some(verify);
@@ -146,18 +146,18 @@ impl Subscriber {
     }
 
     /// Makes callback `name` ask for compressed deliveries when it confirms a subscription.
-    pub fn accept(&self, name: &str, accept_encoding: &'static str) {
+    pub(crate) fn accept(&self, name: &str, accept_encoding: &'static str) {
         let mut all = self.callbacks.lock().unwrap();
         all.entry(name.to_string()).or_default().accept_encoding = Some(accept_encoding);
     }
 
-    pub fn with<T>(&self, name: &str, f: impl FnOnce(&Callback) -> T) -> T {
+    pub(crate) fn with<T>(&self, name: &str, f: impl FnOnce(&Callback) -> T) -> T {
         let mut all = self.callbacks.lock().unwrap();
         f(all.entry(name.to_string()).or_default())
     }
 
     /// Waits until `done` holds for callback `name`, failing after `limit`.
-    pub async fn wait(
+    pub(crate) async fn wait(
         &self,
         name: &str,
         limit: Duration,

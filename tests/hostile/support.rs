@@ -14,15 +14,15 @@ use std::time::{Duration, Instant};
 use webcoop::servers::{Nginx, example_nginx_conf, http_get};
 use webcoop::testkit::{Killed, tool, workspace_bin};
 
-pub fn agent_bin() -> PathBuf {
+pub(crate) fn agent_bin() -> PathBuf {
     workspace_bin("webcoop-agent", "webcoop-agent")
 }
 
-pub fn crawl_bin() -> PathBuf {
+pub(crate) fn crawl_bin() -> PathBuf {
     workspace_bin("webcoop-crawler", "webcoop-crawl")
 }
 
-pub fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
@@ -31,13 +31,13 @@ pub fn free_port() -> u16 {
 
 /// An HTTP client that goes straight to loopback (reqwest is built without a TLS provider of
 /// its own: ring's is installed once).
-pub fn client() -> reqwest::Client {
+pub(crate) fn client() -> reqwest::Client {
     let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::Client::builder().no_proxy().build().unwrap()
 }
 
 /// Polls `ok` every 50 ms until it holds, failing the test with `what` after `secs` seconds.
-pub fn wait_for(secs: u64, what: &str, mut ok: impl FnMut() -> bool) {
+pub(crate) fn wait_for(secs: u64, what: &str, mut ok: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(secs);
     while !ok() {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
@@ -47,7 +47,7 @@ pub fn wait_for(secs: u64, what: &str, mut ok: impl FnMut() -> bool) {
 
 /// A docroot served by nginx with the shipped server block (plus `extra` directives), and the
 /// agent binary beside it with its service proxied under `/.well-known/webcoop/`.
-pub struct AgentSite {
+pub(crate) struct AgentSite {
     pub tmp: tempfile::TempDir,
     pub www: PathBuf,
     pub nginx: Nginx,
@@ -64,7 +64,7 @@ pub struct AgentSite {
 impl AgentSite {
     /// `files` are written before the agent first scans; `extra` goes into nginx's server
     /// block; `args` are added to the agent's command line.
-    pub fn start(
+    pub(crate) fn start(
         files: &[(&str, &[u8])],
         extra: &str,
         args: &[&str],
@@ -73,7 +73,7 @@ impl AgentSite {
         Self::start_with_env(files, extra, args, &[], prepare)
     }
 
-    pub fn start_with_env(
+    pub(crate) fn start_with_env(
         files: &[(&str, &[u8])],
         extra: &str,
         args: &[&str],
@@ -124,12 +124,12 @@ impl AgentSite {
         Some(site)
     }
 
-    pub fn state(&self) -> PathBuf {
+    pub(crate) fn state(&self) -> PathBuf {
         self.tmp.path().join("state")
     }
 
     /// The agent's command line up to its own arguments.
-    pub fn agent_command(&self) -> Command {
+    pub(crate) fn agent_command(&self) -> Command {
         let mut c = Command::new(agent_bin());
         c.arg("--docroot")
             .arg(&self.www)
@@ -139,7 +139,7 @@ impl AgentSite {
         c
     }
 
-    pub fn start_agent(&mut self) {
+    pub(crate) fn start_agent(&mut self) {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -170,20 +170,20 @@ impl AgentSite {
     }
 
     /// Kills the agent as `kill -9` would.
-    pub fn kill_agent(&mut self) {
+    pub(crate) fn kill_agent(&mut self) {
         self.agent = None;
     }
 
-    pub fn log_text(&self) -> String {
+    pub(crate) fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
-    pub fn get(&self, path: &str, headers: &[(&str, &str)]) -> webcoop::servers::Response {
+    pub(crate) fn get(&self, path: &str, headers: &[(&str, &str)]) -> webcoop::servers::Response {
         http_get(self.nginx.addr, path, headers).unwrap()
     }
 
     /// The URLs robots.rdf lists, as docroot paths.
-    pub fn listed(&self) -> Vec<String> {
+    pub(crate) fn listed(&self) -> Vec<String> {
         let r = self.get("/robots.rdf", &[]);
         assert_eq!(r.status, 200);
         let doc = webcoop_protocol::robots_rdf::parse(
@@ -202,7 +202,7 @@ impl AgentSite {
     }
 
     /// The newest sequence number the service reports.
-    pub fn head(&self) -> u64 {
+    pub(crate) fn head(&self) -> u64 {
         let r = self.get("/.well-known/webcoop/healthz", &[]);
         String::from_utf8_lossy(&r.body)
             .trim()
@@ -212,7 +212,7 @@ impl AgentSite {
     }
 
     /// Writes a file and waits until the service has logged a change after it.
-    pub fn write_and_wait(&self, rel: &str, bytes: &[u8]) {
+    pub(crate) fn write_and_wait(&self, rel: &str, bytes: &[u8]) {
         let before = self.head();
         let p = self.www.join(rel);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
@@ -223,7 +223,7 @@ impl AgentSite {
     }
 
     /// Everything the changes feed has said since the beginning.
-    pub fn feed_text(&self) -> String {
+    pub(crate) fn feed_text(&self) -> String {
         let r = self.get("/.well-known/webcoop/changes?since=0", &[]);
         String::from_utf8_lossy(&r.body).into_owned()
     }
@@ -242,7 +242,12 @@ fn panic_if_exited(agent: &mut Option<Killed>, log: &Path) -> bool {
 }
 
 /// POSTs `body` over HTTP/1.0 and returns the status (0 if the server hung up first).
-pub fn http_post(addr: SocketAddr, path: &str, headers: &[(&str, &str)], body: &[u8]) -> u16 {
+pub(crate) fn http_post(
+    addr: SocketAddr,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> u16 {
     use std::io::{Read, Write};
     let Ok(mut s) = std::net::TcpStream::connect(addr) else {
         return 0;
@@ -268,14 +273,14 @@ pub fn http_post(addr: SocketAddr, path: &str, headers: &[(&str, &str)], body: &
 
 /// One canned answer.
 #[derive(Clone)]
-pub struct Canned {
+pub(crate) struct Canned {
     pub status: u16,
     pub headers: Vec<(String, String)>,
     pub body: Arc<Vec<u8>>,
 }
 
 impl Canned {
-    pub fn ok(content_type: &str, body: impl Into<Vec<u8>>) -> Canned {
+    pub(crate) fn ok(content_type: &str, body: impl Into<Vec<u8>>) -> Canned {
         Canned {
             status: 200,
             headers: vec![("content-type".into(), content_type.into())],
@@ -289,7 +294,7 @@ type Posts = Arc<Mutex<Vec<(String, Vec<u8>)>>>;
 
 /// A web on loopback whose answers a test writes byte for byte, per host and path; anything
 /// else is 404. Every request is logged as `host path`.
-pub struct HostileWeb {
+pub(crate) struct HostileWeb {
     pub addr: SocketAddr,
     pages: Arc<Mutex<HashMap<(String, String), Canned>>>,
     log: Arc<Mutex<Vec<String>>>,
@@ -298,7 +303,7 @@ pub struct HostileWeb {
 }
 
 impl HostileWeb {
-    pub fn start() -> HostileWeb {
+    pub(crate) fn start() -> HostileWeb {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -373,28 +378,28 @@ impl HostileWeb {
         }
     }
 
-    pub fn set(&self, host: &str, path: &str, canned: Canned) {
+    pub(crate) fn set(&self, host: &str, path: &str, canned: Canned) {
         self.pages
             .lock()
             .unwrap()
             .insert((host.to_string(), path.to_string()), canned);
     }
 
-    pub fn origin(&self, host: &str) -> String {
+    pub(crate) fn origin(&self, host: &str) -> String {
         format!("http://{host}:{}", self.addr.port())
     }
 
-    pub fn log(&self) -> Vec<String> {
+    pub(crate) fn log(&self) -> Vec<String> {
         self.log.lock().unwrap().clone()
     }
 
     /// The bodies of the POST requests so far, with `host path`.
-    pub fn posts(&self) -> Vec<(String, Vec<u8>)> {
+    pub(crate) fn posts(&self) -> Vec<(String, Vec<u8>)> {
         self.posts.lock().unwrap().clone()
     }
 
     /// `--resolve` arguments sending these hosts here.
-    pub fn resolve_args(&self, hosts: &[&str]) -> Vec<String> {
+    pub(crate) fn resolve_args(&self, hosts: &[&str]) -> Vec<String> {
         hosts
             .iter()
             .flat_map(|h| ["--resolve".to_string(), format!("{h}=127.0.0.1")])

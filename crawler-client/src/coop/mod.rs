@@ -13,10 +13,10 @@
 
 pub mod callback;
 pub mod discovery;
-pub mod poll_rate;
-pub mod requests;
+pub(crate) mod poll_rate;
+pub(crate) mod requests;
 pub mod site;
-pub mod trust;
+pub(crate) mod trust;
 
 mod announcements;
 mod claims;
@@ -24,7 +24,7 @@ mod listings;
 mod polls;
 mod push;
 mod report;
-pub mod state;
+pub(crate) mod state;
 
 #[cfg(test)]
 mod tests;

@@ -42,7 +42,7 @@ impl ChangeCount {
 }
 
 /// How far back a listing's dates are read for a site's pace at first contact.
-pub const PACE_WINDOW_SECS: f64 = 6.0 * 3_600.0;
+pub(crate) const PACE_WINDOW_SECS: f64 = 6.0 * 3_600.0;
 
 /// What a listing's modification dates (Unix seconds) say of a site's pace when it is first
 /// met: the pages modified within the last [`PACE_WINDOW_SECS`], as changes seen over that
@@ -51,7 +51,7 @@ pub const PACE_WINDOW_SECS: f64 = 6.0 * 3_600.0;
 /// of the listing) count as one change. None when the oldest date is younger than the window:
 /// a site just set up says nothing yet. A page changed twice counts once, so a busy site is
 /// underestimated; the polls that follow measure it exactly.
-pub fn pace_from_dates(dates: &[i64], now: i64) -> Option<(u64, f64)> {
+pub(crate) fn pace_from_dates(dates: &[i64], now: i64) -> Option<(u64, f64)> {
     let window = PACE_WINDOW_SECS as i64;
     let oldest = *dates.iter().min()?;
     if now - oldest < window {
@@ -71,7 +71,7 @@ pub fn pace_from_dates(dates: &[i64], now: i64) -> Option<(u64, f64)> {
 
 /// Seconds until the picture of a site changing at `rate` per second is outdated with
 /// probability `max_outdated`, within `[min, max]`.
-pub fn poll_interval(rate: f64, max_outdated: f64, min: f64, max: f64) -> f64 {
+pub(crate) fn poll_interval(rate: f64, max_outdated: f64, min: f64, max: f64) -> f64 {
     let p = max_outdated.clamp(1e-9, 1.0 - 1e-9);
     let t = -(1.0 - p).ln() / rate.max(1e-12);
     t.clamp(min, max.max(min))

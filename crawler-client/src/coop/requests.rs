@@ -17,7 +17,7 @@ use webcoop_protocol::delta::dcz;
 use webcoop_protocol::validator::{EntityTag, Sha256Digest};
 
 /// Largest metadata document read (robots.rdf of about 150,000 pages).
-pub const META_MAX_BYTES: usize = 64 << 20;
+pub(crate) const META_MAX_BYTES: usize = 64 << 20;
 
 /// Largest decoded document of each kind, so a small compressed body (a gzip bomb) cannot
 /// grow past what its format allows: a sitemap is at most 50 MB uncompressed (the protocol),
@@ -34,7 +34,7 @@ fn decoded_max(kind: MetaKind) -> usize {
 const HUB_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Makes a cooperation request and sends the outcome.
-pub async fn run(ctx: Arc<Context>, host: i64, job: CoopJob, tx: Sender<Outcome>) {
+pub(crate) async fn run(ctx: Arc<Context>, host: i64, job: CoopJob, tx: Sender<Outcome>) {
     let start = Instant::now();
     let result = match &job {
         CoopJob::Fetch {
@@ -155,7 +155,7 @@ pub struct DeltaPlan {
 
 /// Builds the new version of a page from the held one and a dcz delta, verified against the
 /// validators the server gave (its `ETag`) and the site announced; both must be ours.
-pub fn apply(
+pub(crate) fn apply(
     held: &[u8],
     delta: &[u8],
     etag: Option<&str>,
@@ -218,7 +218,7 @@ fn reconstructed(page: &Url, from: &FetchResponse, body: Vec<u8>, how: String) -
 /// Fetches a changed page as a delta against the copy held (or applies the inline delta that
 /// came with the announcement), verifies it, and sends the outcome; on any mismatch or error
 /// the page is fetched in full and the reason kept.
-pub async fn page_delta(
+pub(crate) async fn page_delta(
     ctx: Arc<Context>,
     job: Queued,
     page: Url,
@@ -258,7 +258,7 @@ pub async fn page_delta(
 
 /// Applies an inline delta pushed with an announcement, without any request; sends the page
 /// outcome, or nothing (with the reason) when it cannot be used and a fetch must do.
-pub async fn page_inline(
+pub(crate) async fn page_inline(
     ctx: Arc<Context>,
     job: Queued,
     page: Url,

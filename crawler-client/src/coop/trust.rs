@@ -50,7 +50,7 @@ impl Trust {
 /// The one moment a sitemap's `lastmod` values share, if they share one: at least ten
 /// entries, nine in ten within a minute of their median. A whole site deployed at once looks
 /// like this too, so one such sitemap proves nothing; see [`lastmods_stamped`].
-pub fn shared_moment(lastmods: &[i64]) -> Option<i64> {
+pub(crate) fn shared_moment(lastmods: &[i64]) -> Option<i64> {
     if lastmods.len() < 10 {
         return None;
     }
@@ -64,7 +64,7 @@ pub fn shared_moment(lastmods: &[i64]) -> Option<i64> {
 /// Whether a sitemap stamps every URL with the time it was generated (as some CMSs do): it
 /// shares one moment, so did the previous walk, and the moment moved on, while the site
 /// cannot have changed every page in between.
-pub fn lastmods_stamped(previous: Option<i64>, current: Option<i64>) -> bool {
+pub(crate) fn lastmods_stamped(previous: Option<i64>, current: Option<i64>) -> bool {
     matches!((previous, current), (Some(p), Some(c)) if c > p)
 }
 

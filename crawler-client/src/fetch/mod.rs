@@ -3,8 +3,8 @@
 //! transfer speed. The body is kept as it came (content-coded), for the archive, and decoded
 //! separately for parsing.
 
-pub mod outcome;
-pub mod tasks;
+pub(crate) mod outcome;
+pub(crate) mod tasks;
 
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
@@ -41,7 +41,7 @@ impl Default for FetchLimits {
 
 /// What to fetch.
 #[derive(Debug, Clone)]
-pub struct FetchRequest {
+pub(crate) struct FetchRequest {
     /// The URL.
     pub url: Url,
     /// `If-None-Match`: the entity tag of the copy held.
@@ -54,7 +54,7 @@ pub struct FetchRequest {
 
 /// What came back.
 #[derive(Debug, Clone)]
-pub struct FetchResponse {
+pub(crate) struct FetchResponse {
     /// The URL asked for.
     pub url: Url,
     /// The status code.
@@ -81,27 +81,16 @@ pub struct FetchResponse {
 
 impl FetchResponse {
     /// The first header named `name` (case-insensitive).
-    pub fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.as_str())
     }
 
-    /// The media type, without parameters, lowercase.
-    pub fn media_type(&self) -> Option<String> {
-        self.header("content-type").map(|c| {
-            c.split(';')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .to_ascii_lowercase()
-        })
-    }
-
     /// The HTTP response head as it goes into a WARC record: status line and headers, without
     /// `Transfer-Encoding` (the body is stored de-chunked).
-    pub fn response_head(&self) -> String {
+    pub(crate) fn response_head(&self) -> String {
         let mut head = format!("{} {} {}\r\n", self.version, self.status, self.reason);
         for (n, v) in &self.headers {
             if n.eq_ignore_ascii_case("transfer-encoding") {
@@ -136,7 +125,7 @@ pub enum FetchError {
 
 /// Builds the crawler's HTTP client: no redirects, no automatic decompression (bodies are
 /// archived as received), host overrides for tests and private setups.
-pub fn client(
+pub(crate) fn client(
     user_agent: &str,
     limits: &FetchLimits,
     resolve: &[(String, SocketAddr)],
@@ -171,7 +160,7 @@ fn classify(e: &reqwest::Error) -> FetchError {
 }
 
 /// Fetches `request`.
-pub async fn fetch(
+pub(crate) async fn fetch(
     client: &reqwest::Client,
     request: &FetchRequest,
     limits: &FetchLimits,
@@ -268,12 +257,12 @@ pub async fn fetch(
 }
 
 /// The address a response came from, for the WARC record.
-pub fn ip_of(r: &FetchResponse) -> Option<IpAddr> {
+pub(crate) fn ip_of(r: &FetchResponse) -> Option<IpAddr> {
     r.remote.map(|a| a.ip())
 }
 
 /// A response's headers as (name, value) pairs, values decoded leniently.
-pub fn header_pairs(headers: &reqwest::header::HeaderMap) -> Vec<(String, String)> {
+pub(crate) fn header_pairs(headers: &reqwest::header::HeaderMap) -> Vec<(String, String)> {
     headers
         .iter()
         .map(|(n, v)| {

@@ -16,7 +16,7 @@ use std::time::Duration;
 /// Where an outcome came from, which decides what it settles: a request's ends a connection
 /// to its host, the others were never counted as under way.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Source {
+pub(crate) enum Source {
     /// A request this run made.
     Request,
     /// Read back from the archive at start (written before a crash, not yet saved).
@@ -36,7 +36,7 @@ pub enum RecordSlot {
 
 /// A page response, analysed.
 #[derive(Debug, Clone)]
-pub struct Fetched {
+pub(crate) struct Fetched {
     /// Status code.
     pub status: u16,
     /// What the response says.
@@ -69,7 +69,7 @@ pub struct Fetched {
 
 /// The outcome of a robots.txt fetch.
 #[derive(Debug, Clone)]
-pub struct RobotsFetched {
+pub(crate) struct RobotsFetched {
     /// Final status (after redirects).
     pub status: u16,
     /// Decoded body, at most the parse limit.
@@ -80,7 +80,7 @@ pub struct RobotsFetched {
 
 /// What comes back to the scheduler.
 #[derive(Debug)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// A robots.txt fetch ended.
     Robots {
         /// Host id.
@@ -130,7 +130,7 @@ pub enum Outcome {
 }
 
 /// What every request needs.
-pub struct Context {
+pub(crate) struct Context {
     /// The HTTP client.
     pub client: reqwest::Client,
     /// Fetch limits.

@@ -14,13 +14,13 @@ use std::time::Instant;
 use url::Url;
 
 /// Redirects followed for robots.txt (RFC 9309 asks for at least five).
-pub const ROBOTS_REDIRECTS: u32 = 5;
+pub(crate) const ROBOTS_REDIRECTS: u32 = 5;
 
 /// Bodies larger than this are analysed on the blocking pool, not on an async worker.
 const INLINE_ANALYSIS: usize = 64 << 10;
 
 /// Builds the analysis and archive record of a page response.
-pub fn examine(
+pub(crate) fn examine(
     resp: &FetchResponse,
     depth: u32,
     known: Option<&KnownPage>,
@@ -98,7 +98,7 @@ pub fn examine(
 
 /// Fetches and examines a page, and sends the outcome; `conditional` sends the held copy's
 /// validators.
-pub async fn page(
+pub(crate) async fn page(
     ctx: Arc<Context>,
     job: Queued,
     url: Url,
@@ -149,7 +149,7 @@ pub async fn page(
 }
 
 /// The robots.txt outcome of a final response.
-pub fn robots_from(resp: &FetchResponse, level: u32) -> RobotsFetched {
+pub(crate) fn robots_from(resp: &FetchResponse, level: u32) -> RobotsFetched {
     let body = analyze::decode(
         resp.header("content-encoding"),
         &resp.body,
@@ -165,7 +165,7 @@ pub fn robots_from(resp: &FetchResponse, level: u32) -> RobotsFetched {
 }
 
 /// The `response` record of a response as received.
-pub fn archived(resp: &FetchResponse, level: u32) -> RecordSlot {
+pub(crate) fn archived(resp: &FetchResponse, level: u32) -> RecordSlot {
     let payload_digest = warc::digest(&resp.body);
     RecordSlot::New(warc::response(
         &warc::Exchange {
@@ -182,7 +182,7 @@ pub fn archived(resp: &FetchResponse, level: u32) -> RecordSlot {
 }
 
 /// Fetches a host's robots.txt, following up to five redirects, and sends the outcome.
-pub async fn robots(ctx: Arc<Context>, host: i64, origin: String, tx: Sender<Outcome>) {
+pub(crate) async fn robots(ctx: Arc<Context>, host: i64, origin: String, tx: Sender<Outcome>) {
     let start = Instant::now();
     let mut url = match Url::parse(&origin).and_then(|o| o.join("/robots.txt")) {
         Ok(u) => u,

@@ -7,7 +7,7 @@
 //! in arrival order. A URL's priority is its OPIC cash (see `cash`); among hosts whose time has
 //! come, the one whose best URL has the most cash goes first.
 
-pub mod cash;
+pub(crate) mod cash;
 mod host;
 pub mod politeness;
 pub mod queue_store;

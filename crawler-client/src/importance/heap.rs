@@ -2,7 +2,7 @@
 //! change in place (OPIC's cash, a site's backlog).
 
 /// The heap.
-pub struct MaxHeap {
+pub(crate) struct MaxHeap {
     items: Vec<u32>,
     keys: Vec<f64>,
     pos: Vec<u32>,
@@ -12,7 +12,7 @@ const ABSENT: u32 = u32::MAX;
 
 impl MaxHeap {
     /// An empty heap over items `0..n`.
-    pub fn new(n: usize) -> Self {
+    pub(crate) fn new(n: usize) -> Self {
         MaxHeap {
             items: Vec::new(),
             keys: vec![0.0; n],
@@ -20,23 +20,13 @@ impl MaxHeap {
         }
     }
 
-    /// Whether an item is in the heap.
-    pub fn contains(&self, i: usize) -> bool {
-        self.pos[i] != ABSENT
-    }
-
-    /// The key an item was last given.
-    pub fn key(&self, i: usize) -> f64 {
-        self.keys[i]
-    }
-
     /// The item with the largest key.
-    pub fn top(&self) -> Option<usize> {
+    pub(crate) fn top(&self) -> Option<usize> {
         self.items.first().map(|i| *i as usize)
     }
 
     /// Adds an item (or changes its key if present).
-    pub fn insert(&mut self, i: usize, key: f64) {
+    pub(crate) fn insert(&mut self, i: usize, key: f64) {
         if self.pos[i] != ABSENT {
             return self.update(i, key);
         }
@@ -47,7 +37,7 @@ impl MaxHeap {
     }
 
     /// Changes the key of an item in the heap (nothing if absent).
-    pub fn update(&mut self, i: usize, key: f64) {
+    pub(crate) fn update(&mut self, i: usize, key: f64) {
         let p = self.pos[i];
         if p == ABSENT {
             return;
@@ -62,7 +52,7 @@ impl MaxHeap {
     }
 
     /// Takes an item out (nothing if absent).
-    pub fn remove(&mut self, i: usize) {
+    pub(crate) fn remove(&mut self, i: usize) {
         let p = self.pos[i];
         if p == ABSENT {
             return;

@@ -20,7 +20,8 @@ use super::heap::MaxHeap;
 
 /// How much of a page's cash goes to the virtual page.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum VirtualShare {
+pub(crate) enum VirtualShare {
+    #[cfg(test)]
     /// V is one more child: `1/(d+1)` of the cash.
     Equal,
     /// V takes this fraction; the children share the rest.
@@ -28,7 +29,7 @@ pub enum VirtualShare {
 }
 
 /// OPIC state over a graph of `n` pages plus the virtual page.
-pub struct Opic<'g> {
+pub(crate) struct Opic<'g> {
     g: &'g Graph,
     share: VirtualShare,
     key: Vec<f64>,
@@ -44,7 +45,7 @@ pub struct Opic<'g> {
 impl<'g> Opic<'g> {
     /// Every page and V start with cash `1/(n+1)`, no history. With `window`, histories are
     /// interpolated over that many units of G (Adaptive OPIC).
-    pub fn new(g: &'g Graph, share: VirtualShare, window: Option<f64>) -> Self {
+    pub(crate) fn new(g: &'g Graph, share: VirtualShare, window: Option<f64>) -> Self {
         let n = g.len();
         let c0 = 1.0 / (n + 1) as f64;
         Opic {
@@ -63,7 +64,7 @@ impl<'g> Opic<'g> {
 
     /// Starts tracking the page with the most cash among `members` (for Greedy); pages join
     /// with [`Opic::track`] and leave when read with [`Opic::read_untrack`].
-    pub fn with_greedy(mut self, members: impl IntoIterator<Item = usize>) -> Self {
+    pub(crate) fn with_greedy(mut self, members: impl IntoIterator<Item = usize>) -> Self {
         let mut heap = MaxHeap::new(self.g.len());
         for i in members {
             heap.insert(i, self.key[i]);
@@ -73,22 +74,17 @@ impl<'g> Opic<'g> {
     }
 
     /// Number of real pages (V is index `len()`).
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.g.len()
     }
 
-    /// Whether there are no real pages.
-    pub fn is_empty(&self) -> bool {
-        self.g.is_empty()
-    }
-
     /// The clock G: the sum of all histories (plain OPIC).
-    pub fn clock(&self) -> f64 {
+    pub(crate) fn clock(&self) -> f64 {
         self.clock
     }
 
     /// Cash of page `i` (V is `len()`).
-    pub fn cash(&self, i: usize) -> f64 {
+    pub(crate) fn cash(&self, i: usize) -> f64 {
         if i == self.len() {
             self.v_cash
         } else {
@@ -96,18 +92,20 @@ impl<'g> Opic<'g> {
         }
     }
 
+    #[cfg(test)]
     /// History of page `i` (V is `len()`).
-    pub fn history(&self, i: usize) -> f64 {
+    pub(crate) fn history(&self, i: usize) -> f64 {
         self.hist[i]
     }
 
+    #[cfg(test)]
     /// Total cash, pages and V (constant: 1 up to rounding).
-    pub fn total_cash(&self) -> f64 {
+    pub(crate) fn total_cash(&self) -> f64 {
         self.key.iter().map(|k| k + self.u).sum::<f64>() + self.v_cash
     }
 
     /// Adds a page to the Greedy candidates.
-    pub fn track(&mut self, i: usize) {
+    pub(crate) fn track(&mut self, i: usize) {
         if let Some(h) = &mut self.heap {
             h.insert(i, self.key[i]);
         }
@@ -115,7 +113,7 @@ impl<'g> Opic<'g> {
 
     /// The page Greedy reads next: the candidate with most cash, or V (`len()`) if V has more
     /// (when `with_virtual`). None when there is no candidate.
-    pub fn greedy(&self, with_virtual: bool) -> Option<usize> {
+    pub(crate) fn greedy(&self, with_virtual: bool) -> Option<usize> {
         let top = self.heap.as_ref()?.top();
         match top {
             Some(i) if !with_virtual || self.cash(i) >= self.v_cash => Some(i),
@@ -126,7 +124,7 @@ impl<'g> Opic<'g> {
 
     /// Reads page `i` (V is `len()`): its cash goes to its history and to its children; returns
     /// the cash it had.
-    pub fn read(&mut self, i: usize) -> f64 {
+    pub(crate) fn read(&mut self, i: usize) -> f64 {
         let n = self.len();
         let c = self.cash(i);
         self.record(i, c);
@@ -143,6 +141,7 @@ impl<'g> Opic<'g> {
         let d = children.len();
         let (to_v, each) = match (d, self.share) {
             (0, _) => (c, 0.0),
+            #[cfg(test)]
             (d, VirtualShare::Equal) => (c / (d + 1) as f64, c / (d + 1) as f64),
             (d, VirtualShare::Fixed(eps)) => (c * eps, c * (1.0 - eps) / d as f64),
         };
@@ -156,7 +155,7 @@ impl<'g> Opic<'g> {
     }
 
     /// Reads page `i` and takes it out of the Greedy candidates.
-    pub fn read_untrack(&mut self, i: usize) -> f64 {
+    pub(crate) fn read_untrack(&mut self, i: usize) -> f64 {
         let c = self.read(i);
         if let Some(h) = &mut self.heap {
             h.remove(i);
@@ -181,7 +180,7 @@ impl<'g> Opic<'g> {
 
     /// Importance estimate of page `i`: `(H + C)/(G + 1)`, or with a window the history
     /// interpolated up to now over `T`.
-    pub fn estimate(&self, i: usize) -> f64 {
+    pub(crate) fn estimate(&self, i: usize) -> f64 {
         let c = self.cash(i);
         match self.window {
             None => (self.hist[i] + c) / (self.clock + 1.0),
@@ -190,7 +189,7 @@ impl<'g> Opic<'g> {
     }
 
     /// Estimates of the real pages, renormalised to sum to 1 (the form PageRank is in).
-    pub fn estimates(&self) -> Vec<f64> {
+    pub(crate) fn estimates(&self) -> Vec<f64> {
         let mut x: Vec<f64> = (0..self.len()).map(|i| self.estimate(i)).collect();
         let total: f64 = x.iter().sum();
         if total > 0.0 {
@@ -202,7 +201,7 @@ impl<'g> Opic<'g> {
 
 /// Adaptive OPIC's interpolated history: the cash a page gathered over the last `t` units of
 /// the clock, from its history `h`, the cash `c` gathered over the last `dg` units.
-pub fn interpolate(h: f64, c: f64, dg: f64, t: f64) -> f64 {
+pub(crate) fn interpolate(h: f64, c: f64, dg: f64, t: f64) -> f64 {
     if dg < t {
         h * (t - dg) / t + c
     } else {

@@ -10,7 +10,7 @@ use rayon::prelude::*;
 
 /// How the iteration ended.
 #[derive(Debug, Clone, Copy)]
-pub struct Convergence {
+pub(crate) struct Convergence {
     /// Iterations run.
     pub iterations: u32,
     /// L1 change of the last iteration.
@@ -19,7 +19,7 @@ pub struct Convergence {
 
 /// PageRank of every node, summing to 1, iterated until the L1 change falls below `tol` or
 /// `max_iter` iterations have run.
-pub fn pagerank(g: &Graph, alpha: f64, tol: f64, max_iter: u32) -> (Vec<f64>, Convergence) {
+pub(crate) fn pagerank(g: &Graph, alpha: f64, tol: f64, max_iter: u32) -> (Vec<f64>, Convergence) {
     let n = g.len();
     if n == 0 {
         return (

@@ -39,7 +39,7 @@ const EXACT_LIMIT: usize = 4096;
 
 /// The aggregates of the pages under a policy and the solved parameter.
 #[derive(Debug, Clone)]
-pub struct Allocation {
+pub(crate) struct Allocation {
     policy: Policy,
     budget: f64,
     pages: f64,
@@ -57,7 +57,7 @@ pub struct Allocation {
 
 impl Allocation {
     /// No pages yet, `budget` visits per second to share.
-    pub fn new(policy: Policy, budget: f64) -> Self {
+    pub(crate) fn new(policy: Policy, budget: f64) -> Self {
         Allocation {
             policy,
             budget: budget.max(0.0),
@@ -72,28 +72,23 @@ impl Allocation {
         }
     }
 
-    /// The policy.
-    pub fn policy(&self) -> Policy {
-        self.policy
-    }
-
     /// The budget, visits per second.
-    pub fn budget(&self) -> f64 {
+    pub(crate) fn budget(&self) -> f64 {
         self.budget
     }
 
     /// Changes the budget (call [`Allocation::solve`] after).
-    pub fn set_budget(&mut self, budget: f64) {
+    pub(crate) fn set_budget(&mut self, budget: f64) {
         self.budget = budget.max(0.0);
     }
 
     /// Counts a page with change rate `rate` and importance `weight`.
-    pub fn add(&mut self, rate: f64, weight: f64) {
+    pub(crate) fn add(&mut self, rate: f64, weight: f64) {
         self.shift(rate, weight, 1.0);
     }
 
     /// Takes a page out, with the rate and importance it was added with.
-    pub fn remove(&mut self, rate: f64, weight: f64) {
+    pub(crate) fn remove(&mut self, rate: f64, weight: f64) {
         self.shift(rate, weight, -1.0);
     }
 
@@ -131,7 +126,7 @@ impl Allocation {
     }
 
     /// Solves the policy's parameter so that the pages' rates sum to the budget.
-    pub fn solve(&mut self) {
+    pub(crate) fn solve(&mut self) {
         self.param = match self.policy {
             Policy::Uniform => ratio(self.budget, self.pages),
             Policy::Proportional => ratio(self.budget, self.sum_rate),
@@ -147,7 +142,7 @@ impl Allocation {
 
     /// The visit rate (per second) of a page with this change rate and importance; 0 means the
     /// page is not refreshed.
-    pub fn frequency(&self, rate: f64, weight: f64) -> f64 {
+    pub(crate) fn frequency(&self, rate: f64, weight: f64) -> f64 {
         let (rate, weight) = (rate.max(0.0), weight.max(0.0));
         match self.policy {
             Policy::Uniform => self.param,
@@ -166,7 +161,7 @@ impl Allocation {
     }
 
     /// Seconds between visits of such a page, None if it is not refreshed.
-    pub fn interval(&self, rate: f64, weight: f64) -> Option<f64> {
+    pub(crate) fn interval(&self, rate: f64, weight: f64) -> Option<f64> {
         let f = self.frequency(rate, weight);
         (f > 0.0 && f.is_finite()).then(|| 1.0 / f)
     }
@@ -224,7 +219,7 @@ fn round(v: f64) -> f64 {
 
 /// The freshness-optimal rate of one page at multiplier `mu`: 0 when `weight/rate <= mu`,
 /// else `rate/x` where `g(x) = 1 - (1 + x)e^{-x} = mu * rate / weight`.
-pub fn optimal_frequency(rate: f64, weight: f64, mu: f64) -> f64 {
+pub(crate) fn optimal_frequency(rate: f64, weight: f64, mu: f64) -> f64 {
     if weight <= 0.0 {
         return 0.0;
     }
@@ -280,7 +275,7 @@ fn solve_g(target: f64) -> f64 {
 }
 
 /// Time-averaged freshness of a page with change rate `rate` visited every `1/frequency`.
-pub fn expected_freshness(rate: f64, frequency: f64) -> f64 {
+pub(crate) fn expected_freshness(rate: f64, frequency: f64) -> f64 {
     if rate <= 0.0 {
         return 1.0;
     }
@@ -291,8 +286,9 @@ pub fn expected_freshness(rate: f64, frequency: f64) -> f64 {
     -(-x).exp_m1() / x
 }
 
+#[cfg(test)]
 /// Time-averaged age (time since the first change the copy misses) of such a page.
-pub fn expected_age(rate: f64, frequency: f64) -> f64 {
+pub(crate) fn expected_age(rate: f64, frequency: f64) -> f64 {
     if rate <= 0.0 {
         return 0.0;
     }

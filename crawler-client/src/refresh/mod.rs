@@ -2,6 +2,6 @@
 //! show, the allocation of a visit budget among pages, the crawler's schedule of due pages. The simulation
 //! that compares the policies is in `offline`.
 
-pub mod allocation;
-pub mod change_rate;
-pub mod schedule;
+pub(crate) mod allocation;
+pub(crate) mod change_rate;
+pub(crate) mod schedule;

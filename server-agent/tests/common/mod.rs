@@ -14,16 +14,16 @@ use webcoop_protocol::clock::ManualClock;
 use webcoop_protocol::robots_rdf::{self, RdfLimits, RobotsRdf};
 use webcoop_protocol::sitemap::{self, Leniency, SitemapDocument, SitemapLimits, UrlEntry};
 
-pub const BASE: &str = "https://site.example/";
+pub(crate) const BASE: &str = "https://site.example/";
 
-pub struct Site {
+pub(crate) struct Site {
     pub tmp: tempfile::TempDir,
     pub docroot: PathBuf,
     pub clock: Arc<ManualClock>,
 }
 
 impl Site {
-    pub fn new() -> Site {
+    pub(crate) fn new() -> Site {
         let tmp = tempfile::tempdir().unwrap();
         let docroot = tmp.path().join("www");
         std::fs::create_dir(&docroot).unwrap();
@@ -37,7 +37,7 @@ impl Site {
         }
     }
 
-    pub fn cli(&self) -> Cli {
+    pub(crate) fn cli(&self) -> Cli {
         Cli {
             docroot: Some(self.docroot.clone()),
             base_url: Some(BASE.into()),
@@ -47,42 +47,42 @@ impl Site {
         }
     }
 
-    pub fn agent_with(&self, cli: Cli) -> Agent {
+    pub(crate) fn agent_with(&self, cli: Cli) -> Agent {
         Agent::open(Config::from_cli(cli).unwrap(), self.clock.clone()).unwrap()
     }
 
     /// An agent on this site, after its start-up scan and publication.
-    pub fn start(&self) -> Agent {
+    pub(crate) fn start(&self) -> Agent {
         let mut agent = self.agent_with(self.cli());
         agent.full_scan(false).unwrap();
         agent.publish().unwrap();
         agent
     }
 
-    pub fn path(&self, rel: &str) -> PathBuf {
+    pub(crate) fn path(&self, rel: &str) -> PathBuf {
         self.docroot.join(rel)
     }
 
-    pub fn write(&self, rel: &str, content: &str) {
+    pub(crate) fn write(&self, rel: &str, content: &str) {
         let p = self.path(rel);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(p, content).unwrap();
     }
 
-    pub fn tick(&self, secs: u64) {
+    pub(crate) fn tick(&self, secs: u64) {
         self.clock.advance(std::time::Duration::from_secs(secs));
     }
 
-    pub fn clock_now(&self) -> chrono::DateTime<Utc> {
+    pub(crate) fn clock_now(&self) -> chrono::DateTime<Utc> {
         use webcoop_protocol::clock::Clock;
         self.clock.now()
     }
 
-    pub fn out(&self) -> &Path {
+    pub(crate) fn out(&self) -> &Path {
         &self.docroot
     }
 
-    pub fn listing(&self) -> RobotsRdf {
+    pub(crate) fn listing(&self) -> RobotsRdf {
         robots_rdf::parse(
             &std::fs::read(self.out().join("robots.rdf")).unwrap(),
             &RdfLimits::default(),
@@ -91,7 +91,7 @@ impl Site {
     }
 
     /// URL -> (size, etag) of every item of robots.rdf.
-    pub fn listed(&self) -> BTreeMap<String, (u64, String)> {
+    pub(crate) fn listed(&self) -> BTreeMap<String, (u64, String)> {
         self.listing()
             .items
             .into_iter()
@@ -104,11 +104,11 @@ impl Site {
             .collect()
     }
 
-    pub fn sitemap_urls(&self) -> Vec<UrlEntry> {
+    pub(crate) fn sitemap_urls(&self) -> Vec<UrlEntry> {
         read_sitemap_urls(self.out())
     }
 
-    pub fn feed(&self) -> ChangesFeed {
+    pub(crate) fn feed(&self) -> ChangesFeed {
         changes_feed::parse(
             &std::fs::read(self.out().join(".well-known/webcoop/changes.atom")).unwrap(),
             &FeedLimits::default(),
@@ -117,12 +117,12 @@ impl Site {
     }
 }
 
-pub fn url(rel: &str) -> String {
+pub(crate) fn url(rel: &str) -> String {
     format!("{BASE}{rel}")
 }
 
 /// Every URL of sitemap.xml, following an index to its gzip parts.
-pub fn read_sitemap_urls(dir: &Path) -> Vec<UrlEntry> {
+pub(crate) fn read_sitemap_urls(dir: &Path) -> Vec<UrlEntry> {
     let root = std::fs::read(dir.join("sitemap.xml")).unwrap();
     match sitemap::parse(&root, &SitemapLimits::default(), Leniency::Strict)
         .unwrap()
