@@ -1,5 +1,5 @@
 //! Crawl throughput with politeness off: a web of many hosts on loopback (the test web,
-//! `webcoop::testweb`), crawled by webcoop-crawl, then by `wget -r` and Scrapy on the same
+//! `webcoop_testkit::testweb`), crawled by webcoop-crawl, then by `wget -r` and Scrapy on the same
 //! site in the same run. Reports pages/s, MB/s, CPU and peak RSS as a markdown table.
 //!
 //! `scripts/crawl-bench.sh` installs Scrapy and runs this; by hand:
@@ -10,8 +10,8 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use webcoop::testkit;
-use webcoop::testweb::{HostSpec, Robots, TestWeb};
+use webcoop_testkit as testkit;
+use webcoop_testkit::testweb::{HostSpec, Robots, TestWeb};
 
 struct Measured {
     wall: Duration,

@@ -10,8 +10,8 @@ use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use webcoop::testkit;
-use webcoop::testweb::{Farm, HostSpec, Robots, TestWeb};
+use webcoop_testkit as testkit;
+use webcoop_testkit::testweb::{Farm, HostSpec, Robots, TestWeb};
 
 fn arg(args: &HashMap<String, String>, name: &str, default: usize) -> usize {
     args.get(name)

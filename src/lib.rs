@@ -1,12 +1,10 @@
-//! webcoop: the workspace's root package.
+//! webcoop: the workspace's root package, and `webcoop-bench`.
 //!
-//! It holds what spans the agent and the crawler: the cross-crate integration tests in
-//! `tests/`, runnable `examples/`, and [`testkit`], which finds and runs the real outside
-//! components those tests use (Python reference clients, GNU patch, zstd), and [`servers`],
-//! which runs real servers (nginx) on loopback, and [`testweb`], a web of generated sites
-//! with known links and traps for the crawler, and [`bench`], the parts of `webcoop-bench`.
+//! Its library is the bench ([`bench`]: what it counts on the wire, the site it generates and
+//! edits, how it scores freshness) and the real servers it runs on loopback ([`servers`]:
+//! nginx). The package also holds the cross-crate integration tests in `tests/` and the
+//! runnable `examples/`; the helpers only they use are in `webcoop-testkit` (`testkit/`),
+//! a dev-dependency the bench binary never links.
 
 pub mod bench;
 pub mod servers;
-pub mod testkit;
-pub mod testweb;

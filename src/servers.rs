@@ -192,6 +192,17 @@ pub fn http_get(
 
 /// The shipped example nginx server block.
 pub fn example_nginx_conf() -> String {
-    let path: PathBuf = crate::testkit::workspace_root().join("examples/nginx/site.conf");
+    let path: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/nginx/site.conf");
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// A child process (a server, the agent, the crawler) killed and reaped when dropped, so a
+/// failing test or bench leaves nothing running.
+pub struct Killed(pub std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }

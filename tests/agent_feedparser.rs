@@ -6,12 +6,12 @@ use serde_json::Value;
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::Arc;
-use webcoop::testkit::{reference_python, run_reference};
 use webcoop_agent::agent::Agent;
 use webcoop_agent::config::{Cli, Config};
 use webcoop_protocol::changes_feed::{self, FeedLimits};
 use webcoop_protocol::clock::ManualClock;
 use webcoop_protocol::robots_rdf::{self, RdfLimits};
+use webcoop_testkit::{reference_python, run_reference};
 
 const BASE: &str = "https://site.example/";
 

@@ -10,12 +10,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use webcoop::servers::{Nginx, example_nginx_conf, http_get};
-use webcoop::testkit::{reference_python, run_reference, tool};
 use webcoop_agent::agent::Agent;
 use webcoop_agent::config::{Cli, Config};
 use webcoop_protocol::changes_feed::{self, ChangeKind, FeedLimits};
 use webcoop_protocol::clock::SystemClock;
 use webcoop_protocol::robots_rdf::{self, RdfLimits};
+use webcoop_testkit::{reference_python, run_reference, tool};
 
 fn write(root: &Path, rel: &str, content: &str) {
     let p = root.join(rel);

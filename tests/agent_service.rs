@@ -8,11 +8,11 @@ use common::{Options, Site};
 use std::collections::BTreeSet;
 use std::process::Command;
 use webcoop::servers::http_get;
-use webcoop::testkit::{run_ok, tool};
 use webcoop_protocol::changes_feed::{self, ChangeKind, FeedLimits};
 use webcoop_protocol::compression::zstd_decompress_bounded;
 use webcoop_protocol::delta::{dcz, unified};
 use webcoop_protocol::validator::{EntityTag, Sha256Digest};
+use webcoop_testkit::{run_ok, tool};
 
 fn page(version: u32) -> String {
     let mut s = String::from("<!DOCTYPE html>\n<html><head><title>Manual</title></head><body>\n");

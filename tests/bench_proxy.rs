@@ -3,7 +3,7 @@
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use webcoop::bench::proxy::CountingProxy;
-use webcoop::testweb::{HostSpec, TestWeb};
+use webcoop_testkit::testweb::{HostSpec, TestWeb};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn byte_counts_equal_the_sum_of_the_exchanges() {

@@ -3,7 +3,7 @@
 
 use std::process::Command;
 use webcoop::bench::{changes, freshness};
-use webcoop::testkit::workspace_bin;
+use webcoop_testkit::workspace_bin;
 
 /// The bench, with the agent and the crawler built beside it, where it looks for them.
 fn bench() -> std::path::PathBuf {
@@ -122,7 +122,7 @@ fn the_thesis_preset_measures_head_polling_against_robots_rdf() {
     // The built-in server (gzip for XML, as a configured nginx) and, where installed, Debian's
     // nginx with the shipped server block.
     let mut servers = vec![None];
-    if webcoop::testkit::tool("nginx").is_some() {
+    if webcoop_testkit::tool("nginx").is_some() {
         servers.push(Some("--nginx"));
     }
     for server in servers {

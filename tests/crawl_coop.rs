@@ -9,12 +9,12 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+use webcoop::servers::Killed;
 use webcoop::servers::{Nginx, example_nginx_conf};
-use webcoop::testkit::Killed;
-use webcoop::testkit::{tool, workspace_bin};
-use webcoop::testweb::{HostSpec, Sitemap, TestWeb};
 use webcoop_crawler::archive::copies::{self, Held};
 use webcoop_protocol::validator::Sha256Digest;
+use webcoop_testkit::testweb::{HostSpec, Sitemap, TestWeb};
+use webcoop_testkit::{tool, workspace_bin};
 
 struct Site {
     tmp: tempfile::TempDir,

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 use webcoop::servers::Nginx;
-use webcoop::testkit;
+use webcoop_testkit as testkit;
 
 const DOCS: &str = "/usr/share/doc/python3.11/html";
 

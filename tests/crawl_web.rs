@@ -1,4 +1,4 @@
-//! The crawler against a web of our own on loopback (`webcoop::testweb`): several virtual
+//! The crawler against a web of our own on loopback (`webcoop_testkit::testweb`): several virtual
 //! hosts with known links, robots.txt variants, traps, failures, redirects and rate limits.
 //! Everything is asserted from the server's side: what was requested, how often, how far
 //! apart. The crawler runs as its real binary, as an operator would run it.
@@ -7,8 +7,8 @@ use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
-use webcoop::testkit;
-use webcoop::testweb::{self, HostSpec, Robots, TestWeb};
+use webcoop_testkit as testkit;
+use webcoop_testkit::testweb::{self, HostSpec, Robots, TestWeb};
 
 fn crawl_bin() -> std::path::PathBuf {
     testkit::workspace_bin("webcoop-crawler", "webcoop-crawl")

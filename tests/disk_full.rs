@@ -5,8 +5,9 @@
 use rand::{RngExt, SeedableRng};
 use std::path::Path;
 use std::process::{Command, Output};
-use webcoop::testkit::{self, Killed, Tmpfs};
+use webcoop::servers::Killed;
 use webcoop_protocol::validator::Sha256Digest;
+use webcoop_testkit::{self as testkit, Tmpfs};
 
 /// A docroot of `pages` pages of `bytes` hexadecimal filler each (it compresses only by half,
 /// so the crawler's archive grows as the crawl goes), all linked from `/index.html`.

@@ -22,7 +22,7 @@ fn inputs(dir: &Path) -> Vec<std::path::PathBuf> {
 
 #[test]
 fn every_corpus_input_and_every_kept_crash_runs_clean() {
-    let root = webcoop::testkit::workspace_root().join("fuzz");
+    let root = webcoop_testkit::workspace_root().join("fuzz");
     let mut total = 0;
     for (name, target) in targets::TARGETS {
         let corpus = inputs(&root.join("corpus").join(name));

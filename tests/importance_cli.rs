@@ -4,8 +4,8 @@
 use std::collections::HashMap;
 use std::path::Path;
 use std::process::Command;
-use webcoop::testkit::{reference_python, run_ok, run_reference, workspace_bin};
 use webcoop_crawler::offline::opic_sim::power_law_graph;
+use webcoop_testkit::{reference_python, run_ok, run_reference, workspace_bin};
 
 fn crawl_bin() -> std::path::PathBuf {
     workspace_bin("webcoop-crawler", "webcoop-crawl")

@@ -8,7 +8,6 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use url::Url;
-use webcoop::testkit::{reference_python, reference_script, run_ok, run_reference, tool};
 use webcoop_protocol::changes_feed::{
     self, ChangeEntry, ChangeKind, ChangesFeed, InlineDelta, Resync,
 };
@@ -17,6 +16,7 @@ use webcoop_protocol::delta::{DeltaEncoding, dcz, unified};
 use webcoop_protocol::robots_rdf::{self, Channel, Extensions, RdfItem, RobotsRdf, UpdatePeriod};
 use webcoop_protocol::sitemap::{self, ChangeFreq, SitemapLayout, UrlEntry};
 use webcoop_protocol::validator::Sha256Digest;
+use webcoop_testkit::{reference_python, reference_script, run_ok, run_reference, tool};
 
 fn t(secs: i64) -> DateTime<Utc> {
     Utc.timestamp_opt(1_700_000_000 + secs, 0).single().unwrap()

@@ -10,7 +10,7 @@ use super::freshness::{PageTimeline, Score, mean_score, quantile};
 use super::proxy::{CountingProxy, WireCount};
 use super::site::GeneratedSite;
 use super::site_server;
-use crate::testkit::Killed;
+use crate::servers::Killed;
 use chrono::{DateTime, Utc};
 use std::collections::HashMap;
 use std::net::SocketAddr;

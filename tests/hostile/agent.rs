@@ -4,7 +4,7 @@
 
 use super::support::{AgentSite, wait_for};
 use std::time::Duration;
-use webcoop::testkit::run_ok;
+use webcoop_testkit::run_ok;
 
 const PHP: &[u8] = b"<?php $db_password=\"hunter2\"; ?>\n";
 

@@ -9,8 +9,8 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 use url::Url;
-use webcoop::testweb::{HostSpec, Robots, TestWeb};
 use webcoop_protocol::robots_rdf::{Channel, RdfItem, RobotsRdf, UpdatePeriod};
+use webcoop_testkit::testweb::{HostSpec, Robots, TestWeb};
 
 fn crawl(out: &Path, args: &[String]) -> Output {
     Command::new(crawl_bin())
@@ -505,7 +505,7 @@ fn a_running_crawler_s_callback_cannot_be_hijacked_or_fed_forged_pushes() {
     let out = dir.path().join("crawl");
     let port = super::support::free_port();
     let args = push_crawl(&web, &site, 8, &format!("127.0.0.1:{port}"), &["push.test"]);
-    let mut crawler = webcoop::testkit::Killed(
+    let mut crawler = webcoop::servers::Killed(
         Command::new(crawl_bin())
             .arg("crawl")
             .arg("--out")
@@ -567,7 +567,7 @@ fn a_running_crawler_s_callback_cannot_be_hijacked_or_fed_forged_pushes() {
     assert_eq!(get(&callback, "subscribe").0, 404, "only once, as asked");
     // Deliveries: forged ones are ignored, the signed one is taken.
     let feed = std::fs::read(
-        webcoop::testkit::workspace_root().join("fuzz/corpus/changes_feed/agent-example.atom"),
+        webcoop_testkit::workspace_root().join("fuzz/corpus/changes_feed/agent-example.atom"),
     )
     .unwrap();
     let forged = webcoop_protocol::websub::sign(

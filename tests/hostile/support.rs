@@ -11,8 +11,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use webcoop::servers::Killed;
 use webcoop::servers::{Nginx, example_nginx_conf, http_get};
-use webcoop::testkit::{Killed, tool, workspace_bin};
+use webcoop_testkit::{tool, workspace_bin};
 
 pub(crate) fn agent_bin() -> PathBuf {
     workspace_bin("webcoop-agent", "webcoop-agent")

@@ -1,16 +1,21 @@
-//! Finding the real outside components the tests run: the Python reference clients' venv and
-//! command-line tools such as GNU `patch` and `zstd`.
+//! webcoop-testkit: what the cross-crate tests and examples use and the products never link.
+//! Finding the real outside components the tests run (the Python reference clients' venv and
+//! command-line tools such as GNU `patch` and `zstd`), building the workspace's binaries, a
+//! tmpfs to fill, and [`testweb`], a web of generated sites with known links and traps.
 //!
 //! `scripts/test.sh` installs them and sets `WEBCOOP_REQUIRE_TOOLS=1`, which turns a missing
 //! tool into a test failure. A plain `cargo test` on a machine without them skips those checks
 //! with a message on stderr instead, so the rest of the suite still runs.
+
+pub mod testweb;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// The workspace root (where the README and `scripts/` are).
 pub fn workspace_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    let kit = Path::new(env!("CARGO_MANIFEST_DIR"));
+    kit.parent().unwrap_or(kit).to_path_buf()
 }
 
 /// Whether missing tools fail the tests (set by `scripts/test.sh`).
@@ -147,17 +152,6 @@ pub fn installed_path(path: &str, package: &str) -> Option<PathBuf> {
         Some(p)
     } else {
         unavailable(path, &format!("install the Debian package {package}"))
-    }
-}
-
-/// A child process (a server, the agent, the crawler) killed and reaped when dropped, so a
-/// failing test or bench leaves nothing running.
-pub struct Killed(pub std::process::Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
     }
 }
 
