@@ -305,32 +305,103 @@ pub struct Settings {
     pub callback: Option<(SocketAddr, Option<Url>)>,
 }
 
-fn secs(name: &str, v: f64) -> Result<Duration, String> {
-    Duration::try_from_secs_f64(v)
-        .map_err(|_| format!("{name} must be a non-negative number of seconds, not {v}"))
+/// Why the crawl's settings are refused: each names the setting and what was wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// A duration that is not a non-negative number of seconds.
+    #[error("{name} must be a non-negative number of seconds, not {value}")]
+    Seconds {
+        /// The setting.
+        name: &'static str,
+        /// As given.
+        value: f64,
+    },
+    /// A `--resolve HOST=ADDR` that is not one.
+    #[error("--resolve {entry}: {why}")]
+    Resolve {
+        /// As given.
+        entry: String,
+        /// What is wrong with it.
+        why: &'static str,
+    },
+    /// A seed file that cannot be read.
+    #[error("seed file {path}: {source}")]
+    SeedFile {
+        /// The file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A seed that is not an http(s) URL.
+    #[error("seed {at}: {value:?} is not {why}")]
+    Seed {
+        /// Where it was given (the argument, or file:line).
+        at: String,
+        /// As given.
+        value: String,
+        /// What it is not.
+        why: String,
+    },
+    /// The config file cannot be read.
+    #[error("config {}: {source}", path.display())]
+    FileUnreadable {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The config file is not valid TOML of the known settings.
+    #[error("config {}: {source}", path.display())]
+    FileInvalid {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: toml::de::Error,
+    },
+    /// `--scope` is not a scope.
+    #[error(transparent)]
+    Scope(#[from] crate::analyze::scope::ScopeError),
+    /// A value outside its range; the message names the setting and the range.
+    #[error("{0}")]
+    OutOfRange(String),
+}
+
+fn secs(name: &'static str, value: f64) -> Result<Duration, ConfigError> {
+    Duration::try_from_secs_f64(value).map_err(|_| ConfigError::Seconds { name, value })
+}
+
+fn out_of_range(why: impl Into<String>) -> ConfigError {
+    ConfigError::OutOfRange(why.into())
 }
 
 /// Parses `HOST=ADDR` (ADDR an IP address, with or without a port).
-pub fn parse_resolve(host: &str, addr: &str) -> Result<(String, SocketAddr), String> {
+pub fn parse_resolve(host: &str, addr: &str) -> Result<(String, SocketAddr), ConfigError> {
+    let bad = |why| ConfigError::Resolve {
+        entry: format!("{host}={addr}"),
+        why,
+    };
     let sock = addr
         .parse::<SocketAddr>()
         .or_else(|_| addr.parse::<IpAddr>().map(|ip| SocketAddr::new(ip, 0)))
-        .map_err(|_| format!("--resolve {host}={addr}: {addr} is not an IP address"))?;
+        .map_err(|_| bad("not an IP address"))?;
     if host.is_empty() {
-        return Err(format!("--resolve {host}={addr}: the host name is empty"));
+        return Err(bad("the host name is empty"));
     }
     Ok((host.to_ascii_lowercase(), sock))
 }
 
 /// Reads seeds: each argument is a URL, or a file of URLs.
-pub fn read_seeds(args: &[String]) -> Result<Vec<Url>, String> {
+pub fn read_seeds(args: &[String]) -> Result<Vec<Url>, ConfigError> {
     let mut out = Vec::new();
     for arg in args {
         if arg.contains("://") {
             out.push(seed_url(arg, arg)?);
             continue;
         }
-        let text = std::fs::read_to_string(arg).map_err(|e| format!("seed file {arg}: {e}"))?;
+        let text = std::fs::read_to_string(arg).map_err(|source| ConfigError::SeedFile {
+            path: arg.clone(),
+            source,
+        })?;
         for (n, line) in text.lines().enumerate() {
             let line = line.split('#').next().unwrap_or("").trim();
             if !line.is_empty() {
@@ -341,24 +412,34 @@ pub fn read_seeds(args: &[String]) -> Result<Vec<Url>, String> {
     Ok(out)
 }
 
-fn seed_url(s: &str, at: &str) -> Result<Url, String> {
-    let mut url = Url::parse(s).map_err(|e| format!("seed {at}: {s:?} is not a URL: {e}"))?;
+fn seed_url(s: &str, at: &str) -> Result<Url, ConfigError> {
+    let bad = |why: String| ConfigError::Seed {
+        at: at.to_string(),
+        value: s.to_string(),
+        why,
+    };
+    let mut url = Url::parse(s).map_err(|e| bad(format!("a URL: {e}")))?;
     if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
-        return Err(format!("seed {at}: {s:?} is not an http(s) URL"));
+        return Err(bad("an http(s) URL".into()));
     }
     crate::analyze::url_norm::normalize(&mut url);
     Ok(url)
 }
 
 /// Reads a TOML config file.
-pub fn read_file(path: &Path) -> Result<FileConfig, String> {
-    let text =
-        std::fs::read_to_string(path).map_err(|e| format!("config {}: {e}", path.display()))?;
-    toml::from_str(&text).map_err(|e| format!("config {}: {e}", path.display()))
+pub fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::FileUnreadable {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    toml::from_str(&text).map_err(|source| ConfigError::FileInvalid {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 /// The settings from the command line and the config file.
-pub fn settings(args: &CrawlArgs) -> Result<Settings, String> {
+pub fn settings(args: &CrawlArgs) -> Result<Settings, ConfigError> {
     let file = match &args.config {
         Some(p) => read_file(p)?,
         None => FileConfig::default(),
@@ -372,17 +453,89 @@ pub fn settings(args: &CrawlArgs) -> Result<Settings, String> {
         .or(file.scope.as_deref())
         .unwrap_or("host")
         .parse()?;
+    let per_host = args
+        .per_host_connections
+        .or(file.per_host_connections)
+        .unwrap_or(1);
+    let concurrency = args.concurrency.or(file.concurrency).unwrap_or(128);
+    if per_host == 0 || concurrency == 0 {
+        return Err(out_of_range(
+            "--per-host-connections and --concurrency must be at least 1",
+        ));
+    }
+    let refresh_share = args.refresh_share.or(file.refresh_share).unwrap_or(0.5);
+    if !(0.0..=1.0).contains(&refresh_share) {
+        return Err(out_of_range(format!(
+            "--refresh-share {refresh_share} is not between 0 and 1"
+        )));
+    }
+    let opic_eps = file.opic_eps.unwrap_or(0.15);
+    let opic_window = file.opic_window.unwrap_or(3.0);
+    if !(0.0 < opic_eps && opic_eps < 1.0) || opic_window <= 0.0 {
+        return Err(out_of_range(
+            "opic_eps must be in (0, 1) and opic_window positive",
+        ));
+    }
+    Ok(Settings {
+        coop: coop_config(args, &file)?,
+        callback: callback(args, &file)?,
+        out: args.out.clone(),
+        seeds,
+        max_pages: args.max_pages.or(file.max_pages),
+        scope,
+        limits: limits(args, &file),
+        politeness: politeness(args, &file)?,
+        per_host,
+        concurrency,
+        user_agent: args
+            .user_agent
+            .clone()
+            .or(file.user_agent.clone())
+            .unwrap_or_else(|| DEFAULT_USER_AGENT.to_string()),
+        fetch: fetch_limits(args, &file)?,
+        max_redirects: file.max_redirects.unwrap_or(5),
+        max_attempts: file.max_attempts.unwrap_or(3).max(1),
+        host_give_up: file.host_give_up.unwrap_or(10).max(1),
+        robots_ttl: secs("robots_ttl", file.robots_ttl.unwrap_or(86_400.0))?,
+        warc_max_size: file.warc_max_size.unwrap_or(1 << 30),
+        warc_prefix: file
+            .warc_prefix
+            .clone()
+            .unwrap_or_else(|| "webcoop".to_string()),
+        warc_level: file
+            .warc_gzip_level
+            .unwrap_or(crate::archive::warc::DEFAULT_LEVEL)
+            .min(9),
+        commit_interval: secs("commit_interval", file.commit_interval.unwrap_or(1.0))?,
+        conditional: file.conditional.unwrap_or(true),
+        commit_results: file.commit_results.unwrap_or(2000).max(1),
+        resolve: resolve(args, &file)?,
+        metrics: args.metrics.or(file.metrics),
+        refresh: args.refresh,
+        keep_fresh: keep_fresh(args, &file)?,
+        refresh_share,
+        run_for: args.run_for.map(|s| secs("--run-for", s)).transpose()?,
+        opic_eps,
+        opic_window,
+        progress: args.progress,
+    })
+}
+
+fn limits(args: &CrawlArgs, file: &FileConfig) -> Limits {
     let defaults = Limits::default();
-    let limits = Limits {
+    Limits {
         max_url_len: file.max_url_length.unwrap_or(defaults.max_url_len),
         max_depth: args
             .max_depth
             .or(file.max_depth)
             .unwrap_or(defaults.max_depth),
         max_dynamic_depth: file.max_dynamic_depth.unwrap_or(defaults.max_dynamic_depth),
-    };
+    }
+}
+
+fn politeness(args: &CrawlArgs, file: &FileConfig) -> Result<Politeness, ConfigError> {
     let p = Politeness::default();
-    let politeness = Politeness {
+    Ok(Politeness {
         min_delay: secs(
             "delay_min",
             args.delay_min
@@ -412,9 +565,12 @@ pub fn settings(args: &CrawlArgs) -> Result<Settings, String> {
             file.park_max.unwrap_or(p.max_park.as_secs_f64()),
         )?,
         max_retry_after: p.max_retry_after,
-    };
+    })
+}
+
+fn fetch_limits(args: &CrawlArgs, file: &FileConfig) -> Result<FetchLimits, ConfigError> {
     let f = FetchLimits::default();
-    let fetch = FetchLimits {
+    Ok(FetchLimits {
         max_body: file.max_body.unwrap_or(f.max_body).max(1),
         timeout: secs(
             "timeout",
@@ -429,40 +585,39 @@ pub fn settings(args: &CrawlArgs) -> Result<Settings, String> {
         )?,
         min_speed: file.min_speed.unwrap_or(f.min_speed),
         grace: f.grace,
-    };
+    })
+}
+
+fn resolve(args: &CrawlArgs, file: &FileConfig) -> Result<Vec<(String, SocketAddr)>, ConfigError> {
     let mut resolve = Vec::new();
     for r in &args.resolve {
-        let (host, addr) = r
-            .split_once('=')
-            .ok_or_else(|| format!("--resolve {r}: expected HOST=ADDR"))?;
+        let (host, addr) = r.split_once('=').ok_or_else(|| ConfigError::Resolve {
+            entry: r.clone(),
+            why: "expected HOST=ADDR",
+        })?;
         resolve.push(parse_resolve(host, addr)?);
     }
     for (host, addr) in file.resolve.iter().flatten() {
         resolve.push(parse_resolve(host, addr)?);
     }
-    let per_host = args
-        .per_host_connections
-        .or(file.per_host_connections)
-        .unwrap_or(1);
-    let concurrency = args.concurrency.or(file.concurrency).unwrap_or(128);
-    if per_host == 0 || concurrency == 0 {
-        return Err("--per-host-connections and --concurrency must be at least 1".into());
-    }
-    let refresh_share = args.refresh_share.or(file.refresh_share).unwrap_or(0.5);
-    if !(0.0..=1.0).contains(&refresh_share) {
-        return Err(format!(
-            "--refresh-share {refresh_share} is not between 0 and 1"
-        ));
-    }
+    Ok(resolve)
+}
+
+fn keep_fresh(
+    args: &CrawlArgs,
+    file: &FileConfig,
+) -> Result<Option<crate::refresh::schedule::ScheduleConfig>, ConfigError> {
     let cycle = args
         .refresh_cycle
         .or(file.refresh_cycle)
         .unwrap_or(86_400.0);
     let budget = args.refresh_budget.or(file.refresh_budget);
     if cycle <= 0.0 || budget.is_some_and(|b| b <= 0.0) {
-        return Err("--refresh-cycle and --refresh-budget must be positive".into());
+        return Err(out_of_range(
+            "--refresh-cycle and --refresh-budget must be positive",
+        ));
     }
-    let keep_fresh = args
+    Ok(args
         .keep_fresh
         .then(|| crate::refresh::schedule::ScheduleConfig {
             policy: args
@@ -476,12 +631,13 @@ pub fn settings(args: &CrawlArgs) -> Result<Settings, String> {
                 .unwrap_or((cycle / 100.0).min(60.0)),
             max_interval_secs: cycle * 30.0,
             prior_rate: 1.0 / cycle,
-        });
-    let opic_eps = file.opic_eps.unwrap_or(0.15);
-    let opic_window = file.opic_window.unwrap_or(3.0);
-    if !(0.0 < opic_eps && opic_eps < 1.0) || opic_window <= 0.0 {
-        return Err("opic_eps must be in (0, 1) and opic_window positive".into());
-    }
+        }))
+}
+
+fn coop_config(
+    args: &CrawlArgs,
+    file: &FileConfig,
+) -> Result<crate::coop::site::CoopConfig, ConfigError> {
     let d = crate::coop::site::CoopConfig::default();
     let coop = crate::coop::site::CoopConfig {
         mode: args.coop.or(file.coop).unwrap_or(d.mode),
@@ -497,90 +653,64 @@ pub fn settings(args: &CrawlArgs) -> Result<Settings, String> {
         deltas: file.coop_deltas.unwrap_or(d.deltas),
     };
     if !(0.0 < coop.max_outdated && coop.max_outdated < 1.0) {
-        return Err(format!(
+        return Err(out_of_range(format!(
             "coop_max_outdated {} must be between 0 and 1",
             coop.max_outdated
-        ));
+        )));
     }
     if !(coop.poll_min > 0.0 && coop.poll_max >= coop.poll_min && coop.backup_poll > 0.0) {
-        return Err(
-            "coop_poll_min, coop_poll_max and coop_backup_poll must be positive, min <= max".into(),
-        );
+        return Err(out_of_range(
+            "coop_poll_min, coop_poll_max and coop_backup_poll must be positive, min <= max",
+        ));
     }
     if coop.backup_poll_max < coop.backup_poll || !coop.backup_poll_max.is_finite() {
-        return Err(format!(
+        return Err(out_of_range(format!(
             "coop_backup_poll_max {} must be at least coop_backup_poll {}",
             coop.backup_poll_max, coop.backup_poll
-        ));
+        )));
     }
     if !(0.0..=1.0).contains(&coop.trust_min) || !(0.0..=1.0).contains(&coop.check_share) {
-        return Err("coop_trust_min and coop_check_share must be between 0 and 1".into());
-    }
-    if !(300..=30 * 86_400).contains(&coop.lease_secs) {
-        return Err(format!(
-            "hub_lease {} must be between 300 s and 30 days (what hubs grant)",
-            coop.lease_secs
+        return Err(out_of_range(
+            "coop_trust_min and coop_check_share must be between 0 and 1",
         ));
     }
+    if !(300..=30 * 86_400).contains(&coop.lease_secs) {
+        return Err(out_of_range(format!(
+            "hub_lease {} must be between 300 s and 30 days (what hubs grant)",
+            coop.lease_secs
+        )));
+    }
+    Ok(coop)
+}
+
+fn callback(
+    args: &CrawlArgs,
+    file: &FileConfig,
+) -> Result<Option<(SocketAddr, Option<Url>)>, ConfigError> {
     let callback_url = match (&args.callback_url, &file.callback_url) {
         (Some(u), _) => Some(u.clone()),
-        (None, Some(u)) => Some(Url::parse(u).map_err(|e| format!("callback_url {u}: {e}"))?),
+        (None, Some(u)) => {
+            Some(Url::parse(u).map_err(|e| out_of_range(format!("callback_url {u}: {e}")))?)
+        }
         (None, None) => None,
     };
     if let Some(u) = &callback_url
         && !matches!(u.scheme(), "http" | "https")
     {
-        return Err(format!("--callback-url {u}: must be an http(s) URL"));
+        return Err(out_of_range(format!(
+            "--callback-url {u}: must be an http(s) URL"
+        )));
     }
     let callback = args
         .callback_listen
         .or(file.callback_listen)
         .map(|a| (a, callback_url.clone()));
     if callback.is_none() && callback_url.is_some() {
-        return Err(
-            "--callback-url needs --callback-listen (where the callback server listens)".into(),
-        );
+        return Err(out_of_range(
+            "--callback-url needs --callback-listen (where the callback server listens)",
+        ));
     }
-    Ok(Settings {
-        coop,
-        callback,
-        out: args.out.clone(),
-        seeds,
-        max_pages: args.max_pages.or(file.max_pages),
-        scope,
-        limits,
-        politeness,
-        per_host,
-        concurrency,
-        user_agent: args
-            .user_agent
-            .clone()
-            .or(file.user_agent)
-            .unwrap_or_else(|| DEFAULT_USER_AGENT.to_string()),
-        fetch,
-        max_redirects: file.max_redirects.unwrap_or(5),
-        max_attempts: file.max_attempts.unwrap_or(3).max(1),
-        host_give_up: file.host_give_up.unwrap_or(10).max(1),
-        robots_ttl: secs("robots_ttl", file.robots_ttl.unwrap_or(86_400.0))?,
-        warc_max_size: file.warc_max_size.unwrap_or(1 << 30),
-        warc_prefix: file.warc_prefix.unwrap_or_else(|| "webcoop".to_string()),
-        warc_level: file
-            .warc_gzip_level
-            .unwrap_or(crate::archive::warc::DEFAULT_LEVEL)
-            .min(9),
-        commit_interval: secs("commit_interval", file.commit_interval.unwrap_or(1.0))?,
-        conditional: file.conditional.unwrap_or(true),
-        commit_results: file.commit_results.unwrap_or(2000).max(1),
-        resolve,
-        metrics: args.metrics.or(file.metrics),
-        refresh: args.refresh,
-        keep_fresh,
-        refresh_share,
-        run_for: args.run_for.map(|s| secs("--run-for", s)).transpose()?,
-        opic_eps,
-        opic_window,
-        progress: args.progress,
-    })
+    Ok(callback)
 }
 
 #[cfg(test)]
@@ -643,7 +773,7 @@ mod tests {
         let with = |f: &dyn Fn(&mut CrawlArgs)| {
             let mut a = base.clone();
             f(&mut a);
-            settings(&a).unwrap_err()
+            settings(&a).unwrap_err().to_string()
         };
         assert!(with(&|a| a.seeds = vec!["ftp://x/".into()]).contains("seed ftp://x/"));
         assert!(

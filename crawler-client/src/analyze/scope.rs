@@ -20,17 +20,20 @@ pub enum Scope {
     Pattern(regex::Regex),
 }
 
+/// A `--scope` that is none of the words and not a regular expression either.
+#[derive(Debug, thiserror::Error)]
+#[error("scope is not host, domain, any nor a valid regular expression: {0}")]
+pub struct ScopeError(#[from] regex::Error);
+
 impl FromStr for Scope {
-    type Err = String;
+    type Err = ScopeError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
             "host" => Ok(Scope::Host),
             "domain" => Ok(Scope::Domain),
             "any" => Ok(Scope::Any),
-            pattern => regex::Regex::new(pattern).map(Scope::Pattern).map_err(|e| {
-                format!("scope is not host, domain, any nor a valid regular expression: {e}")
-            }),
+            pattern => Ok(Scope::Pattern(regex::Regex::new(pattern)?)),
         }
     }
 }
@@ -178,6 +181,7 @@ mod tests {
         assert!(
             "([".parse::<Scope>()
                 .unwrap_err()
+                .to_string()
                 .contains("regular expression")
         );
         assert!(

@@ -54,21 +54,56 @@ pub fn list(dir: &Path) -> Result<Vec<PageCopy>, StoreError> {
         .collect())
 }
 
+/// Why the copy held of a page cannot be given.
+#[derive(Debug, thiserror::Error)]
+pub enum CopyError {
+    /// The crawl state cannot be read.
+    #[error(transparent)]
+    State(#[from] crate::state::StoreError),
+    /// The WARC file cannot be read.
+    #[error("{}: {source}", path.display())]
+    Archive {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The record is not the content the state says is held.
+    #[error("{url}: the record in {file} at {offset} does not match its validator")]
+    Mismatch {
+        /// The page.
+        url: String,
+        /// The WARC file.
+        file: String,
+        /// The record's offset.
+        offset: u64,
+    },
+    /// No whole response where the state points.
+    #[error("{url}: no whole response in {file} at {offset}")]
+    Torn {
+        /// The page.
+        url: String,
+        /// The WARC file.
+        file: String,
+        /// The record's offset.
+        offset: u64,
+    },
+}
+
 /// The content of the copy held of `url`, read back from the archive and checked against
 /// its validator.
-pub fn content(dir: &Path, url: &str) -> Result<Option<Vec<u8>>, String> {
-    let store = Store::open_read_only(dir).map_err(|e| e.to_string())?;
-    let Some((file, offset, validator)) = store.content_of(url).map_err(|e| e.to_string())? else {
+pub fn content(dir: &Path, url: &str) -> Result<Option<Vec<u8>>, CopyError> {
+    let store = Store::open_read_only(dir)?;
+    let Some((file, offset, validator)) = store.content_of(url)? else {
         return Ok(None);
     };
     let path = dir.join("warc").join(&file);
     let body = warc::content_at(&path, offset, usize::MAX)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+        .map_err(|source| CopyError::Archive { path, source })?;
+    let url = url.to_string();
     match body {
         Some(b) if Sha256Digest::of(&b).etag().to_string() == validator => Ok(Some(b)),
-        Some(_) => Err(format!(
-            "{url}: the record in {file} at {offset} does not match its validator"
-        )),
-        None => Err(format!("{url}: no whole response in {file} at {offset}")),
+        Some(_) => Err(CopyError::Mismatch { url, file, offset }),
+        None => Err(CopyError::Torn { url, file, offset }),
     }
 }

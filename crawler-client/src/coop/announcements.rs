@@ -4,7 +4,7 @@
 use super::discovery::delta_url;
 use super::requests::DeltaPlan;
 use super::state::{Claim, CoopState, InlineDelta, Reach};
-use super::{CoopJob, CoopMode, MetaKind};
+use super::{CoopJob, CoopMode, MetaError, MetaKind};
 use crate::analyze::Link;
 use crate::clock::now_ms;
 use crate::fetch::outcome::CoopFetched;
@@ -21,9 +21,9 @@ impl CoopState {
         got: &CoopFetched,
         secs: Option<f64>,
         pushed: bool,
-    ) -> Result<(), String> {
-        let feed = changes_feed::parse(&got.body, &FeedLimits::default())
-            .map_err(|e| format!("changes feed: {e}"))?;
+    ) -> Result<(), MetaError> {
+        let feed =
+            changes_feed::parse(&got.body, &FeedLimits::default()).map_err(MetaError::Feed)?;
         if !pushed {
             let site = self.site(host);
             site.changes_etag = got.header("etag").map(str::to_string);

@@ -5,7 +5,7 @@ use super::discovery::{delta_url, is_changes_endpoint, link_header, robots_txt_p
 use super::poll_rate::pace_from_dates;
 use super::state::{CoopState, Reach, Walk};
 use super::trust::{lastmods_stamped, shared_moment};
-use super::{CoopJob, CoopMode, MetaKind};
+use super::{CoopJob, CoopMode, MetaError, MetaKind};
 use crate::clock::now_ms;
 use crate::fetch::outcome::CoopFetched;
 use url::Url;
@@ -152,9 +152,13 @@ impl CoopState {
         url: &Url,
         got: &CoopFetched,
         secs: Option<f64>,
-    ) -> Result<(), String> {
-        let doc = robots_rdf::parse(&got.body, &RdfLimits::default())
-            .map_err(|e| format!("{url}: {e}"))?;
+    ) -> Result<(), MetaError> {
+        let doc = robots_rdf::parse(&got.body, &RdfLimits::default()).map_err(|source| {
+            MetaError::Listing {
+                url: url.clone(),
+                source,
+            }
+        })?;
         let origin = r.origin(host);
         let last_poll = self.sites.get(&host).and_then(|s| s.last_poll);
         let first = !self.sites.get(&host).is_some_and(|s| s.discovered);

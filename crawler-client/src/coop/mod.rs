@@ -34,6 +34,33 @@ pub use state::{CoopState, Effects, InlineDelta, KnownPages, Reach};
 
 use url::Url;
 
+/// Why a metadata request (robots.rdf, a sitemap, the changes feed) gave nothing usable.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum MetaError {
+    /// No response.
+    #[error(transparent)]
+    Fetch(#[from] crate::fetch::FetchError),
+    /// A status that carries no document.
+    #[error("{url} answered {status}")]
+    Status {
+        /// The document asked for.
+        url: Url,
+        /// Its status.
+        status: u16,
+    },
+    /// robots.rdf does not parse.
+    #[error("{url}: {source}")]
+    Listing {
+        /// The listing.
+        url: Url,
+        /// Why.
+        source: webcoop_protocol::ParseError,
+    },
+    /// The changes feed (polled or pushed) does not parse.
+    #[error("changes feed: {0}")]
+    Feed(webcoop_protocol::ParseError),
+}
+
 /// The most cooperation the crawler may use (`--coop`), so that modes can be compared.
 #[derive(
     Debug,

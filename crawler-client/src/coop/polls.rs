@@ -3,7 +3,7 @@
 //! back to polling pages when a site stops answering.
 
 use super::state::{CoopState, Reach};
-use super::{CoopJob, CoopMode, Level, MetaKind};
+use super::{CoopJob, CoopMode, Level, MetaError, MetaKind};
 use crate::clock::now_ms;
 use crate::fetch::FetchError;
 use crate::fetch::outcome::CoopFetched;
@@ -112,7 +112,7 @@ impl CoopState {
             CoopJob::Fetch { kind, url, .. } => {
                 let outcome = match result {
                     Ok(got) => self.meta_answered(r, host, kind, &url, got),
-                    Err(e) => Err(e.to_string()),
+                    Err(e) => Err(MetaError::from(e)),
                 };
                 match outcome {
                     Ok(()) => {
@@ -145,7 +145,13 @@ impl CoopState {
         }
     }
 
-    pub(crate) fn meta_failed(&mut self, r: &mut Reach<'_>, host: i64, kind: MetaKind, why: &str) {
+    pub(crate) fn meta_failed(
+        &mut self,
+        r: &mut Reach<'_>,
+        host: i64,
+        kind: MetaKind,
+        why: &MetaError,
+    ) {
         let origin = r.origin(host);
         let c = self.config;
         let discovering = !self.sites.get(&host).is_some_and(|s| s.discovered);
@@ -189,7 +195,7 @@ impl CoopState {
         kind: MetaKind,
         url: &Url,
         got: CoopFetched,
-    ) -> Result<(), String> {
+    ) -> Result<(), MetaError> {
         let secs = self
             .sites
             .get(&host)
@@ -227,7 +233,10 @@ impl CoopState {
                 self.sitemap_fed(r, host, Some((url, &got)));
                 Ok(())
             }
-            (_, s) => Err(format!("{url} answered {s}")),
+            (_, status) => Err(MetaError::Status {
+                url: url.clone(),
+                status,
+            }),
         }
     }
 

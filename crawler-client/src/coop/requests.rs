@@ -153,6 +153,67 @@ pub struct DeltaPlan {
     pub inline: Option<(String, Vec<u8>)>,
 }
 
+/// Why a delta could not be used; the page is then fetched in full, and the reason logged.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum DeltaError {
+    /// Neither the server nor the announcement gave the new version's validator.
+    #[error("no validator to verify the result against")]
+    NoValidator,
+    /// The validator does not parse.
+    #[error("validator {value}: {source}")]
+    Validator {
+        /// As given.
+        value: String,
+        /// Why.
+        source: webcoop_protocol::validator::ValidatorError,
+    },
+    /// The delta does not decode, or its result is not the version named.
+    #[error(transparent)]
+    Decode(#[from] webcoop_protocol::delta::DeltaError),
+    /// The server's version is not the one the site announced.
+    #[error("the server's validator {server} is not the announced {announced}")]
+    NotAnnounced {
+        /// The server's `ETag`.
+        server: String,
+        /// The announcement's.
+        announced: String,
+    },
+    /// No inline delta came with the announcement.
+    #[error("no inline delta")]
+    NoInline,
+    /// The inline delta is for another version than the one held.
+    #[error("the inline delta applies to {0}, not the copy held")]
+    OtherBase(String),
+    /// No copy of the page is held to apply a delta to.
+    #[error("no copy of the page is held")]
+    NothingHeld,
+    /// The held copy could not be read back from the archive.
+    #[error("reading the held copy from {file}: {source}")]
+    HeldUnreadable {
+        /// The WARC file.
+        file: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The archive does not hold a whole response where the state says.
+    #[error("the held copy in {file} at {offset} is not a whole response")]
+    HeldTorn {
+        /// The WARC file.
+        file: String,
+        /// The record's offset.
+        offset: u64,
+    },
+    /// The delta request failed.
+    #[error("delta request: {0}")]
+    Request(FetchError),
+    /// The delta is larger than the body limit.
+    #[error("delta larger than the body limit")]
+    TooLarge,
+    /// The delta endpoint answered with this status.
+    #[error("delta endpoint answered {0}")]
+    Status(u16),
+}
+
 /// Builds the new version of a page from the held one and a dcz delta, verified against the
 /// validators the server gave (its `ETag`) and the site announced; both must be ours.
 pub(crate) fn apply(
@@ -161,20 +222,20 @@ pub(crate) fn apply(
     etag: Option<&str>,
     announced: Option<&str>,
     limit: u64,
-) -> Result<Vec<u8>, String> {
-    let expected = etag
-        .or(announced)
-        .ok_or("no validator to verify the result against")?;
-    let expected: EntityTag = expected
-        .parse()
-        .map_err(|e| format!("validator {expected}: {e}"))?;
-    let new = dcz::decode_verified(held, delta, &expected, limit).map_err(|e| e.to_string())?;
+) -> Result<Vec<u8>, DeltaError> {
+    let value = etag.or(announced).ok_or(DeltaError::NoValidator)?;
+    let expected: EntityTag = value.parse().map_err(|source| DeltaError::Validator {
+        value: value.to_string(),
+        source,
+    })?;
+    let new = dcz::decode_verified(held, delta, &expected, limit)?;
     if let Some(a) = announced
         && a != expected.to_string()
     {
-        return Err(format!(
-            "the server's validator {expected} is not the announced {a}"
-        ));
+        return Err(DeltaError::NotAnnounced {
+            server: expected.to_string(),
+            announced: a.to_string(),
+        });
     }
     Ok(new)
 }
@@ -243,7 +304,7 @@ pub(crate) async fn page_delta(
             };
             (
                 fetch::fetch(&ctx.client, &request, &ctx.limits).await,
-                DeltaUse::Fallback(why),
+                DeltaUse::Fallback(why.to_string()),
             )
         }
     };
@@ -265,15 +326,13 @@ pub(crate) async fn page_inline(
     known: KnownPage,
     plan: DeltaPlan,
     tx: Sender<Outcome>,
-) -> Result<(), String> {
+) -> Result<(), DeltaError> {
     let Some((base, delta)) = &plan.inline else {
-        return Err("no inline delta".into());
+        return Err(DeltaError::NoInline);
     };
     let held = held_version(&ctx, &known).await?;
     if Sha256Digest::of(&held).etag().to_string() != *base {
-        return Err(format!(
-            "the inline delta applies to {base}, not the copy held"
-        ));
+        return Err(DeltaError::OtherBase(base.clone()));
     }
     let new = apply(
         &held,
@@ -335,17 +394,24 @@ fn examined(
 }
 
 /// The content of the copy held, read back from the archive.
-async fn held_version(ctx: &Arc<Context>, known: &KnownPage) -> Result<Vec<u8>, String> {
+async fn held_version(ctx: &Arc<Context>, known: &KnownPage) -> Result<Vec<u8>, DeltaError> {
     let Some((file, offset)) = known.content.clone() else {
-        return Err("no copy of the page is held".into());
+        return Err(DeltaError::NothingHeld);
     };
     let path = ctx.warc_dir.join(&file);
     let limit = ctx.limits.max_body;
+    let unreadable = |source| DeltaError::HeldUnreadable {
+        file: file.clone(),
+        source,
+    };
     tokio::task::spawn_blocking(move || warc::content_at(&path, offset, limit))
         .await
-        .map_err(|e| format!("reading the held copy: {e}"))?
-        .map_err(|e| format!("reading the held copy from {file}: {e}"))?
-        .ok_or_else(|| format!("the held copy in {file} at {offset} is not a whole response"))
+        .map_err(|e| unreadable(std::io::Error::other(e)))?
+        .map_err(unreadable)?
+        .ok_or_else(|| DeltaError::HeldTorn {
+            file: file.clone(),
+            offset,
+        })
 }
 
 async fn try_delta(
@@ -353,7 +419,7 @@ async fn try_delta(
     page: &Url,
     held: &[u8],
     plan: &DeltaPlan,
-) -> Result<(FetchResponse, DeltaUse), String> {
+) -> Result<(FetchResponse, DeltaUse), DeltaError> {
     let digest = Sha256Digest::of(held);
     let request = FetchRequest {
         url: plan.url.clone(),
@@ -366,9 +432,9 @@ async fn try_delta(
     };
     let resp = fetch::fetch(&ctx.client, &request, &ctx.limits)
         .await
-        .map_err(|e| format!("delta request: {e}"))?;
+        .map_err(DeltaError::Request)?;
     if resp.truncated {
-        return Err("delta larger than the body limit".into());
+        return Err(DeltaError::TooLarge);
     }
     let size = resp.body.len() as u64;
     match resp.status {
@@ -400,6 +466,6 @@ async fn try_delta(
             full.url = page.clone();
             Ok((full, DeltaUse::Whole))
         }
-        s => Err(format!("delta endpoint answered {s}")),
+        s => Err(DeltaError::Status(s)),
     }
 }

@@ -90,6 +90,7 @@ impl Engine {
                 let result =
                     crate::coop::requests::page_inline(ctx, job, page, d.known, d.plan, tx).await;
                 if let Err(why) = result {
+                    let why = why.to_string();
                     let _ = fallback.send(Outcome::InlineFailed { host, fp, url, why });
                 }
             });
