@@ -22,8 +22,8 @@ impl CoopState {
         secs: Option<f64>,
         pushed: bool,
     ) -> Result<(), MetaError> {
-        let feed =
-            changes_feed::parse(&got.body, &FeedLimits::default()).map_err(MetaError::Feed)?;
+        let feed = changes_feed::parse(&got.body, &FeedLimits::default())
+            .map_err(|e| MetaError::Feed(Box::new(e)))?;
         if !pushed {
             let site = self.site(host);
             site.changes_etag = got.header("etag").map(str::to_string);

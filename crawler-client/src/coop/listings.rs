@@ -156,7 +156,7 @@ impl CoopState {
         let doc = robots_rdf::parse(&got.body, &RdfLimits::default()).map_err(|source| {
             MetaError::Listing {
                 url: url.clone(),
-                source,
+                source: Box::new(source),
             }
         })?;
         let origin = r.origin(host);

@@ -54,11 +54,11 @@ pub(crate) enum MetaError {
         /// The listing.
         url: Url,
         /// Why.
-        source: webcoop_protocol::ParseError,
+        source: Box<webcoop_protocol::ParseError>,
     },
     /// The changes feed (polled or pushed) does not parse.
     #[error("changes feed: {0}")]
-    Feed(webcoop_protocol::ParseError),
+    Feed(Box<webcoop_protocol::ParseError>),
 }
 
 /// The most cooperation the crawler may use (`--coop`), so that modes can be compared.
