@@ -16,6 +16,7 @@ pub mod coop;
 pub mod engine;
 pub(crate) mod fetch;
 pub mod frontier;
+pub mod ids;
 pub(crate) mod importance;
 pub(crate) mod metrics;
 pub mod offline;

@@ -216,6 +216,7 @@ fn a_site_s_cooperation_speaks_only_for_its_own_origin() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_callback_refuses_forged_pushes_and_hijacking_verifications() {
     use webcoop_crawler::coop::callback::{CallbackEvent, CallbackServer, Expected, token_for};
+    use webcoop_crawler::ids::HostId;
     use webcoop_protocol::websub::{Mode, SignatureAlgorithm, sign};
     let (tx, rx) = std::sync::mpsc::channel::<CallbackEvent>();
     let tx = std::sync::Mutex::new(tx);
@@ -236,7 +237,7 @@ async fn the_callback_refuses_forged_pushes_and_hijacking_verifications() {
     };
     let client = super::support::client();
     let base = format!("http://{}/websub", server.local);
-    let good = server.callback_for(7, secret);
+    let good = server.callback_for(HostId(7), secret);
     assert_eq!(good, format!("{base}/7/{}", token_for(secret)));
     let verify = |url: String, mode: &str| {
         let client = client.clone();
@@ -254,15 +255,15 @@ async fn the_callback_refuses_forged_pushes_and_hijacking_verifications() {
     };
     // Subscribed and active, nothing asked: someone else's request in our name is refused,
     // whether it would swap the secret (subscribe) or end the subscription (unsubscribe).
-    server.expect(7, expect(None, None, true));
+    server.expect(HostId(7), expect(None, None, true));
     assert_eq!(verify(good.clone(), "subscribe").await.0, 404);
     assert_eq!(verify(good.clone(), "unsubscribe").await.0, 404);
     assert_eq!(verify(good.clone(), "denied").await.0, 404);
     // Asked, but long ago: stale.
-    server.expect(7, expect(Some(Mode::Subscribe), Some(700), false));
+    server.expect(HostId(7), expect(Some(Mode::Subscribe), Some(700), false));
     assert_eq!(verify(good.clone(), "subscribe").await.0, 404);
     // Asked just now, but the path lacks the token, or names another: refused.
-    server.expect(7, expect(Some(Mode::Subscribe), Some(0), false));
+    server.expect(HostId(7), expect(Some(Mode::Subscribe), Some(0), false));
     assert_eq!(verify(format!("{base}/7"), "subscribe").await.0, 404);
     assert_eq!(
         verify(format!("{base}/7/AAAAAAAAAAAAAAAAAAAAAA"), "subscribe")

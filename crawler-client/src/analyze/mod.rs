@@ -8,6 +8,7 @@ pub mod url_norm;
 
 use crate::analyze::scope::LinkPolicy;
 use crate::coop::discovery::link_header;
+use crate::ids::Fp;
 use std::io::Read;
 use url::Url;
 use webcoop_protocol::validator::Sha256Digest;
@@ -43,7 +44,7 @@ pub struct Link {
     /// Normalised URL.
     pub url: String,
     /// Its fingerprint.
-    pub fp: u64,
+    pub fp: Fp,
     /// Its host's key.
     pub origin: String,
 }

@@ -1,6 +1,7 @@
 //! URL normalisation and crawler-trap guards: one spelling per resource, so the seen-set
 //! recognises it, and no endless URL spaces.
 
+use crate::ids::Fp;
 use url::Url;
 
 /// Query parameters that carry a session and name no resource (case-insensitive).
@@ -153,8 +154,8 @@ pub fn is_dynamic(url: &Url) -> bool {
 }
 
 /// The 64-bit fingerprint the seen-set keeps.
-pub fn fingerprint(url: &Url) -> u64 {
-    xxhash_rust::xxh3::xxh3_64(url.as_str().as_bytes())
+pub fn fingerprint(url: &Url) -> Fp {
+    Fp(xxhash_rust::xxh3::xxh3_64(url.as_str().as_bytes()))
 }
 
 /// The key politeness and robots.txt are kept by: scheme, host and port.

@@ -8,6 +8,7 @@ use super::{CoopJob, CoopMode, MetaError, MetaKind};
 use crate::analyze::Link;
 use crate::clock::now_ms;
 use crate::fetch::outcome::CoopFetched;
+use crate::ids::{Fp, HostId};
 use crate::refresh::schedule::Announcement;
 use crate::state::PageRecord;
 use url::Url;
@@ -17,7 +18,7 @@ impl CoopState {
     pub(crate) fn changes_answered(
         &mut self,
         r: &mut Reach<'_>,
-        host: i64,
+        host: HostId,
         got: &CoopFetched,
         secs: Option<f64>,
         pushed: bool,
@@ -36,7 +37,7 @@ impl CoopState {
     pub(crate) fn apply_feed(
         &mut self,
         r: &mut Reach<'_>,
-        host: i64,
+        host: HostId,
         feed: ChangesFeed,
         secs: Option<f64>,
         pushed: bool,
@@ -151,7 +152,7 @@ impl CoopState {
     pub(crate) fn listed(
         &mut self,
         r: &mut Reach<'_>,
-        host: i64,
+        host: HostId,
         url: &Url,
         modified: Option<i64>,
         etag: Option<String>,
@@ -223,7 +224,7 @@ impl CoopState {
     }
 
     /// Makes a known page due at once (an announced change or a check).
-    pub(crate) fn due_now(&mut self, r: &mut Reach<'_>, host: i64, link: &Link) {
+    pub(crate) fn due_now(&mut self, r: &mut Reach<'_>, host: HostId, link: &Link) {
         let now = now_ms();
         let tracked = r.schedule.as_deref_mut().map(|s| {
             s.page(link.fp).is_some() && s.announce(link.fp, Announcement::ChangedAt(now), now)
@@ -240,7 +241,7 @@ impl CoopState {
     pub(crate) fn apply_inline(
         &mut self,
         r: &mut Reach<'_>,
-        host: i64,
+        host: HostId,
         link: &Link,
         known: crate::state::KnownPage,
     ) {
@@ -262,7 +263,14 @@ impl CoopState {
     }
 
     /// An inline delta could not be used: the page is fetched.
-    pub fn inline_failed(&mut self, r: &mut Reach<'_>, host: i64, fp: u64, url: String, why: &str) {
+    pub fn inline_failed(
+        &mut self,
+        r: &mut Reach<'_>,
+        host: HostId,
+        fp: Fp,
+        url: String,
+        why: &str,
+    ) {
         tracing::info!("{url}: inline delta not usable ({why}); fetching it");
         self.site(host).stats.delta_fallbacks += 1;
         let Ok(u) = Url::parse(&url) else {
@@ -274,7 +282,7 @@ impl CoopState {
 
     /// A site announced a page deleted: where the site is believed, the page is recorded gone
     /// and no longer refreshed.
-    pub(crate) fn deleted(&mut self, r: &mut Reach<'_>, host: i64, url: &Url, seq: u64) {
+    pub(crate) fn deleted(&mut self, r: &mut Reach<'_>, host: HostId, url: &Url, seq: u64) {
         let link = Link::to(url);
         let believed = self.covers(host);
         if !believed || !r.frontier.seen(link.fp) {

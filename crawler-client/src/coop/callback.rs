@@ -12,6 +12,7 @@
 //! request waits; and a delivery's body is read (up to [`MAX_DELIVERY`]) only after its path,
 //! its subscription and the presence of a signature have been checked.
 
+use crate::ids::HostId;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -59,7 +60,7 @@ pub enum CallbackEvent {
     /// The hub verified our intent.
     Verified {
         /// The site.
-        host: i64,
+        host: HostId,
         /// Subscribe or unsubscribe.
         mode: Mode,
         /// The lease granted, seconds (subscribe).
@@ -68,28 +69,28 @@ pub enum CallbackEvent {
     /// The hub refused the subscription.
     Denied {
         /// The site.
-        host: i64,
+        host: HostId,
         /// Its reason.
         reason: Option<String>,
     },
     /// A signed delivery.
     Delivery {
         /// The site.
-        host: i64,
+        host: HostId,
         /// The changes feed document.
         body: Vec<u8>,
     },
     /// A delivery whose signature did not verify (ignored, as WebSub requires).
     BadSignature {
         /// The site.
-        host: i64,
+        host: HostId,
         /// Why.
         why: String,
     },
     /// A signed delivery whose body did not decompress (refused, so the hub sends it again).
     Undecodable {
         /// The site.
-        host: i64,
+        host: HostId,
         /// Why.
         why: String,
     },
@@ -97,7 +98,7 @@ pub enum CallbackEvent {
 
 #[derive(Clone)]
 struct Shared {
-    expected: Arc<Mutex<HashMap<i64, Expected>>>,
+    expected: Arc<Mutex<HashMap<HostId, Expected>>>,
     report: Report,
 }
 
@@ -116,7 +117,7 @@ pub struct CallbackServer {
     pub local: SocketAddr,
     /// The callback base URL as the hubs see it.
     pub base: Url,
-    expected: Arc<Mutex<HashMap<i64, Expected>>>,
+    expected: Arc<Mutex<HashMap<HostId, Expected>>>,
 }
 
 impl CallbackServer {
@@ -156,7 +157,7 @@ impl CallbackServer {
     }
 
     /// The callback URL of a site subscribed with `secret`.
-    pub fn callback_for(&self, host: i64, secret: &str) -> String {
+    pub fn callback_for(&self, host: HostId, secret: &str) -> String {
         format!(
             "{}/{host}/{}",
             self.base.as_str().trim_end_matches('/'),
@@ -165,14 +166,14 @@ impl CallbackServer {
     }
 
     /// Records what is expected of a site's hub (before a request is sent to it).
-    pub fn expect(&self, host: i64, e: Expected) {
+    pub fn expect(&self, host: HostId, e: Expected) {
         if let Ok(mut m) = self.expected.lock() {
             m.insert(host, e);
         }
     }
 
     /// Whether a request to a site's hub still waits for its verification.
-    pub fn pending(&self, host: i64) -> bool {
+    pub fn pending(&self, host: HostId) -> bool {
         self.expected
             .lock()
             .map(|m| m.get(&host).is_some_and(|e| e.pending.is_some()))
@@ -181,10 +182,10 @@ impl CallbackServer {
 }
 
 /// The site a callback path names, with the token it carries.
-fn host_of(path: &str) -> Option<(i64, &str)> {
+fn host_of(path: &str) -> Option<(HostId, &str)> {
     let mut segments = path.rsplit('/');
     let token = segments.next()?;
-    let host = segments.next()?.parse().ok()?;
+    let host = HostId(segments.next()?.parse().ok()?);
     Some((host, token))
 }
 
@@ -357,7 +358,7 @@ mod tests {
         let listen = SocketAddr::from(([127, 0, 0, 1], 0));
         let server = CallbackServer::start(listen, None, report).await.unwrap();
         server.expect(
-            7,
+            HostId(7),
             Expected {
                 topic: TOPIC.into(),
                 secret: SECRET.into(),
@@ -419,7 +420,10 @@ mod tests {
         assert!(head.contains("accept-encoding: gzip, zstd"), "{head}");
         assert!(matches!(
             event(&rx),
-            CallbackEvent::Verified { host: 7, .. }
+            CallbackEvent::Verified {
+                host: HostId(7),
+                ..
+            }
         ));
 
         let feed = b"<feed xmlns=\"http://www.w3.org/2005/Atom\"><id>x</id></feed>".to_vec();
@@ -432,7 +436,10 @@ mod tests {
             ];
             assert_eq!(post(server.local, &headers, &sent).await.0, 202);
             match event(&rx) {
-                CallbackEvent::Delivery { host: 7, body } => assert_eq!(body, feed),
+                CallbackEvent::Delivery {
+                    host: HostId(7),
+                    body,
+                } => assert_eq!(body, feed),
                 other => panic!("{coding:?}: {other:?}"),
             }
         }
@@ -445,7 +452,10 @@ mod tests {
         assert_eq!(post(server.local, &headers, &sent).await.0, 202);
         assert!(matches!(
             event(&rx),
-            CallbackEvent::BadSignature { host: 7, .. }
+            CallbackEvent::BadSignature {
+                host: HostId(7),
+                ..
+            }
         ));
         // A coding we do not know: 415 saying what we accept.
         let headers = [
@@ -464,7 +474,10 @@ mod tests {
         assert_eq!(post(server.local, &headers, broken).await.0, 400);
         assert!(matches!(
             event(&rx),
-            CallbackEvent::Undecodable { host: 7, .. }
+            CallbackEvent::Undecodable {
+                host: HostId(7),
+                ..
+            }
         ));
     }
 }

@@ -5,6 +5,7 @@ use super::requests::DeltaPlan;
 use super::state::{Claim, CoopState, Reach};
 use crate::analyze::Link;
 use crate::fetch::outcome::DeltaUse;
+use crate::ids::{Fp, HostId};
 use url::Url;
 
 impl CoopState {
@@ -13,7 +14,7 @@ impl CoopState {
     /// `Last-Modified` to the second, nginx's ETag of mtime and size), and a 304 would then
     /// hide a second edit within the same second and count against an honest site. A site not
     /// believed gets conditional visits: its claims must not cost whole bodies.
-    pub fn announced_change(&self, fp: u64) -> bool {
+    pub fn announced_change(&self, fp: Fp) -> bool {
         self.claims.get(&fp).is_some_and(|(host, c)| {
             *c == Claim::Changed
                 && self
@@ -24,7 +25,7 @@ impl CoopState {
     }
 
     /// The delta to fetch for a revisit of a changed page, if one is planned.
-    pub fn delta_plan(&mut self, fp: u64) -> Option<DeltaPlan> {
+    pub fn delta_plan(&mut self, fp: Fp) -> Option<DeltaPlan> {
         if !self.config.uses_deltas() {
             return None;
         }
@@ -36,8 +37,8 @@ impl CoopState {
     pub fn visited(
         &mut self,
         r: &mut Reach<'_>,
-        host: i64,
-        fp: u64,
+        host: HostId,
+        fp: Fp,
         changed: bool,
         delta: Option<&DeltaUse>,
     ) {
@@ -84,7 +85,7 @@ impl CoopState {
     }
 
     /// A random page of a site is fetched to check its "nothing changed".
-    pub(crate) fn check_one(&mut self, r: &mut Reach<'_>, host: i64) {
+    pub(crate) fn check_one(&mut self, r: &mut Reach<'_>, host: HostId) {
         let Some(schedule) = r.schedule.as_deref() else {
             return;
         };

@@ -8,6 +8,7 @@ use super::trust::{lastmods_stamped, shared_moment};
 use super::{CoopJob, CoopMode, MetaError, MetaKind};
 use crate::clock::now_ms;
 use crate::fetch::outcome::CoopFetched;
+use crate::ids::HostId;
 use url::Url;
 use webcoop_protocol::robots_rdf::{self, RdfLimits};
 use webcoop_protocol::sitemap::{PendingSitemap, SitemapWalk, WalkLimits};
@@ -17,7 +18,7 @@ const MAX_BAD_SITEMAPS: usize = 10;
 
 impl CoopState {
     /// robots.txt was read: look for what the site offers.
-    pub fn discover(&mut self, r: &mut Reach<'_>, host: i64, status: Option<u16>, body: &[u8]) {
+    pub fn discover(&mut self, r: &mut Reach<'_>, host: HostId, status: Option<u16>, body: &[u8]) {
         if self.config.mode == CoopMode::Off {
             return;
         }
@@ -60,7 +61,7 @@ impl CoopState {
     }
 
     /// Asks for the whole robots.rdf (no validators): at discovery and for a resync.
-    pub(crate) fn fetch_listing(&mut self, r: &mut Reach<'_>, host: i64, url: Url) {
+    pub(crate) fn fetch_listing(&mut self, r: &mut Reach<'_>, host: HostId, url: Url) {
         r.frontier.push_coop(
             host,
             CoopJob::Fetch {
@@ -73,7 +74,7 @@ impl CoopState {
         self.polling.insert(host);
     }
 
-    pub(crate) fn start_walks(&mut self, r: &mut Reach<'_>, host: i64) {
+    pub(crate) fn start_walks(&mut self, r: &mut Reach<'_>, host: HostId) {
         let origin = r.origin(host);
         let Ok(root) = Url::parse(&origin) else {
             return;
@@ -148,7 +149,7 @@ impl CoopState {
     pub(crate) fn listing_answered(
         &mut self,
         r: &mut Reach<'_>,
-        host: i64,
+        host: HostId,
         url: &Url,
         got: &CoopFetched,
         secs: Option<f64>,
@@ -254,7 +255,7 @@ impl CoopState {
     pub(crate) fn sitemap_fed(
         &mut self,
         r: &mut Reach<'_>,
-        host: i64,
+        host: HostId,
         got: Option<(&Url, &CoopFetched)>,
     ) {
         let Some(Walk {
@@ -388,7 +389,7 @@ impl CoopState {
 
     /// A site met for the first time: its listing's dates (Unix seconds) set the pace of the
     /// first polls.
-    pub(crate) fn pace_from_listing(&mut self, r: &mut Reach<'_>, host: i64, dates: &[i64]) {
+    pub(crate) fn pace_from_listing(&mut self, r: &mut Reach<'_>, host: HostId, dates: &[i64]) {
         let Some((changes, secs)) = pace_from_dates(dates, now_ms().div_euclid(1000)) else {
             return;
         };

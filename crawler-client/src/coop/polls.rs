@@ -7,6 +7,7 @@ use super::{CoopJob, CoopMode, Level, MetaError, MetaKind};
 use crate::clock::now_ms;
 use crate::fetch::FetchError;
 use crate::fetch::outcome::CoopFetched;
+use crate::ids::HostId;
 use std::time::{Duration, Instant};
 use url::Url;
 
@@ -19,7 +20,7 @@ impl CoopState {
         }
         self.next_tick = Some(now + tick_period());
         let at = now_ms();
-        let ids: Vec<i64> = self.sites.keys().copied().collect();
+        let ids: Vec<HostId> = self.sites.keys().copied().collect();
         for host in ids {
             self.maybe_subscribe(r, host, at);
             if r.schedule.is_none() || self.polling.contains(&host) {
@@ -50,7 +51,7 @@ impl CoopState {
             .min()
     }
 
-    pub(crate) fn poll_job(&mut self, r: &mut Reach<'_>, host: i64) -> Option<CoopJob> {
+    pub(crate) fn poll_job(&mut self, r: &mut Reach<'_>, host: HostId) -> Option<CoopJob> {
         let site = self.sites.get(&host)?;
         if let (Some(changes), Some(cursor)) = (&site.changes, site.cursor) {
             let mut url = Url::parse(changes).ok()?;
@@ -78,7 +79,7 @@ impl CoopState {
         None
     }
 
-    pub(crate) fn plan_next_poll(&mut self, host: i64) {
+    pub(crate) fn plan_next_poll(&mut self, host: HostId) {
         let c = self.config;
         let at = now_ms();
         let site = self.site(host);
@@ -90,7 +91,7 @@ impl CoopState {
     pub fn answered(
         &mut self,
         r: &mut Reach<'_>,
-        host: i64,
+        host: HostId,
         job: CoopJob,
         result: Result<CoopFetched, FetchError>,
     ) {
@@ -148,7 +149,7 @@ impl CoopState {
     pub(crate) fn meta_failed(
         &mut self,
         r: &mut Reach<'_>,
-        host: i64,
+        host: HostId,
         kind: MetaKind,
         why: &MetaError,
     ) {
@@ -191,7 +192,7 @@ impl CoopState {
     pub(crate) fn meta_answered(
         &mut self,
         r: &mut Reach<'_>,
-        host: i64,
+        host: HostId,
         kind: MetaKind,
         url: &Url,
         got: CoopFetched,
@@ -240,7 +241,7 @@ impl CoopState {
         }
     }
 
-    pub(crate) fn resync(&mut self, r: &mut Reach<'_>, host: i64) {
+    pub(crate) fn resync(&mut self, r: &mut Reach<'_>, host: HostId) {
         let listing = {
             let site = self.site(host);
             site.cursor = None;
@@ -255,7 +256,7 @@ impl CoopState {
 
     /// A poll of the changes feed of a pushed site found `missed` changes the hub had not
     /// pushed: none stretches the time to the next poll, any brings it back to the start.
-    pub(crate) fn backup_polled(&mut self, r: &mut Reach<'_>, host: i64, missed: usize) {
+    pub(crate) fn backup_polled(&mut self, r: &mut Reach<'_>, host: HostId, missed: usize) {
         let c = self.config;
         let site = self.site(host);
         if site.level(c.mode, c.failures_to_degrade) != Level::Push {

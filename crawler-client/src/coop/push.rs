@@ -10,6 +10,7 @@ use crate::analyze::Link;
 use crate::clock::now_ms;
 use crate::fetch::FetchError;
 use crate::fetch::outcome::CoopFetched;
+use crate::ids::HostId;
 use url::Url;
 use webcoop_protocol::websub::{Mode, SubscriptionRequest};
 
@@ -19,7 +20,7 @@ const RESUBSCRIBE_MS: i64 = 600_000;
 impl CoopState {
     /// A page names a WebSub hub: where its site has no changes feed to subscribe to, the
     /// page's topic is subscribed to instead.
-    pub fn page_hub(&mut self, r: &mut Reach<'_>, host: i64, hub: &Url, topic: &Url) {
+    pub fn page_hub(&mut self, r: &mut Reach<'_>, host: HostId, hub: &Url, topic: &Url) {
         if self.config.mode < CoopMode::Push || self.callback.is_none() {
             return;
         }
@@ -40,7 +41,7 @@ impl CoopState {
         self.maybe_subscribe(r, host, now_ms());
     }
 
-    pub(crate) fn maybe_subscribe(&mut self, r: &mut Reach<'_>, host: i64, at: i64) {
+    pub(crate) fn maybe_subscribe(&mut self, r: &mut Reach<'_>, host: HostId, at: i64) {
         // Push serves keeping pages fresh; a one-pass crawl has no use for it.
         if r.schedule.is_none() {
             return;
@@ -134,7 +135,7 @@ impl CoopState {
     pub(crate) fn hub_answered(
         &mut self,
         r: &mut Reach<'_>,
-        host: i64,
+        host: HostId,
         hub: &Url,
         unsubscribe: bool,
         result: Result<CoopFetched, FetchError>,
@@ -278,7 +279,7 @@ impl CoopState {
 
     /// Ends every subscription (the crawl stops): each hub is expected to verify an
     /// unsubscription, and the requests to send it are returned as `(host, hub, form)`.
-    pub fn unsubscribe_requests(&mut self) -> Vec<(i64, Url, String)> {
+    pub fn unsubscribe_requests(&mut self) -> Vec<(HostId, Url, String)> {
         let Some(server) = self.callback.as_ref() else {
             return Vec::new();
         };

@@ -8,6 +8,7 @@ use crate::coop::MetaKind;
 use crate::fetch::outcome::{Context, CoopFetched, DeltaUse, Fetched, Outcome, Source};
 use crate::fetch::tasks;
 use crate::fetch::{self, FetchError, FetchLimits, FetchRequest, FetchResponse};
+use crate::ids::HostId;
 use crate::state::{KnownPage, Queued};
 use std::sync::Arc;
 use std::sync::mpsc::Sender;
@@ -34,7 +35,7 @@ fn decoded_max(kind: MetaKind) -> usize {
 const HUB_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Makes a cooperation request and sends the outcome.
-pub(crate) async fn run(ctx: Arc<Context>, host: i64, job: CoopJob, tx: Sender<Outcome>) {
+pub(crate) async fn run(ctx: Arc<Context>, host: HostId, job: CoopJob, tx: Sender<Outcome>) {
     let start = Instant::now();
     let result = match &job {
         CoopJob::Fetch {

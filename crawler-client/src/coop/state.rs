@@ -10,6 +10,7 @@ use super::site::{CoopConfig, SiteCoop};
 use crate::analyze::Link;
 use crate::analyze::scope::LinkPolicy;
 use crate::frontier::Frontier;
+use crate::ids::{Fp, HostId};
 use crate::refresh::schedule::Schedule;
 use crate::state::{KnownPage, PageRecord};
 use std::collections::{HashMap, HashSet};
@@ -37,12 +38,12 @@ pub(crate) struct Walk {
 /// The crawl's cooperation state.
 pub struct CoopState {
     pub(crate) config: CoopConfig,
-    pub(crate) sites: HashMap<i64, SiteCoop>,
-    pub(crate) dirty: HashSet<i64>,
-    pub(crate) claims: HashMap<u64, (i64, Claim)>,
-    pub(crate) plans: HashMap<u64, DeltaPlan>,
-    pub(crate) walks: HashMap<i64, Walk>,
-    pub(crate) polling: HashSet<i64>,
+    pub(crate) sites: HashMap<HostId, SiteCoop>,
+    pub(crate) dirty: HashSet<HostId>,
+    pub(crate) claims: HashMap<Fp, (HostId, Claim)>,
+    pub(crate) plans: HashMap<Fp, DeltaPlan>,
+    pub(crate) walks: HashMap<HostId, Walk>,
+    pub(crate) polling: HashSet<HostId>,
     pub(crate) callback: Option<CallbackServer>,
     pub(crate) next_tick: Option<Instant>,
     pub(crate) rng: u64,
@@ -53,7 +54,7 @@ pub struct CoopState {
 pub trait KnownPages {
     /// What was held of the page, if it was visited; a failed lookup is logged and counts as
     /// not visited (the claim is then weighed at the page's next visit instead).
-    fn known(&self, fp: u64) -> Option<KnownPage>;
+    fn known(&self, fp: Fp) -> Option<KnownPage>;
 }
 
 /// What a cooperation decision reaches: the frontier (to queue polls and revisits), the
@@ -74,7 +75,7 @@ pub struct Reach<'a> {
 
 impl Reach<'_> {
     /// The origin of a host (empty when unknown).
-    pub(crate) fn origin(&self, host: i64) -> String {
+    pub(crate) fn origin(&self, host: HostId) -> String {
         self.frontier
             .host(host)
             .map(|h| h.origin.clone())
@@ -86,7 +87,7 @@ impl Reach<'_> {
 #[derive(Debug)]
 pub struct InlineDelta {
     /// The site.
-    pub host: i64,
+    pub host: HostId,
     /// The page.
     pub link: Link,
     /// Its depth in the crawl.
@@ -132,7 +133,7 @@ impl CoopState {
 
     /// Takes the sites' saved state (`(host, origin, json)` rows); an unreadable one is
     /// discovered again.
-    pub fn load(&mut self, rows: Vec<(i64, String, String)>) {
+    pub fn load(&mut self, rows: Vec<(HostId, String, String)>) {
         for (id, origin, json) in rows {
             match serde_json::from_str::<SiteCoop>(&json) {
                 Ok(site) => {
@@ -170,13 +171,13 @@ impl CoopState {
     }
 
     /// The site's state, marked to be saved.
-    pub(crate) fn site(&mut self, host: i64) -> &mut SiteCoop {
+    pub(crate) fn site(&mut self, host: HostId) -> &mut SiteCoop {
         self.dirty.insert(host);
         self.sites.entry(host).or_default()
     }
 
     /// A site's state, if it has any.
-    pub fn site_state(&self, host: i64) -> Option<&SiteCoop> {
+    pub fn site_state(&self, host: HostId) -> Option<&SiteCoop> {
         self.sites.get(&host)
     }
 
@@ -190,7 +191,7 @@ impl CoopState {
 
     /// Whether `url` is a page of the host itself: the only pages its documents may make claims
     /// about. Anything else is counted and ignored.
-    pub(crate) fn own_page(&mut self, r: &mut Reach<'_>, host: i64, url: &Url) -> bool {
+    pub(crate) fn own_page(&mut self, r: &mut Reach<'_>, host: HostId, url: &Url) -> bool {
         if crate::analyze::url_norm::origin_key(url) == r.origin(host) {
             return true;
         }
@@ -204,7 +205,7 @@ impl CoopState {
 
     /// Whether an endpoint (changes, delta, hub, listing) a host's documents name is one the
     /// host speaks for: on its own origin, or on one its robots.txt delegates to.
-    pub(crate) fn speaks_for(&mut self, r: &mut Reach<'_>, host: i64, url: &Url) -> bool {
+    pub(crate) fn speaks_for(&mut self, r: &mut Reach<'_>, host: HostId, url: &Url) -> bool {
         let origin = crate::analyze::url_norm::origin_key(url);
         if origin == r.origin(host)
             || self
@@ -223,15 +224,15 @@ impl CoopState {
     }
 
     /// Whether a host's announcements stand in for polling its pages.
-    pub fn covers(&self, host: i64) -> bool {
+    pub fn covers(&self, host: HostId) -> bool {
         self.sites
             .get(&host)
             .is_some_and(|s| s.covers(&self.config))
     }
 
     /// The sites' cooperation to save with the next batch.
-    pub fn to_save(&mut self) -> Vec<(i64, String)> {
-        let dirty: Vec<i64> = self.dirty.drain().collect();
+    pub fn to_save(&mut self) -> Vec<(HostId, String)> {
+        let dirty: Vec<HostId> = self.dirty.drain().collect();
         dirty
             .into_iter()
             .filter_map(|id| {

@@ -12,6 +12,7 @@ use crate::fetch::outcome::{CoopFetched, DeltaUse};
 use crate::frontier::queue_store::memory::MemoryQueue;
 use crate::frontier::robots::Rules;
 use crate::frontier::{Dispatch, Frontier, RobotsState};
+use crate::ids::{Fp, HostId};
 use crate::refresh::allocation::Policy;
 use crate::refresh::schedule::{Schedule, ScheduleConfig};
 use crate::state::KnownPage;
@@ -26,10 +27,10 @@ const CHANGES: &str = "http://site.test/.well-known/webcoop/changes";
 
 /// Pages held, by fingerprint.
 #[derive(Default)]
-struct Held(HashMap<u64, KnownPage>);
+struct Held(HashMap<Fp, KnownPage>);
 
 impl KnownPages for Held {
-    fn known(&self, fp: u64) -> Option<KnownPage> {
+    fn known(&self, fp: Fp) -> Option<KnownPage> {
         self.0.get(&fp).cloned()
     }
 }
@@ -41,7 +42,7 @@ struct World {
     schedule: Option<Schedule>,
     held: Held,
     policy: LinkPolicy,
-    host: i64,
+    host: HostId,
     coop: CoopState,
 }
 
@@ -106,7 +107,7 @@ impl World {
 
     /// A page visited `ago` ms ago with this validator, tracked by the schedule, and left to
     /// the site's announcements as a covering site's page is.
-    fn held_page(&mut self, path: &str, ago: i64, validator: &str) -> u64 {
+    fn held_page(&mut self, path: &str, ago: i64, validator: &str) -> Fp {
         let url = Url::parse(&format!("{SITE}{path}")).unwrap();
         let fp = url_norm::fingerprint(&url);
         let at = now_ms() - ago;
@@ -126,11 +127,11 @@ impl World {
         fp
     }
 
-    fn due(&self, fp: u64) -> i64 {
+    fn due(&self, fp: Fp) -> i64 {
         self.schedule.as_ref().unwrap().page(fp).unwrap().due
     }
 
-    fn covered(&self, fp: u64) -> bool {
+    fn covered(&self, fp: Fp) -> bool {
         self.schedule.as_ref().unwrap().page(fp).unwrap().covered
     }
 

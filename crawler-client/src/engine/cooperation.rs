@@ -11,6 +11,7 @@ use crate::coop::{CoopJob, CoopState, Effects, KnownPages, Reach};
 use crate::fetch::FetchError;
 use crate::fetch::outcome::{CoopFetched, Outcome};
 use crate::frontier::robots::Rules;
+use crate::ids::{Fp, HostId};
 use crate::state::{KnownPage, Queued, Store};
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
@@ -21,11 +22,11 @@ use webcoop_protocol::websub::Mode;
 const UNSUBSCRIBE_WAIT: Duration = Duration::from_secs(3);
 
 impl KnownPages for Store {
-    fn known(&self, fp: u64) -> Option<KnownPage> {
+    fn known(&self, fp: Fp) -> Option<KnownPage> {
         match self.page(fp) {
             Ok(k) => k,
             Err(e) => {
-                tracing::warn!("page {fp:016x}: {e}");
+                tracing::warn!("page {fp}: {e}");
                 None
             }
         }
@@ -107,7 +108,7 @@ impl Engine {
     /// response is archived and logged, and the cooperation state weighs it.
     pub(super) fn handle_coop(
         &mut self,
-        host: i64,
+        host: HostId,
         job: CoopJob,
         result: Result<CoopFetched, FetchError>,
         elapsed: Duration,
@@ -192,7 +193,7 @@ impl Engine {
             }
         }
         let deadline = Instant::now() + UNSUBSCRIBE_WAIT;
-        let mut waiting: HashSet<i64> = asked.iter().map(|(h, _, _)| *h).collect();
+        let mut waiting: HashSet<HostId> = asked.iter().map(|(h, _, _)| *h).collect();
         while !waiting.is_empty() && Instant::now() < deadline {
             // Other outcomes arriving now are dropped: their requests are made again later.
             if let Ok(Outcome::Callback(e)) = self.rx.recv_timeout(Duration::from_millis(50)) {

@@ -30,6 +30,7 @@ use crate::config::Settings;
 use crate::coop::CoopState;
 use crate::fetch::outcome::{Context, Outcome};
 use crate::frontier::Frontier;
+use crate::ids::HostId;
 use crate::metrics::CrawlMetrics;
 use crate::progress::RunFigures;
 use crate::refresh::schedule::Schedule;
@@ -132,7 +133,7 @@ struct RunCounters {
 struct Unsaved {
     batch: Batch,
     /// Queue rows finished: released from their hosts' taken sets once saved.
-    settled: Vec<(i64, i64)>,
+    settled: Vec<(HostId, i64)>,
     /// Content digests first met in this batch, with their page (not yet in the state).
     digests: HashMap<u64, String>,
 }

@@ -10,6 +10,7 @@ use crate::clock::now_ms;
 use crate::fetch::FetchError;
 use crate::fetch::outcome::{Fetched, Outcome, RobotsFetched, Source};
 use crate::frontier::robots::Rules;
+use crate::ids::HostId;
 use crate::state::{GiveUp, HostUpdate, PageRecord, Queued};
 use std::time::{Duration, Instant};
 
@@ -49,7 +50,7 @@ impl Engine {
     /// The host's row as it stands, with what changed.
     fn host_update(
         &self,
-        id: i64,
+        id: HostId,
         robots: Option<(Option<u16>, Vec<u8>, i64)>,
         parked_until: Option<i64>,
     ) -> HostUpdate {
@@ -63,7 +64,7 @@ impl Engine {
         }
     }
 
-    fn give_up(&mut self, host: i64, reason: String) {
+    fn give_up(&mut self, host: HostId, reason: String) {
         let origin = self.origin(host);
         tracing::warn!("giving up on {origin}: {reason}");
         self.frontier.abandon(host, reason.clone());
@@ -76,7 +77,7 @@ impl Engine {
         self.unsaved.batch.hosts.push(update);
     }
 
-    pub(super) fn origin(&self, host: i64) -> String {
+    pub(super) fn origin(&self, host: HostId) -> String {
         self.frontier
             .host(host)
             .map(|h| h.origin.clone())
@@ -84,7 +85,7 @@ impl Engine {
     }
 
     /// One more failure in a row for the host; returns how many.
-    fn host_failed(&mut self, host: i64) -> u32 {
+    fn host_failed(&mut self, host: HostId) -> u32 {
         let failures = self.frontier.host(host).map_or(0, |h| h.failures) + 1;
         if let Some(h) = self.frontier.host_mut(host) {
             h.failures = failures;
@@ -94,7 +95,7 @@ impl Engine {
 
     fn handle_robots(
         &mut self,
-        host: i64,
+        host: HostId,
         result: Result<RobotsFetched, FetchError>,
         elapsed: Duration,
         source: Source,
@@ -139,7 +140,7 @@ impl Engine {
     /// skips it when over the cap), and cooperation looks at what it points to.
     fn robots_read(
         &mut self,
-        host: i64,
+        host: HostId,
         status: Option<u16>,
         body: Vec<u8>,
         elapsed: Duration,
@@ -174,7 +175,7 @@ impl Engine {
 
     /// robots.txt could not be read (a 5xx, no answer): the host is parked, and given up on
     /// after so many failures in a row. Nothing of it is fetched meanwhile.
-    fn robots_failed(&mut self, host: i64, status: Option<u16>, why: &str, source: Source) {
+    fn robots_failed(&mut self, host: HostId, status: Option<u16>, why: &str, source: Source) {
         let now = Instant::now();
         let at = now_ms();
         let failures = self.host_failed(host);

@@ -7,6 +7,7 @@ use super::{CrawlError, Engine};
 use crate::analyze::{Analysis, Link};
 use crate::archive::warc::{self, RevisitProfile};
 use crate::fetch::outcome::{DeltaUse, Fetched, RecordSlot, Source};
+use crate::ids::Fp;
 use crate::importance::opic::interpolate;
 use crate::refresh::change_rate::ChangeHistory;
 use crate::state::{KnownPage, PageRecord, Queued};
@@ -209,7 +210,7 @@ impl Engine {
         &mut self,
         job: &Queued,
         visit: &Visit,
-        children: &[u64],
+        children: &[Fp],
     ) -> (Option<(f64, f64)>, Option<(String, f64)>) {
         let Visit {
             at,
@@ -248,7 +249,7 @@ impl Engine {
 
     /// A page's importance for the refresh schedule: its Adaptive OPIC history interpolated up
     /// to now, with the cash it holds, per unit of the clock.
-    pub(super) fn importance(&self, fp: u64, (history, read_at): (f64, f64)) -> f64 {
+    pub(super) fn importance(&self, fp: Fp, (history, read_at): (f64, f64)) -> f64 {
         let cash = self.frontier.cash();
         let t = self.s.opic_window;
         let value = interpolate(history, cash.cash(fp), cash.clock() - read_at, t) / t;

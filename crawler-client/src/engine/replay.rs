@@ -7,6 +7,7 @@ use crate::archive::warc::{self, Position};
 use crate::fetch::outcome::{Fetched, Outcome, RecordSlot, RobotsFetched, Source};
 use crate::frontier::RobotsState;
 use crate::frontier::robots;
+use crate::ids::{Fp, HostId};
 use crate::state::Queued;
 use chrono::{DateTime, Utc};
 use std::collections::{HashMap, HashSet};
@@ -22,7 +23,7 @@ impl Engine {
         let on_disk = warc::files(&dir, &self.s.warc_prefix).map_err(file_error(&dir))?;
         let mut seen_fps = HashSet::new();
         // Queue rows of the hosts met so far, read once per host.
-        let mut queued: HashMap<i64, HashMap<u64, Queued>> = HashMap::new();
+        let mut queued: HashMap<HostId, HashMap<Fp, Queued>> = HashMap::new();
         let mut newest = None;
         for (name, size) in on_disk {
             let from = committed.get(&name).copied().unwrap_or(0).min(size);
@@ -68,8 +69,8 @@ impl Engine {
         &mut self,
         rec: &warc::StoredRecord,
         pos: Position,
-        seen_fps: &mut HashSet<u64>,
-        queued: &mut HashMap<i64, HashMap<u64, Queued>>,
+        seen_fps: &mut HashSet<Fp>,
+        queued: &mut HashMap<HostId, HashMap<Fp, Queued>>,
     ) -> Result<bool, CrawlError> {
         let kind = rec.header("WARC-Type").unwrap_or("");
         if !matches!(kind, "response" | "revisit") {

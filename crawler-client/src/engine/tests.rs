@@ -6,6 +6,7 @@ use crate::config::{self, CrawlArgs, Settings};
 use crate::fetch::outcome::{Outcome, Source};
 use crate::fetch::{FetchError, FetchResponse, tasks};
 use crate::frontier::Dispatch;
+use crate::ids::HostId;
 use crate::state::Queued;
 use bytes::Bytes;
 use clap::Parser;
@@ -78,7 +79,7 @@ fn page_job(d: Option<Dispatch>) -> Queued {
 }
 
 /// The robots.txt of the site, read.
-fn read_robots(e: &mut Engine) -> i64 {
+fn read_robots(e: &mut Engine) -> HostId {
     let Some(Dispatch::Robots(host)) = take(e, Instant::now()) else {
         panic!("robots.txt first")
     };

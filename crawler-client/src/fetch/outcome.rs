@@ -8,6 +8,7 @@ use crate::archive::warc::{Position, Record};
 use crate::coop::CoopJob;
 use crate::coop::callback::CallbackEvent;
 use crate::fetch::{FetchError, FetchLimits};
+use crate::ids::{Fp, HostId};
 use crate::state::{KnownPage, Queued};
 use chrono::{DateTime, Utc};
 use std::path::PathBuf;
@@ -84,7 +85,7 @@ pub(crate) enum Outcome {
     /// A robots.txt fetch ended.
     Robots {
         /// Host id.
-        host: i64,
+        host: HostId,
         /// What came back.
         result: Result<RobotsFetched, FetchError>,
         /// How long it took.
@@ -106,7 +107,7 @@ pub(crate) enum Outcome {
     /// A cooperation request ended.
     Coop {
         /// Host id.
-        host: i64,
+        host: HostId,
         /// The request.
         job: CoopJob,
         /// What came back.
@@ -119,9 +120,9 @@ pub(crate) enum Outcome {
     /// A pushed inline delta could not be applied (sent by the task that tried).
     InlineFailed {
         /// The site.
-        host: i64,
+        host: HostId,
         /// The page's fingerprint.
-        fp: u64,
+        fp: Fp,
         /// The page.
         url: String,
         /// Why.

@@ -7,6 +7,7 @@ use crate::archive::warc::{self, RevisitProfile};
 use crate::fetch::outcome::{Context, Fetched, Outcome, RecordSlot, RobotsFetched, Source};
 use crate::fetch::{self, FetchError, FetchLimits, FetchRequest, FetchResponse};
 use crate::frontier::robots;
+use crate::ids::HostId;
 use crate::state::{KnownPage, Queued};
 use std::sync::Arc;
 use std::sync::mpsc::Sender;
@@ -182,7 +183,7 @@ pub(crate) fn archived(resp: &FetchResponse, level: u32) -> RecordSlot {
 }
 
 /// Fetches a host's robots.txt, following up to five redirects, and sends the outcome.
-pub(crate) async fn robots(ctx: Arc<Context>, host: i64, origin: String, tx: Sender<Outcome>) {
+pub(crate) async fn robots(ctx: Arc<Context>, host: HostId, origin: String, tx: Sender<Outcome>) {
     let start = Instant::now();
     let mut url = match Url::parse(&origin).and_then(|o| o.join("/robots.txt")) {
         Ok(u) => u,

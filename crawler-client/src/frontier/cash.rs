@@ -5,12 +5,13 @@
 //! from the virtual page so far. Crediting all pages is then O(1), and the order of URLs by cash
 //! is the order of their keys, which is what the queue stores as priority.
 
+use crate::ids::Fp;
 use std::collections::HashMap;
 
 /// The cash book.
 #[derive(Debug, Clone)]
 pub struct CashBook {
-    keys: HashMap<u64, f64>,
+    keys: HashMap<Fp, f64>,
     u: f64,
     virtual_cash: f64,
     clock: f64,
@@ -31,7 +32,7 @@ pub struct CashTotals {
 impl CashBook {
     /// A book over `keys` (from the store) with its saved totals; `eps` of a page's cash goes to
     /// the virtual page.
-    pub fn new(keys: HashMap<u64, f64>, totals: CashTotals, eps: f64) -> Self {
+    pub fn new(keys: HashMap<Fp, f64>, totals: CashTotals, eps: f64) -> Self {
         CashBook {
             keys,
             u: totals.u,
@@ -56,7 +57,7 @@ impl CashBook {
     }
 
     /// Whether a URL is known.
-    pub fn contains(&self, fp: u64) -> bool {
+    pub fn contains(&self, fp: Fp) -> bool {
         self.keys.contains_key(&fp)
     }
 
@@ -71,7 +72,7 @@ impl CashBook {
     }
 
     /// Adds a URL with no cash; returns its key, or None if it was known.
-    pub fn discover(&mut self, fp: u64) -> Option<f64> {
+    pub fn discover(&mut self, fp: Fp) -> Option<f64> {
         let key = self.zero_key();
         match self.keys.entry(fp) {
             std::collections::hash_map::Entry::Occupied(_) => None,
@@ -80,12 +81,12 @@ impl CashBook {
     }
 
     /// The key of a known URL.
-    pub fn key(&self, fp: u64) -> Option<f64> {
+    pub fn key(&self, fp: Fp) -> Option<f64> {
         self.keys.get(&fp).copied()
     }
 
     /// The cash of a URL (0 if unknown).
-    pub fn cash(&self, fp: u64) -> f64 {
+    pub fn cash(&self, fp: Fp) -> f64 {
         self.keys.get(&fp).map_or(0.0, |k| k + self.u)
     }
 
@@ -96,8 +97,8 @@ impl CashBook {
 
     /// Gives each of these known URLs an equal share of `total` cash (the seeds of a new crawl;
     /// the total cash of the system is 1).
-    pub fn endow(&mut self, fps: &[u64], total: f64) {
-        let known: Vec<u64> = fps.iter().copied().filter(|f| self.contains(*f)).collect();
+    pub fn endow(&mut self, fps: &[Fp], total: f64) {
+        let known: Vec<Fp> = fps.iter().copied().filter(|f| self.contains(*f)).collect();
         if known.is_empty() {
             return;
         }
@@ -112,7 +113,7 @@ impl CashBook {
     /// A page was read: its cash goes to the clock and is shared among its known children
     /// (`1 - eps` of it) and the virtual page (the rest, or all of it without children).
     /// Returns the cash the page had.
-    pub fn read(&mut self, fp: u64, children: &[u64]) -> f64 {
+    pub fn read(&mut self, fp: Fp, children: &[Fp]) -> f64 {
         let cash = self.cash(fp);
         if let Some(k) = self.keys.get_mut(&fp) {
             *k = -self.u;
@@ -161,24 +162,24 @@ mod tests {
     fn cash_is_conserved_and_order_follows_keys() {
         let mut b = CashBook::new(HashMap::new(), CashTotals::default(), 0.15);
         for fp in 1..=4 {
-            assert!(b.discover(fp).is_some());
+            assert!(b.discover(Fp(fp)).is_some());
         }
-        assert!(b.discover(1).is_none(), "seen");
-        b.endow(&[1], 1.0);
+        assert!(b.discover(Fp(1)).is_none(), "seen");
+        b.endow(&[Fp(1)], 1.0);
         assert!((b.total() - 1.0).abs() < 1e-12);
         // 1 -> 2, 3; 2 -> 3; 3 -> nothing known (all to the virtual page).
-        assert!((b.read(1, &[2, 3, 99]) - 1.0).abs() < 1e-12);
-        assert!((b.cash(2) - 0.425).abs() < 1e-12 && (b.cash(3) - 0.425).abs() < 1e-12);
-        b.read(2, &[3]);
-        b.read(3, &[]);
+        assert!((b.read(Fp(1), &[Fp(2), Fp(3), Fp(99)]) - 1.0).abs() < 1e-12);
+        assert!((b.cash(Fp(2)) - 0.425).abs() < 1e-12 && (b.cash(Fp(3)) - 0.425).abs() < 1e-12);
+        b.read(Fp(2), &[Fp(3)]);
+        b.read(Fp(3), &[]);
         assert!((b.total() - 1.0).abs() < 1e-12);
         b.spread_virtual();
         assert!((b.total() - 1.0).abs() < 1e-12);
-        assert!((b.cash(4) - 0.25).abs() < 1e-12, "{}", b.cash(4));
+        assert!((b.cash(Fp(4)) - 0.25).abs() < 1e-12, "{}", b.cash(Fp(4)));
         // Keys order URLs as cash does.
-        b.read(4, &[1]);
-        assert!(b.key(1).unwrap() > b.key(2).unwrap());
-        assert!(b.cash(1) > b.cash(2));
+        b.read(Fp(4), &[Fp(1)]);
+        assert!(b.key(Fp(1)).unwrap() > b.key(Fp(2)).unwrap());
+        assert!(b.cash(Fp(1)) > b.cash(Fp(2)));
         // The clock is the cash of every read, the virtual page's included.
         assert!((b.clock() - (1.0 + 0.425 + 0.425 + 0.36125 + 1.0 + 0.25)).abs() < 1e-9);
     }
@@ -186,14 +187,17 @@ mod tests {
     #[test]
     fn totals_survive_a_reload() {
         let mut b = CashBook::new(HashMap::new(), CashTotals::default(), 0.15);
-        b.discover(1);
-        b.discover(2);
-        b.endow(&[1, 2], 1.0);
-        b.read(1, &[2]);
+        b.discover(Fp(1));
+        b.discover(Fp(2));
+        b.endow(&[Fp(1), Fp(2)], 1.0);
+        b.read(Fp(1), &[Fp(2)]);
         b.spread_virtual();
-        let keys: HashMap<u64, f64> = [1, 2].iter().map(|f| (*f, b.key(*f).unwrap())).collect();
+        let keys: HashMap<Fp, f64> = [Fp(1), Fp(2)]
+            .iter()
+            .map(|f| (*f, b.key(*f).unwrap()))
+            .collect();
         let c = CashBook::new(keys, b.totals(), 0.15);
-        assert_eq!(c.cash(2), b.cash(2));
+        assert_eq!(c.cash(Fp(2)), b.cash(Fp(2)));
         assert!((c.total() - 1.0).abs() < 1e-12);
     }
 }

@@ -3,6 +3,7 @@
 
 use super::robots::Rules;
 use crate::coop::CoopJob;
+use crate::ids::HostId;
 use crate::state::Queued;
 use std::cmp::Ordering;
 use std::collections::{HashSet, VecDeque};
@@ -23,7 +24,7 @@ pub enum RobotsState {
 #[derive(Debug)]
 pub struct Host {
     /// Database id.
-    pub id: i64,
+    pub id: HostId,
     /// `scheme://host[:port]`.
     pub origin: String,
     /// URLs waiting outside `buffer` (in the database or not saved yet).
@@ -51,7 +52,7 @@ pub struct Host {
 }
 
 impl Host {
-    pub(super) fn new(id: i64, origin: String, queued: u64, now: Instant) -> Host {
+    pub(super) fn new(id: HostId, origin: String, queued: u64, now: Instant) -> Host {
         Host {
             id,
             origin,
@@ -87,7 +88,7 @@ impl Host {
 
 /// A host whose time has come, keyed by the cash of its best URL.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct ByCash(pub(super) f64, pub(super) i64);
+pub(super) struct ByCash(pub(super) f64, pub(super) HostId);
 
 impl PartialEq for ByCash {
     fn eq(&self, other: &Self) -> bool {

@@ -16,6 +16,7 @@ pub mod robots;
 use crate::coop::CoopJob;
 use crate::frontier::cash::{CashBook, CashTotals};
 use crate::frontier::robots::Rules;
+use crate::ids::{Fp, HostId};
 use crate::state::{HostRecord, NewUrl, Queued};
 use host::ByCash;
 pub use host::{Host, RobotsState};
@@ -48,24 +49,24 @@ fn better(a: &Queued, b: &Queued) -> Ordering {
 #[derive(Debug, Clone)]
 pub enum Dispatch {
     /// Fetch the host's robots.txt first.
-    Robots(i64),
+    Robots(HostId),
     /// Fetch a page.
     Page(Queued),
     /// Make a cooperation request to the host.
-    Coop(i64, CoopJob),
+    Coop(HostId, CoopJob),
 }
 
 /// The frontier.
 pub struct Frontier {
-    hosts: HashMap<i64, Host>,
-    by_origin: HashMap<String, i64>,
-    heap: BinaryHeap<Reverse<(Instant, i64)>>,
+    hosts: HashMap<HostId, Host>,
+    by_origin: HashMap<String, HostId>,
+    heap: BinaryHeap<Reverse<(Instant, HostId)>>,
     ready: BinaryHeap<ByCash>,
     cash: CashBook,
     next_seq: i64,
     pending: Vec<NewUrl>,
-    pending_at: HashMap<u64, usize>,
-    with_unsaved: HashSet<i64>,
+    pending_at: HashMap<Fp, usize>,
+    with_unsaved: HashSet<HostId>,
     per_host: usize,
     queue_cap: u64,
 }
@@ -87,7 +88,7 @@ impl Frontier {
         let mut keys = HashMap::new();
         store.load_seen(&mut keys, -totals.u)?;
         let cash = CashBook::new(keys, totals, eps);
-        let queued: HashMap<i64, u64> = store.queued_per_host()?.into_iter().collect();
+        let queued: HashMap<HostId, u64> = store.queued_per_host()?.into_iter().collect();
         let next_seq = store.max_queue_seq()? + 1;
         let mut f = Frontier {
             hosts: HashMap::new(),
@@ -123,17 +124,17 @@ impl Frontier {
     }
 
     /// The host record.
-    pub fn host(&self, id: i64) -> Option<&Host> {
+    pub fn host(&self, id: HostId) -> Option<&Host> {
         self.hosts.get(&id)
     }
 
     /// The host record, to change (call [`Frontier::schedule`] after).
-    pub fn host_mut(&mut self, id: i64) -> Option<&mut Host> {
+    pub fn host_mut(&mut self, id: HostId) -> Option<&mut Host> {
         self.hosts.get_mut(&id)
     }
 
     /// The id of the host with `origin`, added if new.
-    pub fn host_for<S: QueueStore>(&mut self, store: &S, origin: &str) -> Result<i64, S::Error> {
+    pub fn host_for<S: QueueStore>(&mut self, store: &S, origin: &str) -> Result<HostId, S::Error> {
         if let Some(id) = self.by_origin.get(origin) {
             return Ok(*id);
         }
@@ -145,7 +146,7 @@ impl Frontier {
     }
 
     /// Whether a URL with this fingerprint was ever queued.
-    pub fn seen(&self, fp: u64) -> bool {
+    pub fn seen(&self, fp: Fp) -> bool {
         self.cash.contains(fp)
     }
 
@@ -160,7 +161,7 @@ impl Frontier {
     }
 
     /// The seeds of a crawl that has read nothing yet share the system's cash.
-    pub fn endow_seeds(&mut self, fps: &[u64]) {
+    pub fn endow_seeds(&mut self, fps: &[Fp]) {
         if self.cash.clock() == 0.0 && self.cash.total() < 1e-9 {
             self.cash.endow(fps, 1.0);
             for fp in fps {
@@ -171,7 +172,7 @@ impl Frontier {
 
     /// A page was read with these links: its cash goes to them (see [`CashBook::read`]), and
     /// queued ones move up in their host's order. Returns the cash the page had.
-    pub fn read_cash(&mut self, fp: u64, children: &[u64]) -> f64 {
+    pub fn read_cash(&mut self, fp: Fp, children: &[Fp]) -> f64 {
         let cash = self.cash.read(fp, children);
         for c in children {
             self.reprioritise(*c);
@@ -191,7 +192,7 @@ impl Frontier {
     /// Brings a queued URL's priority up to its current key where it is still in memory (its
     /// unsaved row, its host's buffer). Rows already saved keep the key they were saved with;
     /// refills re-rank what they read by the current keys.
-    fn reprioritise(&mut self, fp: u64) {
+    fn reprioritise(&mut self, fp: Fp) {
         let Some(key) = self.cash.key(fp) else {
             return;
         };
@@ -214,7 +215,7 @@ impl Frontier {
     }
 
     /// Queues a URL of a known host unless already seen; returns whether it was new.
-    pub fn push(&mut self, host: i64, url: String, fp: u64, depth: u32, hops: u32) -> bool {
+    pub fn push(&mut self, host: HostId, url: String, fp: Fp, depth: u32, hops: u32) -> bool {
         // A site generating links without end (or a sitemap listing millions) fills its own
         // queue only up to the cap; what is left out is found again once there is room.
         match self.hosts.get(&host) {
@@ -230,7 +231,7 @@ impl Frontier {
     }
 
     /// Queues a cooperation request to a host (unless the same one already waits).
-    pub fn push_coop(&mut self, host: i64, job: CoopJob) {
+    pub fn push_coop(&mut self, host: HostId, job: CoopJob) {
         if let Some(h) = self.hosts.get_mut(&host) {
             if h.coop.contains(&job) {
                 return;
@@ -246,7 +247,7 @@ impl Frontier {
     }
 
     /// Drops the cooperation requests of a host that `which` selects; returns how many.
-    pub fn drop_coop(&mut self, host: i64, which: impl Fn(&CoopJob) -> bool) -> usize {
+    pub fn drop_coop(&mut self, host: HostId, which: impl Fn(&CoopJob) -> bool) -> usize {
         let Some(h) = self.hosts.get_mut(&host) else {
             return 0;
         };
@@ -256,7 +257,7 @@ impl Frontier {
     }
 
     /// Queues a page visited before, to refresh it, ahead of new URLs of its host.
-    pub fn push_revisit(&mut self, host: i64, url: String, fp: u64, depth: u32) {
+    pub fn push_revisit(&mut self, host: HostId, url: String, fp: Fp, depth: u32) {
         if self.hosts.contains_key(&host) {
             self.enqueue(host, url, fp, depth, 0, REVISIT_PRIORITY, true);
         }
@@ -265,9 +266,9 @@ impl Frontier {
     #[allow(clippy::too_many_arguments)]
     fn enqueue(
         &mut self,
-        host: i64,
+        host: HostId,
         url: String,
-        fp: u64,
+        fp: Fp,
         depth: u32,
         hops: u32,
         priority: f64,
@@ -322,7 +323,7 @@ impl Frontier {
     }
 
     /// The batch holding the drained URLs and these settled rows (`(host, seq)`) was saved.
-    pub fn saved(&mut self, settled: &[(i64, i64)]) {
+    pub fn saved(&mut self, settled: &[(HostId, i64)]) {
         for id in self.with_unsaved.drain() {
             if let Some(h) = self.hosts.get_mut(&id) {
                 h.unsaved.clear();
@@ -336,7 +337,7 @@ impl Frontier {
     }
 
     /// Puts a host in the heap if it has work and room and is not already there.
-    pub fn schedule(&mut self, id: i64) {
+    pub fn schedule(&mut self, id: HostId) {
         let Some(h) = self.hosts.get_mut(&id) else {
             return;
         };
@@ -453,7 +454,7 @@ impl Frontier {
 
     /// The cash key of a host's best URL (refilling its buffer if needed); robots.txt to fetch
     /// counts as the best of all.
-    fn best_key<S: QueueStore>(&mut self, store: &S, id: i64) -> Result<f64, S::Error> {
+    fn best_key<S: QueueStore>(&mut self, store: &S, id: HostId) -> Result<f64, S::Error> {
         let robots_known = self
             .hosts
             .get(&id)
@@ -471,7 +472,7 @@ impl Frontier {
             .map_or(f64::NEG_INFINITY, |q| q.priority))
     }
 
-    fn refill<S: QueueStore>(&mut self, store: &S, id: i64) -> Result<(), S::Error> {
+    fn refill<S: QueueStore>(&mut self, store: &S, id: HostId) -> Result<(), S::Error> {
         let Some(h) = self.hosts.get(&id) else {
             return Ok(());
         };
@@ -507,7 +508,7 @@ impl Frontier {
     }
 
     /// A request to a host ended; it may be contacted again no earlier than `not_before`.
-    pub fn finished(&mut self, id: i64, not_before: Instant) {
+    pub fn finished(&mut self, id: HostId, not_before: Instant) {
         if let Some(h) = self.hosts.get_mut(&id) {
             h.in_flight = h.in_flight.saturating_sub(1);
             h.next_allowed = h.next_allowed.max(not_before);
@@ -516,7 +517,7 @@ impl Frontier {
     }
 
     /// A robots.txt fetch ended with these rules, valid until `expires`.
-    pub fn robots_known(&mut self, id: i64, rules: Rules, expires: Instant) {
+    pub fn robots_known(&mut self, id: HostId, rules: Rules, expires: Instant) {
         if let Some(h) = self.hosts.get_mut(&id) {
             h.robots = RobotsState::Known(rules, expires);
         }
@@ -533,7 +534,7 @@ impl Frontier {
     }
 
     /// The queue row of a URL found since the last saved batch, by fingerprint.
-    pub fn unsaved_row(&self, fp: u64) -> Option<Queued> {
+    pub fn unsaved_row(&self, fp: Fp) -> Option<Queued> {
         self.pending.iter().find(|u| u.fp == fp).map(|u| Queued {
             seq: u.seq,
             host: u.host,
@@ -549,7 +550,7 @@ impl Frontier {
 
     /// Takes a queued row out of turn (its result is already known: a replayed record), so it
     /// is not handed out again.
-    pub fn claim(&mut self, host: i64, seq: i64) {
+    pub fn claim(&mut self, host: HostId, seq: i64) {
         let Some(h) = self.hosts.get_mut(&host) else {
             return;
         };
@@ -568,7 +569,7 @@ impl Frontier {
     }
 
     /// Drops everything a host has waiting (it is given up on; the store records why).
-    pub fn abandon(&mut self, id: i64, reason: String) {
+    pub fn abandon(&mut self, id: HostId, reason: String) {
         if let Some(h) = self.hosts.get_mut(&id) {
             h.buffer.clear();
             h.unsaved.clear();
@@ -579,7 +580,7 @@ impl Frontier {
     }
 
     /// The robots.txt rules of a host, if known and fresh.
-    pub fn rules(&self, id: i64, now: Instant) -> Option<&Rules> {
+    pub fn rules(&self, id: HostId, now: Instant) -> Option<&Rules> {
         match &self.hosts.get(&id)?.robots {
             RobotsState::Known(rules, expires) if *expires > now => Some(rules),
             _ => None,

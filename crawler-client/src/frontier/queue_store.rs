@@ -2,6 +2,8 @@
 //! implements to hold a crawl's queue (SQLite in one process; a shared engine for a fleet).
 //! The frontier borrows it for each call that reads; the engine owns it and writes batches.
 
+use crate::ids::Fp;
+use crate::ids::HostId;
 use crate::state::{HostRecord, Queued, Store, StoreError};
 use std::collections::{HashMap, HashSet};
 
@@ -13,20 +15,20 @@ pub trait QueueStore {
     fn cash_totals(&self) -> Result<Option<String>, Self::Error>;
     /// Adds the fingerprint of every URL queued or visited to `into`, each with its cash key:
     /// `fetched` for visited pages, the saved priority for queued ones.
-    fn load_seen(&self, into: &mut HashMap<u64, f64>, fetched: f64) -> Result<(), Self::Error>;
+    fn load_seen(&self, into: &mut HashMap<Fp, f64>, fetched: f64) -> Result<(), Self::Error>;
     /// How many URLs each host has queued.
-    fn queued_per_host(&self) -> Result<Vec<(i64, u64)>, Self::Error>;
+    fn queued_per_host(&self) -> Result<Vec<(HostId, u64)>, Self::Error>;
     /// The highest queue row in use (new rows are numbered after it).
     fn max_queue_seq(&self) -> Result<i64, Self::Error>;
     /// Every host.
     fn hosts(&self) -> Result<Vec<HostRecord>, Self::Error>;
     /// The id of the host with this origin, created if new.
-    fn host_id(&self, origin: &str) -> Result<i64, Self::Error>;
+    fn host_id(&self, origin: &str) -> Result<HostId, Self::Error>;
     /// Up to `limit` queued URLs of a host, best first (priority, then arrival), skipping
     /// the rows in `exclude`.
     fn next_for_host(
         &self,
-        host: i64,
+        host: HostId,
         limit: usize,
         exclude: &HashSet<i64>,
     ) -> Result<Vec<Queued>, Self::Error>;
@@ -40,10 +42,10 @@ impl QueueStore for Store {
     fn cash_totals(&self) -> Result<Option<String>, StoreError> {
         self.meta(CASH_META)
     }
-    fn load_seen(&self, into: &mut HashMap<u64, f64>, fetched: f64) -> Result<(), StoreError> {
+    fn load_seen(&self, into: &mut HashMap<Fp, f64>, fetched: f64) -> Result<(), StoreError> {
         Store::load_seen(self, into, fetched)
     }
-    fn queued_per_host(&self) -> Result<Vec<(i64, u64)>, StoreError> {
+    fn queued_per_host(&self) -> Result<Vec<(HostId, u64)>, StoreError> {
         Store::queued_per_host(self)
     }
     fn max_queue_seq(&self) -> Result<i64, StoreError> {
@@ -52,12 +54,12 @@ impl QueueStore for Store {
     fn hosts(&self) -> Result<Vec<HostRecord>, StoreError> {
         Store::hosts(self)
     }
-    fn host_id(&self, origin: &str) -> Result<i64, StoreError> {
+    fn host_id(&self, origin: &str) -> Result<HostId, StoreError> {
         Store::host_id(self, origin)
     }
     fn next_for_host(
         &self,
-        host: i64,
+        host: HostId,
         limit: usize,
         exclude: &HashSet<i64>,
     ) -> Result<Vec<Queued>, StoreError> {
@@ -69,6 +71,7 @@ impl QueueStore for Store {
 #[cfg(test)]
 pub(crate) mod memory {
     use super::QueueStore;
+    use crate::ids::{Fp, HostId};
     use crate::state::{HostRecord, NewUrl, Queued};
     use std::cell::RefCell;
     use std::collections::{HashMap, HashSet};
@@ -105,14 +108,14 @@ pub(crate) mod memory {
         fn cash_totals(&self) -> Result<Option<String>, Infallible> {
             Ok(None)
         }
-        fn load_seen(&self, into: &mut HashMap<u64, f64>, _: f64) -> Result<(), Infallible> {
+        fn load_seen(&self, into: &mut HashMap<Fp, f64>, _: f64) -> Result<(), Infallible> {
             for q in self.rows.borrow().iter().filter(|q| !q.revisit) {
                 into.insert(q.fp, q.priority);
             }
             Ok(())
         }
-        fn queued_per_host(&self) -> Result<Vec<(i64, u64)>, Infallible> {
-            let mut n: HashMap<i64, u64> = HashMap::new();
+        fn queued_per_host(&self) -> Result<Vec<(HostId, u64)>, Infallible> {
+            let mut n: HashMap<HostId, u64> = HashMap::new();
             for q in self.rows.borrow().iter() {
                 *n.entry(q.host).or_default() += 1;
             }
@@ -128,13 +131,13 @@ pub(crate) mod memory {
                 .iter()
                 .enumerate()
                 .map(|(i, origin)| HostRecord {
-                    id: i as i64 + 1,
+                    id: HostId(i as i64 + 1),
                     origin: origin.clone(),
                     ..Default::default()
                 })
                 .collect())
         }
-        fn host_id(&self, origin: &str) -> Result<i64, Infallible> {
+        fn host_id(&self, origin: &str) -> Result<HostId, Infallible> {
             let mut origins = self.origins.borrow_mut();
             let i = match origins.iter().position(|o| o == origin) {
                 Some(i) => i,
@@ -143,11 +146,11 @@ pub(crate) mod memory {
                     origins.len() - 1
                 }
             };
-            Ok(i as i64 + 1)
+            Ok(HostId(i as i64 + 1))
         }
         fn next_for_host(
             &self,
-            host: i64,
+            host: HostId,
             limit: usize,
             exclude: &HashSet<i64>,
         ) -> Result<Vec<Queued>, Infallible> {

@@ -1,6 +1,7 @@
 //! The frontier's order, politeness and persistence, on SQLite and in memory.
 
 use super::*;
+use crate::ids::{Fp, HostId};
 use crate::state::{Batch, Store};
 use queue_store::memory::MemoryQueue;
 use std::fmt::Debug;
@@ -35,7 +36,7 @@ fn load<S: Saves>(q: &S, per_host: usize) -> Frontier {
     .unwrap()
 }
 
-fn save<S: Saves>(f: &mut Frontier, q: &mut S, settled: &[(i64, i64)], done: Vec<i64>) {
+fn save<S: Saves>(f: &mut Frontier, q: &mut S, settled: &[(HostId, i64)], done: Vec<i64>) {
     q.save_batch(f.drain_pending(), done);
     f.saved(settled);
 }
@@ -59,8 +60,8 @@ fn robots_first_then_fifo<S: Saves>(mut q: S) {
     let h = f.host_for(&q, "http://e.com").unwrap();
     for i in 0..40 {
         let url = format!("http://e.com/{i}");
-        assert!(f.push(h, url.clone(), i, 0, 0));
-        assert!(!f.push(h, url, i, 0, 0), "seen");
+        assert!(f.push(h, url.clone(), Fp(i), 0, 0));
+        assert!(!f.push(h, url, Fp(i), 0, 0), "seen");
     }
     assert_eq!(f.queued(), 40);
     let now = Instant::now();
@@ -84,7 +85,7 @@ fn robots_first_then_fifo<S: Saves>(mut q: S) {
         f.finished(h, t);
         if i == 20 {
             for j in 40..45 {
-                f.push(h, format!("http://e.com/{j}"), j, 1, 0);
+                f.push(h, format!("http://e.com/{j}"), Fp(j), 1, 0);
             }
         }
         if i % 7 == 0 {
@@ -120,12 +121,12 @@ fn a_host_queues_no_more_than_its_cap_and_others_are_not_held_back() {
         f.host_for(&q, "http://other.test").unwrap(),
     );
     let queued = (0..1000u64)
-        .filter(|i| f.push(trap, format!("http://trap.test/{i}"), *i, 0, 0))
+        .filter(|i| f.push(trap, format!("http://trap.test/{i}"), Fp(*i), 0, 0))
         .count();
     assert_eq!(queued, 10);
     // Refused URLs are not marked seen: they can be queued once there is room.
-    assert!(!f.seen(999));
-    assert!(f.push(other, "http://other.test/".into(), 5000, 0, 0));
+    assert!(!f.seen(Fp(999)));
+    assert!(f.push(other, "http://other.test/".into(), Fp(5000), 0, 0));
     save(&mut f, &mut q, &[], vec![]);
     assert_eq!(f.queued(), 11);
 }
@@ -138,8 +139,8 @@ fn a_host_waits_for_its_delay_and_others_go_meanwhile() {
     let b = f.host_for(&q, "http://b.com").unwrap();
     let far = Instant::now() + Duration::from_secs(3600);
     for (h, n) in [(a, 0u64), (b, 100)] {
-        f.push(h, format!("x{n}"), n, 0, 0);
-        f.push(h, format!("y{n}"), n + 1, 0, 0);
+        f.push(h, format!("x{n}"), Fp(n), 0, 0);
+        f.push(h, format!("y{n}"), Fp(n + 1), 0, 0);
         f.robots_known(h, Rules::AllowAll, far);
     }
     let now = Instant::now();
@@ -165,7 +166,7 @@ fn a_retried_url_is_handed_out_again_once() {
     let mut f = load(&q, 1);
     let h = f.host_for(&q, "http://e.com").unwrap();
     for i in 0..20 {
-        f.push(h, format!("http://e.com/{i}"), i, 0, 0);
+        f.push(h, format!("http://e.com/{i}"), Fp(i), 0, 0);
     }
     f.robots_known(h, Rules::AllowAll, Instant::now() + Duration::from_secs(60));
     save(&mut f, &mut q, &[], vec![]);
@@ -200,7 +201,7 @@ fn the_queue_survives_a_reload_and_the_seen_set_with_it() {
         let mut f = load(&q, 2);
         let h = f.host_for(&q, "http://e.com").unwrap();
         for i in 0..30 {
-            f.push(h, format!("http://e.com/{i}"), i, 0, 0);
+            f.push(h, format!("http://e.com/{i}"), Fp(i), 0, 0);
         }
         save(&mut f, &mut q, &[], vec![]);
     }
@@ -208,8 +209,8 @@ fn the_queue_survives_a_reload_and_the_seen_set_with_it() {
     let mut f = load(&q, 2);
     let h = f.host_for(&q, "http://e.com").unwrap();
     assert_eq!(f.queued(), 30);
-    assert!(!f.push(h, "http://e.com/3".into(), 3, 0, 0));
-    assert!(f.push(h, "http://e.com/new".into(), 999, 0, 0));
+    assert!(!f.push(h, "http://e.com/3".into(), Fp(3), 0, 0));
+    assert!(f.push(h, "http://e.com/new".into(), Fp(999), 0, 0));
     f.robots_known(h, Rules::AllowAll, Instant::now() + Duration::from_secs(60));
     let now = Instant::now();
     let a = page(f.next(&q, now).unwrap());
@@ -233,21 +234,21 @@ fn cash_orders_urls_within_a_host_and_hosts_among_those_ready() {
     let far = Instant::now() + Duration::from_secs(3600);
     f.robots_known(a, Rules::AllowAll, far);
     f.robots_known(b, Rules::AllowAll, far);
-    f.push(a, "http://a.com/".into(), 1, 0, 0);
-    f.endow_seeds(&[1]);
+    f.push(a, "http://a.com/".into(), Fp(1), 0, 0);
+    f.endow_seeds(&[Fp(1)]);
     for (fp, host, url) in [
         (2, a, "http://a.com/x"),
         (3, a, "http://a.com/y"),
         (4, b, "http://b.com/z"),
     ] {
-        assert!(f.push(host, url.into(), fp, 1, 0));
+        assert!(f.push(host, url.into(), Fp(fp), 1, 0));
     }
     // The seed is read: y gets cash twice (two links), x once, z once.
     let home = page(f.next(&q, Instant::now()).unwrap());
-    assert_eq!(home.fp, 1);
+    assert_eq!(home.fp, Fp(1));
     f.finished(a, Instant::now());
-    f.read_cash(1, &[3, 2, 3, 4]);
-    assert!(f.cash().cash(3) > f.cash().cash(2));
+    f.read_cash(Fp(1), &[Fp(3), Fp(2), Fp(3), Fp(4)]);
+    assert!(f.cash().cash(Fp(3)) > f.cash().cash(Fp(2)));
     save(&mut f, &mut q, &[(a, home.seq)], vec![home.seq]);
     let now = Instant::now();
     let first = page(f.next(&q, now).unwrap());

@@ -5,6 +5,7 @@
 //! page due at once; an announcement that it is unchanged counts as a visit that saw nothing.
 
 use super::allocation::{Allocation, Policy};
+use crate::ids::{Fp, HostId};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
@@ -21,7 +22,7 @@ pub enum Announcement {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Tracked {
     /// Host id.
-    pub host: i64,
+    pub host: HostId,
     /// The URL.
     pub url: String,
     /// Links from a seed.
@@ -60,8 +61,8 @@ pub struct ScheduleConfig {
 pub struct Schedule {
     config: ScheduleConfig,
     alloc: Allocation,
-    pages: HashMap<u64, Tracked>,
-    heap: BinaryHeap<Reverse<(i64, u64)>>,
+    pages: HashMap<Fp, Tracked>,
+    heap: BinaryHeap<Reverse<(i64, Fp)>>,
     changes_since_solve: usize,
     covered: usize,
 }
@@ -95,7 +96,7 @@ impl Schedule {
     }
 
     /// A tracked page.
-    pub fn page(&self, fp: u64) -> Option<&Tracked> {
+    pub fn page(&self, fp: Fp) -> Option<&Tracked> {
         self.pages.get(&fp)
     }
 
@@ -113,7 +114,7 @@ impl Schedule {
 
     /// Takes back pages from an earlier run (their `due` is ignored): counts them all, solves
     /// once, then plans each from its last visit.
-    pub fn restore(&mut self, pages: impl IntoIterator<Item = (u64, Tracked)>) {
+    pub fn restore(&mut self, pages: impl IntoIterator<Item = (Fp, Tracked)>) {
         for (fp, p) in pages {
             let p = Tracked {
                 covered: false,
@@ -125,7 +126,7 @@ impl Schedule {
             }
         }
         self.solve();
-        let dues: Vec<(u64, i64)> = self
+        let dues: Vec<(Fp, i64)> = self
             .pages
             .iter()
             .map(|(fp, p)| (*fp, p.last + self.interval_ms(p.rate, p.weight)))
@@ -143,8 +144,8 @@ impl Schedule {
     /// plans the next one.
     pub fn visited(
         &mut self,
-        fp: u64,
-        host: i64,
+        fp: Fp,
+        host: HostId,
         url: &str,
         depth: u32,
         at: i64,
@@ -205,7 +206,7 @@ impl Schedule {
     }
 
     /// A site's announcement about a page, at `now` (ms). Returns whether the page became due.
-    pub fn announce(&mut self, fp: u64, what: Announcement, now: i64) -> bool {
+    pub fn announce(&mut self, fp: Fp, what: Announcement, now: i64) -> bool {
         let Some(p) = self.pages.get_mut(&fp) else {
             return false;
         };
@@ -232,7 +233,7 @@ impl Schedule {
 
     /// Leaves a page to its site's announcements: it is due only after the longest interval,
     /// as a safety net, unless an announcement makes it due sooner.
-    pub fn cover(&mut self, fp: u64) {
+    pub fn cover(&mut self, fp: Fp) {
         let max_ms = (self.config.max_interval_secs * 1000.0) as i64;
         if let Some(p) = self.pages.get_mut(&fp) {
             if !p.covered {
@@ -251,7 +252,7 @@ impl Schedule {
 
     /// Covers (or, with `covered` false, plans again by their own estimates) every page of a
     /// host: its site started or stopped answering for them.
-    pub fn set_host_covered(&mut self, host: i64, covered: bool) {
+    pub fn set_host_covered(&mut self, host: HostId, covered: bool) {
         let max_ms = (self.config.max_interval_secs * 1000.0) as i64;
         for p in self.pages.values_mut().filter(|p| p.host == host) {
             if p.covered != covered {
@@ -266,7 +267,7 @@ impl Schedule {
             }
         }
         self.solve();
-        let dues: Vec<(u64, i64)> = self
+        let dues: Vec<(Fp, i64)> = self
             .pages
             .iter()
             .filter(|(_, p)| p.host == host)
@@ -288,8 +289,8 @@ impl Schedule {
     }
 
     /// The pages of a host.
-    pub fn pages_of(&self, host: i64) -> Vec<u64> {
-        let mut fps: Vec<u64> = self
+    pub fn pages_of(&self, host: HostId) -> Vec<Fp> {
+        let mut fps: Vec<Fp> = self
             .pages
             .iter()
             .filter(|(_, p)| p.host == host)
@@ -300,7 +301,7 @@ impl Schedule {
     }
 
     /// Stops tracking a page (deleted).
-    pub fn remove(&mut self, fp: u64) {
+    pub fn remove(&mut self, fp: Fp) {
         if let Some(old) = self.pages.remove(&fp) {
             self.untrack(&old);
         }
@@ -323,7 +324,7 @@ impl Schedule {
 
     /// Takes up to `limit` pages due at `now` (ms), earliest first. A taken page is due again
     /// only after its next visit is recorded (or `now + max_interval` if it never is).
-    pub fn take_due(&mut self, now: i64, limit: usize) -> Vec<(u64, Tracked)> {
+    pub fn take_due(&mut self, now: i64, limit: usize) -> Vec<(Fp, Tracked)> {
         let mut out = Vec::new();
         while out.len() < limit {
             self.drop_stale();
@@ -372,7 +373,7 @@ mod tests {
 
     fn tracked(url: &str, rate: f64, last: i64) -> Tracked {
         Tracked {
-            host: 1,
+            host: HostId(1),
             url: url.into(),
             depth: 0,
             rate,
@@ -387,10 +388,10 @@ mod tests {
     fn a_faster_changing_page_comes_back_sooner_within_the_budget() {
         let mut s = Schedule::new(config(Policy::Sqrt));
         s.restore([
-            (1, tracked("http://e/slow", 0.001, 0)),
-            (2, tracked("http://e/fast", 0.016, 0)),
+            (Fp(1), tracked("http://e/slow", 0.001, 0)),
+            (Fp(2), tracked("http://e/fast", 0.016, 0)),
         ]);
-        let (slow, fast) = (s.page(1).unwrap().due, s.page(2).unwrap().due);
+        let (slow, fast) = (s.page(Fp(1)).unwrap().due, s.page(Fp(2)).unwrap().due);
         assert!(fast < slow, "{fast} {slow}");
         // Two pages, one visit per 100 s each on average: 0.02 visits/s shared 1:4.
         assert!((s.budget() - 0.02).abs() < 1e-12);
@@ -411,30 +412,34 @@ mod tests {
     fn covered_pages_leave_the_budget_to_the_polled_ones() {
         let mut s = Schedule::new(config(Policy::Uniform));
         let mut other = tracked("http://f/a", 0.01, 0);
-        other.host = 2;
+        other.host = HostId(2);
         s.restore([
-            (1, tracked("http://e/a", 0.01, 0)),
-            (2, tracked("http://e/b", 0.01, 0)),
-            (3, other),
+            (Fp(1), tracked("http://e/a", 0.01, 0)),
+            (Fp(2), tracked("http://e/b", 0.01, 0)),
+            (Fp(3), other),
         ]);
-        assert_eq!(s.page(3).unwrap().due, 100_000, "one visit per cycle");
-        s.set_host_covered(1, true);
+        assert_eq!(s.page(Fp(3)).unwrap().due, 100_000, "one visit per cycle");
+        s.set_host_covered(HostId(1), true);
         assert!((s.budget() - 0.01).abs() < 1e-12, "{}", s.budget());
-        assert_eq!(s.page(1).unwrap().due, 10_000_000, "the safety net only");
+        assert_eq!(
+            s.page(Fp(1)).unwrap().due,
+            10_000_000,
+            "the safety net only"
+        );
         // A visit of a covered page keeps it covered.
-        s.visited(1, 1, "http://e/a", 0, 5_000, Some(0.01), 1.0);
-        assert!(s.page(1).unwrap().covered);
-        assert_eq!(s.page(1).unwrap().due, 10_005_000);
-        s.visited(3, 2, "http://f/a", 0, 5_000, Some(0.01), 1.0);
-        assert_eq!(s.page(3).unwrap().due, 105_000);
-        s.set_host_covered(1, false);
+        s.visited(Fp(1), HostId(1), "http://e/a", 0, 5_000, Some(0.01), 1.0);
+        assert!(s.page(Fp(1)).unwrap().covered);
+        assert_eq!(s.page(Fp(1)).unwrap().due, 10_005_000);
+        s.visited(Fp(3), HostId(2), "http://f/a", 0, 5_000, Some(0.01), 1.0);
+        assert_eq!(s.page(Fp(3)).unwrap().due, 105_000);
+        s.set_host_covered(HostId(1), false);
         assert!((s.budget() - 0.03).abs() < 1e-12);
         assert_eq!(
-            s.page(2).unwrap().due,
+            s.page(Fp(2)).unwrap().due,
             100_000,
             "planned from its last visit again"
         );
-        s.remove(1);
+        s.remove(Fp(1));
         s.solve();
         assert!((s.budget() - 0.02).abs() < 1e-12);
     }
@@ -442,19 +447,19 @@ mod tests {
     #[test]
     fn announcements_override_the_estimate() {
         let mut s = Schedule::new(config(Policy::Uniform));
-        s.restore([(1, tracked("http://e/a", 0.01, 1000))]);
-        let planned = s.page(1).unwrap().due;
+        s.restore([(Fp(1), tracked("http://e/a", 0.01, 1000))]);
+        let planned = s.page(Fp(1)).unwrap().due;
         assert!(
-            !s.announce(1, Announcement::ChangedAt(500), 2000),
+            !s.announce(Fp(1), Announcement::ChangedAt(500), 2000),
             "old news"
         );
-        assert!(s.announce(1, Announcement::ChangedAt(1500), 2000));
+        assert!(s.announce(Fp(1), Announcement::ChangedAt(1500), 2000));
         assert_eq!(s.take_due(2000, 10).len(), 1);
-        s.visited(1, 1, "http://e/a", 0, 2000, None, 1.0);
-        assert!(!s.announce(1, Announcement::UnchangedSince(1500), 50_000));
-        assert_eq!(s.page(1).unwrap().due, 50_000 + (planned - 1000));
+        s.visited(Fp(1), HostId(1), "http://e/a", 0, 2000, None, 1.0);
+        assert!(!s.announce(Fp(1), Announcement::UnchangedSince(1500), 50_000));
+        assert_eq!(s.page(Fp(1)).unwrap().due, 50_000 + (planned - 1000));
         assert!(
-            !s.announce(99, Announcement::ChangedAt(1), 1),
+            !s.announce(Fp(99), Announcement::ChangedAt(1), 1),
             "unknown page"
         );
     }

@@ -27,14 +27,7 @@ fn save_queue(tx: &Transaction<'_>, batch: &Batch) -> rusqlite::Result<()> {
             )?;
     for u in &batch.new_urls {
         queue.execute(params![
-            u.seq,
-            u.host,
-            u.priority,
-            u.url,
-            u.fp as i64,
-            u.depth,
-            u.hops,
-            u.revisit
+            u.seq, u.host, u.priority, u.url, u.fp, u.depth, u.hops, u.revisit
         ])?;
     }
     Ok(())
@@ -88,7 +81,7 @@ fn save_pages(tx: &Transaction<'_>, batch: &Batch) -> rusqlite::Result<()> {
             p.warc.as_ref().map(|w| w.0.as_str()),
             p.warc.as_ref().map(|w| w.1 as i64),
             i64::from(p.changed),
-            p.fp as i64,
+            p.fp,
             p.importance.map(|i| i.0),
             p.importance.map(|i| i.1),
             p.changes_seen.as_ref().map(|c| c.0.as_str()),

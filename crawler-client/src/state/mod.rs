@@ -26,6 +26,7 @@ pub use rows::{
     RefreshablePage,
 };
 
+use crate::ids::{Fp, HostId};
 use rows::{QUEUED_COLUMNS, queued};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use schema::{CACHE_KIB, SCHEMA, migrate};
@@ -131,7 +132,7 @@ impl Store {
     }
 
     /// The id of the host with this origin, created if new.
-    pub fn host_id(&self, origin: &str) -> Result<i64, StoreError> {
+    pub fn host_id(&self, origin: &str) -> Result<HostId, StoreError> {
         let found = self
             .conn
             .query_row("SELECT id FROM hosts WHERE origin = ?1", [origin], |r| {
@@ -140,12 +141,12 @@ impl Store {
             .optional()
             .map_err(|e| self.err(e))?;
         if let Some(id) = found {
-            return Ok(id);
+            return Ok(HostId(id));
         }
         self.conn
             .execute("INSERT INTO hosts (origin) VALUES (?1)", [origin])
             .map_err(|e| self.err(e))?;
-        Ok(self.conn.last_insert_rowid())
+        Ok(HostId(self.conn.last_insert_rowid()))
     }
 
     /// Every host.
@@ -171,7 +172,7 @@ impl Store {
     }
 
     /// Queued URLs per host.
-    pub fn queued_per_host(&self) -> Result<Vec<(i64, u64)>, StoreError> {
+    pub fn queued_per_host(&self) -> Result<Vec<(HostId, u64)>, StoreError> {
         self.rows("SELECT host, COUNT(*) FROM queue GROUP BY host", [], |r| {
             Ok((r.get(0)?, r.get::<_, i64>(1)?.max(0) as u64))
         })
@@ -187,7 +188,7 @@ impl Store {
     /// The next queued URLs of a host, best first, skipping the rows in `exclude`.
     pub fn next_for_host(
         &self,
-        host: i64,
+        host: HostId,
         limit: usize,
         exclude: &HashSet<i64>,
     ) -> Result<Vec<Queued>, StoreError> {
@@ -214,7 +215,7 @@ impl Store {
     }
 
     /// Every queued row of a host (to match archived records to their rows after a crash).
-    pub fn queued_of_host(&self, host: i64) -> Result<Vec<Queued>, StoreError> {
+    pub fn queued_of_host(&self, host: HostId) -> Result<Vec<Queued>, StoreError> {
         self.rows(
             &format!("SELECT {QUEUED_COLUMNS} FROM queue WHERE host = ?1"),
             [host],
@@ -223,7 +224,7 @@ impl Store {
     }
 
     /// Adds the fingerprint of every URL queued or visited (the seen-set) to `into`.
-    pub fn load_seen(&self, into: &mut HashMap<u64, f64>, fetched: f64) -> Result<(), StoreError> {
+    pub fn load_seen(&self, into: &mut HashMap<Fp, f64>, fetched: f64) -> Result<(), StoreError> {
         for sql in [
             "SELECT fp, ?1 FROM pages",
             "SELECT fp, priority FROM queue WHERE revisit = 0 AND ?1 IS NOT NULL",
@@ -231,7 +232,7 @@ impl Store {
             let mut stmt = self.conn.prepare(sql).map_err(|e| self.err(e))?;
             let mut rows = stmt.query([fetched]).map_err(|e| self.err(e))?;
             while let Some(r) = rows.next().map_err(|e| self.err(e))? {
-                let fp = r.get::<_, i64>(0).map_err(|e| self.err(e))? as u64;
+                let fp = r.get::<_, Fp>(0).map_err(|e| self.err(e))?;
                 let key = r.get::<_, f64>(1).map_err(|e| self.err(e))?;
                 into.insert(fp, key);
             }
@@ -240,7 +241,7 @@ impl Store {
     }
 
     /// Every host's cooperation state: id, origin, JSON.
-    pub fn coop_sites(&self) -> Result<Vec<(i64, String, String)>, StoreError> {
+    pub fn coop_sites(&self) -> Result<Vec<(HostId, String, String)>, StoreError> {
         self.rows(
             "SELECT id, origin, coop FROM hosts WHERE coop IS NOT NULL ORDER BY origin",
             [],
@@ -260,11 +261,11 @@ impl Store {
 mod tests {
     use super::*;
 
-    fn fp(url: &str) -> u64 {
-        xxhash_rust::xxh3::xxh3_64(url.as_bytes())
+    fn fp(url: &str) -> Fp {
+        Fp(xxhash_rust::xxh3::xxh3_64(url.as_bytes()))
     }
 
-    fn new_url(seq: i64, host: i64, url: &str) -> NewUrl {
+    fn new_url(seq: i64, host: HostId, url: &str) -> NewUrl {
         NewUrl {
             seq,
             host,
@@ -307,7 +308,7 @@ mod tests {
         assert_eq!(s.max_queue_seq().unwrap(), 2);
         let mut seen = HashMap::new();
         s.load_seen(&mut seen, -1.0).unwrap();
-        let mut fps: Vec<u64> = seen.keys().copied().collect();
+        let mut fps: Vec<Fp> = seen.keys().copied().collect();
         fps.sort_unstable();
         let mut expected = vec![a.fp, b.fp];
         expected.sort_unstable();

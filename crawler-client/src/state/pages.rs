@@ -2,6 +2,7 @@
 //! the digests that find duplicates, the pages worth refreshing, and the listing of copies.
 
 use super::{CopyRow, KnownPage, RefreshablePage, Store, StoreError};
+use crate::ids::Fp;
 use rusqlite::OptionalExtension;
 use std::collections::HashSet;
 
@@ -14,7 +15,7 @@ impl Store {
             [],
             |r| {
                 Ok(RefreshablePage {
-                    fp: r.get::<_, i64>(0)? as u64,
+                    fp: r.get(0)?,
                     host: r.get(1)?,
                     url: r.get(2)?,
                     depth: r.get(3)?,
@@ -54,7 +55,7 @@ impl Store {
 
     /// What was known of the page with fingerprint `fp`, for a conditional GET and change
     /// detection.
-    pub fn page(&self, fp: u64) -> Result<Option<KnownPage>, StoreError> {
+    pub fn page(&self, fp: Fp) -> Result<Option<KnownPage>, StoreError> {
         self.conn
             .prepare_cached(
                 "SELECT etag, last_modified, digest, fetched_at, history, history_g, changes_seen,
@@ -62,7 +63,7 @@ impl Store {
                  FROM pages WHERE fp = ?1",
             )
             .and_then(|mut s| {
-                s.query_row([fp as i64], |r| {
+                s.query_row([fp], |r| {
                     Ok(KnownPage {
                         etag: r.get(0)?,
                         last_modified: r.get(1)?,

@@ -1,6 +1,7 @@
 //! The rows the crawl state reads and writes: queued URLs, pages and what is known of them,
 //! hosts, and the batch that saves a stretch of the crawl in one transaction.
 
+use crate::ids::{Fp, HostId};
 use rusqlite::Row;
 
 /// A queued URL.
@@ -9,11 +10,11 @@ pub struct Queued {
     /// Queue row: arrival order.
     pub seq: i64,
     /// Host id.
-    pub host: i64,
+    pub host: HostId,
     /// The URL.
     pub url: String,
     /// Its fingerprint.
-    pub fp: u64,
+    pub fp: Fp,
     /// Links from a seed.
     pub depth: u32,
     /// Redirects followed to get here.
@@ -31,7 +32,7 @@ pub(super) fn queued(r: &Row<'_>) -> rusqlite::Result<Queued> {
         seq: r.get(0)?,
         host: r.get(1)?,
         url: r.get(2)?,
-        fp: r.get::<_, i64>(3)? as u64,
+        fp: r.get(3)?,
         depth: r.get::<_, i64>(4)?.max(0) as u32,
         hops: r.get::<_, i64>(5)?.max(0) as u32,
         attempts: r.get::<_, i64>(6)?.max(0) as u32,
@@ -49,11 +50,11 @@ pub struct NewUrl {
     /// Its queue row, allocated by the frontier.
     pub seq: i64,
     /// Host id.
-    pub host: i64,
+    pub host: HostId,
     /// The URL.
     pub url: String,
     /// Its fingerprint.
-    pub fp: u64,
+    pub fp: Fp,
     /// Links from a seed.
     pub depth: u32,
     /// Redirects followed.
@@ -70,9 +71,9 @@ pub struct PageRecord {
     /// The URL.
     pub url: String,
     /// Its fingerprint.
-    pub fp: u64,
+    pub fp: Fp,
     /// Host id.
-    pub host: i64,
+    pub host: HostId,
     /// Links from a seed.
     pub depth: u32,
     /// Status code (none for a failure).
@@ -136,9 +137,9 @@ pub struct KnownPage {
 #[derive(Debug, Clone, PartialEq)]
 pub struct RefreshablePage {
     /// Fingerprint.
-    pub fp: u64,
+    pub fp: Fp,
     /// Host id.
-    pub host: i64,
+    pub host: HostId,
     /// The URL.
     pub url: String,
     /// Links from a seed.
@@ -172,7 +173,7 @@ pub struct CopyRow {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct HostRecord {
     /// Id.
-    pub id: i64,
+    pub id: HostId,
     /// `scheme://host[:port]`.
     pub origin: String,
     /// robots.txt status (none: no answer), if fetched.
@@ -195,7 +196,7 @@ pub struct HostRecord {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct HostUpdate {
     /// Id.
-    pub id: i64,
+    pub id: HostId,
     /// robots.txt as fetched: status (none: no answer), body, when (ms).
     pub robots: Option<(Option<u16>, Vec<u8>, i64)>,
     /// Why the host is not crawled.
@@ -210,7 +211,7 @@ pub struct HostUpdate {
 #[derive(Debug, Clone, PartialEq)]
 pub struct GiveUp {
     /// Host id.
-    pub host: i64,
+    pub host: HostId,
     /// Why.
     pub reason: String,
     /// When (ms).
@@ -237,7 +238,7 @@ pub struct Batch {
     /// Remembered values.
     pub meta: Vec<(String, String)>,
     /// Hosts' cooperation state (JSON of `SiteCoop`).
-    pub coop: Vec<(i64, String)>,
+    pub coop: Vec<(HostId, String)>,
 }
 
 impl Batch {
