@@ -14,6 +14,26 @@ use crate::state::PageRecord;
 use url::Url;
 use webcoop_protocol::changes_feed::{self, ChangeKind, ChangesFeed, FeedLimits};
 
+/// What a site says of one of its URLs: when it last changed, its new validator, where its
+/// delta is, and the delta itself when it came inline.
+#[derive(Debug)]
+pub(crate) struct Said<'a> {
+    pub(crate) url: &'a Url,
+    pub(crate) modified: Option<i64>,
+    pub(crate) etag: Option<String>,
+    pub(crate) delta: Option<Url>,
+    pub(crate) inline: Option<(String, Vec<u8>)>,
+}
+
+/// Which reading of the site's documents a URL comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reading {
+    /// The first listing: it seeds the frontier; nothing is checked.
+    First,
+    /// A later listing or an announcement: claims are acted on and sampled for checks.
+    Update,
+}
+
 impl CoopState {
     pub(crate) fn changes_answered(
         &mut self,
@@ -104,16 +124,14 @@ impl CoopState {
                             deltas && d.encoding == webcoop_protocol::delta::DeltaEncoding::Dcz
                         })
                         .map(|d| (d.base.to_string(), d.data.clone()));
-                    self.listed(
-                        r,
-                        host,
-                        &e.url,
-                        Some(e.time.timestamp_millis()),
-                        e.etag.as_ref().map(ToString::to_string),
-                        plan,
+                    let said = Said {
+                        url: &e.url,
+                        modified: Some(e.time.timestamp_millis()),
+                        etag: e.etag.as_ref().map(ToString::to_string),
+                        delta: plan,
                         inline,
-                        true,
-                    );
+                    };
+                    self.listed(r, host, said, Reading::Update);
                 }
             }
         }
@@ -146,20 +164,21 @@ impl CoopState {
         }
     }
 
-    /// A URL the site lists or announces, with what it says of it. `announce` is false while
-    /// the first listing is read (it only seeds the frontier).
-    #[allow(clippy::too_many_arguments)]
+    /// A URL the site lists or announces, with what it says of it.
     pub(crate) fn listed(
         &mut self,
         r: &mut Reach<'_>,
         host: HostId,
-        url: &Url,
-        modified: Option<i64>,
-        etag: Option<String>,
-        delta: Option<Url>,
-        inline: Option<(String, Vec<u8>)>,
-        announce: bool,
+        said: Said<'_>,
+        reading: Reading,
     ) {
+        let Said {
+            url,
+            modified,
+            etag,
+            delta,
+            inline,
+        } = said;
         if r.policy.admit(url, 1).is_err() {
             return;
         }
@@ -193,7 +212,7 @@ impl CoopState {
         let covers = self.covers(host);
         if !changed {
             // A small share of "unchanged" claims is checked by a fetch.
-            if announce && covers && self.chance(self.config.check_share) {
+            if reading == Reading::Update && covers && self.chance(self.config.check_share) {
                 self.claims.insert(link.fp, (host, Claim::Unchanged));
                 self.site(host).stats.checks += 1;
                 self.due_now(r, host, &link);

@@ -1,6 +1,7 @@
 //! Reading what a site lists: robots.txt's pointers at discovery, robots.rdf, and sitemap
 //! walks whose dates are judged before any is acted on.
 
+use super::announcements::{Reading, Said};
 use super::discovery::{delta_url, is_changes_endpoint, link_header, robots_txt_pointers};
 use super::poll_rate::pace_from_dates;
 use super::state::{CoopState, Reach, Walk};
@@ -163,6 +164,11 @@ impl CoopState {
         let origin = r.origin(host);
         let last_poll = self.sites.get(&host).and_then(|s| s.last_poll);
         let first = !self.sites.get(&host).is_some_and(|s| s.discovered);
+        let reading = if first {
+            Reading::First
+        } else {
+            Reading::Update
+        };
         {
             let site = self.site(host);
             site.listing = Some(url.to_string());
@@ -221,16 +227,14 @@ impl CoopState {
             if last_poll.is_some_and(|t| modified > t) {
                 moved += 1;
             }
-            self.listed(
-                r,
-                host,
-                &item.url,
-                Some(modified),
-                item.etag.as_ref().map(ToString::to_string),
-                plan,
-                None,
-                !first,
-            );
+            let said = Said {
+                url: &item.url,
+                modified: Some(modified),
+                etag: item.etag.as_ref().map(ToString::to_string),
+                delta: plan,
+                inline: None,
+            };
+            self.listed(r, host, said, reading);
         }
         if let Some(secs) = secs {
             self.site(host).count.observe(moved, secs);
@@ -348,6 +352,11 @@ impl CoopState {
         let c = self.config;
         let site = self.site(host);
         let first = !site.discovered;
+        let reading = if first {
+            Reading::First
+        } else {
+            Reading::Update
+        };
         let stamped = lastmods_stamped(site.sitemap_moment, moment);
         site.sitemap_moment = moment;
         site.discovered = true;
@@ -365,16 +374,14 @@ impl CoopState {
                 continue;
             }
             let lastmod = e.lastmod.filter(|_| !stamped);
-            self.listed(
-                r,
-                host,
-                &e.loc,
-                lastmod.map(|t| t.timestamp_millis()),
-                None,
-                None,
-                None,
-                !first,
-            );
+            let said = Said {
+                url: &e.loc,
+                modified: lastmod.map(|t| t.timestamp_millis()),
+                etag: None,
+                delta: None,
+                inline: None,
+            };
+            self.listed(r, host, said, reading);
         }
         if first {
             let level = self.site(host).level(c.mode, c.failures_to_degrade);
