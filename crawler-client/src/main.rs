@@ -185,16 +185,46 @@ fn status(out: &std::path::Path, json: bool) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let status = Status {
+        out,
+        running,
+        figures,
+        skipped,
+        coop,
+        config,
+    };
     if json {
+        println!("{}", status.json());
+    } else {
+        status.print();
+    }
+    ExitCode::SUCCESS
+}
+
+/// What `status` reports of a crawl directory.
+struct Status<'a> {
+    out: &'a std::path::Path,
+    running: bool,
+    figures: webcoop_crawler::state::Figures,
+    skipped: Vec<(String, String)>,
+    coop: Vec<(webcoop_crawler::ids::HostId, String, String)>,
+    config: CoopConfig,
+}
+
+impl Status<'_> {
+    fn json(&self) -> serde_json::Value {
+        let (figures, config) = (self.figures, self.config);
         let mut v = serde_json::to_value(figures).unwrap_or_default();
-        v["running"] = running.into();
+        v["running"] = self.running.into();
         v["fetched"] = figures.fetched().into();
         v["errors"] = figures.errors().into();
-        v["skipped_hosts"] = skipped
+        v["skipped_hosts"] = self
+            .skipped
             .iter()
             .map(|(o, why)| serde_json::json!({"origin": o, "reason": why}))
             .collect();
-        v["cooperation"] = coop
+        v["cooperation"] = self
+            .coop
             .iter()
             .filter_map(|(_, origin, json)| {
                 let site: SiteCoop = serde_json::from_str(json).ok()?;
@@ -210,22 +240,25 @@ fn status(out: &std::path::Path, json: bool) -> ExitCode {
                 Some(j)
             })
             .collect();
-        println!("{v}");
-    } else {
+        v
+    }
+
+    fn print(&self) {
+        let config = self.config;
         println!(
             "{}: {}",
-            out.display(),
-            if running {
+            self.out.display(),
+            if self.running {
                 "crawl running"
             } else {
                 "no crawl running"
             }
         );
-        print!("{}", progress::summary(&figures, &skipped, None));
-        if !coop.is_empty() {
+        print!("{}", progress::summary(&self.figures, &self.skipped, None));
+        if !self.coop.is_empty() {
             println!("cooperation:");
         }
-        for (_, origin, json) in &coop {
+        for (_, origin, json) in &self.coop {
             let Ok(site) = serde_json::from_str::<SiteCoop>(json) else {
                 println!("  {origin}: state unreadable");
                 continue;
@@ -244,7 +277,6 @@ fn status(out: &std::path::Path, json: bool) -> ExitCode {
             );
         }
     }
-    ExitCode::SUCCESS
 }
 
 fn copies(out: &std::path::Path, url: Option<&str>) -> ExitCode {

@@ -86,6 +86,8 @@ pub fn extract(page: &Url, html: &[u8]) -> PageLinks {
     std::panic::catch_unwind(|| extract_links(page, html)).unwrap_or_default()
 }
 
+// One function: lol_html's handlers borrow what they collect for the life of the rewriter,
+// so they are registered, run and read back in one scope.
 fn extract_links(page: &Url, html: &[u8]) -> PageLinks {
     let Some(sel) = SELECTORS.as_ref() else {
         return PageLinks::default();

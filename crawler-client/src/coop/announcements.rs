@@ -12,7 +12,7 @@ use crate::ids::{Fp, HostId};
 use crate::refresh::schedule::Announcement;
 use crate::state::PageRecord;
 use url::Url;
-use webcoop_protocol::changes_feed::{self, ChangeKind, ChangesFeed, FeedLimits};
+use webcoop_protocol::changes_feed::{self, ChangeEntry, ChangeKind, ChangesFeed, FeedLimits};
 
 /// What a site says of one of its URLs: when it last changed, its new validator, where its
 /// delta is, and the delta itself when it came inline.
@@ -103,37 +103,8 @@ impl CoopState {
             return;
         }
         let n = entries.len() as u64;
-        let changes = self
-            .sites
-            .get(&host)
-            .and_then(|s| s.changes.clone())
-            .and_then(|c| Url::parse(&c).ok());
-        let deltas = self.config.uses_deltas();
         for e in &entries {
-            if !self.own_page(r, host, &e.url) {
-                continue;
-            }
-            match e.kind {
-                ChangeKind::Deleted => self.deleted(r, host, &e.url, e.seq),
-                ChangeKind::Created | ChangeKind::Modified => {
-                    let plan = changes.as_ref().and_then(|c| delta_url(c, &e.url));
-                    let inline = e
-                        .delta
-                        .as_ref()
-                        .filter(|d| {
-                            deltas && d.encoding == webcoop_protocol::delta::DeltaEncoding::Dcz
-                        })
-                        .map(|d| (d.base.to_string(), d.data.clone()));
-                    let said = Said {
-                        url: &e.url,
-                        modified: Some(e.time.timestamp_millis()),
-                        etag: e.etag.as_ref().map(ToString::to_string),
-                        delta: plan,
-                        inline,
-                    };
-                    self.listed(r, host, said, Reading::Update);
-                }
-            }
+            self.announced(r, host, e);
         }
         let site = self.site(host);
         if let Some(last) = entries.last() {
@@ -162,6 +133,36 @@ impl CoopState {
             );
             self.polling.insert(host);
         }
+    }
+
+    /// One change the feed announces, for a page of the site's own.
+    fn announced(&mut self, r: &mut Reach<'_>, host: HostId, e: &ChangeEntry) {
+        if !self.own_page(r, host, &e.url) {
+            return;
+        }
+        if e.kind == ChangeKind::Deleted {
+            self.deleted(r, host, &e.url, e.seq);
+            return;
+        }
+        let changes = self
+            .sites
+            .get(&host)
+            .and_then(|s| s.changes.as_deref())
+            .and_then(|c| Url::parse(c).ok());
+        let deltas = self.config.uses_deltas();
+        let inline = e
+            .delta
+            .as_ref()
+            .filter(|d| deltas && d.encoding == webcoop_protocol::delta::DeltaEncoding::Dcz)
+            .map(|d| (d.base.to_string(), d.data.clone()));
+        let said = Said {
+            url: &e.url,
+            modified: Some(e.time.timestamp_millis()),
+            etag: e.etag.as_ref().map(ToString::to_string),
+            delta: changes.as_ref().and_then(|c| delta_url(c, &e.url)),
+            inline,
+        };
+        self.listed(r, host, said, Reading::Update);
     }
 
     /// A URL the site lists or announces, with what it says of it.

@@ -179,38 +179,7 @@ impl CoopState {
             site.discovered = true;
             site.last_poll = Some(now_ms());
         }
-        let changes = doc
-            .channel
-            .changes
-            .as_ref()
-            .filter(|c| is_changes_endpoint(c))
-            .filter(|c| self.speaks_for(r, host, c))
-            .cloned();
-        if let Some(changes) = changes {
-            let site = self.site(host);
-            site.changes = Some(changes.to_string());
-            if site.cursor.is_none() {
-                site.cursor = doc.channel.seq;
-            }
-        }
-        let hub = doc
-            .channel
-            .hub
-            .as_ref()
-            .filter(|h| self.speaks_for(r, host, h))
-            .map(Url::to_string);
-        self.site(host).hub = hub;
-        if let Some(hub) = got
-            .header("link")
-            .map(|v| link_header(url, v))
-            .and_then(|links| links.into_iter().find(|(_, rel)| rel == "hub"))
-            .filter(|(h, _)| self.speaks_for(r, host, h))
-        {
-            let site = self.site(host);
-            if site.hub.is_none() {
-                site.hub = Some(hub.0.to_string());
-            }
-        }
+        self.take_offers(r, host, url, got, &doc);
         let mut moved = 0;
         let changes = self.sites.get(&host).and_then(|s| s.changes.clone());
         let changes = changes.and_then(|c| Url::parse(&c).ok());
@@ -256,46 +225,71 @@ impl CoopState {
         Ok(())
     }
 
+    /// What robots.rdf offers beyond its list: the changes feed (with the cursor to start
+    /// from) and the hub, from its channel or its `Link` header, where the site speaks for them.
+    fn take_offers(
+        &mut self,
+        r: &mut Reach<'_>,
+        host: HostId,
+        url: &Url,
+        got: &CoopFetched,
+        doc: &robots_rdf::RobotsRdf,
+    ) {
+        let changes = doc
+            .channel
+            .changes
+            .as_ref()
+            .filter(|c| is_changes_endpoint(c))
+            .filter(|c| self.speaks_for(r, host, c))
+            .cloned();
+        if let Some(changes) = changes {
+            let site = self.site(host);
+            site.changes = Some(changes.to_string());
+            if site.cursor.is_none() {
+                site.cursor = doc.channel.seq;
+            }
+        }
+        let hub = doc
+            .channel
+            .hub
+            .as_ref()
+            .filter(|h| self.speaks_for(r, host, h))
+            .map(Url::to_string);
+        self.site(host).hub = hub;
+        if let Some(hub) = got
+            .header("link")
+            .map(|v| link_header(url, v))
+            .and_then(|links| links.into_iter().find(|(_, rel)| rel == "hub"))
+            .filter(|(h, _)| self.speaks_for(r, host, h))
+        {
+            let site = self.site(host);
+            if site.hub.is_none() {
+                site.hub = Some(hub.0.to_string());
+            }
+        }
+    }
+
+    /// A sitemap file of a walk answered (or failed: `got` is none); the walk goes on with
+    /// the files it names, and once none is left, its entries are acted on.
     pub(crate) fn sitemap_fed(
         &mut self,
         r: &mut Reach<'_>,
         host: HostId,
         got: Option<(&Url, &CoopFetched)>,
     ) {
-        let Some(Walk {
-            mut walk,
-            mut listed,
-            mut failures,
-        }) = self.walks.remove(&host)
-        else {
+        let Some(mut w) = self.walks.remove(&host) else {
             return;
         };
-        let problems_before = walk.problems().len();
+        let problems_before = w.walk.problems().len();
         if let Some((url, got)) = got {
-            let pending = PendingSitemap {
-                url: url.clone(),
-                depth: 0,
-            };
-            let is_root = self
-                .sites
-                .get(&host)
-                .is_some_and(|s| s.sitemaps.first().is_none_or(|f| f == url.as_str()));
-            // A walk holds its entries until it ends: no more than a host may queue.
-            let room = (crate::frontier::MAX_QUEUED_PER_HOST as usize).saturating_sub(listed.len());
-            listed.extend(walk.feed(&pending, &got.body).into_iter().take(room));
-            if is_root {
-                self.site(host).sitemap_validators = (
-                    got.header("etag").map(str::to_string),
-                    got.header("last-modified").map(str::to_string),
-                );
-            }
+            self.feed_walk(host, &mut w, url, got);
         }
-        if got.is_none() || walk.problems().len() > problems_before {
-            failures += 1;
+        if got.is_none() || w.walk.problems().len() > problems_before {
+            w.failures += 1;
         }
         // A site whose sitemaps keep failing (gzip bombs, garbage) costs a bounded amount of
         // work: after so many bad files the rest of its walk is dropped.
-        if failures >= MAX_BAD_SITEMAPS {
+        if w.failures >= MAX_BAD_SITEMAPS {
             let queued = r.frontier.drop_coop(host, |job| {
                 matches!(
                     job,
@@ -305,20 +299,17 @@ impl CoopState {
                     }
                 )
             });
-            let unqueued = std::iter::from_fn(|| walk.next_fetch()).count();
+            let unqueued = std::iter::from_fn(|| w.walk.next_fetch()).count();
             if queued + unqueued > 0 {
                 tracing::warn!(
-                    "{}: {failures} sitemap files could not be read; the other {} of the walk are dropped",
+                    "{}: {} sitemap files could not be read; the other {} of the walk are dropped",
                     r.origin(host),
+                    w.failures,
                     queued + unqueued
                 );
             }
         }
-        let mut more = Vec::new();
-        while let Some(p) = walk.next_fetch() {
-            more.push(p);
-        }
-        for p in more {
+        while let Some(p) = w.walk.next_fetch() {
             r.frontier.push_coop(
                 host,
                 CoopJob::Fetch {
@@ -329,21 +320,40 @@ impl CoopState {
                 },
             );
         }
-        let waiting = r.frontier.host(host).is_some_and(|h| h.coop_waiting());
-        if waiting {
-            self.walks.insert(
-                host,
-                Walk {
-                    walk,
-                    listed,
-                    failures,
-                },
-            );
-            return;
+        if r.frontier.host(host).is_some_and(|h| h.coop_waiting()) {
+            self.walks.insert(host, w);
+        } else {
+            self.walk_over(r, host, w);
         }
-        // The walk is over: its dates are judged before any is acted on, so a sitemap that
-        // stamps every URL does not send the crawler after every page first.
-        let dates: Vec<i64> = listed
+    }
+
+    /// One sitemap file's entries added to its walk (no more than a host may queue); the
+    /// root's validators kept for the next poll.
+    fn feed_walk(&mut self, host: HostId, w: &mut Walk, url: &Url, got: &CoopFetched) {
+        let pending = PendingSitemap {
+            url: url.clone(),
+            depth: 0,
+        };
+        let is_root = self
+            .sites
+            .get(&host)
+            .is_some_and(|s| s.sitemaps.first().is_none_or(|f| f == url.as_str()));
+        let room = (crate::frontier::MAX_QUEUED_PER_HOST as usize).saturating_sub(w.listed.len());
+        w.listed
+            .extend(w.walk.feed(&pending, &got.body).into_iter().take(room));
+        if is_root {
+            self.site(host).sitemap_validators = (
+                got.header("etag").map(str::to_string),
+                got.header("last-modified").map(str::to_string),
+            );
+        }
+    }
+
+    /// The walk is over: its dates are judged before any is acted on, so a sitemap that
+    /// stamps every URL does not send the crawler after every page first.
+    fn walk_over(&mut self, r: &mut Reach<'_>, host: HostId, w: Walk) {
+        let dates: Vec<i64> = w
+            .listed
             .iter()
             .filter_map(|e| e.lastmod.map(|t| t.timestamp()))
             .collect();
@@ -369,7 +379,7 @@ impl CoopState {
         if first && !stamped && moment.is_none() {
             self.pace_from_listing(r, host, &dates);
         }
-        for e in &listed {
+        for e in &w.listed {
             if !self.own_page(r, host, &e.loc) {
                 continue;
             }
@@ -387,8 +397,8 @@ impl CoopState {
             let level = self.site(host).level(c.mode, c.failures_to_degrade);
             tracing::info!(
                 "{origin}: sitemaps list {} URLs ({} files); cooperation: {}",
-                listed.len(),
-                walk.fetched(),
+                w.listed.len(),
+                w.walk.fetched(),
                 level.as_str()
             );
         }

@@ -17,6 +17,22 @@ use webcoop_protocol::websub::{Mode, SubscriptionRequest};
 /// An unverified subscription request is sent again after this long (ms).
 const RESUBSCRIBE_MS: i64 = 600_000;
 
+/// Whether a subscription is to be asked for at `at` (ms): none yet, unverified for a while,
+/// or its lease in its last fifth (of what was granted or asked, the shorter) and not asked
+/// again too recently.
+fn subscription_due(sub: Option<&Subscription>, at: i64, lease_ms: i64) -> bool {
+    match sub {
+        None => true,
+        Some(s) if s.verified_at.is_none() => at - s.requested_at > RESUBSCRIBE_MS,
+        Some(s) => {
+            let granted = s.lease_until.unwrap_or(at) - s.verified_at.unwrap_or(at);
+            s.lease_until
+                .is_some_and(|end| end - at < granted.min(lease_ms) / 5)
+                && at - s.requested_at > RESUBSCRIBE_MS.min(granted / 10)
+        }
+    }
+}
+
 impl CoopState {
     /// A page names a WebSub hub: where its site has no changes feed to subscribe to, the
     /// page's topic is subscribed to instead.
@@ -61,17 +77,7 @@ impl CoopState {
             return;
         }
         let lease_ms = self.config.lease_secs as i64 * 1000;
-        let due = match &site.subscription {
-            None => true,
-            Some(s) if s.verified_at.is_none() => at - s.requested_at > RESUBSCRIBE_MS,
-            Some(s) => {
-                let granted = s.lease_until.unwrap_or(at) - s.verified_at.unwrap_or(at);
-                s.lease_until
-                    .is_some_and(|end| end - at < granted.min(lease_ms) / 5)
-                    && at - s.requested_at > RESUBSCRIBE_MS.min(granted / 10)
-            }
-        };
-        if !due || server.pending(host) {
+        if !subscription_due(site.subscription.as_ref(), at, lease_ms) || server.pending(host) {
             return;
         }
         let (Ok(hub_url), Ok(topic_url)) = (Url::parse(&hub), Url::parse(&topic)) else {
@@ -177,50 +183,12 @@ impl CoopState {
 
     /// The callback server heard from a hub.
     pub fn callback_event(&mut self, r: &mut Reach<'_>, event: CallbackEvent) {
-        let at = now_ms();
         match event {
             CallbackEvent::Verified {
                 host,
                 mode: Mode::Subscribe,
                 lease,
-            } => {
-                // A hub's number: from a minute to a year, whatever it says.
-                let lease_ms = lease
-                    .unwrap_or(self.config.lease_secs)
-                    .clamp(60, 366 * 86_400) as i64
-                    * 1000;
-                let fresh = {
-                    let site = self.site(host);
-                    let fresh = site
-                        .subscription
-                        .as_ref()
-                        .is_none_or(|s| s.verified_at.is_none());
-                    if let Some(s) = site.subscription.as_mut() {
-                        s.verified_at = Some(at);
-                        s.lease_until = Some(at + lease_ms);
-                    }
-                    if fresh {
-                        // A new subscription has yet to show the hub keeps up.
-                        site.quiet_backups = 0;
-                    }
-                    fresh
-                };
-                tracing::info!(
-                    "{}: subscribed to its hub for {} s",
-                    r.origin(host),
-                    lease_ms / 1000
-                );
-                // Whatever changed between the last poll and the subscription.
-                if fresh
-                    && r.schedule.is_some()
-                    && !self.polling.contains(&host)
-                    && let Some(job) = self.poll_job(r, host)
-                {
-                    r.frontier.push_coop(host, job);
-                    self.polling.insert(host);
-                }
-                self.plan_next_poll(host);
-            }
+            } => self.subscribed(r, host, lease),
             CallbackEvent::Verified {
                 host,
                 mode: Mode::Unsubscribe,
@@ -238,35 +206,7 @@ impl CoopState {
                 self.site(host).subscription = None;
                 self.plan_next_poll(host);
             }
-            CallbackEvent::Delivery { host, body } => {
-                self.site(host).stats.pushes += 1;
-                r.out.pushes += 1;
-                let site = self.site(host);
-                let page_topic = match (&site.changes, &site.page_hub) {
-                    (None, Some((_, topic))) => Some(topic.clone()),
-                    _ => None,
-                };
-                if let Some(topic) = page_topic {
-                    // The new content of a page topic: the page is fetched at once.
-                    r.out.bytes += body.len() as u64;
-                    if let Ok(url) = Url::parse(&topic) {
-                        tracing::info!("{url}: the hub says it changed");
-                        self.due_now(r, host, &Link::to(&url));
-                    }
-                    return;
-                }
-                let got = CoopFetched {
-                    status: 200,
-                    headers: Vec::new(),
-                    size: body.len() as u64,
-                    body,
-                    record: None,
-                };
-                r.out.bytes += got.size;
-                if let Err(e) = self.changes_answered(r, host, &got, None, true) {
-                    tracing::warn!("{}: pushed document refused: {e}", r.origin(host));
-                }
-            }
+            CallbackEvent::Delivery { host, body } => self.delivered(r, host, body),
             CallbackEvent::BadSignature { host, why } => {
                 self.site(host).stats.bad_signatures += 1;
                 tracing::warn!("{}: delivery ignored: {why}", r.origin(host));
@@ -274,6 +214,69 @@ impl CoopState {
             CallbackEvent::Undecodable { host, why } => {
                 tracing::warn!("{}: delivery refused: {why}", r.origin(host));
             }
+        }
+    }
+
+    /// The hub verified a subscription for this lease (seconds, clamped to a minute..a year);
+    /// a new one is followed by a poll for what changed before it.
+    fn subscribed(&mut self, r: &mut Reach<'_>, host: HostId, lease: Option<u64>) {
+        let at = now_ms();
+        let lease_ms = lease
+            .unwrap_or(self.config.lease_secs)
+            .clamp(60, 366 * 86_400) as i64
+            * 1000;
+        let site = self.site(host);
+        let fresh = site
+            .subscription
+            .as_ref()
+            .is_none_or(|s| s.verified_at.is_none());
+        if let Some(s) = site.subscription.as_mut() {
+            s.verified_at = Some(at);
+            s.lease_until = Some(at + lease_ms);
+        }
+        if fresh {
+            // A new subscription has yet to show the hub keeps up.
+            site.quiet_backups = 0;
+        }
+        tracing::info!(
+            "{}: subscribed to its hub for {} s",
+            r.origin(host),
+            lease_ms / 1000
+        );
+        // Whatever changed between the last poll and the subscription.
+        if fresh
+            && r.schedule.is_some()
+            && !self.polling.contains(&host)
+            && let Some(job) = self.poll_job(r, host)
+        {
+            r.frontier.push_coop(host, job);
+            self.polling.insert(host);
+        }
+        self.plan_next_poll(host);
+    }
+
+    /// A signed delivery: the changes it lists, or for a page topic, the page fetched at once.
+    fn delivered(&mut self, r: &mut Reach<'_>, host: HostId, body: Vec<u8>) {
+        self.site(host).stats.pushes += 1;
+        r.out.pushes += 1;
+        r.out.bytes += body.len() as u64;
+        let site = self.site(host);
+        if let (None, Some((_, topic))) = (&site.changes, &site.page_hub) {
+            if let Ok(url) = Url::parse(topic) {
+                tracing::info!("{url}: the hub says it changed");
+                self.due_now(r, host, &Link::to(&url));
+            }
+            return;
+        }
+        let got = CoopFetched {
+            status: 200,
+            headers: Vec::new(),
+            size: body.len() as u64,
+            body,
+            record: None,
+        };
+        if let Err(e) = self.changes_answered(r, host, &got, None, true) {
+            tracing::warn!("{}: pushed document refused: {e}", r.origin(host));
         }
     }
 

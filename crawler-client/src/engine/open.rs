@@ -136,6 +136,32 @@ impl HostStart {
     }
 }
 
+/// The runtime requests run on: two workers, as many as the machine's cores the loop leaves.
+fn runtime() -> Result<tokio::runtime::Runtime, CrawlError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("fetch")
+        .enable_all()
+        .build()
+        .map_err(|e| start_error("the async runtime")(e.into()))
+}
+
+/// `/metrics` on `addr`, when asked for; returns where it listens.
+fn serve_metrics(
+    rt: &tokio::runtime::Runtime,
+    addr: Option<std::net::SocketAddr>,
+    metrics: &Arc<CrawlMetrics>,
+) -> Result<Option<std::net::SocketAddr>, CrawlError> {
+    let Some(addr) = addr else {
+        return Ok(None);
+    };
+    let local = rt
+        .block_on(metrics::serve(addr, metrics.clone()))
+        .map_err(|e| start_error(format!("metrics on {addr}"))(e.into()))?;
+    tracing::info!("metrics at http://{local}/metrics");
+    Ok(Some(local))
+}
+
 /// The WebSub callback server, reporting into the loop's channel.
 fn callback_server(
     rt: &tokio::runtime::Runtime,
@@ -170,12 +196,7 @@ impl Engine {
     pub(super) fn open(
         s: Settings,
     ) -> Result<(Engine, Vec<Url>, Option<std::net::SocketAddr>), CrawlError> {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("fetch")
-            .enable_all()
-            .build()
-            .map_err(|e| start_error("the async runtime")(e.into()))?;
+        let rt = runtime()?;
         let mut store = Store::open(&s.out)?;
         let seeds = seeds(&store, &s.seeds)?;
         // `status` judges each site's level and trust by the settings of the crawl that wrote it.
@@ -210,16 +231,7 @@ impl Engine {
         let client = fetch::client(&s.user_agent, &s.fetch, &s.resolve, s.per_host)
             .map_err(|e| start_error("the HTTP client")(e.into()))?;
         let metrics = Arc::new(CrawlMetrics::default());
-        let metrics_addr = match s.metrics {
-            Some(addr) => {
-                let local = rt
-                    .block_on(metrics::serve(addr, metrics.clone()))
-                    .map_err(|e| start_error(format!("metrics on {addr}"))(e.into()))?;
-                tracing::info!("metrics at http://{local}/metrics");
-                Some(local)
-            }
-            None => None,
-        };
+        let metrics_addr = serve_metrics(&rt, s.metrics, &metrics)?;
         let log = CrawlLog::open(&s.out.join("crawl.log"))?;
         let (tx, rx) = mpsc::channel();
         let policy = LinkPolicy::new(s.scope.clone(), &seeds, s.limits);

@@ -32,6 +32,36 @@ fn delta_note(d: &DeltaUse) -> String {
     }
 }
 
+/// The crawl log's note on a recorded response: why a redirect was not followed, or what
+/// the content was (a duplicate, unchanged, undecodable, cut), how a delta was used, and
+/// whether it was replayed.
+fn note(
+    redirect: Option<String>,
+    f: &Fetched,
+    duplicate_of: Option<&str>,
+    source: Source,
+) -> String {
+    let mut note = redirect.unwrap_or_else(|| match (duplicate_of, f.unchanged) {
+        (Some(d), _) => format!("duplicate of {d}"),
+        (None, true) => "unchanged".into(),
+        _ if f.analysis.undecodable => "undecodable content".into(),
+        _ if f.truncated => "truncated".into(),
+        _ => String::new(),
+    });
+    if let Some(d) = &f.delta {
+        note.push_str(if note.is_empty() { "" } else { "; " });
+        note.push_str(&delta_note(d));
+    }
+    if source == Source::Replayed {
+        note.push_str(if note.is_empty() {
+            "replayed"
+        } else {
+            " (replayed)"
+        });
+    }
+    note
+}
+
 /// The class of a status for the fetch counter.
 fn status_class(status: u16) -> &'static str {
     match status {
@@ -54,6 +84,25 @@ impl Engine {
     ) -> Result<(), CrawlError> {
         let ok = (200..300).contains(&f.status);
         let found = self.find_duplicate(job, &f)?;
+        let duplicate_of = f
+            .refers_to
+            .clone()
+            .filter(|u| *u != job.url)
+            .or(found.clone());
+        let redirect = self.follow_redirect(job, &f.analysis);
+        let mut children = Vec::new();
+        if ok && !f.unchanged && duplicate_of.is_none() {
+            for link in &f.analysis.links {
+                self.push(link, job.depth + 1, 0);
+                children.push(link.fp);
+            }
+        }
+        let (importance, changes_seen) = if ok || f.status == 304 {
+            self.visited(job, &f, &children)
+        } else {
+            (None, None)
+        };
+        let note = note(redirect, &f, duplicate_of.as_deref(), source);
         let mut record = f.record;
         if let (Some(original), RecordSlot::New(_)) = (&found, &record) {
             record = RecordSlot::New(warc::revisit(
@@ -66,70 +115,10 @@ impl Engine {
                 self.s.warc_level,
             ));
         }
-        let duplicate_of = f.refers_to.clone().filter(|u| *u != job.url).or(found);
         let pos = self.append(record)?;
         let a: &Analysis = &f.analysis;
-        let mut note = String::new();
-        if let Some(loc) = &a.location {
-            if job.hops < self.s.max_redirects {
-                match self.ctx.policy.admit(loc, job.depth) {
-                    Ok(()) => {
-                        self.push(&Link::to(loc), job.depth, job.hops + 1);
-                    }
-                    Err(why) => note = format!("redirect not followed ({why:?})"),
-                }
-            } else {
-                note = format!("more than {} redirects", self.s.max_redirects);
-            }
-        }
-        let mut children = Vec::new();
-        if ok && !f.unchanged && duplicate_of.is_none() {
-            for link in &a.links {
-                self.push(link, job.depth + 1, 0);
-                children.push(link.fp);
-            }
-        }
-        let (importance, changes_seen) = if ok || f.status == 304 {
-            let visit = Visit {
-                at: f.fetched_at.timestamp_millis(),
-                changed: f.changed,
-                last_modified: a.last_modified.as_deref(),
-                known: f.known.as_ref(),
-            };
-            let learnt = self.learn(job, &visit, &children);
-            let delta = f.delta.as_ref();
-            self.with_coop(|c, r| {
-                c.visited(r, job.host, job.fp, f.changed, delta);
-                if let Some((hub, topic)) = &a.hub {
-                    c.page_hub(r, job.host, hub, topic);
-                }
-            });
-            learnt
-        } else {
-            (None, None)
-        };
         let content = (ok && !f.unchanged && duplicate_of.is_none() && !f.truncated)
             .then(|| (pos.file.clone(), pos.offset));
-        if note.is_empty() {
-            note = match (&duplicate_of, f.unchanged) {
-                (Some(d), _) => format!("duplicate of {d}"),
-                (None, true) => "unchanged".into(),
-                _ if a.undecodable => "undecodable content".into(),
-                _ if f.truncated => "truncated".into(),
-                _ => String::new(),
-            };
-        }
-        if let Some(d) = &f.delta {
-            note.push_str(if note.is_empty() { "" } else { "; " });
-            note.push_str(&delta_note(d));
-        }
-        if source == Source::Replayed {
-            note.push_str(if note.is_empty() {
-                "replayed"
-            } else {
-                " (replayed)"
-            });
-        }
         let at = f.fetched_at.timestamp_millis();
         self.log.write(&Entry {
             at,
@@ -142,15 +131,7 @@ impl Engine {
             elapsed,
             note: &note,
         });
-        let class = status_class(f.status);
-        self.metrics.fetch(class);
-        self.metrics.bytes.inc_by(f.size);
-        if matches!(class, "4xx" | "5xx") {
-            self.run.errors += 1;
-        }
-        self.run.fetched += 1;
-        self.run.bytes += f.size;
-        self.fetched_total += 1;
+        self.count_response(f.status, f.size);
         self.unsaved.batch.pages.push(PageRecord {
             url: job.url.clone(),
             fp: job.fp,
@@ -177,6 +158,61 @@ impl Engine {
         self.unsaved.batch.done.push(job.seq);
         self.unsaved.settled.push((job.host, job.seq));
         Ok(())
+    }
+
+    /// A response counted: in the metrics, this run's figures and the page budget.
+    fn count_response(&mut self, status: u16, size: u64) {
+        let class = status_class(status);
+        self.metrics.fetch(class);
+        self.metrics.bytes.inc_by(size);
+        if matches!(class, "4xx" | "5xx") {
+            self.run.errors += 1;
+        }
+        self.run.fetched += 1;
+        self.run.bytes += size;
+        self.fetched_total += 1;
+    }
+
+    /// Queues where a redirect points, within the redirect limit and the crawl's policy;
+    /// returns why it was not followed.
+    fn follow_redirect(&mut self, job: &Queued, a: &Analysis) -> Option<String> {
+        let loc = a.location.as_ref()?;
+        if job.hops >= self.s.max_redirects {
+            return Some(format!("more than {} redirects", self.s.max_redirects));
+        }
+        match self.ctx.policy.admit(loc, job.depth) {
+            Ok(()) => {
+                self.push(&Link::to(loc), job.depth, job.hops + 1);
+                None
+            }
+            Err(why) => Some(format!("redirect not followed ({why:?})")),
+        }
+    }
+
+    /// A successful visit (2xx or 304): what it teaches, and the site's claim weighed.
+    #[allow(clippy::type_complexity)]
+    fn visited(
+        &mut self,
+        job: &Queued,
+        f: &Fetched,
+        children: &[Fp],
+    ) -> (Option<(f64, f64)>, Option<(String, f64)>) {
+        let a = &f.analysis;
+        let visit = Visit {
+            at: f.fetched_at.timestamp_millis(),
+            changed: f.changed,
+            last_modified: a.last_modified.as_deref(),
+            known: f.known.as_ref(),
+        };
+        let learnt = self.learn(job, &visit, children);
+        let delta = f.delta.as_ref();
+        self.with_coop(|c, r| {
+            c.visited(r, job.host, job.fp, f.changed, delta);
+            if let Some((hub, topic)) = &a.hub {
+                c.page_hub(r, job.host, hub, topic);
+            }
+        });
+        learnt
     }
 
     /// The page whose content this new response repeats, found by its digest (in this

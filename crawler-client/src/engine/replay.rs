@@ -8,7 +8,7 @@ use crate::fetch::outcome::{Fetched, Outcome, RecordSlot, RobotsFetched, Source}
 use crate::frontier::RobotsState;
 use crate::frontier::robots;
 use crate::ids::{Fp, HostId};
-use crate::state::Queued;
+use crate::state::{KnownPage, Queued};
 use chrono::{DateTime, Utc};
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
@@ -90,41 +90,9 @@ impl Engine {
             );
             return Ok(false);
         };
-        let fetched_at = rec
-            .header("WARC-Date")
-            .and_then(|d| DateTime::parse_from_rfc3339(d).ok())
-            .map(|d| d.with_timezone(&Utc))
-            .unwrap_or_else(Utc::now);
         let fp = url_norm::fingerprint(&url);
         if url.path() == "/robots.txt" && url.query().is_none() {
-            let origin = url_norm::origin_key(&url);
-            let host = self.frontier.host_for(&self.store, &origin)?;
-            let unknown = self
-                .frontier
-                .host(host)
-                .is_some_and(|h| matches!(h.robots, RobotsState::Unknown));
-            if unknown && kind == "response" {
-                let body = analyze::decode(
-                    http.headers
-                        .iter()
-                        .find(|(n, _)| n.eq_ignore_ascii_case("content-encoding"))
-                        .map(|(_, v)| v.as_str()),
-                    &http.body,
-                    rec.header("WARC-Truncated").is_some(),
-                    robots::MAX_BYTES,
-                )
-                .unwrap_or_default();
-                let result = Ok(RobotsFetched {
-                    status: http.status,
-                    body,
-                    record: RecordSlot::Stored(pos),
-                });
-                self.handle(Outcome::Robots {
-                    host,
-                    result,
-                    elapsed: Duration::ZERO,
-                    source: Source::Replayed,
-                })?;
+            if self.replay_robots(rec, &url, &http, &pos)? {
                 return Ok(true);
             }
             if !self.frontier.seen(fp) {
@@ -134,11 +102,74 @@ impl Engine {
         if !seen_fps.insert(fp) {
             return Ok(false);
         }
-        // Found by an earlier replayed page (not saved yet), or saved in the queue.
+        let Some(job) = self.queued_row(&url, fp, queued)? else {
+            return Ok(false);
+        };
+        self.frontier.claim(job.host, job.seq);
+        let known = self.store.page(job.fp)?;
+        let fetched = self.replayed_page(rec, &url, http, &job, known, pos);
+        self.handle(Outcome::Page {
+            job,
+            result: Ok(Box::new(fetched)),
+            elapsed: Duration::ZERO,
+            source: Source::Replayed,
+        })?;
+        Ok(true)
+    }
+
+    /// A robots.txt response of a host whose rules are not known yet is taken as read.
+    fn replay_robots(
+        &mut self,
+        rec: &warc::StoredRecord,
+        url: &Url,
+        http: &warc::HttpMessage,
+        pos: &Position,
+    ) -> Result<bool, CrawlError> {
+        let origin = url_norm::origin_key(url);
+        let host = self.frontier.host_for(&self.store, &origin)?;
+        let unknown = self
+            .frontier
+            .host(host)
+            .is_some_and(|h| matches!(h.robots, RobotsState::Unknown));
+        if !unknown || rec.header("WARC-Type") != Some("response") {
+            return Ok(false);
+        }
+        let body = analyze::decode(
+            http.headers
+                .iter()
+                .find(|(n, _)| n.eq_ignore_ascii_case("content-encoding"))
+                .map(|(_, v)| v.as_str()),
+            &http.body,
+            rec.header("WARC-Truncated").is_some(),
+            robots::MAX_BYTES,
+        )
+        .unwrap_or_default();
+        let result = Ok(RobotsFetched {
+            status: http.status,
+            body,
+            record: RecordSlot::Stored(pos.clone()),
+        });
+        self.handle(Outcome::Robots {
+            host,
+            result,
+            elapsed: Duration::ZERO,
+            source: Source::Replayed,
+        })?;
+        Ok(true)
+    }
+
+    /// The queue row a record was fetched for: found by an earlier replayed page (not saved
+    /// yet), or saved in the queue (each host's rows read once).
+    fn queued_row(
+        &mut self,
+        url: &Url,
+        fp: Fp,
+        queued: &mut HashMap<HostId, HashMap<Fp, Queued>>,
+    ) -> Result<Option<Queued>, CrawlError> {
         let job = match self.frontier.unsaved_row(fp) {
             Some(row) => row,
             None => {
-                let origin = url_norm::origin_key(&url);
+                let origin = url_norm::origin_key(url);
                 let host = self.frontier.host_for(&self.store, &origin)?;
                 if let std::collections::hash_map::Entry::Vacant(e) = queued.entry(host) {
                     let rows = self.store.queued_of_host(host)?;
@@ -146,18 +177,28 @@ impl Engine {
                 }
                 match queued.get_mut(&host).and_then(|rows| rows.remove(&fp)) {
                     Some(row) => row,
-                    None => return Ok(false),
+                    None => return Ok(None),
                 }
             }
         };
-        if job.url != url.as_str() {
-            return Ok(false);
-        }
-        self.frontier.claim(job.host, job.seq);
-        let known = self.store.page(job.fp)?;
+        Ok((job.url == url.as_str()).then_some(job))
+    }
+
+    /// A page record read back as the fetch that wrote it: a `response` analysed again, a
+    /// `revisit` as the unchanged (or duplicate) content it stands for.
+    fn replayed_page(
+        &self,
+        rec: &warc::StoredRecord,
+        url: &Url,
+        http: warc::HttpMessage,
+        job: &Queued,
+        known: Option<KnownPage>,
+        pos: Position,
+    ) -> Fetched {
+        let kind = rec.header("WARC-Type").unwrap_or("");
         let truncated = rec.header("WARC-Truncated").is_some();
         let received = Received {
-            url: &url,
+            url,
             status: http.status,
             headers: &http.headers,
             body: &http.body,
@@ -169,35 +210,31 @@ impl Engine {
                 .header("WARC-Profile")
                 .is_some_and(|p| p.ends_with("identical-payload-digest"))
             && refers_to.as_deref() == Some(url.as_str());
-        let mut analysis = if kind == "response" {
+        let analysis = if kind == "response" {
             analyze::analyze(received, job.depth, &self.ctx.policy, self.s.fetch.max_body)
         } else {
-            let mut a = analyze::analyze(
-                Received {
-                    status: 304,
-                    ..received
-                },
-                job.depth,
-                &self.ctx.policy,
-                0,
-            );
-            a.digest = if same_content {
-                known.as_ref().and_then(|k| k.digest)
-            } else {
-                None
+            let not_modified = Received {
+                status: 304,
+                ..received
             };
+            let mut a = analyze::analyze(not_modified, job.depth, &self.ctx.policy, 0);
+            a.digest = known
+                .as_ref()
+                .and_then(|k| k.digest)
+                .filter(|_| same_content);
+            a.links.clear();
             a
         };
-        if kind == "revisit" {
-            analysis.links.clear();
-        }
         let held = known.as_ref().and_then(|k| k.digest);
         let ok = (200..300).contains(&http.status) && analysis.digest.is_some();
-        let fetched = Fetched {
+        Fetched {
             status: http.status,
             size: http.body.len() as u64,
             truncated,
-            fetched_at,
+            fetched_at: rec
+                .header("WARC-Date")
+                .and_then(|d| DateTime::parse_from_rfc3339(d).ok())
+                .map_or_else(Utc::now, |d| d.with_timezone(&Utc)),
             retry_after: None,
             http_head: http.head.clone(),
             payload_digest: rec
@@ -211,13 +248,6 @@ impl Engine {
             record: RecordSlot::Stored(pos),
             known,
             delta: None,
-        };
-        self.handle(Outcome::Page {
-            job,
-            result: Ok(Box::new(fetched)),
-            elapsed: Duration::ZERO,
-            source: Source::Replayed,
-        })?;
-        Ok(true)
+        }
     }
 }

@@ -160,6 +160,8 @@ fn classify(e: &reqwest::Error) -> FetchError {
 }
 
 /// Fetches `request`.
+// One function: a request's life (headers, send, status, streamed body under the size and
+// speed limits, the record of what was sent) is one sequence over one set of timers.
 pub(crate) async fn fetch(
     client: &reqwest::Client,
     request: &FetchRequest,

@@ -94,6 +94,8 @@ fn harmonic(n: usize) -> f64 {
 }
 
 /// Runs one policy; `omniscient` gives it the true rates instead of its estimates.
+// One function: the simulation's event loop shares a dozen per-page vectors; split, every
+// part would take them all as arguments.
 pub fn run(setup: &Setup, policy: Policy, omniscient: bool) -> Outcome {
     let (rates, weights) = pages(setup);
     let n = setup.pages;
