@@ -4,40 +4,39 @@
 
 use rusqlite::types::{FromSql, FromSqlResult, ToSql, ToSqlOutput, ValueRef};
 
-/// A host's row id in the crawl state (`hosts.id`).
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    Default,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    serde::Serialize,
-    serde::Deserialize,
-)]
-#[serde(transparent)]
-pub struct HostId(pub i64);
+/// A newtype over an integer key, with what keys need (hashing, order, a transparent serde
+/// form).
+macro_rules! key {
+    ($(#[$doc:meta])* $name:ident($int:ty)) => {
+        $(#[$doc])*
+        #[derive(
+            Debug,
+            Clone,
+            Copy,
+            Default,
+            PartialEq,
+            Eq,
+            Hash,
+            PartialOrd,
+            Ord,
+            serde::Serialize,
+            serde::Deserialize,
+        )]
+        #[serde(transparent)]
+        pub struct $name(pub $int);
+    };
+}
 
-/// A URL's 64-bit fingerprint (xxh3 of its normalised form): the key of the seen-set, the
-/// queue's rows, the pages and the schedule.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    Default,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    serde::Serialize,
-    serde::Deserialize,
-)]
-#[serde(transparent)]
-pub struct Fp(pub u64);
+key! {
+    /// A host's row id in the crawl state (`hosts.id`).
+    HostId(i64)
+}
+
+key! {
+    /// A URL's 64-bit fingerprint (xxh3 of its normalised form): the key of the seen-set,
+    /// the queue's rows, the pages and the schedule.
+    Fp(u64)
+}
 
 impl std::fmt::Display for HostId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

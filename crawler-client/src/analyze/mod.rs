@@ -31,10 +31,7 @@ pub struct Received<'a> {
 impl Received<'_> {
     /// The first header field named `name` (case-insensitive).
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+        crate::fetch::header(self.headers, name)
     }
 }
 

@@ -32,6 +32,28 @@ pub(super) struct Entry<'a> {
     pub(super) note: &'a str,
 }
 
+impl<'a> Entry<'a> {
+    /// The line of a response to a queued URL.
+    pub(super) fn response(
+        job: &'a crate::state::Queued,
+        f: &'a crate::fetch::outcome::Fetched,
+        elapsed: Duration,
+        note: &'a str,
+    ) -> Entry<'a> {
+        Entry {
+            at: f.fetched_at.timestamp_millis(),
+            status: Some(f.status),
+            size: Some(f.size),
+            url: &job.url,
+            depth: job.depth,
+            hops: job.hops,
+            media_type: f.analysis.media_type.as_deref(),
+            elapsed,
+            note,
+        }
+    }
+}
+
 /// The open log, buffered; flushed with every saved batch.
 pub(super) struct CrawlLog {
     out: BufWriter<File>,

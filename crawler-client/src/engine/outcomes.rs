@@ -250,16 +250,10 @@ impl Engine {
             self.unsaved.batch.hosts.push(update);
             job.attempts += 1;
             if source != Source::Replayed && job.attempts < self.s.max_attempts {
+                let note = format!("retry in {} s", wait.as_secs());
                 self.log.write(&Entry {
                     at,
-                    status: Some(f.status),
-                    size: Some(f.size),
-                    url: &job.url,
-                    depth: job.depth,
-                    hops: job.hops,
-                    media_type: f.analysis.media_type.as_deref(),
-                    elapsed,
-                    note: &format!("retry in {} s", wait.as_secs()),
+                    ..Entry::response(&job, &f, elapsed, &note)
                 });
                 self.metrics.retries.inc();
                 self.unsaved.batch.retry.push((job.seq, job.attempts));

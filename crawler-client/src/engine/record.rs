@@ -103,6 +103,7 @@ impl Engine {
             (None, None)
         };
         let note = note(redirect, &f, duplicate_of.as_deref(), source);
+        self.log.write(&Entry::response(job, &f, elapsed, &note));
         let mut record = f.record;
         if let (Some(original), RecordSlot::New(_)) = (&found, &record) {
             record = RecordSlot::New(warc::revisit(
@@ -120,17 +121,6 @@ impl Engine {
         let content = (ok && !f.unchanged && duplicate_of.is_none() && !f.truncated)
             .then(|| (pos.file.clone(), pos.offset));
         let at = f.fetched_at.timestamp_millis();
-        self.log.write(&Entry {
-            at,
-            status: Some(f.status),
-            size: Some(f.size),
-            url: &job.url,
-            depth: job.depth,
-            hops: job.hops,
-            media_type: a.media_type.as_deref(),
-            elapsed,
-            note: &note,
-        });
         self.count_response(f.status, f.size);
         self.unsaved.batch.pages.push(PageRecord {
             url: job.url.clone(),

@@ -164,10 +164,7 @@ pub struct CoopFetched {
 impl CoopFetched {
     /// The first header named `name`.
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+        crate::fetch::header(&self.headers, name)
     }
 }
 
