@@ -201,6 +201,54 @@ fn extract_links(page: &Url, html: &[u8]) -> PageLinks {
     out
 }
 
+/// The `(target, rel)` pairs of a `Link` header value (RFC 8288), targets resolved against
+/// `base`; a link with several relation types gives one pair per type.
+pub fn link_header(base: &Url, value: &str) -> Vec<(Url, String)> {
+    let mut out = Vec::new();
+    for link in split_outside_quotes(value, ',') {
+        let link = link.trim();
+        let Some(rest) = link.strip_prefix('<') else {
+            continue;
+        };
+        let Some((target, params)) = rest.split_once('>') else {
+            continue;
+        };
+        let Ok(url) = base.join(target.trim()) else {
+            continue;
+        };
+        for param in split_outside_quotes(params, ';') {
+            let Some((name, v)) = param.split_once('=') else {
+                continue;
+            };
+            if name.trim().eq_ignore_ascii_case("rel") {
+                for rel in v.trim().trim_matches('"').split_ascii_whitespace() {
+                    out.push((url.clone(), rel.to_ascii_lowercase()));
+                }
+            }
+        }
+    }
+    out
+}
+
+fn split_outside_quotes(s: &str, sep: char) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let (mut start, mut quoted, mut in_angle) = (0, false, false);
+    for (i, c) in s.char_indices() {
+        match c {
+            '"' => quoted = !quoted,
+            '<' if !quoted => in_angle = true,
+            '>' if !quoted => in_angle = false,
+            c if c == sep && !quoted && !in_angle => {
+                parts.push(&s[start..i]);
+                start = i + c.len_utf8();
+            }
+            _ => {}
+        }
+    }
+    parts.push(&s[start..]);
+    parts
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,9 +6,17 @@ pub mod links;
 pub mod scope;
 pub mod url_norm;
 
+/// The first header field named `name` (case-insensitive) of a list as received.
+pub fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_str())
+}
+
 use crate::analyze::scope::LinkPolicy;
-use crate::coop::discovery::link_header;
 use crate::ids::Fp;
+use links::link_header;
 use std::io::Read;
 use url::Url;
 use webcoop_protocol::validator::Sha256Digest;
@@ -31,7 +39,7 @@ pub struct Received<'a> {
 impl Received<'_> {
     /// The first header field named `name` (case-insensitive).
     pub fn header(&self, name: &str) -> Option<&str> {
-        crate::fetch::header(self.headers, name)
+        header(self.headers, name)
     }
 }
 

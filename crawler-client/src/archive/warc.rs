@@ -379,7 +379,7 @@ pub struct StoredRecord {
 impl StoredRecord {
     /// The first header field named `name` (case-insensitive).
     pub fn header(&self, name: &str) -> Option<&str> {
-        crate::fetch::header(&self.headers, name)
+        crate::analyze::header(&self.headers, name)
     }
 }
 

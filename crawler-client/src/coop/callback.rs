@@ -12,6 +12,7 @@
 //! request waits; and a delivery's body is read (up to [`MAX_DELIVERY`]) only after its path,
 //! its subscription and the presence of a signature have been checked.
 
+pub use crate::fetch::outcome::CallbackEvent;
 use crate::ids::HostId;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -52,48 +53,6 @@ pub struct Expected {
     pub asked: Option<std::time::Instant>,
     /// Whether deliveries are wanted (subscribed, not unsubscribed).
     pub active: bool,
-}
-
-/// What the callback heard, for the crawl loop.
-#[derive(Debug, Clone, PartialEq)]
-pub enum CallbackEvent {
-    /// The hub verified our intent.
-    Verified {
-        /// The site.
-        host: HostId,
-        /// Subscribe or unsubscribe.
-        mode: Mode,
-        /// The lease granted, seconds (subscribe).
-        lease: Option<u64>,
-    },
-    /// The hub refused the subscription.
-    Denied {
-        /// The site.
-        host: HostId,
-        /// Its reason.
-        reason: Option<String>,
-    },
-    /// A signed delivery.
-    Delivery {
-        /// The site.
-        host: HostId,
-        /// The changes feed document.
-        body: Vec<u8>,
-    },
-    /// A delivery whose signature did not verify (ignored, as WebSub requires).
-    BadSignature {
-        /// The site.
-        host: HostId,
-        /// Why.
-        why: String,
-    },
-    /// A signed delivery whose body did not decompress (refused, so the hub sends it again).
-    Undecodable {
-        /// The site.
-        host: HostId,
-        /// Why.
-        why: String,
-    },
 }
 
 #[derive(Clone)]

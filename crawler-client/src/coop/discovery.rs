@@ -2,6 +2,7 @@
 //! `Link` headers (`rel="hub"`, `rel="self"`), and the conventional places of the agent's
 //! documents.
 
+pub use crate::analyze::links::link_header;
 use url::Url;
 
 /// What robots.txt points to.
@@ -38,54 +39,6 @@ pub fn robots_txt_pointers(robots_url: &Url, body: &[u8]) -> Pointers {
         }
     }
     p
-}
-
-/// The `(target, rel)` pairs of a `Link` header value (RFC 8288), targets resolved against
-/// `base`; a link with several relation types gives one pair per type.
-pub fn link_header(base: &Url, value: &str) -> Vec<(Url, String)> {
-    let mut out = Vec::new();
-    for link in split_outside_quotes(value, ',') {
-        let link = link.trim();
-        let Some(rest) = link.strip_prefix('<') else {
-            continue;
-        };
-        let Some((target, params)) = rest.split_once('>') else {
-            continue;
-        };
-        let Ok(url) = base.join(target.trim()) else {
-            continue;
-        };
-        for param in split_outside_quotes(params, ';') {
-            let Some((name, v)) = param.split_once('=') else {
-                continue;
-            };
-            if name.trim().eq_ignore_ascii_case("rel") {
-                for rel in v.trim().trim_matches('"').split_ascii_whitespace() {
-                    out.push((url.clone(), rel.to_ascii_lowercase()));
-                }
-            }
-        }
-    }
-    out
-}
-
-fn split_outside_quotes(s: &str, sep: char) -> Vec<&str> {
-    let mut parts = Vec::new();
-    let (mut start, mut quoted, mut in_angle) = (0, false, false);
-    for (i, c) in s.char_indices() {
-        match c {
-            '"' => quoted = !quoted,
-            '<' if !quoted => in_angle = true,
-            '>' if !quoted => in_angle = false,
-            c if c == sep && !quoted && !in_angle => {
-                parts.push(&s[start..i]);
-                start = i + c.len_utf8();
-            }
-            _ => {}
-        }
-    }
-    parts.push(&s[start..]);
-    parts
 }
 
 /// The delta endpoint of a resource, by the agent's convention: the changes endpoint's

@@ -29,6 +29,7 @@ pub(crate) mod state;
 #[cfg(test)]
 mod tests;
 
+pub use crate::frontier::{CoopJob, MetaKind};
 pub use polls::tick_period;
 pub use state::{CoopState, Effects, InlineDelta, KnownPages, Reach};
 
@@ -142,53 +143,6 @@ impl Level {
             Level::Changes => "changes",
             Level::Delta => "delta",
             Level::Push => "push",
-        }
-    }
-}
-
-/// A request the crawl makes to a host on cooperation's behalf, under the host's politeness.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CoopJob {
-    /// GET a metadata document, conditionally when validators are held.
-    Fetch {
-        /// What it is.
-        kind: MetaKind,
-        /// Where.
-        url: Url,
-        /// `If-None-Match`.
-        etag: Option<String>,
-        /// `If-Modified-Since`.
-        last_modified: Option<String>,
-    },
-    /// POST a subscription (or unsubscription) request to a hub.
-    Hub {
-        /// The hub.
-        hub: Url,
-        /// The form body.
-        form: String,
-        /// Whether this is an unsubscription.
-        unsubscribe: bool,
-    },
-}
-
-/// Kinds of metadata document.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MetaKind {
-    /// robots.rdf.
-    Listing,
-    /// A sitemap or sitemap index (part of a walk).
-    Sitemap,
-    /// A page of the changes feed.
-    Changes,
-}
-
-impl MetaKind {
-    /// The name used in the crawl log.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            MetaKind::Listing => "robots.rdf",
-            MetaKind::Sitemap => "sitemap",
-            MetaKind::Changes => "changes",
         }
     }
 }

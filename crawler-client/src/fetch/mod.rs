@@ -6,14 +6,6 @@
 pub(crate) mod outcome;
 pub(crate) mod tasks;
 
-/// The first header field named `name` (case-insensitive) of a list as received.
-pub(crate) fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
-    headers
-        .iter()
-        .find(|(n, _)| n.eq_ignore_ascii_case(name))
-        .map(|(_, v)| v.as_str())
-}
-
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use std::net::{IpAddr, SocketAddr};
@@ -90,7 +82,7 @@ pub(crate) struct FetchResponse {
 impl FetchResponse {
     /// The first header named `name` (case-insensitive).
     pub(crate) fn header(&self, name: &str) -> Option<&str> {
-        header(&self.headers, name)
+        crate::analyze::header(&self.headers, name)
     }
 
     /// The HTTP response head as it goes into a WARC record: status line and headers, without

@@ -5,14 +5,14 @@
 use crate::analyze::Analysis;
 use crate::analyze::scope::LinkPolicy;
 use crate::archive::warc::{Position, Record};
-use crate::coop::CoopJob;
-use crate::coop::callback::CallbackEvent;
 use crate::fetch::{FetchError, FetchLimits};
+use crate::frontier::CoopJob;
 use crate::ids::{Fp, HostId};
 use crate::state::{KnownPage, Queued};
 use chrono::{DateTime, Utc};
 use std::path::PathBuf;
 use std::time::Duration;
+use webcoop_protocol::websub::Mode;
 
 /// Where an outcome came from, which decides what it settles: a request's ends a connection
 /// to its host, the others were never counted as under way.
@@ -164,7 +164,7 @@ pub struct CoopFetched {
 impl CoopFetched {
     /// The first header named `name`.
     pub fn header(&self, name: &str) -> Option<&str> {
-        crate::fetch::header(&self.headers, name)
+        crate::analyze::header(&self.headers, name)
     }
 }
 
@@ -180,4 +180,46 @@ pub enum DeltaUse {
     Pushed,
     /// Not usable, for this reason; the page was fetched in full.
     Fallback(String),
+}
+
+/// What the callback heard, for the crawl loop.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CallbackEvent {
+    /// The hub verified our intent.
+    Verified {
+        /// The site.
+        host: HostId,
+        /// Subscribe or unsubscribe.
+        mode: Mode,
+        /// The lease granted, seconds (subscribe).
+        lease: Option<u64>,
+    },
+    /// The hub refused the subscription.
+    Denied {
+        /// The site.
+        host: HostId,
+        /// Its reason.
+        reason: Option<String>,
+    },
+    /// A signed delivery.
+    Delivery {
+        /// The site.
+        host: HostId,
+        /// The changes feed document.
+        body: Vec<u8>,
+    },
+    /// A delivery whose signature did not verify (ignored, as WebSub requires).
+    BadSignature {
+        /// The site.
+        host: HostId,
+        /// Why.
+        why: String,
+    },
+    /// A signed delivery whose body did not decompress (refused, so the hub sends it again).
+    Undecodable {
+        /// The site.
+        host: HostId,
+        /// Why.
+        why: String,
+    },
 }

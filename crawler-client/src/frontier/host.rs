@@ -1,8 +1,8 @@
 //! One host as the frontier holds it: its robots.txt, its politeness clock, the next of its
 //! URLs in memory, and the order in which hosts whose time has come are served.
 
+use super::CoopJob;
 use super::robots::Rules;
-use crate::coop::CoopJob;
 use crate::ids::HostId;
 use crate::state::Queued;
 use std::cmp::Ordering;

@@ -8,16 +8,17 @@
 //! come, the one whose best URL has the most cash goes first.
 
 pub(crate) mod cash;
+mod dispatch;
 mod host;
 pub mod politeness;
 pub mod queue_store;
 pub mod robots;
 
-use crate::coop::CoopJob;
 use crate::frontier::cash::{CashBook, CashTotals};
 use crate::frontier::robots::Rules;
 use crate::ids::{Fp, HostId};
 use crate::state::{HostRecord, NewUrl, Queued};
+pub use dispatch::{CoopJob, Dispatch, MetaKind};
 use host::ByCash;
 pub use host::{Host, RobotsState};
 use queue_store::{CASH_META, QueueStore};
@@ -43,17 +44,6 @@ fn better(a: &Queued, b: &Queued) -> Ordering {
         .partial_cmp(&a.priority)
         .unwrap_or(Ordering::Equal)
         .then(a.seq.cmp(&b.seq))
-}
-
-/// What to do next.
-#[derive(Debug, Clone)]
-pub enum Dispatch {
-    /// Fetch the host's robots.txt first.
-    Robots(HostId),
-    /// Fetch a page.
-    Page(Queued),
-    /// Make a cooperation request to the host.
-    Coop(HostId, CoopJob),
 }
 
 /// The frontier.

@@ -1,0 +1,65 @@
+//! What the frontier hands out: a host's robots.txt, a page, or a request made on
+//! cooperation's behalf (queued by cooperation, served before the host's pages and under the
+//! same politeness).
+
+use crate::ids::HostId;
+use crate::state::Queued;
+use url::Url;
+
+/// What to do next.
+#[derive(Debug, Clone)]
+pub enum Dispatch {
+    /// Fetch the host's robots.txt first.
+    Robots(HostId),
+    /// Fetch a page.
+    Page(Queued),
+    /// Make a cooperation request to the host.
+    Coop(HostId, CoopJob),
+}
+
+/// A request the crawl makes to a host on cooperation's behalf, under the host's politeness.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CoopJob {
+    /// GET a metadata document, conditionally when validators are held.
+    Fetch {
+        /// What it is.
+        kind: MetaKind,
+        /// Where.
+        url: Url,
+        /// `If-None-Match`.
+        etag: Option<String>,
+        /// `If-Modified-Since`.
+        last_modified: Option<String>,
+    },
+    /// POST a subscription (or unsubscription) request to a hub.
+    Hub {
+        /// The hub.
+        hub: Url,
+        /// The form body.
+        form: String,
+        /// Whether this is an unsubscription.
+        unsubscribe: bool,
+    },
+}
+
+/// Kinds of metadata document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MetaKind {
+    /// robots.rdf.
+    Listing,
+    /// A sitemap or sitemap index (part of a walk).
+    Sitemap,
+    /// A page of the changes feed.
+    Changes,
+}
+
+impl MetaKind {
+    /// The name used in the crawl log.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MetaKind::Listing => "robots.rdf",
+            MetaKind::Sitemap => "sitemap",
+            MetaKind::Changes => "changes",
+        }
+    }
+}
