@@ -2,11 +2,12 @@
 //! sitemaps, the changes feed, deltas, WebSub push) and polls everywhere else.
 //!
 //! The folders follow the path a URL takes: [`frontier`] (which URL next, and when) ->
-//! [`fetch`] (the request) -> [`analyze`] (links, digests, what the response says) ->
-//! [`archive`] (WARC records) -> [`state`] (the crawl database). [`coop`], [`importance`] and
-//! [`refresh`] feed the frontier; [`engine`] runs the loop that ties them together; the
+//! `fetch` (the request) -> [`analyze`] (links, digests, what the response says) ->
+//! [`archive`] (WARC records) -> [`state`] (the crawl database). [`coop`], `importance` and
+//! `refresh` feed the frontier; [`engine`] runs the loop that ties them together; the
 //! offline tools (ranking, simulations, `inspect`) live in [`offline`]. The `webcoop-crawl`
-//! binary is a thin shell over these modules.
+//! binary is a thin shell over these modules; a crawl is [`run`] on the [`Settings`] made from
+//! [`CrawlArgs`].
 
 pub mod analyze;
 pub mod archive;
@@ -23,3 +24,7 @@ pub mod offline;
 pub mod progress;
 pub(crate) mod refresh;
 pub mod state;
+
+pub use config::{ConfigError, CrawlArgs, Settings, settings};
+pub use engine::{CrawlError, Report, run};
+pub use ids::{Fp, HostId};

@@ -8,11 +8,11 @@
 //! and the records written after it are read back (replayed) at the next start instead of
 //! being fetched again.
 //!
-//! The parts, in the order a crawl meets them: [`open`] (the directory, the state, the
-//! frontier and the schedule), [`crawl_loop`] (waking, dispatching, refreshes), [`outcomes`]
-//! (what a robots.txt or page request ended with), [`record`] (archiving a final response and
-//! what it teaches), [`cooperation`] (the cooperation state's effects carried out), [`save`]
-//! (batches), [`replay`] (records written after the last batch) and [`crawl_log`].
+//! The parts, in the order a crawl meets them: `open` (the directory, the state, the
+//! frontier and the schedule), `crawl_loop` (waking, dispatching, refreshes), `outcomes`
+//! (what a robots.txt or page request ended with), `record` (archiving a final response and
+//! what it teaches), `cooperation` (the cooperation state's effects carried out), `save`
+//! (batches), `replay` (records written after the last batch) and `crawl_log`.
 
 mod cooperation;
 mod crawl_log;

@@ -160,7 +160,7 @@ impl Frontier {
         }
     }
 
-    /// A page was read with these links: its cash goes to them (see [`CashBook::read`]), and
+    /// A page was read with these links: its cash goes to them (see `CashBook::read`), and
     /// queued ones move up in their host's order. Returns the cash the page had.
     pub fn read_cash(&mut self, fp: Fp, children: &[Fp]) -> f64 {
         let cash = self.cash.read(fp, children);
