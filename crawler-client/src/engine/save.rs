@@ -4,6 +4,7 @@
 use super::{CrawlError, Engine, file_error};
 use crate::archive::warc::Position;
 use crate::fetch::outcome::RecordSlot;
+use crate::state::Batch;
 use std::time::Instant;
 
 impl Engine {
@@ -24,7 +25,7 @@ impl Engine {
     /// Saves the batch: archive first, then the state that points into it.
     pub(super) fn commit(&mut self) -> Result<(), CrawlError> {
         let t = Instant::now();
-        let mut unsaved = std::mem::take(&mut self.unsaved);
+        let unsaved = &mut self.unsaved;
         unsaved.batch.warc = self
             .warc
             .sync()
@@ -38,6 +39,10 @@ impl Engine {
         }
         self.frontier.saved(&unsaved.settled);
         self.log.flush()?;
+        // Cleared, not replaced: the next batch reuses what this one grew to.
+        unsaved.batch = Batch::default();
+        unsaved.settled.clear();
+        unsaved.digests.clear();
         self.last_commit = Instant::now();
         self.metrics
             .commit_seconds
