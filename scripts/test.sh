@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh machine: installs what the tests run against (GNU patch,
-# zstd, nginx, wget, the Python docs as a site to crawl, a Python venv with the reference
-# clients and warcio), then checks formatting, runs clippy with warnings as errors, and runs
+# zstd, nginx, wget, redis-server, the Python docs as a site to crawl, a Python venv with the
+# reference clients and warcio), then checks formatting, runs clippy with warnings as errors, and runs
 # every test of the workspace.
 #
 # Usage: scripts/test.sh [extra cargo test arguments]
@@ -16,6 +16,8 @@ command -v patch >/dev/null || missing+=(patch)
 command -v zstd >/dev/null || missing+=(zstd)
 command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || missing+=(nginx)
 command -v wget >/dev/null || missing+=(wget)
+# The shared frontier of a fleet: real redis-server processes (and a Redis Cluster) on loopback.
+command -v redis-server >/dev/null || missing+=(redis-server)
 # A real documentation site for the crawler to crawl (and wget to compare with).
 [ -f /usr/share/doc/python3.11/html/index.html ] || missing+=(python3.11-doc)
 python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)

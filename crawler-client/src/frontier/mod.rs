@@ -10,6 +10,7 @@
 pub(crate) mod cash;
 mod dispatch;
 mod host;
+pub mod leases;
 pub mod politeness;
 pub mod queue_store;
 pub mod robots;

@@ -1,0 +1,224 @@
+//! Host leases shared by every process of a crawl, in Redis (one server or a Redis Cluster):
+//! the politeness invariant of a fleet. A process may contact a host only under a lease;
+//! a host has no more leases than its connection limit, and none is granted before the host's
+//! next allowed time, whichever process set it. A lease has an expiry: a process that dies
+//! holding one blocks the host only until then, and the host then also waits its delay, as
+//! the dead process could not say when its request ended.
+//!
+//! Times are the Redis server's (`TIME` inside the scripts), so the clocks of the machines of
+//! a fleet need not agree. A host's keys share a hash tag, so each script touches one slot of
+//! a cluster.
+
+use redis::{ConnectionLike, Script};
+use std::time::Duration;
+
+/// Why the shared frontier could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum FleetError {
+    /// The address is not a Redis URL.
+    #[error("frontier {url}: {why}")]
+    Address {
+        /// As given.
+        url: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// Redis refused or did not answer.
+    #[error("frontier {url}: {source}")]
+    Redis {
+        /// The frontier.
+        url: String,
+        /// Why.
+        source: redis::RedisError,
+    },
+}
+
+/// What a request for a lease got.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Grant {
+    /// The lease, under this token (to release it with).
+    Granted(String),
+    /// The host's next allowed time is this far away.
+    Wait(Duration),
+    /// The host has as many leases as its connection limit.
+    Busy,
+}
+
+/// Takes a lease: KEYS = [leases, next]; ARGV = [limit, lease ms, token, delay ms after an
+/// expired lease]. Returns {1, 0} granted, {0, ms} wait, {0, -1} busy.
+const ACQUIRE: &str = r"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local expired = redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+local next = tonumber(redis.call('GET', KEYS[2]) or '0')
+if expired > 0 and next < now + tonumber(ARGV[4]) then
+  next = now + tonumber(ARGV[4])
+  redis.call('SET', KEYS[2], next)
+end
+if next > now then return {0, next - now} end
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then return {0, -1} end
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[3])
+return {1, 0}
+";
+
+/// Gives a lease back: KEYS = [leases, next]; ARGV = [token, delay ms]. The host's next
+/// allowed time becomes at least now plus the delay. Returns whether the lease was held.
+const RELEASE: &str = r"
+local held = redis.call('ZREM', KEYS[1], ARGV[1])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local next = now + tonumber(ARGV[2])
+if next > tonumber(redis.call('GET', KEYS[2]) or '0') then
+  redis.call('SET', KEYS[2], next)
+end
+return held
+";
+
+/// Extends a lease held: KEYS = [leases]; ARGV = [token, lease ms]. Returns whether it was
+/// still held.
+const RENEW: &str = r"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+return redis.call('ZADD', KEYS[1], 'XX', 'CH', now + tonumber(ARGV[2]), ARGV[1])
+";
+
+/// The host leases of one crawl, over one connection (a process holds one).
+pub struct HostLeases {
+    con: Box<dyn ConnectionLike + Send>,
+    url: String,
+    crawl: String,
+    holder: String,
+    issued: u64,
+    acquire: Script,
+    release: Script,
+    renew: Script,
+}
+
+impl HostLeases {
+    /// Connects to the frontier at `url` (`redis://HOST:PORT/DB`, or
+    /// `redis+cluster://H1:P1,H2:P2,...` for a Redis Cluster) for crawl `crawl`; `holder`
+    /// names this process in its tokens.
+    pub fn connect(url: &str, crawl: &str, holder: &str) -> Result<HostLeases, FleetError> {
+        let redis_err = |source| FleetError::Redis {
+            url: url.to_string(),
+            source,
+        };
+        let con: Box<dyn ConnectionLike + Send> =
+            if let Some(nodes) = url.strip_prefix("redis+cluster://") {
+                let nodes: Vec<String> = nodes
+                    .trim_end_matches('/')
+                    .split(',')
+                    .filter(|n| !n.is_empty())
+                    .map(|n| format!("redis://{n}/"))
+                    .collect();
+                if nodes.is_empty() {
+                    return Err(FleetError::Address {
+                        url: url.to_string(),
+                        why: "no node named".into(),
+                    });
+                }
+                let client = redis::cluster::ClusterClient::new(nodes).map_err(redis_err)?;
+                Box::new(client.get_connection().map_err(redis_err)?)
+            } else if url.starts_with("redis://") {
+                let client = redis::Client::open(url).map_err(redis_err)?;
+                Box::new(client.get_connection().map_err(redis_err)?)
+            } else {
+                return Err(FleetError::Address {
+                    url: url.to_string(),
+                    why: "expected redis://HOST:PORT/DB or redis+cluster://H1:P1,H2:P2".into(),
+                });
+            };
+        if crawl.is_empty() || crawl.contains(['{', '}']) {
+            return Err(FleetError::Address {
+                url: url.to_string(),
+                why: format!("{crawl:?} is not a crawl name (non-empty, no braces)"),
+            });
+        }
+        Ok(HostLeases {
+            con,
+            url: url.to_string(),
+            crawl: crawl.to_string(),
+            holder: holder.to_string(),
+            issued: 0,
+            acquire: Script::new(ACQUIRE),
+            release: Script::new(RELEASE),
+            renew: Script::new(RENEW),
+        })
+    }
+
+    /// The keys of a host's leases and next allowed time: one hash tag, one slot.
+    fn keys(&self, host: &str) -> (String, String) {
+        let tag = format!("{{{}:{host}}}", self.crawl);
+        (format!("{tag}:leases"), format!("{tag}:next"))
+    }
+
+    fn err(&self, source: redis::RedisError) -> FleetError {
+        FleetError::Redis {
+            url: self.url.clone(),
+            source,
+        }
+    }
+
+    /// Asks for a lease on `host` (its politeness key: an origin, or a server address) for
+    /// `lease`, with at most `limit` held at once; `expired_delay` is the wait imposed after a
+    /// lease that expired unreleased.
+    pub fn acquire(
+        &mut self,
+        host: &str,
+        limit: usize,
+        lease: Duration,
+        expired_delay: Duration,
+    ) -> Result<Grant, FleetError> {
+        self.issued += 1;
+        let token = format!("{}:{}", self.holder, self.issued);
+        let (leases, next) = self.keys(host);
+        let (granted, wait): (i64, i64) = self
+            .acquire
+            .key(leases)
+            .key(next)
+            .arg(limit.max(1))
+            .arg(lease.as_millis() as u64)
+            .arg(&token)
+            .arg(expired_delay.as_millis() as u64)
+            .invoke(&mut *self.con)
+            .map_err(|e| self.err(e))?;
+        Ok(match (granted, wait) {
+            (1, _) => Grant::Granted(token),
+            (_, w) if w >= 0 => Grant::Wait(Duration::from_millis(w as u64)),
+            _ => Grant::Busy,
+        })
+    }
+
+    /// Gives a lease back; the host may be contacted again no sooner than `delay` from now.
+    /// Returns whether the lease was still held (not expired and taken over).
+    pub fn release(
+        &mut self,
+        host: &str,
+        token: &str,
+        delay: Duration,
+    ) -> Result<bool, FleetError> {
+        let (leases, next) = self.keys(host);
+        let held: i64 = self
+            .release
+            .key(leases)
+            .key(next)
+            .arg(token)
+            .arg(delay.as_millis() as u64)
+            .invoke(&mut *self.con)
+            .map_err(|e| self.err(e))?;
+        Ok(held == 1)
+    }
+
+    /// Extends a lease still held to `lease` from now; false when it had expired.
+    pub fn renew(&mut self, host: &str, token: &str, lease: Duration) -> Result<bool, FleetError> {
+        let (leases, _) = self.keys(host);
+        let changed: i64 = self
+            .renew
+            .key(leases)
+            .arg(token)
+            .arg(lease.as_millis() as u64)
+            .invoke(&mut *self.con)
+            .map_err(|e| self.err(e))?;
+        Ok(changed == 1)
+    }
+}
