@@ -9,8 +9,8 @@
 
 pub(crate) mod cash;
 mod dispatch;
+pub mod fleet;
 mod host;
-pub mod leases;
 pub mod politeness;
 pub mod queue_store;
 pub mod robots;

@@ -9,29 +9,9 @@
 //! a fleet need not agree. A host's keys share a hash tag, so each script touches one slot of
 //! a cluster.
 
+use super::{FleetError, connect, tag};
 use redis::{ConnectionLike, Script};
 use std::time::Duration;
-
-/// Why the shared frontier could not be used.
-#[derive(Debug, thiserror::Error)]
-pub enum FleetError {
-    /// The address is not a Redis URL.
-    #[error("frontier {url}: {why}")]
-    Address {
-        /// As given.
-        url: String,
-        /// What is wrong with it.
-        why: String,
-    },
-    /// Redis refused or did not answer.
-    #[error("frontier {url}: {source}")]
-    Redis {
-        /// The frontier.
-        url: String,
-        /// Why.
-        source: redis::RedisError,
-    },
-}
 
 /// What a request for a lease got.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -99,41 +79,7 @@ impl HostLeases {
     /// `redis+cluster://H1:P1,H2:P2,...` for a Redis Cluster) for crawl `crawl`; `holder`
     /// names this process in its tokens.
     pub fn connect(url: &str, crawl: &str, holder: &str) -> Result<HostLeases, FleetError> {
-        let redis_err = |source| FleetError::Redis {
-            url: url.to_string(),
-            source,
-        };
-        let con: Box<dyn ConnectionLike + Send> =
-            if let Some(nodes) = url.strip_prefix("redis+cluster://") {
-                let nodes: Vec<String> = nodes
-                    .trim_end_matches('/')
-                    .split(',')
-                    .filter(|n| !n.is_empty())
-                    .map(|n| format!("redis://{n}/"))
-                    .collect();
-                if nodes.is_empty() {
-                    return Err(FleetError::Address {
-                        url: url.to_string(),
-                        why: "no node named".into(),
-                    });
-                }
-                let client = redis::cluster::ClusterClient::new(nodes).map_err(redis_err)?;
-                Box::new(client.get_connection().map_err(redis_err)?)
-            } else if url.starts_with("redis://") {
-                let client = redis::Client::open(url).map_err(redis_err)?;
-                Box::new(client.get_connection().map_err(redis_err)?)
-            } else {
-                return Err(FleetError::Address {
-                    url: url.to_string(),
-                    why: "expected redis://HOST:PORT/DB or redis+cluster://H1:P1,H2:P2".into(),
-                });
-            };
-        if crawl.is_empty() || crawl.contains(['{', '}']) {
-            return Err(FleetError::Address {
-                url: url.to_string(),
-                why: format!("{crawl:?} is not a crawl name (non-empty, no braces)"),
-            });
-        }
+        let con = connect(url, crawl)?;
         Ok(HostLeases {
             con,
             url: url.to_string(),
@@ -148,7 +94,7 @@ impl HostLeases {
 
     /// The keys of a host's leases and next allowed time: one hash tag, one slot.
     fn keys(&self, host: &str) -> (String, String) {
-        let tag = format!("{{{}:{host}}}", self.crawl);
+        let tag = tag(&self.crawl, host);
         (format!("{tag}:leases"), format!("{tag}:next"))
     }
 

@@ -1,0 +1,80 @@
+//! The shared frontier of a fleet: any number of `webcoop-crawl` processes working on one
+//! crawl, with Redis (one server, or a Redis Cluster) holding what they share. `leases` keeps
+//! every host polite whichever process contacts it; `queue` keeps the seen-set and the queue so
+//! that each URL is fetched once, taken under a lease that returns it if its taker dies.
+//!
+//! Every key of a crawl starts with a hash tag: `{crawl:crawl}` for what the crawl has one of, and
+//! `{crawl:host}` for what each host has, so that every script touches one slot of a cluster
+//! and the hosts spread over its masters.
+
+pub mod leases;
+pub mod queue;
+
+use redis::ConnectionLike;
+
+/// Why the shared frontier could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum FleetError {
+    /// The address is not a Redis URL.
+    #[error("frontier {url}: {why}")]
+    Address {
+        /// As given.
+        url: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// Redis refused or did not answer.
+    #[error("frontier {url}: {source}")]
+    Redis {
+        /// The frontier.
+        url: String,
+        /// Why.
+        source: redis::RedisError,
+    },
+}
+
+/// A connection to the frontier at `url` (`redis://HOST:PORT/DB`, or
+/// `redis+cluster://H1:P1,H2:P2,...` for a Redis Cluster) for crawl `crawl`.
+pub(crate) fn connect(
+    url: &str,
+    crawl: &str,
+) -> Result<Box<dyn ConnectionLike + Send>, FleetError> {
+    let address = |why: String| FleetError::Address {
+        url: url.to_string(),
+        why,
+    };
+    if crawl.is_empty() || crawl.contains(['{', '}']) {
+        return Err(address(format!(
+            "{crawl:?} is not a crawl name (non-empty, no braces)"
+        )));
+    }
+    let redis_err = |source| FleetError::Redis {
+        url: url.to_string(),
+        source,
+    };
+    if let Some(nodes) = url.strip_prefix("redis+cluster://") {
+        let nodes: Vec<String> = nodes
+            .trim_end_matches('/')
+            .split(',')
+            .filter(|n| !n.is_empty())
+            .map(|n| format!("redis://{n}/"))
+            .collect();
+        if nodes.is_empty() {
+            return Err(address("no node named".into()));
+        }
+        let client = redis::cluster::ClusterClient::new(nodes).map_err(redis_err)?;
+        Ok(Box::new(client.get_connection().map_err(redis_err)?))
+    } else if url.starts_with("redis://") {
+        let client = redis::Client::open(url).map_err(redis_err)?;
+        Ok(Box::new(client.get_connection().map_err(redis_err)?))
+    } else {
+        Err(address(
+            "expected redis://HOST:PORT/DB or redis+cluster://H1:P1,H2:P2".into(),
+        ))
+    }
+}
+
+/// The hash tag of a host's keys (`host` is its politeness key or its id).
+pub(crate) fn tag(crawl: &str, host: &str) -> String {
+    format!("{{{crawl}:{host}}}")
+}

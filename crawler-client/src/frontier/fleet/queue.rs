@@ -1,0 +1,300 @@
+//! The queue and seen-set a fleet shares, in Redis: each URL is queued once whichever process
+//! finds it, and taken by one process at a time under a lease that returns it to the queue if
+//! the process dies before it is settled.
+//!
+//! Layout, per crawl `C`:
+//! - `{C:crawl}:hosts` (hash origin -> id) and `{C:crawl}:host_ids` (counter): host ids, one
+//!   per origin.
+//! - `{C:crawl}:seq` (counter): queue rows are numbered in arrival order, fleet-wide.
+//! - `{C:ID}:seen` (set of fingerprints as integers): the host's seen-set. Kept per host so that
+//!   "seen? then queue" is one script in one slot: no crash between the two can lose a URL or
+//!   queue it twice.
+//! - `{C:ID}:queue` (sorted set): a row is `seq \t priority \t fp \t depth \t hops \t attempts
+//!   \t revisit \t url`, scored by minus its priority; rows of one priority come out in the
+//!   order of their zero-padded `seq`, that is of arrival.
+//! - `{C:ID}:taken` (sorted set): rows handed out, scored by their lease's expiry (server ms).
+
+use super::{FleetError, connect, tag};
+use crate::ids::{Fp, HostId};
+use crate::state::Queued;
+use redis::{ConnectionLike, Script};
+use std::time::Duration;
+
+/// Queues the URLs not seen yet: KEYS = [seen, queue]; ARGV = [seq of the first row, then
+/// per URL: fp, priority, depth, hops, revisit, url]. A revisit is queued even when seen.
+/// Returns how many were queued.
+const OFFER: &str = r"
+local seq = tonumber(ARGV[1])
+local queued = 0
+for i = 2, #ARGV, 6 do
+  local fp, prio, revisit = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 4]
+  if redis.call('SADD', KEYS[1], fp) == 1 or revisit == '1' then
+    local row = string.format('%016x', seq) .. '\t' .. ARGV[i + 1] .. '\t' .. fp .. '\t' ..
+      ARGV[i + 2] .. '\t' .. ARGV[i + 3] .. '\t0\t' .. revisit .. '\t' .. ARGV[i + 5]
+    redis.call('ZADD', KEYS[2], -prio, row)
+    seq = seq + 1
+    queued = queued + 1
+  end
+end
+return queued
+";
+
+/// Takes rows: KEYS = [queue, taken]; ARGV = [n, lease ms, token]. Rows whose lease expired
+/// go back to the queue first. A taken row is kept as `token \n row`, so that a taker whose
+/// lease expired cannot settle the row another took since. Returns the rows taken, best first.
+const TAKE: &str = r"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now)
+for _, held in ipairs(expired) do
+  redis.call('ZREM', KEYS[2], held)
+  local row = string.sub(held, string.find(held, '\n', 1, true) + 1)
+  local prio = tonumber(string.match(row, '^[^\t]*\t([^\t]*)'))
+  redis.call('ZADD', KEYS[1], -prio, row)
+end
+local rows = redis.call('ZRANGE', KEYS[1], 0, tonumber(ARGV[1]) - 1)
+for _, row in ipairs(rows) do
+  redis.call('ZREM', KEYS[1], row)
+  redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), ARGV[3] .. '\n' .. row)
+end
+return rows
+";
+
+/// Settles a taken row: KEYS = [queue, taken]; ARGV = [`token \n row`, retry row or '']. Returns
+/// whether the row was still taken (its lease had not expired).
+const SETTLE: &str = r"
+local held = redis.call('ZREM', KEYS[2], ARGV[1])
+if held == 1 and ARGV[2] ~= '' then
+  local prio = tonumber(string.match(ARGV[2], '^[^\t]*\t([^\t]*)'))
+  redis.call('ZADD', KEYS[1], -prio, ARGV[2])
+end
+return held
+";
+
+/// Gives a host its id: KEYS = [hosts, host_ids]; ARGV = [origin].
+const HOST_ID: &str = r"
+local id = redis.call('HGET', KEYS[1], ARGV[1])
+if id then return tonumber(id) end
+id = redis.call('INCR', KEYS[2])
+redis.call('HSET', KEYS[1], ARGV[1], id)
+return id
+";
+
+/// A URL to queue.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Offer {
+    /// The URL.
+    pub url: String,
+    /// Its fingerprint.
+    pub fp: Fp,
+    /// Links from a seed.
+    pub depth: u32,
+    /// Redirects followed.
+    pub hops: u32,
+    /// Its OPIC priority.
+    pub priority: f64,
+    /// A page visited before, queued again for a refresh.
+    pub revisit: bool,
+}
+
+/// A row handed out: the URL, and the row itself to settle it by.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Taken {
+    /// The URL as the crawl loop sees it.
+    pub job: Queued,
+    row: String,
+    token: String,
+}
+
+/// The shared queue of one crawl, over one connection (a process holds one).
+pub struct SharedQueue {
+    con: Box<dyn ConnectionLike + Send>,
+    url: String,
+    crawl: String,
+    holder: String,
+    takes: u64,
+    offer: Script,
+    take: Script,
+    settle: Script,
+    host_id: Script,
+}
+
+impl SharedQueue {
+    /// Connects to the frontier at `url` for crawl `crawl` (see
+    /// [`super::leases::HostLeases::connect`]); `holder` names this process in its leases.
+    pub fn connect(url: &str, crawl: &str, holder: &str) -> Result<SharedQueue, FleetError> {
+        Ok(SharedQueue {
+            con: connect(url, crawl)?,
+            url: url.to_string(),
+            crawl: crawl.to_string(),
+            holder: holder.to_string(),
+            takes: 0,
+            offer: Script::new(OFFER),
+            take: Script::new(TAKE),
+            settle: Script::new(SETTLE),
+            host_id: Script::new(HOST_ID),
+        })
+    }
+
+    fn err(&self, source: redis::RedisError) -> FleetError {
+        FleetError::Redis {
+            url: self.url.clone(),
+            source,
+        }
+    }
+
+    fn host_keys(&self, host: HostId) -> (String, String, String) {
+        let tag = tag(&self.crawl, &host.to_string());
+        (
+            format!("{tag}:seen"),
+            format!("{tag}:queue"),
+            format!("{tag}:taken"),
+        )
+    }
+
+    /// The id of the host with `origin`, the same in every process.
+    pub fn host_id(&mut self, origin: &str) -> Result<HostId, FleetError> {
+        let crawl = tag(&self.crawl, "crawl");
+        let id: i64 = self
+            .host_id
+            .key(format!("{crawl}:hosts"))
+            .key(format!("{crawl}:host_ids"))
+            .arg(origin)
+            .invoke(&mut *self.con)
+            .map_err(|e| self.err(e))?;
+        Ok(HostId(id))
+    }
+
+    /// Queues the URLs of `host` no process has seen (and every revisit); returns how many.
+    pub fn offer(&mut self, host: HostId, urls: &[Offer]) -> Result<usize, FleetError> {
+        if urls.is_empty() {
+            return Ok(0);
+        }
+        let crawl = tag(&self.crawl, "crawl");
+        // Row numbers for all of them: the ones not used leave gaps, which cost nothing.
+        let last: i64 = redis::cmd("INCRBY")
+            .arg(format!("{crawl}:seq"))
+            .arg(urls.len())
+            .query(&mut *self.con)
+            .map_err(|e| self.err(e))?;
+        let (seen, queue, _) = self.host_keys(host);
+        let mut invocation = self.offer.key(seen);
+        invocation.key(queue).arg(last - urls.len() as i64 + 1);
+        for u in urls {
+            invocation
+                .arg(u.fp.0 as i64)
+                .arg(u.priority)
+                .arg(u.depth)
+                .arg(u.hops)
+                .arg(if u.revisit { "1" } else { "0" })
+                .arg(&u.url);
+        }
+        let queued: usize = invocation.invoke(&mut *self.con).map_err(|e| self.err(e))?;
+        Ok(queued)
+    }
+
+    /// Takes up to `n` rows of `host`, best first, for `lease`; rows whose earlier lease
+    /// expired (their taker died) come back first.
+    pub fn take(
+        &mut self,
+        host: HostId,
+        n: usize,
+        lease: Duration,
+    ) -> Result<Vec<Taken>, FleetError> {
+        self.takes += 1;
+        let token = format!("{}:{}", self.holder, self.takes);
+        let (_, queue, taken) = self.host_keys(host);
+        let rows: Vec<String> = self
+            .take
+            .key(queue)
+            .key(taken)
+            .arg(n)
+            .arg(lease.as_millis() as u64)
+            .arg(&token)
+            .invoke(&mut *self.con)
+            .map_err(|e| self.err(e))?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|row| {
+                Some(Taken {
+                    job: parse(host, &row)?,
+                    row,
+                    token: token.clone(),
+                })
+            })
+            .collect())
+    }
+
+    /// Settles a taken row: done, or back in the queue with one more attempt. Returns false
+    /// when its lease had expired (another process may have it now).
+    pub fn settle(&mut self, host: HostId, taken: &Taken, retry: bool) -> Result<bool, FleetError> {
+        let (_, queue, held) = self.host_keys(host);
+        let again = if retry {
+            let mut fields: Vec<&str> = taken.row.split('\t').collect();
+            let attempts = (taken.job.attempts + 1).to_string();
+            if fields.len() == 8 {
+                fields[5] = &attempts;
+            }
+            fields.join("\t")
+        } else {
+            String::new()
+        };
+        let held: i64 = self
+            .settle
+            .key(queue)
+            .key(held)
+            .arg(format!("{}\n{}", taken.token, taken.row))
+            .arg(again)
+            .invoke(&mut *self.con)
+            .map_err(|e| self.err(e))?;
+        Ok(held == 1)
+    }
+
+    /// URLs of `host` waiting (not taken).
+    pub fn queued(&mut self, host: HostId) -> Result<u64, FleetError> {
+        let (_, queue, _) = self.host_keys(host);
+        redis::cmd("ZCARD")
+            .arg(queue)
+            .query(&mut *self.con)
+            .map_err(|e| self.err(e))
+    }
+}
+
+/// A row read back; none if it is not one of ours.
+fn parse(host: HostId, row: &str) -> Option<Queued> {
+    let mut f = row.splitn(8, '\t');
+    let seq = i64::from_str_radix(f.next()?, 16).ok()?;
+    let priority = f.next()?.parse().ok()?;
+    let fp = Fp(f.next()?.parse::<i64>().ok()? as u64);
+    let depth = f.next()?.parse().ok()?;
+    let hops = f.next()?.parse().ok()?;
+    let attempts = f.next()?.parse().ok()?;
+    let revisit = f.next()? == "1";
+    let url = f.next()?.to_string();
+    Some(Queued {
+        seq,
+        host,
+        url,
+        fp,
+        depth,
+        hops,
+        attempts,
+        priority,
+        revisit,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_row_reads_back_as_written() {
+        let row = "00000000000000ff\t0.5\t-2\t3\t1\t2\t1\thttp://e.test/a\tb";
+        let q = parse(HostId(7), row).unwrap();
+        assert_eq!((q.seq, q.priority, q.fp), (255, 0.5, Fp(u64::MAX - 1)));
+        assert_eq!((q.depth, q.hops, q.attempts, q.revisit), (3, 1, 2, true));
+        assert_eq!(q.url, "http://e.test/a\tb", "a URL keeps what follows");
+        assert!(parse(HostId(7), "garbage").is_none());
+    }
+}

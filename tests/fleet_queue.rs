@@ -1,0 +1,192 @@
+//! The fleet's queue on real Redis: processes (threads, each with its own connection) find the
+//! same URLs and take work from the same hosts; every URL is queued once and handed out once,
+//! a row whose taker dies comes back when its lease expires, and a retry keeps its count. On
+//! one `redis-server` and on a three-master Redis Cluster; with the memory a queued URL costs.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use webcoop_crawler::frontier::fleet::queue::{Offer, SharedQueue};
+use webcoop_crawler::{Fp, HostId};
+use webcoop_testkit::redis::{RedisCluster, RedisServer};
+
+const LEASE: Duration = Duration::from_secs(30);
+
+fn offers(site: usize, n: usize) -> Vec<Offer> {
+    (0..n)
+        .map(|i| Offer {
+            url: format!("http://s{site}.test/{i}"),
+            fp: Fp((site * 1_000_000 + i) as u64),
+            depth: 1,
+            hops: 0,
+            priority: (i % 7) as f64,
+            revisit: false,
+        })
+        .collect()
+}
+
+/// Three processes each find every URL of five sites, then take and settle until nothing is
+/// left; returns how often each URL was handed out.
+fn crawl_together(url: &str) -> HashMap<String, usize> {
+    let fetched: Arc<Mutex<HashMap<String, usize>>> = Arc::default();
+    let threads: Vec<_> = (0..3)
+        .map(|p| {
+            let (url, fetched) = (url.to_string(), fetched.clone());
+            std::thread::spawn(move || {
+                let mut q = SharedQueue::connect(&url, "test", &format!("p{p}")).unwrap();
+                let hosts: Vec<HostId> = (0..5)
+                    .map(|s| q.host_id(&format!("http://s{s}.test")).unwrap())
+                    .collect();
+                for (s, host) in hosts.iter().enumerate() {
+                    for chunk in offers(s, 60).chunks(7) {
+                        q.offer(*host, chunk).unwrap();
+                    }
+                }
+                loop {
+                    let mut any = false;
+                    for host in &hosts {
+                        for t in q.take(*host, 4, LEASE).unwrap() {
+                            any = true;
+                            *fetched
+                                .lock()
+                                .unwrap()
+                                .entry(t.job.url.clone())
+                                .or_default() += 1;
+                            assert!(q.settle(*host, &t, false).unwrap());
+                        }
+                    }
+                    if !any {
+                        break;
+                    }
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    Arc::try_unwrap(fetched).unwrap().into_inner().unwrap()
+}
+
+fn assert_each_once(fetched: &HashMap<String, usize>) {
+    assert_eq!(fetched.len(), 300, "every URL handed out");
+    let twice: Vec<_> = fetched.iter().filter(|(_, n)| **n != 1).collect();
+    assert!(twice.is_empty(), "handed out more than once: {twice:?}");
+}
+
+#[test]
+fn processes_finding_the_same_urls_queue_and_fetch_each_once() {
+    let Some(redis) = RedisServer::start(false) else {
+        return;
+    };
+    assert_each_once(&crawl_together(&redis.url()));
+}
+
+#[test]
+fn a_redis_cluster_queues_and_hands_out_each_url_once() {
+    let Some(cluster) = RedisCluster::start() else {
+        return;
+    };
+    let ports: Vec<String> = cluster
+        .nodes
+        .iter()
+        .map(|n| format!("127.0.0.1:{}", n.port))
+        .collect();
+    assert_each_once(&crawl_together(&format!(
+        "redis+cluster://{}",
+        ports.join(",")
+    )));
+}
+
+#[test]
+fn rows_come_out_best_first_then_in_arrival_order_and_a_dead_takers_rows_come_back() {
+    let Some(redis) = RedisServer::start(false) else {
+        return;
+    };
+    let mut a = SharedQueue::connect(&redis.url(), "test", "a").unwrap();
+    let mut b = SharedQueue::connect(&redis.url(), "test", "b").unwrap();
+    let host = a.host_id("http://o.test").unwrap();
+    assert_eq!(
+        b.host_id("http://o.test").unwrap(),
+        host,
+        "one id in every process"
+    );
+    let mut urls = offers(9, 6);
+    urls[4].priority = 100.0;
+    assert_eq!(a.offer(host, &urls).unwrap(), 6);
+    assert_eq!(b.offer(host, &urls).unwrap(), 0, "seen");
+    let order: Vec<String> = a
+        .take(host, 6, LEASE)
+        .unwrap()
+        .into_iter()
+        .map(|t| t.job.url)
+        .collect();
+    assert_eq!(order[0], "http://s9.test/4", "the most cash first");
+    // The rest by priority (i % 7 here is i), then arrival.
+    assert_eq!(
+        order[1..],
+        [
+            "http://s9.test/5",
+            "http://s9.test/3",
+            "http://s9.test/2",
+            "http://s9.test/1",
+            "http://s9.test/0"
+        ]
+    );
+    // A taker that dies: its rows come back once their lease expires, not before.
+    let more = offers(8, 3);
+    a.offer(host, &more).unwrap();
+    let short = Duration::from_millis(300);
+    let lost = a.take(host, 3, short).unwrap();
+    assert_eq!(lost.len(), 3);
+    drop(a);
+    assert!(b.take(host, 3, LEASE).unwrap().is_empty(), "still leased");
+    std::thread::sleep(short + Duration::from_millis(100));
+    let back = b.take(host, 3, LEASE).unwrap();
+    assert_eq!(back.len(), 3, "the dead taker's rows come back");
+    // A retry keeps its place and counts the attempt; settling a row taken over fails.
+    assert!(b.settle(host, &back[0], true).unwrap());
+    let again = b.take(host, 1, LEASE).unwrap();
+    assert_eq!(again[0].job.url, back[0].job.url);
+    assert_eq!(again[0].job.attempts, 1);
+    assert!(
+        !b.settle(host, &lost[1], false).unwrap(),
+        "its lease had expired"
+    );
+    assert_eq!(b.queued(host).unwrap(), 0);
+    // A revisit is queued although seen.
+    let mut revisit = urls[0].clone();
+    revisit.revisit = true;
+    assert_eq!(b.offer(host, &[revisit]).unwrap(), 1);
+}
+
+#[test]
+fn a_queued_url_costs_little_memory_in_redis() {
+    let Some(redis) = RedisServer::start(false) else {
+        return;
+    };
+    let mut q = SharedQueue::connect(&redis.url(), "test", "p").unwrap();
+    let used = || {
+        let out = std::process::Command::new("redis-cli")
+            .args(["-p", &redis.port.to_string(), "info", "memory"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .find_map(|l| l.strip_prefix("used_memory:"))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap()
+    };
+    let before = used();
+    let n = 20_000;
+    // Ten hosts, each with 2,000 URLs of about 40 bytes.
+    for s in 0..10 {
+        let host = q.host_id(&format!("http://s{s}.test")).unwrap();
+        for chunk in offers(s, n / 10).chunks(500) {
+            q.offer(host, chunk).unwrap();
+        }
+    }
+    let per_url = (used() - before) as f64 / n as f64;
+    eprintln!("Redis memory per queued URL: {per_url:.0} B");
+    assert!(per_url < 250.0, "{per_url:.0} B per queued URL");
+}
