@@ -59,6 +59,16 @@ impl RedisServer {
     /// installed.
     pub fn start(cluster: bool) -> Option<RedisServer> {
         crate::tool("redis-server")?;
+        // A port found free may be taken before the server binds it: then another.
+        for _ in 0..5 {
+            if let Some(server) = Self::try_start(cluster) {
+                return Some(server);
+            }
+        }
+        panic!("redis-server did not start on 5 ports in a row");
+    }
+
+    fn try_start(cluster: bool) -> Option<RedisServer> {
         let dir = tempfile::tempdir().ok()?;
         let port = free_port();
         let mut cmd = Command::new("redis-server");
@@ -84,8 +94,14 @@ impl RedisServer {
             ]);
         }
         let child = cmd.spawn().ok()?;
-        let server = RedisServer { child, port, dir };
-        wait_for(|| cli(port, &["ping"]).is_some_and(|o| o.contains("PONG")));
+        let mut server = RedisServer { child, port, dir };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !cli(port, &["ping"]).is_some_and(|o| o.contains("PONG")) {
+            if server.child.try_wait().ok().flatten().is_some() || Instant::now() > deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
         Some(server)
     }
 
