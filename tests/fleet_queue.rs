@@ -6,15 +6,18 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use webcoop_crawler::frontier::fleet::queue::{Offer, SharedQueue};
+use webcoop_crawler::frontier::fleet::queue::SharedQueue;
+use webcoop_crawler::state::NewUrl;
 use webcoop_crawler::{Fp, HostId};
 use webcoop_testkit::redis::{RedisCluster, RedisServer};
 
 const LEASE: Duration = Duration::from_secs(30);
 
-fn offers(site: usize, n: usize) -> Vec<Offer> {
+fn offers(site: usize, n: usize) -> Vec<NewUrl> {
     (0..n)
-        .map(|i| Offer {
+        .map(|i| NewUrl {
+            seq: 0,
+            host: HostId(0),
             url: format!("http://s{site}.test/{i}"),
             fp: Fp((site * 1_000_000 + i) as u64),
             depth: 1,

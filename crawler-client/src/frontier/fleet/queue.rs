@@ -16,7 +16,7 @@
 
 use super::{FleetError, connect, tag};
 use crate::ids::{Fp, HostId};
-use crate::state::Queued;
+use crate::state::{NewUrl, Queued};
 use redis::{ConnectionLike, Script};
 use std::time::Duration;
 
@@ -79,23 +79,6 @@ id = redis.call('INCR', KEYS[2])
 redis.call('HSET', KEYS[1], ARGV[1], id)
 return id
 ";
-
-/// A URL to queue.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Offer {
-    /// The URL.
-    pub url: String,
-    /// Its fingerprint.
-    pub fp: Fp,
-    /// Links from a seed.
-    pub depth: u32,
-    /// Redirects followed.
-    pub hops: u32,
-    /// Its OPIC priority.
-    pub priority: f64,
-    /// A page visited before, queued again for a refresh.
-    pub revisit: bool,
-}
 
 /// A row handed out: the URL, and the row itself to settle it by.
 #[derive(Debug, Clone, PartialEq)]
@@ -166,7 +149,8 @@ impl SharedQueue {
     }
 
     /// Queues the URLs of `host` no process has seen (and every revisit); returns how many.
-    pub fn offer(&mut self, host: HostId, urls: &[Offer]) -> Result<usize, FleetError> {
+    /// Their `seq` and `host` are not used: rows are numbered fleet-wide.
+    pub fn offer(&mut self, host: HostId, urls: &[NewUrl]) -> Result<usize, FleetError> {
         if urls.is_empty() {
             return Ok(0);
         }
