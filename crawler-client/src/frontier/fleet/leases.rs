@@ -26,10 +26,9 @@ pub enum Grant {
 
 /// Takes a lease: KEYS = [leases, next]; ARGV = [limit, lease ms, token, delay ms after an
 /// expired lease]. Returns {1, 0} granted, {0, ms} wait, {0, -1} busy.
-const ACQUIRE: &str = r"
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local expired = redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+const ACQUIRE: &str = concat!(
+    server_now!(),
+    r"local expired = redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 local next = tonumber(redis.call('GET', KEYS[2]) or '0')
 if expired > 0 and next < now + tonumber(ARGV[4]) then
   next = now + tonumber(ARGV[4])
@@ -39,28 +38,29 @@ if next > now then return {0, next - now} end
 if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then return {0, -1} end
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[3])
 return {1, 0}
-";
+"
+);
 
 /// Gives a lease back: KEYS = [leases, next]; ARGV = [token, delay ms]. The host's next
 /// allowed time becomes at least now plus the delay. Returns whether the lease was held.
-const RELEASE: &str = r"
-local held = redis.call('ZREM', KEYS[1], ARGV[1])
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+const RELEASE: &str = concat!(
+    server_now!(),
+    r"local held = redis.call('ZREM', KEYS[1], ARGV[1])
 local next = now + tonumber(ARGV[2])
 if next > tonumber(redis.call('GET', KEYS[2]) or '0') then
   redis.call('SET', KEYS[2], next)
 end
 return held
-";
+"
+);
 
 /// Extends a lease held: KEYS = [leases]; ARGV = [token, lease ms]. Returns whether it was
 /// still held.
-const RENEW: &str = r"
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-return redis.call('ZADD', KEYS[1], 'XX', 'CH', now + tonumber(ARGV[2]), ARGV[1])
-";
+const RENEW: &str = concat!(
+    server_now!(),
+    r"return redis.call('ZADD', KEYS[1], 'XX', 'CH', now + tonumber(ARGV[2]), ARGV[1])
+"
+);
 
 /// The host leases of one crawl, over one connection (a process holds one).
 pub struct HostLeases {

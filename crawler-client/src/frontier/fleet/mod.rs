@@ -7,6 +7,14 @@
 //! `{crawl:host}` for what each host has, so that every script touches one slot of a cluster
 //! and the hosts spread over its masters.
 
+/// The Lua line that reads the Redis server's clock into `now` (ms), which every script that
+/// dates a lease starts with: the fleet's machines need not agree on the time.
+macro_rules! server_now {
+    () => {
+        "local t = redis.call('TIME')\nlocal now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+    };
+}
+
 pub mod leases;
 pub mod queue;
 

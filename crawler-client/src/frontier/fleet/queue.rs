@@ -42,10 +42,9 @@ return queued
 /// Takes rows: KEYS = [queue, taken]; ARGV = [n, lease ms, token]. Rows whose lease expired
 /// go back to the queue first. A taken row is kept as `token \n row`, so that a taker whose
 /// lease expired cannot settle the row another took since. Returns the rows taken, best first.
-const TAKE: &str = r"
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now)
+const TAKE: &str = concat!(
+    server_now!(),
+    r"local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now)
 for _, held in ipairs(expired) do
   redis.call('ZREM', KEYS[2], held)
   local row = string.sub(held, string.find(held, '\n', 1, true) + 1)
@@ -58,7 +57,8 @@ for _, row in ipairs(rows) do
   redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), ARGV[3] .. '\n' .. row)
 end
 return rows
-";
+"
+);
 
 /// Settles a taken row: KEYS = [queue, taken]; ARGV = [`token \n row`, retry row or '']. Returns
 /// whether the row was still taken (its lease had not expired).
