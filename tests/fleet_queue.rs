@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use webcoop_crawler::frontier::fleet::queue::SharedQueue;
+use webcoop_crawler::frontier::fleet::queue::{Settle, SharedQueue};
 use webcoop_crawler::state::NewUrl;
 use webcoop_crawler::{Fp, HostId};
 use webcoop_testkit::redis::{RedisCluster, RedisServer};
@@ -55,7 +55,7 @@ fn crawl_together(url: &str) -> HashMap<String, usize> {
                                 .unwrap()
                                 .entry(t.job.url.clone())
                                 .or_default() += 1;
-                            assert!(q.settle(*host, &t, false).unwrap());
+                            assert!(q.settle(*host, &t, Settle::Done).unwrap());
                         }
                     }
                     if !any {
@@ -148,12 +148,12 @@ fn rows_come_out_best_first_then_in_arrival_order_and_a_dead_takers_rows_come_ba
     let back = b.take(host, 3, LEASE).unwrap();
     assert_eq!(back.len(), 3, "the dead taker's rows come back");
     // A retry keeps its place and counts the attempt; settling a row taken over fails.
-    assert!(b.settle(host, &back[0], true).unwrap());
+    assert!(b.settle(host, &back[0], Settle::Retry).unwrap());
     let again = b.take(host, 1, LEASE).unwrap();
     assert_eq!(again[0].job.url, back[0].job.url);
     assert_eq!(again[0].job.attempts, 1);
     assert!(
-        !b.settle(host, &lost[1], false).unwrap(),
+        !b.settle(host, &lost[1], Settle::Done).unwrap(),
         "its lease had expired"
     );
     assert_eq!(b.queued(host).unwrap(), 0);

@@ -4,7 +4,7 @@
 use crate::analyze::scope::{Limits, Scope};
 use crate::fetch::FetchLimits;
 use crate::frontier::politeness::Politeness;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -111,6 +111,17 @@ pub struct CrawlArgs {
     /// TOML file with further settings (see docs/CRAWLER.md).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// Join (or start) a crawl that several processes share, its frontier in Redis:
+    /// redis://HOST:PORT/DB, or redis+cluster://H1:P1,H2:P2,... for a Redis Cluster.
+    #[arg(long, value_name = "URL", requires = "crawl")]
+    pub frontier: Option<String>,
+    /// The name of the shared crawl (with --frontier); its settings are stored with it.
+    #[arg(long, value_name = "NAME", requires = "frontier")]
+    pub crawl: Option<String>,
+    /// This process's name in the fleet, and its directory under --out
+    /// [default: HOSTNAME-N, the first N whose directory is free].
+    #[arg(long, value_name = "NAME", requires = "frontier")]
+    pub process: Option<String>,
     /// Progress display: a bar on a terminal, log lines otherwise.
     #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
     pub progress: ProgressMode,
@@ -131,7 +142,7 @@ pub enum ProgressMode {
 }
 
 /// The TOML file. Durations are in seconds.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct FileConfig {
     /// Seeds (URLs).
@@ -236,6 +247,11 @@ pub struct FileConfig {
     pub callback_listen: Option<SocketAddr>,
     /// See `--callback-url`.
     pub callback_url: Option<String>,
+    /// See `--keep-fresh`.
+    pub keep_fresh: Option<bool>,
+    /// In a fleet: how long a host lease lasts unrenewed, seconds (what a dead process costs
+    /// its hosts).
+    pub fleet_lease: Option<f64>,
 }
 
 /// Everything a crawl runs with.
@@ -303,6 +319,121 @@ pub struct Settings {
     pub coop: crate::coop::site::CoopConfig,
     /// The WebSub callback server's address and public base URL.
     pub callback: Option<(SocketAddr, Option<Url>)>,
+    /// The shared frontier this process works on, when it is one of a fleet.
+    pub fleet: Option<FleetSettings>,
+}
+
+/// Where a fleet's frontier is and who this process is in it.
+#[derive(Debug, Clone)]
+pub struct FleetSettings {
+    /// `redis://...` or `redis+cluster://...`.
+    pub frontier: String,
+    /// The crawl's name.
+    pub crawl: String,
+    /// This process's name (its directory under `--out`), when given.
+    pub process: Option<String>,
+    /// How long a host lease lasts unrenewed.
+    pub lease: Duration,
+}
+
+/// The settings of the config file that are this process's own in a fleet; every other one
+/// is the crawl's, stored with it.
+const PER_PROCESS: &[&str] = &[
+    "seeds",
+    "max_pages",
+    "concurrency",
+    "timeout",
+    "connect_timeout",
+    "min_speed",
+    "warc_max_size",
+    "warc_prefix",
+    "warc_gzip_level",
+    "commit_interval",
+    "commit_results",
+    "resolve",
+    "metrics",
+    "callback_listen",
+    "callback_url",
+];
+
+/// The flags as the config file's settings: each flag given replaces the file's value, so
+/// that one document says what the crawl runs with.
+fn overlaid(args: &CrawlArgs) -> Result<(CrawlArgs, FileConfig), ConfigError> {
+    let mut file = match &args.config {
+        Some(p) => read_file(p)?,
+        None => FileConfig::default(),
+    };
+    let mut a = args.clone();
+    a.config = None;
+    macro_rules! flags_win {
+        ($($f:ident),*) => {$(
+            if a.$f.is_some() {
+                file.$f = a.$f.take();
+            }
+        )*};
+    }
+    flags_win!(
+        max_depth,
+        scope,
+        delay_min,
+        delay_factor,
+        per_host_connections,
+        user_agent,
+        refresh_policy,
+        refresh_budget,
+        refresh_cycle,
+        refresh_share,
+        coop
+    );
+    if a.keep_fresh {
+        file.keep_fresh = Some(true);
+        a.keep_fresh = false;
+    }
+    Ok((a, file))
+}
+
+/// The settings every process of a fleet shares, as this one was given them (from the config
+/// file and the flags): what a new crawl stores.
+pub fn shared_settings(
+    args: &CrawlArgs,
+) -> Result<serde_json::Map<String, serde_json::Value>, ConfigError> {
+    let (_, file) = overlaid(args)?;
+    let mut map = match serde_json::to_value(&file) {
+        Ok(serde_json::Value::Object(m)) => m,
+        _ => serde_json::Map::new(),
+    };
+    map.retain(|k, v| !PER_PROCESS.contains(&k.as_str()) && !v.is_null());
+    Ok(map)
+}
+
+/// The settings of a process joining crawl `crawl`, whose stored shared settings are
+/// `stored`: a shared setting given here with another value is an error that names it.
+pub fn settings_joining(
+    args: &CrawlArgs,
+    crawl: &str,
+    stored: &serde_json::Map<String, serde_json::Value>,
+) -> Result<Settings, ConfigError> {
+    let mine = shared_settings(args)?;
+    for (key, value) in &mine {
+        let theirs = stored.get(key);
+        if theirs != Some(value) {
+            let runs = theirs.map_or("the default".to_string(), |v| v.to_string());
+            return Err(out_of_range(format!(
+                "{key} is {value} here but crawl {crawl:?} runs with {runs}: leave it out to \
+                 join the crawl as it is, or start a crawl of another name"
+            )));
+        }
+    }
+    let (a, file) = overlaid(args)?;
+    let mut merged = match serde_json::to_value(&file) {
+        Ok(serde_json::Value::Object(m)) => m,
+        _ => serde_json::Map::new(),
+    };
+    merged.retain(|k, _| PER_PROCESS.contains(&k.as_str()));
+    merged.extend(stored.clone());
+    let file: FileConfig = serde_json::from_value(serde_json::Value::Object(merged))
+        .map_err(|e| out_of_range(format!("the settings stored with crawl {crawl:?}: {e}")))?;
+    settings_from(&a, file)
 }
 
 /// Why the crawl's settings are refused: each names the setting and what was wrong.
@@ -440,10 +571,11 @@ pub fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
 
 /// The settings from the command line and the config file.
 pub fn settings(args: &CrawlArgs) -> Result<Settings, ConfigError> {
-    let file = match &args.config {
-        Some(p) => read_file(p)?,
-        None => FileConfig::default(),
-    };
+    let (args, file) = overlaid(args)?;
+    settings_from(&args, file)
+}
+
+fn settings_from(args: &CrawlArgs, file: FileConfig) -> Result<Settings, ConfigError> {
     let mut seed_args = args.seeds.clone();
     seed_args.extend(file.seeds.clone().unwrap_or_default());
     let seeds = read_seeds(&seed_args)?;
@@ -518,6 +650,15 @@ pub fn settings(args: &CrawlArgs) -> Result<Settings, ConfigError> {
         opic_eps,
         opic_window,
         progress: args.progress,
+        fleet: match &args.frontier {
+            None => None,
+            Some(frontier) => Some(FleetSettings {
+                frontier: frontier.clone(),
+                crawl: args.crawl.clone().unwrap_or_default(),
+                process: args.process.clone(),
+                lease: secs("fleet_lease", file.fleet_lease.unwrap_or(30.0).max(1.0))?,
+            }),
+        },
     })
 }
 
@@ -617,9 +758,8 @@ fn keep_fresh(
             "--refresh-cycle and --refresh-budget must be positive",
         ));
     }
-    Ok(args
-        .keep_fresh
-        .then(|| crate::refresh::schedule::ScheduleConfig {
+    Ok((args.keep_fresh || file.keep_fresh == Some(true)).then(|| {
+        crate::refresh::schedule::ScheduleConfig {
             policy: args
                 .refresh_policy
                 .or(file.refresh_policy)
@@ -631,7 +771,8 @@ fn keep_fresh(
                 .unwrap_or((cycle / 100.0).min(60.0)),
             max_interval_secs: cycle * 30.0,
             prior_rate: 1.0 / cycle,
-        }))
+        }
+    }))
 }
 
 fn coop_config(

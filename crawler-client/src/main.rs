@@ -32,8 +32,14 @@ enum Command {
     /// Print the figures of a crawl directory, while its crawl runs or after.
     Status {
         /// The crawl directory.
-        #[arg(long, value_name = "DIR")]
-        out: PathBuf,
+        #[arg(long, value_name = "DIR", required_unless_present = "frontier")]
+        out: Option<PathBuf>,
+        /// A fleet's shared frontier (with --crawl): show its processes and queue.
+        #[arg(long, value_name = "URL", requires = "crawl", conflicts_with = "out")]
+        frontier: Option<String>,
+        /// The fleet's crawl.
+        #[arg(long, value_name = "NAME", requires = "frontier")]
+        crawl: Option<String>,
         /// Print the figures as JSON.
         #[arg(long)]
         json: bool,
@@ -130,7 +136,7 @@ fn crawl(args: &CrawlArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     }
-    let settings = match config::settings(args) {
+    let settings = match engine::join(args) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("webcoop-crawl: {e}");
@@ -150,6 +156,23 @@ fn crawl(args: &CrawlArgs) -> ExitCode {
             } else {
                 ExitCode::SUCCESS
             }
+        }
+        Err(e) => {
+            eprintln!("webcoop-crawl: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn fleet_status(frontier: &str, crawl: &str, json: bool) -> ExitCode {
+    match webcoop_crawler::frontier::fleet::status::read(frontier, crawl) {
+        Ok(status) => {
+            if json {
+                println!("{}", serde_json::to_string(&status).unwrap_or_default());
+            } else {
+                print!("{}", status.text());
+            }
+            ExitCode::SUCCESS
         }
         Err(e) => {
             eprintln!("webcoop-crawl: {e}");
@@ -338,7 +361,19 @@ fn main() -> ExitCode {
         .init();
     match cli.command {
         Command::Crawl(args) => crawl(&args),
-        Command::Status { out, json } => status(&out, json),
+        Command::Status {
+            out,
+            frontier,
+            crawl,
+            json,
+        } => match (frontier, crawl, out) {
+            (Some(f), Some(c), _) => fleet_status(&f, &c, json),
+            (_, _, Some(out)) => status(&out, json),
+            _ => {
+                eprintln!("webcoop-crawl: status needs --out DIR, or --frontier URL --crawl NAME");
+                ExitCode::from(2)
+            }
+        },
         Command::Copies { out, url } => copies(&out, url.as_deref()),
         Command::Rank(a) => finish(offline::rank(&a)),
         Command::OpicSim(a) => finish(offline::opic_sim(&a)),

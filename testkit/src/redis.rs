@@ -13,6 +13,34 @@ pub struct RedisServer {
     /// Its port on 127.0.0.1.
     pub port: u16,
     dir: tempfile::TempDir,
+    cluster: bool,
+}
+
+/// Starts `redis-server` on `port` with its files in `dir`.
+fn spawn(port: u16, dir: &Path, cluster: bool) -> Option<Child> {
+    let mut cmd = Command::new("redis-server");
+    cmd.current_dir(dir)
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        .args([
+            "--save",
+            "",
+            "--appendonly",
+            "yes",
+            "--appendfsync",
+            "everysec",
+        ])
+        .args(["--dir", &dir.to_string_lossy()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    if cluster {
+        cmd.args([
+            "--cluster-enabled",
+            "yes",
+            "--cluster-config-file",
+            "nodes.conf",
+        ]);
+    }
+    cmd.spawn().ok()
 }
 
 impl Drop for RedisServer {
@@ -71,38 +99,43 @@ impl RedisServer {
     fn try_start(cluster: bool) -> Option<RedisServer> {
         let dir = tempfile::tempdir().ok()?;
         let port = free_port();
-        let mut cmd = Command::new("redis-server");
-        cmd.current_dir(dir.path())
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args([
-                "--save",
-                "",
-                "--appendonly",
-                "yes",
-                "--appendfsync",
-                "everysec",
-            ])
-            .args(["--dir", &dir.path().to_string_lossy()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        if cluster {
-            cmd.args([
-                "--cluster-enabled",
-                "yes",
-                "--cluster-config-file",
-                "nodes.conf",
-            ]);
-        }
-        let child = cmd.spawn().ok()?;
-        let mut server = RedisServer { child, port, dir };
+        let child = spawn(port, dir.path(), cluster)?;
+        let mut server = RedisServer {
+            child,
+            port,
+            dir,
+            cluster,
+        };
+        server.wait_up().then_some(server)
+    }
+
+    fn wait_up(&mut self) -> bool {
         let deadline = Instant::now() + Duration::from_secs(20);
-        while !cli(port, &["ping"]).is_some_and(|o| o.contains("PONG")) {
-            if server.child.try_wait().ok().flatten().is_some() || Instant::now() > deadline {
-                return None;
+        while !cli(self.port, &["ping"]).is_some_and(|o| o.contains("PONG")) {
+            if self.child.try_wait().ok().flatten().is_some() || Instant::now() > deadline {
+                return false;
             }
             std::thread::sleep(Duration::from_millis(50));
         }
-        Some(server)
+        true
+    }
+
+    /// Stops the server as an operator's restart does (SIGTERM: the append-only file is
+    /// written out), keeps it down for `down`, and starts it again on the same port and
+    /// files.
+    pub fn restart(&mut self, down: Duration) {
+        let pid = self.child.id().to_string();
+        let _ = Command::new("kill").args(["-TERM", &pid]).status();
+        let _ = self.child.wait();
+        std::thread::sleep(down);
+        let child = spawn(self.port, self.dir.path(), self.cluster)
+            .unwrap_or_else(|| panic!("redis-server did not start again"));
+        self.child = child;
+        assert!(
+            self.wait_up(),
+            "redis-server did not come back on {}",
+            self.port
+        );
     }
 
     /// Its URL.
@@ -142,6 +175,16 @@ impl RedisCluster {
             cli(port, &["cluster", "info"]).is_some_and(|i| i.contains("cluster_state:ok"))
         });
         Some(RedisCluster { nodes })
+    }
+
+    /// The frontier address of the cluster, as `--frontier` takes it.
+    pub fn frontier_url(&self) -> String {
+        let nodes: Vec<String> = self
+            .nodes
+            .iter()
+            .map(|n| format!("127.0.0.1:{}", n.port))
+            .collect();
+        format!("redis+cluster://{}", nodes.join(","))
     }
 
     /// The nodes' URLs.

@@ -8,6 +8,7 @@ use crate::clock::{self, now_ms};
 use crate::coop::tick_period;
 use crate::fetch::tasks;
 use crate::frontier::Dispatch;
+use crate::frontier::fleet::process::Taking;
 use crate::progress::{Progress, Snapshot};
 use crate::refresh::schedule::Schedule;
 use crate::state::{self, PageRecord, Queued};
@@ -55,7 +56,14 @@ impl Engine {
                 self.dispatch()?;
             }
             let idle = self.in_flight == 0;
-            let nothing_left = !self.frontier.has_work() && self.schedule.is_none();
+            let mut nothing_left = !self.frontier.has_work() && self.schedule.is_none();
+            if nothing_left && self.fleet.is_some() {
+                // What this process found reaches the others before it asks what is left.
+                if self.frontier.pending_len() > 0 || !self.unsaved.settled.is_empty() {
+                    self.commit()?;
+                }
+                nothing_left = !self.frontier.has_work() && !self.fleet_busy()?;
+            }
             if idle && (pace.stop_seen.is_some() || self.budget_spent() || nothing_left) {
                 break;
             }
@@ -87,6 +95,12 @@ impl Engine {
             if progress.due() || pace.gauges_at.elapsed() >= Duration::from_secs(1) {
                 pace.gauges_at = Instant::now();
                 let snapshot = self.snapshot();
+                let state = if pace.stop_seen.is_some() {
+                    "stopping"
+                } else {
+                    "running"
+                };
+                self.fleet_beat(state)?;
                 if progress.due() {
                     progress.show(&snapshot);
                 }
@@ -94,6 +108,7 @@ impl Engine {
         }
         self.coop_unsubscribe_all();
         self.commit()?;
+        self.fleet_leave()?;
         self.coop.report(&self.frontier);
         progress.finish();
         Ok(pace.stop_seen.is_none() && self.in_flight == 0)
@@ -118,6 +133,9 @@ impl Engine {
         }
         if let Some(d) = pace.deadline {
             wake = wake.min(d);
+        }
+        if self.fleet.is_some() && pace.stop_seen.is_none() {
+            wake = wake.min(now + super::fleet::IDLE_LOOK);
         }
         if let Some(due) = self.coop.next_due(self.schedule.is_some()) {
             let wait = clock::real_wait(due - now_ms()).min(Duration::from_secs(60));
@@ -184,10 +202,18 @@ impl Engine {
     /// Starts requests while there is room and a host whose time has come.
     fn dispatch(&mut self) -> Result<(), CrawlError> {
         let now = Instant::now();
+        self.fleet_step(now)?;
         while self.in_flight < self.s.concurrency && !self.budget_spent() {
-            let Some(next) = self.frontier.next(&self.store, now)? else {
+            let next = match self.fleet.as_mut() {
+                None => self.frontier.next(&self.store, now)?,
+                Some(f) => self.frontier.next(&Taking::new(f), now)?,
+            };
+            let Some(next) = next else {
                 break;
             };
+            if !self.fleet_keep(next.host(), now)? {
+                continue;
+            }
             match next {
                 Dispatch::Robots(host) => {
                     let origin = self

@@ -17,6 +17,7 @@
 mod cooperation;
 mod crawl_log;
 mod crawl_loop;
+mod fleet;
 mod open;
 mod outcomes;
 mod record;
@@ -45,6 +46,7 @@ use std::time::{Duration, Instant};
 use url::Url;
 
 pub use crate::clock::now_ms;
+pub use fleet::join;
 pub use open::{COOP_CONFIG_META, is_running, lock};
 
 /// Why a crawl stopped with an error.
@@ -61,6 +63,12 @@ pub enum CrawlError {
         /// What went wrong.
         source: std::io::Error,
     },
+    /// The shared frontier of a fleet failed.
+    #[error(transparent)]
+    Fleet(#[from] crate::frontier::fleet::FleetError),
+    /// The settings are refused.
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
     /// Another crawl holds the directory.
     #[error("{0} is in use by another webcoop-crawl process")]
     Locked(PathBuf),
@@ -162,13 +170,38 @@ struct Engine {
     schedule: Option<Schedule>,
     revisits_queued: usize,
     coop: CoopState,
+    /// This process's part of a fleet, when it is one.
+    fleet: Option<crate::frontier::fleet::process::FleetProcess>,
+    /// What the fleet must hear of at the next step.
+    fleet_tell: Vec<fleet::Tell>,
+    /// When the last heartbeat was, with the pages fetched then.
+    beat_mark: (Instant, u64),
 }
 
 /// Runs a crawl until its queue is empty, its page budget spent, or `stop` is set.
-pub fn run(s: Settings, stop: Arc<AtomicBool>) -> Result<Report, CrawlError> {
+pub fn run(mut s: Settings, stop: Arc<AtomicBool>) -> Result<Report, CrawlError> {
     let started = Instant::now();
-    let _lock = lock(&s.out)?;
+    let (_lock, shared) = match s.fleet.clone() {
+        None => (lock(&s.out)?, None),
+        Some(f) => {
+            let (lock, name, dir) = fleet::process_dir(&s.out, &f)?;
+            s.out = dir;
+            let process = fleet::connect(&s, &f, &name, stop.clone())?;
+            tracing::info!(
+                "process {name} of crawl {:?} on {}: state and WARC files in {}",
+                f.crawl,
+                f.frontier,
+                s.out.display()
+            );
+            (lock, Some(process))
+        }
+    };
     let (mut e, seeds, metrics_addr) = Engine::open(s)?;
+    if let Some(process) = shared {
+        e.frontier.share();
+        e.fleet = Some(process);
+        e.fleet_beat("running")?;
+    }
     let _checkpointer = e.store.checkpoint_in_background()?;
     e.replay()?;
     e.seed(&seeds);

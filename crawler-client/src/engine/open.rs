@@ -89,16 +89,16 @@ fn seeds(store: &Store, given: &[Url]) -> Result<Vec<Url>, CrawlError> {
 
 /// A saved host as the frontier starts with it: robots.txt rules still fresh, the skip
 /// reason, and the first moment it may be contacted.
-struct HostStart {
-    token: String,
-    politeness: Politeness,
-    robots_ttl: Duration,
-    now: Instant,
-    now_ms: i64,
+pub(super) struct HostStart {
+    pub(super) token: String,
+    pub(super) politeness: Politeness,
+    pub(super) robots_ttl: Duration,
+    pub(super) now: Instant,
+    pub(super) now_ms: i64,
 }
 
 impl HostStart {
-    fn state(&self, rec: &HostRecord) -> (RobotsState, Option<String>, Instant) {
+    pub(super) fn state(&self, rec: &HostRecord) -> (RobotsState, Option<String>, Instant) {
         let ttl = self.robots_ttl;
         let age = rec
             .robots_fetched
@@ -270,6 +270,9 @@ impl Engine {
             schedule: None,
             revisits_queued: 0,
             coop,
+            fleet: None,
+            fleet_tell: Vec::new(),
+            beat_mark: (Instant::now(), 0),
             s,
         };
         e.schedule = e.restore_schedule()?;

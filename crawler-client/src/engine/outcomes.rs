@@ -64,10 +64,14 @@ impl Engine {
         }
     }
 
-    fn give_up(&mut self, host: HostId, reason: String) {
+    pub(super) fn give_up(&mut self, host: HostId, reason: String) {
         let origin = self.origin(host);
         tracing::warn!("giving up on {origin}: {reason}");
         self.frontier.abandon(host, reason.clone());
+        if self.fleet.is_some() {
+            self.fleet_tell
+                .push(super::fleet::Tell::GiveUp(host, reason.clone()));
+        }
         self.unsaved.batch.give_up.push(GiveUp {
             host,
             reason,
@@ -163,6 +167,12 @@ impl Engine {
         }
         self.frontier
             .robots_known(host, rules, now + self.s.robots_ttl);
+        if self.fleet.is_some()
+            && let Some(status) = status
+        {
+            self.fleet_tell
+                .push(super::fleet::Tell::Robots(host, status, body.clone(), at));
+        }
         let update = self.host_update(host, Some((status, body, at)), None);
         self.unsaved.batch.hosts.push(update);
         if source == Source::Request {

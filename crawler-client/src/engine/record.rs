@@ -287,7 +287,7 @@ impl Engine {
         if self.frontier.seen(link.fp) {
             return;
         }
-        match self.frontier.host_for(&self.store, &link.origin) {
+        match self.host_for(&link.origin) {
             Ok(host) => {
                 if self
                     .frontier

@@ -126,7 +126,7 @@ impl Engine {
         pos: &Position,
     ) -> Result<bool, CrawlError> {
         let origin = url_norm::origin_key(url);
-        let host = self.frontier.host_for(&self.store, &origin)?;
+        let host = self.host_for(&origin)?;
         let unknown = self
             .frontier
             .host(host)
@@ -170,7 +170,7 @@ impl Engine {
             Some(row) => row,
             None => {
                 let origin = url_norm::origin_key(url);
-                let host = self.frontier.host_for(&self.store, &origin)?;
+                let host = self.host_for(&origin)?;
                 if let std::collections::hash_map::Entry::Vacant(e) = queued.entry(host) {
                     let rows = self.store.queued_of_host(host)?;
                     e.insert(rows.into_iter().map(|q| (q.fp, q)).collect());

@@ -31,6 +31,12 @@ impl Engine {
             .sync()
             .map_err(|e| file_error(self.warc.dir())(e))?;
         unsaved.batch.new_urls = self.frontier.drain_pending();
+        // A fleet's new URLs go to the shared queue once this batch is saved.
+        let offers = if self.fleet.is_some() {
+            std::mem::take(&mut unsaved.batch.new_urls)
+        } else {
+            Vec::new()
+        };
         unsaved.batch.coop = self.coop.to_save();
         if !unsaved.batch.is_empty() {
             let cash = self.frontier.cash_meta();
@@ -39,6 +45,9 @@ impl Engine {
         }
         self.frontier.saved(&unsaved.settled);
         self.log.flush()?;
+        let settled = std::mem::take(&mut unsaved.settled);
+        self.fleet_saved(offers, &settled)?;
+        let unsaved = &mut self.unsaved;
         // Cleared, not replaced: the next batch reuses what this one grew to.
         unsaved.batch = Batch::default();
         unsaved.settled.clear();

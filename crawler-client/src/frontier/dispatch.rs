@@ -17,6 +17,16 @@ pub enum Dispatch {
     Coop(HostId, CoopJob),
 }
 
+impl Dispatch {
+    /// The host it goes to.
+    pub fn host(&self) -> HostId {
+        match self {
+            Dispatch::Robots(h) | Dispatch::Coop(h, _) => *h,
+            Dispatch::Page(q) => q.host,
+        }
+    }
+}
+
 /// A request the crawl makes to a host on cooperation's behalf, under the host's politeness.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CoopJob {

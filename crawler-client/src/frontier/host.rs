@@ -49,6 +49,8 @@ pub struct Host {
     pub(super) coop: VecDeque<CoopJob>,
     /// Whether it waits in the frontier's heap.
     pub(super) in_heap: bool,
+    /// In a fleet: whether this process holds the host's lease (only then is it contacted).
+    pub(super) leased: bool,
 }
 
 impl Host {
@@ -67,6 +69,7 @@ impl Host {
             skipped: None,
             coop: VecDeque::new(),
             in_heap: false,
+            leased: false,
         }
     }
 

@@ -60,6 +60,9 @@ pub struct Frontier {
     with_unsaved: HashSet<HostId>,
     per_host: usize,
     queue_cap: u64,
+    /// One of a fleet: new URLs go to the shared queue only, and hosts are contacted only
+    /// while leased.
+    shared: bool,
 }
 
 impl Frontier {
@@ -93,6 +96,7 @@ impl Frontier {
             with_unsaved: HashSet::new(),
             per_host: per_host.max(1),
             queue_cap: MAX_QUEUED_PER_HOST,
+            shared: false,
         };
         let now = Instant::now();
         for rec in store.hosts()? {
@@ -112,6 +116,89 @@ impl Frontier {
             f.schedule(rec.id);
         }
         Ok(f)
+    }
+
+    /// Makes this the frontier of one process of a fleet: what it finds is only saved (to be
+    /// offered to the shared queue), and it serves only the hosts it is given with
+    /// [`Frontier::lease`], with the rows the store's `next_for_host` takes for it.
+    pub fn share(&mut self) {
+        self.shared = true;
+    }
+
+    /// Whether this is a fleet's frontier.
+    pub fn is_shared(&self) -> bool {
+        self.shared
+    }
+
+    /// A host whose lease this process took, with `queued` URLs waiting in the shared queue,
+    /// its robots.txt as known, and when it may first be contacted.
+    pub fn lease(
+        &mut self,
+        id: HostId,
+        origin: &str,
+        queued: u64,
+        robots: RobotsState,
+        next_allowed: Instant,
+    ) {
+        self.known(id, origin);
+        if let Some(h) = self.hosts.get_mut(&id) {
+            h.leased = true;
+            h.queued = queued;
+            h.robots = robots;
+            h.next_allowed = next_allowed;
+            h.skipped = None;
+        }
+        self.schedule(id);
+    }
+
+    /// The lease of a host ended: it is no longer served; returns the URLs it held in memory
+    /// (to give back).
+    pub fn unlease(&mut self, id: HostId) -> Vec<Queued> {
+        let Some(h) = self.hosts.get_mut(&id) else {
+            return Vec::new();
+        };
+        h.leased = false;
+        h.queued = 0;
+        h.coop.clear();
+        h.robots = RobotsState::Unknown;
+        h.buffer.drain(..).collect()
+    }
+
+    /// More URLs arrived in the shared queue of a host held.
+    pub fn add_queued(&mut self, id: HostId, n: u64) {
+        if let Some(h) = self.hosts.get_mut(&id)
+            && h.leased
+        {
+            h.queued += n;
+        }
+        self.schedule(id);
+    }
+
+    /// The hosts leased, each with whether it is idle: nothing under way, nothing waiting
+    /// (or given up), and its next allowed time.
+    pub fn leased(&self) -> Vec<(HostId, bool, Instant)> {
+        self.hosts
+            .values()
+            .filter(|h| h.leased)
+            .map(|h| {
+                let idle = h.in_flight == 0 && (h.skipped.is_some() || !h.has_queue());
+                (h.id, idle, h.next_allowed)
+            })
+            .collect()
+    }
+
+    /// Knows a host by an id given elsewhere (a fleet's).
+    pub fn known(&mut self, id: HostId, origin: &str) {
+        if !self.hosts.contains_key(&id) {
+            self.by_origin.insert(origin.to_string(), id);
+            self.hosts
+                .insert(id, Host::new(id, origin.to_string(), 0, Instant::now()));
+        }
+    }
+
+    /// The id of a host known by its origin.
+    pub fn id_of(&self, origin: &str) -> Option<HostId> {
+        self.by_origin.get(origin).copied()
     }
 
     /// The host record.
@@ -292,6 +379,9 @@ impl Frontier {
             priority,
             revisit,
         });
+        if self.shared && !revisit {
+            return;
+        }
         // Straight into the buffer while nothing else waits outside it, so the order stays
         // exact and a new host need not wait for the batch to be saved.
         if h.queued == 0 && h.buffer.len() < BUFFER {
@@ -305,6 +395,11 @@ impl Frontier {
             self.with_unsaved.insert(host);
         }
         self.schedule(host);
+    }
+
+    /// New URLs not saved yet.
+    pub fn pending_len(&self) -> usize {
+        self.pending.len()
     }
 
     /// Takes the new URLs to save in the next batch. Call [`Frontier::saved`] once it is.
@@ -333,6 +428,9 @@ impl Frontier {
             return;
         };
         if h.in_heap || h.skipped.is_some() || !h.has_queue() || h.in_flight >= self.per_host {
+            return;
+        }
+        if self.shared && !h.leased {
             return;
         }
         if matches!(h.robots, RobotsState::Fetching) {
@@ -469,7 +567,9 @@ impl Frontier {
         };
         // Saved rows are ordered by the key they were saved with; a wider read re-ranked by the
         // current keys lets URLs that gained cash since move up.
-        let mut rows = store.next_for_host(id, BUFFER * REFILL_WINDOW, &h.taken)?;
+        // A fleet's rows are taken as they are read: only as many as are kept.
+        let window = if self.shared { 1 } else { REFILL_WINDOW };
+        let mut rows = store.next_for_host(id, BUFFER * window, &h.taken)?;
         for q in &mut rows {
             if !q.revisit
                 && let Some(k) = self.cash.key(q.fp)

@@ -149,6 +149,17 @@ impl Store {
         Ok(HostId(self.conn.last_insert_rowid()))
     }
 
+    /// Records a host under an id given elsewhere (a fleet's), unless it is already.
+    pub fn ensure_host(&self, id: HostId, origin: &str) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "INSERT OR IGNORE INTO hosts (id, origin) VALUES (?1, ?2)",
+                rusqlite::params![id, origin],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
     /// Every host.
     pub fn hosts(&self) -> Result<Vec<HostRecord>, StoreError> {
         self.rows(

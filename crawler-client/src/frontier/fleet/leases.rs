@@ -9,8 +9,9 @@
 //! a fleet need not agree. A host's keys share a hash tag, so each script touches one slot of
 //! a cluster.
 
+use super::link::Link;
 use super::{FleetError, connect, tag};
-use redis::{ConnectionLike, Script};
+use redis::Script;
 use std::time::Duration;
 
 /// What a request for a lease got.
@@ -64,8 +65,7 @@ const RENEW: &str = concat!(
 
 /// The host leases of one crawl, over one connection (a process holds one).
 pub struct HostLeases {
-    con: Box<dyn ConnectionLike + Send>,
-    url: String,
+    link: Link,
     crawl: String,
     holder: String,
     issued: u64,
@@ -79,10 +79,9 @@ impl HostLeases {
     /// `redis+cluster://H1:P1,H2:P2,...` for a Redis Cluster) for crawl `crawl`; `holder`
     /// names this process in its tokens.
     pub fn connect(url: &str, crawl: &str, holder: &str) -> Result<HostLeases, FleetError> {
-        let con = connect(url, crawl)?;
+        let link = connect(url, crawl)?;
         Ok(HostLeases {
-            con,
-            url: url.to_string(),
+            link,
             crawl: crawl.to_string(),
             holder: holder.to_string(),
             issued: 0,
@@ -92,17 +91,15 @@ impl HostLeases {
         })
     }
 
+    /// The connection, to wait out a pause with Ctrl-C.
+    pub fn link(&mut self) -> &mut super::link::Link {
+        &mut self.link
+    }
+
     /// The keys of a host's leases and next allowed time: one hash tag, one slot.
     fn keys(&self, host: &str) -> (String, String) {
         let tag = tag(&self.crawl, host);
         (format!("{tag}:leases"), format!("{tag}:next"))
-    }
-
-    fn err(&self, source: redis::RedisError) -> FleetError {
-        FleetError::Redis {
-            url: self.url.clone(),
-            source,
-        }
     }
 
     /// Asks for a lease on `host` (its politeness key: an origin, or a server address) for
@@ -118,16 +115,17 @@ impl HostLeases {
         self.issued += 1;
         let token = format!("{}:{}", self.holder, self.issued);
         let (leases, next) = self.keys(host);
-        let (granted, wait): (i64, i64) = self
-            .acquire
-            .key(leases)
-            .key(next)
-            .arg(limit.max(1))
-            .arg(lease.as_millis() as u64)
-            .arg(&token)
-            .arg(expired_delay.as_millis() as u64)
-            .invoke(&mut *self.con)
-            .map_err(|e| self.err(e))?;
+        let script = &self.acquire;
+        let (granted, wait): (i64, i64) = self.link.run(|con| {
+            script
+                .key(&leases)
+                .key(&next)
+                .arg(limit.max(1))
+                .arg(lease.as_millis() as u64)
+                .arg(&token)
+                .arg(expired_delay.as_millis() as u64)
+                .invoke(con)
+        })?;
         Ok(match (granted, wait) {
             (1, _) => Grant::Granted(token),
             (_, w) if w >= 0 => Grant::Wait(Duration::from_millis(w as u64)),
@@ -144,27 +142,29 @@ impl HostLeases {
         delay: Duration,
     ) -> Result<bool, FleetError> {
         let (leases, next) = self.keys(host);
-        let held: i64 = self
-            .release
-            .key(leases)
-            .key(next)
-            .arg(token)
-            .arg(delay.as_millis() as u64)
-            .invoke(&mut *self.con)
-            .map_err(|e| self.err(e))?;
+        let script = &self.release;
+        let held: i64 = self.link.run(|con| {
+            script
+                .key(&leases)
+                .key(&next)
+                .arg(token)
+                .arg(delay.as_millis() as u64)
+                .invoke(con)
+        })?;
         Ok(held == 1)
     }
 
     /// Extends a lease still held to `lease` from now; false when it had expired.
     pub fn renew(&mut self, host: &str, token: &str, lease: Duration) -> Result<bool, FleetError> {
         let (leases, _) = self.keys(host);
-        let changed: i64 = self
-            .renew
-            .key(leases)
-            .arg(token)
-            .arg(lease.as_millis() as u64)
-            .invoke(&mut *self.con)
-            .map_err(|e| self.err(e))?;
+        let script = &self.renew;
+        let changed: i64 = self.link.run(|con| {
+            script
+                .key(&leases)
+                .arg(token)
+                .arg(lease.as_millis() as u64)
+                .invoke(con)
+        })?;
         Ok(changed == 1)
     }
 }

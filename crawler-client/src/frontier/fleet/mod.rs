@@ -16,9 +16,13 @@ macro_rules! server_now {
 }
 
 pub mod leases;
+pub mod link;
+pub mod members;
+pub mod process;
 pub mod queue;
+pub mod status;
 
-use redis::ConnectionLike;
+use link::Link;
 
 /// Why the shared frontier could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -43,10 +47,7 @@ pub enum FleetError {
 
 /// A connection to the frontier at `url` (`redis://HOST:PORT/DB`, or
 /// `redis+cluster://H1:P1,H2:P2,...` for a Redis Cluster) for crawl `crawl`.
-pub(crate) fn connect(
-    url: &str,
-    crawl: &str,
-) -> Result<Box<dyn ConnectionLike + Send>, FleetError> {
+pub(crate) fn connect(url: &str, crawl: &str) -> Result<Link, FleetError> {
     let address = |why: String| FleetError::Address {
         url: url.to_string(),
         why,
@@ -56,29 +57,15 @@ pub(crate) fn connect(
             "{crawl:?} is not a crawl name (non-empty, no braces)"
         )));
     }
-    let redis_err = |source| FleetError::Redis {
-        url: url.to_string(),
-        source,
-    };
-    if let Some(nodes) = url.strip_prefix("redis+cluster://") {
-        let nodes: Vec<String> = nodes
-            .trim_end_matches('/')
-            .split(',')
-            .filter(|n| !n.is_empty())
-            .map(|n| format!("redis://{n}/"))
-            .collect();
-        if nodes.is_empty() {
-            return Err(address("no node named".into()));
+    match url.strip_prefix("redis+cluster://") {
+        Some(nodes) if nodes.split(',').all(|n| n.trim_end_matches('/').is_empty()) => {
+            Err(address("no node named".into()))
         }
-        let client = redis::cluster::ClusterClient::new(nodes).map_err(redis_err)?;
-        Ok(Box::new(client.get_connection().map_err(redis_err)?))
-    } else if url.starts_with("redis://") {
-        let client = redis::Client::open(url).map_err(redis_err)?;
-        Ok(Box::new(client.get_connection().map_err(redis_err)?))
-    } else {
-        Err(address(
+        Some(_) => Link::open(url),
+        None if url.starts_with("redis://") => Link::open(url),
+        None => Err(address(
             "expected redis://HOST:PORT/DB or redis+cluster://H1:P1,H2:P2".into(),
-        ))
+        )),
     }
 }
 

@@ -14,10 +14,11 @@
 //!   order of their zero-padded `seq`, that is of arrival.
 //! - `{C:ID}:taken` (sorted set): rows handed out, scored by their lease's expiry (server ms).
 
+use super::link::Link;
 use super::{FleetError, connect, tag};
 use crate::ids::{Fp, HostId};
 use crate::state::{NewUrl, Queued};
-use redis::{ConnectionLike, Script};
+use redis::Script;
 use std::time::Duration;
 
 /// Queues the URLs not seen yet: KEYS = [seen, queue]; ARGV = [seq of the first row, then
@@ -60,8 +61,8 @@ return rows
 "
 );
 
-/// Settles a taken row: KEYS = [queue, taken]; ARGV = [`token \n row`, retry row or '']. Returns
-/// whether the row was still taken (its lease had not expired).
+/// Settles a taken row: KEYS = [queue, taken]; ARGV = [`token \n row`, row to queue again or
+/// '']. Returns whether the row was still taken (its lease had not expired).
 const SETTLE: &str = r"
 local held = redis.call('ZREM', KEYS[2], ARGV[1])
 if held == 1 and ARGV[2] ~= '' then
@@ -71,14 +72,39 @@ end
 return held
 ";
 
-/// Gives a host its id: KEYS = [hosts, host_ids]; ARGV = [origin].
+/// Puts every taken row back in the queue, whoever took it: KEYS = [queue, taken]. Run by a
+/// process that has just become the host's only taker. Returns how many came back.
+const RECLAIM: &str = r"
+local held = redis.call('ZRANGE', KEYS[2], 0, -1)
+for _, h in ipairs(held) do
+  local row = string.sub(h, string.find(h, '\n', 1, true) + 1)
+  local prio = tonumber(string.match(row, '^[^\t]*\t([^\t]*)'))
+  redis.call('ZADD', KEYS[1], -prio, row)
+end
+redis.call('DEL', KEYS[2])
+return #held
+";
+
+/// Gives a host its id: KEYS = [hosts, host_ids, origins]; ARGV = [origin].
 const HOST_ID: &str = r"
 local id = redis.call('HGET', KEYS[1], ARGV[1])
 if id then return tonumber(id) end
 id = redis.call('INCR', KEYS[2])
 redis.call('HSET', KEYS[1], ARGV[1], id)
+redis.call('HSET', KEYS[3], id, ARGV[1])
 return id
 ";
+
+/// What becomes of a taken row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Settle {
+    /// It was fetched (or given up): gone from the queue.
+    Done,
+    /// Back in the queue with one more attempt.
+    Retry,
+    /// Back in the queue as it was (never tried: its taker let the host go).
+    Return,
+}
 
 /// A row handed out: the URL, and the row itself to settle it by.
 #[derive(Debug, Clone, PartialEq)]
@@ -91,14 +117,14 @@ pub struct Taken {
 
 /// The shared queue of one crawl, over one connection (a process holds one).
 pub struct SharedQueue {
-    con: Box<dyn ConnectionLike + Send>,
-    url: String,
+    link: Link,
     crawl: String,
     holder: String,
     takes: u64,
     offer: Script,
     take: Script,
     settle: Script,
+    reclaim: Script,
     host_id: Script,
 }
 
@@ -107,23 +133,21 @@ impl SharedQueue {
     /// [`super::leases::HostLeases::connect`]); `holder` names this process in its leases.
     pub fn connect(url: &str, crawl: &str, holder: &str) -> Result<SharedQueue, FleetError> {
         Ok(SharedQueue {
-            con: connect(url, crawl)?,
-            url: url.to_string(),
+            link: connect(url, crawl)?,
             crawl: crawl.to_string(),
             holder: holder.to_string(),
             takes: 0,
             offer: Script::new(OFFER),
             take: Script::new(TAKE),
             settle: Script::new(SETTLE),
+            reclaim: Script::new(RECLAIM),
             host_id: Script::new(HOST_ID),
         })
     }
 
-    fn err(&self, source: redis::RedisError) -> FleetError {
-        FleetError::Redis {
-            url: self.url.clone(),
-            source,
-        }
+    /// The connection, to wait out a pause with Ctrl-C.
+    pub fn link(&mut self) -> &mut Link {
+        &mut self.link
     }
 
     fn host_keys(&self, host: HostId) -> (String, String, String) {
@@ -135,46 +159,68 @@ impl SharedQueue {
         )
     }
 
+    fn crawl_key(&self, name: &str) -> String {
+        format!("{}:{name}", tag(&self.crawl, "crawl"))
+    }
+
     /// The id of the host with `origin`, the same in every process.
     pub fn host_id(&mut self, origin: &str) -> Result<HostId, FleetError> {
-        let crawl = tag(&self.crawl, "crawl");
+        let keys = [
+            self.crawl_key("hosts"),
+            self.crawl_key("host_ids"),
+            self.crawl_key("origins"),
+        ];
+        let script = &self.host_id;
         let id: i64 = self
-            .host_id
-            .key(format!("{crawl}:hosts"))
-            .key(format!("{crawl}:host_ids"))
-            .arg(origin)
-            .invoke(&mut *self.con)
-            .map_err(|e| self.err(e))?;
+            .link
+            .run(|con| script.key(&keys[..]).arg(origin).invoke(con))?;
         Ok(HostId(id))
     }
 
+    /// The origin of a host id any process gave out.
+    pub fn origin(&mut self, host: HostId) -> Result<Option<String>, FleetError> {
+        let key = self.crawl_key("origins");
+        self.link
+            .run(|con| redis::cmd("HGET").arg(&key).arg(host.0).query(con))
+    }
+
     /// Queues the URLs of `host` no process has seen (and every revisit); returns how many.
-    /// Their `seq` and `host` are not used: rows are numbered fleet-wide.
+    /// Their `seq` and `host` are not used: rows are numbered fleet-wide. The host is listed
+    /// among those with work first, so that no crash can leave queued rows unlisted.
     pub fn offer(&mut self, host: HostId, urls: &[NewUrl]) -> Result<usize, FleetError> {
         if urls.is_empty() {
             return Ok(0);
         }
-        let crawl = tag(&self.crawl, "crawl");
+        let best = urls.iter().map(|u| u.priority).fold(f64::MIN, f64::max);
+        let (active, seq) = (self.crawl_key("active"), self.crawl_key("seq"));
+        self.link.run(|con| {
+            redis::cmd("ZADD")
+                .arg(&active)
+                .arg("GT")
+                .arg(best)
+                .arg(host.0)
+                .query::<()>(con)
+        })?;
         // Row numbers for all of them: the ones not used leave gaps, which cost nothing.
-        let last: i64 = redis::cmd("INCRBY")
-            .arg(format!("{crawl}:seq"))
-            .arg(urls.len())
-            .query(&mut *self.con)
-            .map_err(|e| self.err(e))?;
+        let last: i64 = self
+            .link
+            .run(|con| redis::cmd("INCRBY").arg(&seq).arg(urls.len()).query(con))?;
         let (seen, queue, _) = self.host_keys(host);
-        let mut invocation = self.offer.key(seen);
-        invocation.key(queue).arg(last - urls.len() as i64 + 1);
-        for u in urls {
-            invocation
-                .arg(u.fp.0 as i64)
-                .arg(u.priority)
-                .arg(u.depth)
-                .arg(u.hops)
-                .arg(if u.revisit { "1" } else { "0" })
-                .arg(&u.url);
-        }
-        let queued: usize = invocation.invoke(&mut *self.con).map_err(|e| self.err(e))?;
-        Ok(queued)
+        let script = &self.offer;
+        self.link.run(|con| {
+            let mut invocation = script.key(&seen);
+            invocation.key(&queue).arg(last - urls.len() as i64 + 1);
+            for u in urls {
+                invocation
+                    .arg(u.fp.0 as i64)
+                    .arg(u.priority)
+                    .arg(u.depth)
+                    .arg(u.hops)
+                    .arg(if u.revisit { "1" } else { "0" })
+                    .arg(&u.url);
+            }
+            invocation.invoke(con)
+        })
     }
 
     /// Takes up to `n` rows of `host`, best first, for `lease`; rows whose earlier lease
@@ -188,15 +234,16 @@ impl SharedQueue {
         self.takes += 1;
         let token = format!("{}:{}", self.holder, self.takes);
         let (_, queue, taken) = self.host_keys(host);
-        let rows: Vec<String> = self
-            .take
-            .key(queue)
-            .key(taken)
-            .arg(n)
-            .arg(lease.as_millis() as u64)
-            .arg(&token)
-            .invoke(&mut *self.con)
-            .map_err(|e| self.err(e))?;
+        let script = &self.take;
+        let rows: Vec<String> = self.link.run(|con| {
+            script
+                .key(&queue)
+                .key(&taken)
+                .arg(n)
+                .arg(lease.as_millis() as u64)
+                .arg(&token)
+                .invoke(con)
+        })?;
         Ok(rows
             .into_iter()
             .filter_map(|row| {
@@ -209,38 +256,114 @@ impl SharedQueue {
             .collect())
     }
 
-    /// Settles a taken row: done, or back in the queue with one more attempt. Returns false
-    /// when its lease had expired (another process may have it now).
-    pub fn settle(&mut self, host: HostId, taken: &Taken, retry: bool) -> Result<bool, FleetError> {
+    /// Settles a taken row: done, or back in the queue (with one more attempt for a retry).
+    /// Returns false when its lease had expired (another process may have it now).
+    pub fn settle(&mut self, host: HostId, taken: &Taken, how: Settle) -> Result<bool, FleetError> {
         let (_, queue, held) = self.host_keys(host);
-        let again = if retry {
-            let mut fields: Vec<&str> = taken.row.split('\t').collect();
-            let attempts = (taken.job.attempts + 1).to_string();
-            if fields.len() == 8 {
-                fields[5] = &attempts;
+        let again = match how {
+            Settle::Done => String::new(),
+            Settle::Return => taken.row.clone(),
+            Settle::Retry => {
+                let mut fields: Vec<&str> = taken.row.split('\t').collect();
+                let attempts = (taken.job.attempts + 1).to_string();
+                if fields.len() == 8 {
+                    fields[5] = &attempts;
+                }
+                fields.join("\t")
             }
-            fields.join("\t")
-        } else {
-            String::new()
         };
-        let held: i64 = self
-            .settle
-            .key(queue)
-            .key(held)
-            .arg(format!("{}\n{}", taken.token, taken.row))
-            .arg(again)
-            .invoke(&mut *self.con)
-            .map_err(|e| self.err(e))?;
+        let member = format!("{}\n{}", taken.token, taken.row);
+        let script = &self.settle;
+        let held: i64 = self.link.run(|con| {
+            script
+                .key(&queue)
+                .key(&held)
+                .arg(&member)
+                .arg(&again)
+                .invoke(con)
+        })?;
         Ok(held == 1)
+    }
+
+    /// Puts back every row of `host` some process took, and returns how many: for the
+    /// process that has just become the host's only taker (see `claims`).
+    pub fn reclaim(&mut self, host: HostId) -> Result<usize, FleetError> {
+        let (_, queue, taken) = self.host_keys(host);
+        let script = &self.reclaim;
+        self.link
+            .run(|con| script.key(&queue).key(&taken).invoke(con))
     }
 
     /// URLs of `host` waiting (not taken).
     pub fn queued(&mut self, host: HostId) -> Result<u64, FleetError> {
         let (_, queue, _) = self.host_keys(host);
-        redis::cmd("ZCARD")
-            .arg(queue)
-            .query(&mut *self.con)
-            .map_err(|e| self.err(e))
+        self.link
+            .run(|con| redis::cmd("ZCARD").arg(&queue).query(con))
+    }
+
+    /// Up to `n` hosts with work, best first by the cash of the best URL they were offered.
+    pub fn active(&mut self, n: usize) -> Result<Vec<HostId>, FleetError> {
+        let key = self.crawl_key("active");
+        let ids: Vec<i64> = self.link.run(|con| {
+            redis::cmd("ZRANGE")
+                .arg(&key)
+                .arg(0)
+                .arg(n.saturating_sub(1))
+                .arg("REV")
+                .query(con)
+        })?;
+        Ok(ids.into_iter().map(HostId).collect())
+    }
+
+    /// Hosts with work, fleet-wide.
+    pub fn active_len(&mut self) -> Result<u64, FleetError> {
+        let key = self.crawl_key("active");
+        self.link
+            .run(|con| redis::cmd("ZCARD").arg(&key).query(con))
+    }
+
+    /// Takes a host whose queue looks empty off the list of hosts with work, unless a row
+    /// arrived meanwhile: then it stays listed and the count of its rows is returned.
+    /// Offers list a host before queueing, so a row is never left unlisted.
+    pub fn retire(&mut self, host: HostId) -> Result<u64, FleetError> {
+        let key = self.crawl_key("active");
+        self.link
+            .run(|con| redis::cmd("ZREM").arg(&key).arg(host.0).query::<()>(con))?;
+        let left = self.queued(host)?;
+        if left > 0 {
+            self.link.run(|con| {
+                redis::cmd("ZADD")
+                    .arg(&key)
+                    .arg(0)
+                    .arg(host.0)
+                    .query::<()>(con)
+            })?;
+        }
+        Ok(left)
+    }
+
+    /// Drops a host's queue for good (it is given up on, for the reason saved beside it).
+    pub fn drop_host(&mut self, host: HostId, reason: &str) -> Result<(), FleetError> {
+        let (_, queue, taken) = self.host_keys(host);
+        let (active, skipped) = (self.crawl_key("active"), self.crawl_key("skipped"));
+        self.link.run(|con| {
+            redis::cmd("HSET")
+                .arg(&skipped)
+                .arg(host.0)
+                .arg(reason)
+                .query::<()>(con)
+        })?;
+        self.link
+            .run(|con| redis::cmd("DEL").arg(&queue).arg(&taken).query::<()>(con))?;
+        self.link
+            .run(|con| redis::cmd("ZREM").arg(&active).arg(host.0).query::<()>(con))
+    }
+
+    /// Why a host is not crawled by this crawl, if a process gave it up.
+    pub fn skipped(&mut self, host: HostId) -> Result<Option<String>, FleetError> {
+        let key = self.crawl_key("skipped");
+        self.link
+            .run(|con| redis::cmd("HGET").arg(&key).arg(host.0).query(con))
     }
 }
 

@@ -1,0 +1,322 @@
+//! The crawl loop as one process of a fleet: the hosts it holds come from the shared
+//! frontier, what it finds goes there once its batch is saved, and what it settles is
+//! settled there after. Its own directory under `--out` holds its state and WARC files, so
+//! that the processes share nothing but Redis.
+//!
+//! Order of a batch, for `kill -9` at any moment: records synced, the process's state
+//! committed, then the new URLs offered, then the rows settled, then idle hosts given back.
+//! A crash before the offers leaves the batch's rows taken: the host's next holder puts them
+//! back and fetches them again (the links are found again with them).
+
+use super::open::HostStart;
+use super::{CrawlError, Engine};
+use crate::clock::now_ms;
+use crate::config::{self, CrawlArgs, FleetSettings, Settings};
+use crate::frontier::fleet::members::{Heartbeat, Members};
+use crate::frontier::fleet::process::FleetProcess;
+use crate::ids::HostId;
+use crate::state::{HostRecord, NewUrl};
+use std::fs::File;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+/// What the loop decided that the fleet must hear of, said at its next fallible step.
+pub(super) enum Tell {
+    /// A robots.txt was read: status, body, when.
+    Robots(HostId, u16, Vec<u8>, i64),
+    /// A host is given up on, for the reason.
+    GiveUp(HostId, String),
+}
+
+/// The settings of a process joining `--crawl` on `--frontier`: the crawl's stored ones (or
+/// these, for the process that starts it), with this process's own.
+pub fn join(args: &CrawlArgs) -> Result<Settings, CrawlError> {
+    let (Some(url), Some(crawl)) = (&args.frontier, &args.crawl) else {
+        return Ok(config::settings(args)?);
+    };
+    let given = config::shared_settings(args)?;
+    let mut members = Members::connect(url, crawl)?;
+    let (stored, new) = members.settings(&given)?;
+    if new {
+        tracing::info!("crawl {crawl:?} started on {url}");
+    } else {
+        tracing::info!("joining crawl {crawl:?} on {url} with its stored settings");
+    }
+    let mut s = config::settings_joining(args, crawl, &stored)?;
+    let given_seeds: Vec<String> = s.seeds.iter().map(|u| u.to_string()).collect();
+    s.seeds = members
+        .seeds(&given_seeds)?
+        .iter()
+        .filter_map(|u| url::Url::parse(u).ok())
+        .collect();
+    Ok(s)
+}
+
+/// The machine's name, for the default process names.
+fn machine() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .ok()
+        .filter(|h| !h.is_empty() && !h.contains(['/', '{', '}']))
+        .unwrap_or_else(|| "process".to_string())
+}
+
+/// This process's directory under `--out`, locked: the one named, or the first
+/// `MACHINE-N` no running process holds (so that a process started again after a crash
+/// takes its directory back). Returns the lock, the name and the directory.
+pub(super) fn process_dir(
+    out: &std::path::Path,
+    fleet: &FleetSettings,
+) -> Result<(File, String, PathBuf), CrawlError> {
+    if let Some(name) = &fleet.process {
+        if name.is_empty() || name.contains(['/', '{', '}']) || name == ".." {
+            return Err(CrawlError::Start {
+                what: format!("process {name:?}"),
+                source: "a process name is a non-empty file name without braces".into(),
+            });
+        }
+        let dir = out.join(name);
+        return Ok((super::lock(&dir)?, name.clone(), dir));
+    }
+    let host = machine();
+    for n in 1.. {
+        let name = format!("{host}-{n}");
+        let dir = out.join(&name);
+        match super::lock(&dir) {
+            Ok(lock) => return Ok((lock, name, dir)),
+            Err(CrawlError::Locked(_)) => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    unreachable!("an unbounded range ends only by returning")
+}
+
+/// Joins the fleet as `name`.
+pub(super) fn connect(
+    s: &Settings,
+    fleet: &FleetSettings,
+    name: &str,
+    stop: Arc<AtomicBool>,
+) -> Result<FleetProcess, CrawlError> {
+    Ok(FleetProcess::join(
+        &fleet.frontier,
+        &fleet.crawl,
+        name,
+        (s.robots_ttl, s.politeness.min_delay, fleet.lease),
+        stop,
+    )?)
+}
+
+impl Engine {
+    /// The id of the host with `origin`: the fleet's, recorded in this process's state too.
+    pub(super) fn host_for(&mut self, origin: &str) -> Result<HostId, CrawlError> {
+        let Some(fleet) = self.fleet.as_mut() else {
+            return Ok(self.frontier.host_for(&self.store, origin)?);
+        };
+        if let Some(id) = self.frontier.id_of(origin) {
+            return Ok(id);
+        }
+        let id = fleet.host_id(origin)?;
+        self.store.ensure_host(id, origin)?;
+        self.frontier.known(id, origin);
+        Ok(id)
+    }
+
+    /// Before a request to `host`: whether this process may still contact it (it holds its
+    /// lease). When not, what it held of the host is dropped: the next holder puts it back.
+    pub(super) fn fleet_keep(&mut self, host: HostId, now: Instant) -> Result<bool, CrawlError> {
+        let Some(fleet) = self.fleet.as_mut() else {
+            return Ok(true);
+        };
+        if fleet.keep(host, now)? {
+            return Ok(true);
+        }
+        self.frontier.finished(host, now);
+        self.frontier.unlease(host);
+        Ok(false)
+    }
+
+    /// Takes hosts with work up to this process's share, and says what the loop decided.
+    pub(super) fn fleet_step(&mut self, now: Instant) -> Result<(), CrawlError> {
+        let Some(fleet) = self.fleet.as_mut() else {
+            return Ok(());
+        };
+        for tell in std::mem::take(&mut self.fleet_tell) {
+            match tell {
+                Tell::Robots(host, status, body, at) => {
+                    fleet.robots_read(host, status, &body, at)?
+                }
+                Tell::GiveUp(host, reason) => fleet.give_up(host, &reason)?,
+            }
+        }
+        if self.frontier.pending_len() == 0 && self.unsaved.settled.is_empty() {
+            self.fleet_tidy(now)?;
+        }
+        if self.in_flight >= self.s.concurrency {
+            return Ok(());
+        }
+        let Some(fleet) = self.fleet.as_mut() else {
+            return Ok(());
+        };
+        let claimed = fleet.claim(self.s.concurrency, now)?;
+        let start = HostStart {
+            token: self.token.clone(),
+            politeness: self.s.politeness,
+            robots_ttl: self.s.robots_ttl,
+            now,
+            now_ms: now_ms(),
+        };
+        for c in claimed {
+            self.store.ensure_host(c.host, &c.origin)?;
+            let (status, body, at) = match c.robots {
+                Some((status, body, at)) => (Some(status), Some(body), Some(at)),
+                None => (None, None, None),
+            };
+            let rec = HostRecord {
+                id: c.host,
+                origin: c.origin.clone(),
+                robots_status: status,
+                robots_body: body,
+                robots_fetched: at,
+                ..Default::default()
+            };
+            // The lease was granted at the host's next allowed time, whoever set it.
+            let (robots, skipped, _) = start.state(&rec);
+            tracing::debug!(host = %c.origin, queued = c.queued, "host taken");
+            self.frontier
+                .lease(c.host, &c.origin, c.queued, robots, now);
+            if let Some(reason) = skipped {
+                self.give_up(c.host, reason);
+            }
+        }
+        Ok(())
+    }
+
+    /// After a batch is saved: its new URLs offered to the shared queue, its rows settled
+    /// there, and idle hosts given back.
+    pub(super) fn fleet_saved(
+        &mut self,
+        offers: Vec<NewUrl>,
+        settled: &[(HostId, i64)],
+    ) -> Result<(), CrawlError> {
+        let Some(fleet) = self.fleet.as_mut() else {
+            return Ok(());
+        };
+        for (host, n) in fleet.offer(offers)? {
+            self.frontier.add_queued(host, n as u64);
+        }
+        for (host, seq) in settled {
+            fleet.done(*host, *seq)?;
+        }
+        self.fleet_tidy(Instant::now())
+    }
+
+    /// Renews the leases close to their end, and gives back the hosts with nothing left
+    /// to do here (or more than this process's share, when it holds far more).
+    fn fleet_tidy(&mut self, now: Instant) -> Result<(), CrawlError> {
+        let Some(fleet) = self.fleet.as_mut() else {
+            return Ok(());
+        };
+        for host in fleet.renew_all(now)? {
+            self.frontier.unlease(host);
+        }
+        let leased = self.frontier.leased();
+        let idle: Vec<(HostId, Instant)> = leased
+            .iter()
+            .filter(|(_, idle, _)| *idle)
+            .map(|(h, _, at)| (*h, *at))
+            .collect();
+        for (host, at) in idle {
+            self.let_go(host, at, now)?;
+        }
+        let Some(fleet) = self.fleet.as_mut() else {
+            return Ok(());
+        };
+        // Hosts beyond this process's share go to processes that joined later; only those
+        // with nothing under way, so that nothing taken is left behind.
+        let excess = fleet.excess();
+        if excess > 0 {
+            let quiet: Vec<(HostId, Instant)> = self
+                .frontier
+                .leased()
+                .into_iter()
+                .filter(|(h, _, _)| self.frontier.host(*h).is_some_and(|h| h.in_flight == 0))
+                .map(|(h, _, at)| (h, at))
+                .take(excess)
+                .collect();
+            for (host, at) in quiet {
+                let unsent = self.frontier.unlease(host);
+                if let Some(fleet) = self.fleet.as_mut() {
+                    fleet.hand_over(host, unsent, at.saturating_duration_since(now), now)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn let_go(&mut self, host: HostId, next: Instant, now: Instant) -> Result<(), CrawlError> {
+        let Some(fleet) = self.fleet.as_mut() else {
+            return Ok(());
+        };
+        let unsent = self.frontier.unlease(host);
+        fleet.let_go(host, unsent, next.saturating_duration_since(now))?;
+        Ok(())
+    }
+
+    /// Gives back every host held (a stop): their rows return at once and their politeness
+    /// goes with them.
+    pub(super) fn fleet_leave(&mut self) -> Result<(), CrawlError> {
+        if self.fleet.is_none() {
+            return Ok(());
+        }
+        let now = Instant::now();
+        for (host, _, at) in self.frontier.leased() {
+            self.let_go(host, at, now)?;
+        }
+        self.fleet_beat("stopped")
+    }
+
+    /// Whether the crawl may still bring this process work from elsewhere.
+    pub(super) fn fleet_busy(&mut self) -> Result<bool, CrawlError> {
+        match self.fleet.as_mut() {
+            Some(fleet) => Ok(fleet.work_elsewhere(Instant::now())?),
+            None => Ok(false),
+        }
+    }
+
+    /// Tells the fleet how this process is.
+    pub(super) fn fleet_beat(&mut self, state: &str) -> Result<(), CrawlError> {
+        let Some(fleet) = self.fleet.as_mut() else {
+            return Ok(());
+        };
+        let now = Instant::now();
+        let (last_at, last_fetched) = self.beat_mark;
+        let secs = now.duration_since(last_at).as_secs_f64();
+        let rate = if secs > 0.0 {
+            (self.run.fetched - last_fetched) as f64 / secs
+        } else {
+            0.0
+        };
+        self.beat_mark = (now, self.run.fetched);
+        let beat = Heartbeat {
+            at: 0,
+            machine: machine(),
+            pid: std::process::id(),
+            state: state.to_string(),
+            fetched: self.run.fetched,
+            rate,
+            hosts: 0,
+            in_flight: self.in_flight,
+            taken: 0,
+            dir: self.s.out.display().to_string(),
+            warc_bytes: self.metrics.warc_bytes.get(),
+        };
+        fleet.beat(&beat)?;
+        Ok(())
+    }
+}
+
+/// Waits this long between two looks at the fleet while this process has nothing to do.
+pub(super) const IDLE_LOOK: Duration = Duration::from_millis(250);

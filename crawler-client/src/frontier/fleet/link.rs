@@ -1,0 +1,151 @@
+//! One connection to the shared frontier, and what a process does when Redis goes away: every
+//! call waits, with one log line when the pause starts and one when it ends, reconnecting until
+//! the server answers again (a restart, a failover, a network cut). Nothing is lost meanwhile:
+//! the crawl loop blocks on the call, and what it had not saved stays in its hands.
+
+use super::FleetError;
+use redis::{ConnectionLike, RedisError, RedisResult};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// How long a reply may take before the server counts as unreachable.
+const IO_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Longest wait between two attempts while paused.
+const MAX_BACKOFF: Duration = Duration::from_secs(5);
+
+/// A connection to the frontier that survives the server's restarts.
+pub struct Link {
+    con: Option<Box<dyn ConnectionLike + Send>>,
+    url: String,
+    stop: Option<Arc<AtomicBool>>,
+}
+
+/// Whether the call may succeed once the server is back: the connection broke, or the
+/// server is loading its data or reconfiguring its cluster.
+fn transient(e: &RedisError) -> bool {
+    use redis::{ErrorKind, ServerErrorKind};
+    e.is_io_error()
+        || e.is_connection_refusal()
+        || e.is_connection_dropped()
+        || e.is_timeout()
+        || e.is_unrecoverable_error()
+        || matches!(
+            e.kind(),
+            ErrorKind::Server(
+                ServerErrorKind::BusyLoading
+                    | ServerErrorKind::TryAgain
+                    | ServerErrorKind::ClusterDown
+                    | ServerErrorKind::MasterDown
+            )
+        )
+}
+
+fn open(url: &str) -> RedisResult<Box<dyn ConnectionLike + Send>> {
+    if let Some(nodes) = url.strip_prefix("redis+cluster://") {
+        let nodes: Vec<String> = nodes
+            .trim_end_matches('/')
+            .split(',')
+            .filter(|n| !n.is_empty())
+            .map(|n| format!("redis://{n}/"))
+            .collect();
+        let client = redis::cluster::ClusterClientBuilder::new(nodes)
+            .connection_timeout(IO_TIMEOUT)
+            .response_timeout(IO_TIMEOUT)
+            .build()?;
+        Ok(Box::new(client.get_connection()?))
+    } else {
+        let client = redis::Client::open(url)?;
+        let con = client.get_connection_with_timeout(IO_TIMEOUT)?;
+        con.set_read_timeout(Some(IO_TIMEOUT))?;
+        con.set_write_timeout(Some(IO_TIMEOUT))?;
+        Ok(Box::new(con))
+    }
+}
+
+impl Link {
+    /// Connects to `url`: a frontier that cannot be reached at the start is an error, not a
+    /// pause (the address may be wrong).
+    pub(crate) fn open(url: &str) -> Result<Link, FleetError> {
+        let con = open(url).map_err(|source| FleetError::Redis {
+            url: url.to_string(),
+            source,
+        })?;
+        Ok(Link {
+            con: Some(con),
+            url: url.to_string(),
+            stop: None,
+        })
+    }
+
+    /// A pause ends with an error once `stop` is set (Ctrl-C while Redis is away).
+    pub fn stop_on(&mut self, stop: Arc<AtomicBool>) {
+        self.stop = Some(stop);
+    }
+
+    /// The frontier's address.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Runs `call`, waiting out an unreachable server. Calls are idempotent or made so by their
+    /// scripts (a seen-set, a token), so one repeated after a lost reply does no harm.
+    pub fn run<T>(
+        &mut self,
+        mut call: impl FnMut(&mut dyn ConnectionLike) -> RedisResult<T>,
+    ) -> Result<T, FleetError> {
+        let mut paused: Option<(Instant, Duration)> = None;
+        loop {
+            let result = match self.con.as_mut() {
+                Some(con) => call(&mut **con),
+                None => open(&self.url).and_then(|con| {
+                    let con = self.con.insert(con);
+                    call(&mut **con)
+                }),
+            };
+            let e = match result {
+                Ok(v) => {
+                    if let Some((since, _)) = paused {
+                        tracing::warn!(
+                            "frontier {} answers again after {:.1} s: resuming",
+                            self.url,
+                            since.elapsed().as_secs_f64()
+                        );
+                    }
+                    return Ok(v);
+                }
+                Err(e) if transient(&e) => e,
+                Err(source) => {
+                    return Err(FleetError::Redis {
+                        url: self.url.clone(),
+                        source,
+                    });
+                }
+            };
+            self.con = None;
+            let (since, wait) = match paused {
+                None => {
+                    tracing::warn!(
+                        "frontier {} unreachable ({e}): every request of this crawl waits until it answers",
+                        self.url
+                    );
+                    (Instant::now(), Duration::from_millis(100))
+                }
+                Some((since, wait)) => (since, (wait * 2).min(MAX_BACKOFF)),
+            };
+            paused = Some((since, wait));
+            if self
+                .stop
+                .as_ref()
+                .is_some_and(|s| s.load(Ordering::Relaxed))
+            {
+                return Err(FleetError::Redis {
+                    url: self.url.clone(),
+                    source: e,
+                });
+            }
+            std::thread::sleep(wait);
+        }
+    }
+}

@@ -1,0 +1,458 @@
+//! One process of a fleet: what it holds of the shared frontier and how it takes and gives
+//! back work. A process works on a host only while it holds the host's lease (one holder at a
+//! time), so the host's politeness, its connection limit and its robots.txt are kept by one
+//! process at a time and handed over with the lease: a lease given back carries the host's
+//! next allowed time, one that expires (its holder died) imposes a delay, and the new holder
+//! first puts back every row the old one had taken. A process holds about its share of the
+//! hosts with work (the hosts listed, divided by the processes alive), so that processes
+//! joining later get theirs as hosts change hands.
+
+use super::FleetError;
+use super::leases::{Grant, HostLeases};
+use super::link::Link;
+use super::members::{Heartbeat, Members};
+use super::queue::{Settle, SharedQueue, Taken};
+use crate::ids::HostId;
+use crate::state::{NewUrl, Queued};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+/// How long a host lease lasts unless the crawl says otherwise; it is renewed when a third
+/// of it has passed.
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
+
+/// Rows stay taken until settled or reclaimed by the host's next holder: their own lease only
+/// bounds what a holder that lost its host lease unnoticed could keep.
+const ROW_LEASE: Duration = Duration::from_secs(24 * 3600);
+
+/// How often a process looks for hosts to take, at most.
+const CLAIM_EVERY: Duration = Duration::from_millis(250);
+
+/// How often a process asks whether the others may still bring work, at most.
+const LOOK_EVERY: Duration = Duration::from_millis(500);
+
+/// A host claimed: what the frontier needs to start on it.
+#[derive(Debug, Clone)]
+pub struct Claimed {
+    /// Its id.
+    pub host: HostId,
+    /// `scheme://host[:port]`.
+    pub origin: String,
+    /// URLs waiting in its shared queue.
+    pub queued: u64,
+    /// Its robots.txt as another process read it, if still fresh: status, body, when (ms).
+    pub robots: Option<(u16, Vec<u8>, i64)>,
+}
+
+struct Held {
+    token: String,
+    renew_at: Instant,
+}
+
+/// This process's part of a fleet.
+pub struct FleetProcess {
+    name: String,
+    crawl: String,
+    queue: SharedQueue,
+    leases: HostLeases,
+    members: Members,
+    robots_ttl: Duration,
+    expired_delay: Duration,
+    lease: Duration,
+    held: HashMap<HostId, Held>,
+    taken: HashMap<(HostId, i64), Taken>,
+    not_before: HashMap<HostId, Instant>,
+    claimed_at: Option<Instant>,
+    looked: Option<(Instant, bool)>,
+    /// This process's share of the hosts with work, as last computed.
+    share: usize,
+}
+
+fn robots_key(crawl: &str, host: HostId) -> String {
+    format!("{}:robots", super::tag(crawl, &host.to_string()))
+}
+
+impl FleetProcess {
+    /// Joins crawl `crawl` at `url` as process `name`; `robots_ttl` is how long a robots.txt
+    /// read by one process serves the others, `expired_delay` the wait after a lease whose
+    /// holder died, `lease` how long a host lease lasts unrenewed. A call waiting for an
+    /// unreachable Redis gives up once `stop` is set.
+    pub fn join(
+        url: &str,
+        crawl: &str,
+        name: &str,
+        (robots_ttl, expired_delay, lease): (Duration, Duration, Duration),
+        stop: Arc<AtomicBool>,
+    ) -> Result<FleetProcess, FleetError> {
+        let mut queue = SharedQueue::connect(url, crawl, name)?;
+        let mut leases = HostLeases::connect(url, crawl, name)?;
+        let mut members = Members::connect(url, crawl)?;
+        for link in [queue.link(), leases.link(), members.link()] {
+            link.stop_on(stop.clone());
+        }
+        Ok(FleetProcess {
+            name: name.to_string(),
+            crawl: crawl.to_string(),
+            queue,
+            leases,
+            members,
+            robots_ttl,
+            expired_delay,
+            lease: lease.max(Duration::from_secs(1)),
+            held: HashMap::new(),
+            taken: HashMap::new(),
+            not_before: HashMap::new(),
+            claimed_at: None,
+            looked: None,
+            share: 1,
+        })
+    }
+
+    /// The crawl's seeds, with `given` added.
+    pub fn seeds(&mut self, given: &[String]) -> Result<Vec<String>, FleetError> {
+        self.members.seeds(given)
+    }
+
+    /// This process's name in the fleet.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The fleet-wide id of a host.
+    pub fn host_id(&mut self, origin: &str) -> Result<HostId, FleetError> {
+        self.queue.host_id(origin)
+    }
+
+    /// Hosts this process holds.
+    pub fn held(&self) -> usize {
+        self.held.len()
+    }
+
+    /// Whether it holds `host`.
+    pub fn holds(&self, host: HostId) -> bool {
+        self.held.contains_key(&host)
+    }
+
+    /// Rows it holds taken.
+    pub fn taken(&self) -> usize {
+        self.taken.len()
+    }
+
+    /// Queues what this process found, each URL in its host's shared queue unless some process
+    /// saw it before. Returns how many were new per host.
+    pub fn offer(&mut self, urls: Vec<NewUrl>) -> Result<Vec<(HostId, usize)>, FleetError> {
+        let mut by_host: HashMap<HostId, Vec<NewUrl>> = HashMap::new();
+        for u in urls {
+            by_host.entry(u.host).or_default().push(u);
+        }
+        let mut out = Vec::with_capacity(by_host.len());
+        for (host, urls) in by_host {
+            out.push((host, self.queue.offer(host, &urls)?));
+        }
+        Ok(out)
+    }
+
+    /// Takes up to `n` URLs of a host held, best first.
+    pub fn take(&mut self, host: HostId, n: usize) -> Result<Vec<Queued>, FleetError> {
+        if !self.held.contains_key(&host) {
+            return Ok(Vec::new());
+        }
+        let rows = self.queue.take(host, n, ROW_LEASE)?;
+        Ok(rows
+            .into_iter()
+            .map(|t| {
+                let job = t.job.clone();
+                self.taken.insert((host, job.seq), t);
+                job
+            })
+            .collect())
+    }
+
+    /// A row taken is done with (fetched, or given up).
+    pub fn done(&mut self, host: HostId, seq: i64) -> Result<(), FleetError> {
+        if let Some(t) = self.taken.remove(&(host, seq)) {
+            self.queue.settle(host, &t, Settle::Done)?;
+        }
+        Ok(())
+    }
+
+    /// Keeps the lease of `host` before a request to it; false when it was lost (it expired
+    /// while this process was away): the host is no longer this process's to contact.
+    pub fn keep(&mut self, host: HostId, now: Instant) -> Result<bool, FleetError> {
+        let Some(h) = self.held.get(&host) else {
+            return Ok(false);
+        };
+        if h.renew_at > now {
+            return Ok(true);
+        }
+        let token = h.token.clone();
+        if self.leases.renew(&host.to_string(), &token, self.lease)? {
+            if let Some(h) = self.held.get_mut(&host) {
+                h.renew_at = now + self.lease / 3;
+            }
+            return Ok(true);
+        }
+        tracing::warn!("lost the lease of host {host}: another process has it now");
+        self.held.remove(&host);
+        self.taken.retain(|(h, _), _| *h != host);
+        Ok(false)
+    }
+
+    /// Renews every lease close to its end; returns the hosts whose lease was lost.
+    pub fn renew_all(&mut self, now: Instant) -> Result<Vec<HostId>, FleetError> {
+        let due: Vec<HostId> = self
+            .held
+            .iter()
+            .filter(|(_, h)| h.renew_at <= now)
+            .map(|(id, _)| *id)
+            .collect();
+        let mut lost = Vec::new();
+        for host in due {
+            if !self.keep(host, now)? {
+                lost.push(host);
+            }
+        }
+        Ok(lost)
+    }
+
+    /// How many hosts this process holds beyond its share (and one more): those it should
+    /// give back for processes that joined later.
+    pub fn excess(&self) -> usize {
+        self.held.len().saturating_sub(self.share + 1)
+    }
+
+    /// Takes the leases of hosts with work, best first, until this process holds its share:
+    /// the hosts with work divided by the processes alive, at least one and at most `cap`.
+    /// A host just taken over has every row its last holder had taken put back.
+    pub fn claim(&mut self, cap: usize, now: Instant) -> Result<Vec<Claimed>, FleetError> {
+        if self.claimed_at.is_some_and(|t| now < t + CLAIM_EVERY) {
+            return Ok(Vec::new());
+        }
+        self.claimed_at = Some(now);
+        let active = self.queue.active_len()? as usize;
+        let alive = self.members.alive()?.max(1);
+        self.share = active.div_ceil(alive).clamp(1, cap.max(1));
+        let want = self.share;
+        if self.held.len() >= want {
+            return Ok(Vec::new());
+        }
+        self.not_before.retain(|_, t| *t > now);
+        let candidates = self.queue.active(4 * want + 16)?;
+        let mut out = Vec::new();
+        for host in candidates {
+            if self.held.len() >= want {
+                break;
+            }
+            if self.held.contains_key(&host) || self.not_before.contains_key(&host) {
+                continue;
+            }
+            match self
+                .leases
+                .acquire(&host.to_string(), 1, self.lease, self.expired_delay)?
+            {
+                Grant::Granted(token) => {
+                    self.held.insert(
+                        host,
+                        Held {
+                            token,
+                            renew_at: now + self.lease / 3,
+                        },
+                    );
+                    match self.start_on(host)? {
+                        Some(c) => out.push(c),
+                        None => {
+                            self.let_go(host, Vec::new(), Duration::ZERO)?;
+                        }
+                    }
+                }
+                Grant::Wait(d) => {
+                    self.not_before.insert(host, now + d);
+                }
+                Grant::Busy => {
+                    self.not_before.insert(host, now + Duration::from_secs(2));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// A host whose lease was just granted: its rows back from whoever held them, its
+    /// robots.txt if another process read it. None when there is nothing to do there.
+    fn start_on(&mut self, host: HostId) -> Result<Option<Claimed>, FleetError> {
+        let back = self.queue.reclaim(host)?;
+        if back > 0 {
+            tracing::info!("host {host}: {back} URLs taken by a process gone are queued again");
+        }
+        let Some(origin) = self.queue.origin(host)? else {
+            return Ok(None);
+        };
+        if self.queue.skipped(host)?.is_some() {
+            return Ok(None);
+        }
+        let queued = self.queue.queued(host)?;
+        let key = robots_key(&self.crawl, host);
+        let raw: Option<Vec<u8>> = self
+            .queue
+            .link()
+            .run(|con| redis::cmd("GET").arg(&key).query(con))?;
+        let robots = raw.and_then(|r| parse_robots(&r));
+        Ok(Some(Claimed {
+            host,
+            origin,
+            queued,
+            robots,
+        }))
+    }
+
+    /// Shares a robots.txt read, for as long as it holds.
+    pub fn robots_read(
+        &mut self,
+        host: HostId,
+        status: u16,
+        body: &[u8],
+        at: i64,
+    ) -> Result<(), FleetError> {
+        let key = robots_key(&self.crawl, host);
+        let mut value = format!("{status}\t{at}\t").into_bytes();
+        value.extend_from_slice(body);
+        let ttl = self.robots_ttl.as_millis().max(1) as u64;
+        self.queue.link().run(|con| {
+            redis::cmd("SET")
+                .arg(&key)
+                .arg(&value)
+                .arg("PX")
+                .arg(ttl)
+                .query::<()>(con)
+        })
+    }
+
+    /// Gives a host back: its rows `unsent` return to the queue as they were, it leaves the
+    /// list of hosts with work if its queue is empty, and its lease ends with the host's
+    /// next allowed time `delay` from now. Returns the rows that arrived meanwhile (then the
+    /// host stays listed for another to take).
+    pub fn let_go(
+        &mut self,
+        host: HostId,
+        unsent: Vec<Queued>,
+        delay: Duration,
+    ) -> Result<u64, FleetError> {
+        // Everything taken of the host goes back: the rows in memory, and any a call whose
+        // reply was lost (Redis went away mid-call) took without this process knowing.
+        for job in unsent {
+            self.taken.remove(&(host, job.seq));
+        }
+        self.taken.retain(|(h, _), _| *h != host);
+        self.queue.reclaim(host)?;
+        let left = self.queue.retire(host)?;
+        if let Some(h) = self.held.remove(&host) {
+            self.leases.release(&host.to_string(), &h.token, delay)?;
+        }
+        Ok(left)
+    }
+
+    /// Gives a host back so that another process takes it (this one holds more than its
+    /// share); it does not take it again for a while.
+    pub fn hand_over(
+        &mut self,
+        host: HostId,
+        unsent: Vec<Queued>,
+        delay: Duration,
+        now: Instant,
+    ) -> Result<(), FleetError> {
+        self.let_go(host, unsent, delay)?;
+        self.not_before.insert(host, now + Duration::from_secs(5));
+        Ok(())
+    }
+
+    /// Drops a host's queue for the whole crawl (it is given up on).
+    pub fn give_up(&mut self, host: HostId, reason: &str) -> Result<(), FleetError> {
+        self.taken.retain(|(h, _), _| *h != host);
+        self.queue.drop_host(host, reason)?;
+        if let Some(h) = self.held.remove(&host) {
+            self.leases
+                .release(&host.to_string(), &h.token, Duration::ZERO)?;
+        }
+        Ok(())
+    }
+
+    /// Whether work may still come from elsewhere in the fleet: hosts with work that this
+    /// process does not hold, or other live processes holding hosts or requests.
+    pub fn work_elsewhere(&mut self, now: Instant) -> Result<bool, FleetError> {
+        if let Some((at, busy)) = self.looked
+            && now < at + LOOK_EVERY
+        {
+            return Ok(busy);
+        }
+        let listed = self.queue.active_len()? as usize;
+        let busy = listed > self.held.len() || self.members.others_busy(&self.name)?;
+        self.looked = Some((now, busy));
+        Ok(busy)
+    }
+
+    /// Tells the fleet how this process is.
+    pub fn beat(&mut self, beat: &Heartbeat) -> Result<(), FleetError> {
+        let beat = Heartbeat {
+            hosts: self.held.len(),
+            taken: self.taken.len(),
+            ..beat.clone()
+        };
+        self.members.beat(&self.name, &beat)
+    }
+
+    /// The connection the others share, to wait out a pause.
+    pub fn link(&mut self) -> &mut Link {
+        self.queue.link()
+    }
+}
+
+/// `status \t at \t body` as shared by [`FleetProcess::robots_read`].
+fn parse_robots(raw: &[u8]) -> Option<(u16, Vec<u8>, i64)> {
+    let mut parts = raw.splitn(3, |b| *b == b'\t');
+    let status = std::str::from_utf8(parts.next()?).ok()?.parse().ok()?;
+    let at = std::str::from_utf8(parts.next()?).ok()?.parse().ok()?;
+    Some((status, parts.next()?.to_vec(), at))
+}
+
+/// The shared queue as the frontier reads it: the rows of a host held are taken as they are
+/// read. Only what a refill and a new host's id need is served; the rest of a crawl's state
+/// stays in the process's own store.
+pub struct Taking<'a>(std::cell::RefCell<&'a mut FleetProcess>);
+
+impl<'a> Taking<'a> {
+    /// The queue of `fleet`, for one call of the frontier.
+    pub fn new(fleet: &'a mut FleetProcess) -> Taking<'a> {
+        Taking(std::cell::RefCell::new(fleet))
+    }
+}
+
+impl crate::frontier::queue_store::QueueStore for Taking<'_> {
+    type Error = FleetError;
+    fn cash_totals(&self) -> Result<Option<String>, FleetError> {
+        Ok(None)
+    }
+    fn load_seen(&self, _: &mut HashMap<crate::ids::Fp, f64>, _: f64) -> Result<(), FleetError> {
+        Ok(())
+    }
+    fn queued_per_host(&self) -> Result<Vec<(HostId, u64)>, FleetError> {
+        Ok(Vec::new())
+    }
+    fn max_queue_seq(&self) -> Result<i64, FleetError> {
+        Ok(0)
+    }
+    fn hosts(&self) -> Result<Vec<crate::state::HostRecord>, FleetError> {
+        Ok(Vec::new())
+    }
+    fn host_id(&self, origin: &str) -> Result<HostId, FleetError> {
+        self.0.borrow_mut().host_id(origin)
+    }
+    fn next_for_host(
+        &self,
+        host: HostId,
+        limit: usize,
+        _: &std::collections::HashSet<i64>,
+    ) -> Result<Vec<Queued>, FleetError> {
+        self.0.borrow_mut().take(host, limit)
+    }
+}

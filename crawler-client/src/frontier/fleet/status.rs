@@ -1,0 +1,173 @@
+//! What `webcoop-crawl status --frontier ... --crawl NAME` shows of a fleet: its processes
+//! (alive or not, their rates, what they hold, their directories and WARC files) and the
+//! shared frontier (hosts, queue, leases, hosts given up).
+
+use super::link::Link;
+use super::members::{Heartbeat, Members, STALE_MS};
+use super::{FleetError, connect, tag};
+use serde::Serialize;
+
+/// One process as the fleet knows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Process {
+    /// Its name.
+    pub name: String,
+    /// Whether its heartbeat is recent and it has not stopped.
+    pub alive: bool,
+    /// Seconds since its last heartbeat.
+    pub seen_ago: f64,
+    /// Its last heartbeat.
+    pub beat: Heartbeat,
+    /// Its WARC files (name, bytes), when its directory is on this machine.
+    pub warc_files: Vec<(String, u64)>,
+}
+
+/// The fleet of one crawl.
+#[derive(Debug, Clone, Serialize)]
+pub struct FleetStatus {
+    /// The frontier.
+    pub frontier: String,
+    /// The crawl.
+    pub crawl: String,
+    /// Every process that joined.
+    pub processes: Vec<Process>,
+    /// Hosts known.
+    pub hosts: u64,
+    /// Hosts with work.
+    pub hosts_with_work: u64,
+    /// Hosts whose lease a process holds.
+    pub hosts_leased: u64,
+    /// URLs waiting.
+    pub queued: u64,
+    /// URLs taken by processes (in their buffers or under way).
+    pub taken: u64,
+    /// URLs ever queued (the shared seen-set).
+    pub seen: u64,
+    /// Hosts given up on, and why.
+    pub skipped: Vec<(String, String)>,
+}
+
+fn count(link: &mut Link, cmd: &str, key: &str) -> Result<u64, FleetError> {
+    link.run(|con| redis::cmd(cmd).arg(key).query(con))
+}
+
+/// Reads the status of crawl `crawl` on the frontier at `url`.
+pub fn read(url: &str, crawl: &str) -> Result<FleetStatus, FleetError> {
+    let mut members = Members::connect(url, crawl)?;
+    let (all, now) = members.all()?;
+    let mut link = connect(url, crawl)?;
+    let c = tag(crawl, "crawl");
+    let max_id: Option<u64> =
+        link.run(|con| redis::cmd("GET").arg(format!("{c}:host_ids")).query(con))?;
+    let origins: Vec<(String, String)> =
+        link.run(|con| redis::cmd("HGETALL").arg(format!("{c}:origins")).query(con))?;
+    let origin_of = |id: &str| {
+        origins
+            .iter()
+            .find(|(i, _)| i == id)
+            .map_or(id.to_string(), |(_, o)| o.clone())
+    };
+    let (mut queued, mut taken, mut seen, mut leased) = (0, 0, 0, 0);
+    for id in 1..=max_id.unwrap_or(0) {
+        let t = tag(crawl, &id.to_string());
+        queued += count(&mut link, "ZCARD", &format!("{t}:queue"))?;
+        taken += count(&mut link, "ZCARD", &format!("{t}:taken"))?;
+        seen += count(&mut link, "SCARD", &format!("{t}:seen"))?;
+        let leases: u64 = link.run(|con| {
+            redis::cmd("ZCOUNT")
+                .arg(format!("{t}:leases"))
+                .arg(now)
+                .arg("+inf")
+                .query(con)
+        })?;
+        leased += u64::from(leases > 0);
+    }
+    let skipped: Vec<(String, String)> =
+        link.run(|con| redis::cmd("HGETALL").arg(format!("{c}:skipped")).query(con))?;
+    let processes = all
+        .into_iter()
+        .map(|(name, beat)| {
+            let ago = now - beat.at;
+            Process {
+                alive: ago < STALE_MS && beat.state != "stopped",
+                seen_ago: ago as f64 / 1000.0,
+                warc_files: warc_files(&beat.dir),
+                name,
+                beat,
+            }
+        })
+        .collect();
+    Ok(FleetStatus {
+        frontier: url.to_string(),
+        crawl: crawl.to_string(),
+        processes,
+        hosts: max_id.unwrap_or(0),
+        hosts_with_work: count(&mut link, "ZCARD", &format!("{c}:active"))?,
+        hosts_leased: leased,
+        queued,
+        taken,
+        seen,
+        skipped: skipped
+            .into_iter()
+            .map(|(id, why)| (origin_of(&id), why))
+            .collect(),
+    })
+}
+
+fn warc_files(dir: &str) -> Vec<(String, u64)> {
+    let Ok(entries) = std::fs::read_dir(std::path::Path::new(dir).join("warc")) else {
+        return Vec::new();
+    };
+    let mut files: Vec<(String, u64)> = entries
+        .filter_map(|e| {
+            let e = e.ok()?;
+            let size = e.metadata().ok()?.len();
+            Some((e.file_name().to_string_lossy().into_owned(), size))
+        })
+        .filter(|(n, _)| n.contains(".warc"))
+        .collect();
+    files.sort();
+    files
+}
+
+impl FleetStatus {
+    /// As text, for a terminal.
+    pub fn text(&self) -> String {
+        let mut out = format!(
+            "crawl {:?} on {}\nshared frontier: {} URLs queued, {} taken, {} seen; {} hosts, {} with work, {} leased\n",
+            self.crawl,
+            self.frontier,
+            self.queued,
+            self.taken,
+            self.seen,
+            self.hosts,
+            self.hosts_with_work,
+            self.hosts_leased
+        );
+        out.push_str("processes:\n");
+        for p in &self.processes {
+            let b = &p.beat;
+            out.push_str(&format!(
+                "  {:<20} {:<8} {:>8} pages {:>8.1}/s {:>5} hosts {:>4} in flight {:>5} taken  {} ({} WARC files, {} bytes)  seen {:.0} s ago\n",
+                p.name,
+                if p.alive { b.state.as_str() } else if b.state == "stopped" { "stopped" } else { "gone" },
+                b.fetched,
+                b.rate,
+                b.hosts,
+                b.in_flight,
+                b.taken,
+                b.dir,
+                p.warc_files.len(),
+                p.warc_files.iter().map(|f| f.1).sum::<u64>(),
+                p.seen_ago
+            ));
+        }
+        if !self.skipped.is_empty() {
+            out.push_str("hosts given up:\n");
+            for (origin, why) in &self.skipped {
+                out.push_str(&format!("  {origin}: {why}\n"));
+            }
+        }
+        out
+    }
+}

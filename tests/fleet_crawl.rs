@@ -1,0 +1,383 @@
+//! A fleet of real `webcoop-crawl` processes on one crawl, its frontier in a real
+//! `redis-server` (and a three-master Redis Cluster), against the test web on loopback.
+//! Asserted from the server's side and from the WARC files: every page fetched once by the
+//! whole fleet, never two requests to a host closer than its delay whichever processes sent
+//! them, robots.txt read once per host; and the same through `kill -9` of a process and a
+//! restart of Redis.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use webcoop_crawler::archive::warc;
+use webcoop_testkit as testkit;
+use webcoop_testkit::redis::{RedisCluster, RedisServer};
+use webcoop_testkit::testweb::{HostSpec, TestWeb};
+
+const DELAY: f64 = 0.25;
+const HOSTS: usize = 9;
+const PAGES: usize = 24;
+
+fn crawl_bin() -> PathBuf {
+    testkit::workspace_bin("webcoop-crawler", "webcoop-crawl")
+}
+
+fn web() -> TestWeb {
+    let names: Vec<String> = (0..HOSTS).map(|i| format!("h{i}.test")).collect();
+    let hosts = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            let mut h = HostSpec::new(n, PAGES);
+            // Each home page links to the next host, so hosts are found as the crawl goes.
+            h.links_to = vec![names[(i + 1) % HOSTS].clone()];
+            h
+        })
+        .collect();
+    TestWeb::start(hosts)
+}
+
+/// A process of the fleet; the first one gives the crawl's settings and seeds, the others
+/// only the frontier and the name.
+fn process(web: &TestWeb, frontier: &str, out: &Path, first: bool, extra: &[&str]) -> Command {
+    let mut c = Command::new(crawl_bin());
+    c.args(["crawl", "--frontier", frontier, "--crawl", "t", "--out"])
+        .arg(out)
+        .args(["--progress", "quiet"])
+        .args(web.resolve_args())
+        .args(extra)
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if first {
+        c.args(["--seeds", &format!("{}/", web.origin("h0.test"))])
+            .args(["--scope", "any", "--coop", "off", "--max-depth", "40"])
+            .args(["--delay-min", &DELAY.to_string(), "--delay-factor", "0"]);
+    }
+    c
+}
+
+fn finish(child: Child) -> String {
+    let o = child.wait_with_output().unwrap();
+    let text = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        o.status.success(),
+        "a process failed ({}):\n{text}",
+        o.status
+    );
+    text
+}
+
+/// Every page the web has, as URLs.
+fn all_pages(web: &TestWeb) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for i in 0..HOSTS {
+        let origin = web.origin(&format!("h{i}.test"));
+        out.insert(format!("{origin}/"));
+        for p in 0..PAGES {
+            out.insert(format!("{origin}/p/{p}.html"));
+        }
+    }
+    out
+}
+
+/// Response records of pages in every process's WARC files: URL -> (process, count).
+fn archived(out: &Path) -> HashMap<String, Vec<String>> {
+    let mut found: HashMap<String, Vec<String>> = HashMap::new();
+    for dir in std::fs::read_dir(out).unwrap() {
+        let dir = dir.unwrap().path();
+        let process = dir.file_name().unwrap().to_string_lossy().into_owned();
+        let warcs = dir.join("warc");
+        for (name, _) in warc::files(&warcs, "webcoop").unwrap_or_default() {
+            for rec in warc::read_records(&warcs.join(name), 0).unwrap() {
+                let url = rec.header("WARC-Target-URI").unwrap_or("").to_string();
+                if rec.header("WARC-Type") == Some("response") && !url.ends_with("/robots.txt") {
+                    found.entry(url).or_default().push(process.clone());
+                }
+            }
+        }
+    }
+    found
+}
+
+/// Never two requests to a host closer than the delay, whichever process sent them, and
+/// robots.txt once per host.
+fn assert_polite(web: &TestWeb, robots_reads: usize) {
+    let mut by_host: HashMap<String, Vec<Instant>> = HashMap::new();
+    let mut robots: HashMap<String, usize> = HashMap::new();
+    for r in web.log() {
+        by_host.entry(r.host.clone()).or_default().push(r.arrived);
+        if r.target == "/robots.txt" {
+            *robots.entry(r.host.clone()).or_default() += 1;
+        }
+    }
+    // Arrival times carry the loopback's jitter: a little under the delay is the network's.
+    let min = Duration::from_secs_f64(DELAY * 0.8);
+    for (host, times) in &by_host {
+        for w in times.windows(2) {
+            let gap = w[1].duration_since(w[0]);
+            assert!(gap >= min, "{host}: two requests {gap:?} apart");
+        }
+    }
+    assert_eq!(robots.len(), HOSTS, "robots.txt of every host: {robots:?}");
+    assert!(
+        robots.values().all(|n| *n <= robots_reads),
+        "robots.txt read at most {robots_reads} times per host by the whole fleet: {robots:?}"
+    );
+}
+
+fn three_processes_crawl_the_web_once(frontier: &str) {
+    let web = web();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("fleet");
+    let first = process(&web, frontier, &out, true, &[]).spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let others: Vec<Child> = (0..2)
+        .map(|_| process(&web, frontier, &out, false, &[]).spawn().unwrap())
+        .collect();
+    let mut logs = vec![finish(first)];
+    logs.extend(others.into_iter().map(finish));
+    if std::env::var_os("WEBCOOP_KEEP").is_some() {
+        eprintln!("kept {}", dir.keep().display());
+    }
+    let found = archived(&out);
+    let expected = all_pages(&web);
+    let missing: Vec<&String> = expected
+        .iter()
+        .filter(|u| !found.contains_key(*u))
+        .collect();
+    assert!(missing.is_empty(), "not archived: {missing:?}\n{logs:#?}");
+    let twice: Vec<_> = found.iter().filter(|(_, p)| p.len() > 1).collect();
+    assert!(twice.is_empty(), "archived more than once: {twice:?}");
+    let counts = web.answered_counts();
+    let refetched: Vec<_> = counts.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(
+        refetched.is_empty(),
+        "requested more than once: {refetched:?}"
+    );
+    assert_polite(&web, 1);
+    let processes: BTreeSet<&String> = found.values().flatten().collect();
+    assert_eq!(
+        processes.len(),
+        3,
+        "every process did part of the work: {processes:?}"
+    );
+    // The fleet's status names the three processes, all stopped, and an empty queue.
+    let o = testkit::run_ok(Command::new(crawl_bin()).args([
+        "status",
+        "--frontier",
+        frontier,
+        "--crawl",
+        "t",
+        "--json",
+    ]));
+    let status: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(status["processes"].as_array().unwrap().len(), 3, "{status}");
+    assert_eq!(status["queued"], 0, "{status}");
+    // The seen-set holds the pages and the /private/ ones robots.txt forbids.
+    let seen = expected.len() + HOSTS * PAGES;
+    assert_eq!(status["seen"].as_u64(), Some(seen as u64), "{status}");
+}
+
+#[test]
+fn three_processes_on_one_redis_fetch_every_page_once_and_politely() {
+    let Some(redis) = RedisServer::start(false) else {
+        assert!(!testkit::tools_required(), "redis-server is required");
+        return;
+    };
+    three_processes_crawl_the_web_once(&redis.url());
+}
+
+#[test]
+fn three_processes_on_a_redis_cluster_fetch_every_page_once_and_politely() {
+    let Some(cluster) = RedisCluster::start() else {
+        assert!(!testkit::tools_required(), "redis-server is required");
+        return;
+    };
+    three_processes_crawl_the_web_once(&cluster.frontier_url());
+}
+
+#[test]
+fn a_joining_process_with_a_conflicting_setting_is_refused_by_name() {
+    let Some(redis) = RedisServer::start(false) else {
+        assert!(!testkit::tools_required(), "redis-server is required");
+        return;
+    };
+    let web = web();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("fleet");
+    let first = process(&web, &redis.url(), &out, true, &["--max-pages", "3"])
+        .spawn()
+        .unwrap();
+    finish(first);
+    let o = process(&web, &redis.url(), &out, false, &["--delay-min", "5"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("delay_min is 5.0 here but crawl \"t\" runs with 0.25"),
+        "{err}"
+    );
+}
+
+/// Waits until the web has answered `n` requests.
+fn wait_for_arrivals(web: &TestWeb, n: u64) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while web.arrivals() < n {
+        assert!(Instant::now() < deadline, "the crawl did not get going");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A fleet of three with a short lease, so that a dead process's hosts come back quickly.
+fn start_three(web: &TestWeb, frontier: &str, out: &Path) -> Vec<Child> {
+    let cfg = out.with_extension("toml");
+    std::fs::create_dir_all(out).unwrap();
+    std::fs::write(&cfg, "fleet_lease = 3\n").unwrap();
+    let cfg = cfg.to_string_lossy().into_owned();
+    let mut children = vec![
+        process(web, frontier, out, true, &["--config", &cfg])
+            .spawn()
+            .unwrap(),
+    ];
+    std::thread::sleep(Duration::from_millis(300));
+    children.extend((0..2).map(|_| process(web, frontier, out, false, &[]).spawn().unwrap()));
+    children
+}
+
+/// Every page archived; those archived twice are at most `bound`, all by `culprit` and one
+/// other (the fetches it had not settled when it went away).
+fn assert_every_page_kept(web: &TestWeb, out: &Path, culprit: Option<&str>, bound: usize) {
+    let found = archived(out);
+    let missing: Vec<String> = all_pages(web)
+        .into_iter()
+        .filter(|u| !found.contains_key(u))
+        .collect();
+    assert!(missing.is_empty(), "lost: {missing:?}");
+    let twice: Vec<(&String, &Vec<String>)> = found.iter().filter(|(_, p)| p.len() > 1).collect();
+    assert!(
+        twice.len() <= bound,
+        "{} archived twice: {twice:?}",
+        twice.len()
+    );
+    for (url, by) in &twice {
+        assert_eq!(by.len(), 2, "{url} archived by {by:?}");
+        if let Some(culprit) = culprit {
+            assert!(by.iter().any(|p| p == culprit), "{url} archived by {by:?}");
+        }
+    }
+}
+
+#[test]
+fn a_process_killed_with_sigkill_loses_nothing_and_its_hosts_are_taken_over() {
+    let Some(redis) = RedisServer::start(false) else {
+        assert!(!testkit::tools_required(), "redis-server is required");
+        return;
+    };
+    let web = web();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("fleet");
+    let mut children = start_three(&web, &redis.url(), &out);
+    wait_for_arrivals(&web, 60);
+    // The second process (whose directory is the machine's name and 2) dies at once.
+    let mut victim = children.remove(1);
+    victim.kill().unwrap();
+    let _ = victim.wait();
+    for child in children {
+        finish(child);
+    }
+    let victim_dir = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .find(|n| n.ends_with("-2"))
+        .unwrap();
+    // What it had fetched and not settled is fetched again: at most a batch's worth for
+    // each of the few hosts it held.
+    assert_every_page_kept(&web, &out, Some(&victim_dir), 30);
+    assert_polite(&web, 2);
+}
+
+#[test]
+fn redis_restarted_mid_crawl_pauses_the_fleet_which_then_resumes_without_loss() {
+    let Some(mut redis) = RedisServer::start(false) else {
+        assert!(!testkit::tools_required(), "redis-server is required");
+        return;
+    };
+    let web = web();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("fleet");
+    let children = start_three(&web, &redis.url(), &out);
+    wait_for_arrivals(&web, 60);
+    let before = web.arrivals();
+    redis.restart(Duration::from_secs(2));
+    let logs: Vec<String> = children.into_iter().map(finish).collect();
+    assert!(
+        web.arrivals() > before,
+        "the crawl went on after the restart"
+    );
+    assert!(
+        logs.iter()
+            .any(|l| l.contains("unreachable") && l.contains("answers again")),
+        "the pause and the resumption are logged: {logs:#?}"
+    );
+    // A call whose reply was lost in the restart may have its fetches made again.
+    assert_every_page_kept(&web, &out, None, 10);
+    assert_polite(&web, 2);
+}
+
+#[test]
+fn ctrl_c_hands_the_leases_back_at_once() {
+    let Some(redis) = RedisServer::start(false) else {
+        assert!(!testkit::tools_required(), "redis-server is required");
+        return;
+    };
+    let web = web();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("fleet");
+    // The default lease (30 s): a process that did not hand its hosts back would leave
+    // them idle that long.
+    let first = process(&web, &redis.url(), &out, true, &[])
+        .spawn()
+        .unwrap();
+    wait_for_arrivals(&web, 20);
+    let _ = Command::new("kill")
+        .args(["-INT", &first.id().to_string()])
+        .status();
+    let o = first.wait_with_output().unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let status = testkit::run_ok(Command::new(crawl_bin()).args([
+        "status",
+        "--frontier",
+        &redis.url(),
+        "--crawl",
+        "t",
+        "--json",
+    ]));
+    let status: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(status["hosts_leased"], 0, "{status}");
+    assert_eq!(status["taken"], 0, "{status}");
+    assert!(status["queued"].as_u64().unwrap() > 0, "{status}");
+    // Another process takes over at once and finishes the crawl well within a lease.
+    let started = Instant::now();
+    finish(
+        process(&web, &redis.url(), &out, false, &[])
+            .spawn()
+            .unwrap(),
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(25),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_every_page_kept(&web, &out, None, 0);
+}
