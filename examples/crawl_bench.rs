@@ -4,7 +4,10 @@
 //!
 //! `scripts/crawl-bench.sh` installs Scrapy and runs this; by hand:
 //! `cargo run --release --example crawl_bench -- --hosts 200 --pages 500 [--page-bytes 2000]
-//!  [--others-seconds 60] [--scrapy-python PATH]` (`--others-seconds 0`: webcoop-crawl only)
+//!  [--others-seconds 60] [--scrapy-python PATH] [--fleet 1,2,4] [--redis-memory 1000000]`
+//! (`--others-seconds 0`: webcoop-crawl only). `--fleet` adds a fleet of that many processes on
+//! a local `redis-server` for each number given; `--redis-memory N` measures what N queued URLs
+//! cost in Redis.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -86,6 +89,127 @@ struct Row {
     pages: u64,
     bytes: u64,
     m: Measured,
+}
+
+/// `used_memory` and the CPU seconds a Redis server has used.
+fn redis_info(port: u16) -> (u64, f64) {
+    let o = Command::new("redis-cli")
+        .args(["-p", &port.to_string(), "info", "all"])
+        .output()
+        .expect("redis-cli");
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    let field = |name: &str| -> f64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0.0)
+    };
+    (
+        field("used_memory") as u64,
+        field("used_cpu_sys") + field("used_cpu_user"),
+    )
+}
+
+/// A fleet of `n` processes on one crawl, on a fresh local Redis, all started at once; its
+/// wall time is the last process's, its CPU the processes' and Redis's together.
+fn fleet(bin: &Path, n: usize, seeds: &Path, cfg: &Path, dir: &Path, concurrency: &str) -> Row {
+    let redis = webcoop_testkit::redis::RedisServer::start(false).expect("redis-server");
+    let (_, cpu_before) = redis_info(redis.port);
+    let started = Instant::now();
+    let runs: Vec<_> = (0..n)
+        .map(|i| {
+            let mut cmd = Command::new(bin);
+            cmd.args(["crawl", "--frontier", &redis.url(), "--crawl", "bench"])
+                .args(["--process", &format!("p{i}"), "--progress", "quiet"])
+                .args(["--delay-min", "0", "--delay-factor", "0", "--coop", "off"])
+                .args(["--concurrency", concurrency])
+                .arg("--seeds")
+                .arg(seeds)
+                .arg("--config")
+                .arg(cfg)
+                .arg("--out")
+                .arg(dir)
+                .stdout(Stdio::null());
+            std::thread::spawn(move || measured(&mut cmd, None))
+        })
+        .collect();
+    let ms: Vec<Measured> = runs
+        .into_iter()
+        .map(|t| t.join().expect("a fleet process"))
+        .collect();
+    let wall = started.elapsed();
+    let (_, cpu_after) = redis_info(redis.port);
+    let (mut pages, mut bytes) = (0, 0);
+    for i in 0..n {
+        let status = Command::new(bin)
+            .args(["status", "--json", "--out"])
+            .arg(dir.join(format!("p{i}")))
+            .output()
+            .expect("status");
+        let st: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap_or_default();
+        pages += st["ok"].as_u64().unwrap_or(0);
+        bytes += st["bytes"].as_u64().unwrap_or(0);
+    }
+    let cpu: Duration = ms.iter().map(|m| m.cpu).sum();
+    Row {
+        name: format!(
+            "webcoop-crawl, fleet of {n} on Redis (CPU: processes {:.1} s + Redis {:.1} s)",
+            cpu.as_secs_f64(),
+            cpu_after - cpu_before
+        ),
+        pages,
+        bytes,
+        m: Measured {
+            wall,
+            cpu: cpu + Duration::from_secs_f64((cpu_after - cpu_before).max(0.0)),
+            max_rss_kib: ms.iter().map(|m| m.max_rss_kib).max().unwrap_or(0),
+            code: ms.iter().map(|m| m.code).find(|c| *c != 0).unwrap_or(0),
+        },
+    }
+}
+
+/// Queues `n` URLs (about 45 bytes each, over 1,000 hosts) in a fresh Redis and prints what
+/// each costs in its memory.
+fn redis_memory(n: usize) {
+    use webcoop_crawler::frontier::fleet::queue::SharedQueue;
+    use webcoop_crawler::state::NewUrl;
+    let redis = webcoop_testkit::redis::RedisServer::start(false).expect("redis-server");
+    let mut q = SharedQueue::connect(&redis.url(), "mem", "bench").expect("connect");
+    let hosts: Vec<_> = (0..1000)
+        .map(|h| {
+            q.host_id(&format!("http://host-{h}.example.org"))
+                .expect("host")
+        })
+        .collect();
+    let (before, _) = redis_info(redis.port);
+    let per_host = n.div_ceil(hosts.len());
+    for (h, host) in hosts.iter().enumerate() {
+        for chunk in (0..per_host).collect::<Vec<_>>().chunks(1000) {
+            let urls: Vec<NewUrl> = chunk
+                .iter()
+                .map(|i| NewUrl {
+                    seq: 0,
+                    host: *host,
+                    url: format!("http://host-{h}.example.org/articles/{i:08}.html"),
+                    fp: webcoop_crawler::Fp((h * 10_000_000 + i) as u64 * 2_654_435_761),
+                    depth: 3,
+                    hops: 0,
+                    priority: 1.0 / (*i as f64 + 1.0),
+                    revisit: false,
+                })
+                .collect();
+            q.offer(*host, &urls).expect("offer");
+        }
+    }
+    let (after, _) = redis_info(redis.port);
+    let queued = per_host * hosts.len();
+    println!(
+        "\nRedis memory: {queued} queued URLs over {} hosts cost {:.0} MB, {:.0} B per URL \
+         (queue row and seen-set entry)",
+        hosts.len(),
+        (after - before) as f64 / 1e6,
+        (after - before) as f64 / queued as f64
+    );
 }
 
 fn main() {
@@ -172,6 +296,30 @@ fn main() {
         bytes: st["bytes"].as_u64().unwrap_or(0),
         m,
     });
+
+    for n in arg(&args, "fleet", "")
+        .split(',')
+        .filter_map(|n| n.trim().parse::<usize>().ok())
+    {
+        let dir = tmp.path().join(format!("fleet-{n}"));
+        let row = fleet(
+            &bin,
+            n,
+            &seeds,
+            &cfg,
+            &dir,
+            &arg(&args, "concurrency", "256"),
+        );
+        assert_eq!(
+            row.pages as usize, expected,
+            "the fleet of {n} fetched {} of {expected} pages",
+            row.pages
+        );
+        rows.push(row);
+    }
+    if let Some(n) = args.get("redis-memory").and_then(|n| n.parse().ok()) {
+        redis_memory(n);
+    }
 
     let proxy = format!("http://{}/", web.addr);
     let compare = others > 0;

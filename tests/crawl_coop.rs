@@ -713,3 +713,123 @@ fn a_site_met_for_the_first_time_is_polled_at_the_pace_its_listing_s_dates_show(
         let _ = c.0.wait();
     }
 }
+
+/// One process of a fleet keeping the site fresh in push mode, its frontier in `redis`.
+fn fleet_process(site: &Site, fleet: &Path, redis: &str, name: &str) -> Killed {
+    std::fs::create_dir_all(fleet).unwrap();
+    let config = fleet.join(format!("{name}.toml"));
+    std::fs::write(
+        &config,
+        "coop_poll_min = 0.2\ncoop_poll_max = 1.0\ncoop_backup_poll = 3.0\ncommit_interval = 0.2\nfleet_lease = 5\n",
+    )
+    .unwrap();
+    let child = Command::new(workspace_bin("webcoop-crawler", "webcoop-crawl"))
+        .args([
+            "crawl",
+            "--frontier",
+            redis,
+            "--crawl",
+            "fresh",
+            "--process",
+            name,
+        ])
+        .args(["--seeds", &site.nginx.url(), "--out"])
+        .arg(fleet)
+        .arg("--config")
+        .arg(&config)
+        .args([
+            "--keep-fresh",
+            "--refresh-cycle",
+            "2",
+            "--delay-min",
+            "0.02",
+        ])
+        .args(["--delay-factor", "0", "--coop", "push", "--run-for", "40"])
+        .args(["--callback-listen", "127.0.0.1:0", "--progress", "quiet"])
+        .stdout(Stdio::null())
+        .stderr(
+            std::fs::File::create(fleet.join(format!("{name}.err")))
+                .map_or(Stdio::null(), Stdio::from),
+        )
+        .spawn()
+        .unwrap();
+    Killed(child)
+}
+
+#[test]
+fn a_fleet_keeps_a_pushing_site_exact_with_one_subscription() {
+    let Some(site) = Site::start(20) else {
+        return;
+    };
+    let Some(redis) = webcoop_testkit::redis::RedisServer::start(false) else {
+        assert!(
+            !webcoop_testkit::tools_required(),
+            "redis-server is required"
+        );
+        return;
+    };
+    let fleet = site.tmp.path().join("fleet");
+    let mut a = fleet_process(&site, &fleet, &redis.url(), "a");
+    let mut b = fleet_process(&site, &fleet, &redis.url(), "b");
+    // The site is one host: one process holds it, its pages, its subscription.
+    let holder = || {
+        ["a", "b"]
+            .into_iter()
+            .map(|n| fleet.join(n))
+            .max_by_key(|d| held(d).len())
+            .unwrap()
+    };
+    wait_for("the first crawl", Duration::from_secs(20), || {
+        held(&holder()) == site.truth()
+    });
+    wait_for("the subscription", Duration::from_secs(10), || {
+        log_of(&holder()).contains("202 ")
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let url = format!("{}p5.html", site.nginx.url());
+    site.write("p5.html", &page(5, "pushed to the fleet"));
+    let want = site.truth()[&url].clone();
+    wait_for("the pushed change", Duration::from_secs(3), || {
+        held(&holder()).get(&url) == Some(&want)
+    });
+    for round in 0..3 {
+        site.write("p6.html", &page(6, &format!("edit {round}")));
+        site.write(&format!("new{round}.html"), &page(100 + round, "added"));
+        let truth = site.truth();
+        wait_for("the fleet's convergence", Duration::from_secs(10), || {
+            held(&holder()) == truth
+        });
+    }
+    std::fs::remove_file(site.www.join("p7.html")).unwrap();
+    let truth = site.truth();
+    wait_for("a deletion", Duration::from_secs(10), || {
+        held(&holder()) == truth
+    });
+    let dirs = [fleet.join("a"), fleet.join("b")];
+    let other = dirs.iter().find(|d| **d != holder()).unwrap();
+    assert!(
+        held(other).is_empty(),
+        "the other process fetched no page of the site"
+    );
+    // Every subscription request of the fleet, from either process's log.
+    let subscribes: Vec<String> = dirs
+        .iter()
+        .flat_map(|d| {
+            log_of(d)
+                .lines()
+                .filter(|l| l.contains("/.well-known/webcoop/hub") && l.ends_with(" subscribe"))
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert_eq!(
+        subscribes.len(),
+        1,
+        "one subscription for the fleet: {subscribes:#?}"
+    );
+    assert!(subscribes[0].contains(" 202 "), "{subscribes:?}");
+    let _ = nix_term(&a.0);
+    let _ = nix_term(&b.0);
+    let _ = a.0.wait();
+    let _ = b.0.wait();
+}

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use webcoop_crawler::config::{self, CrawlArgs};
+use webcoop_crawler::config::CrawlArgs;
 use webcoop_crawler::coop::CoopMode;
 use webcoop_crawler::coop::site::{CoopConfig, SiteCoop};
 use webcoop_crawler::engine;

@@ -207,9 +207,7 @@ impl Engine {
         for (host, n) in fleet.offer(offers)? {
             self.frontier.add_queued(host, n as u64);
         }
-        for (host, seq) in settled {
-            fleet.done(*host, *seq)?;
-        }
+        fleet.done(settled)?;
         self.fleet_tidy(Instant::now())
     }
 
@@ -221,6 +219,11 @@ impl Engine {
         };
         for host in fleet.renew_all(now)? {
             self.frontier.unlease(host);
+        }
+        // A crawl kept fresh keeps its hosts: their pages' history and schedule, their
+        // cooperation and subscription are this process's.
+        if self.s.keep_fresh.is_some() {
+            return Ok(());
         }
         let leased = self.frontier.leased();
         let idle: Vec<(HostId, Instant)> = leased

@@ -368,23 +368,29 @@ impl Frontier {
             priority,
             revisit,
         };
-        self.pending_at.insert(fp, self.pending.len());
-        self.pending.push(NewUrl {
-            seq,
-            host,
-            url: row.url.clone(),
-            fp,
-            depth,
-            hops,
-            priority,
-            revisit,
-        });
-        if self.shared && !revisit {
+        // In a fleet, what this process finds goes to the shared queue, and so does a
+        // revisit of a host another process holds; a revisit of a host held stays here.
+        let offered = self.shared && (!revisit || !h.leased);
+        if offered || !self.shared {
+            self.pending_at.insert(fp, self.pending.len());
+            self.pending.push(NewUrl {
+                seq,
+                host,
+                url: row.url.clone(),
+                fp,
+                depth,
+                hops,
+                priority,
+                revisit,
+            });
+        }
+        if offered {
             return;
         }
         // Straight into the buffer while nothing else waits outside it, so the order stays
         // exact and a new host need not wait for the batch to be saved.
-        if h.queued == 0 && h.buffer.len() < BUFFER {
+        // A fleet's revisit of a host held is not saved anywhere: it waits in memory.
+        if self.shared || (h.queued == 0 && h.buffer.len() < BUFFER) {
             let at = h
                 .buffer
                 .partition_point(|q| better(q, &row) != Ordering::Greater);

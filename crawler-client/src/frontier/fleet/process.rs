@@ -11,7 +11,7 @@ use super::FleetError;
 use super::leases::{Grant, HostLeases};
 use super::link::Link;
 use super::members::{Heartbeat, Members};
-use super::queue::{Settle, SharedQueue, Taken};
+use super::queue::{SharedQueue, Taken};
 use crate::ids::HostId;
 use crate::state::{NewUrl, Queued};
 use std::collections::HashMap;
@@ -170,10 +170,16 @@ impl FleetProcess {
             .collect())
     }
 
-    /// A row taken is done with (fetched, or given up).
-    pub fn done(&mut self, host: HostId, seq: i64) -> Result<(), FleetError> {
-        if let Some(t) = self.taken.remove(&(host, seq)) {
-            self.queue.settle(host, &t, Settle::Done)?;
+    /// Rows taken are done with (fetched, or given up): one call per host.
+    pub fn done(&mut self, rows: &[(HostId, i64)]) -> Result<(), FleetError> {
+        let mut by_host: HashMap<HostId, Vec<Taken>> = HashMap::new();
+        for (host, seq) in rows {
+            if let Some(t) = self.taken.remove(&(*host, *seq)) {
+                by_host.entry(*host).or_default().push(t);
+            }
+        }
+        for (host, rows) in by_host {
+            self.queue.settle_done(host, &rows)?;
         }
         Ok(())
     }

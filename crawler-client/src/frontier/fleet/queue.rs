@@ -5,7 +5,7 @@
 //! Layout, per crawl `C`:
 //! - `{C:crawl}:hosts` (hash origin -> id) and `{C:crawl}:host_ids` (counter): host ids, one
 //!   per origin.
-//! - `{C:crawl}:seq` (counter): queue rows are numbered in arrival order, fleet-wide.
+//! - `{C:ID}:seq` (counter): the host's rows are numbered in arrival order.
 //! - `{C:ID}:seen` (set of fingerprints as integers): the host's seen-set. Kept per host so that
 //!   "seen? then queue" is one script in one slot: no crash between the two can lose a URL or
 //!   queue it twice.
@@ -21,22 +21,23 @@ use crate::state::{NewUrl, Queued};
 use redis::Script;
 use std::time::Duration;
 
-/// Queues the URLs not seen yet: KEYS = [seen, queue]; ARGV = [seq of the first row, then
-/// per URL: fp, priority, depth, hops, revisit, url]. A revisit is queued even when seen.
-/// Returns how many were queued.
+/// Queues the URLs not seen yet: KEYS = [seen, queue, seq]; ARGV = per URL: fp, priority,
+/// depth, hops, revisit, url. A revisit is queued even when seen. Returns how many were
+/// queued.
 const OFFER: &str = r"
-local seq = tonumber(ARGV[1])
+local seq = tonumber(redis.call('GET', KEYS[3]) or '0')
 local queued = 0
-for i = 2, #ARGV, 6 do
+for i = 1, #ARGV, 6 do
   local fp, prio, revisit = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 4]
   if redis.call('SADD', KEYS[1], fp) == 1 or revisit == '1' then
-    local row = string.format('%016x', seq) .. '\t' .. ARGV[i + 1] .. '\t' .. fp .. '\t' ..
+    seq = seq + 1
+    local row = string.format('%010x', seq) .. '\t' .. ARGV[i + 1] .. '\t' .. fp .. '\t' ..
       ARGV[i + 2] .. '\t' .. ARGV[i + 3] .. '\t0\t' .. revisit .. '\t' .. ARGV[i + 5]
     redis.call('ZADD', KEYS[2], -prio, row)
-    seq = seq + 1
     queued = queued + 1
   end
 end
+redis.call('SET', KEYS[3], seq)
 return queued
 ";
 
@@ -185,14 +186,14 @@ impl SharedQueue {
     }
 
     /// Queues the URLs of `host` no process has seen (and every revisit); returns how many.
-    /// Their `seq` and `host` are not used: rows are numbered fleet-wide. The host is listed
+    /// Their `seq` and `host` are not used: rows are numbered per host, in arrival order. The host is listed
     /// among those with work first, so that no crash can leave queued rows unlisted.
     pub fn offer(&mut self, host: HostId, urls: &[NewUrl]) -> Result<usize, FleetError> {
         if urls.is_empty() {
             return Ok(0);
         }
         let best = urls.iter().map(|u| u.priority).fold(f64::MIN, f64::max);
-        let (active, seq) = (self.crawl_key("active"), self.crawl_key("seq"));
+        let active = self.crawl_key("active");
         self.link.run(|con| {
             redis::cmd("ZADD")
                 .arg(&active)
@@ -201,15 +202,12 @@ impl SharedQueue {
                 .arg(host.0)
                 .query::<()>(con)
         })?;
-        // Row numbers for all of them: the ones not used leave gaps, which cost nothing.
-        let last: i64 = self
-            .link
-            .run(|con| redis::cmd("INCRBY").arg(&seq).arg(urls.len()).query(con))?;
         let (seen, queue, _) = self.host_keys(host);
+        let seq = format!("{}:seq", tag(&self.crawl, &host.to_string()));
         let script = &self.offer;
         self.link.run(|con| {
             let mut invocation = script.key(&seen);
-            invocation.key(&queue).arg(last - urls.len() as i64 + 1);
+            invocation.key(&queue).key(&seq);
             for u in urls {
                 invocation
                     .arg(u.fp.0 as i64)
@@ -283,6 +281,20 @@ impl SharedQueue {
                 .invoke(con)
         })?;
         Ok(held == 1)
+    }
+
+    /// Settles rows of `host` as done, in one call; returns how many were still taken.
+    pub fn settle_done(&mut self, host: HostId, taken: &[Taken]) -> Result<usize, FleetError> {
+        if taken.is_empty() {
+            return Ok(0);
+        }
+        let (_, _, held) = self.host_keys(host);
+        let members: Vec<String> = taken
+            .iter()
+            .map(|t| format!("{}\n{}", t.token, t.row))
+            .collect();
+        self.link
+            .run(|con| redis::cmd("ZREM").arg(&held).arg(&members).query(con))
     }
 
     /// Puts back every row of `host` some process took, and returns how many: for the
