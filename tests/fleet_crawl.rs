@@ -57,6 +57,24 @@ fn process(web: &TestWeb, frontier: &str, out: &Path, first: bool, extra: &[&str
     c
 }
 
+/// Waits until the first process has started the crawl (stored its settings and joined), so
+/// that the others join its crawl rather than start one with the defaults.
+fn wait_started(frontier: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let o = Command::new(crawl_bin())
+            .args(["status", "--frontier", frontier, "--crawl", "t", "--json"])
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_default();
+        if v["processes"].as_array().is_some_and(|p| !p.is_empty()) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "the first process did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 fn finish(child: Child) -> String {
     let o = child.wait_with_output().unwrap();
     let text = format!(
@@ -135,7 +153,7 @@ fn three_processes_crawl_the_web_once(frontier: &str) {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("fleet");
     let first = process(&web, frontier, &out, true, &[]).spawn().unwrap();
-    std::thread::sleep(Duration::from_millis(300));
+    wait_started(frontier);
     let others: Vec<Child> = (0..2)
         .map(|_| process(&web, frontier, &out, false, &[]).spawn().unwrap())
         .collect();
@@ -241,12 +259,22 @@ fn start_three(web: &TestWeb, frontier: &str, out: &Path) -> Vec<Child> {
     std::fs::write(&cfg, "fleet_lease = 3\n").unwrap();
     let cfg = cfg.to_string_lossy().into_owned();
     let mut children = vec![
-        process(web, frontier, out, true, &["--config", &cfg])
-            .spawn()
-            .unwrap(),
+        process(
+            web,
+            frontier,
+            out,
+            true,
+            &["--config", &cfg, "--process", "p1"],
+        )
+        .spawn()
+        .unwrap(),
     ];
-    std::thread::sleep(Duration::from_millis(300));
-    children.extend((0..2).map(|_| process(web, frontier, out, false, &[]).spawn().unwrap()));
+    wait_started(frontier);
+    children.extend(["p2", "p3"].map(|name| {
+        process(web, frontier, out, false, &["--process", name])
+            .spawn()
+            .unwrap()
+    }));
     children
 }
 
@@ -284,21 +312,16 @@ fn a_process_killed_with_sigkill_loses_nothing_and_its_hosts_are_taken_over() {
     let out = dir.path().join("fleet");
     let mut children = start_three(&web, &redis.url(), &out);
     wait_for_arrivals(&web, 60);
-    // The second process (whose directory is the machine's name and 2) dies at once.
+    // The second process dies at once.
     let mut victim = children.remove(1);
     victim.kill().unwrap();
     let _ = victim.wait();
     for child in children {
         finish(child);
     }
-    let victim_dir = std::fs::read_dir(&out)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .find(|n| n.ends_with("-2"))
-        .unwrap();
     // What it had fetched and not settled is fetched again: at most a batch's worth for
     // each of the few hosts it held.
-    assert_every_page_kept(&web, &out, Some(&victim_dir), 30);
+    assert_every_page_kept(&web, &out, Some("p2"), 30);
     assert_polite(&web, 2);
 }
 

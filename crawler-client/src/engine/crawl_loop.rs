@@ -8,7 +8,7 @@ use crate::clock::{self, now_ms};
 use crate::coop::tick_period;
 use crate::fetch::tasks;
 use crate::frontier::Dispatch;
-use crate::frontier::fleet::process::Taking;
+use crate::frontier::shared::Taking;
 use crate::progress::{Progress, Snapshot};
 use crate::refresh::schedule::Schedule;
 use crate::state::{self, PageRecord, Queued};
@@ -201,12 +201,14 @@ impl Engine {
 
     /// Starts requests while there is room and a host whose time has come.
     fn dispatch(&mut self) -> Result<(), CrawlError> {
+        self.fleet_step(Instant::now())?;
+        // After the fleet's step, which may have waited out a pause of Redis: a lease is
+        // judged by the time it is used at.
         let now = Instant::now();
-        self.fleet_step(now)?;
         while self.in_flight < self.s.concurrency && !self.budget_spent() {
             let next = match self.fleet.as_mut() {
                 None => self.frontier.next(&self.store, now)?,
-                Some(f) => self.frontier.next(&Taking::new(f), now)?,
+                Some(f) => self.frontier.next(&Taking::new(f.as_mut()), now)?,
             };
             let Some(next) = next else {
                 break;

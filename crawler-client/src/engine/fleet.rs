@@ -14,6 +14,7 @@ use crate::clock::now_ms;
 use crate::config::{self, CrawlArgs, FleetSettings, Settings};
 use crate::frontier::fleet::members::{Heartbeat, Members};
 use crate::frontier::fleet::process::FleetProcess;
+use crate::frontier::shared::SharedFrontier;
 use crate::ids::HostId;
 use crate::state::{HostRecord, NewUrl};
 use std::fs::File;
@@ -99,14 +100,14 @@ pub(super) fn connect(
     fleet: &FleetSettings,
     name: &str,
     stop: Arc<AtomicBool>,
-) -> Result<FleetProcess, CrawlError> {
-    Ok(FleetProcess::join(
+) -> Result<Box<dyn SharedFrontier + Send>, CrawlError> {
+    Ok(Box::new(FleetProcess::join(
         &fleet.frontier,
         &fleet.crawl,
         name,
         (s.robots_ttl, s.politeness.min_delay, fleet.lease),
         stop,
-    )?)
+    )?))
 }
 
 impl Engine {
@@ -118,7 +119,7 @@ impl Engine {
         if let Some(id) = self.frontier.id_of(origin) {
             return Ok(id);
         }
-        let id = fleet.host_id(origin)?;
+        let id = fleet.queue_key(origin)?;
         self.store.ensure_host(id, origin)?;
         self.frontier.known(id, origin);
         Ok(id)
@@ -146,9 +147,9 @@ impl Engine {
         for tell in std::mem::take(&mut self.fleet_tell) {
             match tell {
                 Tell::Robots(host, status, body, at) => {
-                    fleet.robots_read(host, status, &body, at)?
+                    fleet.share_robots(host, status, &body, at)?
                 }
-                Tell::GiveUp(host, reason) => fleet.give_up(host, &reason)?,
+                Tell::GiveUp(host, reason) => fleet.delete_queue(host, &reason)?,
             }
         }
         if self.frontier.pending_len() == 0 && self.unsaved.settled.is_empty() {
@@ -160,7 +161,7 @@ impl Engine {
         let Some(fleet) = self.fleet.as_mut() else {
             return Ok(());
         };
-        let claimed = fleet.claim(self.s.concurrency, now)?;
+        let claimed = fleet.get_queues(self.s.concurrency, now)?;
         let start = HostStart {
             token: self.token.clone(),
             politeness: self.s.politeness,
@@ -204,10 +205,10 @@ impl Engine {
         let Some(fleet) = self.fleet.as_mut() else {
             return Ok(());
         };
-        for (host, n) in fleet.offer(offers)? {
+        for (host, n) in fleet.put_discovered(offers)? {
             self.frontier.add_queued(host, n as u64);
         }
-        fleet.done(settled)?;
+        fleet.put_done(settled)?;
         self.fleet_tidy(Instant::now())
     }
 
@@ -264,7 +265,7 @@ impl Engine {
             return Ok(());
         };
         let unsent = self.frontier.unlease(host);
-        fleet.let_go(host, unsent, next.saturating_duration_since(now))?;
+        fleet.release(host, unsent, next.saturating_duration_since(now))?;
         Ok(())
     }
 

@@ -171,7 +171,7 @@ struct Engine {
     revisits_queued: usize,
     coop: CoopState,
     /// This process's part of a fleet, when it is one.
-    fleet: Option<crate::frontier::fleet::process::FleetProcess>,
+    fleet: Option<Box<dyn crate::frontier::shared::SharedFrontier + Send>>,
     /// What the fleet must hear of at the next step.
     fleet_tell: Vec<fleet::Tell>,
     /// When the last heartbeat was, with the pages fetched then.

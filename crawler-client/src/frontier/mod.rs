@@ -14,6 +14,7 @@ mod host;
 pub mod politeness;
 pub mod queue_store;
 pub mod robots;
+pub mod shared;
 
 use crate::frontier::cash::{CashBook, CashTotals};
 use crate::frontier::robots::Rules;

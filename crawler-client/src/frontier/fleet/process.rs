@@ -9,9 +9,9 @@
 
 use super::FleetError;
 use super::leases::{Grant, HostLeases};
-use super::link::Link;
 use super::members::{Heartbeat, Members};
 use super::queue::{SharedQueue, Taken};
+use crate::frontier::shared::{Claimed, SharedFrontier};
 use crate::ids::HostId;
 use crate::state::{NewUrl, Queued};
 use std::collections::HashMap;
@@ -32,19 +32,6 @@ const CLAIM_EVERY: Duration = Duration::from_millis(250);
 
 /// How often a process asks whether the others may still bring work, at most.
 const LOOK_EVERY: Duration = Duration::from_millis(500);
-
-/// A host claimed: what the frontier needs to start on it.
-#[derive(Debug, Clone)]
-pub struct Claimed {
-    /// Its id.
-    pub host: HostId,
-    /// `scheme://host[:port]`.
-    pub origin: String,
-    /// URLs waiting in its shared queue.
-    pub queued: u64,
-    /// Its robots.txt as another process read it, if still fresh: status, body, when (ms).
-    pub robots: Option<(u16, Vec<u8>, i64)>,
-}
 
 struct Held {
     token: String,
@@ -110,39 +97,51 @@ impl FleetProcess {
         })
     }
 
-    /// The crawl's seeds, with `given` added.
-    pub fn seeds(&mut self, given: &[String]) -> Result<Vec<String>, FleetError> {
-        self.members.seeds(given)
-    }
-
     /// This process's name in the fleet.
     pub fn name(&self) -> &str {
         &self.name
     }
 
-    /// The fleet-wide id of a host.
-    pub fn host_id(&mut self, origin: &str) -> Result<HostId, FleetError> {
+    /// Queues what this process found, each URL in its host's shared queue unless some process
+    /// Keeps the lease of `host` before a request to it; false when it was lost (it expired
+    /// How many hosts this process holds beyond its share (and one more): those it should
+    /// Takes the leases of hosts with work, best first, until this process holds its share:
+    /// the hosts with work divided by the processes alive, at least one and at most `cap`.
+    /// A host whose lease was just granted: its rows back from whoever held them, its
+    /// robots.txt if another process read it. None when there is nothing to do there.
+    fn start_on(&mut self, host: HostId) -> Result<Option<Claimed>, FleetError> {
+        let back = self.queue.reclaim(host)?;
+        if back > 0 {
+            tracing::info!("host {host}: {back} URLs taken by a process gone are queued again");
+        }
+        let Some(origin) = self.queue.origin(host)? else {
+            return Ok(None);
+        };
+        if self.queue.skipped(host)?.is_some() {
+            return Ok(None);
+        }
+        let queued = self.queue.queued(host)?;
+        let key = robots_key(&self.crawl, host);
+        let raw: Option<Vec<u8>> = self
+            .queue
+            .link()
+            .run(|con| redis::cmd("GET").arg(&key).query(con))?;
+        let robots = raw.and_then(|r| parse_robots(&r));
+        Ok(Some(Claimed {
+            host,
+            origin,
+            queued,
+            robots,
+        }))
+    }
+}
+
+impl SharedFrontier for FleetProcess {
+    fn queue_key(&mut self, origin: &str) -> Result<HostId, FleetError> {
         self.queue.host_id(origin)
     }
 
-    /// Hosts this process holds.
-    pub fn held(&self) -> usize {
-        self.held.len()
-    }
-
-    /// Whether it holds `host`.
-    pub fn holds(&self, host: HostId) -> bool {
-        self.held.contains_key(&host)
-    }
-
-    /// Rows it holds taken.
-    pub fn taken(&self) -> usize {
-        self.taken.len()
-    }
-
-    /// Queues what this process found, each URL in its host's shared queue unless some process
-    /// saw it before. Returns how many were new per host.
-    pub fn offer(&mut self, urls: Vec<NewUrl>) -> Result<Vec<(HostId, usize)>, FleetError> {
+    fn put_discovered(&mut self, urls: Vec<NewUrl>) -> Result<Vec<(HostId, usize)>, FleetError> {
         let mut by_host: HashMap<HostId, Vec<NewUrl>> = HashMap::new();
         for u in urls {
             by_host.entry(u.host).or_default().push(u);
@@ -154,8 +153,7 @@ impl FleetProcess {
         Ok(out)
     }
 
-    /// Takes up to `n` URLs of a host held, best first.
-    pub fn take(&mut self, host: HostId, n: usize) -> Result<Vec<Queued>, FleetError> {
+    fn get_urls(&mut self, host: HostId, n: usize) -> Result<Vec<Queued>, FleetError> {
         if !self.held.contains_key(&host) {
             return Ok(Vec::new());
         }
@@ -170,8 +168,7 @@ impl FleetProcess {
             .collect())
     }
 
-    /// Rows taken are done with (fetched, or given up): one call per host.
-    pub fn done(&mut self, rows: &[(HostId, i64)]) -> Result<(), FleetError> {
+    fn put_done(&mut self, rows: &[(HostId, i64)]) -> Result<(), FleetError> {
         let mut by_host: HashMap<HostId, Vec<Taken>> = HashMap::new();
         for (host, seq) in rows {
             if let Some(t) = self.taken.remove(&(*host, *seq)) {
@@ -184,9 +181,9 @@ impl FleetProcess {
         Ok(())
     }
 
-    /// Keeps the lease of `host` before a request to it; false when it was lost (it expired
-    /// while this process was away): the host is no longer this process's to contact.
-    pub fn keep(&mut self, host: HostId, now: Instant) -> Result<bool, FleetError> {
+    fn keep(&mut self, host: HostId, now: Instant) -> Result<bool, FleetError> {
+        // The clock at the call, not the caller's: the caller may have waited on Redis since.
+        let now = now.max(Instant::now());
         let Some(h) = self.held.get(&host) else {
             return Ok(false);
         };
@@ -206,8 +203,7 @@ impl FleetProcess {
         Ok(false)
     }
 
-    /// Renews every lease close to its end; returns the hosts whose lease was lost.
-    pub fn renew_all(&mut self, now: Instant) -> Result<Vec<HostId>, FleetError> {
+    fn renew_all(&mut self, now: Instant) -> Result<Vec<HostId>, FleetError> {
         let due: Vec<HostId> = self
             .held
             .iter()
@@ -223,16 +219,11 @@ impl FleetProcess {
         Ok(lost)
     }
 
-    /// How many hosts this process holds beyond its share (and one more): those it should
-    /// give back for processes that joined later.
-    pub fn excess(&self) -> usize {
+    fn excess(&self) -> usize {
         self.held.len().saturating_sub(self.share + 1)
     }
 
-    /// Takes the leases of hosts with work, best first, until this process holds its share:
-    /// the hosts with work divided by the processes alive, at least one and at most `cap`.
-    /// A host just taken over has every row its last holder had taken put back.
-    pub fn claim(&mut self, cap: usize, now: Instant) -> Result<Vec<Claimed>, FleetError> {
+    fn get_queues(&mut self, cap: usize, now: Instant) -> Result<Vec<Claimed>, FleetError> {
         if self.claimed_at.is_some_and(|t| now < t + CLAIM_EVERY) {
             return Ok(Vec::new());
         }
@@ -269,7 +260,7 @@ impl FleetProcess {
                     match self.start_on(host)? {
                         Some(c) => out.push(c),
                         None => {
-                            self.let_go(host, Vec::new(), Duration::ZERO)?;
+                            self.release(host, Vec::new(), Duration::ZERO)?;
                         }
                     }
                 }
@@ -284,36 +275,7 @@ impl FleetProcess {
         Ok(out)
     }
 
-    /// A host whose lease was just granted: its rows back from whoever held them, its
-    /// robots.txt if another process read it. None when there is nothing to do there.
-    fn start_on(&mut self, host: HostId) -> Result<Option<Claimed>, FleetError> {
-        let back = self.queue.reclaim(host)?;
-        if back > 0 {
-            tracing::info!("host {host}: {back} URLs taken by a process gone are queued again");
-        }
-        let Some(origin) = self.queue.origin(host)? else {
-            return Ok(None);
-        };
-        if self.queue.skipped(host)?.is_some() {
-            return Ok(None);
-        }
-        let queued = self.queue.queued(host)?;
-        let key = robots_key(&self.crawl, host);
-        let raw: Option<Vec<u8>> = self
-            .queue
-            .link()
-            .run(|con| redis::cmd("GET").arg(&key).query(con))?;
-        let robots = raw.and_then(|r| parse_robots(&r));
-        Ok(Some(Claimed {
-            host,
-            origin,
-            queued,
-            robots,
-        }))
-    }
-
-    /// Shares a robots.txt read, for as long as it holds.
-    pub fn robots_read(
+    fn share_robots(
         &mut self,
         host: HostId,
         status: u16,
@@ -334,11 +296,7 @@ impl FleetProcess {
         })
     }
 
-    /// Gives a host back: its rows `unsent` return to the queue as they were, it leaves the
-    /// list of hosts with work if its queue is empty, and its lease ends with the host's
-    /// next allowed time `delay` from now. Returns the rows that arrived meanwhile (then the
-    /// host stays listed for another to take).
-    pub fn let_go(
+    fn release(
         &mut self,
         host: HostId,
         unsent: Vec<Queued>,
@@ -358,22 +316,19 @@ impl FleetProcess {
         Ok(left)
     }
 
-    /// Gives a host back so that another process takes it (this one holds more than its
-    /// share); it does not take it again for a while.
-    pub fn hand_over(
+    fn hand_over(
         &mut self,
         host: HostId,
         unsent: Vec<Queued>,
         delay: Duration,
         now: Instant,
     ) -> Result<(), FleetError> {
-        self.let_go(host, unsent, delay)?;
+        self.release(host, unsent, delay)?;
         self.not_before.insert(host, now + Duration::from_secs(5));
         Ok(())
     }
 
-    /// Drops a host's queue for the whole crawl (it is given up on).
-    pub fn give_up(&mut self, host: HostId, reason: &str) -> Result<(), FleetError> {
+    fn delete_queue(&mut self, host: HostId, reason: &str) -> Result<(), FleetError> {
         self.taken.retain(|(h, _), _| *h != host);
         self.queue.drop_host(host, reason)?;
         if let Some(h) = self.held.remove(&host) {
@@ -383,9 +338,7 @@ impl FleetProcess {
         Ok(())
     }
 
-    /// Whether work may still come from elsewhere in the fleet: hosts with work that this
-    /// process does not hold, or other live processes holding hosts or requests.
-    pub fn work_elsewhere(&mut self, now: Instant) -> Result<bool, FleetError> {
+    fn work_elsewhere(&mut self, now: Instant) -> Result<bool, FleetError> {
         if let Some((at, busy)) = self.looked
             && now < at + LOOK_EVERY
         {
@@ -397,19 +350,13 @@ impl FleetProcess {
         Ok(busy)
     }
 
-    /// Tells the fleet how this process is.
-    pub fn beat(&mut self, beat: &Heartbeat) -> Result<(), FleetError> {
+    fn beat(&mut self, beat: &Heartbeat) -> Result<(), FleetError> {
         let beat = Heartbeat {
             hosts: self.held.len(),
             taken: self.taken.len(),
             ..beat.clone()
         };
         self.members.beat(&self.name, &beat)
-    }
-
-    /// The connection the others share, to wait out a pause.
-    pub fn link(&mut self) -> &mut Link {
-        self.queue.link()
     }
 }
 
@@ -419,46 +366,4 @@ fn parse_robots(raw: &[u8]) -> Option<(u16, Vec<u8>, i64)> {
     let status = std::str::from_utf8(parts.next()?).ok()?.parse().ok()?;
     let at = std::str::from_utf8(parts.next()?).ok()?.parse().ok()?;
     Some((status, parts.next()?.to_vec(), at))
-}
-
-/// The shared queue as the frontier reads it: the rows of a host held are taken as they are
-/// read. Only what a refill and a new host's id need is served; the rest of a crawl's state
-/// stays in the process's own store.
-pub struct Taking<'a>(std::cell::RefCell<&'a mut FleetProcess>);
-
-impl<'a> Taking<'a> {
-    /// The queue of `fleet`, for one call of the frontier.
-    pub fn new(fleet: &'a mut FleetProcess) -> Taking<'a> {
-        Taking(std::cell::RefCell::new(fleet))
-    }
-}
-
-impl crate::frontier::queue_store::QueueStore for Taking<'_> {
-    type Error = FleetError;
-    fn cash_totals(&self) -> Result<Option<String>, FleetError> {
-        Ok(None)
-    }
-    fn load_seen(&self, _: &mut HashMap<crate::ids::Fp, f64>, _: f64) -> Result<(), FleetError> {
-        Ok(())
-    }
-    fn queued_per_host(&self) -> Result<Vec<(HostId, u64)>, FleetError> {
-        Ok(Vec::new())
-    }
-    fn max_queue_seq(&self) -> Result<i64, FleetError> {
-        Ok(0)
-    }
-    fn hosts(&self) -> Result<Vec<crate::state::HostRecord>, FleetError> {
-        Ok(Vec::new())
-    }
-    fn host_id(&self, origin: &str) -> Result<HostId, FleetError> {
-        self.0.borrow_mut().host_id(origin)
-    }
-    fn next_for_host(
-        &self,
-        host: HostId,
-        limit: usize,
-        _: &std::collections::HashSet<i64>,
-    ) -> Result<Vec<Queued>, FleetError> {
-        self.0.borrow_mut().take(host, limit)
-    }
 }
