@@ -729,3 +729,64 @@ fn keep_fresh_revisits_on_schedule_and_a_changing_page_more_often() {
         "{total}"
     );
 }
+
+/// Arrival gaps between consecutive requests to the whole web, all hosts together.
+fn server_gaps(web: &TestWeb) -> Vec<Duration> {
+    let log = web.log();
+    log.windows(2)
+        .map(|w| w[1].arrived.duration_since(w[0].arrived))
+        .collect()
+}
+
+#[test]
+fn politeness_keyed_by_address_paces_every_host_of_one_server_together() {
+    let hosts = ["a.test", "b.test", "c.test"];
+    let spec = |name: &str, next: &str| {
+        let mut h = HostSpec::new(name, 6);
+        h.links_to = vec![next.to_string()];
+        h
+    };
+    let crawl_with = |key: &str| {
+        let web = TestWeb::start(vec![
+            spec(hosts[0], hosts[1]),
+            spec(hosts[1], hosts[2]),
+            spec(hosts[2], hosts[0]),
+        ]);
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join(key);
+        let seeds: Vec<String> = hosts
+            .iter()
+            .map(|h| format!("{}/", web.origin(h)))
+            .collect();
+        let mut args = vec![
+            "--scope",
+            "any",
+            "--delay-min",
+            "0.2",
+            "--delay-factor",
+            "0",
+        ];
+        args.extend(["--politeness-key", key, "--seeds"]);
+        args.extend(seeds.iter().map(String::as_str));
+        crawl(&web, &out, QUICK, &args);
+        let pages: usize = web.answered_counts().values().sum();
+        (server_gaps(&web), pages)
+    };
+    // By address: the three names are one server (127.0.0.1), so no two requests of the
+    // whole crawl are closer than the delay.
+    let (gaps, pages) = crawl_with("ip");
+    assert!(pages >= 3 * 7, "{pages} pages");
+    let min = gaps.iter().min().copied().unwrap_or_default();
+    assert!(
+        min >= Duration::from_millis(160),
+        "two requests to one server {min:?} apart"
+    );
+    // By host (the default): the names are paced apart, so requests to different names come
+    // together.
+    let (gaps, _) = crawl_with("host");
+    let close = gaps
+        .iter()
+        .filter(|g| **g < Duration::from_millis(100))
+        .count();
+    assert!(close > 3, "hosts kept apart: {close} close pairs");
+}

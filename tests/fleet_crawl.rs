@@ -404,3 +404,69 @@ fn ctrl_c_hands_the_leases_back_at_once() {
     );
     assert_every_page_kept(&web, &out, None, 0);
 }
+
+#[test]
+fn a_fleet_keyed_by_address_paces_one_server_across_processes() {
+    let Some(redis) = RedisServer::start(false) else {
+        assert!(!testkit::tools_required(), "redis-server is required");
+        return;
+    };
+    // Three host names on one server (127.0.0.1), each held by whichever process takes it.
+    let names = ["a.test", "b.test", "c.test"];
+    let web = TestWeb::start(names.iter().map(|n| HostSpec::new(n, 5)).collect());
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("fleet");
+    let seeds: Vec<String> = names
+        .iter()
+        .map(|n| format!("{}/", web.origin(n)))
+        .collect();
+    let start = |name: &str| {
+        let mut c = Command::new(crawl_bin());
+        c.args([
+            "crawl",
+            "--frontier",
+            &redis.url(),
+            "--crawl",
+            "ip",
+            "--out",
+        ])
+        .arg(&out)
+        .args(["--process", name, "--progress", "quiet", "--seeds"])
+        .args(&seeds)
+        .args(web.resolve_args())
+        .args([
+            "--coop",
+            "off",
+            "--delay-min",
+            "0.15",
+            "--delay-factor",
+            "0",
+        ])
+        .args(["--politeness-key", "ip"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+        c.spawn().unwrap()
+    };
+    let children: Vec<Child> = ["p1", "p2", "p3"].map(start).into();
+    for child in children {
+        finish(child);
+    }
+    let log = web.log();
+    assert!(log.len() >= 3 * 6, "{} requests", log.len());
+    for w in log.windows(2) {
+        let gap = w[1].arrived.duration_since(w[0].arrived);
+        assert!(
+            gap >= Duration::from_millis(120),
+            "{}{} then {}{} only {gap:?} apart on one server",
+            w[0].host,
+            w[0].target,
+            w[1].host,
+            w[1].target
+        );
+    }
+    let processes: BTreeSet<String> = archived(&out).into_values().flatten().collect();
+    assert!(
+        processes.len() >= 2,
+        "the hosts were shared out: {processes:?}"
+    );
+}

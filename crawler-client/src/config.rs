@@ -45,6 +45,10 @@ pub struct CrawlArgs {
     /// Delay as a multiple of the host's last response time [default: 5].
     #[arg(long, value_name = "X")]
     pub delay_factor: Option<f64>,
+    /// What politeness is keyed by: host (each host name), or ip (host names on one server
+    /// address share its delay and connection limit) [default: host].
+    #[arg(long, value_enum, value_name = "host|ip")]
+    pub politeness_key: Option<crate::frontier::servers::PolitenessKey>,
     /// Connections per host: raise only for sites you own or have permission for [default: 1].
     #[arg(long, value_name = "N")]
     pub per_host_connections: Option<usize>,
@@ -249,6 +253,8 @@ pub struct FileConfig {
     pub callback_url: Option<String>,
     /// See `--keep-fresh`.
     pub keep_fresh: Option<bool>,
+    /// See `--politeness-key`.
+    pub politeness_key: Option<crate::frontier::servers::PolitenessKey>,
     /// In a fleet: how long a host lease lasts unrenewed, seconds (what a dead process costs
     /// its hosts).
     pub fleet_lease: Option<f64>,
@@ -269,7 +275,9 @@ pub struct Settings {
     pub limits: Limits,
     /// Delays.
     pub politeness: Politeness,
-    /// Connections per host.
+    /// What politeness is keyed by.
+    pub politeness_key: crate::frontier::servers::PolitenessKey,
+    /// Connections per host (per server address when keyed by address).
     pub per_host: usize,
     /// Connections overall.
     pub concurrency: usize,
@@ -377,6 +385,7 @@ fn overlaid(args: &CrawlArgs) -> Result<(CrawlArgs, FileConfig), ConfigError> {
         scope,
         delay_min,
         delay_factor,
+        politeness_key,
         per_host_connections,
         user_agent,
         refresh_policy,
@@ -617,6 +626,7 @@ fn settings_from(args: &CrawlArgs, file: FileConfig) -> Result<Settings, ConfigE
         scope,
         limits: limits(args, &file),
         politeness: politeness(args, &file)?,
+        politeness_key: file.politeness_key.unwrap_or_default(),
         per_host,
         concurrency,
         user_agent: args

@@ -216,7 +216,20 @@ impl Engine {
             if !self.fleet_keep(next.host(), now)? {
                 continue;
             }
+            let Some(next) = self.server_turn(next, now)? else {
+                continue;
+            };
             match next {
+                Dispatch::Resolve(host) => {
+                    self.in_flight += 1;
+                    let origin = self.origin(host);
+                    self.rt.spawn(tasks::resolve(
+                        self.ctx.clone(),
+                        host,
+                        origin,
+                        self.tx.clone(),
+                    ));
+                }
                 Dispatch::Robots(host) => {
                     let origin = self
                         .frontier
@@ -326,6 +339,6 @@ impl Engine {
         });
         self.unsaved.batch.done.push(job.seq);
         self.unsaved.settled.push((job.host, job.seq));
-        self.frontier.finished(job.host, now);
+        self.request_ended(job.host, now);
     }
 }

@@ -12,12 +12,16 @@ use super::open::HostStart;
 use super::{CrawlError, Engine};
 use crate::clock::now_ms;
 use crate::config::{self, CrawlArgs, FleetSettings, Settings};
+use crate::frontier::Dispatch;
+use crate::frontier::RobotsState;
 use crate::frontier::fleet::members::{Heartbeat, Members};
 use crate::frontier::fleet::process::FleetProcess;
+use crate::frontier::shared::Grant;
 use crate::frontier::shared::SharedFrontier;
 use crate::ids::HostId;
 use crate::state::{HostRecord, NewUrl};
 use std::fs::File;
+use std::net::IpAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -29,6 +33,8 @@ pub(super) enum Tell {
     Robots(HostId, u16, Vec<u8>, i64),
     /// A host is given up on, for the reason.
     GiveUp(HostId, String),
+    /// A request under a server lease ended: address, token, delay.
+    ServerRelease(IpAddr, String, Duration),
 }
 
 /// The settings of a process joining `--crawl` on `--frontier`: the crawl's stored ones (or
@@ -139,6 +145,58 @@ impl Engine {
         Ok(false)
     }
 
+    /// A request to a host ended: its politeness clock, and in a fleet keyed by address, the
+    /// server's lease given back.
+    pub(super) fn request_ended(&mut self, host: HostId, not_before: Instant) {
+        self.frontier.finished(host, not_before);
+        if let Some((ip, token)) = self.server_leases.get_mut(&host).and_then(Vec::pop) {
+            let delay = not_before.saturating_duration_since(Instant::now());
+            self.fleet_tell.push(Tell::ServerRelease(ip, token, delay));
+        }
+    }
+
+    /// In a fleet keyed by address, before a request: a lease on the host's server, since
+    /// other processes may hold other hosts of it. Returns whether the request may go; when
+    /// not, what was handed out goes back, to be tried when the server allows.
+    pub(super) fn server_turn(
+        &mut self,
+        next: Dispatch,
+        now: Instant,
+    ) -> Result<Option<Dispatch>, CrawlError> {
+        let host = next.host();
+        let ip = self.frontier.host(host).and_then(|h| h.address.ip());
+        let (Some(fleet), Some(ip)) = (self.fleet.as_mut(), ip) else {
+            return Ok(Some(next));
+        };
+        if matches!(next, Dispatch::Resolve(_)) {
+            return Ok(Some(next));
+        }
+        let lease = self.s.fetch.timeout + Duration::from_secs(60);
+        let wait = match fleet.server_lease(ip, self.s.per_host, lease)? {
+            Grant::Granted(token) => {
+                self.server_leases
+                    .entry(host)
+                    .or_default()
+                    .push((ip, token));
+                return Ok(Some(next));
+            }
+            Grant::Wait(d) => d,
+            Grant::Busy => Duration::from_millis(100),
+        };
+        match next {
+            Dispatch::Page(job) => self.frontier.requeue(job),
+            Dispatch::Coop(_, job) => self.frontier.push_coop(host, job),
+            Dispatch::Robots(_) => {
+                if let Some(h) = self.frontier.host_mut(host) {
+                    h.robots = RobotsState::Unknown;
+                }
+            }
+            Dispatch::Resolve(_) => {}
+        }
+        self.frontier.finished(host, now + wait);
+        Ok(None)
+    }
+
     /// Takes hosts with work up to this process's share, and says what the loop decided.
     pub(super) fn fleet_step(&mut self, now: Instant) -> Result<(), CrawlError> {
         let Some(fleet) = self.fleet.as_mut() else {
@@ -150,6 +208,7 @@ impl Engine {
                     fleet.share_robots(host, status, &body, at)?
                 }
                 Tell::GiveUp(host, reason) => fleet.delete_queue(host, &reason)?,
+                Tell::ServerRelease(ip, token, delay) => fleet.server_release(ip, &token, delay)?,
             }
         }
         if self.frontier.pending_len() == 0 && self.unsaved.settled.is_empty() {

@@ -174,6 +174,8 @@ struct Engine {
     fleet: Option<Box<dyn crate::frontier::shared::SharedFrontier + Send>>,
     /// What the fleet must hear of at the next step.
     fleet_tell: Vec<fleet::Tell>,
+    /// Server leases held for requests under way (a fleet keyed by address).
+    server_leases: HashMap<HostId, Vec<(std::net::IpAddr, String)>>,
     /// When the last heartbeat was, with the pages fetched then.
     beat_mark: (Instant, u64),
 }

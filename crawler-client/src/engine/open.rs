@@ -14,6 +14,7 @@ use crate::fetch;
 use crate::fetch::outcome::{Context, Outcome};
 use crate::frontier::politeness::Politeness;
 use crate::frontier::robots::{self, Rules};
+use crate::frontier::servers::PolitenessKey;
 use crate::frontier::{Frontier, RobotsState};
 use crate::metrics::{self, CrawlMetrics};
 use crate::refresh::schedule::{Schedule, Tracked};
@@ -218,7 +219,10 @@ impl Engine {
             now: Instant::now(),
             now_ms: now_ms(),
         };
-        let frontier = Frontier::load(&store, s.per_host, s.opic_eps, |rec| start.state(rec))?;
+        let mut frontier = Frontier::load(&store, s.per_host, s.opic_eps, |rec| start.state(rec))?;
+        if s.politeness_key == PolitenessKey::Ip {
+            frontier.by_address();
+        }
         let warc_dir = s.out.join("warc");
         let warc = WarcWriter::new(
             &warc_dir,
@@ -250,6 +254,7 @@ impl Engine {
                 warc_level: s.warc_level,
                 warc_dir,
                 conditional: s.conditional,
+                resolve: s.resolve.clone(),
             }),
             rt,
             store,
@@ -272,6 +277,7 @@ impl Engine {
             coop,
             fleet: None,
             fleet_tell: Vec::new(),
+            server_leases: Default::default(),
             beat_mark: (Instant::now(), 0),
             s,
         };

@@ -36,6 +36,17 @@ impl Engine {
                 result,
                 elapsed,
             } => self.handle_coop(host, job, result, elapsed),
+            Outcome::Resolved { host, ip } => {
+                self.in_flight = self.in_flight.saturating_sub(1);
+                match ip {
+                    Some(ip) => tracing::debug!("{} is at {ip}", self.origin(host)),
+                    None => {
+                        tracing::info!("{}: no address found; paced on its own", self.origin(host))
+                    }
+                }
+                self.frontier.resolved(host, ip);
+                Ok(())
+            }
             Outcome::Callback(event) => {
                 self.with_coop(|c, r| c.callback_event(r, event));
                 Ok(())
@@ -176,8 +187,7 @@ impl Engine {
         let update = self.host_update(host, Some((status, body, at)), None);
         self.unsaved.batch.hosts.push(update);
         if source == Source::Request {
-            self.frontier
-                .finished(host, now + politeness.delay(crawl_delay, elapsed));
+            self.request_ended(host, now + politeness.delay(crawl_delay, elapsed));
         } else {
             self.frontier.schedule(host);
         }
@@ -194,7 +204,7 @@ impl Engine {
             self.give_up(host, format!("{why} ({failures} times in a row)"));
             self.frontier.robots_known(host, Rules::DisallowAll, now);
             if freed {
-                self.frontier.finished(host, now);
+                self.request_ended(host, now);
             }
             return;
         }
@@ -213,7 +223,7 @@ impl Engine {
         );
         self.unsaved.batch.hosts.push(update);
         if freed {
-            self.frontier.finished(host, now + park);
+            self.request_ended(host, now + park);
         }
     }
 
@@ -268,7 +278,7 @@ impl Engine {
                 self.metrics.retries.inc();
                 self.unsaved.batch.retry.push((job.seq, job.attempts));
                 if freed {
-                    self.frontier.finished(host, not_before);
+                    self.request_ended(host, not_before);
                 }
                 self.frontier.requeue(job);
                 return Ok(());
@@ -276,7 +286,7 @@ impl Engine {
         }
         self.record_page(&job, f, elapsed, source)?;
         if freed {
-            self.frontier.finished(host, not_before);
+            self.request_ended(host, not_before);
         }
         Ok(())
     }
@@ -303,7 +313,7 @@ impl Engine {
             self.run.errors += 1;
             self.give_up(host, format!("{err} ({failures} failures in a row)"));
             if freed {
-                self.frontier.finished(host, now);
+                self.request_ended(host, now);
             }
             return;
         }
@@ -311,7 +321,7 @@ impl Engine {
         let update = self.host_update(host, None, Some(at + park.as_millis() as i64));
         self.unsaved.batch.hosts.push(update);
         if freed {
-            self.frontier.finished(host, now + park);
+            self.request_ended(host, now + park);
         }
         if job.attempts >= self.s.max_attempts {
             self.metrics.fetch("failed");

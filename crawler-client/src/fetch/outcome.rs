@@ -115,6 +115,13 @@ pub(crate) enum Outcome {
         /// How long it took.
         elapsed: Duration,
     },
+    /// A host's address was looked up (politeness keyed by address).
+    Resolved {
+        /// Host id.
+        host: HostId,
+        /// Its address, if it has one.
+        ip: Option<std::net::IpAddr>,
+    },
     /// The WebSub callback heard from a hub.
     Callback(CallbackEvent),
     /// A pushed inline delta could not be applied (sent by the task that tried).
@@ -144,6 +151,8 @@ pub(crate) struct Context {
     pub warc_dir: PathBuf,
     /// Whether revisits send the held copy's validators.
     pub conditional: bool,
+    /// Addresses given with `--resolve`, which lookups use first.
+    pub resolve: Vec<(String, std::net::SocketAddr)>,
 }
 
 /// A metadata response, decoded.

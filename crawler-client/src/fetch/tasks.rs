@@ -182,6 +182,31 @@ pub(crate) fn archived(resp: &FetchResponse, level: u32) -> RecordSlot {
     ))
 }
 
+/// Looks up a host's address (for politeness keyed by address): a `--resolve` address first,
+/// else the system's resolver. Sends the first address, or none.
+pub(crate) async fn resolve(ctx: Arc<Context>, host: HostId, origin: String, tx: Sender<Outcome>) {
+    let ip = match Url::parse(&origin) {
+        Ok(url) => {
+            let name = url.host_str().unwrap_or_default().to_ascii_lowercase();
+            let port = url.port_or_known_default().unwrap_or(80);
+            match ctx.resolve.iter().find(|(h, _)| *h == name) {
+                Some((_, addr)) => Some(addr.ip()),
+                None => tokio::time::timeout(
+                    ctx.limits.connect_timeout,
+                    tokio::net::lookup_host((name.trim_matches(['[', ']']), port)),
+                )
+                .await
+                .ok()
+                .and_then(Result::ok)
+                .and_then(|mut addrs| addrs.next())
+                .map(|a| a.ip()),
+            }
+        }
+        Err(_) => None,
+    };
+    let _ = tx.send(Outcome::Resolved { host, ip });
+}
+
 /// Fetches a host's robots.txt, following up to five redirects, and sends the outcome.
 pub(crate) async fn robots(ctx: Arc<Context>, host: HostId, origin: String, tx: Sender<Outcome>) {
     let start = Instant::now();

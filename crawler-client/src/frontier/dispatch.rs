@@ -9,6 +9,8 @@ use url::Url;
 /// What to do next.
 #[derive(Debug, Clone)]
 pub enum Dispatch {
+    /// Look up the host's address first (politeness keyed by address).
+    Resolve(HostId),
     /// Fetch the host's robots.txt first.
     Robots(HostId),
     /// Fetch a page.
@@ -21,7 +23,7 @@ impl Dispatch {
     /// The host it goes to.
     pub fn host(&self) -> HostId {
         match self {
-            Dispatch::Robots(h) | Dispatch::Coop(h, _) => *h,
+            Dispatch::Resolve(h) | Dispatch::Robots(h) | Dispatch::Coop(h, _) => *h,
             Dispatch::Page(q) => q.host,
         }
     }

@@ -51,6 +51,8 @@ pub struct Host {
     pub(super) in_heap: bool,
     /// In a fleet: whether this process holds the host's lease (only then is it contacted).
     pub(super) leased: bool,
+    /// Its server's address, when politeness is keyed by address.
+    pub address: super::servers::Address,
 }
 
 impl Host {
@@ -70,6 +72,7 @@ impl Host {
             coop: VecDeque::new(),
             in_heap: false,
             leased: false,
+            address: super::servers::Address::Unknown,
         }
     }
 

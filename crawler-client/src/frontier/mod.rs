@@ -14,6 +14,7 @@ mod host;
 pub mod politeness;
 pub mod queue_store;
 pub mod robots;
+pub mod servers;
 pub mod shared;
 
 use crate::frontier::cash::{CashBook, CashTotals};
@@ -64,6 +65,9 @@ pub struct Frontier {
     /// One of a fleet: new URLs go to the shared queue only, and hosts are contacted only
     /// while leased.
     shared: bool,
+    /// Politeness keyed by server address: hosts of one address share its clock.
+    by_address: bool,
+    servers: servers::Servers,
 }
 
 impl Frontier {
@@ -98,6 +102,8 @@ impl Frontier {
             per_host: per_host.max(1),
             queue_cap: MAX_QUEUED_PER_HOST,
             shared: false,
+            by_address: false,
+            servers: servers::Servers::default(),
         };
         let now = Instant::now();
         for rec in store.hosts()? {
@@ -124,6 +130,21 @@ impl Frontier {
     /// [`Frontier::lease`], with the rows the store's `next_for_host` takes for it.
     pub fn share(&mut self) {
         self.shared = true;
+    }
+
+    /// Keys politeness by server address (`--politeness-key ip`): each host's address is
+    /// looked up before its first request ([`Dispatch::Resolve`]).
+    pub fn by_address(&mut self) {
+        self.by_address = true;
+    }
+
+    /// A host's address was looked up (none when it could not be: it is then paced alone).
+    pub fn resolved(&mut self, id: HostId, ip: Option<std::net::IpAddr>) {
+        if let Some(h) = self.hosts.get_mut(&id) {
+            h.in_flight = h.in_flight.saturating_sub(1);
+            h.address = servers::Address::Known(ip);
+        }
+        self.schedule(id);
     }
 
     /// Whether this is a fleet's frontier.
@@ -516,6 +537,29 @@ impl Frontier {
                 self.schedule(id);
                 continue;
             }
+            if self.by_address {
+                match h.address {
+                    servers::Address::Unknown if h.in_flight == 0 => {
+                        h.address = servers::Address::Resolving;
+                        h.in_flight += 1;
+                        return Ok(Some(Dispatch::Resolve(id)));
+                    }
+                    servers::Address::Known(_) => {}
+                    _ => continue,
+                }
+            }
+            let ip = h.address.ip();
+            if let Some(ip) = ip {
+                match self.servers.gate(ip, id, now, per_host) {
+                    servers::Gate::Go => {}
+                    servers::Gate::Until(t) => {
+                        h.next_allowed = h.next_allowed.max(t);
+                        self.schedule(id);
+                        continue;
+                    }
+                    servers::Gate::Full => continue,
+                }
+            }
             match &h.robots {
                 RobotsState::Known(_, expires) if *expires > now => {}
                 RobotsState::Fetching => continue,
@@ -523,11 +567,13 @@ impl Frontier {
                 _ => {
                     h.robots = RobotsState::Fetching;
                     h.in_flight += 1;
+                    self.started(ip);
                     return Ok(Some(Dispatch::Robots(id)));
                 }
             }
             if let Some(job) = h.coop.pop_front() {
                 h.in_flight += 1;
+                self.started(ip);
                 self.schedule(id);
                 return Ok(Some(Dispatch::Coop(id, job)));
             }
@@ -542,6 +588,7 @@ impl Frontier {
             };
             h.taken.insert(job.seq);
             h.in_flight += 1;
+            self.started(ip);
             self.schedule(id);
             return Ok(Some(Dispatch::Page(job)));
         }
@@ -607,11 +654,25 @@ impl Frontier {
 
     /// A request to a host ended; it may be contacted again no earlier than `not_before`.
     pub fn finished(&mut self, id: HostId, not_before: Instant) {
+        let mut ip = None;
         if let Some(h) = self.hosts.get_mut(&id) {
             h.in_flight = h.in_flight.saturating_sub(1);
             h.next_allowed = h.next_allowed.max(not_before);
+            ip = h.address.ip();
         }
         self.schedule(id);
+        if let Some(ip) = ip {
+            for waiting in self.servers.ended(ip, not_before) {
+                self.schedule(waiting);
+            }
+        }
+    }
+
+    /// A request to a server started (politeness keyed by address).
+    fn started(&mut self, ip: Option<std::net::IpAddr>) {
+        if let Some(ip) = ip {
+            self.servers.started(ip);
+        }
     }
 
     /// A robots.txt fetch ended with these rules, valid until `expires`.

@@ -7,12 +7,14 @@
 //! docs/ARCHITECTURE.md.
 
 use super::fleet::FleetError;
+pub use super::fleet::leases::Grant;
 use super::fleet::members::Heartbeat;
 use super::queue_store::QueueStore;
 use crate::ids::{Fp, HostId};
 use crate::state::{HostRecord, NewUrl, Queued};
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
+use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
 /// A queue (host) this process now works on: what the frontier needs to start on it.
@@ -79,6 +81,22 @@ pub trait SharedFrontier {
     fn work_elsewhere(&mut self, now: Instant) -> Result<bool, FleetError>;
     /// Tells the fleet how this process is.
     fn beat(&mut self, beat: &Heartbeat) -> Result<(), FleetError>;
+    /// Asks for one request's lease on a server address (politeness keyed by address: hosts
+    /// of one server held by different processes share it), at most `limit` at once, for
+    /// `lease`.
+    fn server_lease(
+        &mut self,
+        ip: IpAddr,
+        limit: usize,
+        lease: Duration,
+    ) -> Result<Grant, FleetError>;
+    /// A request under a server lease ended: the server may be contacted again after `delay`.
+    fn server_release(
+        &mut self,
+        ip: IpAddr,
+        token: &str,
+        delay: Duration,
+    ) -> Result<(), FleetError>;
 }
 
 /// The shared frontier as the in-process frontier reads it: the URLs of a queue held are

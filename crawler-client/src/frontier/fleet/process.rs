@@ -15,6 +15,7 @@ use crate::frontier::shared::{Claimed, SharedFrontier};
 use crate::ids::HostId;
 use crate::state::{NewUrl, Queued};
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
@@ -358,9 +359,29 @@ impl SharedFrontier for FleetProcess {
         };
         self.members.beat(&self.name, &beat)
     }
+
+    fn server_lease(
+        &mut self,
+        ip: IpAddr,
+        limit: usize,
+        lease: Duration,
+    ) -> Result<Grant, FleetError> {
+        self.leases
+            .acquire(&format!("ip:{ip}"), limit, lease, self.expired_delay)
+    }
+
+    fn server_release(
+        &mut self,
+        ip: IpAddr,
+        token: &str,
+        delay: Duration,
+    ) -> Result<(), FleetError> {
+        self.leases.release(&format!("ip:{ip}"), token, delay)?;
+        Ok(())
+    }
 }
 
-/// `status \t at \t body` as shared by [`FleetProcess::robots_read`].
+/// `status \t at \t body` as shared by `share_robots`.
 fn parse_robots(raw: &[u8]) -> Option<(u16, Vec<u8>, i64)> {
     let mut parts = raw.splitn(3, |b| *b == b'\t');
     let status = std::str::from_utf8(parts.next()?).ok()?.parse().ok()?;
