@@ -3,8 +3,12 @@
 //! the process dies before it is settled.
 //!
 //! Layout, per crawl `C`:
-//! - `{C:crawl}:hosts` (hash origin -> id) and `{C:crawl}:host_ids` (counter): host ids, one
-//!   per origin.
+//! - `{C:crawl}:hosts` (hash origin -> id), `{C:crawl}:origins` (id -> origin) and
+//!   `{C:crawl}:host_ids` (counter): host ids, one per origin.
+//! - `{C:crawl}:active` (sorted set of host ids, scored by the best priority offered): the
+//!   hosts with work; a host is listed before its rows are queued and unlisted only when its
+//!   queue is found empty after.
+//! - `{C:crawl}:skipped` (hash id -> reason): hosts given up on.
 //! - `{C:ID}:seq` (counter): the host's rows are numbered in arrival order.
 //! - `{C:ID}:seen` (set of fingerprints as integers): the host's seen-set. Kept per host so that
 //!   "seen? then queue" is one script in one slot: no crash between the two can lose a URL or
@@ -12,7 +16,8 @@
 //! - `{C:ID}:queue` (sorted set): a row is `seq \t priority \t fp \t depth \t hops \t attempts
 //!   \t revisit \t url`, scored by minus its priority; rows of one priority come out in the
 //!   order of their zero-padded `seq`, that is of arrival.
-//! - `{C:ID}:taken` (sorted set): rows handed out, scored by their lease's expiry (server ms).
+//! - `{C:ID}:taken` (sorted set): rows handed out, as `token \n row`, scored by their lease's
+//!   expiry (server ms).
 
 use super::link::Link;
 use super::{FleetError, connect, tag};
