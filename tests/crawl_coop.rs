@@ -828,6 +828,26 @@ fn a_fleet_keeps_a_pushing_site_exact_with_one_subscription() {
         "one subscription for the fleet: {subscribes:#?}"
     );
     assert!(subscribes[0].contains(" 202 "), "{subscribes:?}");
+    // The fleet's status says the same: one process, one subscription.
+    let o = Command::new(workspace_bin("webcoop-crawler", "webcoop-crawl"))
+        .args([
+            "status",
+            "--frontier",
+            &redis.url(),
+            "--crawl",
+            "fresh",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let processes = v["processes"].as_array().unwrap();
+    assert_eq!(processes.len(), 2, "{v}");
+    let subscribed: u64 = processes
+        .iter()
+        .map(|p| p["cooperation"][1].as_u64().unwrap_or(0))
+        .sum();
+    assert_eq!(subscribed, 1, "{v}");
     let _ = nix_term(&a.0);
     let _ = nix_term(&b.0);
     let _ = a.0.wait();

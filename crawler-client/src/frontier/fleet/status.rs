@@ -20,6 +20,9 @@ pub struct Process {
     pub beat: Heartbeat,
     /// Its WARC files (name, bytes), when its directory is on this machine.
     pub warc_files: Vec<(String, u64)>,
+    /// Sites whose cooperation it tracks, and of those the ones it is subscribed to (from
+    /// its state, when its directory is on this machine).
+    pub cooperation: Option<(usize, usize)>,
 }
 
 /// The fleet of one crawl.
@@ -92,6 +95,7 @@ pub fn read(url: &str, crawl: &str) -> Result<FleetStatus, FleetError> {
                 alive: ago < STALE_MS && beat.state != "stopped",
                 seen_ago: ago as f64 / 1000.0,
                 warc_files: warc_files(&beat.dir),
+                cooperation: cooperation(&beat.dir),
                 name,
                 beat,
             }
@@ -112,6 +116,17 @@ pub fn read(url: &str, crawl: &str) -> Result<FleetStatus, FleetError> {
             .map(|(id, why)| (origin_of(&id), why))
             .collect(),
     })
+}
+
+fn cooperation(dir: &str) -> Option<(usize, usize)> {
+    let store = crate::state::Store::open_read_only(std::path::Path::new(dir)).ok()?;
+    let sites = store.coop_sites().ok()?;
+    let subscribed = sites
+        .iter()
+        .filter_map(|(_, _, json)| serde_json::from_str::<crate::coop::site::SiteCoop>(json).ok())
+        .filter(|site| site.subscription.is_some())
+        .count();
+    Some((sites.len(), subscribed))
 }
 
 fn warc_files(dir: &str) -> Vec<(String, u64)> {
@@ -148,7 +163,7 @@ impl FleetStatus {
         for p in &self.processes {
             let b = &p.beat;
             out.push_str(&format!(
-                "  {:<20} {:<8} {:>8} pages {:>8.1}/s {:>5} hosts {:>4} in flight {:>5} taken  {} ({} WARC files, {} bytes)  seen {:.0} s ago\n",
+                "  {:<20} {:<8} {:>8} pages {:>8.1}/s {:>5} hosts {:>4} in flight {:>5} taken  {} ({} WARC files, {} bytes{})  seen {:.0} s ago\n",
                 p.name,
                 if p.alive { b.state.as_str() } else if b.state == "stopped" { "stopped" } else { "gone" },
                 b.fetched,
@@ -159,6 +174,9 @@ impl FleetStatus {
                 b.dir,
                 p.warc_files.len(),
                 p.warc_files.iter().map(|f| f.1).sum::<u64>(),
+                p.cooperation.map_or(String::new(), |(sites, subscribed)| format!(
+                    "; cooperation: {sites} sites, {subscribed} subscribed"
+                )),
                 p.seen_ago
             ));
         }
