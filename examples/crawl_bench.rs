@@ -205,7 +205,7 @@ fn redis_memory(n: usize) {
     let queued = per_host * hosts.len();
     println!(
         "\nRedis memory: {queued} queued URLs over {} hosts cost {:.0} MB, {:.0} B per URL \
-         (queue row and seen-set entry)",
+         (seen-set, queue and row)",
         hosts.len(),
         (after - before) as f64 / 1e6,
         (after - before) as f64 / queued as f64

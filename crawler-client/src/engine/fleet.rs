@@ -254,6 +254,23 @@ impl Engine {
         Ok(())
     }
 
+    /// A page read in a fleet gave `cash` to its `links` links: the shares of those queued
+    /// before this batch are owed to the shared queue, where another process may hold them (a
+    /// URL new in this batch is offered with its cash, which the queue adds to a copy another
+    /// process queued first).
+    pub(super) fn fleet_pay(&mut self, cash: f64, links: usize) {
+        let children = std::mem::take(&mut self.fleet_children);
+        if self.fleet.is_none() || links == 0 || cash <= 0.0 {
+            return;
+        }
+        let each = cash * (1.0 - self.s.opic_eps) / links as f64;
+        for (fp, host) in children {
+            if !self.frontier.is_pending(fp) {
+                self.fleet_cash.entry(host).or_default().push((fp, each));
+            }
+        }
+    }
+
     /// After a batch is saved: its new URLs offered to the shared queue, its rows settled
     /// there, and idle hosts given back.
     pub(super) fn fleet_saved(
@@ -267,6 +284,7 @@ impl Engine {
         for (host, n) in fleet.put_discovered(offers)? {
             self.frontier.add_queued(host, n as u64);
         }
+        fleet.put_cash(std::mem::take(&mut self.fleet_cash))?;
         fleet.put_done(settled)?;
         self.fleet_tidy(Instant::now())
     }

@@ -278,6 +278,8 @@ impl Engine {
             fleet: None,
             fleet_tell: Vec::new(),
             server_leases: Default::default(),
+            fleet_children: Vec::new(),
+            fleet_cash: Default::default(),
             beat_mark: (Instant::now(), 0),
             s,
         };

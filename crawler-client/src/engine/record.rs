@@ -95,6 +95,11 @@ impl Engine {
             for link in &f.analysis.links {
                 self.push(link, job.depth + 1, 0);
                 children.push(link.fp);
+                if self.fleet.is_some()
+                    && let Some(host) = self.frontier.id_of(&link.origin)
+                {
+                    self.fleet_children.push((link.fp, host));
+                }
             }
         }
         let (importance, changes_seen) = if ok || f.status == 304 {
@@ -246,6 +251,7 @@ impl Engine {
         } = *visit;
         let (history, read_at) = known.map_or((0.0, 0.0), |k| k.importance);
         let cash = self.frontier.read_cash(job.fp, children);
+        self.fleet_pay(cash, children.len());
         let clock_before = self.frontier.cash().clock() - cash;
         let history = interpolate(history, cash, clock_before - read_at, self.s.opic_window);
         let mut seen: ChangeHistory = known

@@ -425,6 +425,11 @@ impl Frontier {
         self.schedule(host);
     }
 
+    /// Whether a URL was found since the last saved batch.
+    pub fn is_pending(&self, fp: Fp) -> bool {
+        self.pending_at.contains_key(&fp)
+    }
+
     /// New URLs not saved yet.
     pub fn pending_len(&self) -> usize {
         self.pending.len()

@@ -43,6 +43,9 @@ pub trait SharedFrontier {
     /// Queues what this process found, each URL once whoever finds it (`PutURLs` of
     /// discovered items); returns how many were new per queue.
     fn put_discovered(&mut self, urls: Vec<NewUrl>) -> Result<Vec<(HostId, usize)>, FleetError>;
+    /// Pays queued URLs the OPIC cash pages read here gave them, wherever they are queued
+    /// (URLFrontier has no priorities: this is ours).
+    fn put_cash(&mut self, cash: HashMap<HostId, Vec<(Fp, f64)>>) -> Result<(), FleetError>;
     /// URLs handed out are done with (`PutURLs` of known items without a refetch date).
     fn put_done(&mut self, rows: &[(HostId, i64)]) -> Result<(), FleetError>;
     /// Whether this process still holds a queue, before a request to its host.

@@ -12,7 +12,7 @@ use super::leases::{Grant, HostLeases};
 use super::members::{Heartbeat, Members};
 use super::queue::{SharedQueue, Taken};
 use crate::frontier::shared::{Claimed, SharedFrontier};
-use crate::ids::HostId;
+use crate::ids::{Fp, HostId};
 use crate::state::{NewUrl, Queued};
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -349,6 +349,13 @@ impl SharedFrontier for FleetProcess {
         let busy = listed > self.held.len() || self.members.others_busy(&self.name)?;
         self.looked = Some((now, busy));
         Ok(busy)
+    }
+
+    fn put_cash(&mut self, cash: HashMap<HostId, Vec<(Fp, f64)>>) -> Result<(), FleetError> {
+        for (host, shares) in cash {
+            self.queue.deposit(host, &shares)?;
+        }
+        Ok(())
     }
 
     fn beat(&mut self, beat: &Heartbeat) -> Result<(), FleetError> {

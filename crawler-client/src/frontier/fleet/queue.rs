@@ -13,11 +13,14 @@
 //! - `{C:ID}:seen` (set of fingerprints as integers): the host's seen-set. Kept per host so that
 //!   "seen? then queue" is one script in one slot: no crash between the two can lose a URL or
 //!   queue it twice.
-//! - `{C:ID}:queue` (sorted set): a row is `seq \t priority \t fp \t depth \t hops \t attempts
-//!   \t revisit \t url`, scored by minus its priority; rows of one priority come out in the
-//!   order of their zero-padded `seq`, that is of arrival.
-//! - `{C:ID}:taken` (sorted set): rows handed out, as `token \n row`, scored by their lease's
-//!   expiry (server ms).
+//! - `{C:ID}:queue` (sorted set of fingerprints scored by minus their OPIC cash): the URLs
+//!   waiting, best first. The fingerprint is the member so that any process can pay a queued
+//!   URL cash (`ZADD XX INCR`) without knowing more of it.
+//! - `{C:ID}:rows` (hash fingerprint -> `seq \t depth \t hops \t attempts \t revisit \t url`):
+//!   what the crawl loop needs of a URL queued or taken.
+//! - `{C:ID}:taken` (sorted set of fingerprints scored by their lease's expiry, server ms) and
+//!   `{C:ID}:holders` (hash fingerprint -> `token \t cash`): the URLs handed out, by whom, with
+//!   the cash they go back with.
 
 use super::link::Link;
 use super::{FleetError, connect, tag};
@@ -26,69 +29,105 @@ use crate::state::{NewUrl, Queued};
 use redis::Script;
 use std::time::Duration;
 
-/// Queues the URLs not seen yet: KEYS = [seen, queue, seq]; ARGV = per URL: fp, priority,
-/// depth, hops, revisit, url. A revisit is queued even when seen. Returns how many were
-/// queued.
+/// Queues the URLs not seen yet: KEYS = [seen, queue, seq, rows]; ARGV = per URL: fp,
+/// cash, depth, hops, revisit, url. A revisit is queued even when seen. A URL seen before that
+/// is still queued gets the cash offered with it: another process found it too, and OPIC
+/// gives it both shares. Returns how many were queued.
 const OFFER: &str = r"
 local seq = tonumber(redis.call('GET', KEYS[3]) or '0')
 local queued = 0
 for i = 1, #ARGV, 6 do
-  local fp, prio, revisit = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 4]
+  local fp, cash, revisit = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 4]
   if redis.call('SADD', KEYS[1], fp) == 1 or revisit == '1' then
     seq = seq + 1
-    local row = string.format('%010x', seq) .. '\t' .. ARGV[i + 1] .. '\t' .. fp .. '\t' ..
-      ARGV[i + 2] .. '\t' .. ARGV[i + 3] .. '\t0\t' .. revisit .. '\t' .. ARGV[i + 5]
-    redis.call('ZADD', KEYS[2], -prio, row)
+    redis.call('HSET', KEYS[4], fp, string.format('%x', seq) .. '\t' .. ARGV[i + 2] .. '\t' ..
+      ARGV[i + 3] .. '\t0\t' .. revisit .. '\t' .. ARGV[i + 5])
+    redis.call('ZADD', KEYS[2], -cash, fp)
     queued = queued + 1
+  elseif cash > 0 then
+    redis.call('ZADD', KEYS[2], 'XX', 'INCR', -cash, fp)
   end
 end
 redis.call('SET', KEYS[3], seq)
 return queued
 ";
 
-/// Takes rows: KEYS = [queue, taken]; ARGV = [n, lease ms, token]. Rows whose lease expired
-/// go back to the queue first. A taken row is kept as `token \n row`, so that a taker whose
-/// lease expired cannot settle the row another took since. Returns the rows taken, best first.
+/// Gives queued URLs more cash (OPIC: a page read by one process pays URLs another queued):
+/// KEYS = [queue]; ARGV = pairs of fp, cash. URLs no longer queued are left alone.
+const DEPOSIT: &str = r"
+for i = 1, #ARGV, 2 do
+  redis.call('ZADD', KEYS[1], 'XX', 'INCR', -tonumber(ARGV[i + 1]), ARGV[i])
+end
+return 0
+";
+
+/// Takes URLs: KEYS = [queue, taken, rows, holders]; ARGV = [n, lease ms, token]. URLs whose
+/// lease expired go back to the queue first, with their cash. A URL taken is in `taken` by its
+/// lease's expiry and in `holders` as `token \t cash`, so that a taker whose lease expired
+/// cannot settle a URL another took since. Returns fp, cash, row for each, best first.
 const TAKE: &str = concat!(
     server_now!(),
     r"local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now)
-for _, held in ipairs(expired) do
-  redis.call('ZREM', KEYS[2], held)
-  local row = string.sub(held, string.find(held, '\n', 1, true) + 1)
-  local prio = tonumber(string.match(row, '^[^\t]*\t([^\t]*)'))
-  redis.call('ZADD', KEYS[1], -prio, row)
+for _, fp in ipairs(expired) do
+  local held = redis.call('HGET', KEYS[4], fp) or '\t0'
+  redis.call('ZREM', KEYS[2], fp)
+  redis.call('HDEL', KEYS[4], fp)
+  redis.call('ZADD', KEYS[1], -tonumber(string.match(held, '\t(.*)$')), fp)
 end
-local rows = redis.call('ZRANGE', KEYS[1], 0, tonumber(ARGV[1]) - 1)
-for _, row in ipairs(rows) do
-  redis.call('ZREM', KEYS[1], row)
-  redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), ARGV[3] .. '\n' .. row)
+local best = redis.call('ZRANGE', KEYS[1], 0, tonumber(ARGV[1]) - 1, 'WITHSCORES')
+local out = {}
+for i = 1, #best, 2 do
+  local fp, cash = best[i], -tonumber(best[i + 1])
+  redis.call('ZREM', KEYS[1], fp)
+  redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), fp)
+  redis.call('HSET', KEYS[4], fp, ARGV[3] .. '\t' .. cash)
+  table.insert(out, fp)
+  table.insert(out, tostring(cash))
+  table.insert(out, redis.call('HGET', KEYS[3], fp) or '')
 end
-return rows
+return out
 "
 );
 
-/// Settles a taken row: KEYS = [queue, taken]; ARGV = [`token \n row`, row to queue again or
-/// '']. Returns whether the row was still taken (its lease had not expired).
+/// Settles taken URLs: KEYS = [queue, taken, rows, holders]; ARGV = [token, how, fp...] with
+/// `how` one of done, retry (back with one more attempt), return (back as it was). A URL whose
+/// holder is no longer `token` is left alone. Returns how many were settled.
 const SETTLE: &str = r"
-local held = redis.call('ZREM', KEYS[2], ARGV[1])
-if held == 1 and ARGV[2] ~= '' then
-  local prio = tonumber(string.match(ARGV[2], '^[^\t]*\t([^\t]*)'))
-  redis.call('ZADD', KEYS[1], -prio, ARGV[2])
+local settled = 0
+for i = 3, #ARGV do
+  local fp = ARGV[i]
+  local held = redis.call('HGET', KEYS[4], fp)
+  if held and string.sub(held, 1, #ARGV[1] + 1) == ARGV[1] .. '\t' then
+    redis.call('ZREM', KEYS[2], fp)
+    redis.call('HDEL', KEYS[4], fp)
+    if ARGV[2] == 'done' then
+      redis.call('HDEL', KEYS[3], fp)
+    else
+      if ARGV[2] == 'retry' then
+        local row = redis.call('HGET', KEYS[3], fp) or ''
+        local a, b, c, tries, rest = string.match(row, '^([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t(.*)$')
+        if a then
+          redis.call('HSET', KEYS[3], fp, a .. '\t' .. b .. '\t' .. c .. '\t' .. (tonumber(tries) + 1) .. '\t' .. rest)
+        end
+      end
+      redis.call('ZADD', KEYS[1], -tonumber(string.match(held, '\t(.*)$')), fp)
+    end
+    settled = settled + 1
+  end
 end
-return held
+return settled
 ";
 
-/// Puts every taken row back in the queue, whoever took it: KEYS = [queue, taken]. Run by a
-/// process that has just become the host's only taker. Returns how many came back.
+/// Puts every taken URL back in the queue with its cash, whoever took it: KEYS = [queue,
+/// taken, holders]. Run by a process that has just become the host's only taker. Returns how
+/// many came back.
 const RECLAIM: &str = r"
-local held = redis.call('ZRANGE', KEYS[2], 0, -1)
-for _, h in ipairs(held) do
-  local row = string.sub(h, string.find(h, '\n', 1, true) + 1)
-  local prio = tonumber(string.match(row, '^[^\t]*\t([^\t]*)'))
-  redis.call('ZADD', KEYS[1], -prio, row)
+local held = redis.call('HGETALL', KEYS[3])
+for i = 1, #held, 2 do
+  redis.call('ZADD', KEYS[1], -tonumber(string.match(held[i + 1], '\t(.*)$')), held[i])
 end
-redis.call('DEL', KEYS[2])
-return #held
+redis.call('DEL', KEYS[2], KEYS[3])
+return #held / 2
 ";
 
 /// Gives a host its id: KEYS = [hosts, host_ids, origins]; ARGV = [origin].
@@ -112,13 +151,22 @@ pub enum Settle {
     Return,
 }
 
-/// A row handed out: the URL, and the row itself to settle it by.
+/// A URL handed out, with the token of its taking to settle it by.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Taken {
     /// The URL as the crawl loop sees it.
     pub job: Queued,
-    row: String,
     token: String,
+}
+
+/// The keys of one host's queue.
+struct HostKeys {
+    seen: String,
+    queue: String,
+    taken: String,
+    rows: String,
+    holders: String,
+    seq: String,
 }
 
 /// The shared queue of one crawl, over one connection (a process holds one).
@@ -131,6 +179,7 @@ pub struct SharedQueue {
     take: Script,
     settle: Script,
     reclaim: Script,
+    deposit: Script,
     host_id: Script,
 }
 
@@ -147,6 +196,7 @@ impl SharedQueue {
             take: Script::new(TAKE),
             settle: Script::new(SETTLE),
             reclaim: Script::new(RECLAIM),
+            deposit: Script::new(DEPOSIT),
             host_id: Script::new(HOST_ID),
         })
     }
@@ -156,13 +206,16 @@ impl SharedQueue {
         &mut self.link
     }
 
-    fn host_keys(&self, host: HostId) -> (String, String, String) {
+    fn host_keys(&self, host: HostId) -> HostKeys {
         let tag = tag(&self.crawl, &host.to_string());
-        (
-            format!("{tag}:seen"),
-            format!("{tag}:queue"),
-            format!("{tag}:taken"),
-        )
+        HostKeys {
+            seen: format!("{tag}:seen"),
+            queue: format!("{tag}:queue"),
+            taken: format!("{tag}:taken"),
+            rows: format!("{tag}:rows"),
+            holders: format!("{tag}:holders"),
+            seq: format!("{tag}:seq"),
+        }
     }
 
     fn crawl_key(&self, name: &str) -> String {
@@ -207,16 +260,15 @@ impl SharedQueue {
                 .arg(host.0)
                 .query::<()>(con)
         })?;
-        let (seen, queue, _) = self.host_keys(host);
-        let seq = format!("{}:seq", tag(&self.crawl, &host.to_string()));
+        let k = self.host_keys(host);
         let script = &self.offer;
         self.link.run(|con| {
-            let mut invocation = script.key(&seen);
-            invocation.key(&queue).key(&seq);
+            let mut invocation = script.key(&k.seen);
+            invocation.key(&k.queue).key(&k.seq).key(&k.rows);
             for u in urls {
                 invocation
                     .arg(u.fp.0 as i64)
-                    .arg(u.priority)
+                    .arg(u.priority.max(0.0))
                     .arg(u.depth)
                     .arg(u.hops)
                     .arg(if u.revisit { "1" } else { "0" })
@@ -224,6 +276,23 @@ impl SharedQueue {
             }
             invocation.invoke(con)
         })
+    }
+
+    /// Gives queued URLs of `host` more cash; those no longer queued are left alone.
+    pub fn deposit(&mut self, host: HostId, cash: &[(Fp, f64)]) -> Result<(), FleetError> {
+        if cash.is_empty() {
+            return Ok(());
+        }
+        let k = self.host_keys(host);
+        let script = &self.deposit;
+        self.link.run(|con| {
+            let mut invocation = script.key(&k.queue);
+            for (fp, c) in cash {
+                invocation.arg(fp.0 as i64).arg(*c);
+            }
+            invocation.invoke::<i64>(con)
+        })?;
+        Ok(())
     }
 
     /// Takes up to `n` rows of `host`, best first, for `lease`; rows whose earlier lease
@@ -236,84 +305,99 @@ impl SharedQueue {
     ) -> Result<Vec<Taken>, FleetError> {
         self.takes += 1;
         let token = format!("{}:{}", self.holder, self.takes);
-        let (_, queue, taken) = self.host_keys(host);
+        let k = self.host_keys(host);
         let script = &self.take;
-        let rows: Vec<String> = self.link.run(|con| {
+        let flat: Vec<String> = self.link.run(|con| {
             script
-                .key(&queue)
-                .key(&taken)
+                .key(&k.queue)
+                .key(&k.taken)
+                .key(&k.rows)
+                .key(&k.holders)
                 .arg(n)
                 .arg(lease.as_millis() as u64)
                 .arg(&token)
                 .invoke(con)
         })?;
-        Ok(rows
-            .into_iter()
-            .filter_map(|row| {
-                Some(Taken {
-                    job: parse(host, &row)?,
-                    row,
+        Ok(flat
+            .chunks(3)
+            .filter_map(|c| match c {
+                [fp, cash, row] => Some(Taken {
+                    job: parse(host, fp, cash, row)?,
                     token: token.clone(),
-                })
+                }),
+                _ => None,
             })
             .collect())
     }
 
-    /// Settles a taken row: done, or back in the queue (with one more attempt for a retry).
+    /// Settles a taken URL: done, or back in the queue (with one more attempt for a retry).
     /// Returns false when its lease had expired (another process may have it now).
     pub fn settle(&mut self, host: HostId, taken: &Taken, how: Settle) -> Result<bool, FleetError> {
-        let (_, queue, held) = self.host_keys(host);
-        let again = match how {
-            Settle::Done => String::new(),
-            Settle::Return => taken.row.clone(),
-            Settle::Retry => {
-                let mut fields: Vec<&str> = taken.row.split('\t').collect();
-                let attempts = (taken.job.attempts + 1).to_string();
-                if fields.len() == 8 {
-                    fields[5] = &attempts;
-                }
-                fields.join("\t")
-            }
+        let how = match how {
+            Settle::Done => "done",
+            Settle::Retry => "retry",
+            Settle::Return => "return",
         };
-        let member = format!("{}\n{}", taken.token, taken.row);
-        let script = &self.settle;
-        let held: i64 = self.link.run(|con| {
-            script
-                .key(&queue)
-                .key(&held)
-                .arg(&member)
-                .arg(&again)
-                .invoke(con)
-        })?;
-        Ok(held == 1)
+        Ok(self.settle_all(host, &taken.token, how, std::slice::from_ref(taken))? == 1)
     }
 
-    /// Settles rows of `host` as done, in one call; returns how many were still taken.
+    /// Settles URLs of `host` as done, in one call; returns how many were still taken.
     pub fn settle_done(&mut self, host: HostId, taken: &[Taken]) -> Result<usize, FleetError> {
+        let mut by_token: std::collections::HashMap<&str, Vec<Taken>> = Default::default();
+        for t in taken {
+            by_token.entry(&t.token).or_default().push(t.clone());
+        }
+        let mut settled = 0;
+        for (token, rows) in by_token {
+            settled += self.settle_all(host, token, "done", &rows)?;
+        }
+        Ok(settled)
+    }
+
+    fn settle_all(
+        &mut self,
+        host: HostId,
+        token: &str,
+        how: &str,
+        taken: &[Taken],
+    ) -> Result<usize, FleetError> {
         if taken.is_empty() {
             return Ok(0);
         }
-        let (_, _, held) = self.host_keys(host);
-        let members: Vec<String> = taken
-            .iter()
-            .map(|t| format!("{}\n{}", t.token, t.row))
-            .collect();
-        self.link
-            .run(|con| redis::cmd("ZREM").arg(&held).arg(&members).query(con))
+        let k = self.host_keys(host);
+        let script = &self.settle;
+        self.link.run(|con| {
+            let mut invocation = script.key(&k.queue);
+            invocation
+                .key(&k.taken)
+                .key(&k.rows)
+                .key(&k.holders)
+                .arg(token)
+                .arg(how);
+            for t in taken {
+                invocation.arg(t.job.fp.0 as i64);
+            }
+            invocation.invoke(con)
+        })
     }
 
-    /// Puts back every row of `host` some process took, and returns how many: for the
-    /// process that has just become the host's only taker (see `claims`).
+    /// Puts back every URL of `host` some process took, and returns how many: for the
+    /// process that has just become the host's only taker (see `process`).
     pub fn reclaim(&mut self, host: HostId) -> Result<usize, FleetError> {
-        let (_, queue, taken) = self.host_keys(host);
+        let k = self.host_keys(host);
         let script = &self.reclaim;
-        self.link
-            .run(|con| script.key(&queue).key(&taken).invoke(con))
+        self.link.run(|con| {
+            script
+                .key(&k.queue)
+                .key(&k.taken)
+                .key(&k.holders)
+                .invoke(con)
+        })
     }
 
     /// URLs of `host` waiting (not taken).
     pub fn queued(&mut self, host: HostId) -> Result<u64, FleetError> {
-        let (_, queue, _) = self.host_keys(host);
+        let queue = self.host_keys(host).queue;
         self.link
             .run(|con| redis::cmd("ZCARD").arg(&queue).query(con))
     }
@@ -361,7 +445,7 @@ impl SharedQueue {
 
     /// Drops a host's queue for good (it is given up on, for the reason saved beside it).
     pub fn drop_host(&mut self, host: HostId, reason: &str) -> Result<(), FleetError> {
-        let (_, queue, taken) = self.host_keys(host);
+        let k = self.host_keys(host);
         let (active, skipped) = (self.crawl_key("active"), self.crawl_key("skipped"));
         self.link.run(|con| {
             redis::cmd("HSET")
@@ -370,8 +454,14 @@ impl SharedQueue {
                 .arg(reason)
                 .query::<()>(con)
         })?;
-        self.link
-            .run(|con| redis::cmd("DEL").arg(&queue).arg(&taken).query::<()>(con))?;
+        self.link.run(|con| {
+            redis::cmd("DEL")
+                .arg(&k.queue)
+                .arg(&k.taken)
+                .arg(&k.rows)
+                .arg(&k.holders)
+                .query::<()>(con)
+        })?;
         self.link
             .run(|con| redis::cmd("ZREM").arg(&active).arg(host.0).query::<()>(con))
     }
@@ -384,12 +474,11 @@ impl SharedQueue {
     }
 }
 
-/// A row read back; none if it is not one of ours.
-fn parse(host: HostId, row: &str) -> Option<Queued> {
-    let mut f = row.splitn(8, '\t');
+/// A URL read back from its fingerprint, cash and row (`seq \t depth \t hops \t attempts \t
+/// revisit \t url`); none if it is not one of ours.
+fn parse(host: HostId, fp: &str, cash: &str, row: &str) -> Option<Queued> {
+    let mut f = row.splitn(6, '\t');
     let seq = i64::from_str_radix(f.next()?, 16).ok()?;
-    let priority = f.next()?.parse().ok()?;
-    let fp = Fp(f.next()?.parse::<i64>().ok()? as u64);
     let depth = f.next()?.parse().ok()?;
     let hops = f.next()?.parse().ok()?;
     let attempts = f.next()?.parse().ok()?;
@@ -399,11 +488,11 @@ fn parse(host: HostId, row: &str) -> Option<Queued> {
         seq,
         host,
         url,
-        fp,
+        fp: Fp(fp.parse::<i64>().ok()? as u64),
         depth,
         hops,
         attempts,
-        priority,
+        priority: cash.parse().ok()?,
         revisit,
     })
 }
@@ -414,11 +503,10 @@ mod tests {
 
     #[test]
     fn a_row_reads_back_as_written() {
-        let row = "00000000000000ff\t0.5\t-2\t3\t1\t2\t1\thttp://e.test/a\tb";
-        let q = parse(HostId(7), row).unwrap();
+        let q = parse(HostId(7), "-2", "0.5", "ff\t3\t1\t2\t1\thttp://e.test/a\tb").unwrap();
         assert_eq!((q.seq, q.priority, q.fp), (255, 0.5, Fp(u64::MAX - 1)));
         assert_eq!((q.depth, q.hops, q.attempts, q.revisit), (3, 1, 2, true));
         assert_eq!(q.url, "http://e.test/a\tb", "a URL keeps what follows");
-        assert!(parse(HostId(7), "garbage").is_none());
+        assert!(parse(HostId(7), "1", "0.5", "garbage").is_none());
     }
 }
