@@ -744,7 +744,7 @@ fn fleet_process(site: &Site, fleet: &Path, redis: &str, name: &str) -> Killed {
             "--delay-min",
             "0.02",
         ])
-        .args(["--delay-factor", "0", "--coop", "push", "--run-for", "40"])
+        .args(["--delay-factor", "0", "--coop", "push", "--run-for", "60"])
         .args(["--callback-listen", "127.0.0.1:0", "--progress", "quiet"])
         .stdout(Stdio::null())
         .stderr(
@@ -848,8 +848,43 @@ fn a_fleet_keeps_a_pushing_site_exact_with_one_subscription() {
         .map(|p| p["cooperation"][1].as_u64().unwrap_or(0))
         .sum();
     assert_eq!(subscribed, 1, "{v}");
-    let _ = nix_term(&a.0);
-    let _ = nix_term(&b.0);
-    let _ = a.0.wait();
-    let _ = b.0.wait();
+    // The holder dies: the other takes the site over when its lease ends (its robots.txt, the
+    // pages kept fresh, a subscription of its own) and keeps the site exact.
+    let held_by_a = holder() == fleet.join("a");
+    let (dead, survivor) = if held_by_a {
+        (&mut a, &mut b)
+    } else {
+        (&mut b, &mut a)
+    };
+    let survivor_dir = fleet.join(if held_by_a { "b" } else { "a" });
+    dead.0.kill().unwrap();
+    let _ = dead.0.wait();
+    site.write("p8.html", &page(8, "after the holder died"));
+    site.write("p2.html", &page(2, "after the holder died"));
+    let truth = site.truth();
+    let started = Instant::now();
+    while held(&survivor_dir) != truth {
+        if started.elapsed() > Duration::from_secs(30) {
+            let mine = held(&survivor_dir);
+            let wrong: Vec<_> = truth
+                .iter()
+                .filter(|(u, v)| mine.get(*u) != Some(*v))
+                .collect();
+            let extra: Vec<_> = mine.keys().filter(|u| !truth.contains_key(*u)).collect();
+            panic!(
+                "the take-over: not within 30 s; wrong or missing {wrong:?}, extra {extra:?}\n{}\n{}",
+                log_of(&survivor_dir),
+                std::fs::read_to_string(survivor_dir.with_extension("err")).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        log_of(&survivor_dir)
+            .lines()
+            .any(|l| l.contains("/.well-known/webcoop/hub") && l.ends_with(" subscribe")),
+        "the new holder subscribed"
+    );
+    let _ = nix_term(&survivor.0);
+    let _ = survivor.0.wait();
 }

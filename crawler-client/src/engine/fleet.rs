@@ -17,7 +17,7 @@ use crate::frontier::RobotsState;
 use crate::frontier::fleet::members::{Heartbeat, Members};
 use crate::frontier::fleet::process::FleetProcess;
 use crate::frontier::shared::Grant;
-use crate::frontier::shared::SharedFrontier;
+use crate::frontier::shared::{SharedFrontier, TrackedPage};
 use crate::ids::HostId;
 use crate::state::{HostRecord, NewUrl};
 use std::fs::File;
@@ -230,7 +230,7 @@ impl Engine {
         };
         for c in claimed {
             self.store.ensure_host(c.host, &c.origin)?;
-            let (status, body, at) = match c.robots {
+            let (status, body, at) = match c.robots.clone() {
                 Some((status, body, at)) => (Some(status), Some(body), Some(at)),
                 None => (None, None, None),
             };
@@ -249,7 +249,13 @@ impl Engine {
                 .lease(c.host, &c.origin, c.queued, robots, now);
             if let Some(reason) = skipped {
                 self.give_up(c.host, reason);
+                continue;
             }
+            // Cooperation starts from the robots.txt another process read, as from one read here.
+            if let Some((status, body, _)) = &c.robots {
+                self.with_coop(|co, r| co.discover(r, c.host, Some(*status), body));
+            }
+            self.take_over_schedule(c.host, &c.tracked);
         }
         Ok(())
     }
@@ -271,6 +277,29 @@ impl Engine {
         }
     }
 
+    /// The pages a host's last holder kept fresh are fetched again here: this process holds
+    /// no copy of them, and their records join its schedule as any visit's does.
+    fn take_over_schedule(&mut self, host: HostId, tracked: &[TrackedPage]) {
+        if self.s.keep_fresh.is_none() || tracked.is_empty() {
+            return;
+        }
+        let mut n = 0;
+        for p in tracked {
+            let known = self
+                .schedule
+                .as_ref()
+                .is_some_and(|s| s.page(p.fp).is_some());
+            if !known {
+                self.frontier
+                    .push_revisit(host, p.url.clone(), p.fp, p.depth);
+                n += 1;
+            }
+        }
+        if n > 0 {
+            tracing::info!("host {host}: {n} pages its last holder kept fresh are fetched again");
+        }
+    }
+
     /// After a batch is saved: its new URLs offered to the shared queue, its rows settled
     /// there, and idle hosts given back.
     pub(super) fn fleet_saved(
@@ -285,6 +314,7 @@ impl Engine {
             self.frontier.add_queued(host, n as u64);
         }
         fleet.put_cash(std::mem::take(&mut self.fleet_cash))?;
+        fleet.put_tracked(std::mem::take(&mut self.fleet_tracked))?;
         fleet.put_done(settled)?;
         self.fleet_tidy(Instant::now())
     }

@@ -178,6 +178,8 @@ struct Engine {
     fleet_children: Vec<(crate::ids::Fp, HostId)>,
     /// Cash owed to URLs queued in the fleet, paid after the next batch is saved.
     fleet_cash: HashMap<HostId, Vec<(crate::ids::Fp, f64)>>,
+    /// Pages kept fresh visited since the last batch, for the shared schedule.
+    fleet_tracked: HashMap<HostId, Vec<crate::frontier::shared::TrackedPage>>,
     /// Server leases held for requests under way (a fleet keyed by address).
     server_leases: HashMap<HostId, Vec<(std::net::IpAddr, String)>>,
     /// When the last heartbeat was, with the pages fetched then.

@@ -279,6 +279,7 @@ impl Engine {
             fleet_tell: Vec::new(),
             server_leases: Default::default(),
             fleet_children: Vec::new(),
+            fleet_tracked: Default::default(),
             fleet_cash: Default::default(),
             beat_mark: (Instant::now(), 0),
             s,

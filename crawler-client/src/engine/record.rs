@@ -7,6 +7,7 @@ use super::{CrawlError, Engine};
 use crate::analyze::{Analysis, Link};
 use crate::archive::warc::{self, RevisitProfile};
 use crate::fetch::outcome::{DeltaUse, Fetched, RecordSlot, Source};
+use crate::frontier::shared::TrackedPage;
 use crate::ids::Fp;
 use crate::importance::opic::interpolate;
 use crate::refresh::change_rate::ChangeHistory;
@@ -272,6 +273,18 @@ impl Engine {
         if let Some(schedule) = &mut self.schedule {
             let rate = (seen.intervals > 0).then_some(rate);
             schedule.visited(job.fp, job.host, &job.url, job.depth, at, rate, weight);
+            if self.fleet.is_some() {
+                self.fleet_tracked
+                    .entry(job.host)
+                    .or_default()
+                    .push(TrackedPage {
+                        fp: job.fp,
+                        url: job.url.clone(),
+                        depth: job.depth,
+                        rate,
+                        visited: at,
+                    });
+            }
         }
         // A first visit observed no interval: nothing to store.
         let changes_seen =

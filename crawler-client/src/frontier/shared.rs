@@ -28,6 +28,24 @@ pub struct Claimed {
     pub queued: u64,
     /// Its robots.txt as another process read it, if still fresh: status, body, when (ms).
     pub robots: Option<(u16, Vec<u8>, i64)>,
+    /// Its pages kept fresh, as their last holder left them (a crawl kept fresh).
+    pub tracked: Vec<TrackedPage>,
+}
+
+/// A page of the refresh schedule as the fleet shares it, so that a host's next holder
+/// revisits what its last one kept fresh.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrackedPage {
+    /// Its fingerprint.
+    pub fp: Fp,
+    /// Its URL.
+    pub url: String,
+    /// Links from a seed.
+    pub depth: u32,
+    /// Its estimated change rate per second, once observed.
+    pub rate: Option<f64>,
+    /// Its last visit (ms).
+    pub visited: i64,
 }
 
 /// A frontier shared by a fleet, as one process uses it.
@@ -46,6 +64,8 @@ pub trait SharedFrontier {
     /// Pays queued URLs the OPIC cash pages read here gave them, wherever they are queued
     /// (URLFrontier has no priorities: this is ours).
     fn put_cash(&mut self, cash: HashMap<HostId, Vec<(Fp, f64)>>) -> Result<(), FleetError>;
+    /// Records the visits of pages kept fresh, per host, for the host's next holder.
+    fn put_tracked(&mut self, pages: HashMap<HostId, Vec<TrackedPage>>) -> Result<(), FleetError>;
     /// URLs handed out are done with (`PutURLs` of known items without a refetch date).
     fn put_done(&mut self, rows: &[(HostId, i64)]) -> Result<(), FleetError>;
     /// Whether this process still holds a queue, before a request to its host.

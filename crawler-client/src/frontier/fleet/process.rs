@@ -11,7 +11,7 @@ use super::FleetError;
 use super::leases::{Grant, HostLeases};
 use super::members::{Heartbeat, Members};
 use super::queue::{SharedQueue, Taken};
-use crate::frontier::shared::{Claimed, SharedFrontier};
+use crate::frontier::shared::{Claimed, SharedFrontier, TrackedPage};
 use crate::ids::{Fp, HostId};
 use crate::state::{NewUrl, Queued};
 use std::collections::HashMap;
@@ -56,6 +56,25 @@ pub struct FleetProcess {
     looked: Option<(Instant, bool)>,
     /// This process's share of the hosts with work, as last computed.
     share: usize,
+}
+
+fn tracked_key(crawl: &str, host: HostId) -> String {
+    format!("{}:tracked", super::tag(crawl, &host.to_string()))
+}
+
+/// `visited \t depth \t rate \t url` as [`SharedFrontier::put_tracked`] writes it.
+fn parse_tracked(fp: &str, value: &str) -> Option<TrackedPage> {
+    let mut f = value.splitn(4, '\t');
+    let visited = f.next()?.parse().ok()?;
+    let depth = f.next()?.parse().ok()?;
+    let rate = f.next()?.parse().ok();
+    Some(TrackedPage {
+        fp: Fp(fp.parse::<i64>().ok()? as u64),
+        visited,
+        depth,
+        rate,
+        url: f.next()?.to_string(),
+    })
 }
 
 fn robots_key(crawl: &str, host: HostId) -> String {
@@ -128,11 +147,20 @@ impl FleetProcess {
             .link()
             .run(|con| redis::cmd("GET").arg(&key).query(con))?;
         let robots = raw.and_then(|r| parse_robots(&r));
+        let key = tracked_key(&self.crawl, host);
+        let tracked: Vec<(String, String)> = self
+            .queue
+            .link()
+            .run(|con| redis::cmd("HGETALL").arg(&key).query(con))?;
         Ok(Some(Claimed {
             host,
             origin,
             queued,
             robots,
+            tracked: tracked
+                .iter()
+                .filter_map(|(fp, v)| parse_tracked(fp, v))
+                .collect(),
         }))
     }
 }
@@ -354,6 +382,31 @@ impl SharedFrontier for FleetProcess {
     fn put_cash(&mut self, cash: HashMap<HostId, Vec<(Fp, f64)>>) -> Result<(), FleetError> {
         for (host, shares) in cash {
             self.queue.deposit(host, &shares)?;
+        }
+        Ok(())
+    }
+
+    fn put_tracked(&mut self, pages: HashMap<HostId, Vec<TrackedPage>>) -> Result<(), FleetError> {
+        for (host, pages) in pages {
+            let key = tracked_key(&self.crawl, host);
+            let fields: Vec<(String, String)> = pages
+                .iter()
+                .map(|p| {
+                    let rate = p.rate.map_or(String::new(), |r| r.to_string());
+                    (
+                        (p.fp.0 as i64).to_string(),
+                        format!("{}\t{}\t{}\t{}", p.visited, p.depth, rate, p.url),
+                    )
+                })
+                .collect();
+            if !fields.is_empty() {
+                self.queue.link().run(|con| {
+                    redis::cmd("HSET")
+                        .arg(&key)
+                        .arg(&fields[..])
+                        .query::<()>(con)
+                })?;
+            }
         }
         Ok(())
     }
