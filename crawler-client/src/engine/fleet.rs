@@ -44,12 +44,13 @@ pub fn join(args: &CrawlArgs) -> Result<Settings, CrawlError> {
         return Ok(config::settings(args)?);
     };
     let given = config::shared_settings(args)?;
+    let url_shown = crate::frontier::fleet::shown(url);
     let mut members = Members::connect(url, crawl)?;
     let (stored, new) = members.settings(&given)?;
     if new {
-        tracing::info!("crawl {crawl:?} started on {url}");
+        tracing::info!("crawl {crawl:?} started on {url_shown}");
     } else {
-        tracing::info!("joining crawl {crawl:?} on {url} with its stored settings");
+        tracing::info!("joining crawl {crawl:?} on {url_shown} with its stored settings");
     }
     let mut s = config::settings_joining(args, crawl, &stored)?;
     let given_seeds: Vec<String> = s.seeds.iter().map(|u| u.to_string()).collect();

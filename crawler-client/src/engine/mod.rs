@@ -198,7 +198,7 @@ pub fn run(mut s: Settings, stop: Arc<AtomicBool>) -> Result<Report, CrawlError>
             tracing::info!(
                 "process {name} of crawl {:?} on {}: state and WARC files in {}",
                 f.crawl,
-                f.frontier,
+                crate::frontier::fleet::shown(&f.frontier),
                 s.out.display()
             );
             (lock, Some(process))

@@ -19,6 +19,8 @@ const MAX_BACKOFF: Duration = Duration::from_secs(5);
 pub struct Link {
     con: Option<Box<dyn ConnectionLike + Send>>,
     url: String,
+    /// The address as logs show it.
+    shown: String,
     stop: Option<Arc<AtomicBool>>,
 }
 
@@ -69,12 +71,13 @@ impl Link {
     /// pause (the address may be wrong).
     pub(crate) fn open(url: &str) -> Result<Link, FleetError> {
         let con = open(url).map_err(|source| FleetError::Redis {
-            url: url.to_string(),
+            url: super::shown(url),
             source,
         })?;
         Ok(Link {
             con: Some(con),
             url: url.to_string(),
+            shown: super::shown(url),
             stop: None,
         })
     }
@@ -84,9 +87,9 @@ impl Link {
         self.stop = Some(stop);
     }
 
-    /// The frontier's address.
+    /// The frontier's address, as logs show it.
     pub fn url(&self) -> &str {
-        &self.url
+        &self.shown
     }
 
     /// Runs `call`, waiting out an unreachable server. Calls are idempotent or made so by their
@@ -109,7 +112,7 @@ impl Link {
                     if let Some((since, _)) = paused {
                         tracing::warn!(
                             "frontier {} answers again after {:.1} s: resuming",
-                            self.url,
+                            self.shown,
                             since.elapsed().as_secs_f64()
                         );
                     }
@@ -118,7 +121,7 @@ impl Link {
                 Err(e) if transient(&e) => e,
                 Err(source) => {
                     return Err(FleetError::Redis {
-                        url: self.url.clone(),
+                        url: self.shown.clone(),
                         source,
                     });
                 }
@@ -128,7 +131,7 @@ impl Link {
                 None => {
                     tracing::warn!(
                         "frontier {} unreachable ({e}): every request of this crawl waits until it answers",
-                        self.url
+                        self.shown
                     );
                     (Instant::now(), Duration::from_millis(100))
                 }
@@ -141,7 +144,7 @@ impl Link {
                 .is_some_and(|s| s.load(Ordering::Relaxed))
             {
                 return Err(FleetError::Redis {
-                    url: self.url.clone(),
+                    url: self.shown.clone(),
                     source: e,
                 });
             }

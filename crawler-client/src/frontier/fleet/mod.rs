@@ -49,7 +49,7 @@ pub enum FleetError {
 /// `redis+cluster://H1:P1,H2:P2,...` for a Redis Cluster) for crawl `crawl`.
 pub(crate) fn connect(url: &str, crawl: &str) -> Result<Link, FleetError> {
     let address = |why: String| FleetError::Address {
-        url: url.to_string(),
+        url: shown(url),
         why,
     };
     if crawl.is_empty() || crawl.contains(['{', '}']) {
@@ -69,7 +69,35 @@ pub(crate) fn connect(url: &str, crawl: &str) -> Result<Link, FleetError> {
     }
 }
 
+/// The frontier's address as logs and errors show it: a password in it is hidden.
+pub fn shown(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) => format!("{scheme}://***@{}", &rest[at + 1..]),
+        None => url.to_string(),
+    }
+}
+
 /// The hash tag of a host's keys (`host` is its politeness key or its id).
 pub(crate) fn tag(crawl: &str, host: &str) -> String {
     format!("{{{crawl}:{host}}}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shown;
+
+    #[test]
+    fn a_password_in_the_frontier_address_is_never_shown() {
+        assert_eq!(
+            shown("redis://:s3cret@10.0.0.5:6379/0"),
+            "redis://***@10.0.0.5:6379/0"
+        );
+        assert_eq!(shown("redis://user:pw@h:1/2"), "redis://***@h:1/2");
+        assert_eq!(shown("redis://h:1/2"), "redis://h:1/2");
+        assert_eq!(shown("redis+cluster://a:1,b:2"), "redis+cluster://a:1,b:2");
+    }
 }

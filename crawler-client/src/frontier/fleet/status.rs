@@ -102,7 +102,7 @@ pub fn read(url: &str, crawl: &str) -> Result<FleetStatus, FleetError> {
         })
         .collect();
     Ok(FleetStatus {
-        frontier: url.to_string(),
+        frontier: super::shown(url),
         crawl: crawl.to_string(),
         processes,
         hosts: max_id.unwrap_or(0),
