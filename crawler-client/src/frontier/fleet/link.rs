@@ -88,7 +88,7 @@ impl Link {
     }
 
     /// The frontier's address, as logs show it.
-    pub fn url(&self) -> &str {
+    pub fn shown(&self) -> &str {
         &self.shown
     }
 

@@ -88,7 +88,7 @@ impl Members {
             Ok(serde_json::Value::Object(m)) => m,
             _ => {
                 return Err(FleetError::Address {
-                    url: self.link.url().to_string(),
+                    url: self.link.shown().to_string(),
                     why: format!("{key} does not hold a crawl's settings"),
                 });
             }
