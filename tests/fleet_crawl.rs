@@ -249,6 +249,16 @@ fn a_joining_process_with_a_conflicting_setting_is_refused_by_name() {
         err.contains("delay_min is 5.0 here but crawl \"t\" runs with 0.25"),
         "{err}"
     );
+    // A refresh pass is a crawl directory's; a fleet keeps fresh with --keep-fresh.
+    let o = process(&web, &redis.url(), &out, false, &["--refresh"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--refresh") && err.contains("--keep-fresh"),
+        "{err}"
+    );
 }
 
 /// Waits until the web has answered `n` requests.

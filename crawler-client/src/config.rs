@@ -604,6 +604,12 @@ fn settings_from(args: &CrawlArgs, file: FileConfig) -> Result<Settings, ConfigE
             "--per-host-connections and --concurrency must be at least 1",
         ));
     }
+    if args.refresh && args.frontier.is_some() {
+        return Err(out_of_range(
+            "--refresh (one pass over a crawl directory's pages) is not for a fleet: use \
+             --keep-fresh, whose schedule the fleet shares",
+        ));
+    }
     let refresh_share = args.refresh_share.or(file.refresh_share).unwrap_or(0.5);
     if !(0.0..=1.0).contains(&refresh_share) {
         return Err(out_of_range(format!(

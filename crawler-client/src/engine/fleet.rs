@@ -43,6 +43,8 @@ pub fn join(args: &CrawlArgs) -> Result<Settings, CrawlError> {
     let (Some(url), Some(crawl)) = (&args.frontier, &args.crawl) else {
         return Ok(config::settings(args)?);
     };
+    // Settings wrong in themselves are refused before Redis is asked anything.
+    config::settings(args)?;
     let given = config::shared_settings(args)?;
     let url_shown = crate::frontier::fleet::shown(url);
     let mut members = Members::connect(url, crawl)?;
