@@ -406,6 +406,34 @@ fn a_second_edit_within_the_same_second_is_fetched_despite_nginx_validators() {
     );
 }
 
+#[test]
+fn polling_never_trusts_validators_dated_within_their_response_s_second() {
+    let Some(site) = Site::start(10) else {
+        return;
+    };
+    let out = site.tmp.path().join("crawl-off");
+    let _c = crawler(&site, &out, "off", 40, &[]);
+    let url = format!("{}p5.html", site.nginx.url());
+    wait_for("the first crawl", Duration::from_secs(20), || {
+        held(&out).contains_key(&url)
+    });
+    // Two edits of the same size with the same modification time, which nginx sends as
+    // Last-Modified no earlier than the response's Date: a weak validator (RFC 9110, 8.8.2.2),
+    // and nginx's ETag (time and size) is the same for both. A conditional request on them
+    // would be answered 304 and the second edit never seen.
+    let stamp = std::time::SystemTime::now() + Duration::from_secs(120);
+    write_dated(&site, "p5.html", &page(5, "AAAA"), stamp);
+    let first = site.truth()[&url].clone();
+    wait_for("the first edit", Duration::from_secs(10), || {
+        held(&out).get(&url) == Some(&first)
+    });
+    write_dated(&site, "p5.html", &page(5, "BBBB"), stamp);
+    let last = site.truth()[&url].clone();
+    wait_for("the second edit", Duration::from_secs(10), || {
+        held(&out).get(&url) == Some(&last)
+    });
+}
+
 fn nix_term(child: &Child) -> std::io::Result<()> {
     let status = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])

@@ -72,6 +72,10 @@ pub struct Analysis {
     pub etag: Option<String>,
     /// `Last-Modified`.
     pub last_modified: Option<String>,
+    /// Whether the validators are weak (RFC 9110, 8.8.2.2): a `Last-Modified` less than one
+    /// second before the response's `Date` (or after it) may hide a second edit within that
+    /// second, and so may an `ETag` servers derive from it (nginx's, Apache's).
+    pub weak_validators: bool,
     /// Media type, from the header or sniffed when there is none.
     pub media_type: Option<String>,
     /// Where a 3xx points, resolved and normalised.
@@ -156,11 +160,26 @@ pub fn decode(coding: Option<&str>, body: &[u8], truncated: bool, limit: usize) 
     }
 }
 
+/// RFC 9110, 8.8.2.2: a `Last-Modified` is strong only if it is at least one second before
+/// the `Date` of the response that carried it. Without a readable `Date` it is taken as strong
+/// (there is nothing to compare with, and most responses have one).
+fn weak_validators(last_modified: Option<&str>, date: Option<&str>) -> bool {
+    use webcoop_protocol::dates::parse_http_date;
+    match (
+        last_modified.map(parse_http_date),
+        date.map(parse_http_date),
+    ) {
+        (Some(Ok(lm)), Some(Ok(date))) => lm + chrono::Duration::seconds(1) > date,
+        _ => false,
+    }
+}
+
 /// Analyses a response to a page found at `depth`.
 pub fn analyze(r: Received<'_>, depth: u32, policy: &LinkPolicy, decode_limit: usize) -> Analysis {
     let mut a = Analysis {
         etag: r.header("etag").map(str::to_string),
         last_modified: r.header("last-modified").map(str::to_string),
+        weak_validators: weak_validators(r.header("last-modified"), r.header("date")),
         media_type: r
             .header("content-type")
             .map(|c| {
@@ -231,6 +250,25 @@ pub fn analyze(r: Received<'_>, depth: u32, policy: &LinkPolicy, decode_limit: u
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_last_modified_within_the_second_of_the_date_is_weak() {
+        let date = Some("Tue, 24 Nov 2026 12:00:05 GMT");
+        assert!(weak_validators(Some("Tue, 24 Nov 2026 12:00:05 GMT"), date));
+        assert!(
+            weak_validators(Some("Tue, 24 Nov 2026 12:00:09 GMT"), date),
+            "in the future"
+        );
+        assert!(!weak_validators(
+            Some("Tue, 24 Nov 2026 12:00:04 GMT"),
+            date
+        ));
+        assert!(!weak_validators(
+            Some("Tue, 24 Nov 2026 12:00:05 GMT"),
+            None
+        ));
+        assert!(!weak_validators(Some("soon"), date));
+    }
+
     use super::*;
     use crate::analyze::scope::{Limits, Scope};
 

@@ -136,8 +136,10 @@ impl Engine {
             status: Some(f.status),
             error: None,
             fetched_at: at,
-            etag: a.etag.clone(),
-            last_modified: a.last_modified.clone(),
+            // Weak validators are not kept for the next conditional request: it would be
+            // answered 304 for a second edit made within the same second.
+            etag: a.etag.clone().filter(|_| !a.weak_validators),
+            last_modified: a.last_modified.clone().filter(|_| !a.weak_validators),
             content_type: a.media_type.clone(),
             size: Some(f.size),
             digest: a.digest,
