@@ -208,7 +208,7 @@ impl Engine {
         while self.in_flight < self.s.concurrency && !self.budget_spent() {
             let next = match self.fleet.as_mut() {
                 None => self.frontier.next(&self.store, now)?,
-                Some(f) => self.frontier.next(&Taking::new(f.as_mut()), now)?,
+                Some(f) => self.frontier.next(&Taking::new(f.shared_mut()), now)?,
             };
             let Some(next) = next else {
                 break;

@@ -18,8 +18,10 @@ use crate::frontier::fleet::members::{Heartbeat, Members};
 use crate::frontier::fleet::process::FleetProcess;
 use crate::frontier::shared::Grant;
 use crate::frontier::shared::{SharedFrontier, TrackedPage};
+use crate::ids::Fp;
 use crate::ids::HostId;
 use crate::state::{HostRecord, NewUrl};
+use std::collections::HashMap;
 use std::fs::File;
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -35,6 +37,46 @@ pub(super) enum Tell {
     GiveUp(HostId, String),
     /// A request under a server lease ended: address, token, delay.
     ServerRelease(IpAddr, String, Duration),
+}
+
+/// This process's part of a fleet, as the loop keeps it: the shared frontier and what is
+/// owed to it.
+pub(super) struct Fleet {
+    shared: Box<dyn SharedFrontier + Send>,
+    /// What the fleet must hear of at the next step.
+    pub(super) tell: Vec<Tell>,
+    /// The links of the page being recorded, with their hosts (their cash is paid).
+    pub(super) children: Vec<(Fp, HostId)>,
+    /// Cash owed to URLs queued in the fleet, paid after the next batch is saved.
+    cash: HashMap<HostId, Vec<(Fp, f64)>>,
+    /// Pages kept fresh visited since the last batch, for the shared schedule.
+    pub(super) tracked: HashMap<HostId, Vec<TrackedPage>>,
+    /// Server leases held for requests under way (politeness keyed by address).
+    server_leases: HashMap<HostId, Vec<(IpAddr, String)>>,
+    /// When the last heartbeat was, with the pages fetched then.
+    beat_mark: (Instant, u64),
+    /// The machine's name, said in every heartbeat.
+    machine: String,
+}
+
+impl Fleet {
+    /// The shared frontier, for the in-process frontier to refill from.
+    pub(super) fn shared_mut(&mut self) -> &mut (dyn SharedFrontier + Send) {
+        self.shared.as_mut()
+    }
+
+    fn new(shared: Box<dyn SharedFrontier + Send>) -> Fleet {
+        Fleet {
+            shared,
+            tell: Vec::new(),
+            children: Vec::new(),
+            cash: HashMap::new(),
+            tracked: HashMap::new(),
+            server_leases: HashMap::new(),
+            beat_mark: (Instant::now(), 0),
+            machine: machine(),
+        }
+    }
 }
 
 /// The settings of a process joining `--crawl` on `--frontier`: the crawl's stored ones (or
@@ -109,14 +151,14 @@ pub(super) fn connect(
     fleet: &FleetSettings,
     name: &str,
     stop: Arc<AtomicBool>,
-) -> Result<Box<dyn SharedFrontier + Send>, CrawlError> {
-    Ok(Box::new(FleetProcess::join(
+) -> Result<Fleet, CrawlError> {
+    Ok(Fleet::new(Box::new(FleetProcess::join(
         &fleet.frontier,
         &fleet.crawl,
         name,
         (s.robots_ttl, s.politeness.min_delay, fleet.lease),
         stop,
-    )?))
+    )?)))
 }
 
 impl Engine {
@@ -128,7 +170,7 @@ impl Engine {
         if let Some(id) = self.frontier.id_of(origin) {
             return Ok(id);
         }
-        let id = fleet.queue_key(origin)?;
+        let id = fleet.shared.queue_key(origin)?;
         self.store.ensure_host(id, origin)?;
         self.frontier.known(id, origin);
         Ok(id)
@@ -140,7 +182,7 @@ impl Engine {
         let Some(fleet) = self.fleet.as_mut() else {
             return Ok(true);
         };
-        if fleet.keep(host, now)? {
+        if fleet.shared.keep(host, now)? {
             return Ok(true);
         }
         self.frontier.finished(host, now);
@@ -152,9 +194,11 @@ impl Engine {
     /// server's lease given back.
     pub(super) fn request_ended(&mut self, host: HostId, not_before: Instant) {
         self.frontier.finished(host, not_before);
-        if let Some((ip, token)) = self.server_leases.get_mut(&host).and_then(Vec::pop) {
+        if let Some(fleet) = self.fleet.as_mut()
+            && let Some((ip, token)) = fleet.server_leases.get_mut(&host).and_then(Vec::pop)
+        {
             let delay = not_before.saturating_duration_since(Instant::now());
-            self.fleet_tell.push(Tell::ServerRelease(ip, token, delay));
+            fleet.tell.push(Tell::ServerRelease(ip, token, delay));
         }
     }
 
@@ -175,9 +219,10 @@ impl Engine {
             return Ok(Some(next));
         }
         let lease = self.s.fetch.timeout + Duration::from_secs(60);
-        let wait = match fleet.server_lease(ip, self.s.per_host, lease)? {
+        let wait = match fleet.shared.server_lease(ip, self.s.per_host, lease)? {
             Grant::Granted(token) => {
-                self.server_leases
+                fleet
+                    .server_leases
                     .entry(host)
                     .or_default()
                     .push((ip, token));
@@ -205,13 +250,15 @@ impl Engine {
         let Some(fleet) = self.fleet.as_mut() else {
             return Ok(());
         };
-        for tell in std::mem::take(&mut self.fleet_tell) {
+        for tell in std::mem::take(&mut fleet.tell) {
             match tell {
                 Tell::Robots(host, status, body, at) => {
-                    fleet.share_robots(host, status, &body, at)?
+                    fleet.shared.share_robots(host, status, &body, at)?
                 }
-                Tell::GiveUp(host, reason) => fleet.delete_queue(host, &reason)?,
-                Tell::ServerRelease(ip, token, delay) => fleet.server_release(ip, &token, delay)?,
+                Tell::GiveUp(host, reason) => fleet.shared.delete_queue(host, &reason)?,
+                Tell::ServerRelease(ip, token, delay) => {
+                    fleet.shared.server_release(ip, &token, delay)?
+                }
             }
         }
         if self.frontier.pending_len() == 0 && self.unsaved.settled.is_empty() {
@@ -223,7 +270,7 @@ impl Engine {
         let Some(fleet) = self.fleet.as_mut() else {
             return Ok(());
         };
-        let claimed = fleet.get_queues(self.s.concurrency, now)?;
+        let claimed = fleet.shared.get_queues(self.s.concurrency, now)?;
         let start = HostStart {
             token: self.token.clone(),
             politeness: self.s.politeness,
@@ -268,14 +315,17 @@ impl Engine {
     /// URL new in this batch is offered with its cash, which the queue adds to a copy another
     /// process queued first).
     pub(super) fn fleet_pay(&mut self, cash: f64, links: usize) {
-        let children = std::mem::take(&mut self.fleet_children);
-        if self.fleet.is_none() || links == 0 || cash <= 0.0 {
+        let Some(fleet) = self.fleet.as_mut() else {
+            return;
+        };
+        let children = std::mem::take(&mut fleet.children);
+        if links == 0 || cash <= 0.0 {
             return;
         }
         let each = cash * (1.0 - self.s.opic_eps) / links as f64;
         for (fp, host) in children {
             if !self.frontier.is_pending(fp) {
-                self.fleet_cash.entry(host).or_default().push((fp, each));
+                fleet.cash.entry(host).or_default().push((fp, each));
             }
         }
     }
@@ -313,12 +363,14 @@ impl Engine {
         let Some(fleet) = self.fleet.as_mut() else {
             return Ok(());
         };
-        for (host, n) in fleet.put_discovered(offers)? {
+        for (host, n) in fleet.shared.put_discovered(offers)? {
             self.frontier.add_queued(host, n as u64);
         }
-        fleet.put_cash(std::mem::take(&mut self.fleet_cash))?;
-        fleet.put_tracked(std::mem::take(&mut self.fleet_tracked))?;
-        fleet.put_done(settled)?;
+        fleet.shared.put_cash(std::mem::take(&mut fleet.cash))?;
+        fleet
+            .shared
+            .put_tracked(std::mem::take(&mut fleet.tracked))?;
+        fleet.shared.put_done(settled)?;
         self.fleet_tidy(Instant::now())
     }
 
@@ -328,7 +380,7 @@ impl Engine {
         let Some(fleet) = self.fleet.as_mut() else {
             return Ok(());
         };
-        for host in fleet.renew_all(now)? {
+        for host in fleet.shared.renew_all(now)? {
             self.frontier.unlease(host);
         }
         // A crawl kept fresh keeps its hosts: their pages' history and schedule, their
@@ -350,7 +402,7 @@ impl Engine {
         };
         // Hosts beyond this process's share go to processes that joined later; only those
         // with nothing under way, so that nothing taken is left behind.
-        let excess = fleet.excess();
+        let excess = fleet.shared.excess();
         if excess > 0 {
             let quiet: Vec<(HostId, Instant)> = self
                 .frontier
@@ -363,7 +415,9 @@ impl Engine {
             for (host, at) in quiet {
                 let unsent = self.frontier.unlease(host);
                 if let Some(fleet) = self.fleet.as_mut() {
-                    fleet.hand_over(host, unsent, at.saturating_duration_since(now), now)?;
+                    fleet
+                        .shared
+                        .hand_over(host, unsent, at.saturating_duration_since(now), now)?;
                 }
             }
         }
@@ -375,7 +429,9 @@ impl Engine {
             return Ok(());
         };
         let unsent = self.frontier.unlease(host);
-        fleet.release(host, unsent, next.saturating_duration_since(now))?;
+        fleet
+            .shared
+            .release(host, unsent, next.saturating_duration_since(now))?;
         Ok(())
     }
 
@@ -395,7 +451,7 @@ impl Engine {
     /// Whether the crawl may still bring this process work from elsewhere.
     pub(super) fn fleet_busy(&mut self) -> Result<bool, CrawlError> {
         match self.fleet.as_mut() {
-            Some(fleet) => Ok(fleet.work_elsewhere(Instant::now())?),
+            Some(fleet) => Ok(fleet.shared.work_elsewhere(Instant::now())?),
             None => Ok(false),
         }
     }
@@ -406,17 +462,17 @@ impl Engine {
             return Ok(());
         };
         let now = Instant::now();
-        let (last_at, last_fetched) = self.beat_mark;
+        let (last_at, last_fetched) = fleet.beat_mark;
         let secs = now.duration_since(last_at).as_secs_f64();
         let rate = if secs > 0.0 {
             (self.run.fetched - last_fetched) as f64 / secs
         } else {
             0.0
         };
-        self.beat_mark = (now, self.run.fetched);
+        fleet.beat_mark = (now, self.run.fetched);
         let beat = Heartbeat {
             at: 0,
-            machine: machine(),
+            machine: fleet.machine.clone(),
             pid: std::process::id(),
             state: state.to_string(),
             fetched: self.run.fetched,
@@ -427,7 +483,7 @@ impl Engine {
             dir: self.s.out.display().to_string(),
             warc_bytes: self.metrics.warc_bytes.get(),
         };
-        fleet.beat(&beat)?;
+        fleet.shared.beat(&beat)?;
         Ok(())
     }
 }

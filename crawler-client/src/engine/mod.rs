@@ -171,19 +171,7 @@ struct Engine {
     revisits_queued: usize,
     coop: CoopState,
     /// This process's part of a fleet, when it is one.
-    fleet: Option<Box<dyn crate::frontier::shared::SharedFrontier + Send>>,
-    /// What the fleet must hear of at the next step.
-    fleet_tell: Vec<fleet::Tell>,
-    /// The links of the page being recorded, with their hosts (a fleet pays their cash).
-    fleet_children: Vec<(crate::ids::Fp, HostId)>,
-    /// Cash owed to URLs queued in the fleet, paid after the next batch is saved.
-    fleet_cash: HashMap<HostId, Vec<(crate::ids::Fp, f64)>>,
-    /// Pages kept fresh visited since the last batch, for the shared schedule.
-    fleet_tracked: HashMap<HostId, Vec<crate::frontier::shared::TrackedPage>>,
-    /// Server leases held for requests under way (a fleet keyed by address).
-    server_leases: HashMap<HostId, Vec<(std::net::IpAddr, String)>>,
-    /// When the last heartbeat was, with the pages fetched then.
-    beat_mark: (Instant, u64),
+    fleet: Option<fleet::Fleet>,
 }
 
 /// Runs a crawl until its queue is empty, its page budget spent, or `stop` is set.

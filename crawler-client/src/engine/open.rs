@@ -276,12 +276,6 @@ impl Engine {
             revisits_queued: 0,
             coop,
             fleet: None,
-            fleet_tell: Vec::new(),
-            server_leases: Default::default(),
-            fleet_children: Vec::new(),
-            fleet_tracked: Default::default(),
-            fleet_cash: Default::default(),
-            beat_mark: (Instant::now(), 0),
             s,
         };
         e.schedule = e.restore_schedule()?;

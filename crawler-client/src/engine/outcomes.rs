@@ -79,8 +79,9 @@ impl Engine {
         let origin = self.origin(host);
         tracing::warn!("giving up on {origin}: {reason}");
         self.frontier.abandon(host, reason.clone());
-        if self.fleet.is_some() {
-            self.fleet_tell
+        if let Some(fleet) = self.fleet.as_mut() {
+            fleet
+                .tell
                 .push(super::fleet::Tell::GiveUp(host, reason.clone()));
         }
         self.unsaved.batch.give_up.push(GiveUp {
@@ -178,10 +179,11 @@ impl Engine {
         }
         self.frontier
             .robots_known(host, rules, now + self.s.robots_ttl);
-        if self.fleet.is_some()
+        if let Some(fleet) = self.fleet.as_mut()
             && let Some(status) = status
         {
-            self.fleet_tell
+            fleet
+                .tell
                 .push(super::fleet::Tell::Robots(host, status, body.clone(), at));
         }
         let update = self.host_update(host, Some((status, body, at)), None);

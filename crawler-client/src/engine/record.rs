@@ -96,10 +96,10 @@ impl Engine {
             for link in &f.analysis.links {
                 self.push(link, job.depth + 1, 0);
                 children.push(link.fp);
-                if self.fleet.is_some()
+                if let Some(fleet) = self.fleet.as_mut()
                     && let Some(host) = self.frontier.id_of(&link.origin)
                 {
-                    self.fleet_children.push((link.fp, host));
+                    fleet.children.push((link.fp, host));
                 }
             }
         }
@@ -275,8 +275,9 @@ impl Engine {
         if let Some(schedule) = &mut self.schedule {
             let rate = (seen.intervals > 0).then_some(rate);
             schedule.visited(job.fp, job.host, &job.url, job.depth, at, rate, weight);
-            if self.fleet.is_some() {
-                self.fleet_tracked
+            if let Some(fleet) = self.fleet.as_mut() {
+                fleet
+                    .tracked
                     .entry(job.host)
                     .or_default()
                     .push(TrackedPage {
