@@ -484,3 +484,87 @@ fn a_fleet_keyed_by_address_paces_one_server_across_processes() {
         "the hosts were shared out: {processes:?}"
     );
 }
+
+/// `redis-cli` against `redis`.
+fn redis_cli(redis: &RedisServer, args: &[&str]) {
+    let o = Command::new("redis-cli")
+        .args(["-p", &redis.port.to_string()])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "redis-cli {args:?}");
+}
+
+#[test]
+fn bad_names_addresses_and_stored_settings_are_refused_by_name_without_a_panic() {
+    let Some(redis) = redis_server() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("fleet");
+    let refused = |args: &[&str], needle: &str| {
+        let mut c = Command::new(crawl_bin());
+        c.args(["crawl", "--out"]).arg(&out).args(args);
+        let o = c.output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            matches!(o.status.code(), Some(1 | 2)),
+            "{args:?}: {:?}\n{err}",
+            o.status
+        );
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    };
+    let url = redis.url();
+    refused(
+        &["--frontier", "http://10.0.0.1/", "--crawl", "t"],
+        "expected redis://",
+    );
+    refused(
+        &["--frontier", "redis+cluster://,", "--crawl", "t"],
+        "no node named",
+    );
+    refused(
+        &["--frontier", &url, "--crawl", "a{b}"],
+        "is not a crawl name",
+    );
+    refused(
+        &["--frontier", &url, "--crawl", "t", "--process", "../up"],
+        "a process name is a non-empty file name",
+    );
+    // Another tool wrote over the crawl's settings: said, not trusted.
+    redis_cli(&redis, &["set", "{t:crawl}:settings", "not json"]);
+    refused(
+        &["--frontier", &url, "--crawl", "t"],
+        "does not hold a crawl's settings",
+    );
+    redis_cli(
+        &redis,
+        &["set", "{t:crawl}:settings", r#"{"delay_min":"soon"}"#],
+    );
+    refused(
+        &["--frontier", &url, "--crawl", "t"],
+        "the settings stored with crawl",
+    );
+    redis_cli(
+        &redis,
+        &["set", "{t:crawl}:settings", r#"{"delay_min":-5}"#],
+    );
+    refused(&["--frontier", &url, "--crawl", "t"], "delay_min");
+    // A heartbeat that is not one is left out of the fleet's status.
+    redis_cli(&redis, &["hset", "{t:crawl}:members", "ghost", "{broken"]);
+    let o = testkit::run_ok(Command::new(crawl_bin()).args([
+        "status",
+        "--frontier",
+        &url,
+        "--crawl",
+        "t",
+        "--json",
+    ]));
+    let status: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        status["processes"].as_array().map(Vec::len),
+        Some(0),
+        "{status}"
+    );
+}
