@@ -68,6 +68,21 @@ pub struct CrawlArgs {
     /// Serve Prometheus metrics at http://ADDR/metrics.
     #[arg(long, value_name = "ADDR")]
     pub metrics: Option<SocketAddr>,
+    /// Serve the live console at http://ADDR/ (loopback unless a token guards it).
+    #[arg(long, value_name = "ADDR")]
+    pub console: Option<SocketAddr>,
+    /// File whose first line is the console's token (required off loopback).
+    #[arg(long, value_name = "FILE")]
+    pub console_token_file: Option<PathBuf>,
+    /// The console's token itself (prefer --console-token-file: a command line is visible to
+    /// every user of the machine).
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        env = "WEBCOOP_CONSOLE_TOKEN",
+        hide_env_values = true
+    )]
+    pub console_token: Option<String>,
     /// Revisit every page fetched before, with conditional requests (once per pass: a pass
     /// under way is resumed, not restarted).
     #[arg(long)]
@@ -226,6 +241,10 @@ pub struct FileConfig {
     pub resolve: Option<BTreeMap<String, String>>,
     /// See `--metrics`.
     pub metrics: Option<SocketAddr>,
+    /// See `--console`.
+    pub console: Option<SocketAddr>,
+    /// See `--console-token-file`.
+    pub console_token_file: Option<PathBuf>,
     /// See `--coop`.
     pub coop: Option<crate::coop::CoopMode>,
     /// Largest acceptable probability that the picture of a site is outdated (0.05).
@@ -309,6 +328,8 @@ pub struct Settings {
     pub resolve: Vec<(String, SocketAddr)>,
     /// Metrics address.
     pub metrics: Option<SocketAddr>,
+    /// The console's address and token.
+    pub console: Option<crate::console::ConsoleSettings>,
     /// Start (or resume) a refresh pass.
     pub refresh: bool,
     /// Keep pages fresh with this schedule after discovery.
@@ -360,6 +381,8 @@ const PER_PROCESS: &[&str] = &[
     "commit_results",
     "resolve",
     "metrics",
+    "console",
+    "console_token_file",
     "callback_listen",
     "callback_url",
 ];
@@ -504,6 +527,9 @@ pub enum ConfigError {
     /// A value outside its range; the message names the setting and the range.
     #[error("{0}")]
     OutOfRange(String),
+    /// The console's address, token or token file is refused.
+    #[error(transparent)]
+    Console(#[from] crate::console::ConsoleError),
 }
 
 fn secs(name: &'static str, value: f64) -> Result<Duration, ConfigError> {
@@ -659,6 +685,7 @@ fn settings_from(args: &CrawlArgs, file: FileConfig) -> Result<Settings, ConfigE
         commit_results: file.commit_results.unwrap_or(2000).max(1),
         resolve: resolve(args, &file)?,
         metrics: args.metrics.or(file.metrics),
+        console: console(args, &file)?,
         refresh: args.refresh,
         keep_fresh: keep_fresh(args, &file)?,
         refresh_share,
@@ -676,6 +703,29 @@ fn settings_from(args: &CrawlArgs, file: FileConfig) -> Result<Settings, ConfigE
             }),
         },
     })
+}
+
+/// The console's settings: its address, and its token from the flag, the environment or a
+/// file (checked, with the address, before anything else starts).
+fn console(
+    args: &CrawlArgs,
+    file: &FileConfig,
+) -> Result<Option<crate::console::ConsoleSettings>, ConfigError> {
+    let Some(addr) = args.console.or(file.console) else {
+        return Ok(None);
+    };
+    let file_token = args
+        .console_token_file
+        .as_ref()
+        .or(file.console_token_file.as_ref());
+    let token = match (&args.console_token, file_token) {
+        (Some(t), _) => Some(t.trim().to_string()),
+        (None, Some(path)) => Some(crate::console::read_token_file(path)?),
+        (None, None) => None,
+    };
+    webcoop_protocol::console::access::check_bind(addr.ip(), token.as_deref())
+        .map_err(crate::console::ConsoleError::from)?;
+    Ok(Some(crate::console::ConsoleSettings { addr, token }))
 }
 
 fn limits(args: &CrawlArgs, file: &FileConfig) -> Limits {

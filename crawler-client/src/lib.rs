@@ -13,6 +13,7 @@ pub mod analyze;
 pub mod archive;
 pub mod clock;
 pub mod config;
+pub mod console;
 pub mod coop;
 pub mod engine;
 pub(crate) mod fetch;

@@ -44,6 +44,28 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Serve the console of a crawl that is not running (its figures, hosts and fetches;
+    /// blocks, delays and seeds set here apply when it next starts). A running crawl serves its
+    /// own with `crawl --console ADDR`.
+    Console {
+        /// The crawl directory.
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// Where to listen (loopback unless a token guards it).
+        #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8484")]
+        listen: std::net::SocketAddr,
+        /// File whose first line is the token (required off loopback).
+        #[arg(long, value_name = "FILE")]
+        console_token_file: Option<PathBuf>,
+        /// The token itself.
+        #[arg(
+            long,
+            value_name = "TOKEN",
+            env = "WEBCOOP_CONSOLE_TOKEN",
+            hide_env_values = true
+        )]
+        console_token: Option<String>,
+    },
     /// List every URL of a crawl with the copy held: `ETAG URL` for a copy (its SHA-256
     /// entity tag), `gone URL` for a page the site deleted, `missing URL (why)` otherwise;
     /// with --url, write that page's content held to standard output.
@@ -160,6 +182,55 @@ fn crawl(args: &CrawlArgs) -> ExitCode {
         Err(e) => {
             eprintln!("webcoop-crawl: {e}");
             ExitCode::FAILURE
+        }
+    }
+}
+
+/// `console --out DIR`: the console of a crawl that is not running, until Ctrl-C.
+fn console(
+    out: &std::path::Path,
+    listen: std::net::SocketAddr,
+    token_file: Option<PathBuf>,
+    token: Option<String>,
+) -> ExitCode {
+    use webcoop_crawler::console::{self, ConsoleSettings};
+    if !out.join("crawl.sqlite").exists() {
+        eprintln!(
+            "webcoop-crawl: {} holds no crawl (no crawl.sqlite)",
+            out.display()
+        );
+        return ExitCode::from(2);
+    }
+    let token = match (token, token_file) {
+        (Some(t), _) => Some(t.trim().to_string()),
+        (None, Some(f)) => match console::read_token_file(&f) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                eprintln!("webcoop-crawl: {e}");
+                return ExitCode::from(2);
+            }
+        },
+        (None, None) => None,
+    };
+    if engine::is_running(out) {
+        eprintln!(
+            "webcoop-crawl: note: a crawl is running in {}; its own --console shows it live",
+            out.display()
+        );
+    }
+    let settings = ConsoleSettings {
+        addr: listen,
+        token,
+    };
+    let stop = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    let ready = |addr| eprintln!("webcoop-crawl: console at http://{addr}/ (Ctrl-C to stop)");
+    match console::server::run_offline(&settings, out, ready, stop) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("webcoop-crawl: {e}");
+            ExitCode::from(2)
         }
     }
 }
@@ -361,6 +432,12 @@ fn main() -> ExitCode {
         .init();
     match cli.command {
         Command::Crawl(args) => crawl(&args),
+        Command::Console {
+            out,
+            listen,
+            console_token_file,
+            console_token,
+        } => console(&out, listen, console_token_file, console_token),
         Command::Status {
             out,
             frontier,

@@ -176,6 +176,25 @@ impl CoopState {
         self.sites.entry(host).or_default()
     }
 
+    /// Every site's figures added up.
+    pub fn totals(&self) -> super::site::CoopStats {
+        let mut t = super::site::CoopStats::default();
+        for s in self.sites.values() {
+            let s = &s.stats;
+            t.meta_requests += s.meta_requests;
+            t.meta_bytes += s.meta_bytes;
+            t.not_modified += s.not_modified;
+            t.announced += s.announced;
+            t.deltas += s.deltas;
+            t.delta_fallbacks += s.delta_fallbacks;
+            t.pushes += s.pushes;
+            t.bad_signatures += s.bad_signatures;
+            t.checks += s.checks;
+            t.foreign += s.foreign;
+        }
+        t
+    }
+
     /// A site's state, if it has any.
     pub fn site_state(&self, host: HostId) -> Option<&SiteCoop> {
         self.sites.get(&host)

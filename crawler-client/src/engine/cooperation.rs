@@ -116,7 +116,8 @@ impl Engine {
         self.in_flight = self.in_flight.saturating_sub(1);
         let now = Instant::now();
         let crawl_delay = self.frontier.rules(host, now).and_then(Rules::crawl_delay);
-        self.request_ended(host, now + self.s.politeness.delay(crawl_delay, elapsed));
+        let delay = self.host_delay(host, crawl_delay, elapsed);
+        self.request_ended(host, now + delay);
         let (url, what) = match &job {
             CoopJob::Fetch { url, kind, .. } => (url.to_string(), kind.as_str()),
             CoopJob::Hub {

@@ -52,7 +52,8 @@ impl Engine {
                     self.in_flight
                 );
             }
-            if pace.stop_seen.is_none() {
+            self.console_actions()?;
+            if pace.stop_seen.is_none() && !self.paused() {
                 self.dispatch()?;
             }
             let idle = self.in_flight == 0;
@@ -101,6 +102,7 @@ impl Engine {
                     "running"
                 };
                 self.fleet_beat(state)?;
+                self.console_publish(pace.stop_seen.is_some());
                 if progress.due() {
                     progress.show(&snapshot);
                 }
@@ -122,6 +124,7 @@ impl Engine {
             wake = wake.min(self.last_commit + self.s.commit_interval);
         }
         if pace.stop_seen.is_none()
+            && !self.paused()
             && self.in_flight < self.s.concurrency
             && !self.budget_spent()
             && let Some(t) = self.frontier.next_wakeup()

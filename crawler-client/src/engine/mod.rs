@@ -14,6 +14,7 @@
 //! what it teaches), `cooperation` (the cooperation state's effects carried out), `save`
 //! (batches), `replay` (records written after the last batch) and `crawl_log`.
 
+mod console;
 mod cooperation;
 mod crawl_log;
 mod crawl_loop;
@@ -69,6 +70,9 @@ pub enum CrawlError {
     /// The settings are refused.
     #[error(transparent)]
     Config(#[from] crate::config::ConfigError),
+    /// The console could not start.
+    #[error(transparent)]
+    Console(#[from] crate::console::ConsoleError),
     /// Another crawl holds the directory.
     #[error("{0} is in use by another webcoop-crawl process")]
     Locked(PathBuf),
@@ -121,6 +125,8 @@ pub struct Report {
     pub run: RunFigures,
     /// Where `/metrics` was served.
     pub metrics_addr: Option<std::net::SocketAddr>,
+    /// Where the console was served.
+    pub console_addr: Option<std::net::SocketAddr>,
 }
 
 /// This run's counts.
@@ -134,6 +140,9 @@ struct RunCounters {
     replayed: u64,
     coop_requests: u64,
     pushes: u64,
+    /// Visits of pages fetched before, and the changes they found.
+    known_visits: u64,
+    changes: u64,
 }
 
 /// The results since the last saved batch, and what saving it settles.
@@ -172,6 +181,8 @@ struct Engine {
     coop: CoopState,
     /// This process's part of a fleet, when it is one.
     fleet: Option<fleet::Fleet>,
+    /// The console, when one is served.
+    console: Option<console::Console>,
 }
 
 /// Runs a crawl until its queue is empty, its page budget spent, or `stop` is set.
@@ -192,12 +203,19 @@ pub fn run(mut s: Settings, stop: Arc<AtomicBool>) -> Result<Report, CrawlError>
             (lock, Some(process))
         }
     };
+    for seed in console::logged_seeds(&s.out) {
+        if !s.seeds.contains(&seed) {
+            s.seeds.push(seed);
+        }
+    }
     let (mut e, seeds, metrics_addr) = Engine::open(s)?;
     if let Some(process) = shared {
         e.frontier.share();
         e.fleet = Some(process);
         e.fleet_beat("running")?;
     }
+    let console_addr = e.start_console()?;
+    e.apply_logged_actions()?;
     let _checkpointer = e.store.checkpoint_in_background()?;
     e.replay()?;
     e.seed(&seeds);
@@ -221,6 +239,7 @@ pub fn run(mut s: Settings, stop: Arc<AtomicBool>) -> Result<Report, CrawlError>
             complete,
         },
         metrics_addr,
+        console_addr,
     })
 }
 

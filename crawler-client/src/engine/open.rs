@@ -276,6 +276,7 @@ impl Engine {
             revisits_queued: 0,
             coop,
             fleet: None,
+            console: None,
             s,
         };
         e.schedule = e.restore_schedule()?;

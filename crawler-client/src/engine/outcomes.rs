@@ -9,6 +9,7 @@ use super::{CrawlError, Engine};
 use crate::clock::now_ms;
 use crate::fetch::FetchError;
 use crate::fetch::outcome::{Fetched, Outcome, RobotsFetched, Source};
+use crate::frontier::politeness::DelayWhy;
 use crate::frontier::robots::Rules;
 use crate::ids::HostId;
 use crate::state::{GiveUp, HostUpdate, PageRecord, Queued};
@@ -189,7 +190,8 @@ impl Engine {
         let update = self.host_update(host, Some((status, body, at)), None);
         self.unsaved.batch.hosts.push(update);
         if source == Source::Request {
-            self.request_ended(host, now + politeness.delay(crawl_delay, elapsed));
+            let delay = self.host_delay(host, crawl_delay, elapsed);
+            self.request_ended(host, now + delay);
         } else {
             self.frontier.schedule(host);
         }
@@ -211,6 +213,7 @@ impl Engine {
             return;
         }
         let park = self.s.politeness.park_for(failures);
+        self.note_delay(host, park, DelayWhy::Parked);
         tracing::info!(
             "{}: {why}; trying again in {} s",
             self.origin(host),
@@ -260,13 +263,14 @@ impl Engine {
             self.unsaved.batch.hosts.push(update);
         }
         let crawl_delay = self.frontier.rules(host, now).and_then(Rules::crawl_delay);
-        let mut not_before = now + self.s.politeness.delay(crawl_delay, elapsed);
+        let mut not_before = now + self.host_delay(host, crawl_delay, elapsed);
         if matches!(f.status, 429 | 503) {
             let wait = self
                 .s
                 .politeness
                 .retry_after(f.retry_after.as_deref(), crate::clock::now())
                 .unwrap_or_else(|| self.s.politeness.park_for(1));
+            self.note_delay(host, wait, DelayWhy::RetryAfter);
             not_before = not_before.max(now + wait);
             let update = self.host_update(host, None, Some(at + wait.as_millis() as i64));
             self.unsaved.batch.hosts.push(update);
@@ -320,6 +324,7 @@ impl Engine {
             return;
         }
         let park = self.s.politeness.park_for(failures);
+        self.note_delay(host, park, DelayWhy::Parked);
         let update = self.host_update(host, None, Some(at + park.as_millis() as i64));
         self.unsaved.batch.hosts.push(update);
         if freed {

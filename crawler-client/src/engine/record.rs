@@ -203,6 +203,10 @@ impl Engine {
             known: f.known.as_ref(),
         };
         let learnt = self.learn(job, &visit, children);
+        if f.known.is_some() {
+            self.run.known_visits += 1;
+            self.run.changes += u64::from(f.changed);
+        }
         let delta = f.delta.as_ref();
         self.with_coop(|c, r| {
             c.visited(r, job.host, job.fp, f.changed, delta);

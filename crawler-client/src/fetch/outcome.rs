@@ -155,6 +155,21 @@ pub(crate) struct Context {
     pub resolve: Vec<(String, std::net::SocketAddr)>,
 }
 
+impl Context {
+    /// The same context with another link policy (seeds added while the crawl runs).
+    pub(crate) fn with_policy(&self, policy: LinkPolicy) -> Context {
+        Context {
+            client: self.client.clone(),
+            limits: self.limits,
+            policy,
+            warc_level: self.warc_level,
+            warc_dir: self.warc_dir.clone(),
+            conditional: self.conditional,
+            resolve: self.resolve.clone(),
+        }
+    }
+}
+
 /// A metadata response, decoded.
 #[derive(Debug, Clone)]
 pub struct CoopFetched {

@@ -53,6 +53,12 @@ pub struct Host {
     pub(super) leased: bool,
     /// Its server's address, when politeness is keyed by address.
     pub address: super::servers::Address,
+    /// Blocked from the console: nothing is fetched, its URLs stay queued.
+    pub blocked: bool,
+    /// The delay set from the console, in place of the policy's.
+    pub delay_set: Option<std::time::Duration>,
+    /// The delay after its last request, and why it is that long.
+    pub delay: (std::time::Duration, super::politeness::DelayWhy),
 }
 
 impl Host {
@@ -73,6 +79,12 @@ impl Host {
             in_heap: false,
             leased: false,
             address: super::servers::Address::Unknown,
+            blocked: false,
+            delay_set: None,
+            delay: (
+                std::time::Duration::ZERO,
+                super::politeness::DelayWhy::Minimum,
+            ),
         }
     }
 

@@ -11,6 +11,7 @@ pub(crate) mod cash;
 mod dispatch;
 pub mod fleet;
 mod host;
+mod operator;
 pub mod politeness;
 pub mod queue_store;
 pub mod robots;
@@ -68,6 +69,8 @@ pub struct Frontier {
     /// Politeness keyed by server address: hosts of one address share its clock.
     by_address: bool,
     servers: servers::Servers,
+    /// Hosts blocked and delays set from the console.
+    operator: operator::OperatorSet,
 }
 
 impl Frontier {
@@ -104,6 +107,7 @@ impl Frontier {
             shared: false,
             by_address: false,
             servers: servers::Servers::default(),
+            operator: operator::OperatorSet::default(),
         };
         let now = Instant::now();
         for rec in store.hosts()? {
@@ -118,6 +122,7 @@ impl Frontier {
             host.skipped = skipped;
             host.next_allowed = next_allowed;
             host.failures = rec.failures;
+            f.operator.apply(&mut host);
             f.by_origin.insert(rec.origin, rec.id);
             f.hosts.insert(rec.id, host);
             f.schedule(rec.id);
@@ -213,8 +218,9 @@ impl Frontier {
     pub fn known(&mut self, id: HostId, origin: &str) {
         if !self.hosts.contains_key(&id) {
             self.by_origin.insert(origin.to_string(), id);
-            self.hosts
-                .insert(id, Host::new(id, origin.to_string(), 0, Instant::now()));
+            let mut host = Host::new(id, origin.to_string(), 0, Instant::now());
+            self.operator.apply(&mut host);
+            self.hosts.insert(id, host);
         }
     }
 
@@ -240,8 +246,9 @@ impl Frontier {
         }
         let id = store.host_id(origin)?;
         self.by_origin.insert(origin.to_string(), id);
-        self.hosts
-            .insert(id, Host::new(id, origin.to_string(), 0, Instant::now()));
+        let mut host = Host::new(id, origin.to_string(), 0, Instant::now());
+        self.operator.apply(&mut host);
+        self.hosts.insert(id, host);
         Ok(id)
     }
 
@@ -460,7 +467,12 @@ impl Frontier {
         let Some(h) = self.hosts.get_mut(&id) else {
             return;
         };
-        if h.in_heap || h.skipped.is_some() || !h.has_queue() || h.in_flight >= self.per_host {
+        if h.in_heap
+            || h.skipped.is_some()
+            || h.blocked
+            || !h.has_queue()
+            || h.in_flight >= self.per_host
+        {
             return;
         }
         if self.shared && !h.leased {
@@ -485,7 +497,7 @@ impl Frontier {
     pub fn has_work(&self) -> bool {
         self.hosts
             .values()
-            .any(|h| h.in_flight > 0 || (h.skipped.is_none() && h.has_queue()))
+            .any(|h| h.in_flight > 0 || (h.skipped.is_none() && !h.blocked && h.has_queue()))
     }
 
     /// Requests under way.
@@ -497,7 +509,7 @@ impl Frontier {
     pub fn active_hosts(&self) -> usize {
         self.hosts
             .values()
-            .filter(|h| h.in_flight > 0 || (h.skipped.is_none() && h.has_queue()))
+            .filter(|h| h.in_flight > 0 || (h.skipped.is_none() && !h.blocked && h.has_queue()))
             .count()
     }
 
@@ -535,7 +547,7 @@ impl Frontier {
                 continue;
             };
             h.in_heap = false;
-            if h.skipped.is_some() || h.in_flight >= per_host || !h.has_queue() {
+            if h.skipped.is_some() || h.blocked || h.in_flight >= per_host || !h.has_queue() {
                 continue;
             }
             if h.next_allowed > now {

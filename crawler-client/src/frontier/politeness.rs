@@ -55,14 +55,70 @@ pub fn site_seconds(secs: f64) -> Duration {
         .min(MAX_HONOURED_DELAY)
 }
 
+/// Which rule set a host's delay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DelayWhy {
+    /// The minimum delay.
+    Minimum,
+    /// The host's robots.txt `Crawl-delay`.
+    CrawlDelay,
+    /// A multiple of its last response time.
+    ResponseTime,
+    /// The operator set it from the console.
+    Operator,
+    /// A 429 or 503 with `Retry-After` (or without: the first park).
+    RetryAfter,
+    /// It keeps failing and is parked.
+    Parked,
+}
+
+impl DelayWhy {
+    /// In words, for the console.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DelayWhy::Minimum => "minimum delay",
+            DelayWhy::CrawlDelay => "robots.txt Crawl-delay",
+            DelayWhy::ResponseTime => "response time x factor",
+            DelayWhy::Operator => "set from the console",
+            DelayWhy::RetryAfter => "Retry-After (429/503)",
+            DelayWhy::Parked => "parked after failures",
+        }
+    }
+}
+
 impl Politeness {
     /// The delay after a response that took `last_response`, for a host asking `crawl_delay`.
     pub fn delay(&self, crawl_delay: Option<f64>, last_response: Duration) -> Duration {
+        self.explain(crawl_delay, last_response, None).0
+    }
+
+    /// The delay and the rule that set it; an operator's delay replaces the minimum and the
+    /// response-time rule, never robots.txt's `Crawl-delay` when that asks for more.
+    pub fn explain(
+        &self,
+        crawl_delay: Option<f64>,
+        last_response: Duration,
+        operator: Option<Duration>,
+    ) -> (Duration, DelayWhy) {
         let asked = crawl_delay.map(site_seconds).unwrap_or_default();
-        let adaptive = last_response
-            .mul_f64(self.factor.max(0.0))
-            .min(self.max_delay);
-        self.min_delay.max(asked).max(adaptive)
+        let own = match operator {
+            Some(d) => (d.min(MAX_HONOURED_DELAY), DelayWhy::Operator),
+            None => {
+                let adaptive = last_response
+                    .mul_f64(self.factor.max(0.0))
+                    .min(self.max_delay);
+                if adaptive > self.min_delay {
+                    (adaptive, DelayWhy::ResponseTime)
+                } else {
+                    (self.min_delay, DelayWhy::Minimum)
+                }
+            }
+        };
+        if asked > own.0 {
+            (asked, DelayWhy::CrawlDelay)
+        } else {
+            own
+        }
     }
 
     /// Whether a host's `Crawl-delay` is beyond what we honour.
@@ -97,6 +153,30 @@ impl Politeness {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_operator_delay_replaces_the_policy_but_not_robots_txt() {
+        let p = Politeness::default();
+        let fast = Some(Duration::from_millis(100));
+        assert_eq!(
+            p.explain(None, Duration::from_secs(1), fast),
+            (Duration::from_millis(100), DelayWhy::Operator)
+        );
+        assert_eq!(
+            p.explain(Some(2.0), Duration::ZERO, fast),
+            (Duration::from_secs(2), DelayWhy::CrawlDelay)
+        );
+        assert_eq!(
+            p.explain(None, Duration::from_millis(400), None),
+            (Duration::from_secs(2), DelayWhy::ResponseTime)
+        );
+        assert_eq!(
+            p.explain(None, Duration::ZERO, None),
+            (Duration::from_secs(1), DelayWhy::Minimum)
+        );
+        let huge = Some(Duration::from_secs(u64::MAX / 4));
+        assert_eq!(p.explain(None, Duration::ZERO, huge).0, MAX_HONOURED_DELAY);
+    }
 
     #[test]
     fn delays_take_the_largest_constraint() {

@@ -57,6 +57,19 @@ pub struct ScheduleConfig {
     pub prior_rate: f64,
 }
 
+/// How fresh the schedule expects the copies to be.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+pub struct Freshness {
+    /// Expected share of polled pages unchanged since their visit, when any is polled.
+    pub estimate: Option<f64>,
+    /// Pages the crawler polls.
+    pub polled: usize,
+    /// Of those, due now.
+    pub due: usize,
+    /// Pages left to their sites' announcements.
+    pub covered: usize,
+}
+
 /// The schedule.
 pub struct Schedule {
     config: ScheduleConfig,
@@ -298,6 +311,50 @@ impl Schedule {
             .collect();
         fps.sort_unstable();
         fps
+    }
+
+    /// The expected share of polled pages unchanged since their last visit at `now` (ms), the
+    /// Poisson estimate `e^(-rate * age)` averaged over them, with the pages due and those left
+    /// to their sites' announcements.
+    pub fn freshness(&self, now: i64) -> Freshness {
+        let mut f = Freshness::default();
+        let mut sum = 0.0;
+        for p in self.pages.values() {
+            if p.covered {
+                f.covered += 1;
+                continue;
+            }
+            f.polled += 1;
+            let age = (now - p.last).max(0) as f64 / 1000.0;
+            sum += (-p.rate.max(0.0) * age).exp();
+            if p.due <= now {
+                f.due += 1;
+            }
+        }
+        f.estimate = (f.polled > 0).then(|| sum / f.polled as f64);
+        f
+    }
+
+    /// Pages left to their sites' announcements, by host.
+    pub fn covered_per_host(&self) -> HashMap<HostId, usize> {
+        let mut m = HashMap::new();
+        for p in self.pages.values().filter(|p| p.covered) {
+            *m.entry(p.host).or_insert(0) += 1;
+        }
+        m
+    }
+
+    /// A host's pages with when each is due, soonest first, at most `limit`.
+    pub fn due_of(&self, host: HostId, limit: usize) -> Vec<Tracked> {
+        let mut pages: Vec<Tracked> = self
+            .pages
+            .values()
+            .filter(|p| p.host == host)
+            .cloned()
+            .collect();
+        pages.sort_by_key(|p| p.due);
+        pages.truncate(limit);
+        pages
     }
 
     /// Stops tracking a page (deleted).

@@ -12,6 +12,7 @@
 //! to are on disk: after `kill -9` the state is that of the last batch, and the records
 //! written after it are replayed from the archive rather than fetched again.
 
+mod browse;
 mod checkpoint;
 mod commit;
 mod figures;
@@ -19,6 +20,7 @@ mod pages;
 mod rows;
 mod schema;
 
+pub use browse::{HostFigures, PageVisit};
 pub use checkpoint::Checkpointer;
 pub use figures::Figures;
 pub use rows::{

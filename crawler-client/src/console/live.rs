@@ -1,0 +1,258 @@
+//! What a running crawl shows its console: the loop writes a [`View`] once a second (the host
+//! table and a host's schedule only while someone looks), the console reads it, and actions go
+//! the other way through a channel the loop drains.
+
+use super::actions::{Action, ActionLog, Logged};
+use serde::Serialize;
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::mpsc::{Receiver, Sender};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Seconds of history kept for the charts (an hour at one sample a second).
+pub const HISTORY: usize = 3600;
+
+/// How long after the last request the console counts as watched, ms.
+const WATCH_MS: i64 = 30_000;
+
+/// One second of the crawl, cumulative counters and gauges.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct Sample {
+    /// ms since the epoch.
+    pub t: i64,
+    /// Pages fetched by this run.
+    pub fetched: u64,
+    /// Body bytes received by this run.
+    pub bytes: u64,
+    /// Errors of this run.
+    pub errors: u64,
+    /// URLs waiting.
+    pub queued: u64,
+    /// Requests under way.
+    pub in_flight: usize,
+    /// Hosts with work.
+    pub hosts_active: usize,
+}
+
+/// The crawl now.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Overview {
+    /// `running`, `paused`, `stopping` or `finished`.
+    pub state: &'static str,
+    /// The crawl directory.
+    pub out: String,
+    /// When this run started, ms since the epoch.
+    pub started_at: i64,
+    /// Pages fetched over all runs.
+    pub pages_total: u64,
+    /// Pages fetched by this run.
+    pub fetched: u64,
+    /// Revisits queued by the refresh schedule in this run.
+    pub revisits: u64,
+    /// URLs waiting.
+    pub queued: u64,
+    /// URLs ever queued.
+    pub seen: u64,
+    /// Hosts known.
+    pub hosts: usize,
+    /// Hosts with work.
+    pub hosts_active: usize,
+    /// Requests under way.
+    pub in_flight: usize,
+    /// Errors by kind (`4xx`, `5xx`, `failed`, `disallowed`, `retries`).
+    pub errors: BTreeMap<&'static str, u64>,
+    /// Body bytes received by this run.
+    pub bytes: u64,
+    /// Bytes appended to WARC files by this run.
+    pub warc_bytes: u64,
+    /// Free space where the crawl writes, bytes.
+    pub disk_free: Option<u64>,
+    /// Seconds until the queue or the page budget runs out at the last minute's rate.
+    pub eta_secs: Option<f64>,
+    /// The page budget.
+    pub max_pages: Option<u64>,
+    /// Pushes received by this run.
+    pub pushes: u64,
+    /// Cooperation requests of this run.
+    pub coop_requests: u64,
+    /// Paused from the console.
+    pub paused: bool,
+    /// Hosts blocked from the console.
+    pub blocked: Vec<String>,
+    /// Delays set from the console, seconds by origin.
+    pub delays: BTreeMap<String, f64>,
+}
+
+/// A host as the loop sees it.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct HostLive {
+    /// Database id.
+    pub id: i64,
+    /// `scheme://host[:port]`.
+    pub origin: String,
+    /// URLs waiting.
+    pub waiting: u64,
+    /// Requests under way.
+    pub in_flight: usize,
+    /// The delay after its last request, seconds.
+    pub delay_secs: f64,
+    /// Which rule set it.
+    pub delay_why: &'static str,
+    /// Seconds until it may be contacted again (0: now).
+    pub next_in_secs: f64,
+    /// robots.txt: `unknown`, `fetching`, `known` or `expired`.
+    pub robots: &'static str,
+    /// `crawling`, `idle`, `waiting`, `parked`, `blocked` or `skipped: why`.
+    pub state: String,
+    /// Failures in a row.
+    pub failures: u32,
+    /// Cooperation level: `none`, `meta`, `delta` or `push`.
+    pub coop: &'static str,
+    /// Trust in its announcements, 0 to 1.
+    pub trust: Option<f64>,
+    /// Requests cooperation spared: pushes applied without a request, and polls avoided for
+    /// pages its announcements cover.
+    pub saved: u64,
+}
+
+/// A page of a host's refresh schedule.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Due {
+    /// The URL.
+    pub url: String,
+    /// When due, ms since the epoch.
+    pub due: i64,
+    /// Last visit, ms since the epoch.
+    pub last: i64,
+    /// Estimated changes per day.
+    pub rate_per_day: f64,
+    /// Left to the site's announcements.
+    pub covered: bool,
+}
+
+/// What the loop adds to one host's page.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct HostDetail {
+    /// Database id.
+    pub id: i64,
+    /// Its next due pages.
+    pub schedule: Vec<Due>,
+    /// Its cooperation figures.
+    pub coop: Option<serde_json::Value>,
+}
+
+/// One second of the refresh policy (with `--keep-fresh`).
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct FreshSample {
+    /// ms since the epoch.
+    pub t: i64,
+    /// Expected share of polled pages unchanged since their visit.
+    pub estimate: Option<f64>,
+    /// Pages polled.
+    pub polled: usize,
+    /// Of those, due now.
+    pub due: usize,
+    /// Pages left to their sites' announcements.
+    pub covered: usize,
+    /// Visits of known pages so far (this run).
+    pub visits: u64,
+    /// Changes those visits found.
+    pub changes: u64,
+    /// Changes sites announced (this run).
+    pub announced: u64,
+    /// Pushes received (this run).
+    pub pushes: u64,
+}
+
+/// Everything the loop publishes.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct View {
+    /// The figures now.
+    pub overview: Overview,
+    /// The last hour, a sample a second.
+    pub samples: VecDeque<Sample>,
+    /// Hosts (refreshed only while watched).
+    pub hosts: Vec<HostLive>,
+    /// The host whose page is open.
+    pub host: Option<HostDetail>,
+    /// The refresh policy's last hour, with `--keep-fresh`.
+    pub freshness: Option<VecDeque<FreshSample>>,
+}
+
+/// The meeting point of the loop and the console.
+pub struct Live {
+    view: Mutex<View>,
+    tick: tokio::sync::watch::Sender<u64>,
+    actions: Mutex<Sender<Action>>,
+    watched_at: AtomicI64,
+    watched_host: AtomicI64,
+    log: ActionLog,
+}
+
+impl Live {
+    /// A meeting point for the crawl in `dir`; the loop keeps the receiver.
+    pub fn new(dir: &std::path::Path) -> (Arc<Live>, Receiver<Action>) {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let live = Live {
+            view: Mutex::new(View::default()),
+            tick: tokio::sync::watch::Sender::new(0),
+            actions: Mutex::new(tx),
+            watched_at: AtomicI64::new(i64::MIN / 2),
+            watched_host: AtomicI64::new(-1),
+            log: ActionLog::new(dir),
+        };
+        (Arc::new(live), rx)
+    }
+
+    /// The view, to read or change.
+    pub fn view(&self) -> MutexGuard<'_, View> {
+        // A panic elsewhere while holding the lock leaves a view that is still whole.
+        self.view.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Tells the event streams that the view changed.
+    pub fn published(&self) {
+        self.tick.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    /// A receiver woken at each publication.
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.tick.subscribe()
+    }
+
+    /// Someone looked (at `host`'s page, when given).
+    pub fn touch(&self, now_ms: i64, host: Option<i64>) {
+        self.watched_at.store(now_ms, Ordering::Relaxed);
+        if let Some(h) = host {
+            self.watched_host.store(h, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether someone looked lately.
+    pub fn watched(&self, now_ms: i64) -> bool {
+        now_ms - self.watched_at.load(Ordering::Relaxed) < WATCH_MS
+    }
+
+    /// The host whose page was opened last, if any.
+    pub fn watched_host(&self) -> Option<i64> {
+        let h = self.watched_host.load(Ordering::Relaxed);
+        (h >= 0).then_some(h)
+    }
+
+    /// Logs an action (synced) and hands it to the loop.
+    pub fn act(&self, logged: Logged) -> std::io::Result<()> {
+        self.log.append(&logged)?;
+        let tx = self.actions.lock().unwrap_or_else(|p| p.into_inner());
+        // The loop gone means the crawl is ending; the log applies it at the next start.
+        let _ = tx.send(logged.action);
+        Ok(())
+    }
+}
+
+/// Appends to a bounded history.
+pub fn push_bounded<T>(q: &mut VecDeque<T>, item: T) {
+    if q.len() >= HISTORY {
+        q.pop_front();
+    }
+    q.push_back(item);
+}

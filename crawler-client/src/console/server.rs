@@ -1,0 +1,513 @@
+//! The console's HTTP side: the page, its assets, the JSON API and the event stream, behind
+//! the gate of `webcoop_protocol::console::access`.
+//!
+//! API (all JSON; docs/CRAWLER.md has the fields):
+//! `GET /api/overview`, `GET /api/hosts`, `GET /api/hosts/{id}`, `GET /api/freshness`,
+//! `GET /api/actions`, `POST /api/actions` (one action, e.g. `{"action":"pause"}`), and
+//! `GET /api/events` (server-sent events: the overview and the newest sample, once a second).
+
+use super::actions::{Action, ActionLog, Logged};
+use super::live::{HostLive, Live};
+use super::{ConsoleError, ConsoleSettings};
+use crate::coop::CoopMode;
+use crate::coop::site::{CoopConfig, SiteCoop};
+use crate::state::{HostFigures, Store};
+use axum::Json;
+use axum::extract::{ConnectInfo, Path, Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use webcoop_protocol::console::access::{self, Gate, RequestFacts};
+use webcoop_protocol::console::assets;
+
+const PAGE: &str = include_str!("assets/crawl.html");
+const SCRIPT: &str = include_str!("assets/crawl.js");
+
+/// Largest action body accepted (a thousand seeds of 2 KB, with room).
+const MAX_ACTION_BYTES: usize = 4 << 20;
+
+/// What the handlers share.
+struct Console {
+    gate: Gate,
+    dir: PathBuf,
+    store: Mutex<Option<Store>>,
+    live: Option<Arc<Live>>,
+    log: ActionLog,
+    fleet: bool,
+}
+
+/// Starts the console of a running crawl on the crawl's runtime; returns where it listens.
+pub fn start_live(
+    rt: &tokio::runtime::Runtime,
+    settings: &ConsoleSettings,
+    dir: &std::path::Path,
+    live: Arc<Live>,
+    fleet: bool,
+) -> Result<SocketAddr, ConsoleError> {
+    let (listener, console) = bind(rt, settings, dir, Some(live), fleet)?;
+    let local = listener
+        .local_addr()
+        .map_err(|source| ConsoleError::Listen {
+            addr: settings.addr,
+            source,
+        })?;
+    rt.spawn(serve(listener, console));
+    Ok(local)
+}
+
+/// Serves the console of a crawl that is not running, until `stop` resolves.
+pub fn run_offline(
+    settings: &ConsoleSettings,
+    dir: &std::path::Path,
+    ready: impl FnOnce(SocketAddr),
+    stop: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<(), ConsoleError> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .map_err(|source| ConsoleError::Listen {
+            addr: settings.addr,
+            source,
+        })?;
+    let (listener, console) = bind(&rt, settings, dir, None, false)?;
+    let local = listener
+        .local_addr()
+        .map_err(|source| ConsoleError::Listen {
+            addr: settings.addr,
+            source,
+        })?;
+    ready(local);
+    rt.block_on(async move {
+        tokio::select! {
+            _ = serve(listener, console) => {}
+            _ = stop => {}
+        }
+    });
+    Ok(())
+}
+
+fn bind(
+    rt: &tokio::runtime::Runtime,
+    settings: &ConsoleSettings,
+    dir: &std::path::Path,
+    live: Option<Arc<Live>>,
+    fleet: bool,
+) -> Result<(tokio::net::TcpListener, Arc<Console>), ConsoleError> {
+    access::check_bind(settings.addr.ip(), settings.token.as_deref())?;
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind(settings.addr))
+        .map_err(|source| ConsoleError::Listen {
+            addr: settings.addr,
+            source,
+        })?;
+    let console = Arc::new(Console {
+        gate: Gate::new(settings.addr.ip(), settings.token.clone()),
+        dir: dir.to_path_buf(),
+        store: Mutex::new(None),
+        live,
+        log: ActionLog::new(dir),
+        fleet,
+    });
+    Ok((listener, console))
+}
+
+async fn serve(listener: tokio::net::TcpListener, console: Arc<Console>) {
+    let app = axum::Router::new()
+        .route("/", get(page))
+        .route(
+            "/assets/console.css",
+            get(|| asset("text/css", assets::CSS)),
+        )
+        .route(
+            "/assets/console.js",
+            get(|| asset("text/javascript", assets::JS)),
+        )
+        .route("/assets/crawl.js", get(|| asset("text/javascript", SCRIPT)))
+        .route("/api/overview", get(overview))
+        .route("/api/hosts", get(hosts))
+        .route("/api/hosts/{id}", get(host))
+        .route("/api/freshness", get(freshness))
+        .route(
+            "/api/actions",
+            get(actions)
+                .post(act)
+                .layer(axum::extract::DefaultBodyLimit::max(MAX_ACTION_BYTES)),
+        )
+        .route("/api/events", get(events))
+        .fallback(|| async { error(StatusCode::NOT_FOUND, "no such page of the console") })
+        .layer(axum::middleware::from_fn_with_state(console.clone(), gate))
+        .with_state(console)
+        .into_make_service_with_connect_info::<SocketAddr>();
+    if let Err(e) = axum::serve(listener, app).await {
+        tracing::warn!("console stopped: {e}");
+    }
+}
+
+fn error(status: StatusCode, why: &str) -> Response {
+    (status, Json(json!({ "error": why }))).into_response()
+}
+
+/// Lets a request in or refuses it; sets the token's cookie when it came in the query.
+async fn gate(State(c): State<Arc<Console>>, request: Request, next: Next) -> Response {
+    let h = request.headers();
+    let text = |name: header::HeaderName| h.get(name).and_then(|v| v.to_str().ok());
+    let query_token = request.uri().query().and_then(form_urlencoded_token);
+    let facts = RequestFacts {
+        host: text(header::HOST),
+        authorization: text(header::AUTHORIZATION),
+        cookie: text(header::COOKIE),
+        query_token: query_token.as_deref(),
+        origin: text(header::ORIGIN),
+        action: request.method() != axum::http::Method::GET
+            && request.method() != axum::http::Method::HEAD,
+        action_header: h.contains_key(access::ACTION_HEADER),
+    };
+    match c.gate.admit(&facts) {
+        Err(refusal) => {
+            let status = StatusCode::from_u16(refusal.status).unwrap_or(StatusCode::FORBIDDEN);
+            error(status, refusal.reason)
+        }
+        Ok(admitted) => {
+            if let Some(live) = &c.live {
+                live.touch(crate::clock::now_ms(), None);
+            }
+            let mut response = next.run(request).await;
+            let headers = response.headers_mut();
+            headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+            headers.insert(
+                header::X_CONTENT_TYPE_OPTIONS,
+                HeaderValue::from_static("nosniff"),
+            );
+            if admitted.set_cookie
+                && let Some(cookie) = c.gate.cookie()
+                && let Ok(v) = HeaderValue::from_str(&cookie)
+            {
+                headers.insert(header::SET_COOKIE, v);
+            }
+            response
+        }
+    }
+}
+
+fn form_urlencoded_token(query: &str) -> Option<String> {
+    form_urlencoded::parse(query.as_bytes())
+        .find(|(k, _)| k == "token")
+        .map(|(_, v)| v.into_owned())
+}
+
+async fn page() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+            (header::CONTENT_SECURITY_POLICY, assets::CSP),
+            (header::X_FRAME_OPTIONS, "DENY"),
+        ],
+        PAGE,
+    )
+        .into_response()
+}
+
+async fn asset(kind: &'static str, body: &'static str) -> Response {
+    ([(header::CONTENT_TYPE, kind)], body).into_response()
+}
+
+/// Runs `f` on the read-only state, opened at first use (a crawl just started may not have
+/// written its database yet).
+async fn with_store<T: Send + 'static>(
+    c: &Arc<Console>,
+    f: impl FnOnce(&Store) -> Result<T, crate::state::StoreError> + Send + 'static,
+) -> Result<T, Response> {
+    let c = c.clone();
+    tokio::task::spawn_blocking(move || {
+        let mut guard = c.store.lock().unwrap_or_else(|p| p.into_inner());
+        if guard.is_none() {
+            *guard = Some(Store::open_read_only(&c.dir).map_err(|e| e.to_string())?);
+        }
+        match guard.as_ref() {
+            Some(s) => f(s).map_err(|e| e.to_string()),
+            None => Err("the crawl's database is not open".to_string()),
+        }
+    })
+    .await
+    .map_err(|e| error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()))?
+    .map_err(|e| error(StatusCode::SERVICE_UNAVAILABLE, &e))
+}
+
+async fn overview(State(c): State<Arc<Console>>) -> Response {
+    let figures = match with_store(&c, |s| s.figures()).await {
+        Ok(f) => f,
+        Err(r) => return r,
+    };
+    let mut out = json!({ "figures": figures, "live": c.live.is_some(), "fleet": c.fleet });
+    match &c.live {
+        Some(live) => {
+            let v = live.view();
+            out["overview"] = json!(v.overview);
+            out["samples"] = json!(v.samples);
+        }
+        None => {
+            let controls = c.log.controls().map(|(c, _)| c).unwrap_or_default();
+            let running = crate::engine::is_running(&c.dir);
+            out["overview"] = json!({
+                "state": if running { "running elsewhere" } else { "not running" },
+                "out": c.dir.display().to_string(),
+                "pages_total": figures.fetched(),
+                "queued": figures.queued,
+                "hosts": figures.hosts,
+                "warc_bytes": figures.warc_bytes,
+                "bytes": figures.bytes,
+                "errors": {
+                    "4xx": figures.client_errors, "5xx": figures.server_errors,
+                    "failed": figures.failures, "disallowed": figures.disallowed,
+                },
+                "disk_free": super::disk_free(&c.dir),
+                "paused": controls.paused,
+                "blocked": controls.blocked,
+                "delays": controls.delays,
+            });
+            out["samples"] = json!([]);
+        }
+    }
+    Json(out).into_response()
+}
+
+/// The cooperation settings the crawl ran with, to judge saved sites by.
+fn coop_config(s: &Store) -> CoopConfig {
+    s.meta(crate::engine::COOP_CONFIG_META)
+        .ok()
+        .flatten()
+        .and_then(|j| serde_json::from_str(&j).ok())
+        .unwrap_or_default()
+}
+
+async fn hosts(State(c): State<Arc<Console>>) -> Response {
+    let read = with_store(&c, |s| Ok((s.host_figures()?, coop_config(s)))).await;
+    let (saved, config) = match read {
+        Ok(r) => r,
+        Err(r) => return r,
+    };
+    let live: HashMap<i64, HostLive> = c.live.as_ref().map_or_else(HashMap::new, |l| {
+        l.view().hosts.iter().map(|h| (h.id, h.clone())).collect()
+    });
+    let blocked = c.log.controls().map(|(c, _)| c.blocked).unwrap_or_default();
+    let now = crate::clock::now_ms();
+    let rows: Vec<Value> = saved
+        .into_iter()
+        .map(|f| host_row(f, &live, &blocked, &config, now))
+        .collect();
+    Json(json!({ "hosts": rows, "live": c.live.is_some() })).into_response()
+}
+
+/// A host's row: saved figures, and the loop's view of it when the crawl runs.
+fn host_row(
+    f: HostFigures,
+    live: &HashMap<i64, HostLive>,
+    blocked: &std::collections::BTreeSet<String>,
+    config: &CoopConfig,
+    now: i64,
+) -> Value {
+    let site: Option<SiteCoop> = f
+        .coop
+        .as_ref()
+        .and_then(|j| serde_json::from_value(j.clone()).ok());
+    let mut row = json!({
+        "id": f.id,
+        "origin": f.origin,
+        "queued": f.queued,
+        "fetched": f.fetched,
+        "errors": f.errors,
+        "failures": f.failures,
+        "robots_status": f.robots_status,
+        "coop": site.as_ref().map_or("none", |s| s.level(config.mode, config.failures_to_degrade).as_str()),
+        "offered": site.as_ref().map_or("none", |s| s.level(CoopMode::Push, u32::MAX).as_str()),
+        "trust": site.as_ref().map(|s| s.trust.score()),
+        "saved": site.as_ref().map_or(0, |s| s.stats.deltas),
+    });
+    match live.get(&f.id) {
+        Some(h) => {
+            row["queued"] = json!(h.waiting);
+            row["in_flight"] = json!(h.in_flight);
+            row["delay_secs"] = json!(h.delay_secs);
+            row["delay_why"] = json!(h.delay_why);
+            row["next_in_secs"] = json!(h.next_in_secs);
+            row["robots"] = json!(h.robots);
+            row["state"] = json!(h.state);
+            row["coop"] = json!(h.coop);
+            row["trust"] = json!(h.trust);
+            row["saved"] = json!(h.saved);
+            row["failures"] = json!(h.failures);
+        }
+        None => {
+            let state = if let Some(why) = &f.skipped {
+                format!("skipped: {why}")
+            } else if blocked.contains(&f.origin) {
+                "blocked".into()
+            } else if f.parked_until.is_some_and(|t| t > now) {
+                format!("parked ({} failures)", f.failures)
+            } else if f.queued > 0 {
+                "waiting".into()
+            } else {
+                "idle".into()
+            };
+            row["state"] = json!(state);
+            row["robots"] = json!(match f.robots_status {
+                None => "unknown",
+                Some(_) => "known",
+            });
+        }
+    }
+    row
+}
+
+async fn host(State(c): State<Arc<Console>>, Path(id): Path<i64>) -> Response {
+    if let Some(live) = &c.live {
+        live.touch(crate::clock::now_ms(), Some(id));
+    }
+    let read = with_store(&c, move |s| {
+        let figures = s.host_figures()?.into_iter().find(|h| h.id == id);
+        Ok((figures, s.recent_visits(id, 100)?, coop_config(s)))
+    })
+    .await;
+    let (figures, visits, config) = match read {
+        Ok(r) => r,
+        Err(r) => return r,
+    };
+    let Some(figures) = figures else {
+        return error(StatusCode::NOT_FOUND, "no host with this id");
+    };
+    let live: HashMap<i64, HostLive> = c.live.as_ref().map_or_else(HashMap::new, |l| {
+        l.view()
+            .hosts
+            .iter()
+            .filter(|h| h.id == id)
+            .map(|h| (h.id, h.clone()))
+            .collect()
+    });
+    let blocked = c.log.controls().map(|(c, _)| c.blocked).unwrap_or_default();
+    let coop_saved = figures.coop.clone();
+    let row = host_row(figures, &live, &blocked, &config, crate::clock::now_ms());
+    let detail = c
+        .live
+        .as_ref()
+        .and_then(|l| l.view().host.clone())
+        .filter(|d| d.id == id);
+    Json(json!({
+        "host": row,
+        "visits": visits,
+        "schedule": detail.as_ref().map(|d| d.schedule.clone()),
+        "coop_stats": detail.and_then(|d| d.coop).or_else(|| coop_saved.and_then(|j| j.get("stats").cloned())),
+    }))
+    .into_response()
+}
+
+async fn freshness(State(c): State<Arc<Console>>) -> Response {
+    let samples = c.live.as_ref().and_then(|l| l.view().freshness.clone());
+    Json(json!({ "keep_fresh": samples.is_some(), "samples": samples.unwrap_or_default() }))
+        .into_response()
+}
+
+async fn actions(State(c): State<Arc<Console>>) -> Response {
+    match c.log.read() {
+        Ok((actions, problems)) => {
+            Json(json!({ "actions": actions, "problems": problems })).into_response()
+        }
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+    }
+}
+
+async fn act(
+    State(c): State<Arc<Console>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    body: axum::body::Bytes,
+) -> Response {
+    let action: Action = match serde_json::from_slice(&body) {
+        Ok(a) => a,
+        Err(e) => return error(StatusCode::BAD_REQUEST, &format!("not an action: {e}")),
+    };
+    let action = match action.checked() {
+        Ok(a) => a,
+        Err(e) => return error(StatusCode::BAD_REQUEST, &e),
+    };
+    if c.fleet && matches!(action, Action::AddSeeds { .. }) {
+        return error(
+            StatusCode::CONFLICT,
+            "a fleet's seeds are the crawl's: give them with --seeds to a process that joins",
+        );
+    }
+    let logged = Logged {
+        at: crate::clock::now_ms(),
+        from: peer.ip().to_string(),
+        action,
+    };
+    let result = match &c.live {
+        Some(live) => live.act(logged.clone()),
+        None => {
+            if matches!(logged.action, Action::Pause | Action::Resume) {
+                return error(
+                    StatusCode::CONFLICT,
+                    "the crawl is not running: pause and resume act on a running crawl",
+                );
+            }
+            if crate::engine::is_running(&c.dir) {
+                return error(
+                    StatusCode::CONFLICT,
+                    "the crawl is running in another process: use its --console",
+                );
+            }
+            c.log.append(&Logged {
+                from: "offline".into(),
+                ..logged.clone()
+            })
+        }
+    };
+    match result {
+        Ok(()) => Json(json!({ "ok": true, "logged": logged, "applies": if c.live.is_some() { "now" } else { "at the next start" } })).into_response(),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &format!("the action log could not be written: {e}")),
+    }
+}
+
+async fn events(State(c): State<Arc<Console>>) -> Response {
+    let Some(live) = c.live.clone() else {
+        // A crawl that is not running changes only by offline actions: a slow heartbeat.
+        let stream = futures_util::stream::unfold((), |()| async {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            Some((
+                Ok::<_, Infallible>(Event::default().data("{\"offline\":true}")),
+                (),
+            ))
+        });
+        return Sse::new(stream)
+            .keep_alive(KeepAlive::default())
+            .into_response();
+    };
+    let rx = live.subscribe();
+    let stream = futures_util::stream::unfold((rx, live), |(mut rx, live)| async move {
+        rx.changed().await.ok()?;
+        let data = {
+            let v = live.view();
+            json!({
+                "overview": v.overview,
+                "sample": v.samples.back(),
+                "fresh": v.freshness.as_ref().and_then(|f| f.back()),
+            })
+        };
+        live.touch(crate::clock::now_ms(), None);
+        Some((
+            Ok::<_, Infallible>(Event::default().data(data.to_string())),
+            (rx, live),
+        ))
+    });
+    Sse::new(stream)
+        .keep_alive(KeepAlive::default())
+        .into_response()
+}

@@ -1,0 +1,396 @@
+//! The loop's side of the console: the operator's actions applied (at the start from the log,
+//! then as they come), and the view published once a second.
+
+use super::{CrawlError, Engine};
+use crate::clock::now_ms;
+use crate::console::actions::{Action, ActionLog, Controls};
+use crate::console::live::{
+    Due, FreshSample, HostDetail, HostLive, Live, Overview, Sample, push_bounded,
+};
+use crate::frontier::RobotsState;
+use crate::frontier::politeness::DelayWhy;
+use crate::ids::HostId;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::sync::mpsc::Receiver;
+use std::time::{Duration, Instant};
+use url::Url;
+
+/// What the loop keeps of its console.
+pub(super) struct Console {
+    pub(super) live: Arc<Live>,
+    actions: Receiver<Action>,
+    controls: Controls,
+    started_at: i64,
+}
+
+impl Console {
+    pub(super) fn new(live: Arc<Live>, actions: Receiver<Action>) -> Console {
+        Console {
+            live,
+            actions,
+            controls: Controls::default(),
+            started_at: now_ms(),
+        }
+    }
+}
+
+/// The seeds the console added in earlier runs, to be queued and scoped with the others.
+pub(super) fn logged_seeds(dir: &std::path::Path) -> Vec<Url> {
+    match ActionLog::new(dir).controls() {
+        Ok((c, _)) => c.seeds.iter().filter_map(|u| Url::parse(u).ok()).collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+impl Engine {
+    /// Serves the console when asked for; returns where it listens.
+    pub(super) fn start_console(&mut self) -> Result<Option<std::net::SocketAddr>, CrawlError> {
+        let Some(settings) = self.s.console.clone() else {
+            return Ok(None);
+        };
+        let (live, actions) = Live::new(&self.s.out);
+        let addr = crate::console::server::start_live(
+            &self.rt,
+            &settings,
+            &self.s.out,
+            live.clone(),
+            self.fleet.is_some(),
+        )?;
+        tracing::info!("console at http://{addr}/");
+        self.console = Some(Console::new(live, actions));
+        Ok(Some(addr))
+    }
+
+    /// Applies what the log says the operator set: blocks, delays and (with a console to
+    /// resume from) a pause.
+    pub(super) fn apply_logged_actions(&mut self) -> Result<(), CrawlError> {
+        let log = ActionLog::new(&self.s.out);
+        let (controls, problems) = log.controls().map_err(super::file_error(
+            &self.s.out.join(crate::console::actions::FILE),
+        ))?;
+        for p in problems {
+            tracing::warn!("{p}: skipped");
+        }
+        for origin in &controls.blocked {
+            self.frontier.set_blocked(origin, true);
+        }
+        for (origin, secs) in &controls.delays {
+            self.frontier
+                .set_delay(origin, Some(Duration::from_secs_f64(*secs)));
+        }
+        if !controls.blocked.is_empty() || !controls.delays.is_empty() {
+            tracing::info!(
+                "from the console: {} hosts blocked, {} delays set",
+                controls.blocked.len(),
+                controls.delays.len()
+            );
+        }
+        let paused = controls.paused;
+        match self.console.as_mut() {
+            Some(c) => {
+                c.controls = controls;
+                if paused {
+                    tracing::warn!("paused from the console: resume it there to go on");
+                }
+            }
+            None if paused => {
+                tracing::warn!("the crawl was paused from its console; without --console it runs");
+            }
+            None => {}
+        }
+        Ok(())
+    }
+
+    /// Whether the operator paused the crawl.
+    pub(super) fn paused(&self) -> bool {
+        self.console.as_ref().is_some_and(|c| c.controls.paused)
+    }
+
+    /// Applies the actions sent since the last turn.
+    pub(super) fn console_actions(&mut self) -> Result<(), CrawlError> {
+        let Some(c) = self.console.as_mut() else {
+            return Ok(());
+        };
+        let actions: Vec<Action> = c.actions.try_iter().collect();
+        for a in actions {
+            self.apply_action(a)?;
+        }
+        Ok(())
+    }
+
+    fn apply_action(&mut self, a: Action) -> Result<(), CrawlError> {
+        tracing::info!(
+            "from the console: {}",
+            serde_json::to_string(&a).unwrap_or_default()
+        );
+        match &a {
+            Action::Pause | Action::Resume => {}
+            Action::AddSeeds { urls } => {
+                let urls: Vec<Url> = urls.iter().filter_map(|u| Url::parse(u).ok()).collect();
+                self.add_seeds(&urls)?;
+            }
+            Action::Block { host } => self.frontier.set_blocked(host, true),
+            Action::Unblock { host } => self.frontier.set_blocked(host, false),
+            Action::SetDelay { host, seconds } => {
+                let d = seconds.map(Duration::from_secs_f64);
+                self.frontier.set_delay(host, d);
+                if let Some(id) = self.frontier.id_of(host)
+                    && let Some(d) = d
+                    && let Some(h) = self.frontier.host_mut(id)
+                {
+                    // A shorter delay counts from now, not from the longer one set before.
+                    h.next_allowed = h.next_allowed.min(Instant::now() + d);
+                    self.frontier.schedule(id);
+                }
+            }
+        }
+        if let Some(c) = self.console.as_mut() {
+            c.controls.apply(&a);
+        }
+        Ok(())
+    }
+
+    /// Seeds added while the crawl runs: saved with the others, in the scope, queued.
+    fn add_seeds(&mut self, urls: &[Url]) -> Result<(), CrawlError> {
+        let mut all: Vec<Url> = self
+            .store
+            .meta("seeds")?
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| Url::parse(l).ok())
+            .collect();
+        for u in urls {
+            if !all.contains(u) {
+                all.push(u.clone());
+            }
+        }
+        let list: Vec<&str> = all.iter().map(Url::as_str).collect();
+        self.store.set_meta("seeds", &list.join("\n"))?;
+        let policy = crate::analyze::scope::LinkPolicy::new(
+            self.s.scope.clone(),
+            &all,
+            *self.ctx.policy.limits(),
+        );
+        self.ctx = Arc::new(self.ctx.with_policy(policy));
+        self.seed(urls);
+        Ok(())
+    }
+
+    /// A host's delay after a request that took `elapsed`, noted for the console.
+    pub(super) fn host_delay(
+        &mut self,
+        host: HostId,
+        crawl_delay: Option<f64>,
+        elapsed: Duration,
+    ) -> Duration {
+        let set = self.frontier.host(host).and_then(|h| h.delay_set);
+        let (d, why) = self.s.politeness.explain(crawl_delay, elapsed, set);
+        self.note_delay(host, d, why);
+        d
+    }
+
+    /// Notes a host's delay and why, for the console.
+    pub(super) fn note_delay(&mut self, host: HostId, d: Duration, why: DelayWhy) {
+        if let Some(h) = self.frontier.host_mut(host) {
+            h.delay = (d, why);
+        }
+    }
+
+    /// Publishes the view: figures every second, hosts and a host's schedule while watched.
+    pub(super) fn console_publish(&mut self, stopping: bool) {
+        let Some(c) = self.console.as_ref() else {
+            return;
+        };
+        let now = now_ms();
+        let state = if stopping {
+            "stopping"
+        } else if c.controls.paused {
+            "paused"
+        } else {
+            "running"
+        };
+        let sample = Sample {
+            t: now,
+            fetched: self.run.fetched,
+            bytes: self.run.bytes,
+            errors: self.run.errors,
+            queued: self.frontier.queued(),
+            in_flight: self.in_flight,
+            hosts_active: self.frontier.active_hosts(),
+        };
+        let overview = self.overview(state, &sample, c);
+        let watched = c.live.watched(now);
+        let hosts = watched.then(|| self.hosts_live());
+        let detail = c
+            .live
+            .watched_host()
+            .filter(|_| watched)
+            .map(|id| self.host_detail(HostId(id)));
+        let fresh = self.schedule.as_ref().map(|s| {
+            let f = s.freshness(now);
+            let stats = self.coop.totals();
+            FreshSample {
+                t: now,
+                estimate: f.estimate,
+                polled: f.polled,
+                due: f.due,
+                covered: f.covered,
+                visits: self.run.known_visits,
+                changes: self.run.changes,
+                announced: stats.announced,
+                pushes: self.run.pushes,
+            }
+        });
+        let live = c.live.clone();
+        {
+            let mut v = live.view();
+            v.overview = overview;
+            push_bounded(&mut v.samples, sample);
+            if let Some(h) = hosts {
+                v.hosts = h;
+            }
+            if detail.is_some() {
+                v.host = detail;
+            }
+            if let Some(f) = fresh {
+                push_bounded(v.freshness.get_or_insert_with(Default::default), f);
+            }
+        }
+        live.published();
+    }
+
+    fn overview(&self, state: &'static str, now: &Sample, c: &Console) -> Overview {
+        let m = &self.metrics;
+        let mut errors = BTreeMap::new();
+        for kind in ["4xx", "5xx", "failed", "disallowed"] {
+            let n = m
+                .fetches
+                .get_or_create(&crate::metrics::OutcomeLabels { outcome: kind });
+            errors.insert(kind, n.get());
+        }
+        errors.insert("retries", m.retries.get());
+        // The last minute's rate, from the samples already published.
+        let eta_secs = {
+            let v = c.live.view();
+            let old = v
+                .samples
+                .iter()
+                .rev()
+                .find(|s| now.t - s.t >= 60_000)
+                .or(v.samples.front())
+                .copied();
+            old.and_then(|o| {
+                let secs = (now.t - o.t) as f64 / 1000.0;
+                let rate = (now.fetched.saturating_sub(o.fetched)) as f64 / secs.max(1e-3);
+                let left = match self.s.max_pages {
+                    Some(m) => m.saturating_sub(self.fetched_total).min(now.queued),
+                    None => now.queued,
+                };
+                (rate > 0.0 && secs >= 5.0).then(|| left as f64 / rate)
+            })
+        };
+        Overview {
+            state,
+            out: self.s.out.display().to_string(),
+            started_at: c.started_at,
+            pages_total: self.fetched_total,
+            fetched: self.run.fetched,
+            revisits: self.run.revisits,
+            queued: now.queued,
+            seen: self.frontier.seen_len() as u64,
+            hosts: self.frontier.host_count(),
+            hosts_active: now.hosts_active,
+            in_flight: now.in_flight,
+            errors,
+            bytes: self.run.bytes,
+            warc_bytes: m.warc_bytes.get(),
+            disk_free: crate::console::disk_free(&self.s.out),
+            eta_secs,
+            max_pages: self.s.max_pages,
+            pushes: self.run.pushes,
+            coop_requests: self.run.coop_requests,
+            paused: c.controls.paused,
+            blocked: c.controls.blocked.iter().cloned().collect(),
+            delays: c.controls.delays.clone(),
+        }
+    }
+
+    fn hosts_live(&self) -> Vec<HostLive> {
+        let now = Instant::now();
+        let covered: HashMap<HostId, usize> = self
+            .schedule
+            .as_ref()
+            .map_or_else(HashMap::new, |s| s.covered_per_host());
+        let mode = self.s.coop.mode;
+        let degrade = self.s.coop.failures_to_degrade;
+        self.frontier
+            .hosts()
+            .map(|h| {
+                let site = self.coop.site_state(h.id);
+                let robots = match &h.robots {
+                    RobotsState::Unknown => "unknown",
+                    RobotsState::Fetching => "fetching",
+                    RobotsState::Known(_, until) if *until > now => "known",
+                    RobotsState::Known(..) => "expired",
+                };
+                let wait = h.next_allowed.saturating_duration_since(now);
+                let state = if let Some(why) = &h.skipped {
+                    format!("skipped: {why}")
+                } else if h.blocked {
+                    "blocked".into()
+                } else if h.in_flight > 0 {
+                    "crawling".into()
+                } else if h.failures > 0 && wait > Duration::ZERO {
+                    format!("parked ({} failures)", h.failures)
+                } else if h.delay.1 == DelayWhy::RetryAfter && wait > Duration::ZERO {
+                    "backing off".into()
+                } else if h.has_queue() {
+                    "waiting".into()
+                } else {
+                    "idle".into()
+                };
+                HostLive {
+                    id: h.id.0,
+                    origin: h.origin.clone(),
+                    waiting: h.waiting(),
+                    in_flight: h.in_flight,
+                    delay_secs: h.delay.0.as_secs_f64(),
+                    delay_why: h.delay.1.as_str(),
+                    next_in_secs: wait.as_secs_f64(),
+                    robots,
+                    state,
+                    failures: h.failures,
+                    coop: site.map_or("none", |s| s.level(mode, degrade).as_str()),
+                    trust: site.map(|s| s.trust.score()),
+                    saved: covered.get(&h.id).copied().unwrap_or(0) as u64
+                        + site.map_or(0, |s| s.stats.deltas),
+                }
+            })
+            .collect()
+    }
+
+    fn host_detail(&self, id: HostId) -> HostDetail {
+        let schedule = self.schedule.as_ref().map_or_else(Vec::new, |s| {
+            s.due_of(id, 50)
+                .into_iter()
+                .map(|p| Due {
+                    url: p.url,
+                    due: p.due,
+                    last: p.last,
+                    rate_per_day: p.rate * 86_400.0,
+                    covered: p.covered,
+                })
+                .collect()
+        });
+        let coop = self
+            .coop
+            .site_state(id)
+            .and_then(|s| serde_json::to_value(s.stats).ok());
+        HostDetail {
+            id: id.0,
+            schedule,
+            coop,
+        }
+    }
+}
