@@ -7,6 +7,7 @@
 
 use crate::access::{AccessRules, ServerConfigError};
 use crate::config::Config;
+use crate::console::activity::{Activity, Exclusions, Publication};
 use crate::content_type;
 use crate::debounce::EventQueue;
 use crate::inventory::{FileEntry, Inventory};
@@ -100,6 +101,7 @@ pub type ChangeObserver = Box<dyn FnMut(&[LoggedChange], &Inventory) + Send>;
 /// The agent for one docroot.
 pub struct Agent {
     observer: Option<ChangeObserver>,
+    activity: Option<Arc<Activity>>,
     watcher: Option<Watcher>,
     watch_error: Option<String>,
     config: Config,
@@ -224,6 +226,7 @@ impl Agent {
         };
         Ok(Agent {
             observer: None,
+            activity: None,
             watcher: None,
             watch_error: None,
             config,
@@ -243,6 +246,34 @@ impl Agent {
         match Watcher::start(&self.config.docroot) {
             Ok(w) => self.watcher = Some(w),
             Err(e) => self.watch_error = Some(e.to_string()),
+        }
+    }
+
+    /// Notes publications and exclusions in `activity`, for the console.
+    pub fn record_activity(&mut self, activity: Arc<Activity>) {
+        self.activity = Some(activity);
+    }
+
+    /// Notes a publication for the console.
+    fn note_publication(
+        &self,
+        what: &'static str,
+        took: Duration,
+        result: Result<Option<u64>, String>,
+    ) {
+        if let Some(a) = &self.activity {
+            let (listing_bytes, error) = match result {
+                Ok(b) => (b, None),
+                Err(e) => (None, Some(e)),
+            };
+            a.published(Publication {
+                at: crate::store::to_ms(self.clock.now()),
+                what,
+                ms: took.as_secs_f64() * 1000.0,
+                listing_bytes,
+                head: self.store.head_seq().ok(),
+                error,
+            });
         }
     }
 
@@ -290,6 +321,9 @@ impl Agent {
             self.found(found, &mut pass)?;
         }
         pass.result.excluded = walker.excluded();
+        if let Some(a) = &self.activity {
+            a.scanned(walker.exclusions());
+        }
         let gone: Vec<String> = self
             .inventory
             .iter()
@@ -351,14 +385,27 @@ impl Agent {
                         self.found(found, &mut pass)?;
                     }
                     pass.result.excluded += walker.excluded();
+                    if let Some(a) = &self.activity {
+                        a.scanned_some(walker.exclusions());
+                    }
                 }
                 Ok(meta) if meta.is_file() => {
                     // Judged by what it resolves to: a file under a symlinked directory that
                     // leaves the docroot is outside, whatever its own name says.
-                    let public =
-                        self.filter.check_file(rel).is_ok() && inside(&self.config.docroot, &full);
-                    if !public {
+                    let why = match self.filter.check_file(rel) {
+                        Err(why) => Some(why.to_string()),
+                        Ok(()) if !inside(&self.config.docroot, &full) => {
+                            Some("symlink out of the docroot".to_string())
+                        }
+                        Ok(()) => None,
+                    };
+                    if let Some(why) = why {
                         pass.result.excluded += 1;
+                        if let Some(a) = &self.activity {
+                            let mut e = Exclusions::default();
+                            e.add(rel, &why);
+                            a.scanned_some(e);
+                        }
                     } else if looked.insert(rel.clone()) {
                         self.found(scan::Found::File(rel.clone(), Stat::of(&meta)), &mut pass)?;
                     }
@@ -571,7 +618,14 @@ impl Agent {
     /// Publishes the documents for the current state.
     pub fn publish(&mut self) -> Result<PublishReport, AgentError> {
         let now = truncate_ms(self.clock.now());
-        Ok(self.publisher.publish(&self.inventory, &self.store, now)?)
+        let started = Instant::now();
+        let result = self.publisher.publish(&self.inventory, &self.store, now);
+        let noted = match &result {
+            Ok(r) => Ok(Some(r.listing_bytes)),
+            Err(e) => Err(e.to_string()),
+        };
+        self.note_publication("all", started.elapsed(), noted);
+        Ok(result?)
     }
 
     /// Watches the docroot and publishes within about a second of every change, until `stop`.
@@ -684,12 +738,16 @@ impl Agent {
                         }
                         Err(e) => Some(publish_failed(&e, Some(pause))),
                     };
-                } else if sitemaps_stale.take().is_some()
-                    && let Err(e) = self
+                } else if sitemaps_stale.take().is_some() {
+                    let started = Instant::now();
+                    let done = self
                         .publisher
-                        .publish_sitemaps(&self.inventory, truncate_ms(self.clock.now()))
-                {
-                    republish = Some(publish_failed(&e, republish.map(|(_, p)| p)));
+                        .publish_sitemaps(&self.inventory, truncate_ms(self.clock.now()));
+                    let noted = done.as_ref().map(|_| None).map_err(|e| e.to_string());
+                    self.note_publication("sitemaps", started.elapsed(), noted);
+                    if let Err(e) = done {
+                        republish = Some(publish_failed(&e, republish.map(|(_, p)| p)));
+                    }
                 }
                 continue;
             }
@@ -713,11 +771,18 @@ impl Agent {
                         for c in &result.changes {
                             tracing::debug!(seq = c.seq, kind = %c.kind, path = %c.path, "change");
                         }
-                        match self.publisher.publish_listing_and_feed(
+                        let started = Instant::now();
+                        let done = self.publisher.publish_listing_and_feed(
                             &self.inventory,
                             &self.store,
                             truncate_ms(self.clock.now()),
-                        ) {
+                        );
+                        let noted = match &done {
+                            Ok(r) => Ok(Some(r.listing_bytes)),
+                            Err(e) => Err(e.to_string()),
+                        };
+                        self.note_publication("listing and feed", started.elapsed(), noted);
+                        match done {
                             Ok(report) => {
                                 tracing::info!(
                                     changes = result.changes.len(),

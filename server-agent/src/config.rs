@@ -68,6 +68,13 @@ pub struct Cli {
     /// 127.0.0.1:8081), for the web server to proxy under /.well-known/webcoop/.
     #[arg(long, env = "WEBCOOP_LISTEN")]
     pub listen: Option<String>,
+    /// Serve the webmaster's console on this address (never the public listener; loopback
+    /// unless a token guards it), e.g. 127.0.0.1:8082.
+    #[arg(long, env = "WEBCOOP_CONSOLE")]
+    pub console: Option<String>,
+    /// File whose first line is the console's token (required off loopback).
+    #[arg(long, env = "WEBCOOP_CONSOLE_TOKEN_FILE")]
+    pub console_token_file: Option<PathBuf>,
     /// The public URL of those endpoints [default: BASE_URL/.well-known/webcoop/].
     #[arg(long, env = "WEBCOOP_PUBLIC_URL")]
     pub public_url: Option<String>,
@@ -165,6 +172,8 @@ struct FileConfig {
     retain_changes: Option<usize>,
     sitemap_part_urls: Option<usize>,
     listen: Option<String>,
+    console: Option<String>,
+    console_token_file: Option<PathBuf>,
     public_url: Option<String>,
     #[serde(default)]
     allow_callback_net: Vec<String>,
@@ -250,6 +259,8 @@ pub struct Config {
     pub service: Option<ServiceConfig>,
     /// IndexNow pings, when configured.
     pub indexnow: Option<IndexNowConfig>,
+    /// The console, when it is served.
+    pub console: Option<crate::console::ConsoleSettings>,
 }
 
 /// Settings of the HTTP service (changes, deltas, hub, metrics).
@@ -500,9 +511,39 @@ impl Config {
                 ));
             }
         };
-        if service.is_some() && (cli.once || file.once.unwrap_or(false)) {
+        let console = match cli.console.or(file.console) {
+            None => None,
+            Some(addr) => {
+                let addr: std::net::SocketAddr = addr.parse().map_err(|e| {
+                    ConfigError::Value(format!(
+                        "--console {addr:?}: {e} (expected an address such as 127.0.0.1:8082)"
+                    ))
+                })?;
+                if service.as_ref().is_some_and(|s| s.listen == addr) {
+                    return Err(ConfigError::Value(
+                        "--console must not be the public --listen address".into(),
+                    ));
+                }
+                let token = match cli.console_token_file.or(file.console_token_file) {
+                    None => None,
+                    Some(path) => {
+                        let text = std::fs::read_to_string(&path).map_err(|e| {
+                            ConfigError::Value(format!(
+                                "--console-token-file {}: {e}",
+                                path.display()
+                            ))
+                        })?;
+                        Some(text.lines().next().unwrap_or("").trim().to_string())
+                    }
+                };
+                webcoop_protocol::console::access::check_bind(addr.ip(), token.as_deref())
+                    .map_err(|e| ConfigError::Value(e.to_string()))?;
+                Some(crate::console::ConsoleSettings { addr, token })
+            }
+        };
+        if (service.is_some() || console.is_some()) && (cli.once || file.once.unwrap_or(false)) {
             return Err(ConfigError::Value(
-                "--once publishes and exits, --listen serves: choose one".into(),
+                "--once publishes and exits, --listen and --console serve: choose one".into(),
             ));
         }
         Ok(Config {
@@ -550,6 +591,7 @@ impl Config {
             sitemap_part_urls,
             service,
             indexnow,
+            console,
         })
     }
 }

@@ -6,6 +6,7 @@
 pub mod access;
 pub mod agent;
 pub mod config;
+pub mod console;
 pub mod content_type;
 pub mod debounce;
 pub mod inventory;

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 use webcoop_agent::agent::Agent;
 use webcoop_agent::config::{AgentCommand, Cli, Config};
+use webcoop_agent::console::activity::Activity;
 use webcoop_protocol::clock::Clock;
 
 fn human_bytes(n: u64) -> String {
@@ -116,6 +117,8 @@ fn print_robots_lines(cli: &Cli) -> ExitCode {
 fn run(config: Config, clock: Arc<dyn Clock>) -> Result<(), Box<dyn std::error::Error>> {
     let start = Instant::now();
     let mut agent = Agent::open(config.clone(), clock.clone())?;
+    let activity = Arc::new(Activity::default());
+    agent.record_activity(activity.clone());
     if !config.once {
         // Events during the start-up scan queue up instead of being lost.
         agent.start_watching();
@@ -141,35 +144,60 @@ fn run(config: Config, clock: Arc<dyn Clock>) -> Result<(), Box<dyn std::error::
     if config.once {
         return Ok(());
     }
-    let Some(service) = config.service.clone() else {
+    if config.service.is_none() && config.console.is_none() {
         tracing::info!("watching {}", config.docroot.display());
         agent.watch(&AtomicBool::new(false))?;
         return Ok(());
-    };
+    }
     // Two workers: the service is I/O bound, and the watch loop has its own thread.
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?;
     runtime.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(service.listen)
-            .await
-            .map_err(|e| format!("cannot listen on {}: {e}", service.listen))?;
-        let running = webcoop_agent::service::start(&config, clock, listener).await?;
-        tracing::info!(
-            "serving {} on {}; watching {}",
-            service.public_url,
-            running.local_addr,
-            config.docroot.display()
-        );
-        agent.observe(running.observer());
+        let mut running = None;
+        if let Some(service) = config.service.clone() {
+            let listener = tokio::net::TcpListener::bind(service.listen)
+                .await
+                .map_err(|e| format!("cannot listen on {}: {e}", service.listen))?;
+            let r = webcoop_agent::service::start_with(
+                &config,
+                clock.clone(),
+                listener,
+                activity.clone(),
+            )
+            .await?;
+            tracing::info!(
+                "serving {} on {}; watching {}",
+                service.public_url,
+                r.local_addr,
+                config.docroot.display()
+            );
+            agent.observe(r.observer());
+            running = Some(r);
+        }
+        if let Some(console) = &config.console {
+            let setup = webcoop_agent::console::server::Setup {
+                docroot: config.docroot.clone(),
+                base_url: config.base_url.to_string(),
+                state: config.state.clone(),
+                service: config.service.as_ref().map(|s| s.public_url.to_string()),
+                indexnow: config.indexnow.as_ref().map(|i| i.endpoint.to_string()),
+            };
+            let metrics = running.as_ref().map(|r| r.state.metrics.clone());
+            let addr =
+                webcoop_agent::console::server::start(console, setup, activity, metrics).await?;
+            tracing::info!("console at http://{addr}/");
+        }
         let stop = Arc::new(AtomicBool::new(false));
         let watch_stop = stop.clone();
         let watcher = std::thread::spawn(move || agent.watch(&watch_stop));
         shutdown_signal().await;
         tracing::info!("stopping");
         stop.store(true, Ordering::Relaxed);
-        running.stop().await;
+        if let Some(r) = running {
+            r.stop().await;
+        }
         match watcher.join() {
             Ok(result) => result.map_err(|e| Box::new(e) as Box<dyn std::error::Error>),
             Err(_) => Err("the watch loop panicked".into()),

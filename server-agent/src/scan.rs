@@ -1,7 +1,8 @@
 //! Walking the docroot and reading files: which public files exist, and what their content is.
 
+use crate::console::activity::Exclusions;
 use crate::privacy::PublicFilter;
-use std::cell::Cell;
+use std::cell::RefCell;
 use std::io::Read;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -72,7 +73,7 @@ pub struct Walker {
     inner: Box<dyn Iterator<Item = walkdir::Result<walkdir::DirEntry>>>,
     root: PathBuf,
     filter: Arc<PublicFilter>,
-    excluded: Rc<Cell<usize>>,
+    excluded: Rc<RefCell<Exclusions>>,
 }
 
 impl Walker {
@@ -83,7 +84,7 @@ impl Walker {
         } else {
             root.join(sub)
         };
-        let excluded = Rc::new(Cell::new(0usize));
+        let excluded = Rc::new(RefCell::new(Exclusions::default()));
         let (root_c, filter_c, excluded_c, whole) = (
             root.to_path_buf(),
             filter.clone(),
@@ -97,17 +98,26 @@ impl Walker {
                 if entry.depth() == 0 && whole {
                     return true;
                 }
-                let refuse = match relative(&root_c, entry.path()) {
-                    None => true,
-                    Some(_) if entry.path_is_symlink() && !stays_inside(&root_c, entry.path()) => {
-                        true
+                let refusal = match relative(&root_c, entry.path()) {
+                    None => Some((
+                        entry.path().display().to_string(),
+                        "not a UTF-8 name inside the docroot".to_string(),
+                    )),
+                    Some(rel)
+                        if entry.path_is_symlink() && !stays_inside(&root_c, entry.path()) =>
+                    {
+                        Some((rel, "symlink out of the docroot".to_string()))
                     }
-                    Some(rel) => entry.file_type().is_dir() && filter_c.check_dir(&rel).is_err(),
+                    Some(rel) if entry.file_type().is_dir() => match filter_c.check_dir(&rel) {
+                        Err(why) => Some((format!("{rel}/"), why.to_string())),
+                        Ok(()) => None,
+                    },
+                    Some(_) => None,
                 };
-                if refuse {
-                    excluded_c.set(excluded_c.get() + 1);
+                if let Some((rel, why)) = &refusal {
+                    excluded_c.borrow_mut().add(rel, why);
                 }
-                !refuse
+                refusal.is_none()
             });
         Walker {
             inner: Box::new(inner),
@@ -119,7 +129,12 @@ impl Walker {
 
     /// Files and directories left out so far.
     pub fn excluded(&self) -> usize {
-        self.excluded.get()
+        self.excluded.borrow().total
+    }
+
+    /// What was left out so far, and why.
+    pub fn exclusions(&self) -> Exclusions {
+        self.excluded.borrow().clone()
     }
 }
 
@@ -141,8 +156,8 @@ impl Iterator for Walker {
                     entry.path().display()
                 )));
             };
-            if self.filter.check_file(&rel).is_err() {
-                self.excluded.set(self.excluded.get() + 1);
+            if let Err(why) = self.filter.check_file(&rel) {
+                self.excluded.borrow_mut().add(&rel, &why.to_string());
                 continue;
             }
             return Some(match entry.metadata() {

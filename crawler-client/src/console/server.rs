@@ -161,7 +161,7 @@ fn error(status: StatusCode, why: &str) -> Response {
 async fn gate(State(c): State<Arc<Console>>, request: Request, next: Next) -> Response {
     let h = request.headers();
     let text = |name: header::HeaderName| h.get(name).and_then(|v| v.to_str().ok());
-    let query_token = request.uri().query().and_then(form_urlencoded_token);
+    let query_token = request.uri().query().and_then(access::query_token);
     let facts = RequestFacts {
         host: text(header::HOST),
         authorization: text(header::AUTHORIZATION),
@@ -197,12 +197,6 @@ async fn gate(State(c): State<Arc<Console>>, request: Request, next: Next) -> Re
             response
         }
     }
-}
-
-fn form_urlencoded_token(query: &str) -> Option<String> {
-    form_urlencoded::parse(query.as_bytes())
-        .find(|(k, _)| k == "token")
-        .map(|(_, v)| v.into_owned())
 }
 
 async fn page() -> Response {

@@ -72,6 +72,20 @@ pub struct RequestFacts<'a> {
     pub action_header: bool,
 }
 
+/// The `token` parameter of a query string, decoded.
+pub fn query_token(query: &str) -> Option<String> {
+    form_urlencoded::parse(query.as_bytes())
+        .find(|(k, _)| k == "token")
+        .map(|(_, v)| v.into_owned())
+}
+
+/// Security headers of every console answer: no caching of figures or tokens, no sniffing.
+pub const HEADERS: [(&str, &str); 3] = [
+    ("cache-control", "no-store"),
+    ("x-content-type-options", "nosniff"),
+    ("referrer-policy", "no-referrer"),
+];
+
 /// Why a request is refused: the status to answer and words for the operator.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refusal {

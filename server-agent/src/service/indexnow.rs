@@ -7,8 +7,10 @@
 
 use super::reader::Reader;
 use crate::config::IndexNowConfig;
+use crate::console::activity::{Activity, Ping};
 use crate::urls::url_of;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 use url::Url;
@@ -40,18 +42,31 @@ pub fn key_location(base: &Url, key: &str) -> Url {
         .unwrap_or_else(|_| base.clone())
 }
 
+/// Who pings, where, and what it notes.
+pub struct Pinger {
+    /// The endpoint and key.
+    pub config: IndexNowConfig,
+    /// The site.
+    pub base: Url,
+    /// The HTTP client.
+    pub client: reqwest::Client,
+    /// Changes within this time of each other go in one request.
+    pub gather: Duration,
+    /// Where each request and its answer are noted, for the console.
+    pub activity: Arc<Activity>,
+}
+
 /// Posts the URLs of every change after the saved cursor as the log's head moves, until the
 /// head channel closes. Changes within `gather` of each other go in one request. A first run
 /// starts from the head: enabling IndexNow does not ping a site's whole history.
-pub async fn run(
-    config: IndexNowConfig,
-    base: Url,
-    client: reqwest::Client,
-    reader: Reader,
-    state: PathBuf,
-    mut head: watch::Receiver<u64>,
-    gather: Duration,
-) {
+pub async fn run(pinger: Pinger, reader: Reader, state: PathBuf, mut head: watch::Receiver<u64>) {
+    let Pinger {
+        config,
+        base,
+        client,
+        gather,
+        activity,
+    } = pinger;
     let path = cursor_path(&state);
     let mut cursor = match load_cursor(&path) {
         Some(c) => c,
@@ -94,14 +109,28 @@ pub async fn run(
         urls.sort();
         urls.dedup();
         for batch in urls.chunks(MAX_URLS) {
-            post(&config, &base, &client, batch).await;
+            post(&config, &base, &client, batch, &activity).await;
         }
         cursor = upto;
         save_cursor(&path, cursor);
     }
 }
 
-async fn post(config: &IndexNowConfig, base: &Url, client: &reqwest::Client, urls: &[Url]) {
+async fn post(
+    config: &IndexNowConfig,
+    base: &Url,
+    client: &reqwest::Client,
+    urls: &[Url],
+    activity: &Activity,
+) {
+    let note = |status: Option<reqwest::StatusCode>, outcome: String| {
+        activity.pinged(Ping {
+            at: crate::store::to_ms(chrono::Utc::now()),
+            urls: urls.len(),
+            status: status.map(|s| s.as_u16()),
+            outcome,
+        });
+    };
     let body = serde_json::json!({
         "host": base.host_str().unwrap_or_default(),
         "key": config.key,
@@ -122,6 +151,7 @@ async fn post(config: &IndexNowConfig, base: &Url, client: &reqwest::Client, url
         match sent {
             Ok(r) if r.status().is_success() => {
                 tracing::info!(urls = urls.len(), status = %r.status(), "IndexNow accepted");
+                note(Some(r.status()), "accepted".into());
                 return;
             }
             Ok(r)
@@ -129,17 +159,24 @@ async fn post(config: &IndexNowConfig, base: &Url, client: &reqwest::Client, url
                     || r.status().is_server_error() =>
             {
                 tracing::warn!(status = %r.status(), "IndexNow: will retry");
+                note(Some(r.status()), "will retry".into());
             }
             Ok(r) => {
                 // 400, 403 (key not valid), 422 (URLs not of the host): retrying would not help.
                 let status = r.status();
                 let text = r.text().await.unwrap_or_default();
-                tracing::error!(%status, "IndexNow refused {} URLs: {}", urls.len(), text.chars().take(200).collect::<String>());
+                let text: String = text.chars().take(200).collect();
+                tracing::error!(%status, "IndexNow refused {} URLs: {text}", urls.len());
+                note(Some(status), format!("refused: {text}"));
                 return;
             }
-            Err(e) => tracing::warn!("IndexNow: {e}; will retry"),
+            Err(e) => {
+                tracing::warn!("IndexNow: {e}; will retry");
+                note(None, format!("{e}; will retry"));
+            }
         }
         tokio::time::sleep(Duration::from_secs(2u64.pow(attempt))).await;
     }
     tracing::error!(urls = urls.len(), "IndexNow: gave up after 5 attempts");
+    note(None, "gave up after 5 attempts".into());
 }

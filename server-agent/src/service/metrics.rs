@@ -41,6 +41,8 @@ pub struct Metrics {
     pub bytes_served: Family<EndpointLabels, Counter>,
     /// Deltas and compressed bodies actually encoded (the rest came from the cache).
     pub encodings: Counter,
+    /// Deliveries that failed and were scheduled again.
+    pub retries: Counter,
 }
 
 impl Default for Metrics {
@@ -56,6 +58,7 @@ impl Default for Metrics {
             requests: Family::default(),
             bytes_served: Family::default(),
             encodings: Counter::default(),
+            retries: Counter::default(),
         };
         registry.register("files", "Public files in the inventory", m.files.clone());
         registry.register(
@@ -92,6 +95,11 @@ impl Default for Metrics {
             "encodings",
             "Deltas and compressed bodies encoded (not served from the cache)",
             m.encodings.clone(),
+        );
+        registry.register(
+            "delivery_retries",
+            "WebSub deliveries that failed and were scheduled again",
+            m.retries.clone(),
         );
         Metrics { registry, ..m }
     }

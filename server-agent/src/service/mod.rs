@@ -58,6 +58,8 @@ pub struct ServiceState {
     pub listing_url: Url,
     /// `Link` header every answer carries.
     pub link: HeaderValue,
+    /// What the agent did lately, for its console.
+    pub activity: Arc<crate::console::activity::Activity>,
 }
 
 /// A plain-text answer.
@@ -207,6 +209,16 @@ pub async fn start(
     clock: Arc<dyn Clock>,
     listener: tokio::net::TcpListener,
 ) -> Result<Running, ServiceError> {
+    start_with(config, clock, listener, Arc::default()).await
+}
+
+/// [`start`], noting what the hub and IndexNow do in `activity` (the console's).
+pub async fn start_with(
+    config: &Config,
+    clock: Arc<dyn Clock>,
+    listener: tokio::net::TcpListener,
+    activity: Arc<crate::console::activity::Activity>,
+) -> Result<Running, ServiceError> {
     // reqwest is built without a TLS provider of its own: install ring's once.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let service = config.service.clone().ok_or_else(|| ServiceError::Serve {
@@ -262,6 +274,7 @@ pub async fn start(
         hub_url: links.hub.clone(),
         listing_url: listing_url.clone(),
         link: link.clone(),
+        activity: activity.clone(),
     });
 
     let reader_for_indexnow = reader.clone();
@@ -297,13 +310,16 @@ pub async fn start(
 
     if let Some(cfg) = config.indexnow.clone() {
         tokio::spawn(indexnow::run(
-            cfg,
-            config.base_url.clone(),
-            client.clone(),
+            indexnow::Pinger {
+                config: cfg,
+                base: config.base_url.clone(),
+                client: client.clone(),
+                gather: Duration::from_secs(2),
+                activity,
+            },
             reader_for_indexnow,
             config.state.clone(),
             head_tx.subscribe(),
-            Duration::from_secs(2),
         ));
     }
 

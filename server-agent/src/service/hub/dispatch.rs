@@ -408,6 +408,7 @@ impl Dispatcher {
                     return;
                 }
                 let wait = backoff(sub.attempts);
+                self.metrics.retries.inc();
                 tracing::debug!(
                     callback = key,
                     attempts = sub.attempts,

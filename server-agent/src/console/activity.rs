@@ -1,0 +1,171 @@
+//! What the agent did lately, kept for its console: publications and how long they took, what
+//! the last scans left out and why, IndexNow pings and their answers, and deliveries over time.
+//! Every list is bounded; nothing here is saved (the state database and the logs are).
+
+use serde::Serialize;
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Mutex;
+
+/// Publications, pings and samples kept.
+const KEEP: usize = 200;
+
+/// Seconds of delivery samples kept (an hour).
+const SAMPLES: usize = 3600;
+
+/// Excluded paths listed per scan.
+const EXCLUDED_LISTED: usize = 500;
+
+/// One publication.
+#[derive(Debug, Clone, Serialize)]
+pub struct Publication {
+    /// ms since the epoch.
+    pub at: i64,
+    /// `all`, `listing and feed` or `sitemaps`.
+    pub what: &'static str,
+    /// How long it took, ms.
+    pub ms: f64,
+    /// Bytes of robots.rdf, when it was written.
+    pub listing_bytes: Option<u64>,
+    /// The change sequence number it published up to.
+    pub head: Option<u64>,
+    /// The error, if it failed.
+    pub error: Option<String>,
+}
+
+/// What scans left out.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Exclusions {
+    /// Files and directories left out.
+    pub total: usize,
+    /// How many for each reason.
+    pub by_reason: BTreeMap<String, usize>,
+    /// The first paths left out, with the reason.
+    pub paths: Vec<(String, String)>,
+}
+
+impl Exclusions {
+    /// Counts one path left out.
+    pub fn add(&mut self, rel: &str, why: &str) {
+        self.total += 1;
+        *self.by_reason.entry(why.to_string()).or_insert(0) += 1;
+        if self.paths.len() < EXCLUDED_LISTED {
+            self.paths.push((rel.to_string(), why.to_string()));
+        }
+    }
+
+    /// Adds another scan's.
+    pub fn merge(&mut self, other: Exclusions) {
+        for (rel, why) in &other.paths {
+            if self.paths.len() < EXCLUDED_LISTED && !self.paths.iter().any(|(p, _)| p == rel) {
+                self.paths.push((rel.clone(), why.clone()));
+            }
+        }
+        for (why, n) in other.by_reason {
+            *self.by_reason.entry(why).or_insert(0) += n;
+        }
+        self.total += other.total;
+    }
+}
+
+/// One IndexNow request.
+#[derive(Debug, Clone, Serialize)]
+pub struct Ping {
+    /// ms since the epoch.
+    pub at: i64,
+    /// URLs in it.
+    pub urls: usize,
+    /// The endpoint's status, when it answered.
+    pub status: Option<u16>,
+    /// What came of it: `accepted`, `will retry`, `refused: ...`, `gave up`.
+    pub outcome: String,
+}
+
+/// Deliveries so far at one moment.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct DeliverySample {
+    /// ms since the epoch.
+    pub t: i64,
+    /// Delivered.
+    pub ok: u64,
+    /// Failed.
+    pub failed: u64,
+    /// Retries scheduled.
+    pub retries: u64,
+    /// Subscriptions.
+    pub subscriptions: i64,
+}
+
+#[derive(Debug, Default, Serialize)]
+struct Inner {
+    publications: VecDeque<Publication>,
+    exclusions: Exclusions,
+    pings: VecDeque<Ping>,
+    deliveries: VecDeque<DeliverySample>,
+}
+
+/// The agent's recent activity, shared by the watch loop, the service and the console.
+#[derive(Debug, Default)]
+pub struct Activity(Mutex<Inner>);
+
+fn bounded<T>(q: &mut VecDeque<T>, item: T, cap: usize) {
+    if q.len() >= cap {
+        q.pop_front();
+    }
+    q.push_back(item);
+}
+
+impl Activity {
+    fn inner(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Notes a publication.
+    pub fn published(&self, p: Publication) {
+        bounded(&mut self.inner().publications, p, KEEP);
+    }
+
+    /// What a whole scan left out (replaces what earlier scans found).
+    pub fn scanned(&self, e: Exclusions) {
+        self.inner().exclusions = e;
+    }
+
+    /// What a scan of some paths left out (added to the last whole scan's).
+    pub fn scanned_some(&self, e: Exclusions) {
+        self.inner().exclusions.merge(e);
+    }
+
+    /// Notes an IndexNow request.
+    pub fn pinged(&self, p: Ping) {
+        bounded(&mut self.inner().pings, p, KEEP);
+    }
+
+    /// Notes the delivery counters now.
+    pub fn sample(&self, s: DeliverySample) {
+        bounded(&mut self.inner().deliveries, s, SAMPLES);
+    }
+
+    /// Publications, newest last.
+    pub fn publications(&self) -> Vec<Publication> {
+        self.inner().publications.iter().cloned().collect()
+    }
+
+    /// What the scans left out.
+    pub fn exclusions(&self) -> Exclusions {
+        self.inner().exclusions.clone()
+    }
+
+    /// IndexNow requests, newest last.
+    pub fn pings(&self) -> Vec<Ping> {
+        self.inner().pings.iter().cloned().collect()
+    }
+
+    /// Delivery samples, oldest first.
+    pub fn deliveries(&self) -> Vec<DeliverySample> {
+        self.inner().deliveries.iter().copied().collect()
+    }
+
+    /// The newest delivery sample.
+    pub fn last_delivery(&self) -> Option<DeliverySample> {
+        self.inner().deliveries.back().copied()
+    }
+}
