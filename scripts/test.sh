@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh machine: installs what the tests run against (GNU patch,
-# zstd, nginx, wget, redis-server, the Python docs as a site to crawl, a Python venv with the
+# zstd, nginx, wget, redis-server, Chromium with chromedriver, the Python docs as a site to crawl, a Python venv with the
 # reference clients and warcio), then checks formatting, runs clippy with warnings as errors, and runs
 # every test of the workspace.
 #
@@ -18,6 +18,9 @@ command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || missing+=(nginx)
 command -v wget >/dev/null || missing+=(wget)
 # The shared frontier of a fleet: real redis-server processes (and a Redis Cluster) on loopback.
 command -v redis-server >/dev/null || missing+=(redis-server)
+# The consoles are looked at in a real browser: Debian's Chromium, headless, by its chromedriver.
+command -v chromium >/dev/null || missing+=(chromium)
+command -v chromedriver >/dev/null || missing+=(chromium-driver)
 # A real documentation site for the crawler to crawl (and wget to compare with).
 [ -f /usr/share/doc/python3.11/html/index.html ] || missing+=(python3.11-doc)
 python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)

@@ -155,17 +155,32 @@ pub fn http_get(
     path: &str,
     headers: &[(&str, &str)],
 ) -> std::io::Result<Response> {
+    http_request(addr, "GET", path, headers, b"")
+}
+
+/// Any method over HTTP/1.0, with extra request headers and a body (sent with its length).
+pub fn http_request(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> std::io::Result<Response> {
     let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
     stream.set_read_timeout(Some(Duration::from_secs(30)))?;
-    let mut request = format!("GET {path} HTTP/1.0\r\n");
+    let mut request = format!("{method} {path} HTTP/1.0\r\n");
     if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("host")) {
         request.push_str("Host: localhost\r\n");
     }
     for (n, v) in headers {
         request.push_str(&format!("{n}: {v}\r\n"));
     }
+    if !body.is_empty() || method != "GET" {
+        request.push_str(&format!("Content-Length: {}\r\n", body.len()));
+    }
     request.push_str("\r\n");
     stream.write_all(request.as_bytes())?;
+    stream.write_all(body)?;
     let mut raw = Vec::new();
     stream.read_to_end(&mut raw)?;
     let split = raw

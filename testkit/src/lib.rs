@@ -7,6 +7,7 @@
 //! tool into a test failure. A plain `cargo test` on a machine without them skips those checks
 //! with a message on stderr instead, so the rest of the suite still runs.
 
+pub mod browser;
 pub mod redis;
 pub mod testweb;
 

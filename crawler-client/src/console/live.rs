@@ -146,7 +146,7 @@ pub struct HostDetail {
 pub struct FreshSample {
     /// ms since the epoch.
     pub t: i64,
-    /// Expected share of polled pages unchanged since their visit.
+    /// Expected share of pages whose copy is current.
     pub estimate: Option<f64>,
     /// Pages polled.
     pub polled: usize,

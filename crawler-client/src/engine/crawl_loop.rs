@@ -57,7 +57,10 @@ impl Engine {
                 self.dispatch()?;
             }
             let idle = self.in_flight == 0;
-            let mut nothing_left = !self.frontier.has_work() && self.schedule.is_none();
+            // With a console to unblock them from, blocked hosts' work keeps the crawl open.
+            let mut nothing_left = !self.frontier.has_work()
+                && self.schedule.is_none()
+                && !(self.console.is_some() && self.frontier.blocked_with_work());
             if nothing_left && self.fleet.is_some() {
                 // What this process found reaches the others before it asks what is left.
                 if self.frontier.pending_len() > 0 || !self.unsaved.settled.is_empty() {

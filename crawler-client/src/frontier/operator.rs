@@ -56,6 +56,11 @@ impl Frontier {
         }
     }
 
+    /// Whether a blocked host still has URLs waiting.
+    pub fn blocked_with_work(&self) -> bool {
+        self.hosts.values().any(|h| h.blocked && h.has_queue())
+    }
+
     /// Every host, for the console.
     pub fn hosts(&self) -> impl Iterator<Item = &Host> {
         self.hosts.values()

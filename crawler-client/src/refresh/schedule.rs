@@ -60,7 +60,7 @@ pub struct ScheduleConfig {
 /// How fresh the schedule expects the copies to be.
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
 pub struct Freshness {
-    /// Expected share of polled pages unchanged since their visit, when any is polled.
+    /// Expected share of pages whose copy is current, when any is tracked.
     pub estimate: Option<f64>,
     /// Pages the crawler polls.
     pub polled: usize,
@@ -313,9 +313,10 @@ impl Schedule {
         fps
     }
 
-    /// The expected share of polled pages unchanged since their last visit at `now` (ms), the
-    /// Poisson estimate `e^(-rate * age)` averaged over them, with the pages due and those left
-    /// to their sites' announcements.
+    /// The expected share of pages whose copy is current at `now` (ms): for a polled page the
+    /// Poisson estimate `e^(-rate * age)` of no change since its visit; a page left to its
+    /// site's announcements counts as current (the site tells of each change). With the pages
+    /// due and the counts of each kind.
     pub fn freshness(&self, now: i64) -> Freshness {
         let mut f = Freshness::default();
         let mut sum = 0.0;
@@ -331,7 +332,8 @@ impl Schedule {
                 f.due += 1;
             }
         }
-        f.estimate = (f.polled > 0).then(|| sum / f.polled as f64);
+        let all = f.polled + f.covered;
+        f.estimate = (all > 0).then(|| (sum + f.covered as f64) / all as f64);
         f
     }
 
@@ -439,6 +441,24 @@ mod tests {
             due: 0,
             covered: false,
         }
+    }
+
+    #[test]
+    fn freshness_is_the_poisson_chance_of_no_change_and_covered_pages_count_current() {
+        let mut s = Schedule::new(config(Policy::Sqrt));
+        assert_eq!(s.freshness(0).estimate, None);
+        // One page changing once per 100 s, visited 100 s ago: e^-1 of being unchanged.
+        s.restore([(Fp(1), tracked("http://e/a", 0.01, 0))]);
+        let f = s.freshness(100_000);
+        assert!((f.estimate.unwrap() - (-1f64).exp()).abs() < 1e-12, "{f:?}");
+        assert_eq!((f.polled, f.covered), (1, 0));
+        s.restore([(Fp(2), tracked("http://e/b", 0.01, 0))]);
+        s.cover(Fp(2));
+        let f = s.freshness(100_000);
+        assert!((f.estimate.unwrap() - ((-1f64).exp() + 1.0) / 2.0).abs() < 1e-12);
+        assert_eq!((f.polled, f.covered), (1, 1));
+        assert_eq!(s.due_of(HostId(1), 10).len(), 2);
+        assert_eq!(s.covered_per_host().get(&HostId(1)), Some(&1));
     }
 
     #[test]

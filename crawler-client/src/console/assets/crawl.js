@@ -16,7 +16,8 @@
     $("out").textContent = o.out || "";
     const pages = rate(samples, "fetched");
     const lastRate = pages.length ? pages[pages.length - 1][1] : null;
-    const errors = Object.values(o.errors || {}).reduce((a, b) => a + b, 0);
+    const e = o.errors || {};
+    const errors = (e["4xx"] || 0) + (e["5xx"] || 0) + (e.failed || 0);
     $("cards").replaceChildren(
       card("pages fetched (all runs)", fmt.num(o.pages_total), "card-fetched"),
       card("this run", fmt.num(o.fetched), "card-run"),

@@ -71,12 +71,12 @@ const wc = (() => {
 
   // A line chart of `series` ([{name, points: [[t_ms, v], ...]}]) drawn as SVG into `box`.
   function chart(box, series, opts) {
-    const W = 600, H = 180, L = 48, B = 18, T = 6, R = 6;
+    // Drawn at the box's own width, so text is never stretched.
+    const W = Math.max(280, Math.round(box.clientWidth || 600)), H = 180, L = 56, B = 18, T = 8, R = 8;
     const all = series.flatMap((s) => s.points);
     const svgNS = "http://www.w3.org/2000/svg";
     const svg = document.createElementNS(svgNS, "svg");
     svg.setAttribute("viewBox", `0 0 ${W} ${H}`);
-    svg.setAttribute("preserveAspectRatio", "none");
     const mk = (tag, a) => {
       const e = document.createElementNS(svgNS, tag);
       for (const [k, v] of Object.entries(a)) e.setAttribute(k, v);
@@ -95,13 +95,15 @@ const wc = (() => {
     mk("text", { x: 2, y: H - B }).textContent = label(0);
     if (all.length) {
       mk("text", { x: L, y: H - 4 }).textContent = new Date(t0).toISOString().slice(11, 19);
-      mk("text", { x: W - R - 44, y: H - 4 }).textContent = new Date(t1).toISOString().slice(11, 19);
+      mk("text", { x: W - R, y: H - 4, "text-anchor": "end" }).textContent = new Date(t1).toISOString().slice(11, 19);
     }
     const colours = ["#1f6feb", "#e8710a", "#2e7d32", "#9334e6"];
     series.forEach((s, i) => {
       if (!s.points.length) return;
       const d = s.points.map((p, j) => (j ? "L" : "M") + x(p[0]).toFixed(1) + " " + y(p[1]).toFixed(1)).join(" ");
-      mk("path", { d, fill: "none", stroke: colours[i % 4], "stroke-width": 1.6, "vector-effect": "non-scaling-stroke" });
+      mk("path", { d, fill: "none", stroke: colours[i % 4], "stroke-width": 1.6 });
+      const [lt, lv] = s.points[s.points.length - 1];
+      mk("circle", { cx: x(lt).toFixed(1), cy: y(lv).toFixed(1), r: 2.5, fill: colours[i % 4] });
     });
     box.replaceChildren(svg);
     const legend = el("div", { class: "legend" });
