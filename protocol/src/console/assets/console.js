@@ -171,7 +171,8 @@ const wc = (() => {
     box.className = "message" + (error ? " error" : "");
   }
 
-  const card = (label, value, id) => el("div", { class: "card", id: id || "" },
+  // A figure; a long text value (a URL, a date) is set smaller.
+  const card = (label, value, id) => el("div", { class: String(value).length > 16 ? "card text" : "card", id: id || "" },
     el("div", { class: "label" }, label), el("div", { class: "value" }, value));
 
   return { el, api, stream, fmt, chart, rate, table, route, say, card };
