@@ -143,7 +143,7 @@ fn an_operator_watches_pauses_seeds_and_blocks_a_live_crawl() {
             >= 5
     });
     assert!(
-        b.text("#card-queued .value").len() > 0 && b.text("#card-disk .value").contains('B'),
+        !b.text("#card-queued .value").is_empty() && b.text("#card-disk .value").contains('B'),
         "queue and disk free shown: {}",
         b.text("#cards")
     );
