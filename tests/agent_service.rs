@@ -515,6 +515,24 @@ async fn changed_urls_are_posted_to_indexnow_in_batches() {
     .map(|p| format!("https://site.example/{p}"))
     .collect();
     assert_eq!(urls, expected);
+    // The console lists each request with the endpoint's answer.
+    let pings = site.activity().pings();
+    assert!(!pings.is_empty());
+    assert!(
+        pings
+            .iter()
+            .all(|p| p.status == Some(202) && p.outcome == "accepted"),
+        "{pings:?}"
+    );
+    assert_eq!(
+        pings.iter().map(|p| p.urls).sum::<usize>(),
+        received
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|b| b["urlList"].as_array().unwrap().len())
+            .sum::<usize>()
+    );
     let first = received.lock().unwrap()[0].clone();
     assert_eq!(first["host"], "site.example");
     assert_eq!(first["key"], key);

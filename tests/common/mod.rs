@@ -206,6 +206,14 @@ impl Site {
         (r.status().as_u16(), r.text().await.unwrap())
     }
 
+    /// What the service noted for the console (IndexNow answers, deliveries).
+    pub(crate) fn activity(&self) -> std::sync::Arc<webcoop_agent::console::activity::Activity> {
+        self.running
+            .as_ref()
+            .map(|r| r.state.activity.clone())
+            .unwrap_or_default()
+    }
+
     pub(crate) async fn metric(&self, name: &str) -> f64 {
         let text = self
             .client
