@@ -2,12 +2,11 @@
 //! server block, the real `webcoop-agent` beside it with `--console`, a real `webcoop-crawl`
 //! subscribed to its hub in push mode, and headless Chromium looking at the console.
 
-use std::io::{BufRead, BufReader};
-use std::net::{SocketAddr, TcpListener};
+use std::net::TcpListener;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use webcoop::servers::{Killed, Nginx, example_nginx_conf, http_get};
-use webcoop_testkit::browser::{Browser, screenshot_paths};
+use webcoop_testkit::browser::{Browser, console_address, number};
 use webcoop_testkit::{tool, workspace_bin};
 
 fn free_port() -> u16 {
@@ -18,42 +17,11 @@ fn free_port() -> u16 {
         .port()
 }
 
-fn number(text: &str) -> u64 {
-    text.chars()
-        .filter(char::is_ascii_digit)
-        .collect::<String>()
-        .parse()
-        .unwrap_or(0)
-}
-
 fn page(i: usize, words: &str) -> String {
     format!(
         "<html><body><h1>page {i} {words}</h1><a href=\"p{}.html\">next</a></body></html>\n",
         i + 1
     )
-}
-
-/// Where a process says its console is (reading its stderr on).
-fn console_of(child: &mut std::process::Child) -> SocketAddr {
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if let Some(addr) = line.split("console at http://").nth(1) {
-                let _ = tx.send(addr.trim_end_matches('/').to_string());
-            }
-        }
-    });
-    rx.recv_timeout(Duration::from_secs(60))
-        .expect("a console address")
-        .parse()
-        .unwrap()
-}
-
-fn shoot(b: &Browser, name: &str) {
-    for p in screenshot_paths(name) {
-        b.screenshot(&p);
-    }
 }
 
 #[test]
@@ -116,7 +84,7 @@ fn a_webmaster_sees_what_is_published_excluded_subscribed_and_delivered() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let console = console_of(&mut agent);
+    let console = console_address(&mut agent, Default::default());
     let _agent = Killed(agent);
     // The console is its own listener: the public service knows nothing of it.
     assert_eq!(
@@ -139,7 +107,7 @@ fn a_webmaster_sees_what_is_published_excluded_subscribed_and_delivered() {
         "{}",
         b.text("#publications-table")
     );
-    shoot(&b, "agent-console.png");
+    b.shoot("agent-console.png");
 
     // What was kept out, and why.
     b.click("nav a[href='#excluded']");
@@ -197,7 +165,7 @@ fn a_webmaster_sees_what_is_published_excluded_subscribed_and_delivered() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let crawler_console = console_of(&mut crawler);
+    let crawler_console = console_address(&mut crawler, Default::default());
     let _crawler = Killed(crawler);
     b.click("nav a[href='#hub']");
     b.wait_text(
@@ -231,7 +199,7 @@ fn a_webmaster_sees_what_is_published_excluded_subscribed_and_delivered() {
         |t| t.contains("delivered/min"),
     );
     std::thread::sleep(Duration::from_secs(3));
-    shoot(&b, "agent-console-hub.png");
+    b.shoot("agent-console-hub.png");
 
     // The change itself, with its sequence number.
     b.click("nav a[href='#changes']");
@@ -257,7 +225,7 @@ fn a_webmaster_sees_what_is_published_excluded_subscribed_and_delivered() {
         |t| t.ends_with('%'),
     );
     std::thread::sleep(Duration::from_secs(2));
-    shoot(&b, "crawl-console-freshness.png");
+    b.shoot("crawl-console-freshness.png");
 
     // Off loopback the agent refuses to serve its console without a token.
     let o = Command::new(workspace_bin("webcoop-agent", "webcoop-agent"))

@@ -2,14 +2,13 @@
 //! a real `webcoop-crawl` crawling the test web, and what the page shows and does is checked
 //! against the server's own log. Then the same console is attacked over plain HTTP.
 
-use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use webcoop::servers::{Killed, http_request};
-use webcoop_testkit::browser::{Browser, screenshot_paths};
+use webcoop_testkit::browser::{Browser, console_address, number};
 use webcoop_testkit::testweb::{HostSpec, TestWeb};
 use webcoop_testkit::workspace_bin;
 
@@ -39,23 +38,8 @@ fn start_crawl(web: &TestWeb, out: &Path, args: &[&str]) -> Crawl {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let stderr = child.stderr.take().unwrap();
     let kept = Arc::new(Mutex::new(String::new()));
-    let (tx, rx) = std::sync::mpsc::channel();
-    let k = kept.clone();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if let Some(addr) = line.split("console at http://").nth(1) {
-                let _ = tx.send(addr.trim_end_matches('/').to_string());
-            }
-            k.lock().unwrap().push_str(&(line + "\n"));
-        }
-    });
-    let console = rx
-        .recv_timeout(Duration::from_secs(60))
-        .unwrap_or_else(|_| panic!("no console address; stderr:\n{}", kept.lock().unwrap()))
-        .parse()
-        .unwrap();
+    let console = console_address(&mut child, kept.clone());
     Crawl {
         _child: Killed(child),
         console,
@@ -68,25 +52,11 @@ fn requests_to(web: &TestWeb, host: &str) -> usize {
     web.log().iter().filter(|l| l.host == host).count()
 }
 
-fn number(text: &str) -> u64 {
-    text.chars()
-        .filter(char::is_ascii_digit)
-        .collect::<String>()
-        .parse()
-        .unwrap_or(0)
-}
-
 fn wait_for(what: &str, limit: Duration, mut ok: impl FnMut() -> bool) {
     let start = Instant::now();
     while !ok() {
         assert!(start.elapsed() < limit, "{what}: not within {limit:?}");
         std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-fn shoot(b: &Browser, name: &str) {
-    for p in screenshot_paths(name) {
-        b.screenshot(&p);
     }
 }
 
@@ -147,7 +117,7 @@ fn an_operator_watches_pauses_seeds_and_blocks_a_live_crawl() {
         "queue and disk free shown: {}",
         b.text("#cards")
     );
-    shoot(&b, "crawl-console.png");
+    b.shoot("crawl-console.png");
 
     // The host appears in the table.
     b.click("nav a[href='#hosts']");
@@ -157,7 +127,7 @@ fn an_operator_watches_pauses_seeds_and_blocks_a_live_crawl() {
         Duration::from_secs(10),
         |t| t.contains("a.test"),
     );
-    shoot(&b, "crawl-console-hosts.png");
+    b.shoot("crawl-console-hosts.png");
 
     // A pause stops fetches, as the server sees them.
     b.click("nav a[href='#overview']");
@@ -230,7 +200,7 @@ fn an_operator_watches_pauses_seeds_and_blocks_a_live_crawl() {
         before,
         "a blocked host was fetched"
     );
-    shoot(&b, "crawl-console-host.png");
+    b.shoot("crawl-console-host.png");
 
     // A delay set from the page is the host's delay, and says why.
     b.type_into("#delay-input", "2.5");
@@ -265,7 +235,7 @@ fn an_operator_watches_pauses_seeds_and_blocks_a_live_crawl() {
         overflow.as_i64().unwrap_or(1) <= 0,
         "the page is wider than a phone by {overflow}px"
     );
-    shoot(&b, "crawl-console-phone.png");
+    b.shoot("crawl-console-phone.png");
     let stderr = crawl.stderr.lock().unwrap().clone();
     drop(crawl);
 
@@ -472,16 +442,8 @@ fn a_stopped_crawl_has_a_console_whose_settings_apply_at_the_next_start() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let stderr = child.stderr.take().unwrap();
+    let addr = console_address(&mut child, Default::default());
     let _console = Killed(child);
-    let mut line = String::new();
-    BufReader::new(stderr).read_line(&mut line).unwrap();
-    let addr = line
-        .split("console at http://")
-        .nth(1)
-        .and_then(|r| r.split('/').next())
-        .unwrap_or_else(|| panic!("{line}"))
-        .to_string();
     b.goto(&format!("http://{addr}/"));
     b.wait_text("the state", "#state", Duration::from_secs(10), |t| {
         t == "not running"

@@ -219,3 +219,56 @@ pub fn screenshot_paths(name: &str) -> Vec<PathBuf> {
     }
     out
 }
+
+impl Browser {
+    /// Saves a screenshot where [`screenshot_paths`] says.
+    pub fn shoot(&self, name: &str) {
+        for p in screenshot_paths(name) {
+            self.screenshot(&p);
+        }
+    }
+}
+
+/// The digits of a figure as shown (`1,234` is 1234), 0 when there are none.
+pub fn number(text: &str) -> u64 {
+    text.chars()
+        .filter(char::is_ascii_digit)
+        .collect::<String>()
+        .parse()
+        .unwrap_or(0)
+}
+
+/// Where a process just started says its console is ("console at http://ADDR/" on its stderr,
+/// which must be piped); the rest of its stderr goes on being read into `kept`.
+pub fn console_address(
+    child: &mut std::process::Child,
+    kept: std::sync::Arc<std::sync::Mutex<String>>,
+) -> std::net::SocketAddr {
+    let stderr = child
+        .stderr
+        .take()
+        .unwrap_or_else(|| panic!("the process's stderr is not piped"));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let k = kept.clone();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if let Some(addr) = line.split("console at http://").nth(1) {
+                let _ = tx.send(addr.trim_end_matches('/').to_string());
+            }
+            if let Ok(mut k) = k.lock() {
+                k.push_str(&line);
+                k.push('\n');
+            }
+        }
+    });
+    let addr = rx
+        .recv_timeout(Duration::from_secs(60))
+        .unwrap_or_else(|_| {
+            panic!(
+                "no console address; stderr:\n{}",
+                kept.lock().map(|k| k.clone()).unwrap_or_default()
+            )
+        });
+    addr.parse()
+        .unwrap_or_else(|e| panic!("console address {addr:?}: {e}"))
+}

@@ -177,6 +177,36 @@ impl Gate {
         })
     }
 
+    /// Admits a request given its method, query and a way to read its headers; returns the
+    /// headers to add to the answer ([`HEADERS`], and the token's cookie when it came in the
+    /// query).
+    pub fn admit_request<'a>(
+        &self,
+        method: &str,
+        query: Option<&str>,
+        header: impl Fn(&str) -> Option<&'a str>,
+    ) -> Result<Vec<(&'static str, String)>, Refusal> {
+        let query_token = query.and_then(query_token);
+        let facts = RequestFacts {
+            host: header("host"),
+            authorization: header("authorization"),
+            cookie: header("cookie"),
+            query_token: query_token.as_deref(),
+            origin: header("origin"),
+            action: method != "GET" && method != "HEAD",
+            action_header: header(ACTION_HEADER).is_some(),
+        };
+        let admitted = self.admit(&facts)?;
+        let mut out: Vec<(&'static str, String)> =
+            HEADERS.iter().map(|(k, v)| (*k, v.to_string())).collect();
+        if admitted.set_cookie
+            && let Some(c) = self.cookie()
+        {
+            out.push(("set-cookie", c));
+        }
+        Ok(out)
+    }
+
     /// The `Set-Cookie` value that carries the token.
     pub fn cookie(&self) -> Option<String> {
         self.token
@@ -334,6 +364,37 @@ mod tests {
             ..action
         };
         assert_eq!(g.admit(&no_token_action).map_err(|e| e.status), Err(401));
+    }
+
+    #[test]
+    fn a_request_is_admitted_from_its_parts_with_the_headers_to_add() {
+        let g = Gate::new(public(), Some(T.to_string()));
+        let headers = |name: &str| match name {
+            "host" => Some("console.example"),
+            _ => None,
+        };
+        let query = format!("token={T}");
+        let added = g.admit_request("GET", Some(&query), headers).unwrap();
+        assert!(
+            added
+                .iter()
+                .any(|(k, v)| *k == "set-cookie" && v.contains(T))
+        );
+        assert!(
+            added
+                .iter()
+                .any(|(k, v)| *k == "cache-control" && v == "no-store")
+        );
+        assert_eq!(
+            g.admit_request("GET", None, headers).map_err(|r| r.status),
+            Err(401)
+        );
+        assert_eq!(
+            g.admit_request("POST", Some(&query), headers)
+                .map_err(|r| r.status),
+            Err(403),
+            "an action without its header"
+        );
     }
 
     #[test]

@@ -24,7 +24,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use webcoop_protocol::console::access::{self, Gate, RequestFacts};
+use webcoop_protocol::console::access::{self, Gate};
 use webcoop_protocol::console::assets;
 
 const PAGE: &str = include_str!("assets/agent.html");
@@ -131,34 +131,23 @@ fn error(status: StatusCode, why: &str) -> Response {
 
 async fn gate(State(c): State<Arc<Console>>, request: Request, next: Next) -> Response {
     let h = request.headers();
-    let text = |name: header::HeaderName| h.get(name).and_then(|v| v.to_str().ok());
-    let query_token = request.uri().query().and_then(access::query_token);
-    let facts = RequestFacts {
-        host: text(header::HOST),
-        authorization: text(header::AUTHORIZATION),
-        cookie: text(header::COOKIE),
-        query_token: query_token.as_deref(),
-        origin: text(header::ORIGIN),
-        action: request.method() != axum::http::Method::GET
-            && request.method() != axum::http::Method::HEAD,
-        action_header: h.contains_key(access::ACTION_HEADER),
-    };
-    match c.gate.admit(&facts) {
+    let verdict = c
+        .gate
+        .admit_request(request.method().as_str(), request.uri().query(), |name| {
+            h.get(name).and_then(|v| v.to_str().ok())
+        });
+    match verdict {
         Err(refusal) => error(
             StatusCode::from_u16(refusal.status).unwrap_or(StatusCode::FORBIDDEN),
             refusal.reason,
         ),
-        Ok(admitted) => {
+        Ok(added) => {
             let mut response = next.run(request).await;
             let headers = response.headers_mut();
-            for (name, value) in access::HEADERS {
-                headers.insert(name, HeaderValue::from_static(value));
-            }
-            if admitted.set_cookie
-                && let Some(cookie) = c.gate.cookie()
-                && let Ok(v) = HeaderValue::from_str(&cookie)
-            {
-                headers.insert(header::SET_COOKIE, v);
+            for (name, value) in added {
+                if let Ok(v) = HeaderValue::from_str(&value) {
+                    headers.insert(name, v);
+                }
             }
             response
         }
