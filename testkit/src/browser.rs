@@ -252,8 +252,12 @@ pub fn console_address(
     let k = kept.clone();
     std::thread::spawn(move || {
         for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if let Some(addr) = line.split("console at http://").nth(1) {
-                let _ = tx.send(addr.trim_end_matches('/').to_string());
+            if let Some(rest) = line.split("console at http://").nth(1) {
+                let addr: String = rest
+                    .chars()
+                    .take_while(|c| *c != '/' && !c.is_whitespace())
+                    .collect();
+                let _ = tx.send(addr);
             }
             if let Ok(mut k) = k.lock() {
                 k.push_str(&line);
@@ -263,12 +267,18 @@ pub fn console_address(
     });
     let addr = rx
         .recv_timeout(Duration::from_secs(60))
-        .unwrap_or_else(|_| {
+        .ok()
+        .and_then(|a| a.parse().ok());
+    match addr {
+        Some(a) => a,
+        None => {
+            // Not left running behind a failed test.
+            let _ = child.kill();
+            let _ = child.wait();
             panic!(
                 "no console address; stderr:\n{}",
                 kept.lock().map(|k| k.clone()).unwrap_or_default()
             )
-        });
-    addr.parse()
-        .unwrap_or_else(|e| panic!("console address {addr:?}: {e}"))
+        }
+    }
 }
