@@ -5,7 +5,7 @@
 //! `scripts/crawl-bench.sh` installs Scrapy and runs this; by hand:
 //! `cargo run --release --example crawl_bench -- --hosts 200 --pages 500 [--page-bytes 2000]
 //!  [--others-seconds 60] [--scrapy-python PATH] [--fleet 1,2,4] [--redis-memory 1000000]`
-//! (`--others-seconds 0`: webcoop-crawl only). `--fleet` adds a fleet of that many processes on
+//! (`--others-seconds 0`: webcoop-crawl only; `--console 1`: again with its console watched). `--fleet` adds a fleet of that many processes on
 //! a local `redis-server` for each number given; `--redis-memory N` measures what N queued URLs
 //! cost in Redis.
 
@@ -257,59 +257,94 @@ fn main() {
 
     let mut rows = Vec::new();
     let bin = testkit::workspace_bin("webcoop-crawler", "webcoop-crawl");
+    let concurrency = arg(&args, "concurrency", "256");
+    let run = |out: &Path, extra: &[String]| {
+        measured(
+            Command::new(&bin)
+                .args([
+                    "crawl",
+                    "--progress",
+                    "log",
+                    "--delay-min",
+                    "0",
+                    "--delay-factor",
+                    "0",
+                    "--concurrency",
+                ])
+                .arg(&concurrency)
+                .arg("--seeds")
+                .arg(&seeds)
+                .arg("--config")
+                .arg(&cfg)
+                .arg("--out")
+                .arg(out)
+                .args(extra),
+            None,
+        )
+    };
+    let fetched_of = |out: &Path| {
+        let status = Command::new(&bin)
+            .args(["status", "--json", "--out"])
+            .arg(out)
+            .output()
+            .expect("status");
+        let st: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap_or_default();
+        let fetched = st["ok"].as_u64().unwrap_or(0);
+        assert_eq!(
+            fetched as usize, expected,
+            "webcoop-crawl fetched {fetched} of {expected} pages"
+        );
+        (fetched, st["bytes"].as_u64().unwrap_or(0))
+    };
     let out = tmp.path().join("crawl");
-    let m = measured(
-        Command::new(&bin)
-            .args([
-                "crawl",
-                "--progress",
-                "log",
-                "--delay-min",
-                "0",
-                "--delay-factor",
-                "0",
-                "--concurrency",
-            ])
-            .arg(arg(&args, "concurrency", "256"))
-            .arg("--seeds")
-            .arg(&seeds)
-            .arg("--config")
-            .arg(&cfg)
-            .arg("--out")
-            .arg(&out),
-        None,
-    );
-    let status = Command::new(&bin)
-        .args(["status", "--json", "--out"])
-        .arg(&out)
-        .output()
-        .expect("status");
-    let st: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap_or_default();
-    let fetched = st["ok"].as_u64().unwrap_or(0);
-    assert_eq!(
-        fetched as usize, expected,
-        "webcoop-crawl fetched {fetched} of {expected} pages"
-    );
+    let m = run(&out, &[]);
+    let (pages, bytes) = fetched_of(&out);
     rows.push(Row {
         name: "webcoop-crawl (1 connection per host, 256 in all)".into(),
-        pages: fetched,
-        bytes: st["bytes"].as_u64().unwrap_or(0),
+        pages,
+        bytes,
         m,
     });
+    if args.contains_key("console") {
+        // The same crawl with its console open on the hosts page: the overview every second
+        // and the host table every two, as the page asks for them.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let addr: std::net::SocketAddr = ([127, 0, 0, 1], port).into();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let watching = stop.clone();
+        let watcher = std::thread::spawn(move || {
+            let mut n = 0u64;
+            while !watching.load(std::sync::atomic::Ordering::Relaxed) {
+                let _ = webcoop::servers::http_get(addr, "/api/overview", &[]);
+                if n % 2 == 0 {
+                    let _ = webcoop::servers::http_get(addr, "/api/hosts", &[]);
+                }
+                n += 1;
+                std::thread::sleep(Duration::from_secs(1));
+            }
+        });
+        let out = tmp.path().join("crawl-console");
+        let m = run(&out, &["--console".into(), addr.to_string()]);
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let _ = watcher.join();
+        let (pages, bytes) = fetched_of(&out);
+        rows.push(Row {
+            name: "webcoop-crawl, its console open on the hosts page".into(),
+            pages,
+            bytes,
+            m,
+        });
+    }
 
     for n in arg(&args, "fleet", "")
         .split(',')
         .filter_map(|n| n.trim().parse::<usize>().ok())
     {
         let dir = tmp.path().join(format!("fleet-{n}"));
-        let row = fleet(
-            &bin,
-            n,
-            &seeds,
-            &cfg,
-            &dir,
-            &arg(&args, "concurrency", "256"),
-        );
+        let row = fleet(&bin, n, &seeds, &cfg, &dir, &concurrency);
         assert_eq!(
             row.pages as usize, expected,
             "the fleet of {n} fetched {} of {expected} pages",
