@@ -319,7 +319,7 @@ fn main() {
             let mut n = 0u64;
             while !watching.load(std::sync::atomic::Ordering::Relaxed) {
                 let _ = webcoop::servers::http_get(addr, "/api/overview", &[]);
-                if n % 2 == 0 {
+                if n.is_multiple_of(2) {
                     let _ = webcoop::servers::http_get(addr, "/api/hosts", &[]);
                 }
                 n += 1;
