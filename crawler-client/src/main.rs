@@ -66,6 +66,29 @@ enum Command {
         )]
         console_token: Option<String>,
     },
+    /// Write the CDXJ index of a crawl's WARC files (the lines pywb's cdxj-indexer writes for
+    /// them), to standard output or --output.
+    Index {
+        /// The crawl directory.
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// Write here instead of standard output.
+        #[arg(long, value_name = "FILE")]
+        output: Option<PathBuf>,
+        /// Sort the lines (as a WACZ or pywb's indexes keep them) instead of file order.
+        #[arg(long)]
+        sort: bool,
+    },
+    /// Pack a crawl into a WACZ (WARC files, CDXJ index, pages list, datapackage.json with
+    /// digests) that ReplayWeb.page opens and `wacz validate` accepts.
+    Export {
+        /// The crawl directory.
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// The WACZ file to write.
+        #[arg(long, value_name = "FILE")]
+        wacz: PathBuf,
+    },
     /// List every URL of a crawl with the copy held: `ETAG URL` for a copy (its SHA-256
     /// entity tag), `gone URL` for a page the site deleted, `missing URL (why)` otherwise;
     /// with --url, write that page's content held to standard output.
@@ -181,6 +204,64 @@ fn crawl(args: &CrawlArgs) -> ExitCode {
         }
         Err(e) => {
             eprintln!("webcoop-crawl: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `index --out DIR`: the CDXJ index of the crawl's WARC files.
+fn index(out: &std::path::Path, output: Option<&std::path::Path>, sort: bool) -> ExitCode {
+    use webcoop_crawler::archive::cdxj;
+    let written = match output {
+        None => {
+            let stdout = std::io::stdout();
+            let mut w = std::io::BufWriter::new(stdout.lock());
+            cdxj::write_index(out, sort, &mut w).and_then(|n| {
+                std::io::Write::flush(&mut w)?;
+                Ok(n)
+            })
+        }
+        Some(path) => {
+            let tmp = path.with_extension("cdxj.tmp");
+            std::fs::File::create(&tmp)
+                .and_then(|f| {
+                    let mut w = std::io::BufWriter::new(f);
+                    let n = cdxj::write_index(out, sort, &mut w)?;
+                    std::io::Write::flush(&mut w)?;
+                    Ok(n)
+                })
+                .and_then(|n| std::fs::rename(&tmp, path).map(|()| n))
+        }
+    };
+    match written {
+        Ok(n) => {
+            eprintln!("webcoop-crawl: {n} captures indexed");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("webcoop-crawl: index of {}: {e}", out.display());
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `export --wacz FILE --out DIR`.
+fn export(out: &std::path::Path, to: &std::path::Path) -> ExitCode {
+    let software = concat!("webcoop-crawl ", env!("CARGO_PKG_VERSION"));
+    match webcoop_crawler::archive::wacz::export(out, to, software) {
+        Ok(e) => {
+            eprintln!(
+                "webcoop-crawl: {}: {} WARC files, {} captures, {} pages, {} bytes",
+                to.display(),
+                e.warcs,
+                e.captures,
+                e.pages,
+                e.bytes
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("webcoop-crawl: export of {}: {e}", out.display());
             ExitCode::FAILURE
         }
     }
@@ -432,6 +513,8 @@ fn main() -> ExitCode {
         .init();
     match cli.command {
         Command::Crawl(args) => crawl(&args),
+        Command::Index { out, output, sort } => index(&out, output.as_deref(), sort),
+        Command::Export { out, wacz } => export(&out, &wacz),
         Command::Console {
             out,
             listen,

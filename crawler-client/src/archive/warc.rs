@@ -400,7 +400,7 @@ pub fn records_in(data: &[u8], offset: u64) -> Vec<StoredRecord> {
     let mut out = Vec::new();
     let mut pos = 0usize;
     while pos < data.len() {
-        let Some(rec) = member(&data[pos..], offset + pos as u64) else {
+        let Some(rec) = member_at(&data[pos..], offset + pos as u64) else {
             break;
         };
         pos += rec.length as usize;
@@ -422,7 +422,7 @@ pub fn read_record_at(path: &Path, offset: u64) -> io::Result<Option<StoredRecor
     BufReader::new(file)
         .take(256 << 20)
         .read_to_end(&mut data)?;
-    Ok(member(&data, offset))
+    Ok(member_at(&data, offset))
 }
 
 /// The decoded content of the page response archived at `offset` (its content coding
@@ -448,8 +448,9 @@ pub fn content_of(rec: &StoredRecord, limit: usize) -> Option<Vec<u8>> {
     crate::analyze::decode(coding, &http.body, false, limit)
 }
 
-/// Parses the gzip member at the start of `data` into a record, if whole.
-fn member(data: &[u8], offset: u64) -> Option<StoredRecord> {
+/// Parses the gzip member at the start of `data` (found at `offset` in its file) into a
+/// record, if whole.
+pub fn member_at(data: &[u8], offset: u64) -> Option<StoredRecord> {
     use std::io::{BufRead, Read};
     let mut decoder = flate2::bufread::GzDecoder::new(data);
     let mut plain = Vec::new();

@@ -1,0 +1,282 @@
+//! The CDXJ index of a crawl's WARC files, line for line what pywb's `cdxj-indexer` writes for
+//! the same files (its default fields and records): `SURT TIMESTAMP {"url", "mime", "status",
+//! "digest", "length", "offset", "filename"}`, the JSON written as Python's `json.dumps` writes
+//! it. Replay tools (pywb, ReplayWeb.page) look captures up by it.
+
+use super::warc::{self, StoredRecord};
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+
+/// The records indexed, as `cdxj-indexer` indexes them by default.
+const INDEXED: &[&str] = &["response", "revisit", "resource", "metadata"];
+
+/// One index line.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Line {
+    /// The SURT of the URL.
+    pub key: String,
+    /// `YYYYMMDDhhmmss` of `WARC-Date`.
+    pub timestamp: String,
+    /// The JSON fields.
+    pub json: String,
+}
+
+impl std::fmt::Display for Line {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {} {}", self.key, self.timestamp, self.json)
+    }
+}
+
+/// A JSON string as Python's `json.dumps` writes it (non-ASCII as `\uXXXX`).
+fn py_json_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            c if (c as u32) < 0x20 || (c as u32) > 0x7e => {
+                let mut units = [0u16; 2];
+                for u in c.encode_utf16(&mut units) {
+                    out.push_str(&format!("\\u{u:04x}"));
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// `20261124153548` from `2026-11-24T15:35:48.123Z`.
+fn timestamp(warc_date: &str) -> String {
+    let digits: String = warc_date
+        .chars()
+        .filter(char::is_ascii_digit)
+        .take(14)
+        .collect();
+    format!("{digits:0<14}")
+}
+
+/// The SURT key, as Python's `surt.surt` makes it (the fragment dropped).
+pub fn surt(url: &str) -> String {
+    let url = url.split('#').next().unwrap_or(url);
+    surt_rs::generate_surt(url).unwrap_or_else(|_| url.to_string())
+}
+
+/// The index line of a record, if it is of a kind that is indexed.
+pub fn line_of(rec: &StoredRecord, filename: &str) -> Option<Line> {
+    let kind = rec.header("WARC-Type")?;
+    if !INDEXED.contains(&kind) {
+        return None;
+    }
+    if matches!(kind, "resource" | "metadata")
+        && rec.header("Content-Type") == Some("application/warc-fields")
+    {
+        return None;
+    }
+    let url = rec.header("WARC-Target-URI")?;
+    let http = matches!(kind, "response" | "revisit")
+        .then(|| warc::parse_http(&rec.block))
+        .flatten();
+    let mime = match kind {
+        "revisit" => Some("warc/revisit".to_string()),
+        "response" => http
+            .as_ref()
+            .and_then(|h| crate::analyze::header(&h.headers, "content-type"))
+            .map(|v| v.to_string()),
+        _ => rec.header("Content-Type").map(str::to_string),
+    }
+    .map(|m| {
+        m.split([';', ' ', '\t', '\r', '\n'])
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_string()
+    });
+    let mut fields: Vec<(&str, String)> = vec![("url", url.to_string())];
+    if let Some(m) = mime {
+        fields.push(("mime", m));
+    }
+    if let Some(h) = &http {
+        fields.push(("status", h.status.to_string()));
+    }
+    if let Some(d) = rec.header("WARC-Payload-Digest") {
+        fields.push(("digest", d.to_string()));
+    }
+    fields.push(("length", rec.length.to_string()));
+    fields.push(("offset", rec.offset.to_string()));
+    fields.push(("filename", filename.to_string()));
+    let json = fields
+        .iter()
+        .map(|(k, v)| format!("\"{k}\": {}", py_json_string(v)))
+        .collect::<Vec<_>>()
+        .join(", ");
+    Some(Line {
+        key: surt(url),
+        timestamp: timestamp(rec.header("WARC-Date").unwrap_or("")),
+        json: format!("{{{json}}}"),
+    })
+}
+
+/// Bytes read ahead of the record being decoded.
+const WINDOW: usize = 16 << 20;
+
+/// Calls `f` with each whole record of a `.warc.gz`, in order, reading the file a window at a
+/// time (a torn last member ends the walk, as at replay).
+pub fn each_record(
+    path: &Path,
+    mut f: impl FnMut(StoredRecord) -> io::Result<()>,
+) -> io::Result<()> {
+    let mut file = std::fs::File::open(path)?;
+    let mut buf: Vec<u8> = Vec::new();
+    let (mut start, mut base, mut eof) = (0usize, 0u64, false);
+    let mut read_more = |buf: &mut Vec<u8>| -> io::Result<bool> {
+        let n = (&mut file).take(WINDOW as u64).read_to_end(buf)?;
+        Ok(n == 0)
+    };
+    loop {
+        if start > WINDOW {
+            buf.drain(..start);
+            start = 0;
+        }
+        while !eof && buf.len() - start < WINDOW {
+            eof = read_more(&mut buf)?;
+        }
+        if start >= buf.len() {
+            return Ok(());
+        }
+        match warc::member_at(&buf[start..], base) {
+            Some(rec) => {
+                let len = rec.length as usize;
+                start += len;
+                base += len as u64;
+                f(rec)?;
+            }
+            // A member longer than the window: read on, until the end says it is torn.
+            None if !eof => eof = read_more(&mut buf)?,
+            None => return Ok(()),
+        }
+    }
+}
+
+/// The WARC files of a crawl directory, in order.
+pub fn warc_files(out: &Path) -> io::Result<Vec<PathBuf>> {
+    let dir = out.join("warc");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.ends_with(".warc.gz"))
+        })
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+/// The index lines of every WARC file of a crawl directory, in file order (sorted when asked,
+/// as a WACZ wants them).
+pub fn index(out: &Path, sorted: bool) -> io::Result<Vec<Line>> {
+    let mut lines = Vec::new();
+    for path in warc_files(out)? {
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default()
+            .to_string();
+        each_record(&path, |rec| {
+            lines.extend(line_of(&rec, &name));
+            Ok(())
+        })?;
+    }
+    if sorted {
+        lines.sort();
+    }
+    Ok(lines)
+}
+
+/// Writes the index of a crawl directory; returns the lines written.
+pub fn write_index(out: &Path, sorted: bool, w: &mut dyn Write) -> io::Result<usize> {
+    let lines = index(out, sorted)?;
+    for l in &lines {
+        writeln!(w, "{l}")?;
+    }
+    Ok(lines.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_torn_last_record_and_records_beyond_one_window_are_read_as_at_replay() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("warc")).unwrap();
+        let path = dir.path().join("warc/t-00001.warc.gz");
+        let head = "HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\n\r\n";
+        let mut bytes = Vec::new();
+        // A record larger than the read window, between two small ones.
+        let mut big = vec![0u8; WINDOW + (1 << 20)];
+        rand::fill(&mut big[..]);
+        for (url, body) in [
+            ("http://e.test/a", &b"<p>a</p>"[..]),
+            ("http://e.test/big", &big[..]),
+            ("http://e.test/c", &b"<p>c</p>"[..]),
+        ] {
+            let x = warc::Exchange {
+                uri: url,
+                at: chrono::Utc::now(),
+                ip: None,
+                http_head: head,
+                body,
+                payload_digest: &warc::digest(body),
+                truncated: false,
+            };
+            bytes.extend(warc::response(&x, 1).bytes);
+        }
+        let whole = bytes.len();
+        let x = warc::Exchange {
+            uri: "http://e.test/torn",
+            at: chrono::Utc::now(),
+            ip: None,
+            http_head: head,
+            body: b"torn",
+            payload_digest: &warc::digest(b"torn"),
+            truncated: false,
+        };
+        let torn = warc::response(&x, 1).bytes;
+        bytes.extend(&torn[..torn.len() / 2]);
+        std::fs::write(&path, &bytes).unwrap();
+        let lines = index(dir.path(), false).unwrap();
+        let urls: Vec<&str> = lines.iter().map(|l| l.key.as_str()).collect();
+        assert_eq!(urls, ["test,e)/a", "test,e)/big", "test,e)/c"]);
+        assert!(
+            lines[0].json.contains("\"mime\": \"text/html\""),
+            "{}",
+            lines[0].json
+        );
+        let last: serde_json::Value = serde_json::from_str(&lines[2].json).unwrap();
+        let end = last["offset"].as_str().unwrap().parse::<usize>().unwrap()
+            + last["length"].as_str().unwrap().parse::<usize>().unwrap();
+        assert_eq!(end, whole, "the index ends where the whole records end");
+    }
+
+    #[test]
+    fn json_and_keys_are_written_as_the_python_tools_write_them() {
+        assert_eq!(py_json_string("a\"b\\c"), "\"a\\\"b\\\\c\"");
+        assert_eq!(py_json_string("é€😀"), "\"\\u00e9\\u20ac\\ud83d\\ude00\"");
+        assert_eq!(timestamp("2026-11-24T15:35:48.123Z"), "20261124153548");
+        assert_eq!(
+            surt("http://www.Example.COM/A?b=2&a=1#x"),
+            "com,example)/a?a=1&b=2"
+        );
+        assert_eq!(surt("http://127.0.0.1:8080/r"), "1,0,0,127:8080)/r");
+    }
+}
