@@ -195,7 +195,7 @@ impl AccessRules {
     }
 }
 
-fn looks_like_apache(text: &str) -> bool {
+pub(crate) fn looks_like_apache(text: &str) -> bool {
     text.lines().any(|l| {
         let t = l.trim_start().to_ascii_lowercase();
         t.starts_with("<directory")

@@ -138,8 +138,12 @@ pub struct Cli {
 }
 
 /// The agent's one-off commands.
-#[derive(Debug, clap::Subcommand)]
+#[derive(Debug, Clone, clap::Subcommand)]
 pub enum AgentCommand {
+    /// Check the agent's settings and the web server's configuration (--server-config): says
+    /// what is right and what to change; exit status 0 only when a crawler can use everything
+    /// the agent publishes.
+    Check,
     /// Drop every kept version of these docroot paths (a secret published by mistake), so no
     /// delta can reveal them; the same as --forget-versions.
     Forget {

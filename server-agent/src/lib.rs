@@ -5,6 +5,7 @@
 
 pub mod access;
 pub mod agent;
+pub mod check;
 pub mod config;
 pub mod console;
 pub mod content_type;

@@ -45,6 +45,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let command = cli.command.clone();
     let mut forget = cli.forget_versions.clone();
     if let Some(AgentCommand::Forget { paths }) = &cli.command {
         forget.extend(paths.iter().cloned());
@@ -58,6 +59,20 @@ fn main() -> ExitCode {
     };
     if !forget.is_empty() {
         return forget_versions(&config, &forget);
+    }
+    if matches!(command, Some(AgentCommand::Check)) {
+        let findings = webcoop_agent::check::check(&config);
+        for f in &findings {
+            println!("{f}");
+        }
+        let fixes = findings.iter().filter(|f| !f.ok).count();
+        return if fixes == 0 {
+            println!("\nall good: a crawler can use everything the agent publishes");
+            ExitCode::SUCCESS
+        } else {
+            println!("\n{fixes} to change");
+            ExitCode::FAILURE
+        };
     }
     match run(config, clock) {
         Ok(()) => ExitCode::SUCCESS,
