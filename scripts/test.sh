@@ -116,4 +116,13 @@ if [ "$fuzz_secs" != 0 ] && rustup toolchain list 2>/dev/null | grep -q '^nightl
 else
     say "no nightly toolchain: fuzz targets not run (their corpora were replayed on stable)"
 fi
+# --- Debian packages -------------------------------------------------------------------------
+# Built, installed with dpkg on this machine, used, removed and purged (scripts/package-test.sh).
+# Installing needs root; WEBCOOP_PACKAGES=0 skips it.
+if [ "${WEBCOOP_PACKAGES:-1}" != 0 ] && [ "$(id -u)" = 0 ] && command -v dpkg >/dev/null; then
+    say "Debian packages"
+    scripts/package-test.sh
+else
+    say "Debian packages not built and installed (needs root and dpkg; WEBCOOP_PACKAGES=0 skips)"
+fi
 say "all tests passed"
