@@ -149,6 +149,13 @@ fn all(ds: &[Directive]) -> Vec<&Directive> {
     out
 }
 
+/// The media types of robots.rdf, the changes feed and sitemaps, which compression must cover.
+const LISTING_TYPES: [&str; 3] = [
+    "application/rdf+xml",
+    "application/atom+xml",
+    "application/xml",
+];
+
 /// The agent's service address as the proxy must name it.
 fn service_addr(config: &Config) -> Option<String> {
     config.service.as_ref().map(|s| s.listen.to_string())
@@ -219,14 +226,10 @@ fn check_nginx(config: &Config, file: &Path, text: &str, out: &mut Vec<Finding>)
         .filter(|d| d.name == "gzip_types")
         .flat_map(|d| d.args.iter())
         .collect();
-    let missing: Vec<&str> = [
-        "application/rdf+xml",
-        "application/atom+xml",
-        "application/xml",
-    ]
-    .into_iter()
-    .filter(|t| !gzip_types.iter().any(|g| g == t || *g == "*"))
-    .collect();
+    let missing: Vec<&str> = LISTING_TYPES
+        .into_iter()
+        .filter(|t| !gzip_types.iter().any(|g| g == t || *g == "*"))
+        .collect();
     if gzip_on && missing.is_empty() {
         out.push(Finding::ok(format!(
             "{name}: robots.rdf, the changes feed and sitemaps are gzip-compressed"
@@ -312,18 +315,14 @@ fn check_apache(config: &Config, file: &Path, text: &str, out: &mut Vec<Finding>
         .iter()
         .filter(|l| l.starts_with("addoutputfilterbytype") && l.contains("deflate"))
         .collect();
-    let missing: Vec<&str> = [
-        "application/rdf+xml",
-        "application/atom+xml",
-        "application/xml",
-    ]
-    .into_iter()
-    .filter(|t| {
-        !deflate
-            .iter()
-            .any(|l| l.split_whitespace().any(|w| w == *t))
-    })
-    .collect();
+    let missing: Vec<&str> = LISTING_TYPES
+        .into_iter()
+        .filter(|t| {
+            !deflate
+                .iter()
+                .any(|l| l.split_whitespace().any(|w| w == *t))
+        })
+        .collect();
     if missing.is_empty() {
         out.push(Finding::ok(format!(
             "{name}: robots.rdf, the changes feed and sitemaps are compressed (mod_deflate)"
