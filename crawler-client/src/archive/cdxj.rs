@@ -202,13 +202,32 @@ pub fn index(out: &Path, sorted: bool) -> io::Result<Vec<Line>> {
     Ok(lines)
 }
 
-/// Writes the index of a crawl directory; returns the lines written.
+/// Writes the index of a crawl directory; returns the lines written. In file order the lines
+/// stream out as the files are read; sorted, they are held until the last file is read.
 pub fn write_index(out: &Path, sorted: bool, w: &mut dyn Write) -> io::Result<usize> {
-    let lines = index(out, sorted)?;
-    for l in &lines {
-        writeln!(w, "{l}")?;
+    if sorted {
+        let lines = index(out, true)?;
+        for l in &lines {
+            writeln!(w, "{l}")?;
+        }
+        return Ok(lines.len());
     }
-    Ok(lines.len())
+    let mut n = 0;
+    for path in warc_files(out)? {
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default()
+            .to_string();
+        each_record(&path, |rec| {
+            if let Some(l) = line_of(&rec, &name) {
+                writeln!(w, "{l}")?;
+                n += 1;
+            }
+            Ok(())
+        })?;
+    }
+    Ok(n)
 }
 
 #[cfg(test)]
