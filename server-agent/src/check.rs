@@ -95,14 +95,10 @@ fn nginx_parse(text: &str) -> Result<Vec<Directive>, String> {
         }
     }
     let mut pos = 0;
-    let out = nginx_block(&tokens, &mut pos)?;
-    if pos < tokens.len() {
-        return Err("a `}` without its `{`".into());
-    }
-    Ok(out)
+    nginx_block(&tokens, &mut pos, false)
 }
 
-fn nginx_block(tokens: &[String], pos: &mut usize) -> Result<Vec<Directive>, String> {
+fn nginx_block(tokens: &[String], pos: &mut usize, nested: bool) -> Result<Vec<Directive>, String> {
     let mut out = Vec::new();
     let mut words: Vec<String> = Vec::new();
     while *pos < tokens.len() {
@@ -120,7 +116,7 @@ fn nginx_block(tokens: &[String], pos: &mut usize) -> Result<Vec<Directive>, Str
                 }
             }
             "{" => {
-                let block = nginx_block(tokens, pos)?;
+                let block = nginx_block(tokens, pos, true)?;
                 let name = if words.is_empty() {
                     String::new()
                 } else {
@@ -132,9 +128,13 @@ fn nginx_block(tokens: &[String], pos: &mut usize) -> Result<Vec<Directive>, Str
                     block,
                 });
             }
-            "}" => return Ok(out),
+            "}" if nested => return Ok(out),
+            "}" => return Err("a `}` without its `{`".into()),
             w => words.push(w.trim_start_matches('\u{0}').to_string()),
         }
+    }
+    if nested {
+        return Err("a `{` without its `}`".into());
     }
     Ok(out)
 }
@@ -496,5 +496,7 @@ mod tests {
                 .any(|d| d.name == "application/rdf+xml" && d.args == ["rdf"])
         );
         assert!(nginx_parse("server { }}").is_err());
+        assert!(nginx_parse("server { listen 80;").is_err());
+        assert!(nginx_parse("server { listen 80; }").is_ok());
     }
 }
