@@ -6,9 +6,10 @@
 use flate2::read::GzDecoder;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
-use webcoop::servers::{Killed, http_get};
+use std::process::Command;
+use webcoop::servers::http_get;
+use webcoop_crawler::archive::warc;
+use webcoop_testkit::pywb::{Wayback, venv_tool};
 use webcoop_testkit::testweb::{HostSpec, TestWeb};
 use webcoop_testkit::{reference_python, run_ok, workspace_bin};
 
@@ -16,9 +17,19 @@ fn crawl_bin() -> PathBuf {
     workspace_bin("webcoop-crawler", "webcoop-crawl")
 }
 
-/// A crawl of the test web, then a refresh pass (304s become `revisit` records).
+/// A crawl of the test web, then a refresh pass (304s become `revisit` records of the
+/// server-not-modified profile), then one without validators (unchanged pages become
+/// `revisit` records of the identical-payload-digest profile).
 fn crawled(web: &TestWeb, out: &Path) {
-    for extra in [&[][..], &["--refresh"][..]] {
+    let unconditional = out.with_extension("toml");
+    std::fs::write(&unconditional, "conditional = false\n").unwrap();
+    let unconditional = [
+        "--refresh".into(),
+        "--config".into(),
+        unconditional.into_os_string(),
+    ];
+    let passes: [&[std::ffi::OsString]; 3] = [&[], &["--refresh".into()], &unconditional];
+    for extra in passes {
         run_ok(
             Command::new(crawl_bin())
                 .arg("crawl")
@@ -33,8 +44,14 @@ fn crawled(web: &TestWeb, out: &Path) {
     }
 }
 
-fn tool_of(python: &Path, name: &str) -> PathBuf {
-    python.parent().unwrap().join(name)
+/// The crawl's WARC files, in order.
+fn warc_files(out: &Path) -> Vec<PathBuf> {
+    let mut warcs: Vec<PathBuf> = std::fs::read_dir(out.join("warc"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    warcs.sort();
+    warcs
 }
 
 #[test]
@@ -48,12 +65,8 @@ fn the_index_is_cdxj_indexers_and_the_wacz_validates() {
     crawled(&web, &out);
 
     let ours = run_ok(Command::new(crawl_bin()).args(["index", "--out"]).arg(&out));
-    let mut warcs: Vec<PathBuf> = std::fs::read_dir(out.join("warc"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    warcs.sort();
-    let theirs = run_ok(Command::new(tool_of(&python, "cdxj-indexer")).args(&warcs));
+    let warcs = warc_files(&out);
+    let theirs = run_ok(Command::new(venv_tool(&python, "cdxj-indexer")).args(&warcs));
     let (ours, theirs) = (
         String::from_utf8(ours.stdout).unwrap(),
         String::from_utf8(theirs.stdout).unwrap(),
@@ -61,8 +74,19 @@ fn the_index_is_cdxj_indexers_and_the_wacz_validates() {
     assert!(ours.lines().count() > 40, "{ours}");
     assert!(
         ours.contains("\"mime\": \"warc/revisit\""),
-        "the refresh pass's 304s"
+        "the refresh passes' revisits"
     );
+    let profiles: Vec<String> = warcs
+        .iter()
+        .flat_map(|w| warc::read_records(w, 0).unwrap())
+        .filter_map(|r| r.header("WARC-Profile").map(str::to_string))
+        .collect();
+    for profile in ["server-not-modified", "identical-payload-digest"] {
+        assert!(
+            profiles.iter().filter(|p| p.ends_with(profile)).count() >= 20,
+            "{profile}: {profiles:?}"
+        );
+    }
     assert!(ours.contains("\"status\": \"301\"") || ours.contains("\"status\": \"302\""));
     assert_eq!(
         ours, theirs,
@@ -93,7 +117,7 @@ fn the_index_is_cdxj_indexers_and_the_wacz_validates() {
     let said = String::from_utf8_lossy(&export.stderr);
     assert!(said.contains("pages"), "{said}");
     let check = run_ok(
-        Command::new(tool_of(&python, "wacz"))
+        Command::new(venv_tool(&python, "wacz"))
             .args(["validate", "-f"])
             .arg(&wacz),
     );
@@ -108,7 +132,7 @@ fn the_index_is_cdxj_indexers_and_the_wacz_validates() {
     bytes[at + 100] ^= 1;
     let broken = tmp.path().join("broken.wacz");
     std::fs::write(&broken, bytes).unwrap();
-    let check = Command::new(tool_of(&python, "wacz"))
+    let check = Command::new(venv_tool(&python, "wacz"))
         .args(["validate", "-f"])
         .arg(&broken)
         .output()
@@ -128,38 +152,8 @@ fn pywb_replays_the_crawl_byte_for_byte() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("crawl");
     crawled(&web, &out);
-    let pywb = tmp.path().join("pywb");
-    std::fs::create_dir(&pywb).unwrap();
-    run_ok(
-        Command::new(tool_of(&python, "wb-manager"))
-            .args(["init", "crawl"])
-            .current_dir(&pywb),
-    );
-    let mut add = Command::new(tool_of(&python, "wb-manager"));
-    add.args(["add", "crawl"]).current_dir(&pywb);
-    for e in std::fs::read_dir(out.join("warc")).unwrap() {
-        add.arg(e.unwrap().path());
-    }
-    run_ok(&mut add);
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let wayback = Command::new(tool_of(&python, "wayback"))
-        .args(["-p", &port.to_string(), "-b", "127.0.0.1"])
-        .current_dir(&pywb)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let _wayback = Killed(wayback);
-    let addr: std::net::SocketAddr = ([127, 0, 0, 1], port).into();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while http_get(addr, "/", &[]).is_err() {
-        assert!(Instant::now() < deadline, "wayback did not start");
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    let wayback = Wayback::start(&python, &warc_files(&out));
+    let addr = wayback.addr;
     // Every page captured with 200, replayed in its original form (`id_`).
     let index = run_ok(Command::new(crawl_bin()).args(["index", "--out"]).arg(&out));
     let mut compared = 0;
@@ -167,11 +161,13 @@ fn pywb_replays_the_crawl_byte_for_byte() {
         let mut parts = line.splitn(3, ' ');
         let (_, ts, json) = (parts.next(), parts.next().unwrap(), parts.next().unwrap());
         let v: serde_json::Value = serde_json::from_str(json).unwrap();
-        if v["status"] != "200" || v["mime"] != "text/html" {
+        // Pages captured whole, and the revisits of unchanged ones, which replay the same.
+        let page = v["mime"] == "text/html" || v["mime"] == "warc/revisit";
+        if v["status"] != "200" || !page {
             continue;
         }
         let url = v["url"].as_str().unwrap();
-        let replayed = http_get(addr, &format!("/crawl/{ts}id_/{url}"), &[]).unwrap();
+        let replayed = http_get(addr, &wayback.original(ts, url), &[]).unwrap();
         assert_eq!(replayed.status, 200, "{url}");
         let mut body = replayed.body.clone();
         if replayed.header("content-encoding") == Some("gzip") {
@@ -185,5 +181,5 @@ fn pywb_replays_the_crawl_byte_for_byte() {
         assert_eq!(body, live.body, "{url} replayed differs from the site");
         compared += 1;
     }
-    assert!(compared >= 20, "only {compared} pages replayed");
+    assert!(compared >= 40, "only {compared} captures replayed");
 }

@@ -12,9 +12,11 @@ use std::time::{Duration, Instant};
 use webcoop::servers::Killed;
 use webcoop::servers::{Nginx, example_nginx_conf};
 use webcoop_crawler::archive::copies::{self, Held};
+use webcoop_crawler::archive::warc;
 use webcoop_protocol::validator::Sha256Digest;
+use webcoop_testkit::pywb::{Wayback, venv_tool};
 use webcoop_testkit::testweb::{HostSpec, Sitemap, TestWeb};
-use webcoop_testkit::{tool, workspace_bin};
+use webcoop_testkit::{reference_python, run_ok, tool, warcio_records, workspace_bin};
 
 struct Site {
     tmp: tempfile::TempDir,
@@ -269,8 +271,16 @@ fn converges(mode: &str, extra: &[&str]) -> Option<(Site, PathBuf)> {
         || held(&out) == truth,
     );
     eprintln!("{mode}: converged {took:?} after the last edit");
-    let _ = c.0.kill();
-    let _ = c.0.wait();
+    // Stopped as an operator stops it, so its archive ends with whole records.
+    let _ = nix_term(&c.0);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while c.0.try_wait().unwrap().is_none() {
+        assert!(
+            Instant::now() < deadline,
+            "{mode}: the crawler did not stop"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
     Some((site, out))
 }
 
@@ -294,6 +304,105 @@ fn delta_mode_applies_and_verifies_deltas() {
         log.contains("delta applied and verified"),
         "no delta applied:\n{log}"
     );
+    archived_as_rebuilt(&out, "dcz from ");
+}
+
+/// The pages rebuilt from deltas are in the archive as made: the delta as received, then a
+/// `resource` of the page referring to it and saying how it was made (`how` starts its
+/// `WARC-Webcoop-Delta`). warcio checks every digest; `webcoop-crawl index` is cdxj-indexer's
+/// index; pywb replays each rebuilt page with the content archived.
+fn archived_as_rebuilt(out: &Path, how: &str) {
+    let records: Vec<warc::StoredRecord> = warc_files(out)
+        .iter()
+        .flat_map(|f| warc::read_records(f, 0).unwrap())
+        .collect();
+    let rebuilt: Vec<&warc::StoredRecord> = records
+        .iter()
+        .filter(|r| {
+            r.header("WARC-Type") == Some("resource") && r.header("WARC-Refers-To").is_some()
+        })
+        .collect();
+    assert!(!rebuilt.is_empty(), "no page archived as rebuilt");
+    for page in &rebuilt {
+        let made_from = page.header("WARC-Refers-To");
+        let at = records
+            .iter()
+            .position(|r| r.header("WARC-Record-ID") == made_from)
+            .expect("the delta it refers to is archived");
+        let next = &records[at + 1];
+        assert_eq!(
+            next.header("WARC-Record-ID"),
+            page.header("WARC-Record-ID"),
+            "right after it"
+        );
+        assert!(page.header("WARC-Webcoop-Delta").unwrap().starts_with(how));
+        assert!(
+            page.header("Content-Type")
+                .unwrap()
+                .starts_with("text/html")
+        );
+    }
+    let types = warcio_records(out);
+    let Some(python) = reference_python() else {
+        return;
+    };
+    assert!(
+        types
+            .iter()
+            .any(|(t, u)| t == "resource" && u.ends_with(".html"))
+    );
+    let ours = String::from_utf8(
+        run_ok(
+            Command::new(workspace_bin("webcoop-crawler", "webcoop-crawl"))
+                .args(["index", "--out"])
+                .arg(out),
+        )
+        .stdout,
+    )
+    .unwrap();
+    let theirs = String::from_utf8(
+        run_ok(Command::new(venv_tool(&python, "cdxj-indexer")).args(warc_files(out))).stdout,
+    )
+    .unwrap();
+    assert_eq!(
+        ours, theirs,
+        "webcoop-crawl index differs from cdxj-indexer"
+    );
+    let wayback = Wayback::start(&python, &warc_files(out));
+    let mut replayed = 0;
+    for line in ours.lines() {
+        let mut parts = line.splitn(3, ' ');
+        let (_, ts, json) = (parts.next(), parts.next().unwrap(), parts.next().unwrap());
+        let v: serde_json::Value = serde_json::from_str(json).unwrap();
+        let url = v["url"].as_str().unwrap();
+        let same_second = ours
+            .lines()
+            .filter(|l| l.contains(&format!(" {ts} {{\"url\": \"{url}\"")))
+            .count();
+        if v.get("status").is_some() || v["mime"] != "text/html" || same_second > 1 {
+            continue;
+        }
+        let page =
+            webcoop::servers::http_get(wayback.addr, &wayback.original(ts, url), &[]).unwrap();
+        assert_eq!(page.status, 200, "{url} at {ts}");
+        assert_eq!(
+            Some(warc::digest(&page.body).as_str()),
+            v["digest"].as_str(),
+            "{url} at {ts}: pywb replayed other content than the page rebuilt"
+        );
+        replayed += 1;
+    }
+    assert!(replayed >= 1, "no rebuilt page replayed:\n{ours}");
+}
+
+/// The crawl's WARC files, in order.
+fn warc_files(out: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(out.join("warc"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    files
 }
 
 #[test]
@@ -351,6 +460,7 @@ fn push_mode_has_a_change_in_the_store_within_two_seconds_without_polling_the_pa
         site_state["subscription"].is_null(),
         "unsubscribed at shutdown: {v}"
     );
+    archived_as_rebuilt(&out, "dcz pushed inline");
 }
 
 /// Writes `content` to `rel` with the modification time `at` (nanoseconds count, seconds do not).

@@ -1,7 +1,7 @@
 //! A crawl packed as a WACZ 1.1.1 (Webrecorder's packaging, which ReplayWeb.page opens and
 //! `wacz validate` checks): the WARC files stored as they are under `archive/`, the sorted
-//! CDXJ index under `indexes/`, the pages (HTML captured with status 200) in
-//! `pages/pages.jsonl`, `datapackage.json` with every file's SHA-256 and size, and
+//! CDXJ index under `indexes/`, the pages (HTML captured with status 200 or rebuilt from a
+//! delta) in `pages/pages.jsonl`, `datapackage.json` with every file's SHA-256 and size, and
 //! `datapackage-digest.json` with the hash of that. Written to a temporary file and renamed,
 //! so a crash never leaves half an archive under the final name.
 
@@ -98,7 +98,8 @@ fn add<W: Write + io::Seek>(
     })
 }
 
-/// The pages list: every HTML page captured with status 200, in capture order.
+/// The pages list: every HTML page captured with status 200 or rebuilt from a delta, in
+/// capture order.
 fn pages(lines: &[cdxj::Line]) -> (String, usize) {
     let mut out = String::from(
         "{\"format\": \"json-pages-1.0\", \"id\": \"pages\", \"title\": \"All Pages\"}\n",
@@ -110,7 +111,9 @@ fn pages(lines: &[cdxj::Line]) -> (String, usize) {
         let Ok(v) = serde_json::from_str::<serde_json::Value>(&l.json) else {
             continue;
         };
-        if v["status"] != "200" || v["mime"] != "text/html" {
+        // A page rebuilt from a delta is a `resource`: indexed without a status.
+        let ok = v["status"] == "200" || v.get("status").is_none();
+        if !ok || v["mime"] != "text/html" {
             continue;
         }
         let url = v["url"].as_str().unwrap_or_default();

@@ -1,6 +1,7 @@
 //! WARC 1.1 (ISO 28500) output: each record its own gzip member (`.warc.gz`), files rotated by
-//! size, a `warcinfo` record first in each file, `response` records for what was fetched and
-//! `revisit` records for 304s and unchanged content. Digests are `sha1:` in base32, as
+//! size, a `warcinfo` record first in each file, `response` records for what was fetched,
+//! `revisit` records for 304s and unchanged content, and `resource` records for pages rebuilt
+//! from a delta (each referring to the record of the delta as received). Digests are `sha1:` in base32, as
 //! Heritrix, wget and warcio write and check them.
 //!
 //! Records are built (and compressed) where pages are fetched; the writer only appends bytes
@@ -186,6 +187,48 @@ pub fn revisit(
         headers.push(("WARC-Refers-To-Date", date(t)));
     }
     build(&headers, &[http_head.as_bytes()], level)
+}
+
+/// The field naming how a `resource` record's content was made from a delta.
+pub const DELTA_FIELD: &str = "WARC-Webcoop-Delta";
+
+/// Content that was not received as it stands: a page rebuilt from a delta, or a delta that
+/// came inside an announcement rather than as a response.
+#[derive(Debug, Clone, Copy)]
+pub struct Resource<'a> {
+    /// The URL the content is of.
+    pub uri: &'a str,
+    /// When it was made.
+    pub at: DateTime<Utc>,
+    /// Its media type.
+    pub content_type: &'a str,
+    /// The content.
+    pub body: &'a [u8],
+    /// The record it was made from: its `WARC-Record-ID` and target URI.
+    pub refers_to: Option<(&'a str, &'a str)>,
+    /// How it was made (the value of [`DELTA_FIELD`]).
+    pub how: &'a str,
+}
+
+/// A `resource` record: content made or received outside an HTTP exchange, saying how, so
+/// replay tools show it and an archivist can tell it was never sent whole.
+pub fn resource(r: &Resource<'_>, level: u32) -> Record {
+    let payload = digest(r.body);
+    let mut headers = vec![
+        ("WARC-Type", "resource".to_string()),
+        ("WARC-Record-ID", record_id()),
+        ("WARC-Date", date(r.at)),
+        ("WARC-Target-URI", r.uri.to_string()),
+        ("Content-Type", r.content_type.to_string()),
+        ("WARC-Payload-Digest", payload.clone()),
+        ("WARC-Block-Digest", payload),
+    ];
+    if let Some((id, uri)) = r.refers_to {
+        headers.push(("WARC-Refers-To", id.to_string()));
+        headers.push(("WARC-Refers-To-Target-URI", uri.to_string()));
+    }
+    headers.push((DELTA_FIELD, r.how.to_string()));
+    build(&headers, &[r.body], level)
 }
 
 /// The `warcinfo` record that opens a file.
@@ -425,16 +468,45 @@ pub fn read_record_at(path: &Path, offset: u64) -> io::Result<Option<StoredRecor
     Ok(member_at(&data, offset))
 }
 
-/// The decoded content of the page response archived at `offset` (its content coding
-/// removed), if the record there is a whole, untruncated 2xx response.
+/// The decoded content of the page archived at `offset` (its content coding removed), if
+/// the record there holds a whole page (see [`content_of`]).
 pub fn content_at(path: &Path, offset: u64, limit: usize) -> io::Result<Option<Vec<u8>>> {
-    Ok(read_record_at(path, offset)?.and_then(|rec| content_of(&rec, limit)))
+    Ok(held_at(path, offset, limit)?.map(|(body, _)| body))
 }
 
-/// The decoded content of a record, if it is a whole, untruncated 2xx response.
+/// The page archived at `offset` as [`content_at`] gives it, with its media type as it was
+/// sent (the `Content-Type` of its response, or of the record of a page rebuilt).
+pub fn held_at(
+    path: &Path,
+    offset: u64,
+    limit: usize,
+) -> io::Result<Option<(Vec<u8>, Option<String>)>> {
+    let Some(rec) = read_record_at(path, offset)? else {
+        return Ok(None);
+    };
+    let content_type = match rec.header("WARC-Type") {
+        Some("response") => parse_http(&rec.block)
+            .and_then(|h| crate::analyze::header(&h.headers, "content-type").map(str::to_string)),
+        _ => rec.header("Content-Type").map(str::to_string),
+    };
+    Ok(content_of(&rec, limit).map(|body| (body, content_type)))
+}
+
+/// The decoded content of a record, if it is a whole, untruncated 2xx response or a page
+/// rebuilt from a delta.
 pub fn content_of(rec: &StoredRecord, limit: usize) -> Option<Vec<u8>> {
-    if rec.header("WARC-Type") != Some("response") || rec.header("WARC-Truncated").is_some() {
+    if rec.header("WARC-Truncated").is_some() {
         return None;
+    }
+    match rec.header("WARC-Type") {
+        // A page rebuilt from a delta refers to the delta; the delta itself does not.
+        Some("resource")
+            if rec.header(DELTA_FIELD).is_some() && rec.header("WARC-Refers-To").is_some() =>
+        {
+            return (rec.block.len() <= limit).then(|| rec.block.clone());
+        }
+        Some("response") => {}
+        _ => return None,
     }
     let http = parse_http(&rec.block)?;
     if !(200..300).contains(&http.status) {
@@ -612,6 +684,42 @@ mod tests {
             2
         );
         assert_eq!(std::fs::metadata(dir.path().join(name)).unwrap().len(), len);
+    }
+
+    #[test]
+    fn a_page_rebuilt_is_content_and_the_delta_it_came_from_is_not() {
+        let at = Utc::now();
+        let delta = resource(
+            &Resource {
+                uri: "http://e.com/.well-known/webcoop/delta/a",
+                at,
+                content_type: "application/octet-stream",
+                body: b"\x5e\x2a\x4d\x18",
+                refers_to: None,
+                how: "dcz pushed inline; base=\"x\"",
+            },
+            6,
+        );
+        let page = resource(
+            &Resource {
+                uri: "http://e.com/a",
+                at,
+                content_type: "text/html",
+                body: b"<p>new</p>",
+                refers_to: Some((&delta.id, "http://e.com/.well-known/webcoop/delta/a")),
+                how: "dcz pushed inline; base=\"x\"",
+            },
+            6,
+        );
+        let [d, p] = [&delta, &page].map(|r| member_at(&r.bytes, 0).unwrap());
+        assert_eq!(content_of(&d, 1 << 20), None);
+        assert_eq!(content_of(&p, 1 << 20).as_deref(), Some(&b"<p>new</p>"[..]));
+        assert_eq!(content_of(&p, 5), None, "past the limit");
+        assert_eq!(p.header("WARC-Refers-To"), Some(delta.id.as_str()));
+        assert_eq!(
+            p.header("WARC-Block-Digest"),
+            Some(digest(b"<p>new</p>").as_str())
+        );
     }
 
     #[test]

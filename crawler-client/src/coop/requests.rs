@@ -5,7 +5,7 @@
 use super::CoopJob;
 use crate::archive::warc;
 use crate::coop::MetaKind;
-use crate::fetch::outcome::{Context, CoopFetched, DeltaUse, Fetched, Outcome, Source};
+use crate::fetch::outcome::{Context, CoopFetched, DeltaUse, Fetched, Outcome, RecordSlot, Source};
 use crate::fetch::tasks;
 use crate::fetch::{self, FetchError, FetchLimits, FetchRequest, FetchResponse};
 use crate::ids::HostId;
@@ -98,7 +98,8 @@ async fn fetch_meta(
     } else {
         Vec::new()
     };
-    let record = (resp.status != 304).then(|| tasks::archived(&resp, ctx.warc_level));
+    let record =
+        (resp.status != 304).then(|| RecordSlot::New(tasks::archived(&resp, ctx.warc_level)));
     Ok(CoopFetched {
         status: resp.status,
         headers: resp.headers.clone(),
@@ -241,12 +242,11 @@ pub(crate) fn apply(
     Ok(new)
 }
 
-/// The response a crawler would have had from a plain GET of the new version: the delta
-/// response's head without its content coding, and the decoded body. Archived as the page's
-/// `response` record, with `X-Webcoop-Delta` saying how it was obtained.
-fn reconstructed(page: &Url, from: &FetchResponse, body: Vec<u8>, how: String) -> FetchResponse {
+/// The head of a page rebuilt from a delta: the head its delta came with, without its
+/// content coding, and the validator and length of the content rebuilt. Replay builds the
+/// same from the archived delta.
+pub(crate) fn page_headers(from: &[(String, String)], body: &[u8]) -> Vec<(String, String)> {
     let mut headers: Vec<(String, String)> = from
-        .headers
         .iter()
         .filter(|(n, _)| {
             ![
@@ -254,20 +254,27 @@ fn reconstructed(page: &Url, from: &FetchResponse, body: Vec<u8>, how: String) -
                 "content-length",
                 "available-dictionary",
                 "vary",
+                "etag",
             ]
             .iter()
             .any(|h| n.eq_ignore_ascii_case(h))
         })
         .cloned()
         .collect();
+    headers.push(("ETag".into(), Sha256Digest::of(body).etag().to_string()));
     headers.push(("Content-Length".into(), body.len().to_string()));
-    headers.push(("X-Webcoop-Delta".into(), how));
+    headers
+}
+
+/// The response a crawler would have had from a plain GET of the new version, for the
+/// analysis; the archive keeps the delta as received and this content as a `resource`.
+fn reconstructed(page: &Url, from: &FetchResponse, body: Vec<u8>) -> FetchResponse {
     FetchResponse {
         url: page.clone(),
         status: 200,
         version: from.version,
         reason: "OK".into(),
-        headers,
+        headers: page_headers(&from.headers, &body),
         body: body.into(),
         truncated: false,
         fetched_at: from.fetched_at,
@@ -275,6 +282,16 @@ fn reconstructed(page: &Url, from: &FetchResponse, body: Vec<u8>, how: String) -
         remote: from.remote,
         request_head: from.request_head.clone(),
     }
+}
+
+/// How a page was made from a delta, for its archive records.
+pub(crate) struct Derivation {
+    /// The record of the delta as received.
+    received: warc::Record,
+    /// Where the delta came from.
+    from: Url,
+    /// In words, for the page's record.
+    how: String,
 }
 
 /// Fetches a changed page as a delta against the copy held (or applies the inline delta that
@@ -292,10 +309,10 @@ pub(crate) async fn page_delta(
     let held = held_version(&ctx, &known).await;
     let attempt = match held {
         Err(why) => Err(why),
-        Ok(held) => try_delta(&ctx, &page, &held, &plan).await,
+        Ok((held, _)) => try_delta(&ctx, &page, &held, &plan).await,
     };
-    let (result, how) = match attempt {
-        Ok((resp, used)) => (Ok(resp), used),
+    let (result, how, derivation) = match attempt {
+        Ok((resp, used, derivation)) => (Ok(resp), used, derivation),
         Err(why) => {
             let request = FetchRequest {
                 url: page.clone(),
@@ -306,10 +323,12 @@ pub(crate) async fn page_delta(
             (
                 fetch::fetch(&ctx.client, &request, &ctx.limits).await,
                 DeltaUse::Fallback(why.to_string()),
+                None,
             )
         }
     };
-    let result = result.map(|resp| Box::new(examined(&ctx, &resp, job.depth, &known, how)));
+    let result =
+        result.map(|resp| Box::new(examined(&ctx, &resp, job.depth, &known, how, derivation)));
     let _ = tx.send(Outcome::Page {
         job,
         result,
@@ -331,7 +350,7 @@ pub(crate) async fn page_inline(
     let Some((base, delta)) = &plan.inline else {
         return Err(DeltaError::NoInline);
     };
-    let held = held_version(&ctx, &known).await?;
+    let (held, content_type) = held_version(&ctx, &known).await?;
     if Sha256Digest::of(&held).etag().to_string() != *base {
         return Err(DeltaError::OtherBase(base.clone()));
     }
@@ -342,21 +361,31 @@ pub(crate) async fn page_inline(
         plan.announced.as_deref(),
         ctx.limits.max_body as u64,
     )?;
-    let etag = Sha256Digest::of(&new).etag().to_string();
     let now = crate::clock::now();
+    let how = format!("dcz pushed inline; base={base}");
+    let received = warc::resource(
+        &warc::Resource {
+            uri: plan.url.as_str(),
+            at: now,
+            content_type: "application/octet-stream",
+            body: delta,
+            refers_to: None,
+            how: &how,
+        },
+        ctx.warc_level,
+    );
     let resp = FetchResponse {
         url: page.clone(),
         status: 200,
         version: "HTTP/1.1",
         reason: "OK".into(),
-        headers: vec![
-            ("ETag".into(), etag),
-            ("Content-Length".into(), new.len().to_string()),
-            (
-                "X-Webcoop-Delta".into(),
-                format!("dcz pushed inline; base={base}"),
-            ),
-        ],
+        // The announcement says nothing of the media type: it is the held version's.
+        headers: page_headers(
+            &content_type
+                .map(|t| vec![("Content-Type".to_string(), t)])
+                .unwrap_or_default(),
+            &new,
+        ),
         body: new.into(),
         truncated: false,
         fetched_at: now,
@@ -364,7 +393,19 @@ pub(crate) async fn page_inline(
         remote: None,
         request_head: String::new(),
     };
-    let f = examined(&ctx, &resp, job.depth, &known, DeltaUse::Pushed);
+    let derivation = Derivation {
+        received,
+        from: plan.url.clone(),
+        how,
+    };
+    let f = examined(
+        &ctx,
+        &resp,
+        job.depth,
+        &known,
+        DeltaUse::Pushed,
+        Some(derivation),
+    );
     let _ = tx.send(Outcome::Page {
         job,
         result: Ok(Box::new(f)),
@@ -374,13 +415,15 @@ pub(crate) async fn page_inline(
     Ok(())
 }
 
-/// A page made from a delta, examined as any fetch is, saying how the delta was used.
-fn examined(
+/// A page fetched for a delta, examined as any fetch is, saying how the delta was used. A
+/// new version rebuilt from a delta is archived as a `resource` referring to the delta.
+pub(crate) fn examined(
     ctx: &Context,
     resp: &FetchResponse,
     depth: u32,
     known: &KnownPage,
     how: DeltaUse,
+    derivation: Option<Derivation>,
 ) -> Fetched {
     let mut f = tasks::examine(
         resp,
@@ -391,11 +434,33 @@ fn examined(
         ctx.warc_level,
     );
     f.delta = Some(how);
+    if let Some(d) = derivation {
+        if !f.unchanged {
+            let content_type = resp
+                .header("content-type")
+                .unwrap_or("application/octet-stream");
+            f.record = RecordSlot::New(warc::resource(
+                &warc::Resource {
+                    uri: resp.url.as_str(),
+                    at: resp.fetched_at,
+                    content_type,
+                    body: &resp.body,
+                    refers_to: Some((&d.received.id, d.from.as_str())),
+                    how: &d.how,
+                },
+                ctx.warc_level,
+            ));
+        }
+        f.received = Some(d.received);
+    }
     f
 }
 
-/// The content of the copy held, read back from the archive.
-async fn held_version(ctx: &Arc<Context>, known: &KnownPage) -> Result<Vec<u8>, DeltaError> {
+/// The content of the copy held, read back from the archive, with its media type.
+async fn held_version(
+    ctx: &Arc<Context>,
+    known: &KnownPage,
+) -> Result<(Vec<u8>, Option<String>), DeltaError> {
     let Some((file, offset)) = known.content.clone() else {
         return Err(DeltaError::NothingHeld);
     };
@@ -405,7 +470,7 @@ async fn held_version(ctx: &Arc<Context>, known: &KnownPage) -> Result<Vec<u8>, 
         file: file.clone(),
         source,
     };
-    tokio::task::spawn_blocking(move || warc::content_at(&path, offset, limit))
+    tokio::task::spawn_blocking(move || warc::held_at(&path, offset, limit))
         .await
         .map_err(|e| unreadable(std::io::Error::other(e)))?
         .map_err(unreadable)?
@@ -420,7 +485,7 @@ async fn try_delta(
     page: &Url,
     held: &[u8],
     plan: &DeltaPlan,
-) -> Result<(FetchResponse, DeltaUse), DeltaError> {
+) -> Result<(FetchResponse, DeltaUse, Option<Derivation>), DeltaError> {
     let digest = Sha256Digest::of(held);
     let request = FetchRequest {
         url: plan.url.clone(),
@@ -434,6 +499,19 @@ async fn try_delta(
     let resp = fetch::fetch(&ctx.client, &request, &ctx.limits)
         .await
         .map_err(DeltaError::Request)?;
+    answered(ctx, page, held, plan, resp)
+}
+
+/// What a delta request's answer gives: the page it stands for, how the delta was used and,
+/// for a page rebuilt from the delta, what it was made from.
+pub(crate) fn answered(
+    ctx: &Context,
+    page: &Url,
+    held: &[u8],
+    plan: &DeltaPlan,
+    resp: FetchResponse,
+) -> Result<(FetchResponse, DeltaUse, Option<Derivation>), DeltaError> {
+    let digest = Sha256Digest::of(held);
     if resp.truncated {
         return Err(DeltaError::TooLarge);
     }
@@ -442,7 +520,7 @@ async fn try_delta(
         304 => {
             let mut same = resp.clone();
             same.url = page.clone();
-            Ok((same, DeltaUse::Applied(size)))
+            Ok((same, DeltaUse::Applied(size), None))
         }
         200 if resp
             .header("content-encoding")
@@ -455,17 +533,22 @@ async fn try_delta(
                 plan.announced.as_deref(),
                 ctx.limits.max_body as u64,
             )?;
-            let how = format!("dcz from {}; base={}", plan.url, digest.etag());
+            let derivation = Derivation {
+                received: tasks::archived(&resp, ctx.warc_level),
+                from: plan.url.clone(),
+                how: format!("dcz from {}; base={}", plan.url, digest.etag()),
+            };
             Ok((
-                reconstructed(page, &resp, new, how),
+                reconstructed(page, &resp, new),
                 DeltaUse::Applied(size),
+                Some(derivation),
             ))
         }
         200 => {
             // The whole body (the delta was not worth it, or the base unknown): as good as a GET.
             let mut full = resp.clone();
             full.url = page.clone();
-            Ok((full, DeltaUse::Whole))
+            Ok((full, DeltaUse::Whole, None))
         }
         s => Err(DeltaError::Status(s)),
     }

@@ -122,6 +122,10 @@ impl Engine {
                 self.s.warc_level,
             ));
         }
+        if let Some(received) = f.received {
+            // What the page was made from goes first: the page's record refers to it.
+            self.append(RecordSlot::New(received))?;
+        }
         let pos = self.append(record)?;
         let a: &Analysis = &f.analysis;
         let content = (ok && !f.unchanged && duplicate_of.is_none() && !f.truncated)

@@ -4,6 +4,7 @@
 use super::{CrawlError, Engine, file_error};
 use crate::analyze::{self, Received, url_norm};
 use crate::archive::warc::{self, Position};
+use crate::coop::requests;
 use crate::fetch::outcome::{Fetched, Outcome, RecordSlot, RobotsFetched, Source};
 use crate::frontier::RobotsState;
 use crate::frontier::robots;
@@ -25,6 +26,8 @@ impl Engine {
         // Queue rows of the hosts met so far, read once per host.
         let mut queued: HashMap<HostId, HashMap<Fp, Queued>> = HashMap::new();
         let mut newest = None;
+        // The heads of deltas received, by record id, for the pages rebuilt from them.
+        let mut deltas = HashMap::new();
         for (name, size) in on_disk {
             let from = committed.get(&name).copied().unwrap_or(0).min(size);
             let mut valid = from;
@@ -38,7 +41,7 @@ impl Engine {
                         offset: rec.offset,
                         length: rec.length,
                     };
-                    if self.replay_record(rec, pos, &mut seen_fps, &mut queued)? {
+                    if self.replay_record(rec, pos, &mut seen_fps, &mut queued, &mut deltas)? {
                         self.run.replayed += 1;
                     }
                 }
@@ -71,9 +74,10 @@ impl Engine {
         pos: Position,
         seen_fps: &mut HashSet<Fp>,
         queued: &mut HashMap<HostId, HashMap<Fp, Queued>>,
+        deltas: &mut HashMap<String, Vec<(String, String)>>,
     ) -> Result<bool, CrawlError> {
         let kind = rec.header("WARC-Type").unwrap_or("");
-        if !matches!(kind, "response" | "revisit") {
+        if !matches!(kind, "response" | "revisit" | "resource") {
             return Ok(false);
         }
         let Some(url) = rec
@@ -82,7 +86,25 @@ impl Engine {
         else {
             return Ok(false);
         };
-        let Some(http) = warc::parse_http(&rec.block) else {
+        let http = if kind == "resource" {
+            let Some(http) = rebuilt_page(rec, deltas) else {
+                return Ok(false);
+            };
+            Some(http)
+        } else {
+            warc::parse_http(&rec.block)
+        };
+        if let (Some(h), Some(id)) = (&http, rec.header("WARC-Record-ID"))
+            && kind == "response"
+            && analyze::header(&h.headers, "content-encoding")
+                .is_some_and(|c| c.trim().eq_ignore_ascii_case("dcz"))
+        {
+            // A delta as received: the page made from it follows (even where a site named the
+            // page's own URL as its delta's).
+            deltas.insert(id.to_string(), h.headers.clone());
+            return Ok(false);
+        }
+        let Some(http) = http else {
             tracing::warn!(
                 "{}: record at {} has no readable HTTP response; it will be fetched again",
                 pos.file,
@@ -210,7 +232,8 @@ impl Engine {
                 .header("WARC-Profile")
                 .is_some_and(|p| p.ends_with("identical-payload-digest"))
             && refers_to.as_deref() == Some(url.as_str());
-        let analysis = if kind == "response" {
+        let whole = matches!(kind, "response" | "resource");
+        let analysis = if whole {
             analyze::analyze(received, job.depth, &self.ctx.policy, self.s.fetch.max_body)
         } else {
             let not_modified = Received {
@@ -241,13 +264,52 @@ impl Engine {
                 .header("WARC-Payload-Digest")
                 .unwrap_or_default()
                 .to_string(),
-            unchanged: same_content || (kind == "response" && ok && held == analysis.digest),
-            changed: kind == "response" && ok && held.is_some() && held != analysis.digest,
+            unchanged: same_content || (whole && ok && held == analysis.digest),
+            changed: whole && ok && held.is_some() && held != analysis.digest,
             refers_to: if kind == "revisit" { refers_to } else { None },
             analysis,
             record: RecordSlot::Stored(pos),
+            received: None,
             known,
             delta: None,
         }
     }
+}
+
+/// A `resource` record read back as the response it stands for: a page rebuilt from a delta
+/// gets the head its delta came with (as when it was made); a delta that came inline is
+/// noted for the page after it, and is no page itself.
+fn rebuilt_page(
+    rec: &warc::StoredRecord,
+    deltas: &mut HashMap<String, Vec<(String, String)>>,
+) -> Option<warc::HttpMessage> {
+    rec.header(warc::DELTA_FIELD)?;
+    let Some(refers_to) = rec.header("WARC-Refers-To") else {
+        if let Some(id) = rec.header("WARC-Record-ID") {
+            deltas.insert(id.to_string(), Vec::new());
+        }
+        return None;
+    };
+    // A delta that came inline had no head: the page's media type is in its record (as it
+    // is when the delta was read in an earlier, saved batch).
+    let mut from = deltas.remove(refers_to).unwrap_or_default();
+    if analyze::header(&from, "content-type").is_none()
+        && let Some(t) = rec.header("Content-Type")
+    {
+        from.push(("Content-Type".into(), t.to_string()));
+    }
+    let headers = requests::page_headers(&from, &rec.block);
+    let mut head = String::from("HTTP/1.1 200 OK\r\n");
+    for (n, v) in &headers {
+        head.push_str(&format!("{n}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    Some(warc::HttpMessage {
+        version: "HTTP/1.1",
+        status: 200,
+        reason: "OK".into(),
+        headers,
+        head,
+        body: rec.block.clone(),
+    })
 }

@@ -249,3 +249,164 @@ fn records_written_after_the_last_batch_are_replayed_not_fetched_again_and_a_tor
     urls.sort();
     assert_eq!(urls, ["http://site.test/a", "http://site.test/b"]);
 }
+
+const LAST_MODIFIED: &str = "Tue, 01 Sep 2026 10:00:00 GMT";
+
+/// The agent's answer to a delta request: `new` coded against `old`, with the delta's head.
+fn delta_answer(url: &str, old: &str, new: &str) -> FetchResponse {
+    use webcoop_protocol::delta::dcz;
+    use webcoop_protocol::validator::Sha256Digest;
+    let etag = Sha256Digest::of(new.as_bytes()).etag().to_string();
+    let mut resp = response(
+        url,
+        200,
+        &[
+            ("Content-Type", "text/html; charset=utf-8"),
+            ("Content-Encoding", "dcz"),
+            ("ETag", &etag),
+            ("Vary", "Available-Dictionary"),
+            ("Last-Modified", LAST_MODIFIED),
+        ],
+        "",
+    );
+    resp.reason = "OK".into();
+    resp.body = Bytes::from(dcz::encode(old.as_bytes(), new.as_bytes(), 3).unwrap());
+    resp
+}
+
+/// Queues the seed again (saved), takes it, and hands the engine its rebuild from `old` to `new`
+/// through a delta, as the delta task does.
+fn rebuild(e: &mut Engine, seed: &Queued, old: &str, new: &str, at: Instant) {
+    use crate::coop::requests::{self, DeltaPlan};
+    e.frontier
+        .push_revisit(seed.host, seed.url.clone(), seed.fp, seed.depth);
+    e.commit().unwrap();
+    let job = page_job(take(e, at));
+    assert_eq!(job.url, seed.url);
+    let known = e.store.page(job.fp).unwrap().expect("held");
+    let plan = DeltaPlan {
+        url: Url::parse(&format!("{SEED}.well-known/webcoop/delta/")).unwrap(),
+        announced: None,
+        inline: None,
+    };
+    let answer = delta_answer(plan.url.as_str(), old, new);
+    let page = Url::parse(&job.url).unwrap();
+    let (resp, used, made) =
+        requests::answered(&e.ctx, &page, old.as_bytes(), &plan, answer).unwrap();
+    let f = requests::examined(&e.ctx, &resp, job.depth, &known, used, made);
+    e.handle(Outcome::Page {
+        job,
+        result: Ok(Box::new(f)),
+        elapsed: Duration::from_millis(5),
+        source: Source::Request,
+    })
+    .unwrap();
+}
+
+#[test]
+fn a_page_rebuilt_from_a_delta_is_archived_as_made_and_replayed_after_a_crash_as_such() {
+    use crate::archive::{cdxj, copies, warc};
+    use webcoop_protocol::validator::Sha256Digest;
+    let dir = tempfile::tempdir().unwrap();
+    let filler = "words that stay the same ".repeat(100);
+    let v = |n: u32| {
+        format!("<html><body><p>version {n}</p><a href=\"/x{n}\">x</a>{filler}</body></html>")
+    };
+    let etag_of = |s: &str| Sha256Digest::of(s.as_bytes()).etag().to_string();
+    let held = |dir: &Path| copies::content(dir, SEED).unwrap().unwrap();
+    let seed;
+    {
+        let mut e = open(dir.path());
+        read_robots(&mut e);
+        e.commit().unwrap();
+        seed = page_job(take(&mut e, Instant::now()));
+        let first = page_answer(&e, &seed, 200, &[("Content-Type", "text/html")], &v(1));
+        e.handle(first).unwrap();
+        e.commit().unwrap();
+        rebuild(
+            &mut e,
+            &seed,
+            &v(1),
+            &v(2),
+            Instant::now() + Duration::from_secs(3600),
+        );
+        e.commit().unwrap();
+        assert_eq!(held(dir.path()), v(2).as_bytes());
+        let page = e.store.page(seed.fp).unwrap().unwrap();
+        assert_eq!(page.etag.as_deref(), Some(etag_of(&v(2)).as_str()));
+
+        // The delta as received, then the page made from it, which says so.
+        let file = dir
+            .path()
+            .join("warc")
+            .join(&page.content.as_ref().unwrap().0);
+        let records = warc::read_records(&file, 0).unwrap();
+        let [.., delta, made] = &records[..] else {
+            panic!("too few records")
+        };
+        assert_eq!(delta.header("WARC-Type"), Some("response"));
+        let http = warc::parse_http(&delta.block).unwrap();
+        assert!(http.head.contains("Content-Encoding: dcz"), "{}", http.head);
+        assert_ne!(http.body, v(2).as_bytes(), "the delta, not the page");
+        assert_eq!(made.header("WARC-Type"), Some("resource"));
+        assert_eq!(made.header("WARC-Target-URI"), Some(SEED));
+        assert_eq!(
+            made.header("WARC-Refers-To"),
+            delta.header("WARC-Record-ID")
+        );
+        assert_eq!(
+            made.header("WARC-Refers-To-Target-URI"),
+            delta.header("WARC-Target-URI")
+        );
+        assert!(
+            made.header(warc::DELTA_FIELD)
+                .unwrap()
+                .starts_with("dcz from ")
+        );
+        assert_eq!(
+            made.header("Content-Type"),
+            Some("text/html; charset=utf-8")
+        );
+        assert_eq!(made.block, v(2).as_bytes());
+        assert_eq!(page.content.as_ref().unwrap().1, made.offset);
+        let line = cdxj::line_of(made, "f.warc.gz").unwrap();
+        assert!(
+            line.json.contains("\"mime\": \"text/html\""),
+            "{}",
+            line.json
+        );
+        assert!(!line.json.contains("status"), "{}", line.json);
+        // The delta's head is the page's: its Last-Modified kept, its links queued.
+        assert_eq!(page.last_modified.as_deref(), Some(LAST_MODIFIED));
+        let link = |n: u32| {
+            crate::analyze::url_norm::fingerprint(&Url::parse(&format!("{SEED}x{n}")).unwrap())
+        };
+        assert!(e.frontier.seen(link(2)));
+
+        // A second rebuild written, its batch not saved: a crash.
+        rebuild(
+            &mut e,
+            &seed,
+            &v(2),
+            &v(3),
+            Instant::now() + Duration::from_secs(7200),
+        );
+        e.warc.sync().unwrap();
+    }
+    let (mut e, seeds, _) = Engine::open(settings(dir.path())).unwrap();
+    assert_eq!(held(dir.path()), v(2).as_bytes(), "before the replay");
+    e.replay().unwrap();
+    e.seed(&seeds);
+    assert_eq!(e.run.replayed, 1, "the page, not its delta");
+    assert_eq!(held(dir.path()), v(3).as_bytes());
+    let page = e.store.page(seed.fp).unwrap().unwrap();
+    assert_eq!(
+        page.etag.as_deref(),
+        Some(etag_of(&v(3)).as_str()),
+        "the head rebuilt from the delta's, as when it was made"
+    );
+    assert_eq!(page.last_modified.as_deref(), Some(LAST_MODIFIED));
+    assert!(e.frontier.seen(crate::analyze::url_norm::fingerprint(
+        &Url::parse(&format!("{SEED}x3")).unwrap()
+    )));
+}

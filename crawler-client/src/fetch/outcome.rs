@@ -62,6 +62,9 @@ pub(crate) struct Fetched {
     pub refers_to: Option<String>,
     /// The archive record.
     pub record: RecordSlot,
+    /// What was received when the page was made from it (a delta), archived just before
+    /// the page's record, which refers to it.
+    pub received: Option<Record>,
     /// What was held of the page before this visit (a revisit).
     pub known: Option<KnownPage>,
     /// Whether it came as a delta.

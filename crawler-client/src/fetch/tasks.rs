@@ -92,6 +92,7 @@ pub(crate) fn examine(
         changed,
         refers_to: None,
         record: RecordSlot::New(record),
+        received: None,
         known: known.cloned(),
         delta: None,
     }
@@ -161,14 +162,14 @@ pub(crate) fn robots_from(resp: &FetchResponse, level: u32) -> RobotsFetched {
     RobotsFetched {
         status: resp.status,
         body,
-        record: archived(resp, level),
+        record: RecordSlot::New(archived(resp, level)),
     }
 }
 
 /// The `response` record of a response as received.
-pub(crate) fn archived(resp: &FetchResponse, level: u32) -> RecordSlot {
+pub(crate) fn archived(resp: &FetchResponse, level: u32) -> warc::Record {
     let payload_digest = warc::digest(&resp.body);
-    RecordSlot::New(warc::response(
+    warc::response(
         &warc::Exchange {
             uri: resp.url.as_str(),
             at: resp.fetched_at,
@@ -179,7 +180,7 @@ pub(crate) fn archived(resp: &FetchResponse, level: u32) -> RecordSlot {
             truncated: resp.truncated,
         },
         level,
-    ))
+    )
 }
 
 /// Looks up a host's address (for politeness keyed by address): a `--resolve` address first,
