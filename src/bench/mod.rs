@@ -6,6 +6,7 @@ pub mod changes;
 pub mod freshness;
 pub mod plot;
 pub mod proxy;
+pub mod release;
 pub mod run;
 pub mod site;
 pub mod site_server;

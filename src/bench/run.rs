@@ -176,7 +176,7 @@ impl ModeResult {
     }
 }
 
-fn free_port() -> Result<u16, String> {
+pub(crate) fn free_port() -> Result<u16, String> {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
@@ -184,7 +184,7 @@ fn free_port() -> Result<u16, String> {
 }
 
 /// CPU seconds a process used so far (user and system, from /proc).
-fn cpu_seconds(pid: u32) -> f64 {
+pub(crate) fn cpu_seconds(pid: u32) -> f64 {
     let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
         return 0.0;
     };
@@ -201,7 +201,11 @@ fn cpu_seconds(pid: u32) -> f64 {
     (ticks(11) + ticks(12)) / 100.0
 }
 
-fn wait_until(what: &str, limit: Duration, mut ok: impl FnMut() -> bool) -> Result<(), String> {
+pub(crate) fn wait_until(
+    what: &str,
+    limit: Duration,
+    mut ok: impl FnMut() -> bool,
+) -> Result<(), String> {
     let start = Instant::now();
     while !ok() {
         if start.elapsed() > limit {
@@ -239,6 +243,18 @@ impl ServedSite {
     ) -> Result<ServedSite, String> {
         let docroot = dir.join("www");
         let site = GeneratedSite::generate(&docroot, cfg.pages, cfg.seed).map_err(io("site"))?;
+        ServedSite::serve(cfg, dir, site, clock_args, anchor).await
+    }
+
+    /// Serves `site`'s docroot as [`ServedSite::start`] does.
+    pub async fn serve(
+        cfg: &BenchConfig,
+        dir: &Path,
+        site: GeneratedSite,
+        clock_args: &[String],
+        anchor: DateTime<Utc>,
+    ) -> Result<ServedSite, String> {
+        let docroot = site.root.clone();
         let agent_port = free_port()?;
         let agent_addr = SocketAddr::from(([127, 0, 0, 1], agent_port));
         let agent_proxy = CountingProxy::start(agent_addr)
@@ -269,6 +285,7 @@ impl ServedSite {
         let mut robots = b"User-agent: *\nDisallow:\n".to_vec();
         robots.extend_from_slice(&lines.stdout);
         std::fs::write(docroot.join("robots.txt"), robots).map_err(io("robots.txt"))?;
+        let waited = Duration::from_millis(100) * site.paths.len() as u32;
         date_history(&docroot, &site.paths, &cfg.history, anchor).map_err(io("file dates"))?;
         let agent = Killed(
             Command::new(&cfg.agent)
@@ -288,7 +305,7 @@ impl ServedSite {
                 .map_err(io("webcoop-agent"))?,
         );
         // Its first scan digests and keeps every page; modes side by side share the cores.
-        let limit = Duration::from_secs(30) + Duration::from_millis(100) * cfg.pages as u32;
+        let limit = Duration::from_secs(30) + waited;
         wait_until("the agent", limit, || {
             crate::servers::http_get(agent_addr, "/.well-known/webcoop/healthz", &[])
                 .is_ok_and(|r| r.status == 200)
@@ -306,6 +323,11 @@ impl ServedSite {
             agent,
             _nginx: nginx,
         })
+    }
+
+    /// The agent's process id.
+    pub fn agent_pid(&self) -> u32 {
+        self.agent.0.id()
     }
 
     /// The docroot.
@@ -351,7 +373,7 @@ fn date_history(
     Ok(())
 }
 
-fn io(what: &str) -> impl FnOnce(std::io::Error) -> String {
+pub(crate) fn io(what: &str) -> impl FnOnce(std::io::Error) -> String {
     let what = what.to_string();
     move |e| format!("{what}: {e}")
 }
@@ -556,7 +578,7 @@ pub async fn run_mode(cfg: &BenchConfig, mode: Mode, edits: &[Edit]) -> Result<M
 }
 
 /// Asks the crawler to stop (it unsubscribes and saves), then makes sure it has.
-fn stop(mut crawler: Killed) {
+pub(crate) fn stop(mut crawler: Killed) {
     let pid = crawler.0.id().to_string();
     let _ = Command::new("kill").args(["-TERM", &pid]).status();
     let deadline = Instant::now() + Duration::from_secs(15);
@@ -581,7 +603,7 @@ fn requests_logged(out: &Path, from: DateTime<Utc>, to: DateTime<Utc>) -> u64 {
 }
 
 /// Deliveries the crawler accepted, summed over its sites, as its state saved them.
-fn pushes_accepted(out: &Path) -> u64 {
+pub(crate) fn pushes_accepted(out: &Path) -> u64 {
     let Ok(store) = webcoop_crawler::state::Store::open_read_only(out) else {
         return 0;
     };
@@ -597,7 +619,7 @@ fn pushes_accepted(out: &Path) -> u64 {
 }
 
 /// The crawler's copies: URL to validator.
-fn held(out: &Path) -> HashMap<String, String> {
+pub(crate) fn held(out: &Path) -> HashMap<String, String> {
     webcoop_crawler::archive::copies::list(out)
         .unwrap_or_default()
         .into_iter()
@@ -610,7 +632,8 @@ fn held(out: &Path) -> HashMap<String, String> {
         .collect()
 }
 
-/// Every whole 2xx response in the archive: URL, when, and the validator of its content.
+/// Every page held in the archive (whole 2xx responses and pages rebuilt from deltas): URL,
+/// when, and the validator of its content.
 fn archived(warc_dir: &Path) -> Vec<(String, DateTime<Utc>, String)> {
     use webcoop_crawler::archive::warc;
     let mut out = Vec::new();

@@ -89,6 +89,16 @@ impl GeneratedSite {
         })
     }
 
+    /// A docroot as it is (a real site): `paths` are its pages; no edit is generated for it.
+    pub fn given(root: &Path, paths: Vec<String>) -> GeneratedSite {
+        GeneratedSite {
+            root: root.to_path_buf(),
+            paths,
+            rng: rand::rngs::StdRng::seed_from_u64(0),
+            edits: 0,
+        }
+    }
+
     /// Applies one edit to the docroot.
     pub fn apply(&mut self, edit: &Edit) -> std::io::Result<()> {
         let file = self.root.join(edit.path.trim_start_matches('/'));
@@ -177,7 +187,7 @@ fn edited(old: &str, share: f64, n: u64, rng: &mut rand::rngs::StdRng) -> String
 }
 
 /// Writes a file whole: readers see the old content or the new, never a part.
-fn write_whole(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+pub(crate) fn write_whole(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())

@@ -40,9 +40,21 @@ struct Args {
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// A fixed experiment instead of the modes: `castillo-2004` (the thesis's 249-page site,
-    /// HEAD per page against one robots.rdf, and what webcoop adds).
-    #[arg(long, value_parser = ["castillo-2004"])]
+    /// HEAD per page against one robots.rdf, and what webcoop adds), or `release` (a real
+    /// site's release, `--old` then `--new`, through push with deltas, against the floor of
+    /// its deltas and new pages).
+    #[arg(long, value_parser = ["castillo-2004", "release"])]
     preset: Option<String>,
+    /// `release`: the site before the release (a docroot).
+    #[arg(long, requires = "preset")]
+    old: Option<PathBuf>,
+    /// `release`: the site after it (a docroot).
+    #[arg(long, requires = "old", conflicts_with = "replace")]
+    new: Option<PathBuf>,
+    /// `release`: make the new site from `--old` by replacing FROM with TO in every HTML page,
+    /// as a minor release of documentation does (e.g. `--replace 3.11.2 3.11.3`).
+    #[arg(long, requires = "old", num_args = 2, value_names = ["FROM", "TO"])]
+    replace: Option<Vec<String>>,
     /// Serve the site with nginx (the shipped server block) instead of the built-in server.
     #[arg(long)]
     nginx: bool,
@@ -253,6 +265,79 @@ fn castillo(
         .map_err(|e| format!("castillo-2004.json: {e}"))
 }
 
+/// The new tree of `--replace FROM TO`: every file of `old` copied into `to`, FROM replaced
+/// by TO in the HTML pages.
+fn replaced(old: &Path, to: &Path, from: &str, with: &str) -> Result<(), String> {
+    let _ = std::fs::remove_dir_all(to);
+    for entry in walkdir::WalkDir::new(old) {
+        let entry = entry.map_err(|e| format!("{}: {e}", old.display()))?;
+        let rel = entry.path().strip_prefix(old).map_err(|e| e.to_string())?;
+        let dest = to.join(rel);
+        let fail = |e: std::io::Error| format!("{}: {e}", dest.display());
+        if entry.file_type().is_dir() {
+            std::fs::create_dir_all(&dest).map_err(fail)?;
+        } else if entry.file_type().is_file() {
+            let body = std::fs::read(entry.path())
+                .map_err(|e| format!("{}: {e}", entry.path().display()))?;
+            let body = match std::str::from_utf8(&body) {
+                Ok(text) if rel.extension().is_some_and(|e| e == "html") => {
+                    text.replace(from, with).into_bytes()
+                }
+                _ => body,
+            };
+            std::fs::write(&dest, body).map_err(fail)?;
+        }
+    }
+    Ok(())
+}
+
+fn release(
+    args: &Args,
+    out: &Path,
+    agent: PathBuf,
+    crawler: PathBuf,
+    nginx: Option<PathBuf>,
+) -> Result<(), String> {
+    use webcoop::bench::release;
+    let old = args
+        .old
+        .clone()
+        .ok_or("--preset release needs --old DIR and --new DIR (or --replace FROM TO)")?;
+    let new = match (&args.new, &args.replace) {
+        (Some(n), _) => n.clone(),
+        (None, Some(r)) if r.len() == 2 => {
+            let to = out.join("new-tree");
+            replaced(&old, &to, &r[0], &r[1])?;
+            to
+        }
+        _ => return Err("--preset release needs --new DIR or --replace FROM TO".into()),
+    };
+    for d in [&old, &new] {
+        if !d.is_dir() {
+            return Err(format!("{}: not a directory", d.display()));
+        }
+    }
+    let cfg = release::ReleaseConfig {
+        old,
+        new,
+        work: out.join("runs"),
+        agent,
+        crawler,
+        nginx,
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("runtime: {e}"))?;
+    let result = rt.block_on(release::run(&cfg))?;
+    let t = release::table(&result);
+    print!("{t}");
+    std::fs::write(out.join("release.md"), &t).map_err(|e| format!("release.md: {e}"))?;
+    let json = serde_json::to_string_pretty(&result).map_err(|e| e.to_string())?;
+    std::fs::write(out.join("release.json"), json).map_err(|e| format!("release.json: {e}"))
+}
+
 fn main() -> ExitCode {
     let args = Args::parse();
     // The workspace's one TLS provider; loopback needs none, but reqwest insists on one.
@@ -296,8 +381,10 @@ fn run(args: &Args) -> Result<(), String> {
         .out
         .canonicalize()
         .map_err(|e| format!("{}: {e}", args.out.display()))?;
-    if args.preset.is_some() {
-        return castillo(args, &out, agent, crawler, nginx);
+    match args.preset.as_deref() {
+        Some("release") => return release(args, &out, agent, crawler, nginx),
+        Some(_) => return castillo(args, &out, agent, crawler, nginx),
+        None => {}
     }
     let paths: Vec<String> = (0..args.pages).map(|i| format!("/p/{i}.html")).collect();
     // A trace says nothing of the site's past: its files are dated when generated.
