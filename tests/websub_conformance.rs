@@ -544,3 +544,141 @@ async fn small_deltas_travel_inside_the_delivery() {
     .unwrap();
     assert_eq!(decoded, page(2).into_bytes());
 }
+
+/// The changes a delivery carries, read as its `Content-Type` and `Content-Encoding` say.
+fn delivered(d: &common::subscriber::Delivery) -> ChangesFeed {
+    let coding = d
+        .headers
+        .get("content-encoding")
+        .map(|v| v.to_str().unwrap());
+    let body = websub::decode_delivery(coding, &d.body, 1 << 20).unwrap();
+    match d.headers.get("content-type").map(|v| v.to_str().unwrap()) {
+        Some(changes_feed::CBOR_MEDIA_TYPE) => {
+            changes_feed::parse_cbor(&body, &FeedLimits::default()).unwrap()
+        }
+        _ => feed_of(&body),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscriber_that_asks_for_cbor_gets_the_same_changes_in_fewer_bytes() {
+    let page = |i: u32, v: u32| {
+        format!(
+            "<html><body>{}<p>page {i} version {v}</p></body></html>",
+            "<p>unchanged paragraph of text</p>".repeat(100)
+        )
+    };
+    let files: Vec<(String, String)> = (0..20)
+        .map(|i| (format!("p{i}.html"), page(i, 1)))
+        .collect();
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, c)| (p.as_str(), c.as_str()))
+        .collect();
+    let site = Site::start(&refs, Options::default()).await;
+    let sub = Subscriber::start().await;
+    let secret = [("hub.secret", "correct horse battery staple")];
+    for name in ["atom", "cbor"] {
+        sub.accept(name, "gzip, zstd");
+    }
+    // The crawler's answer, word for word; any other subscriber keeps getting Atom.
+    sub.accept_type("cbor", websub::CALLBACK_ACCEPT);
+    for name in ["atom", "cbor"] {
+        subscribe(&site, &sub, name, &secret).await;
+    }
+    for i in 0..20 {
+        site.write(&format!("p{i}.html"), &page(i, 2));
+    }
+    site.write("new.html", "<p>created</p>");
+    site.wait_head(21).await;
+    let all = |c: &common::subscriber::Callback| {
+        c.deliveries
+            .iter()
+            .map(|d| delivered(d).entries.len())
+            .sum::<usize>()
+            == 21
+    };
+    sub.wait("atom", SECS(10), "21 changes", all).await;
+    sub.wait("cbor", SECS(10), "21 changes", all).await;
+    let (atom, cbor) = (
+        sub.with("atom", |c| c.deliveries.clone()),
+        sub.with("cbor", |c| c.deliveries.clone()),
+    );
+    for d in &cbor {
+        assert_eq!(d.headers["content-type"], changes_feed::CBOR_MEDIA_TYPE);
+        assert_eq!(
+            d.headers["content-encoding"], "zstd",
+            "zstd wins the tie for CBOR"
+        );
+        let signature = d.headers["x-hub-signature"].to_str().unwrap();
+        assert!(websub::verify(secret[0].1.as_bytes(), &d.body, signature).is_ok());
+    }
+    for d in &atom {
+        assert_eq!(d.headers["content-type"], "application/atom+xml");
+        assert_eq!(d.headers["content-encoding"], "gzip");
+    }
+    let entries = |ds: &[common::subscriber::Delivery]| {
+        let mut es: Vec<_> = ds.iter().flat_map(|d| delivered(d).entries).collect();
+        es.sort_by_key(|e| e.seq);
+        es
+    };
+    let (a, c) = (entries(&atom), entries(&cbor));
+    assert_eq!(a.len(), 21);
+    for (a, c) in a.iter().zip(&c) {
+        assert_eq!(
+            (
+                &a.seq,
+                &a.kind,
+                &a.url,
+                &a.time,
+                &a.etag,
+                &a.previous_etag,
+                &a.size
+            ),
+            (
+                &c.seq,
+                &c.kind,
+                &c.url,
+                &c.time,
+                &c.etag,
+                &c.previous_etag,
+                &c.size
+            )
+        );
+        assert_eq!(a.content_type, c.content_type);
+        assert_eq!(a.delta, c.delta, "{}", a.url);
+        let close = match (a.changed_fraction, c.changed_fraction) {
+            (Some(x), Some(y)) => (x - y).abs() <= 1e-6,
+            (x, y) => x == y,
+        };
+        assert!(close, "{:?} {:?}", a.changed_fraction, c.changed_fraction);
+    }
+    assert!(
+        a.iter().filter(|e| e.delta.is_some()).count() >= 20,
+        "inline deltas"
+    );
+    let bytes =
+        |ds: &[common::subscriber::Delivery]| ds.iter().map(|d| d.body.len()).sum::<usize>();
+    assert!(
+        bytes(&cbor) * 10 < bytes(&atom) * 7,
+        "CBOR {} B against Atom {} B",
+        bytes(&cbor),
+        bytes(&atom)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscriber_that_refuses_the_cbor_it_asked_for_gets_atom_again() {
+    let site = Site::start(&[("index.html", "home")], Options::default()).await;
+    let sub = Subscriber::start().await;
+    sub.accept_type("r", changes_feed::CBOR_MEDIA_TYPE);
+    sub.set("r", Verify::Echo, Deliver::RefuseCbor);
+    subscribe(&site, &sub, "r", &[]).await;
+    site.write("a.html", "a");
+    sub.wait("r", SECS(10), "a delivery", |c| !c.deliveries.is_empty())
+        .await;
+    assert_eq!(sub.with("r", |c| c.attempts), 2, "one refused, one in Atom");
+    let d = sub.with("r", |c| c.deliveries[0].clone());
+    assert_eq!(d.headers["content-type"], "application/atom+xml");
+    assert_eq!(delivered(&d).entries.len(), 1);
+}

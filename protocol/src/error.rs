@@ -11,6 +11,8 @@ pub enum Format {
     Sitemap,
     /// The Atom changes feed.
     ChangesFeed,
+    /// The changes feed as CBOR (webcoop hub to webcoop subscriber).
+    ChangesCbor,
 }
 
 impl fmt::Display for Format {
@@ -19,6 +21,7 @@ impl fmt::Display for Format {
             Format::RobotsRdf => "robots.rdf",
             Format::Sitemap => "sitemap",
             Format::ChangesFeed => "changes feed",
+            Format::ChangesCbor => "CBOR changes feed",
         })
     }
 }

@@ -250,7 +250,7 @@ pub async fn run(cfg: &ReleaseConfig) -> Result<ReleaseResult, String> {
         "coop_poll_min = 30.0\ncoop_poll_max = 3600.0\ncoop_backup_poll = 3600.0\ncommit_interval = 0.2\n",
     )
     .map_err(io("crawl.toml"))?;
-    let crawler = Killed(
+    let mut crawler = Killed(
         Command::new(&cfg.crawler)
             .arg("crawl")
             .args(["--seeds", &served.base])
@@ -260,7 +260,7 @@ pub async fn run(cfg: &ReleaseConfig) -> Result<ReleaseResult, String> {
             .arg(&config)
             .args(["--delay-min", "0", "--delay-factor", "0"])
             .args(["--progress", "quiet", "--coop", "push"])
-            .args(["--keep-fresh", "--refresh-cycle", "30d"])
+            .args(["--keep-fresh", "--refresh-cycle", "2592000"])
             .args([
                 "--callback-listen",
                 &format!("127.0.0.1:{callback_port}"),
@@ -274,7 +274,16 @@ pub async fn run(cfg: &ReleaseConfig) -> Result<ReleaseResult, String> {
     );
     let before = truth(&docroot, &served.base)?;
     let limit = Duration::from_secs(60) + Duration::from_millis(100) * before.len() as u32;
-    wait_until("the first crawl", limit, || holds(&out, &before))?;
+    let mut exited = None;
+    let first = wait_until("the first crawl", limit, || {
+        exited = crawler.0.try_wait().ok().flatten();
+        exited.is_some() || holds(&out, &before)
+    });
+    if let Some(status) = exited {
+        let said = std::fs::read_to_string(dir.join("crawl.err")).unwrap_or_default();
+        return Err(format!("webcoop-crawl ended ({status}): {}", said.trim()));
+    }
+    first?;
     wait_until("the subscription", Duration::from_secs(30), || {
         std::fs::read_to_string(out.join("crawl.log")).is_ok_and(|l| l.contains(" 202 "))
     })?;

@@ -4,7 +4,7 @@
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path, RawQuery, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use std::collections::HashMap;
@@ -29,6 +29,8 @@ pub(crate) enum Deliver {
     Hang,
     /// 415 to a compressed delivery (RFC 7694), naming identity as the only coding accepted.
     RefuseCompressed,
+    /// 415 to a CBOR delivery (a subscriber that asked for it and cannot read it after all).
+    RefuseCbor,
 }
 
 #[derive(Debug, Clone)]
@@ -44,6 +46,8 @@ pub(crate) struct Callback {
     pub deliver: Option<Deliver>,
     /// `Accept-Encoding` sent with the answer to a verification (RFC 7694).
     pub accept_encoding: Option<&'static str>,
+    /// `Accept` sent with it (a webcoop subscriber asks for CBOR).
+    pub accept: Option<&'static str>,
     pub verifications: Vec<HashMap<String, String>>,
     pub deliveries: Vec<Delivery>,
     pub attempts: usize,
@@ -68,14 +72,25 @@ async fn verify(
         let mut all = sub.callbacks.lock().unwrap();
         let cb = all.entry(name).or_default();
         cb.verifications.push(params.clone());
-        (cb.verify.unwrap_or(Verify::Echo), cb.accept_encoding)
+        (
+            cb.verify.unwrap_or(Verify::Echo),
+            (cb.accept_encoding, cb.accept),
+        )
     };
     let challenge = params.get("hub.challenge").cloned().unwrap_or_default();
     match mode {
-        Verify::Echo => match accept {
-            Some(a) => (StatusCode::OK, [("accept-encoding", a)], challenge).into_response(),
-            None => (StatusCode::OK, challenge).into_response(),
-        },
+        Verify::Echo => {
+            let mut r = (StatusCode::OK, challenge).into_response();
+            if let Some(a) = accept.0 {
+                r.headers_mut()
+                    .insert("accept-encoding", HeaderValue::from_static(a));
+            }
+            if let Some(a) = accept.1 {
+                r.headers_mut()
+                    .insert("accept", HeaderValue::from_static(a));
+            }
+            r
+        }
         Verify::WrongEcho => (StatusCode::OK, format!("{challenge}x")).into_response(),
         Verify::NotFound => StatusCode::NOT_FOUND.into_response(),
     }
@@ -95,6 +110,12 @@ async fn deliver(
         if mode == Deliver::RefuseCompressed && !headers.contains_key("content-encoding") {
             mode = Deliver::Ok;
         }
+        let cbor = headers
+            .get("content-type")
+            .is_some_and(|t| t.as_bytes().ends_with(b"+cbor"));
+        if mode == Deliver::RefuseCbor && !cbor {
+            mode = Deliver::Ok;
+        }
         if mode == Deliver::Ok {
             cb.deliveries.push(Delivery {
                 at: Instant::now(),
@@ -108,6 +129,7 @@ async fn deliver(
         Deliver::Ok => StatusCode::NO_CONTENT.into_response(),
         Deliver::Unavailable => StatusCode::SERVICE_UNAVAILABLE.into_response(),
         Deliver::Gone => StatusCode::GONE.into_response(),
+        Deliver::RefuseCbor => StatusCode::UNSUPPORTED_MEDIA_TYPE.into_response(),
         Deliver::RefuseCompressed => (
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             [("accept-encoding", "identity")],
@@ -149,6 +171,12 @@ impl Subscriber {
     pub(crate) fn accept(&self, name: &str, accept_encoding: &'static str) {
         let mut all = self.callbacks.lock().unwrap();
         all.entry(name.to_string()).or_default().accept_encoding = Some(accept_encoding);
+    }
+
+    /// Makes callback `name` ask for CBOR deliveries (`Accept`) when it confirms.
+    pub(crate) fn accept_type(&self, name: &str, accept: &'static str) {
+        let mut all = self.callbacks.lock().unwrap();
+        all.entry(name.to_string()).or_default().accept = Some(accept);
     }
 
     pub(crate) fn with<T>(&self, name: &str, f: impl FnOnce(&Callback) -> T) -> T {

@@ -43,8 +43,16 @@ impl CoopState {
         secs: Option<f64>,
         pushed: bool,
     ) -> Result<(), MetaError> {
-        let feed = changes_feed::parse(&got.body, &FeedLimits::default())
-            .map_err(|e| MetaError::Feed(Box::new(e)))?;
+        let cbor = got
+            .header("content-type")
+            .and_then(|t| t.split(';').next())
+            .is_some_and(|t| t.trim().eq_ignore_ascii_case(changes_feed::CBOR_MEDIA_TYPE));
+        let feed = if cbor {
+            changes_feed::parse_cbor(&got.body, &FeedLimits::default())
+        } else {
+            changes_feed::parse(&got.body, &FeedLimits::default())
+        }
+        .map_err(|e| MetaError::Feed(Box::new(e)))?;
         if !pushed {
             let site = self.site(host);
             site.changes_etag = got.header("etag").map(str::to_string);

@@ -21,6 +21,7 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use url::Url;
+use webcoop_protocol::changes_feed;
 use webcoop_protocol::websub::{
     self, BodyCodingError, CALLBACK_ACCEPT_ENCODING, CallbackQuery, Mode,
 };
@@ -162,6 +163,12 @@ async fn verify(
             header::ACCEPT_ENCODING,
             HeaderValue::from_static(CALLBACK_ACCEPT_ENCODING),
         );
+        // A webcoop hub then sends the changes as CBOR: the same feed at about half the bytes
+        // of compressed Atom; any other hub ignores this and sends Atom.
+        r.headers_mut().insert(
+            header::ACCEPT,
+            HeaderValue::from_static(websub::CALLBACK_ACCEPT),
+        );
     }
     r
 }
@@ -272,11 +279,17 @@ async fn deliver(
     let coding = headers
         .get(header::CONTENT_ENCODING)
         .map(|v| v.to_str().unwrap_or("(not text)"));
+    let cbor = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|t| t.trim().eq_ignore_ascii_case(changes_feed::CBOR_MEDIA_TYPE));
     match websub::decode_delivery(coding, &body, MAX_DELIVERY as u64) {
         Ok(feed) => {
             s.send(CallbackEvent::Delivery {
                 host,
                 body: feed.into_owned(),
+                cbor,
             });
             StatusCode::ACCEPTED.into_response()
         }
@@ -398,6 +411,7 @@ mod tests {
                 CallbackEvent::Delivery {
                     host: HostId(7),
                     body,
+                    cbor: false,
                 } => assert_eq!(body, feed),
                 other => panic!("{coding:?}: {other:?}"),
             }

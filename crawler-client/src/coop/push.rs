@@ -12,6 +12,7 @@ use crate::fetch::FetchError;
 use crate::fetch::outcome::CoopFetched;
 use crate::ids::HostId;
 use url::Url;
+use webcoop_protocol::changes_feed;
 use webcoop_protocol::websub::{Mode, SubscriptionRequest};
 
 /// An unverified subscription request is sent again after this long (ms).
@@ -206,7 +207,7 @@ impl CoopState {
                 self.site(host).subscription = None;
                 self.plan_next_poll(host);
             }
-            CallbackEvent::Delivery { host, body } => self.delivered(r, host, body),
+            CallbackEvent::Delivery { host, body, cbor } => self.delivered(r, host, body, cbor),
             CallbackEvent::BadSignature { host, why } => {
                 self.site(host).stats.bad_signatures += 1;
                 tracing::warn!("{}: delivery ignored: {why}", r.origin(host));
@@ -256,7 +257,7 @@ impl CoopState {
     }
 
     /// A signed delivery: the changes it lists, or for a page topic, the page fetched at once.
-    fn delivered(&mut self, r: &mut Reach<'_>, host: HostId, body: Vec<u8>) {
+    fn delivered(&mut self, r: &mut Reach<'_>, host: HostId, body: Vec<u8>, cbor: bool) {
         self.site(host).stats.pushes += 1;
         r.out.pushes += 1;
         r.out.bytes += body.len() as u64;
@@ -268,9 +269,14 @@ impl CoopState {
             }
             return;
         }
+        let media_type = if cbor {
+            changes_feed::CBOR_MEDIA_TYPE
+        } else {
+            "application/atom+xml"
+        };
         let got = CoopFetched {
             status: 200,
-            headers: Vec::new(),
+            headers: vec![("Content-Type".into(), media_type.into())],
             size: body.len() as u64,
             body,
             record: None,

@@ -234,6 +234,8 @@ pub enum CallbackEvent {
         host: HostId,
         /// The changes feed document.
         body: Vec<u8>,
+        /// In CBOR rather than Atom.
+        cbor: bool,
     },
     /// A delivery whose signature did not verify (ignored, as WebSub requires).
     BadSignature {

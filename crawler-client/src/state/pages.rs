@@ -56,15 +56,30 @@ impl Store {
     /// What was known of the page with fingerprint `fp`, for a conditional GET and change
     /// detection.
     pub fn page(&self, fp: Fp) -> Result<Option<KnownPage>, StoreError> {
+        let Some((mut known, duplicate_of)) = self.page_row(fp)? else {
+            return Ok(None);
+        };
+        // A duplicate holds its content in the page it repeats: a delta of it applies there.
+        if known.content.is_none()
+            && let Some(original) = duplicate_of.and_then(|u| url::Url::parse(&u).ok())
+            && let Some((o, _)) = self.page_row(crate::analyze::url_norm::fingerprint(&original))?
+        {
+            known.content = o.content;
+        }
+        Ok(Some(known))
+    }
+
+    /// A page's row as [`Store::page`] reads it, with the page it duplicates.
+    fn page_row(&self, fp: Fp) -> Result<Option<(KnownPage, Option<String>)>, StoreError> {
         self.conn
             .prepare_cached(
                 "SELECT etag, last_modified, digest, fetched_at, history, history_g, changes_seen,
-                    validator, content_file, content_offset
+                    validator, content_file, content_offset, duplicate_of
                  FROM pages WHERE fp = ?1",
             )
             .and_then(|mut s| {
                 s.query_row([fp], |r| {
-                    Ok(KnownPage {
+                    let known = KnownPage {
                         etag: r.get(0)?,
                         last_modified: r.get(1)?,
                         digest: r.get::<_, Option<i64>>(2)?.map(|d| d as u64),
@@ -77,7 +92,8 @@ impl Store {
                             (Some(f), Some(o)) => Some((f, o.max(0) as u64)),
                             _ => None,
                         },
-                    })
+                    };
+                    Ok((known, r.get::<_, Option<String>>(10)?))
                 })
                 .optional()
             })

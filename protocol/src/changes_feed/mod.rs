@@ -7,9 +7,11 @@
 //! that changed and, when small, the delta itself. The same document is what the WebSub hub
 //! pushes to subscribers.
 
+mod compact;
 mod parse;
 mod write;
 
+pub use compact::{MEDIA_TYPE as CBOR_MEDIA_TYPE, parse_cbor, write_cbor};
 pub use parse::{FeedLimits, parse};
 pub use write::{write, write_entry};
 

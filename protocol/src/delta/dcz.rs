@@ -69,6 +69,15 @@ pub fn dictionary_of(delta: &[u8]) -> Result<Sha256Digest, DeltaError> {
     Ok(Sha256Digest(digest))
 }
 
+/// The length of the content a dcz stream decodes to, as its zstd frame header states it
+/// (the encoder always writes it); `None` for a stream that does not say.
+pub fn content_size(delta: &[u8]) -> Option<u64> {
+    dictionary_of(delta).ok()?;
+    zstd::zstd_safe::get_frame_content_size(&delta[HEADER_LEN..])
+        .ok()
+        .flatten()
+}
+
 /// Decodes a dcz stream against `base`, producing at most `max_output` bytes. Fails with
 /// [`DeltaError::WrongBase`] when the stream was made against another version.
 pub fn decode(base: &[u8], delta: &[u8], max_output: u64) -> Result<Vec<u8>, DeltaError> {

@@ -11,6 +11,11 @@ use std::borrow::Cow;
 /// What a subscriber's callback sends in `Accept-Encoding` to ask for compressed deliveries.
 pub const CALLBACK_ACCEPT_ENCODING: &str = "gzip, zstd";
 
+/// What a webcoop subscriber's callback sends in `Accept` with it: the changes in CBOR
+/// (see [`crate::changes_feed::CBOR_MEDIA_TYPE`]), else Atom.
+pub const CALLBACK_ACCEPT: &str =
+    "application/vnd.webcoop.changes+cbor, application/atom+xml;q=0.9";
+
 /// A content coding of delivery bodies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BodyCoding {
@@ -60,6 +65,16 @@ impl BodyCoding {
         }
     }
 
+    /// `body` compressed as small as this coding goes (gzip 9, zstd 19): for a document
+    /// compressed once and sent to many (a CBOR delivery of 530 changes: 54.8 KB at zstd 19
+    /// against 55.7 KB at 6, in about 30 ms).
+    pub fn encode_smallest(self, body: &[u8]) -> Vec<u8> {
+        match self {
+            BodyCoding::Gzip => compression::gzip(body, 9),
+            BodyCoding::Zstd => compression::zstd_compress(body, 19),
+        }
+    }
+
     /// `body` decompressed, failing past `limit` bytes of output.
     pub fn decode(self, body: &[u8], limit: u64) -> Result<Vec<u8>, DecompressError> {
         match self {
@@ -70,9 +85,16 @@ impl BodyCoding {
 }
 
 /// The coding a hub uses for a callback that sent this `Accept-Encoding`: the supported one
-/// with the highest weight; on a tie gzip, which came out smaller on deliveries of a few KB.
-/// `None` when the header names none of them (or refuses them with `q=0`).
+/// with the highest weight; on a tie gzip, which came out smaller on Atom deliveries of a few
+/// KB. `None` when the header names none of them (or refuses them with `q=0`).
 pub fn choose(accept_encoding: &str) -> Option<BodyCoding> {
+    choose_preferring(accept_encoding, BodyCoding::Gzip)
+}
+
+/// As [`choose`], with `tie` winning a tie: zstd for CBOR deliveries, smaller than gzip at
+/// every size measured (1 to 530 changes of a documentation release: 256 B against 263 B,
+/// 55.7 KB against 58.2 KB).
+pub fn choose_preferring(accept_encoding: &str, tie: BodyCoding) -> Option<BodyCoding> {
     let mut best: Option<(f32, BodyCoding)> = None;
     for item in accept_encoding.split(',') {
         let mut parts = item.split(';');
@@ -88,7 +110,7 @@ pub fn choose(accept_encoding: &str) -> Option<BodyCoding> {
         }
         let better = match best {
             None => true,
-            Some((bq, bc)) => q > bq || (q == bq && coding == BodyCoding::Gzip && bc != coding),
+            Some((bq, bc)) => q > bq || (q == bq && coding == tie && bc != coding),
         };
         if better {
             best = Some((q, coding));

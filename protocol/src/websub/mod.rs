@@ -10,7 +10,8 @@ mod signature;
 mod subscription;
 
 pub use body_coding::{
-    BodyCoding, BodyCodingError, CALLBACK_ACCEPT_ENCODING, choose as choose_body_coding,
+    BodyCoding, BodyCodingError, CALLBACK_ACCEPT, CALLBACK_ACCEPT_ENCODING,
+    choose as choose_body_coding, choose_preferring as choose_body_coding_preferring,
     decode_delivery,
 };
 pub use signature::{SignatureAlgorithm, SignatureError, sign, verify};

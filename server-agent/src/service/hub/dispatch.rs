@@ -33,6 +33,8 @@ pub enum Command {
         lease_expires: chrono::DateTime<chrono::Utc>,
         /// The compression the callback accepts.
         coding: Option<BodyCoding>,
+        /// Whether it asked for CBOR.
+        cbor: bool,
     },
     /// A verified unsubscription.
     Unsubscribe(Url),
@@ -233,6 +235,7 @@ impl Dispatcher {
                 secret,
                 lease_expires,
                 coding,
+                cbor,
             } => {
                 let key = callback.to_string();
                 self.registry.set(&key, secret.clone());
@@ -242,11 +245,13 @@ impl Dispatcher {
                         sub.rec.secret = secret;
                         sub.rec.lease_expires = lease_expires;
                         sub.rec.coding = coding;
+                        sub.rec.cbor = cbor;
                     }
                     None => {
                         tracing::info!(
                             %callback,
                             coding = coding.map_or("none", BodyCoding::token),
+                            format = if cbor { "cbor" } else { "atom" },
                             "subscribed"
                         );
                         self.subs.insert(
@@ -259,6 +264,7 @@ impl Dispatcher {
                                     cursor: head,
                                     failing_since: None,
                                     coding,
+                                    cbor,
                                 },
                                 in_flight: false,
                                 next_attempt: Instant::now(),
@@ -318,12 +324,12 @@ impl Dispatcher {
         }
         sub.in_flight = true;
         let (ctx, permits, results) = (self.ctx.clone(), self.permits.clone(), results.clone());
-        let (key, callback, secret, cursor, coding, timeout) = (
+        let (key, callback, secret, cursor, form, timeout) = (
             key.to_string(),
             sub.rec.callback.clone(),
             sub.rec.secret.clone(),
             sub.rec.cursor,
-            sub.rec.coding,
+            (sub.rec.coding, sub.rec.cbor),
             self.settings.timeout,
         );
         tokio::spawn(async move {
@@ -334,7 +340,7 @@ impl Dispatcher {
                         &callback,
                         secret.as_deref(),
                         (cursor, deliverable),
-                        coding,
+                        form,
                         timeout,
                     )
                     .await
@@ -360,6 +366,16 @@ impl Dispatcher {
                 sub.rec.cursor = upto.max(sub.rec.cursor);
                 sub.rec.failing_since = None;
                 sub.attempts = 0;
+                sub.next_attempt = Instant::now();
+                self.dirty.insert(key.to_string());
+            }
+            Outcome::Unsupported(_) if sub.rec.cbor => {
+                // A subscriber that asked for CBOR and then refused it gets Atom from now on.
+                tracing::info!(
+                    callback = key,
+                    "the subscriber refused CBOR (415); sending Atom again"
+                );
+                sub.rec.cbor = false;
                 sub.next_attempt = Instant::now();
                 self.dirty.insert(key.to_string());
             }
@@ -467,7 +483,7 @@ async fn deliver(
     callback: &Url,
     secret: Option<&str>,
     (cursor, upto): (u64, u64),
-    coding: Option<BodyCoding>,
+    (coding, cbor): (Option<BodyCoding>, bool),
     timeout: Duration,
 ) -> Outcome {
     let doc = match ctx.documents.get(cursor, upto).await {
@@ -477,12 +493,17 @@ async fn deliver(
     if let Err(e) = ctx.policy.check(callback).await {
         return Outcome::Failed(e);
     }
-    let body = doc.body_as(coding);
+    let body = doc.body_as(cbor, coding);
+    let media_type = if cbor {
+        webcoop_protocol::changes_feed::CBOR_MEDIA_TYPE
+    } else {
+        "application/atom+xml"
+    };
     let mut request = ctx
         .client
         .post(callback.clone())
         .timeout(timeout)
-        .header(reqwest::header::CONTENT_TYPE, "application/atom+xml")
+        .header(reqwest::header::CONTENT_TYPE, media_type)
         .header(reqwest::header::LINK, &ctx.link);
     if let Some(coding) = coding {
         request = request.header(reqwest::header::CONTENT_ENCODING, coding.token());
@@ -498,7 +519,7 @@ async fn deliver(
         Ok(r) if r.status().is_success() => Outcome::Delivered { upto: doc.upto },
         Ok(r) if r.status() == reqwest::StatusCode::GONE => Outcome::Gone,
         Ok(r) if r.status() == reqwest::StatusCode::UNSUPPORTED_MEDIA_TYPE => {
-            Outcome::Unsupported(super::accepted_coding(r.headers()))
+            Outcome::Unsupported(super::accepted_coding(r.headers(), cbor))
         }
         Ok(r) => Outcome::Failed(format!("answered {}", r.status())),
         Err(e) => Outcome::Failed(e.to_string()),

@@ -20,36 +20,77 @@ pub const MAX_BACKLOG: u64 = 10_000;
 /// Deltas up to this size travel inside the delivery.
 pub const MAX_INLINE_DELTA: usize = 8 << 10;
 
-/// A delivery document.
+/// One form of a delivery document, compressed once per coding for every subscriber that
+/// shares it.
 #[derive(Debug)]
-pub struct Document {
-    /// The Atom bytes.
-    pub body: Bytes,
-    /// The subscriber's cursor once it has this document.
-    pub upto: u64,
+struct Form {
+    plain: Bytes,
+    /// Compressed as small as the coding goes (the binary deltas of CBOR gain from it).
+    smallest: bool,
     gzip: OnceLock<Bytes>,
     zstd: OnceLock<Bytes>,
 }
 
-impl Document {
-    fn new(body: impl Into<Bytes>, upto: u64) -> Document {
-        Document {
-            body: body.into(),
-            upto,
+impl Form {
+    fn new(plain: Bytes, smallest: bool) -> Form {
+        Form {
+            plain,
+            smallest,
             gzip: OnceLock::new(),
             zstd: OnceLock::new(),
         }
     }
 
-    /// The bytes to send with `coding`, compressed once for every subscriber that shares it.
-    pub fn body_as(&self, coding: Option<BodyCoding>) -> Bytes {
+    fn coded(&self, coding: Option<BodyCoding>) -> Bytes {
         let cell = match coding {
-            None => return self.body.clone(),
+            None => return self.plain.clone(),
             Some(BodyCoding::Gzip) => &self.gzip,
             Some(BodyCoding::Zstd) => &self.zstd,
         };
-        cell.get_or_init(|| Bytes::from(coding.map_or_else(Vec::new, |c| c.encode(&self.body))))
-            .clone()
+        cell.get_or_init(|| {
+            Bytes::from(coding.map_or_else(Vec::new, |c| {
+                if self.smallest {
+                    c.encode_smallest(&self.plain)
+                } else {
+                    c.encode(&self.plain)
+                }
+            }))
+        })
+        .clone()
+    }
+}
+
+/// A delivery document: the changes after a cursor, as Atom for every subscriber and as CBOR
+/// for those that asked (written when first asked for).
+#[derive(Debug)]
+pub struct Document {
+    feed: ChangesFeed,
+    atom: OnceLock<Form>,
+    cbor: OnceLock<Form>,
+    /// The subscriber's cursor once it has this document.
+    pub upto: u64,
+}
+
+impl Document {
+    fn new(feed: ChangesFeed, upto: u64) -> Document {
+        Document {
+            feed,
+            atom: OnceLock::new(),
+            cbor: OnceLock::new(),
+            upto,
+        }
+    }
+
+    /// The bytes to send: CBOR or Atom, with `coding`.
+    pub fn body_as(&self, cbor: bool, coding: Option<BodyCoding>) -> Bytes {
+        let form = if cbor {
+            self.cbor
+                .get_or_init(|| Form::new(changes_feed::write_cbor(&self.feed).into(), true))
+        } else {
+            self.atom
+                .get_or_init(|| Form::new(changes_feed::write(&self.feed).into(), false))
+        };
+        form.coded(coding)
     }
 }
 
@@ -126,7 +167,7 @@ impl Documents {
                 since: cursor,
                 listing: self.listing.clone(),
             });
-            return Ok(Arc::new(Document::new(changes_feed::write(&feed), upto)));
+            return Ok(Arc::new(Document::new(feed, upto)));
         }
         let page: Vec<_> = page.into_iter().filter(|c| c.seq <= upto).collect();
         let reached = page.last().map_or(upto, |c| c.seq);
@@ -149,7 +190,7 @@ impl Documents {
             feed.updated = last.time;
         }
         feed.entries = list;
-        Ok(Arc::new(Document::new(changes_feed::write(&feed), reached)))
+        Ok(Arc::new(Document::new(feed, reached)))
     }
 
     /// The dcz delta of a change when both versions are kept and it is small.

@@ -102,17 +102,46 @@ pub struct HubHandle {
     pub timeout: Duration,
 }
 
-/// The content coding a callback's answer asks deliveries to use (RFC 7694 `Accept-Encoding`).
+/// The content coding a callback's answer asks deliveries to use (RFC 7694 `Accept-Encoding`);
+/// on a tie, zstd for CBOR deliveries and gzip for Atom ones.
 pub fn accepted_coding(
     headers: &reqwest::header::HeaderMap,
+    cbor: bool,
 ) -> Option<webcoop_protocol::websub::BodyCoding> {
+    use webcoop_protocol::websub::BodyCoding;
     let accepts = headers
         .get_all(reqwest::header::ACCEPT_ENCODING)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .collect::<Vec<_>>()
         .join(",");
-    webcoop_protocol::websub::choose_body_coding(&accepts)
+    let tie = if cbor {
+        BodyCoding::Zstd
+    } else {
+        BodyCoding::Gzip
+    };
+    webcoop_protocol::websub::choose_body_coding_preferring(&accepts, tie)
+}
+
+/// Whether a callback's answer asks for deliveries in CBOR (`Accept` naming its media type).
+pub fn accepts_cbor(headers: &reqwest::header::HeaderMap) -> bool {
+    headers
+        .get_all(reqwest::header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|item| {
+            let mut parts = item.split(';');
+            let kind = parts.next().unwrap_or("").trim();
+            // `q=0` says "not this one".
+            let refused = parts.any(|p| {
+                p.trim()
+                    .strip_prefix("q=")
+                    .and_then(|q| q.trim().parse::<f32>().ok())
+                    .is_some_and(|q| q <= 0.0)
+            });
+            kind.eq_ignore_ascii_case(webcoop_protocol::changes_feed::CBOR_MEDIA_TYPE) && !refused
+        })
 }
 
 /// Subscription requests allowed per client address: 30 a minute, 10 at once.

@@ -24,6 +24,8 @@ pub struct Subscription {
     pub failing_since: Option<DateTime<Utc>>,
     /// How deliveries are compressed (RFC 7694), if the callback asked.
     pub coding: Option<BodyCoding>,
+    /// Deliveries in CBOR rather than Atom (the callback asked for it).
+    pub cbor: bool,
 }
 
 /// The subscriptions database.
@@ -70,6 +72,15 @@ impl SubscriptionStore {
             conn.execute_batch("ALTER TABLE subscriptions ADD COLUMN coding TEXT")
                 .map_err(e)?;
         }
+        // Nor, before CBOR deliveries, the format.
+        let has_format = conn
+            .prepare("SELECT 1 FROM pragma_table_info('subscriptions') WHERE name = 'format'")
+            .and_then(|mut s| s.exists([]))
+            .map_err(e)?;
+        if !has_format {
+            conn.execute_batch("ALTER TABLE subscriptions ADD COLUMN format TEXT")
+                .map_err(e)?;
+        }
         Ok(SubscriptionStore { conn, path })
     }
 
@@ -85,7 +96,7 @@ impl SubscriptionStore {
         let mut stmt = self
             .conn
             .prepare(
-                "SELECT callback, secret, lease_expires, cursor, failing_since, coding FROM subscriptions",
+                "SELECT callback, secret, lease_expires, cursor, failing_since, coding, format FROM subscriptions",
             )
             .map_err(|e| self.err(e))?;
         let rows = stmt
@@ -97,12 +108,13 @@ impl SubscriptionStore {
                     r.get::<_, i64>(3)?,
                     r.get::<_, Option<i64>>(4)?,
                     r.get::<_, Option<String>>(5)?,
+                    r.get::<_, Option<String>>(6)?,
                 ))
             })
             .map_err(|e| self.err(e))?;
         let mut out = Vec::new();
         for row in rows {
-            let (callback, secret, lease, cursor, failing, coding) =
+            let (callback, secret, lease, cursor, failing, coding, format) =
                 row.map_err(|e| self.err(e))?;
             if let Ok(callback) = Url::parse(&callback) {
                 out.push(Subscription {
@@ -112,6 +124,7 @@ impl SubscriptionStore {
                     cursor: cursor.max(0) as u64,
                     failing_since: failing.map(from_ms),
                     coding: coding.as_deref().and_then(BodyCoding::parse),
+                    cbor: format.as_deref() == Some("cbor"),
                 });
             }
         }
@@ -134,9 +147,10 @@ impl SubscriptionStore {
         {
             let mut put = tx
                 .prepare_cached(
-                    "INSERT INTO subscriptions (callback, secret, lease_expires, cursor, failing_since, coding) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                    "INSERT INTO subscriptions (callback, secret, lease_expires, cursor, failing_since, coding, format) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
                      ON CONFLICT (callback) DO UPDATE SET secret = excluded.secret, lease_expires = excluded.lease_expires,
-                       cursor = excluded.cursor, failing_since = excluded.failing_since, coding = excluded.coding",
+                       cursor = excluded.cursor, failing_since = excluded.failing_since, coding = excluded.coding,
+                       format = excluded.format",
                 )
                 .map_err(e)?;
             for s in upserts {
@@ -146,7 +160,8 @@ impl SubscriptionStore {
                     to_ms(s.lease_expires),
                     s.cursor as i64,
                     s.failing_since.map(to_ms),
-                    s.coding.map(BodyCoding::token)
+                    s.coding.map(BodyCoding::token),
+                    s.cbor.then_some("cbor")
                 ])
                 .map_err(e)?;
             }
@@ -176,6 +191,7 @@ mod tests {
             cursor: 42,
             failing_since: None,
             coding: Some(BodyCoding::Zstd),
+            cbor: true,
         };
         let mut store = SubscriptionStore::open(dir.path()).unwrap();
         store.save(std::slice::from_ref(&sub), &[]).unwrap();
@@ -203,6 +219,9 @@ mod tests {
         let store = SubscriptionStore::open(dir.path()).unwrap();
         let subs = store.load().unwrap();
         assert_eq!(subs.len(), 1);
-        assert_eq!((subs[0].cursor, subs[0].coding), (7, None));
+        assert_eq!(
+            (subs[0].cursor, subs[0].coding, subs[0].cbor),
+            (7, None, false)
+        );
     }
 }

@@ -167,11 +167,12 @@ async fn verify(s: Arc<ServiceState>, request: SubscriptionRequest) {
         lease_seconds: lease,
     }
     .callback_url(&request.callback);
-    let mut coding = None;
+    let (mut coding, mut cbor) = (None, false);
     let confirmed = match s.hub.client.get(url).timeout(s.hub.timeout).send().await {
         Ok(r) if r.status().is_success() => {
             // RFC 7694: the callback lists the codings it accepts for the deliveries to come.
-            coding = super::accepted_coding(r.headers());
+            cbor = super::accepts_cbor(r.headers());
+            coding = super::accepted_coding(r.headers(), cbor);
             bounded_body(r, 1024)
                 .await
                 .is_some_and(|b| challenge.echoed_by(&b))
@@ -195,6 +196,7 @@ async fn verify(s: Arc<ServiceState>, request: SubscriptionRequest) {
             lease_expires: s.clock.now()
                 + chrono::Duration::seconds(lease.min(i64::MAX as u64) as i64),
             coding,
+            cbor,
         },
         _ => Command::Unsubscribe(request.callback),
     };
