@@ -56,9 +56,17 @@ pub(crate) fn sitemap(data: &[u8]) {
     }
 }
 
-/// The Atom changes feed, as polled or pushed.
+/// The changes feed, as polled or pushed: Atom and CBOR.
 pub(crate) fn changes_feed(data: &[u8]) {
-    let _ = p::changes_feed::parse(data, &p::changes_feed::FeedLimits::default());
+    let limits = p::changes_feed::FeedLimits::default();
+    let _ = p::changes_feed::parse(data, &limits);
+    // The same changes as CBOR (a webcoop hub's deliveries): what parses writes and parses
+    // again to the same feed.
+    if let Ok(feed) = p::changes_feed::parse_cbor(data, &limits) {
+        let again = p::changes_feed::write_cbor(&feed);
+        let back = p::changes_feed::parse_cbor(&again, &limits);
+        assert!(back.is_ok(), "{back:?}");
+    }
 }
 
 /// dcz deltas and unified diffs against a base: the first byte says where the base ends.

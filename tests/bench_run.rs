@@ -261,3 +261,69 @@ fn a_run_without_edits_reports_the_first_crawl_and_draws_no_plot() {
     let table = String::from_utf8_lossy(&run.stdout);
     assert!(table.contains("| poll | 0 |"), "{table}");
 }
+
+#[test]
+fn the_release_preset_brings_the_copy_to_the_new_tree_for_little_more_than_its_deltas() {
+    let bench = bench();
+    let tmp = tempfile::tempdir().unwrap();
+    let (old, new) = (tmp.path().join("old"), tmp.path().join("new"));
+    let page = |i: usize, version: &str| {
+        let words: String = (0..400)
+            .map(|k| format!("word{} ", (k * 7 + i) % 97))
+            .collect();
+        format!(
+            "<html><body><h1>page {i}</h1><p>release {version}</p><p>{words}</p><a href=\"p{}.html\">next</a></body></html>\n",
+            i + 1
+        )
+    };
+    for (dir, version, pages) in [(&old, "1.0.1", 0..40), (&new, "1.0.2", 3..45)] {
+        std::fs::create_dir_all(dir.join("sub")).unwrap();
+        std::fs::write(dir.join("index.html"), "<a href=\"p0.html\">start</a>").unwrap();
+        for i in pages {
+            std::fs::write(dir.join(format!("sub/p{i}.html")), page(i, version)).unwrap();
+        }
+    }
+    let run = Command::new(&bench)
+        .args(["--preset", "release", "--old"])
+        .arg(&old)
+        .arg("--new")
+        .arg(&new)
+        .arg("--out")
+        .arg(tmp.path().join("out"))
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let table = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        table.contains("37 pages changed, 5 added, 3 removed"),
+        "{table}"
+    );
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(tmp.path().join("out/release.json")).unwrap())
+            .unwrap();
+    let n = |path: &str| {
+        v.pointer(path)
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or_else(|| panic!("{path} in {v}"))
+    };
+    let wire = n("/pushed/up") + n("/pushed/down") + n("/site/up") + n("/site/down");
+    let (floor, refetch) = (
+        n("/size/deltas") + n("/size/added_gzip"),
+        n("/size/refetch_gzip"),
+    );
+    assert!(n("/pushed/posts") >= 1 && n("/crawler_pushes") >= 1, "{v}");
+    // The changed pages came as deltas inside the pushes, the new ones were fetched.
+    assert!(n("/site/requests") >= 5, "{v}");
+    assert!(
+        wire < refetch,
+        "{wire} B on the wire, a refetch is {refetch} B"
+    );
+    assert!(
+        wire < 3 * floor,
+        "{wire} B on the wire for a floor of {floor} B"
+    );
+}

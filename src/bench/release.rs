@@ -285,7 +285,8 @@ pub async fn run(cfg: &ReleaseConfig) -> Result<ReleaseResult, String> {
     }
     first?;
     wait_until("the subscription", Duration::from_secs(30), || {
-        std::fs::read_to_string(out.join("crawl.log")).is_ok_and(|l| l.contains(" 202 "))
+        std::fs::read_to_string(dir.join("crawl.err"))
+            .is_ok_and(|l| l.contains("subscribed to its hub"))
     })?;
     settle(&out, Duration::from_secs(2), limit)?;
 
