@@ -11,7 +11,7 @@ use webcoop::servers::http_get;
 use webcoop_crawler::archive::warc;
 use webcoop_testkit::pywb::{Wayback, venv_tool};
 use webcoop_testkit::testweb::{HostSpec, TestWeb};
-use webcoop_testkit::{reference_python, run_ok, workspace_bin};
+use webcoop_testkit::{reference_python, run_ok, warc_files, workspace_bin};
 
 fn crawl_bin() -> PathBuf {
     workspace_bin("webcoop-crawler", "webcoop-crawl")
@@ -42,16 +42,6 @@ fn crawled(web: &TestWeb, out: &Path) {
                 .args(extra),
         );
     }
-}
-
-/// The crawl's WARC files, in order.
-fn warc_files(out: &Path) -> Vec<PathBuf> {
-    let mut warcs: Vec<PathBuf> = std::fs::read_dir(out.join("warc"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    warcs.sort();
-    warcs
 }
 
 #[test]

@@ -16,7 +16,7 @@ use webcoop_crawler::archive::warc;
 use webcoop_protocol::validator::Sha256Digest;
 use webcoop_testkit::pywb::{Wayback, venv_tool};
 use webcoop_testkit::testweb::{HostSpec, Sitemap, TestWeb};
-use webcoop_testkit::{reference_python, run_ok, tool, warcio_records, workspace_bin};
+use webcoop_testkit::{reference_python, run_ok, tool, warc_files, warcio_records, workspace_bin};
 
 struct Site {
     tmp: tempfile::TempDir,
@@ -393,16 +393,6 @@ fn archived_as_rebuilt(out: &Path, how: &str) {
         replayed += 1;
     }
     assert!(replayed >= 1, "no rebuilt page replayed:\n{ours}");
-}
-
-/// The crawl's WARC files, in order.
-fn warc_files(out: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(out.join("warc"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    files.sort();
-    files
 }
 
 #[test]

@@ -122,6 +122,23 @@ pub enum ParseError {
     },
 }
 
+/// A [`ParseError::BadValue`] with its value cut by [`excerpt`].
+pub(crate) fn bad_value(
+    format: Format,
+    context: &str,
+    field: &'static str,
+    value: &str,
+    reason: impl ToString,
+) -> ParseError {
+    ParseError::BadValue {
+        format,
+        context: context.to_string(),
+        field,
+        value: excerpt(value),
+        reason: reason.to_string(),
+    }
+}
+
 /// Cuts an offending value for an error message so a huge bad input does not make a huge error.
 pub(crate) fn excerpt(value: &str) -> String {
     const MAX: usize = 200;

@@ -4,14 +4,14 @@
 //! copy is the new tree is set beside what the change needs at least: the dcz deltas of the
 //! changed pages (zstd level 6, 40-byte header each) plus the new pages gzip'd.
 
-use super::proxy::{CountingProxy, WireCount};
+use super::proxy::WireCount;
 use super::run::{
-    BenchConfig, ServedSite, cpu_seconds, free_port, held, io, pushes_accepted, stop, wait_until,
+    BenchConfig, ServedSite, callback_proxy, cpu_seconds, held, io, pushes_accepted, stop,
+    wait_until,
 };
 use super::site::{GeneratedSite, write_whole};
 use crate::servers::Killed;
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -237,10 +237,7 @@ pub async fn run(cfg: &ReleaseConfig) -> Result<ReleaseResult, String> {
     };
     let site = GeneratedSite::given(&docroot, pages);
     let served = ServedSite::serve(&bench, &dir, site, &[], chrono::Utc::now()).await?;
-    let callback_port = free_port()?;
-    let callback_proxy = CountingProxy::start(SocketAddr::from(([127, 0, 0, 1], callback_port)))
-        .await
-        .map_err(io("callback proxy"))?;
+    let (callback_port, callback_proxy) = callback_proxy().await?;
     let out = dir.join("crawl");
     let config = dir.join("crawl.toml");
     // Push with inline deltas; the backup poll and the refresh cycle far beyond the run, so

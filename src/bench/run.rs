@@ -378,6 +378,16 @@ pub(crate) fn io(what: &str) -> impl FnOnce(std::io::Error) -> String {
     move |e| format!("{what}: {e}")
 }
 
+/// A port for the crawler's WebSub callback and a counting proxy in front of it (the hub
+/// posts to the proxy).
+pub(crate) async fn callback_proxy() -> Result<(u16, CountingProxy), String> {
+    let port = free_port()?;
+    let proxy = CountingProxy::start(SocketAddr::from(([127, 0, 0, 1], port)))
+        .await
+        .map_err(io("callback proxy"))?;
+    Ok((port, proxy))
+}
+
 /// Runs one mode with `edits` (simulated seconds from the start of the measurement).
 pub async fn run_mode(cfg: &BenchConfig, mode: Mode, edits: &[Edit]) -> Result<ModeResult, String> {
     let dir = cfg.work.join(mode.name());
@@ -399,10 +409,7 @@ pub async fn run_mode(cfg: &BenchConfig, mode: Mode, edits: &[Edit]) -> Result<M
         ..
     } = served;
     let docroot = site.root.clone();
-    let callback_port = free_port()?;
-    let callback_proxy = CountingProxy::start(SocketAddr::from(([127, 0, 0, 1], callback_port)))
-        .await
-        .map_err(io("callback proxy"))?;
+    let (callback_port, callback_proxy) = callback_proxy().await?;
     let out = dir.join("crawl");
     let config = dir.join("crawl.toml");
     // Metadata polls keep the outdated probability under 5% within the bounds; the backup

@@ -213,17 +213,22 @@ impl Drop for Tmpfs {
     }
 }
 
+/// A crawl's WARC files (`DIR/warc/*`), in order.
+pub fn warc_files(crawl_dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(crawl_dir.join("warc"))
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    files.sort();
+    files
+}
+
 /// Checks a crawl's archive (`DIR/warc/*.warc.gz`) with warcio, failing on any digest that
 /// does not match, and returns its records as `(type, target URI)`; empty without the venv.
 pub fn warcio_records(crawl_dir: &Path) -> Vec<(String, String)> {
     let Some(python) = reference_python() else {
         return Vec::new();
     };
-    let mut files: Vec<_> = std::fs::read_dir(crawl_dir.join("warc"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    files.sort();
+    let files = warc_files(crawl_dir);
     assert!(
         !files.is_empty(),
         "no WARC files in {}",

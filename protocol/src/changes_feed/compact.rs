@@ -23,7 +23,7 @@
 
 use super::{ChangeEntry, ChangeKind, ChangesFeed, FeedLimits, InlineDelta, Resync};
 use crate::delta::{DeltaEncoding, dcz};
-use crate::error::{Format, ParseError, excerpt};
+use crate::error::{Format, ParseError, bad_value};
 use crate::validator::{EntityTag, Sha256Digest};
 use chrono::{DateTime, TimeDelta, Utc};
 use serde::de::{self, Deserializer, SeqAccess, Visitor};
@@ -280,13 +280,7 @@ pub fn write_cbor(feed: &ChangesFeed) -> Vec<u8> {
 }
 
 fn bad(context: &str, field: &'static str, value: &str, reason: impl ToString) -> ParseError {
-    ParseError::BadValue {
-        format: FORMAT,
-        context: context.to_string(),
-        field,
-        value: excerpt(value),
-        reason: reason.to_string(),
-    }
+    bad_value(FORMAT, context, field, value, reason)
 }
 
 fn url(context: &str, field: &'static str, text: &str) -> Result<Url, ParseError> {
