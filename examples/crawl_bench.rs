@@ -5,7 +5,9 @@
 //! `scripts/crawl-bench.sh` installs Scrapy and runs this; by hand:
 //! `cargo run --release --example crawl_bench -- --hosts 200 --pages 500 [--page-bytes 2000]
 //!  [--others-seconds 60] [--scrapy-python PATH] [--fleet 1,2,4] [--redis-memory 1000000]`
-//! (`--others-seconds 0`: webcoop-crawl only; `--console 1`: again with its console watched). `--fleet` adds a fleet of that many processes on
+//! (`--others-seconds 0`: webcoop-crawl only; `--console 1`: again with its console watched;
+//! `--docroot DIR [--seed-path PATH] [--runs 3]`: a real site on one host instead, on nginx,
+//! beside wget and the floor of its pages' library calls). `--fleet` adds a fleet of that many processes on
 //! a local `redis-server` for each number given; `--redis-memory N` measures what N queued URLs
 //! cost in Redis.
 
@@ -212,12 +214,130 @@ fn redis_memory(n: usize) {
     );
 }
 
+/// One table row per crawler, with CPU per page and peak RSS.
+fn print_rows(rows: &[Row]) {
+    println!("| crawler | pages | wall s | pages/s | MB/s | CPU s | CPU ms/page | peak RSS MiB |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
+    for r in rows {
+        let s = r.m.wall.as_secs_f64();
+        println!(
+            "| {} | {} | {:.1} | {:.0} | {:.1} | {:.1} | {:.3} | {:.0} |{}",
+            r.name,
+            r.pages,
+            s,
+            r.pages as f64 / s,
+            r.bytes as f64 / 1e6 / s,
+            r.m.cpu.as_secs_f64(),
+            r.m.cpu.as_secs_f64() * 1e3 / r.pages.max(1) as f64,
+            r.m.max_rss_kib as f64 / 1024.0,
+            if r.m.code == 0 {
+                String::new()
+            } else {
+                format!(" (stopped after {s:.0} s)")
+            }
+        );
+    }
+}
+
+/// A real site on one host: DIR served by Debian's nginx with the shipped server block,
+/// crawled from PATH by webcoop-crawl (4 connections, politeness off, default WARC settings)
+/// and by `wget -r`; the crawl's CPU per page beside its floor, the same pages through the
+/// same library calls on one thread (`archive::floor`).
+fn single_host(docroot: &Path, seed_path: &str, runs: usize) {
+    let nginx = testkit::tool("nginx").expect("nginx (apt-get install nginx-light)");
+    let server =
+        webcoop::servers::Nginx::start(&nginx, &webcoop::servers::example_nginx_conf(), docroot);
+    let seed = format!("{}{}", server.url(), seed_path.trim_start_matches('/'));
+    let tmp = tempfile::tempdir().expect("temporary directory");
+    let bin = testkit::workspace_bin("webcoop-crawler", "webcoop-crawl");
+    let mut rows = Vec::new();
+    let mut floors = Vec::new();
+    for i in 0..runs {
+        let out = tmp.path().join(format!("crawl-{i}"));
+        let m = measured(
+            Command::new(&bin)
+                .args(["crawl", "--progress", "quiet", "--coop", "off"])
+                .args(["--delay-min", "0", "--delay-factor", "0"])
+                .args(["--per-host-connections", "4", "--seeds", &seed, "--out"])
+                .arg(&out),
+            None,
+        );
+        let status = Command::new(&bin)
+            .args(["status", "--json", "--out"])
+            .arg(&out)
+            .output()
+            .expect("status");
+        let st: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap_or_default();
+        rows.push(Row {
+            name: format!("webcoop-crawl, run {}", i + 1),
+            pages: st["ok"].as_u64().unwrap_or(0),
+            bytes: st["bytes"].as_u64().unwrap_or(0),
+            m,
+        });
+        floors.push(
+            webcoop_crawler::archive::floor::floor(
+                &out,
+                webcoop_crawler::archive::warc::DEFAULT_LEVEL,
+            )
+            .expect("the floor"),
+        );
+    }
+    if testkit::tool("wget").is_some() {
+        let mirror = tmp.path().join("wget");
+        let m = measured(
+            Command::new("wget")
+                .args(["--recursive", "--level=inf", "--quiet", "--no-parent"])
+                .arg("--directory-prefix")
+                .arg(&mirror)
+                .arg(&seed)
+                .stdout(Stdio::null()),
+            None,
+        );
+        let (pages, bytes) = dir_size(&mirror);
+        rows.push(Row {
+            name: "wget -r".into(),
+            pages,
+            bytes,
+            m,
+        });
+    }
+    println!(
+        "
+{} from {seed_path} on nginx, one host, loopback, politeness off
+",
+        docroot.display()
+    );
+    print_rows(&rows);
+    println!(
+        "
+| run | pages | decoded MB | floor ms/page | crawl ms/page | crawl / floor |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|");
+    for (i, (f, r)) in floors.iter().zip(&rows).enumerate() {
+        let crawl = r.m.cpu.as_secs_f64() * 1e3 / r.pages.max(1) as f64;
+        println!(
+            "| {} | {} | {:.1} | {:.3} | {:.3} | {:.2}x |",
+            i + 1,
+            f.pages,
+            f.decoded as f64 / 1e6,
+            f.ms_per_page(),
+            crawl,
+            crawl / f.ms_per_page().max(1e-9)
+        );
+    }
+}
+
 fn main() {
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let args: HashMap<String, String> = argv
         .chunks(2)
         .filter_map(|c| Some((c[0].trim_start_matches("--").to_string(), c.get(1)?.clone())))
         .collect();
+    if let Some(docroot) = args.get("docroot") {
+        let runs = arg(&args, "runs", "3").parse().expect("--runs N");
+        single_host(Path::new(docroot), &arg(&args, "seed-path", "/"), runs);
+        return;
+    }
     let hosts: usize = arg(&args, "hosts", "200").parse().expect("--hosts N");
     let pages: usize = arg(&args, "pages", "500").parse().expect("--pages N");
     let page_bytes: usize = arg(&args, "page-bytes", "2000")
@@ -422,25 +542,5 @@ fn main() {
     println!(
         "\n{hosts} hosts x {pages} pages (~{page_bytes} B of text each), loopback, politeness off\n"
     );
-    println!("| crawler | pages | wall s | pages/s | MB/s | CPU s | CPU ms/page | peak RSS MiB |");
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
-    for r in &rows {
-        let s = r.m.wall.as_secs_f64();
-        println!(
-            "| {} | {} | {:.1} | {:.0} | {:.1} | {:.1} | {:.2} | {:.0} |{}",
-            r.name,
-            r.pages,
-            s,
-            r.pages as f64 / s,
-            r.bytes as f64 / 1e6 / s,
-            r.m.cpu.as_secs_f64(),
-            r.m.cpu.as_secs_f64() * 1e3 / r.pages.max(1) as f64,
-            r.m.max_rss_kib as f64 / 1024.0,
-            if r.m.code == 0 {
-                String::new()
-            } else {
-                format!(" (stopped after {s:.0} s)")
-            }
-        );
-    }
+    print_rows(&rows);
 }

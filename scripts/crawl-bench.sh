@@ -4,6 +4,9 @@
 # wget if missing; prints a markdown table.
 #
 # Usage: scripts/crawl-bench.sh [--hosts 200] [--pages 500] [--page-bytes 2000] [--others-seconds 60]
+#        scripts/crawl-bench.sh --docroot DIR [--seed-path /std/index.html] [--runs 3]
+#        (a real site on one host with nginx: CPU per page and peak RSS beside wget, and the
+#        floor: the same pages through the same library calls on one thread)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v wget >/dev/null; then

@@ -2,5 +2,6 @@
 
 pub mod cdxj;
 pub mod copies;
+pub mod floor;
 pub mod wacz;
 pub mod warc;
