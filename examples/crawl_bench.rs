@@ -230,10 +230,11 @@ fn print_rows(rows: &[Row]) {
             r.m.cpu.as_secs_f64(),
             r.m.cpu.as_secs_f64() * 1e3 / r.pages.max(1) as f64,
             r.m.max_rss_kib as f64 / 1024.0,
-            if r.m.code == 0 {
-                String::new()
-            } else {
-                format!(" (stopped after {s:.0} s)")
+            match r.m.code {
+                0 => String::new(),
+                c if c < 0 => format!(" (stopped after {s:.0} s)"),
+                // wget's 8: some answers were errors (the 404s every crawler meets).
+                c => format!(" (exit {c})"),
             }
         );
     }
@@ -286,12 +287,12 @@ fn single_host(docroot: &Path, seed_path: &str, runs: usize) {
         let mirror = tmp.path().join("wget");
         let m = measured(
             Command::new("wget")
-                .args(["--recursive", "--level=inf", "--quiet", "--no-parent"])
+                .args(["--recursive", "--level=inf", "--quiet"])
                 .arg("--directory-prefix")
                 .arg(&mirror)
                 .arg(&seed)
                 .stdout(Stdio::null()),
-            None,
+            Some(Duration::from_secs(120)),
         );
         let (pages, bytes) = dir_size(&mirror);
         rows.push(Row {
