@@ -254,6 +254,7 @@ fn converges(mode: &str, extra: &[&str]) -> Option<(Site, PathBuf)> {
     wait_for("the first crawl", Duration::from_secs(20), || {
         held(&out) == site.truth()
     });
+    next_second();
     site.write("p3.html", &page(3, "edited once"));
     site.write("p4.html", &page(4, "edited"));
     std::fs::rename(site.www.join("p10.html"), site.www.join("p10-renamed.html")).unwrap();
@@ -305,6 +306,16 @@ fn delta_mode_applies_and_verifies_deltas() {
         "no delta applied:\n{log}"
     );
     archived_as_rebuilt(&out, "dcz from ");
+}
+
+/// Waits for the wall clock's next second, so captures made after it never share their
+/// 14-digit timestamp (a replay tool's key) with those made before.
+fn next_second() {
+    let into = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_millis();
+    std::thread::sleep(Duration::from_millis(u64::from(1000 - into) + 20));
 }
 
 /// The pages rebuilt from deltas are in the archive as made: the delta as received, then a
@@ -417,6 +428,7 @@ fn push_mode_has_a_change_in_the_store_within_two_seconds_without_polling_the_pa
     std::thread::sleep(Duration::from_millis(300));
     let url = format!("{}p5.html", site.nginx.url());
     let before = log_of(&out).matches(&url).count();
+    next_second();
     site.write("p5.html", &page(5, "pushed"));
     let want = site.truth()[&url].clone();
     let took = wait_for("the pushed change", Duration::from_secs(2), || {
