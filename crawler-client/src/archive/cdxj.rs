@@ -181,21 +181,30 @@ pub fn warc_files(out: &Path) -> io::Result<Vec<PathBuf>> {
     Ok(files)
 }
 
-/// The index lines of every WARC file of a crawl directory, in file order (sorted when asked,
-/// as a WACZ wants them).
-pub fn index(out: &Path, sorted: bool) -> io::Result<Vec<Line>> {
-    let mut lines = Vec::new();
+/// Calls `f` with the index line of each indexed record of a crawl directory, in file order.
+fn each_line(out: &Path, mut f: impl FnMut(Line) -> io::Result<()>) -> io::Result<()> {
     for path in warc_files(out)? {
         let name = path
             .file_name()
             .and_then(|n| n.to_str())
             .unwrap_or_default()
             .to_string();
-        each_record(&path, |rec| {
-            lines.extend(line_of(&rec, &name));
-            Ok(())
+        each_record(&path, |rec| match line_of(&rec, &name) {
+            Some(l) => f(l),
+            None => Ok(()),
         })?;
     }
+    Ok(())
+}
+
+/// The index lines of every WARC file of a crawl directory, in file order (sorted when asked,
+/// as a WACZ wants them).
+pub fn index(out: &Path, sorted: bool) -> io::Result<Vec<Line>> {
+    let mut lines = Vec::new();
+    each_line(out, |l| {
+        lines.push(l);
+        Ok(())
+    })?;
     if sorted {
         lines.sort();
     }
@@ -213,20 +222,11 @@ pub fn write_index(out: &Path, sorted: bool, w: &mut dyn Write) -> io::Result<us
         return Ok(lines.len());
     }
     let mut n = 0;
-    for path in warc_files(out)? {
-        let name = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or_default()
-            .to_string();
-        each_record(&path, |rec| {
-            if let Some(l) = line_of(&rec, &name) {
-                writeln!(w, "{l}")?;
-                n += 1;
-            }
-            Ok(())
-        })?;
-    }
+    each_line(out, |l| {
+        writeln!(w, "{l}")?;
+        n += 1;
+        Ok(())
+    })?;
     Ok(n)
 }
 
