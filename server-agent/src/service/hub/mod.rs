@@ -133,12 +133,12 @@ pub fn accepts_cbor(headers: &reqwest::header::HeaderMap) -> bool {
         .any(|item| {
             let mut parts = item.split(';');
             let kind = parts.next().unwrap_or("").trim();
-            // `q=0` says "not this one".
+            // `q=0` says "not this one"; a weight that does not parse counts as that, as it
+            // does for `Accept-Encoding`.
             let refused = parts.any(|p| {
                 p.trim()
                     .strip_prefix("q=")
-                    .and_then(|q| q.trim().parse::<f32>().ok())
-                    .is_some_and(|q| q <= 0.0)
+                    .is_some_and(|q| q.trim().parse::<f32>().map_or(true, |q| q <= 0.0))
             });
             kind.eq_ignore_ascii_case(webcoop_protocol::changes_feed::CBOR_MEDIA_TYPE) && !refused
         })
@@ -193,5 +193,33 @@ mod tests {
                 "{ip}"
             );
         }
+    }
+
+    #[test]
+    fn cbor_is_sent_only_to_a_callback_that_asks_for_it_and_does_not_refuse_it() {
+        use reqwest::header::{ACCEPT, HeaderMap, HeaderValue};
+        let with = |values: &[&[u8]]| {
+            let mut h = HeaderMap::new();
+            for v in values {
+                h.append(ACCEPT, HeaderValue::from_bytes(v).unwrap());
+            }
+            accepts_cbor(&h)
+        };
+        assert!(with(
+            &[webcoop_protocol::websub::CALLBACK_ACCEPT.as_bytes()]
+        ));
+        assert!(with(&[
+            b"text/html",
+            b"APPLICATION/VND.WEBCOOP.CHANGES+CBOR; q=0.5"
+        ]));
+        assert!(!with(&[]));
+        assert!(!with(&[b"application/atom+xml, */*"]));
+        assert!(!with(&[b"application/vnd.webcoop.changes+cbor;q=0"]));
+        assert!(!with(&[b"application/vnd.webcoop.changes+cbor-not"]));
+        // Not text: ignored, never a panic.
+        assert!(!with(&[b"\xff\xfe application/vnd.webcoop.changes+cbor"]));
+        assert!(!with(&[
+            &b"application/vnd.webcoop.changes+cbor;q=".repeat(1000)[..]
+        ]));
     }
 }
