@@ -5,11 +5,13 @@
 //! `scripts/crawl-bench.sh` installs Scrapy and runs this; by hand:
 //! `cargo run --release --example crawl_bench -- --hosts 200 --pages 500 [--page-bytes 2000]
 //!  [--others-seconds 60] [--scrapy-python PATH] [--fleet 1,2,4] [--redis-memory 1000000]`
-//! (`--others-seconds 0`: webcoop-crawl only; `--console 1`: again with its console watched;
+//! (`--others-seconds 0`: webcoop-crawl only; `--fetch-threads N`: the crawler's setting;
+//! `--console 1`: again with its console watched;
 //! `--docroot DIR [--seed-path PATH] [--runs 3]`: a real site on one host instead, on nginx,
-//! beside wget and the floor of its pages' library calls). `--fleet` adds a fleet of that many processes on
-//! a local `redis-server` for each number given; `--redis-memory N` measures what N queued URLs
-//! cost in Redis.
+//! beside wget and the floor of its pages' library calls and HTTP exchanges; `--floor-of OUT`:
+//! that floor alone, for a crawl whose site still serves it). `--fleet` adds a fleet of that
+//! many processes on a local `redis-server` for each number given; `--redis-memory N` measures
+//! what N queued URLs cost in Redis.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -240,6 +242,52 @@ fn print_rows(rows: &[Row]) {
     }
 }
 
+/// The floor of the crawl in `out`, measured by a child process (`--floor-of OUT --raw yes`)
+/// right after the crawl: the machine's speed drifts, so each crawl is set beside a floor
+/// measured at the same time; and a child's peak RSS as wait4 reports it starts from this
+/// process's own at the fork, which the floor would grow.
+fn floor_of(out: &Path) -> webcoop_crawler::archive::floor::Floor {
+    let o = Command::new(std::env::current_exe().expect("this bench's path"))
+        .arg("--floor-of")
+        .arg(out)
+        .args(["--raw", "yes"])
+        .output()
+        .expect("the floor");
+    let text = String::from_utf8_lossy(&o.stdout);
+    let n: Vec<u128> = text
+        .split_whitespace()
+        .map(|w| w.parse().expect("a number"))
+        .collect();
+    assert!(o.status.success() && n.len() == 6, "the floor: {text}");
+    let ns = |v: u128| Duration::from_nanos(v as u64);
+    webcoop_crawler::archive::floor::Floor {
+        pages: n[0] as u64,
+        received: n[1] as u64,
+        decoded: n[2] as u64,
+        cpu: ns(n[3]),
+        http: ns(n[4]),
+        differed: n[5] as u64,
+    }
+}
+
+/// One row of the floor table.
+fn print_floor(name: &str, f: &webcoop_crawler::archive::floor::Floor, crawl: f64) {
+    println!(
+        "| {name} | {} | {:.1} | {:.3} | {:.3} | {:.3} | {crawl:.3} | {:.2}x |{}",
+        f.pages,
+        f.decoded as f64 / 1e6,
+        f.ms_per_page() - f.http_ms_per_page(),
+        f.http_ms_per_page(),
+        f.ms_per_page(),
+        crawl / f.ms_per_page().max(1e-9),
+        if f.differed > 0 {
+            format!(" ({} pages differed when fetched again)", f.differed)
+        } else {
+            String::new()
+        }
+    );
+}
+
 /// A real site on one host: DIR served by Debian's nginx with the shipped server block,
 /// crawled from PATH by webcoop-crawl (4 connections, politeness off, default WARC settings)
 /// and by `wget -r`; the crawl's CPU per page beside its floor, the same pages through the
@@ -275,13 +323,7 @@ fn single_host(docroot: &Path, seed_path: &str, runs: usize) {
             bytes: st["bytes"].as_u64().unwrap_or(0),
             m,
         });
-        floors.push(
-            webcoop_crawler::archive::floor::floor(
-                &out,
-                webcoop_crawler::archive::warc::DEFAULT_LEVEL,
-            )
-            .expect("the floor"),
-        );
+        floors.push(floor_of(&out));
     }
     if testkit::tool("wget").is_some() {
         let mirror = tmp.path().join("wget");
@@ -311,19 +353,14 @@ fn single_host(docroot: &Path, seed_path: &str, runs: usize) {
     print_rows(&rows);
     println!(
         "
-| run | pages | decoded MB | floor ms/page | crawl ms/page | crawl / floor |"
+| run | pages | decoded MB | floor: calls | floor: HTTP | floor ms/page | crawl ms/page | crawl / floor |"
     );
-    println!("|---|---:|---:|---:|---:|---:|");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
     for (i, (f, r)) in floors.iter().zip(&rows).enumerate() {
-        let crawl = r.m.cpu.as_secs_f64() * 1e3 / r.pages.max(1) as f64;
-        println!(
-            "| {} | {} | {:.1} | {:.3} | {:.3} | {:.2}x |",
-            i + 1,
-            f.pages,
-            f.decoded as f64 / 1e6,
-            f.ms_per_page(),
-            crawl,
-            crawl / f.ms_per_page().max(1e-9)
+        print_floor(
+            &format!("{}", i + 1),
+            f,
+            r.m.cpu.as_secs_f64() * 1e3 / r.pages.max(1) as f64,
         );
     }
 }
@@ -334,6 +371,27 @@ fn main() {
         .chunks(2)
         .filter_map(|c| Some((c[0].trim_start_matches("--").to_string(), c.get(1)?.clone())))
         .collect();
+    if let Some(out) = args.get("floor-of") {
+        let f = webcoop_crawler::archive::floor::with_http(
+            Path::new(out),
+            webcoop_crawler::archive::warc::DEFAULT_LEVEL,
+        )
+        .expect("the floor");
+        if args.contains_key("raw") {
+            println!(
+                "{} {} {} {} {} {}",
+                f.pages,
+                f.received,
+                f.decoded,
+                f.cpu.as_nanos(),
+                f.http.as_nanos(),
+                f.differed
+            );
+        } else {
+            print_floor(out, &f, 0.0);
+        }
+        return;
+    }
     if let Some(docroot) = args.get("docroot") {
         let runs = arg(&args, "runs", "3").parse().expect("--runs N");
         single_host(Path::new(docroot), &arg(&args, "seed-path", "/"), runs);
@@ -364,7 +422,11 @@ fn main() {
         .map(|n| format!("{}/", web.origin(n)))
         .collect();
     std::fs::write(&seeds, seed_list.join("\n") + "\n").expect("seeds");
-    let mut config = String::from("[resolve]\n");
+    let mut config = String::new();
+    if let Some(n) = args.get("fetch-threads") {
+        config.push_str(&format!("fetch_threads = {n}\n"));
+    }
+    config.push_str("[resolve]\n");
     for n in &names {
         config.push_str(&format!("\"{n}\" = \"127.0.0.1\"\n"));
     }

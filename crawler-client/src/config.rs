@@ -237,6 +237,8 @@ pub struct FileConfig {
     pub conditional: Option<bool>,
     /// Results per save of the state at most.
     pub commit_results: Option<usize>,
+    /// Threads that fetch and analyse pages.
+    pub fetch_threads: Option<usize>,
     /// Host name to address overrides.
     pub resolve: Option<BTreeMap<String, String>>,
     /// See `--metrics`.
@@ -324,6 +326,8 @@ pub struct Settings {
     pub conditional: bool,
     /// Results per save.
     pub commit_results: usize,
+    /// Threads that fetch and analyse pages.
+    pub fetch_threads: usize,
     /// Address overrides.
     pub resolve: Vec<(String, SocketAddr)>,
     /// Metrics address.
@@ -379,6 +383,7 @@ const PER_PROCESS: &[&str] = &[
     "warc_gzip_level",
     "commit_interval",
     "commit_results",
+    "fetch_threads",
     "resolve",
     "metrics",
     "console",
@@ -532,6 +537,16 @@ pub enum ConfigError {
     Console(#[from] crate::console::ConsoleError),
 }
 
+/// One fetching thread per core but one: the scheduler thread and, on a crawl of a local
+/// site, the web server need the rest. On 2 cores a second fetching thread cost 15% more CPU
+/// per page and no speed (docs/ARCHITECTURE.md).
+fn default_fetch_threads() -> usize {
+    std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .saturating_sub(1)
+        .max(1)
+}
+
 fn secs(name: &'static str, value: f64) -> Result<Duration, ConfigError> {
     Duration::try_from_secs_f64(value).map_err(|_| ConfigError::Seconds { name, value })
 }
@@ -683,6 +698,10 @@ fn settings_from(args: &CrawlArgs, file: FileConfig) -> Result<Settings, ConfigE
         commit_interval: secs("commit_interval", file.commit_interval.unwrap_or(1.0))?,
         conditional: file.conditional.unwrap_or(true),
         commit_results: file.commit_results.unwrap_or(2000).max(1),
+        fetch_threads: file
+            .fetch_threads
+            .unwrap_or_else(default_fetch_threads)
+            .clamp(1, 256),
         resolve: resolve(args, &file)?,
         metrics: args.metrics.or(file.metrics),
         console: console(args, &file)?,

@@ -50,17 +50,44 @@ pub struct Link {
     pub url: String,
     /// Its fingerprint.
     pub fp: Fp,
-    /// Its host's key.
-    pub origin: String,
+    /// Its host's key, where that is not the start of `url`.
+    origin: Option<String>,
 }
 
 impl Link {
     /// The link to `url`.
     pub fn to(url: &Url) -> Link {
+        // An http(s) URL without user information begins with its origin: most links then
+        // need no second string (a page's hundred links were a hundred allocations each way).
+        let prefix = matches!(url.scheme(), "http" | "https")
+            && url.username().is_empty()
+            && url.password().is_none();
         Link {
             url: url.as_str().to_string(),
             fp: url_norm::fingerprint(url),
-            origin: url_norm::origin_key(url),
+            origin: (!prefix).then(|| url_norm::origin_key(url)),
+        }
+    }
+
+    /// The link to `url`, with the fingerprint `fp` in place of its own.
+    pub fn with_fp(url: &Url, fp: Fp) -> Link {
+        Link {
+            fp,
+            ..Link::to(url)
+        }
+    }
+
+    /// Its host's key: scheme, host and port ([`url_norm::origin_key`]).
+    pub fn origin(&self) -> &str {
+        match &self.origin {
+            Some(o) => o,
+            None => {
+                let after_scheme = self.url.find("://").map_or(0, |i| i + 3);
+                let end = self.url[after_scheme..]
+                    .find(['/', '?', '#'])
+                    .map_or(self.url.len(), |i| after_scheme + i);
+                &self.url[..end]
+            }
         }
     }
 }
@@ -285,6 +312,27 @@ mod tests {
             .iter()
             .map(|(n, v)| (n.to_string(), v.to_string()))
             .collect()
+    }
+
+    #[test]
+    fn a_links_origin_is_its_hosts_key_whether_read_from_its_url_or_kept() {
+        for raw in [
+            "http://e.com/a?b#c",
+            "HTTP://E.COM:80/x",
+            "https://e.com:443",
+            "http://e.com:8080?q",
+            "http://b\u{fc}cher.example/",
+            "http://[::1]:8080/x",
+            "http://127.0.0.1/",
+            "http://user:pass@e.com/secret",
+            "http://user@e.com:81/",
+            "ftp://e.com/file",
+        ] {
+            let url = Url::parse(raw).unwrap();
+            let link = Link::to(&url);
+            assert_eq!(link.origin(), url_norm::origin_key(&url), "{raw}");
+            assert_eq!(Link::with_fp(&url, Fp(7)).origin(), link.origin(), "{raw}");
+        }
     }
 
     #[test]

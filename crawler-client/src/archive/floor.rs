@@ -1,10 +1,13 @@
 //! The floor of a crawl's CPU: the pages it archived sent again through the library calls a
 //! crawler cannot avoid for each page (decoding the body, its digests, link extraction, the
-//! WARC record's compression), on one thread, with nothing else. A crawl's CPU per page set
-//! beside this says what the crawler itself costs (`examples/crawl_bench.rs --docroot`).
+//! WARC record's compression), on one thread, with nothing else; and, when the site is still
+//! up, the same pages fetched again one after another on one connection by the crawler's HTTP
+//! client (the HTTP exchange and its decoding). A crawl's CPU per page set beside this says
+//! what the crawler itself costs (`examples/crawl_bench.rs --docroot`).
 
 use crate::analyze::{self, links};
 use crate::archive::{cdxj, warc};
+use crate::fetch;
 use std::io;
 use std::path::Path;
 use std::time::Duration;
@@ -22,12 +25,21 @@ pub struct Floor {
     pub decoded: u64,
     /// CPU time of the calls (this thread's user and system time).
     pub cpu: Duration,
+    /// CPU time of fetching the pages again, when measured ([`with_http`]).
+    pub http: Duration,
+    /// Pages fetched again whose body was not the one archived (a site that changed).
+    pub differed: u64,
 }
 
 impl Floor {
-    /// CPU per page, milliseconds.
+    /// CPU per page of the calls and the fetch, milliseconds.
     pub fn ms_per_page(&self) -> f64 {
-        self.cpu.as_secs_f64() * 1e3 / self.pages.max(1) as f64
+        (self.cpu + self.http).as_secs_f64() * 1e3 / self.pages.max(1) as f64
+    }
+
+    /// CPU per page of the fetch alone, milliseconds.
+    pub fn http_ms_per_page(&self) -> f64 {
+        self.http.as_secs_f64() * 1e3 / self.pages.max(1) as f64
     }
 }
 
@@ -76,6 +88,52 @@ fn one_page(url: &Url, http: &warc::HttpMessage, level: u32) -> u64 {
 /// library calls, at WARC gzip `level`, timing only the calls.
 pub fn floor(out: &Path, level: u32) -> io::Result<Floor> {
     let mut f = Floor::default();
+    each_page(out, |url, http| {
+        let start = thread_cpu();
+        f.decoded += one_page(url, http, level);
+        f.cpu += thread_cpu().saturating_sub(start);
+        f.pages += 1;
+        f.received += http.body.len() as u64;
+    })?;
+    Ok(f)
+}
+
+/// [`floor`], and then the same pages fetched again in the order archived, one at a time on
+/// one kept-alive connection, by the crawler's client on a single-threaded runtime, timing
+/// the fetches (request, response, HTTP decoding, body collection). The site must still be
+/// serving the same pages.
+pub fn with_http(out: &Path, level: u32) -> io::Result<Floor> {
+    let mut f = floor(out, level)?;
+    let mut pages = Vec::new();
+    each_page(out, |url, http| {
+        pages.push((url.clone(), warc::digest(&http.body)))
+    })?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let limits = fetch::FetchLimits::default();
+    let client = fetch::client("webcoop-floor/1", &limits, &[], 1).map_err(io::Error::other)?;
+    for (url, digest) in pages {
+        let request = fetch::FetchRequest {
+            url,
+            etag: None,
+            last_modified: None,
+            headers: Vec::new(),
+        };
+        let start = thread_cpu();
+        let got = rt.block_on(fetch::fetch(&client, &request, &limits));
+        f.http += thread_cpu().saturating_sub(start);
+        match got {
+            Ok(resp) if warc::digest(&resp.body) == digest => {}
+            Ok(_) => f.differed += 1,
+            Err(e) => return Err(io::Error::other(format!("{}: {e}", request.url))),
+        }
+    }
+    Ok(f)
+}
+
+/// Calls `each` with every whole 2xx page response archived in the crawl `out`.
+fn each_page(out: &Path, mut each: impl FnMut(&Url, &warc::HttpMessage)) -> io::Result<()> {
     for file in cdxj::warc_files(out)? {
         cdxj::each_record(&file, |rec| {
             if rec.header("WARC-Type") != Some("response") || rec.header("WARC-Truncated").is_some()
@@ -92,15 +150,11 @@ pub fn floor(out: &Path, level: u32) -> io::Result<Floor> {
             if !(200..300).contains(&http.status) || url.path() == "/robots.txt" {
                 return Ok(());
             }
-            let start = thread_cpu();
-            f.decoded += one_page(&url, &http, level);
-            f.cpu += thread_cpu().saturating_sub(start);
-            f.pages += 1;
-            f.received += http.body.len() as u64;
+            each(&url, &http);
             Ok(())
         })?;
     }
-    Ok(f)
+    Ok(())
 }
 
 #[cfg(test)]

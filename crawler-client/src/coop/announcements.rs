@@ -304,7 +304,7 @@ impl CoopState {
         let Ok(u) = Url::parse(&url) else {
             return;
         };
-        let link = Link { fp, ..Link::to(&u) };
+        let link = Link::with_fp(&u, fp);
         self.due_now(r, host, &link);
     }
 

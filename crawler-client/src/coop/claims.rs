@@ -102,10 +102,7 @@ impl CoopState {
         let Ok(u) = Url::parse(&url) else {
             return;
         };
-        let link = Link {
-            fp: pick,
-            ..Link::to(&u)
-        };
+        let link = Link::with_fp(&u, pick);
         self.due_now(r, host, &link);
     }
 }

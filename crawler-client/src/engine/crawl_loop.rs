@@ -3,7 +3,7 @@
 //! these is due again.
 
 use super::crawl_log::Entry;
-use super::{CrawlError, Engine, STOP_GRACE};
+use super::{CrawlError, Engine, STOP_GRACE, file_error};
 use crate::clock::{self, now_ms};
 use crate::coop::tick_period;
 use crate::fetch::tasks;
@@ -90,6 +90,9 @@ impl Engine {
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => break,
             }
+            self.warc
+                .write_if_due()
+                .map_err(|e| file_error(self.warc.dir())(e))?;
             if self.unsaved.batch.results() >= self.s.commit_results
                 || (!self.unsaved.batch.is_empty()
                     && self.last_commit.elapsed() >= self.s.commit_interval)
@@ -119,10 +122,13 @@ impl Engine {
         Ok(pace.stop_seen.is_none() && self.in_flight == 0)
     }
 
-    /// When the loop must look again: progress, gauges, the batch's save, the next host whose
+    /// When the loop must look again: progress, gauges, records to write, the batch's save, the next host whose
     /// time comes, the next poll, the next due refresh; every 100 ms while stopping.
     fn wake_at(&mut self, pace: &Pace, progress_due: Instant, now: Instant) -> Instant {
         let mut wake = progress_due.min(pace.gauges_at + Duration::from_secs(1));
+        if let Some(t) = self.warc.write_due() {
+            wake = wake.min(t);
+        }
         if !self.unsaved.batch.is_empty() {
             wake = wake.min(self.last_commit + self.s.commit_interval);
         }

@@ -137,10 +137,10 @@ impl HostStart {
     }
 }
 
-/// The runtime requests run on: two workers, as many as the machine's cores the loop leaves.
-fn runtime() -> Result<tokio::runtime::Runtime, CrawlError> {
+/// The runtime requests run on, with `threads` workers.
+fn runtime(threads: usize) -> Result<tokio::runtime::Runtime, CrawlError> {
     tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(threads)
         .thread_name("fetch")
         .enable_all()
         .build()
@@ -197,7 +197,7 @@ impl Engine {
     pub(super) fn open(
         s: Settings,
     ) -> Result<(Engine, Vec<Url>, Option<std::net::SocketAddr>), CrawlError> {
-        let rt = runtime()?;
+        let rt = runtime(s.fetch_threads)?;
         let mut store = Store::open(&s.out)?;
         let seeds = seeds(&store, &s.seeds)?;
         // `status` judges each site's level and trust by the settings of the crawl that wrote it.

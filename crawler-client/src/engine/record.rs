@@ -97,7 +97,7 @@ impl Engine {
                 self.push(link, job.depth + 1, 0);
                 children.push(link.fp);
                 if let Some(fleet) = self.fleet.as_mut()
-                    && let Some(host) = self.frontier.id_of(&link.origin)
+                    && let Some(host) = self.frontier.id_of(link.origin())
                 {
                     fleet.children.push((link.fp, host));
                 }
@@ -317,7 +317,7 @@ impl Engine {
         if self.frontier.seen(link.fp) {
             return;
         }
-        match self.host_for(&link.origin) {
+        match self.host_for(link.origin()) {
             Ok(host) => {
                 if self
                     .frontier

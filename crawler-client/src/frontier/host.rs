@@ -35,6 +35,11 @@ pub struct Host {
     pub(super) unsaved: Vec<Queued>,
     /// Rows handed out and not yet settled (fetching, or waiting for their batch to be saved).
     pub(super) taken: HashSet<i64>,
+    /// Rows read from the store that a refill did not keep, still counted in `queued`.
+    pub(super) ahead: Vec<Queued>,
+    /// Where the last read from the store stopped (priority, row): the rows before it are
+    /// in `buffer`, `ahead` or `taken`, until a saved batch adds rows to the store.
+    pub(super) read_to: Option<(f64, i64)>,
     /// Requests under way.
     pub in_flight: usize,
     /// Earliest time of the next request.
@@ -70,6 +75,8 @@ impl Host {
             buffer: VecDeque::new(),
             unsaved: Vec::new(),
             taken: HashSet::new(),
+            ahead: Vec::new(),
+            read_to: None,
             in_flight: 0,
             next_allowed: now,
             robots: RobotsState::Unknown,
@@ -86,6 +93,13 @@ impl Host {
                 super::politeness::DelayWhy::Minimum,
             ),
         }
+    }
+
+    /// Forgets what was read from the store beyond the buffer: the next refill reads from
+    /// the top again.
+    pub(super) fn reread(&mut self) {
+        self.ahead.clear();
+        self.read_to = None;
     }
 
     /// Whether it has URLs waiting.

@@ -61,6 +61,8 @@ pub struct Frontier {
     pending: Vec<NewUrl>,
     pending_at: HashMap<Fp, usize>,
     with_unsaved: HashSet<HostId>,
+    /// Hosts with rows in the batch being saved.
+    with_saved: HashSet<HostId>,
     per_host: usize,
     queue_cap: u64,
     /// One of a fleet: new URLs go to the shared queue only, and hosts are contacted only
@@ -102,6 +104,7 @@ impl Frontier {
             pending: Vec::new(),
             pending_at: HashMap::new(),
             with_unsaved: HashSet::new(),
+            with_saved: HashSet::new(),
             per_host: per_host.max(1),
             queue_cap: MAX_QUEUED_PER_HOST,
             shared: false,
@@ -445,7 +448,9 @@ impl Frontier {
     /// Takes the new URLs to save in the next batch. Call [`Frontier::saved`] once it is.
     pub fn drain_pending(&mut self) -> Vec<NewUrl> {
         self.pending_at.clear();
-        std::mem::take(&mut self.pending)
+        let pending = std::mem::take(&mut self.pending);
+        self.with_saved.extend(pending.iter().map(|u| u.host));
+        pending
     }
 
     /// The batch holding the drained URLs and these settled rows (`(host, seq)`) was saved.
@@ -453,6 +458,12 @@ impl Frontier {
         for id in self.with_unsaved.drain() {
             if let Some(h) = self.hosts.get_mut(&id) {
                 h.unsaved.clear();
+            }
+        }
+        // Rows saved may rank before where the last read stopped.
+        for id in self.with_saved.drain() {
+            if let Some(h) = self.hosts.get_mut(&id) {
+                h.reread();
             }
         }
         for (host, seq) in settled {
@@ -633,14 +644,25 @@ impl Frontier {
     }
 
     fn refill<S: QueueStore>(&mut self, store: &S, id: HostId) -> Result<(), S::Error> {
-        let Some(h) = self.hosts.get(&id) else {
+        let Some(h) = self.hosts.get_mut(&id) else {
             return Ok(());
         };
         // Saved rows are ordered by the key they were saved with; a wider read re-ranked by the
-        // current keys lets URLs that gained cash since move up.
+        // current keys lets URLs that gained cash since move up. What is read and not kept
+        // waits in `ahead`, so the next refill reads only what it lacks, after the cursor.
         // A fleet's rows are taken as they are read: only as many as are kept.
-        let window = if self.shared { 1 } else { REFILL_WINDOW };
-        let mut rows = store.next_for_host(id, BUFFER * window, &h.taken)?;
+        let mut rows = if self.shared {
+            store.next_for_host(id, None, BUFFER, &h.taken)?
+        } else {
+            let want = (BUFFER * REFILL_WINDOW).saturating_sub(h.ahead.len());
+            let read = store.next_for_host(id, h.read_to, want, &h.taken)?;
+            if let Some(last) = read.last() {
+                h.read_to = Some((last.priority, last.seq));
+            }
+            let mut rows = std::mem::take(&mut h.ahead);
+            rows.extend(read);
+            rows
+        };
         for q in &mut rows {
             if !q.revisit
                 && let Some(k) = self.cash.key(q.fp)
@@ -649,10 +671,12 @@ impl Frontier {
             }
         }
         rows.sort_by(better);
-        rows.truncate(BUFFER);
         let Some(h) = self.hosts.get_mut(&id) else {
             return Ok(());
         };
+        if rows.len() > BUFFER {
+            h.ahead = rows.split_off(BUFFER);
+        }
         if rows.len() < BUFFER && !h.unsaved.is_empty() {
             h.unsaved.sort_by(better);
             let take = (BUFFER - rows.len()).min(h.unsaved.len());
@@ -739,6 +763,9 @@ impl Frontier {
             if let Some(pos) = h.unsaved.iter().position(|q| q.seq == seq) {
                 h.unsaved.remove(pos);
             }
+            if let Some(pos) = h.ahead.iter().position(|q| q.seq == seq) {
+                h.ahead.remove(pos);
+            }
             h.queued = h.queued.saturating_sub(1);
         }
         h.taken.insert(seq);
@@ -749,6 +776,7 @@ impl Frontier {
         if let Some(h) = self.hosts.get_mut(&id) {
             h.buffer.clear();
             h.unsaved.clear();
+            h.reread();
             h.coop.clear();
             h.queued = 0;
             h.skipped = Some(reason);

@@ -24,11 +24,12 @@ pub trait QueueStore {
     fn hosts(&self) -> Result<Vec<HostRecord>, Self::Error>;
     /// The id of the host with this origin, created if new.
     fn host_id(&self, origin: &str) -> Result<HostId, Self::Error>;
-    /// Up to `limit` queued URLs of a host, best first (priority, then arrival), skipping
-    /// the rows in `exclude`.
+    /// Up to `limit` queued URLs of a host, best first (priority, then arrival), after
+    /// `after` (a priority and row read before) when given, skipping the rows in `exclude`.
     fn next_for_host(
         &self,
         host: HostId,
+        after: Option<(f64, i64)>,
         limit: usize,
         exclude: &HashSet<i64>,
     ) -> Result<Vec<Queued>, Self::Error>;
@@ -60,10 +61,11 @@ impl QueueStore for Store {
     fn next_for_host(
         &self,
         host: HostId,
+        after: Option<(f64, i64)>,
         limit: usize,
         exclude: &HashSet<i64>,
     ) -> Result<Vec<Queued>, StoreError> {
-        Store::next_for_host(self, host, limit, exclude)
+        Store::next_for_host(self, host, after, limit, exclude)
     }
 }
 
@@ -151,14 +153,18 @@ pub(crate) mod memory {
         fn next_for_host(
             &self,
             host: HostId,
+            after: Option<(f64, i64)>,
             limit: usize,
             exclude: &HashSet<i64>,
         ) -> Result<Vec<Queued>, Infallible> {
+            let past = |q: &Queued| {
+                after.is_none_or(|(p, s)| q.priority < p || (q.priority == p && q.seq > s))
+            };
             let mut rows: Vec<Queued> = self
                 .rows
                 .borrow()
                 .iter()
-                .filter(|q| q.host == host && !exclude.contains(&q.seq))
+                .filter(|q| q.host == host && !exclude.contains(&q.seq) && past(q))
                 .cloned()
                 .collect();
             rows.sort_by(|a, b| b.priority.total_cmp(&a.priority).then(a.seq.cmp(&b.seq)));

@@ -157,6 +157,7 @@ impl QueueStore for Taking<'_> {
     fn next_for_host(
         &self,
         host: HostId,
+        _: Option<(f64, i64)>,
         limit: usize,
         _: &HashSet<i64>,
     ) -> Result<Vec<Queued>, FleetError> {

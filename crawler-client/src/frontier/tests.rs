@@ -262,3 +262,59 @@ fn cash_orders_urls_within_a_host_and_hosts_among_those_ready() {
     assert_eq!(page(f.next(&q, now).unwrap()).url, "http://a.com/x");
     assert!((f.cash().total() - 1.0).abs() < 1e-9);
 }
+
+#[test]
+fn refills_from_a_cursor_hand_out_every_url_once_in_order_and_see_what_a_save_adds() {
+    let dir = tempfile::tempdir().unwrap();
+    refills_from_a_cursor(Store::open(dir.path()).unwrap());
+    refills_from_a_cursor(MemoryQueue::default());
+}
+
+fn refills_from_a_cursor<S: Saves>(mut q: S) {
+    let mut f = load(&q, 1);
+    let h = f.host_for(&q, "http://e.com").unwrap();
+    f.robots_known(
+        h,
+        Rules::AllowAll,
+        Instant::now() + Duration::from_secs(3600),
+    );
+    // Many more URLs than one refill reads, all saved: later refills read after a cursor.
+    for i in 0..300 {
+        assert!(f.push(h, format!("http://e.com/{i}"), Fp(i), 1, 0));
+    }
+    save(&mut f, &mut q, &[], vec![]);
+    let mut got = Vec::new();
+    let mut settled = Vec::new();
+    let mut revisit_at = None;
+    for i in 0..301 {
+        let t = Instant::now();
+        let job = page(f.next(&q, t).unwrap());
+        f.finished(h, t);
+        if job.revisit {
+            revisit_at = Some(i);
+        } else {
+            got.push(job.fp.0);
+        }
+        settled.push((h, job.seq));
+        if i == 100 {
+            // A revisit ranks before everything: once saved, the next refill must find it,
+            // although the cursor is past where it sorts.
+            f.push_revisit(h, "http://e.com/0".into(), Fp(0), 0);
+        }
+        if i % 9 == 0 {
+            let done: Vec<i64> = settled.iter().map(|s| s.1).collect();
+            save(&mut f, &mut q, &settled, done);
+            settled.clear();
+        }
+    }
+    assert!(
+        f.next(&q, Instant::now()).unwrap().is_none(),
+        "nothing left"
+    );
+    assert_eq!(got, (0..300).collect::<Vec<u64>>(), "each once, in order");
+    let at = revisit_at.expect("the revisit was handed out");
+    assert!(
+        (101..=126).contains(&at),
+        "handed out at {at}: within a refill of its save"
+    );
+}

@@ -198,33 +198,79 @@ impl Store {
             .map_err(|e| self.err(e))
     }
 
-    /// The next queued URLs of a host, best first, skipping the rows in `exclude`.
+    /// The next queued URLs of a host, best first, after `after` (a priority and row read
+    /// before) when given, skipping the rows in `exclude`.
     pub fn next_for_host(
         &self,
         host: HostId,
+        after: Option<(f64, i64)>,
         limit: usize,
         exclude: &HashSet<i64>,
     ) -> Result<Vec<Queued>, StoreError> {
-        let mut stmt = self
-            .conn
-            .prepare_cached(&format!(
-                "SELECT {QUEUED_COLUMNS} FROM queue WHERE host = ?1 ORDER BY priority DESC, seq LIMIT ?2"
-            ))
-            .map_err(|e| self.err(e))?;
-        let rows = stmt
-            .query_map(params![host, (limit + exclude.len()) as i64], queued)
-            .map_err(|e| self.err(e))?;
         let mut out = Vec::with_capacity(limit);
+        let Some((p, s)) = after else {
+            self.queued_into(
+                &mut out,
+                &format!(
+                    "SELECT {QUEUED_COLUMNS} FROM queue WHERE host = ?1 \
+                     ORDER BY priority DESC, seq LIMIT ?2"
+                ),
+                params![host, (limit + exclude.len()) as i64],
+                limit,
+                exclude,
+            )?;
+            return Ok(out);
+        };
+        // Two seeks rather than one range with an OR: many URLs share a priority (the links
+        // of one page share its cash), and the OR walked all the rows of the cursor's priority
+        // before it, at every refill.
+        self.queued_into(
+            &mut out,
+            &format!(
+                "SELECT {QUEUED_COLUMNS} FROM queue WHERE host = ?1 AND priority = ?3 \
+                 AND seq > ?4 ORDER BY seq LIMIT ?2"
+            ),
+            params![host, (limit + exclude.len()) as i64, p, s],
+            limit,
+            exclude,
+        )?;
+        if out.len() < limit {
+            self.queued_into(
+                &mut out,
+                &format!(
+                    "SELECT {QUEUED_COLUMNS} FROM queue WHERE host = ?1 AND priority < ?3 \
+                     ORDER BY priority DESC, seq LIMIT ?2"
+                ),
+                params![host, (limit + exclude.len()) as i64, p],
+                limit,
+                exclude,
+            )?;
+        }
+        Ok(out)
+    }
+
+    /// Appends the rows `sql` selects to `out`, skipping those in `exclude`, until it holds
+    /// `limit`.
+    fn queued_into(
+        &self,
+        out: &mut Vec<Queued>,
+        sql: &str,
+        params: impl rusqlite::Params,
+        limit: usize,
+        exclude: &HashSet<i64>,
+    ) -> Result<(), StoreError> {
+        let mut stmt = self.conn.prepare_cached(sql).map_err(|e| self.err(e))?;
+        let rows = stmt.query_map(params, queued).map_err(|e| self.err(e))?;
         for row in rows {
+            if out.len() >= limit {
+                break;
+            }
             let q = row.map_err(|e| self.err(e))?;
             if !exclude.contains(&q.seq) {
                 out.push(q);
-                if out.len() >= limit {
-                    break;
-                }
             }
         }
-        Ok(out)
+        Ok(())
     }
 
     /// Every queued row of a host (to match archived records to their rows after a crash).
@@ -292,6 +338,51 @@ mod tests {
     }
 
     #[test]
+    fn reads_after_a_cursor_continue_the_order_of_one_read_from_the_top() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Store::open(dir.path()).unwrap();
+        let h = s.host_id("http://e.com").unwrap();
+        let other = s.host_id("http://o.com").unwrap();
+        // Runs of equal priority, as the links of one page have, and another host between.
+        let mut new_urls = Vec::new();
+        for seq in 1..=60i64 {
+            let (host, origin) = if seq % 7 == 0 {
+                (other, "http://o.com")
+            } else {
+                (h, "http://e.com")
+            };
+            let mut u = new_url(seq, host, &format!("{origin}/{seq}"));
+            u.priority = [0.5, 0.25, 0.25, 0.125, 0.25][seq as usize % 5];
+            new_urls.push(u);
+        }
+        s.commit(&Batch {
+            new_urls,
+            ..Default::default()
+        })
+        .unwrap();
+        let none = HashSet::new();
+        let all = s.next_for_host(h, None, 100, &none).unwrap();
+        assert_eq!(all.len(), 52);
+        assert!(all.iter().all(|q| q.host == h));
+        let mut walked = Vec::new();
+        let mut after = None;
+        loop {
+            let part = s.next_for_host(h, after, 5, &none).unwrap();
+            let Some(last) = part.last() else { break };
+            after = Some((last.priority, last.seq));
+            walked.extend(part);
+        }
+        assert_eq!(
+            walked, all,
+            "five at a time from a cursor, the same rows in the same order"
+        );
+        let skip: HashSet<i64> = all.iter().skip(3).take(4).map(|q| q.seq).collect();
+        let from = Some((all[2].priority, all[2].seq));
+        let next = s.next_for_host(h, from, 2, &skip).unwrap();
+        assert_eq!(next, all[7..9], "rows excluded are passed over");
+    }
+
+    #[test]
     fn a_url_queued_and_done_in_one_batch_leaves_no_row() {
         let dir = tempfile::tempdir().unwrap();
         let mut s = Store::open(dir.path()).unwrap();
@@ -314,7 +405,7 @@ mod tests {
             ..Default::default()
         };
         s.commit(&batch).unwrap();
-        let rows = s.next_for_host(h, 10, &HashSet::new()).unwrap();
+        let rows = s.next_for_host(h, None, 10, &HashSet::new()).unwrap();
         assert_eq!(rows.len(), 1, "a is done");
         assert_eq!((rows[0].url.as_str(), rows[0].fp), ("http://e.com/b", b.fp));
         assert_eq!(s.queued_of_host(h).unwrap(), rows);
