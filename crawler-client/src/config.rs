@@ -538,7 +538,7 @@ pub enum ConfigError {
 }
 
 /// One fetching thread per core but one: the scheduler thread and, on a crawl of a local
-/// site, the web server need the rest. On 2 cores a second fetching thread cost 15% more CPU
+/// site, the web server need the rest. On 2 cores a second fetching thread cost 12% more CPU
 /// per page and no speed (docs/ARCHITECTURE.md).
 fn default_fetch_threads() -> usize {
     std::thread::available_parallelism()
