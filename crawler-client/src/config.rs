@@ -537,6 +537,9 @@ pub enum ConfigError {
     Console(#[from] crate::console::ConsoleError),
 }
 
+/// The most fetching threads a crawl may ask for.
+const MAX_FETCH_THREADS: usize = 256;
+
 /// One fetching thread per core but one: the scheduler thread and, on a crawl of a local
 /// site, the web server need the rest. On 2 cores a second fetching thread cost 12% more CPU
 /// per page and no speed (docs/ARCHITECTURE.md).
@@ -645,6 +648,12 @@ fn settings_from(args: &CrawlArgs, file: FileConfig) -> Result<Settings, ConfigE
             "--per-host-connections and --concurrency must be at least 1",
         ));
     }
+    let fetch_threads = file.fetch_threads.unwrap_or_else(default_fetch_threads);
+    if !(1..=MAX_FETCH_THREADS).contains(&fetch_threads) {
+        return Err(out_of_range(format!(
+            "fetch_threads must be 1 to {MAX_FETCH_THREADS}, not {fetch_threads}"
+        )));
+    }
     if args.refresh && args.frontier.is_some() {
         return Err(out_of_range(
             "--refresh (one pass over a crawl directory's pages) is not for a fleet: use \
@@ -698,10 +707,7 @@ fn settings_from(args: &CrawlArgs, file: FileConfig) -> Result<Settings, ConfigE
         commit_interval: secs("commit_interval", file.commit_interval.unwrap_or(1.0))?,
         conditional: file.conditional.unwrap_or(true),
         commit_results: file.commit_results.unwrap_or(2000).max(1),
-        fetch_threads: file
-            .fetch_threads
-            .unwrap_or_else(default_fetch_threads)
-            .clamp(1, 256),
+        fetch_threads,
         resolve: resolve(args, &file)?,
         metrics: args.metrics.or(file.metrics),
         console: console(args, &file)?,
@@ -1014,5 +1020,23 @@ mod tests {
         let cfg = dir.path().join("bad.toml");
         std::fs::write(&cfg, "delay_minimum = 3\n").unwrap();
         assert!(with(&|a| a.config = Some(cfg.clone())).contains("unknown field `delay_minimum`"));
+        for (bad, says) in [
+            (
+                "fetch_threads = 0\n",
+                "fetch_threads must be 1 to 256, not 0",
+            ),
+            ("fetch_threads = 100000\n", "not 100000"),
+            ("fetch_threads = -1\n", "fetch_threads"),
+            ("fetch_threads = \"many\"\n", "fetch_threads"),
+            ("fetch_threads = 99999999999999999999999\n", "fetch_threads"),
+        ] {
+            std::fs::write(&cfg, bad).unwrap();
+            let e = with(&|a| a.config = Some(cfg.clone()));
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+        std::fs::write(&cfg, "fetch_threads = 3\n").unwrap();
+        let mut a = base.clone();
+        a.config = Some(cfg.clone());
+        assert_eq!(settings(&a).unwrap().fetch_threads, 3);
     }
 }

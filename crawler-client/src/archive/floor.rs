@@ -87,6 +87,15 @@ fn one_page(url: &Url, http: &warc::HttpMessage, level: u32) -> u64 {
 /// Sends every whole 2xx page response archived in the crawl `out` through the per-page
 /// library calls, at WARC gzip `level`, timing only the calls.
 pub fn floor(out: &Path, level: u32) -> io::Result<Floor> {
+    calls(out, level, |_, _| {})
+}
+
+/// [`floor`], calling `each` with every page sent through the calls, outside the timing.
+fn calls(
+    out: &Path,
+    level: u32,
+    mut each: impl FnMut(&Url, &warc::HttpMessage),
+) -> io::Result<Floor> {
     let mut f = Floor::default();
     each_page(out, |url, http| {
         let start = thread_cpu();
@@ -94,6 +103,7 @@ pub fn floor(out: &Path, level: u32) -> io::Result<Floor> {
         f.cpu += thread_cpu().saturating_sub(start);
         f.pages += 1;
         f.received += http.body.len() as u64;
+        each(url, http);
     })?;
     Ok(f)
 }
@@ -103,9 +113,8 @@ pub fn floor(out: &Path, level: u32) -> io::Result<Floor> {
 /// the fetches (request, response, HTTP decoding, body collection). The site must still be
 /// serving the same pages.
 pub fn with_http(out: &Path, level: u32) -> io::Result<Floor> {
-    let mut f = floor(out, level)?;
     let mut pages = Vec::new();
-    each_page(out, |url, http| {
+    let mut f = calls(out, level, |url, http| {
         pages.push((url.clone(), warc::digest(&http.body)))
     })?;
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -210,5 +219,70 @@ mod tests {
         assert_eq!(f.decoded, 2 * page.len() as u64, "the gzip'd page decoded");
         assert_eq!(f.received, (page.len() + gz.len()) as u64);
         assert!(f.ms_per_page() >= 0.0);
+    }
+
+    #[test]
+    fn fetching_again_times_the_exchange_and_counts_pages_that_changed() {
+        use std::io::{BufRead, BufReader, Write};
+        // A loopback server answering /same with the body archived and /moved with another,
+        // on kept-alive connections.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut out = stream;
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                        break;
+                    }
+                    let body: &[u8] = if line.contains("/same") {
+                        b"<p>same</p>"
+                    } else {
+                        b"<p>new</p>"
+                    };
+                    while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
+                        line.clear();
+                    }
+                    let head = format!(
+                        "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\n\r\n",
+                        body.len()
+                    );
+                    if out
+                        .write_all(head.as_bytes())
+                        .and_then(|()| out.write_all(body))
+                        .is_err()
+                    {
+                        break;
+                    }
+                }
+            }
+        });
+        let dir = tempfile::tempdir().unwrap();
+        let mut w =
+            warc::WarcWriter::new(&dir.path().join("warc"), "webcoop", 1 << 30, "bot", 6).unwrap();
+        let head = "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n";
+        for (path, body) in [("same", &b"<p>same</p>"[..]), ("moved", b"<p>old</p>")] {
+            let uri = format!("http://127.0.0.1:{port}/{path}");
+            let r = warc::response(
+                &warc::Exchange {
+                    uri: &uri,
+                    at: chrono::Utc::now(),
+                    ip: None,
+                    http_head: head,
+                    body,
+                    payload_digest: &warc::digest(body),
+                    truncated: false,
+                },
+                6,
+            );
+            w.append(&r).unwrap();
+        }
+        w.sync().unwrap();
+        let f = with_http(dir.path(), 6).unwrap();
+        assert_eq!((f.pages, f.differed), (2, 1), "the moved page differed");
+        assert!(f.http > Duration::ZERO, "the fetches were timed");
+        assert!(f.ms_per_page() >= f.http_ms_per_page());
     }
 }
