@@ -790,3 +790,76 @@ fn politeness_keyed_by_address_paces_every_host_of_one_server_together() {
         .count();
     assert!(close > 3, "hosts kept apart: {close} close pairs");
 }
+
+/// The most requests of `log` the server was serving at once.
+fn most_at_once(log: &[testweb::Logged]) -> usize {
+    let mut events: Vec<(Instant, i32)> = Vec::new();
+    for r in log {
+        events.push((r.arrived, 1));
+        events.push((r.answered.unwrap_or_else(Instant::now), -1));
+    }
+    // An answer and an arrival at the same instant: the answer first.
+    events.sort();
+    let (mut now, mut most) = (0i32, 0i32);
+    for (_, d) in events {
+        now += d;
+        most = most.max(now);
+    }
+    most as usize
+}
+
+#[test]
+fn a_host_without_delay_gets_requests_back_to_back_within_its_connections_and_a_429_stops_them() {
+    let spec = HostSpec::new("ahead.test", 150)
+        .latency(Duration::from_millis(10))
+        .with_features();
+    let web = TestWeb::start(vec![spec.clone()]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("ahead");
+    let seed = format!("{}/", web.origin("ahead.test"));
+    let args = [
+        "--delay-min",
+        "0",
+        "--delay-factor",
+        "0",
+        "--per-host-connections",
+        "2",
+        "--seeds",
+        seed.as_str(),
+    ];
+    crawl(&web, &out, QUICK, &args);
+    let log = web.log();
+    let counts = web.answered_counts();
+    for path in spec.generated_paths() {
+        if path.starts_with("/private/") {
+            continue;
+        }
+        assert_eq!(
+            counts.get(&("ahead.test".to_string(), path.clone())),
+            Some(&1),
+            "{path} fetched once"
+        );
+    }
+    // Requests waiting ahead start as others end: never more than two at once, and two
+    // most of the time.
+    assert_eq!(most_at_once(&log), 2, "two connections");
+    // A 429 halts what waited behind it: no more than what the connections held may
+    // arrive before its Retry-After, and the page itself comes after it.
+    let busy: Vec<&testweb::Logged> = log.iter().filter(|r| r.target == "/busy.html").collect();
+    assert_eq!(
+        busy.iter().map(|r| r.status).collect::<Vec<_>>(),
+        [429, 200]
+    );
+    let answered = busy[0].answered.unwrap();
+    let until = answered + Duration::from_secs(2);
+    let meanwhile: Vec<&str> = log
+        .iter()
+        .filter(|r| r.arrived > answered && r.arrived < until)
+        .map(|r| r.target.as_str())
+        .collect();
+    assert!(
+        meanwhile.len() <= 2,
+        "arrived during the Retry-After: {meanwhile:?}"
+    );
+    assert!(busy[1].arrived >= until, "Retry-After: 2 honoured");
+}

@@ -70,6 +70,8 @@ pub struct HostSpec {
     pub farm: Option<Farm>,
     /// A sitemap of `/` and the generated pages.
     pub sitemap: Option<Sitemap>,
+    /// How long each generated page takes to answer.
+    pub latency: Duration,
 }
 
 /// Pages with many links each, to fill a frontier.
@@ -96,7 +98,14 @@ impl HostSpec {
             features: false,
             farm: None,
             sitemap: None,
+            latency: Duration::ZERO,
         }
+    }
+
+    /// Each generated page takes this long to answer.
+    pub fn latency(mut self, latency: Duration) -> HostSpec {
+        self.latency = latency;
+        self
     }
 
     /// Publishes a sitemap.
@@ -144,6 +153,8 @@ pub struct Logged {
     /// Status sent; 0 while not answered (held at the gate, still sleeping, or the client
     /// went away first).
     pub status: u16,
+    /// When the response was ready to send.
+    pub answered: Option<Instant>,
     /// `If-None-Match` sent.
     pub if_none_match: Option<String>,
     /// `If-Modified-Since` sent.
@@ -411,6 +422,7 @@ async fn handle(s: Arc<State>, req: Request<Body>) -> Response<Body> {
         target,
         arrived,
         status: 0,
+        answered: None,
         if_none_match: header_str(&headers, header::IF_NONE_MATCH),
         if_modified_since: header_str(&headers, header::IF_MODIFIED_SINCE),
         user_agent: header_str(&headers, header::USER_AGENT),
@@ -433,6 +445,7 @@ async fn handle(s: Arc<State>, req: Request<Body>) -> Response<Body> {
         && let Some(e) = log.get_mut(index)
     {
         e.status = response.status().as_u16();
+        e.answered = Some(Instant::now());
     }
     response
 }
@@ -574,6 +587,9 @@ async fn respond(
             .ok()
     };
     if let Some(i) = number("/p/").filter(|i| *i < spec.pages) {
+        if !spec.latency.is_zero() {
+            tokio::time::sleep(spec.latency).await;
+        }
         let mut links: Vec<String> = (1..=spec.fanout)
             .map(|k| spec.fanout * i + k)
             .filter(|c| *c < spec.pages)

@@ -5,13 +5,14 @@
 use super::CoopJob;
 use crate::archive::warc;
 use crate::coop::MetaKind;
+use crate::fetch::lane::{self, Lane, Ticket};
+use crate::fetch::outbox::Outbox;
 use crate::fetch::outcome::{Context, CoopFetched, DeltaUse, Fetched, Outcome, RecordSlot, Source};
-use crate::fetch::tasks;
+use crate::fetch::tasks::{self, give_back};
 use crate::fetch::{self, FetchError, FetchLimits, FetchRequest, FetchResponse};
 use crate::ids::HostId;
 use crate::state::{KnownPage, Queued};
 use std::sync::Arc;
-use std::sync::mpsc::Sender;
 use std::time::{Duration, Instant};
 use url::Url;
 use webcoop_protocol::delta::dcz;
@@ -35,7 +36,7 @@ fn decoded_max(kind: MetaKind) -> usize {
 const HUB_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Makes a cooperation request and sends the outcome.
-pub(crate) async fn run(ctx: Arc<Context>, host: HostId, job: CoopJob, tx: Sender<Outcome>) {
+pub(crate) async fn run(ctx: Arc<Context>, host: HostId, job: CoopJob, tx: Outbox) {
     let start = Instant::now();
     let result = match &job {
         CoopJob::Fetch {
@@ -46,7 +47,7 @@ pub(crate) async fn run(ctx: Arc<Context>, host: HostId, job: CoopJob, tx: Sende
         } => fetch_meta(&ctx, *kind, url, etag.clone(), last_modified.clone()).await,
         CoopJob::Hub { hub, form, .. } => post_hub(&ctx, hub, form).await,
     };
-    let _ = tx.send(Outcome::Coop {
+    tx.send(Outcome::Coop {
         host,
         job,
         result,
@@ -303,8 +304,12 @@ pub(crate) async fn page_delta(
     page: Url,
     known: KnownPage,
     plan: DeltaPlan,
-    tx: Sender<Outcome>,
+    (lane, ticket): (Arc<Lane>, Ticket),
+    tx: Outbox,
 ) {
+    let Some(permit) = lane.turn(ticket).await else {
+        return give_back(&lane, job, &tx);
+    };
     let start = Instant::now();
     let held = held_version(&ctx, &known).await;
     let attempt = match held {
@@ -327,9 +332,14 @@ pub(crate) async fn page_delta(
             )
         }
     };
+    if lane::slows_down(result.as_ref().ok().map(|r| r.status)) {
+        lane.halt();
+    }
+    drop(permit);
     let result =
         result.map(|resp| Box::new(examined(&ctx, &resp, job.depth, &known, how, derivation)));
-    let _ = tx.send(Outcome::Page {
+    lane.leave();
+    tx.send(Outcome::Page {
         job,
         result,
         elapsed: start.elapsed(),
@@ -345,7 +355,7 @@ pub(crate) async fn page_inline(
     page: Url,
     known: KnownPage,
     plan: DeltaPlan,
-    tx: Sender<Outcome>,
+    tx: Outbox,
 ) -> Result<(), DeltaError> {
     let Some((base, delta)) = &plan.inline else {
         return Err(DeltaError::NoInline);
@@ -406,7 +416,7 @@ pub(crate) async fn page_inline(
         DeltaUse::Pushed,
         Some(derivation),
     );
-    let _ = tx.send(Outcome::Page {
+    tx.send(Outcome::Page {
         job,
         result: Ok(Box::new(f)),
         elapsed: Duration::ZERO,

@@ -125,16 +125,27 @@ impl Engine {
             serde_json::to_string(&a).unwrap_or_default()
         );
         match &a {
-            Action::Pause | Action::Resume => {}
+            Action::Pause => self.halt_lanes(),
+            Action::Resume => {}
             Action::AddSeeds { urls } => {
                 let urls: Vec<Url> = urls.iter().filter_map(|u| Url::parse(u).ok()).collect();
                 self.add_seeds(&urls)?;
             }
-            Action::Block { host } => self.frontier.set_blocked(host, true),
+            Action::Block { host } => {
+                self.frontier.set_blocked(host, true);
+                if let Some(id) = self.frontier.id_of(host) {
+                    self.slow_lane(id);
+                }
+            }
             Action::Unblock { host } => self.frontier.set_blocked(host, false),
             Action::SetDelay { host, seconds } => {
                 let d = seconds.map(Duration::from_secs_f64);
                 self.frontier.set_delay(host, d);
+                if let Some(id) = self.frontier.id_of(host)
+                    && d.is_some()
+                {
+                    self.slow_lane(id);
+                }
                 if let Some(id) = self.frontier.id_of(host)
                     && let Some(d) = d
                     && let Some(h) = self.frontier.host_mut(id)

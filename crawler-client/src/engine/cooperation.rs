@@ -92,7 +92,7 @@ impl Engine {
                     crate::coop::requests::page_inline(ctx, job, page, d.known, d.plan, tx).await;
                 if let Err(why) = result {
                     let why = why.to_string();
-                    let _ = fallback.send(Outcome::InlineFailed { host, fp, url, why });
+                    fallback.send(Outcome::InlineFailed { host, fp, url, why });
                 }
             });
         }

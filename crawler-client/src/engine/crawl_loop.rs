@@ -13,7 +13,6 @@ use crate::progress::{Progress, Snapshot};
 use crate::refresh::schedule::Schedule;
 use crate::state::{self, PageRecord, Queued};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 use url::Url;
 
@@ -39,6 +38,7 @@ impl Engine {
             deadline: self.s.run_for.map(|d| Instant::now() + d),
             gauges_at: Instant::now(),
         };
+        let mut arrived = Vec::new();
         loop {
             let time_up = pace.deadline.is_some_and(|d| Instant::now() >= d);
             if pace.stop_seen.is_none() {
@@ -47,6 +47,7 @@ impl Engine {
             }
             if (stop.load(Ordering::Relaxed) || time_up) && pace.stop_seen.is_none() {
                 pace.stop_seen = Some(Instant::now());
+                self.halt_lanes();
                 tracing::info!(
                     "stopping: waiting for {} requests under way",
                     self.in_flight
@@ -80,15 +81,14 @@ impl Engine {
             }
             let now = Instant::now();
             let wake = self.wake_at(&pace, progress.next_due(), now);
-            match self.rx.recv_timeout(wake.saturating_duration_since(now)) {
-                Ok(outcome) => {
-                    self.handle(outcome)?;
-                    while let Ok(more) = self.rx.try_recv() {
-                        self.handle(more)?;
-                    }
-                }
-                Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => break,
+            if !self
+                .rx
+                .wait(wake.saturating_duration_since(now), &mut arrived)
+            {
+                break;
+            }
+            for outcome in arrived.drain(..) {
+                self.handle(outcome)?;
             }
             self.warc
                 .write_if_due()
@@ -134,7 +134,7 @@ impl Engine {
         }
         if pace.stop_seen.is_none()
             && !self.paused()
-            && self.in_flight < self.s.concurrency
+            && self.under_way() < self.s.concurrency
             && !self.budget_spent()
             && let Some(t) = self.frontier.next_wakeup()
         {
@@ -211,13 +211,19 @@ impl Engine {
         s
     }
 
+    /// Requests under way: those handed out, less those waiting on the fetching side for a
+    /// connection of their host.
+    fn under_way(&self) -> usize {
+        self.in_flight.saturating_sub(self.frontier.surplus())
+    }
+
     /// Starts requests while there is room and a host whose time has come.
     fn dispatch(&mut self) -> Result<(), CrawlError> {
         self.fleet_step(Instant::now())?;
         // After the fleet's step, which may have waited out a pause of Redis: a lease is
         // judged by the time it is used at.
         let now = Instant::now();
-        while self.in_flight < self.s.concurrency && !self.budget_spent() {
+        while self.under_way() < self.s.concurrency && !self.budget_spent() {
             let next = match self.fleet.as_mut() {
                 None => self.frontier.next(&self.store, now)?,
                 Some(f) => self.frontier.next(&Taking::new(f.shared_mut()), now)?,
@@ -307,23 +313,27 @@ impl Engine {
         if let Some(known) = known.clone().filter(|k| k.content.is_some())
             && let Some(plan) = self.coop.delta_plan(job.fp)
         {
+            let lane = self.lane(job.host);
             self.rt.spawn(crate::coop::requests::page_delta(
                 self.ctx.clone(),
                 job,
                 url,
                 known,
                 plan,
+                lane,
                 self.tx.clone(),
             ));
             return Ok(());
         }
         let conditional = self.ctx.conditional && !self.coop.announced_change(job.fp);
+        let lane = self.lane(job.host);
         self.rt.spawn(tasks::page(
             self.ctx.clone(),
             job,
             url,
             known,
             conditional,
+            lane,
             self.tx.clone(),
         ));
         Ok(())

@@ -194,6 +194,7 @@ impl Engine {
     /// server's lease given back.
     pub(super) fn request_ended(&mut self, host: HostId, not_before: Instant) {
         self.frontier.finished(host, not_before);
+        self.pace_lane(host, not_before);
         if let Some(fleet) = self.fleet.as_mut()
             && let Some((ip, token)) = fleet.server_leases.get_mut(&host).and_then(Vec::pop)
         {

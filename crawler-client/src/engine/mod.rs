@@ -19,6 +19,7 @@ mod cooperation;
 mod crawl_log;
 mod crawl_loop;
 mod fleet;
+mod lanes;
 mod open;
 mod outcomes;
 mod record;
@@ -30,7 +31,9 @@ mod tests;
 use crate::archive::warc::WarcWriter;
 use crate::config::Settings;
 use crate::coop::CoopState;
-use crate::fetch::outcome::{Context, Outcome};
+use crate::fetch::lane::Lane;
+use crate::fetch::outbox::{Inbox, Outbox};
+use crate::fetch::outcome::Context;
 use crate::frontier::Frontier;
 use crate::ids::HostId;
 use crate::metrics::CrawlMetrics;
@@ -42,7 +45,6 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-use std::sync::mpsc::{Receiver, Sender};
 use std::time::{Duration, Instant};
 use url::Url;
 
@@ -163,8 +165,10 @@ struct Engine {
     store: Store,
     frontier: Frontier,
     warc: WarcWriter,
-    tx: Sender<Outcome>,
-    rx: Receiver<Outcome>,
+    tx: Outbox,
+    rx: Inbox,
+    /// Each host's page requests on the fetching side, while it has any.
+    lanes: HashMap<HostId, Arc<Lane>>,
     unsaved: Unsaved,
     /// Every content digest held, to find duplicates.
     digests: HashSet<u64>,

@@ -10,8 +10,9 @@ use crate::clock::now_ms;
 use crate::config::Settings;
 use crate::coop::callback::{CallbackServer, Report as CallbackReport};
 use crate::coop::{CoopMode, CoopState};
-use crate::fetch;
+use crate::fetch::outbox::Outbox;
 use crate::fetch::outcome::{Context, Outcome};
+use crate::fetch::{self, outbox};
 use crate::frontier::politeness::Politeness;
 use crate::frontier::robots::{self, Rules};
 use crate::frontier::servers::PolitenessKey;
@@ -19,10 +20,9 @@ use crate::frontier::{Frontier, RobotsState};
 use crate::metrics::{self, CrawlMetrics};
 use crate::refresh::schedule::{Schedule, Tracked};
 use crate::state::{HostRecord, Store};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::path::Path;
-use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use url::Url;
@@ -167,7 +167,7 @@ fn serve_metrics(
 fn callback_server(
     rt: &tokio::runtime::Runtime,
     s: &Settings,
-    tx: &Sender<Outcome>,
+    tx: &Outbox,
 ) -> Result<Option<CallbackServer>, CrawlError> {
     let Some((listen, public)) = s.callback.clone().filter(|_| s.coop.mode == CoopMode::Push)
     else {
@@ -176,8 +176,7 @@ fn callback_server(
     let tx = Mutex::new(tx.clone());
     let report: CallbackReport = Arc::new(move |e| {
         if let Ok(tx) = tx.lock() {
-            // A closed channel means the loop has ended: nothing is left to tell.
-            let _ = tx.send(Outcome::Callback(e));
+            tx.send(Outcome::Callback(e));
         }
     });
     let server = rt
@@ -237,7 +236,7 @@ impl Engine {
         let metrics = Arc::new(CrawlMetrics::default());
         let metrics_addr = serve_metrics(&rt, s.metrics, &metrics)?;
         let log = CrawlLog::open(&s.out.join("crawl.log"))?;
-        let (tx, rx) = mpsc::channel();
+        let (tx, rx) = outbox::channel();
         let policy = LinkPolicy::new(s.scope.clone(), &seeds, s.limits);
         let mut digests = HashSet::new();
         store.load_digests(&mut digests)?;
@@ -262,6 +261,7 @@ impl Engine {
             warc,
             tx,
             rx,
+            lanes: HashMap::new(),
             unsaved: Unsaved::default(),
             digests,
             in_flight: 0,

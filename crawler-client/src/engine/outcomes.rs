@@ -37,6 +37,10 @@ impl Engine {
                 result,
                 elapsed,
             } => self.handle_coop(host, job, result, elapsed),
+            Outcome::Returned { job } => {
+                self.page_returned(job);
+                Ok(())
+            }
             Outcome::Resolved { host, ip } => {
                 self.in_flight = self.in_flight.saturating_sub(1);
                 match ip {

@@ -3,6 +3,8 @@
 //! transfer speed. The body is kept as it came (content-coded), for the archive, and decoded
 //! separately for parsing.
 
+pub(crate) mod lane;
+pub(crate) mod outbox;
 pub(crate) mod outcome;
 pub(crate) mod tasks;
 

@@ -118,6 +118,11 @@ pub(crate) enum Outcome {
         /// How long it took.
         elapsed: Duration,
     },
+    /// A page request came back unfetched: its host's lane was halted before its turn.
+    Returned {
+        /// The queue row.
+        job: Queued,
+    },
     /// A host's address was looked up (politeness keyed by address).
     Resolved {
         /// Host id.

@@ -4,13 +4,14 @@
 use crate::analyze::scope::LinkPolicy;
 use crate::analyze::{self, Received};
 use crate::archive::warc::{self, RevisitProfile};
+use crate::fetch::lane::{self, Lane, Ticket};
+use crate::fetch::outbox::Outbox;
 use crate::fetch::outcome::{Context, Fetched, Outcome, RecordSlot, RobotsFetched, Source};
 use crate::fetch::{self, FetchError, FetchLimits, FetchRequest, FetchResponse};
 use crate::frontier::robots;
 use crate::ids::HostId;
 use crate::state::{KnownPage, Queued};
 use std::sync::Arc;
-use std::sync::mpsc::Sender;
 use std::time::Instant;
 use url::Url;
 
@@ -98,16 +99,20 @@ pub(crate) fn examine(
     }
 }
 
-/// Fetches and examines a page, and sends the outcome; `conditional` sends the held copy's
-/// validators.
+/// Fetches and examines a page when its turn in the host's lane comes, and sends the
+/// outcome; `conditional` sends the held copy's validators.
 pub(crate) async fn page(
     ctx: Arc<Context>,
     job: Queued,
     url: Url,
     known: Option<KnownPage>,
     conditional: bool,
-    tx: Sender<Outcome>,
+    (lane, ticket): (Arc<Lane>, Ticket),
+    tx: Outbox,
 ) {
+    let Some(permit) = lane.turn(ticket).await else {
+        return give_back(&lane, job, &tx);
+    };
     let start = Instant::now();
     let held = known.as_ref().filter(|_| conditional);
     let request = FetchRequest {
@@ -116,7 +121,15 @@ pub(crate) async fn page(
         last_modified: held.and_then(|k| k.last_modified.clone()),
         headers: Vec::new(),
     };
-    let result = match fetch::fetch(&ctx.client, &request, &ctx.limits).await {
+    let fetched = fetch::fetch(&ctx.client, &request, &ctx.limits).await;
+    let slow_down = lane::slows_down(fetched.as_ref().ok().map(|r| r.status));
+    if slow_down {
+        lane.halt();
+    }
+    // The connection is free once the body is in: the next request may start.
+    drop(permit);
+    let elapsed = start.elapsed();
+    let result = match fetched {
         Err(e) => Err(e),
         Ok(resp) => {
             let depth = job.depth;
@@ -141,13 +154,24 @@ pub(crate) async fn page(
             }
         }
     };
-    // The scheduler may be gone (the crawl was stopped): nothing to do then.
-    let _ = tx.send(Outcome::Page {
+    let outcome = Outcome::Page {
         job,
         result,
-        elapsed: start.elapsed(),
+        elapsed,
         source: Source::Request,
-    });
+    };
+    // The scheduler hears at once of a response that changes the host's pace.
+    if lane.leave() || slow_down {
+        tx.send(outcome);
+    } else {
+        tx.send_quietly(outcome);
+    }
+}
+
+/// A request whose lane was halted before its turn goes back to the scheduler unfetched.
+pub(crate) fn give_back(lane: &Lane, job: Queued, tx: &Outbox) {
+    lane.leave();
+    tx.send(Outcome::Returned { job });
 }
 
 /// The robots.txt outcome of a final response.
@@ -185,7 +209,7 @@ pub(crate) fn archived(resp: &FetchResponse, level: u32) -> warc::Record {
 
 /// Looks up a host's address (for politeness keyed by address): a `--resolve` address first,
 /// else the system's resolver. Sends the first address, or none.
-pub(crate) async fn resolve(ctx: Arc<Context>, host: HostId, origin: String, tx: Sender<Outcome>) {
+pub(crate) async fn resolve(ctx: Arc<Context>, host: HostId, origin: String, tx: Outbox) {
     let ip = match Url::parse(&origin) {
         Ok(url) => {
             let name = url.host_str().unwrap_or_default().to_ascii_lowercase();
@@ -205,16 +229,16 @@ pub(crate) async fn resolve(ctx: Arc<Context>, host: HostId, origin: String, tx:
         }
         Err(_) => None,
     };
-    let _ = tx.send(Outcome::Resolved { host, ip });
+    tx.send(Outcome::Resolved { host, ip });
 }
 
 /// Fetches a host's robots.txt, following up to five redirects, and sends the outcome.
-pub(crate) async fn robots(ctx: Arc<Context>, host: HostId, origin: String, tx: Sender<Outcome>) {
+pub(crate) async fn robots(ctx: Arc<Context>, host: HostId, origin: String, tx: Outbox) {
     let start = Instant::now();
     let mut url = match Url::parse(&origin).and_then(|o| o.join("/robots.txt")) {
         Ok(u) => u,
         Err(e) => {
-            let _ = tx.send(Outcome::Robots {
+            tx.send(Outcome::Robots {
                 host,
                 result: Err(fetch::FetchError::Other(format!(
                     "bad origin {origin}: {e}"
@@ -254,7 +278,7 @@ pub(crate) async fn robots(ctx: Arc<Context>, host: HostId, origin: String, tx: 
             }
         }
     };
-    let _ = tx.send(Outcome::Robots {
+    tx.send(Outcome::Robots {
         host,
         result,
         elapsed: start.elapsed(),

@@ -40,8 +40,11 @@ pub struct Host {
     /// Where the last read from the store stopped (priority, row): the rows before it are
     /// in `buffer`, `ahead` or `taken`, until a saved batch adds rows to the store.
     pub(super) read_to: Option<(f64, i64)>,
-    /// Requests under way.
+    /// Requests under way (or waiting on the fetching side).
     pub in_flight: usize,
+    /// Requests it may be handed beyond its connections, to wait on the fetching side: only
+    /// while its delay is zero.
+    pub(super) lookahead: usize,
     /// Earliest time of the next request.
     pub next_allowed: Instant,
     /// robots.txt.
@@ -78,6 +81,7 @@ impl Host {
             ahead: Vec::new(),
             read_to: None,
             in_flight: 0,
+            lookahead: 0,
             next_allowed: now,
             robots: RobotsState::Unknown,
             failures: 0,

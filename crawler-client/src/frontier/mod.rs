@@ -42,6 +42,14 @@ const REVISIT_PRIORITY: f64 = 1e300;
 /// Most URLs queued for one host (at 48 bytes each in memory, about 48 MB).
 pub const MAX_QUEUED_PER_HOST: u64 = 1_000_000;
 
+/// A request of `h` is no longer under way: one fewer beyond its connections if it had more.
+fn land(h: &mut Host, per_host: usize, surplus: &mut usize) {
+    if h.in_flight > per_host {
+        *surplus = surplus.saturating_sub(1);
+    }
+    h.in_flight = h.in_flight.saturating_sub(1);
+}
+
 /// Best first: higher priority, then earlier arrival.
 fn better(a: &Queued, b: &Queued) -> Ordering {
     b.priority
@@ -64,6 +72,9 @@ pub struct Frontier {
     /// Hosts with rows in the batch being saved.
     with_saved: HashSet<HostId>,
     per_host: usize,
+    /// Requests handed out beyond their hosts' connections: the sum over hosts of
+    /// `in_flight - per_host` where that is positive.
+    surplus: usize,
     queue_cap: u64,
     /// One of a fleet: new URLs go to the shared queue only, and hosts are contacted only
     /// while leased.
@@ -106,6 +117,7 @@ impl Frontier {
             with_unsaved: HashSet::new(),
             with_saved: HashSet::new(),
             per_host: per_host.max(1),
+            surplus: 0,
             queue_cap: MAX_QUEUED_PER_HOST,
             shared: false,
             by_address: false,
@@ -146,10 +158,15 @@ impl Frontier {
         self.by_address = true;
     }
 
+    /// Whether politeness is keyed by server address.
+    pub fn keyed_by_address(&self) -> bool {
+        self.by_address
+    }
+
     /// A host's address was looked up (none when it could not be: it is then paced alone).
     pub fn resolved(&mut self, id: HostId, ip: Option<std::net::IpAddr>) {
         if let Some(h) = self.hosts.get_mut(&id) {
-            h.in_flight = h.in_flight.saturating_sub(1);
+            land(h, self.per_host, &mut self.surplus);
             h.address = servers::Address::Known(ip);
         }
         self.schedule(id);
@@ -482,7 +499,7 @@ impl Frontier {
             || h.skipped.is_some()
             || h.blocked
             || !h.has_queue()
-            || h.in_flight >= self.per_host
+            || h.in_flight >= self.per_host + h.lookahead
         {
             return;
         }
@@ -558,7 +575,11 @@ impl Frontier {
                 continue;
             };
             h.in_heap = false;
-            if h.skipped.is_some() || h.blocked || h.in_flight >= per_host || !h.has_queue() {
+            if h.skipped.is_some()
+                || h.blocked
+                || h.in_flight >= per_host + h.lookahead
+                || !h.has_queue()
+            {
                 continue;
             }
             if h.next_allowed > now {
@@ -599,6 +620,10 @@ impl Frontier {
                     return Ok(Some(Dispatch::Robots(id)));
                 }
             }
+            if h.coop_waiting() && h.in_flight >= per_host {
+                // Served before pages, on a connection of its own: once one is free.
+                continue;
+            }
             if let Some(job) = h.coop.pop_front() {
                 h.in_flight += 1;
                 self.started(ip);
@@ -616,6 +641,9 @@ impl Frontier {
             };
             h.taken.insert(job.seq);
             h.in_flight += 1;
+            if h.in_flight > per_host {
+                self.surplus += 1;
+            }
             self.started(ip);
             self.schedule(id);
             return Ok(Some(Dispatch::Page(job)));
@@ -697,7 +725,7 @@ impl Frontier {
     pub fn finished(&mut self, id: HostId, not_before: Instant) {
         let mut ip = None;
         if let Some(h) = self.hosts.get_mut(&id) {
-            h.in_flight = h.in_flight.saturating_sub(1);
+            land(h, self.per_host, &mut self.surplus);
             h.next_allowed = h.next_allowed.max(not_before);
             ip = h.address.ip();
         }
@@ -721,6 +749,32 @@ impl Frontier {
         if let Some(h) = self.hosts.get_mut(&id) {
             h.robots = RobotsState::Known(rules, expires);
         }
+    }
+
+    /// A page handed out came back unfetched (its host's lane was halted): it is no longer
+    /// under way, and goes back to the front of its host's queue.
+    pub fn returned(&mut self, job: Queued) {
+        if let Some(h) = self.hosts.get_mut(&job.host) {
+            land(h, self.per_host, &mut self.surplus);
+        }
+        self.requeue(job);
+    }
+
+    /// How many requests a host may be handed beyond its connections (while its delay is
+    /// zero, they wait on the fetching side and start as soon as one under way ends).
+    pub fn set_lookahead(&mut self, id: HostId, n: usize) {
+        if let Some(h) = self.hosts.get_mut(&id)
+            && h.lookahead != n
+        {
+            h.lookahead = n;
+            self.schedule(id);
+        }
+    }
+
+    /// Requests handed out beyond their hosts' connections: they wait on the fetching side
+    /// and do not count against the crawl's concurrency.
+    pub fn surplus(&self) -> usize {
+        self.surplus
     }
 
     /// A URL goes back to the front of its host's queue, to be tried again.

@@ -318,3 +318,56 @@ fn refills_from_a_cursor<S: Saves>(mut q: S) {
         "handed out at {at}: within a refill of its save"
     );
 }
+
+#[test]
+fn a_host_with_no_delay_is_handed_requests_ahead_which_leave_the_crawl_s_count() {
+    let q = MemoryQueue::default();
+    let mut f = load(&q, 2);
+    let h = f.host_for(&q, "http://e.com").unwrap();
+    for i in 0..20 {
+        assert!(f.push(h, format!("http://e.com/{i}"), Fp(i), 0, 0));
+    }
+    let now = Instant::now();
+    assert!(matches!(
+        f.next(&q, now).unwrap(),
+        Some(Dispatch::Robots(_))
+    ));
+    f.robots_known(h, Rules::AllowAll, now + Duration::from_secs(3600));
+    f.finished(h, now);
+    // Without lookahead: as many as its connections.
+    let first: Vec<Queued> = (0..2).map(|_| page(f.next(&q, now).unwrap())).collect();
+    assert!(f.next(&q, now).unwrap().is_none(), "two connections");
+    assert_eq!(f.surplus(), 0);
+    // Its delay is zero: four more, which wait on the fetching side.
+    f.set_lookahead(h, 4);
+    let ahead: Vec<Queued> = (0..4).map(|_| page(f.next(&q, now).unwrap())).collect();
+    assert!(
+        f.next(&q, now).unwrap().is_none(),
+        "two connections and four ahead"
+    );
+    assert_eq!((f.surplus(), f.in_flight()), (4, 6));
+    // One ends: one fewer ahead, and one more may be handed out.
+    f.finished(h, now);
+    assert_eq!(f.surplus(), 3);
+    let more = page(f.next(&q, now).unwrap());
+    assert_eq!(f.surplus(), 4);
+    // A delay appears: no more ahead; what waited comes back, in front of the queue.
+    f.set_lookahead(h, 0);
+    f.returned(more);
+    for job in ahead.into_iter().rev() {
+        f.returned(job);
+    }
+    assert_eq!((f.surplus(), f.in_flight()), (0, 1));
+    let next = page(f.next(&q, now).unwrap());
+    assert_eq!(
+        next.seq,
+        first[1].seq + 1,
+        "what came back comes first, in order"
+    );
+    assert!(
+        f.next(&q, now).unwrap().is_none(),
+        "two under way, two allowed"
+    );
+    assert_eq!(f.surplus(), 0);
+    assert!(f.next(&q, now).unwrap().is_none());
+}
