@@ -333,7 +333,7 @@ pub(crate) async fn page_delta(
         }
     };
     if lane::slows_down(result.as_ref().ok().map(|r| r.status)) {
-        lane.halt();
+        lane.stop();
     }
     drop(permit);
     let result =

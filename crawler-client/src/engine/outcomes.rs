@@ -8,6 +8,7 @@ use super::open::crawl_delay_reason;
 use super::{CrawlError, Engine};
 use crate::clock::now_ms;
 use crate::fetch::FetchError;
+use crate::fetch::lane;
 use crate::fetch::outcome::{Fetched, Outcome, RobotsFetched, Source};
 use crate::frontier::politeness::DelayWhy;
 use crate::frontier::robots::Rules;
@@ -30,7 +31,18 @@ impl Engine {
                 result,
                 elapsed,
                 source,
-            } => self.handle_page(job, result, elapsed, source),
+            } => {
+                // The fetching side stopped the host's lane on this response; now that its
+                // delay is known, the lane is halted, which lets what is handed over next go.
+                let host = job.host;
+                let stopped = source == Source::Request
+                    && lane::slows_down(result.as_ref().ok().map(|f| f.status));
+                self.handle_page(job, result, elapsed, source)?;
+                if stopped {
+                    self.slow_lane(host);
+                }
+                Ok(())
+            }
             Outcome::Coop {
                 host,
                 job,

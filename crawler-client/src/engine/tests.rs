@@ -410,3 +410,55 @@ fn a_page_rebuilt_from_a_delta_is_archived_as_made_and_replayed_after_a_crash_as
         &Url::parse(&format!("{SEED}x3")).unwrap()
     )));
 }
+
+#[test]
+fn a_host_without_delay_gets_requests_ahead_until_a_429_which_sends_them_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut e = open(dir.path());
+    let host = read_robots(&mut e);
+    let seed = page_job(take(&mut e, Instant::now()));
+    let links = "<a href=/a>a</a> <a href=/b>b</a> <a href=/c>c</a> <a href=/d>d</a>";
+    let answer = page_answer(&e, &seed, 200, &[("Content-Type", "text/html")], links);
+    e.handle(answer).unwrap();
+    // Its delay is zero: one connection, and two more handed out to wait on the fetching side.
+    let now = Instant::now();
+    let jobs: Vec<Queued> = (0..3).map(|_| page_job(take(&mut e, now))).collect();
+    assert!(take(&mut e, now).is_none(), "one connection and two ahead");
+    assert_eq!(e.frontier.surplus(), 2);
+    let tickets: Vec<_> = jobs.iter().map(|j| e.lane(j.host)).collect();
+    // The first is answered 429 with `Retry-After: 0`; the fetching side stops the lane.
+    tickets[0].0.stop();
+    let busy = page_answer(&e, &jobs[0], 429, &[("Retry-After", "0")], "slow down");
+    e.handle(busy).unwrap();
+    // Read by the scheduler, the 429 no longer holds the lane: what it hands over now goes.
+    let lane = tickets[0].0.clone();
+    assert!(e.rt.block_on(lane.turn(lane.enter())).is_some());
+    // What waited comes back unfetched and first in line again, without any ahead now.
+    for (lane, ticket) in &tickets[1..] {
+        assert!(e.rt.block_on(lane.turn(*ticket)).is_none());
+    }
+    for job in &jobs[1..] {
+        e.handle(Outcome::Returned { job: job.clone() }).unwrap();
+    }
+    assert_eq!(
+        (e.in_flight, e.pages_in_flight, e.frontier.surplus()),
+        (0, 0, 0)
+    );
+    let first = page_job(take(&mut e, Instant::now()));
+    assert_eq!(first.seq, jobs[0].seq, "the 429'd page, retried at once");
+    assert!(
+        take(&mut e, Instant::now()).is_none(),
+        "none ahead after a 429"
+    );
+    e.handle(page_answer(&e, &first, 200, &[], "served"))
+        .unwrap();
+    let order: Vec<i64> = (0..3)
+        .filter_map(|_| take(&mut e, Instant::now()).map(|d| page_job(Some(d)).seq))
+        .collect();
+    assert_eq!(
+        order[..2],
+        [jobs[1].seq, jobs[2].seq],
+        "what came back, in the order handed out"
+    );
+    assert_eq!(e.frontier.host(host).map(|h| h.in_flight), Some(3));
+}

@@ -5,11 +5,13 @@
 //! for each (a wake-up costs more CPU than a page's bookkeeping: docs/ARCHITECTURE.md).
 //!
 //! A request that waited checks, when its turn comes, that the lane was not halted since it
-//! was handed over: a response asking the crawler to slow down (429, 503, a failed request)
-//! halts it, and so does the scheduler when the host's delay is no longer zero or it is
-//! blocked, paused or stopping. What waited then goes back to the scheduler unfetched.
+//! was handed over. The scheduler halts it when the host's delay is no longer zero or it is
+//! blocked, paused or stopping. A response asking the crawler to slow down (429, 503, a
+//! failed request) stops it from the fetching side, until the scheduler has read that
+//! response and halted it in turn: a request the scheduler hands over meanwhile does not
+//! start either. What did not start goes back to the scheduler unfetched.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use tokio::sync::{Semaphore, SemaphorePermit};
 
 /// A host's requests on the fetching side.
@@ -19,6 +21,8 @@ pub(crate) struct Lane {
     permits: Semaphore,
     /// Raised by every halt: a request handed over before it does not start.
     epoch: AtomicU64,
+    /// Stopped from the fetching side, and not yet halted by the scheduler.
+    stopped: AtomicBool,
     /// Requests handed over and not yet reported.
     outstanding: AtomicUsize,
     /// While at least this many remain after one ends, its outcome need not wake the
@@ -38,6 +42,7 @@ impl Lane {
         Lane {
             permits: Semaphore::new(connections),
             epoch: AtomicU64::new(0),
+            stopped: AtomicBool::new(false),
             outstanding: AtomicUsize::new(0),
             quiet_from: connections + ahead.div_ceil(2).max(1),
         }
@@ -50,15 +55,24 @@ impl Lane {
     }
 
     /// Waits for a connection of the host; `None` when the lane was halted since the ticket
-    /// was given (the request must go back unfetched).
+    /// was given, or is stopped (the request must go back unfetched).
     pub(crate) async fn turn(&self, ticket: Ticket) -> Option<SemaphorePermit<'_>> {
         let permit = self.permits.acquire().await.ok()?;
-        (self.epoch.load(Ordering::SeqCst) == ticket.0).then_some(permit)
+        let go =
+            self.epoch.load(Ordering::SeqCst) == ticket.0 && !self.stopped.load(Ordering::SeqCst);
+        go.then_some(permit)
     }
 
-    /// Nothing handed over so far starts: it comes back unfetched.
+    /// The scheduler halts the lane: nothing handed over so far starts, it comes back
+    /// unfetched; what it hands over from now on goes (it has read why the lane stopped).
     pub(crate) fn halt(&self) {
         self.epoch.fetch_add(1, Ordering::SeqCst);
+        self.stopped.store(false, Ordering::SeqCst);
+    }
+
+    /// A response asked to slow down: nothing starts until the scheduler halts the lane.
+    pub(crate) fn stop(&self) {
+        self.stopped.store(true, Ordering::SeqCst);
     }
 
     /// A request handed over has ended (or come back); returns whether its outcome should
@@ -123,6 +137,24 @@ mod tests {
             [false, false, true, true, true, true].map(Some).to_vec()
         );
         assert_eq!(lane.outstanding(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_stop_holds_everything_until_the_scheduler_halts() {
+        let lane = Lane::new(1, 2);
+        let first = lane.turn(lane.enter()).await;
+        let waiting = lane.enter();
+        lane.stop();
+        // Handed over by a scheduler that has not yet read the response that stopped it.
+        let unaware = lane.enter();
+        drop(first);
+        assert!(lane.turn(waiting).await.is_none());
+        assert!(lane.turn(unaware).await.is_none());
+        lane.halt();
+        assert!(
+            lane.turn(lane.enter()).await.is_some(),
+            "after the scheduler's halt"
+        );
     }
 
     #[tokio::test]

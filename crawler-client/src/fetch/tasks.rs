@@ -124,7 +124,7 @@ pub(crate) async fn page(
     let fetched = fetch::fetch(&ctx.client, &request, &ctx.limits).await;
     let slow_down = lane::slows_down(fetched.as_ref().ok().map(|r| r.status));
     if slow_down {
-        lane.halt();
+        lane.stop();
     }
     // The connection is free once the body is in: the next request may start.
     drop(permit);

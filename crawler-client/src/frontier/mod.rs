@@ -752,12 +752,21 @@ impl Frontier {
     }
 
     /// A page handed out came back unfetched (its host's lane was halted): it is no longer
-    /// under way, and goes back to the front of its host's queue.
+    /// under way, and goes back to its host's buffer in its place (ahead of what was not
+    /// handed out, in the order handed out among those that came back).
     pub fn returned(&mut self, job: Queued) {
-        if let Some(h) = self.hosts.get_mut(&job.host) {
+        let host = job.host;
+        if let Some(h) = self.hosts.get_mut(&host) {
             land(h, self.per_host, &mut self.surplus);
+            h.taken.remove(&job.seq);
+            let at = h
+                .buffer
+                .iter()
+                .position(|q| better(&job, q) == Ordering::Less)
+                .unwrap_or(h.buffer.len());
+            h.buffer.insert(at, job);
         }
-        self.requeue(job);
+        self.schedule(host);
     }
 
     /// How many requests a host may be handed beyond its connections (while its delay is
