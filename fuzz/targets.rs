@@ -95,7 +95,7 @@ pub(crate) fn websub(data: &[u8]) {
 }
 
 /// Header values and dates a server sends: HTTP-dates, W3C-DTF, entity tags, If-None-Match,
-/// Available-Dictionary, Retry-After, Link, and what a document is.
+/// Available-Dictionary, Retry-After, Link, X-Robots-Tag, and what a document is.
 pub(crate) fn http_values(data: &[u8]) {
     let t = text(data);
     let _ = p::dates::parse_w3cdtf(t);
@@ -107,6 +107,7 @@ pub(crate) fn http_values(data: &[u8]) {
     let now = chrono::DateTime::from_timestamp(1_800_000_000, 0).unwrap_or_default();
     let politeness = webcoop_crawler::frontier::politeness::Politeness::default();
     let _ = politeness.retry_after(Some(t), now);
+    let _ = webcoop_crawler::analyze::robots_tag::parse(t.split('\n'), "webcoop-crawl");
     if let Ok(base) = Url::parse("http://site.test/.well-known/webcoop/changes") {
         let _ = webcoop_crawler::coop::discovery::link_header(&base, t);
     }

@@ -191,6 +191,9 @@ fn a_polite_crawl_of_a_small_web_fetches_every_allowed_page_once() {
         "/image.png",
         "/plain.txt",
         "/nofollow.html",
+        "/header-nofollow.html",
+        "/other-bot.html",
+        "/for-us.html",
         "/missing.html",
         "/deep/15.html",
     ] {

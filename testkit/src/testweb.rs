@@ -633,6 +633,8 @@ pub const FEATURE_LINKS: &[&str] = &[
     "/image.png",
     "/plain.txt",
     "/nofollow.html",
+    "/header-nofollow.html",
+    "/other-bot.html",
     "/deep/1.html",
     "/missing.html",
     "/a/a/a/trap.html",
@@ -644,6 +646,7 @@ pub const NEVER: &[&str] = &[
     "/never-text.html",
     "/never-meta.html",
     "/never-rel.html",
+    "/never-header.html",
     "/a/a/a/trap.html",
     "/cal?d=5",
 ];
@@ -746,6 +749,24 @@ async fn feature(
             );
             text(StatusCode::OK, "text/html", body)
         }
+        "/header-nofollow.html" => {
+            // Two fields: one for another crawler, one for every crawler.
+            let mut r = plain("nofollow in the header", &["/never-header.html"]);
+            for value in ["otherbot: noindex", "nofollow"] {
+                r.headers_mut()
+                    .append("x-robots-tag", axum::http::HeaderValue::from_static(value));
+            }
+            r
+        }
+        "/other-bot.html" => {
+            let mut r = plain("nofollow for another crawler", &["/for-us.html"]);
+            r.headers_mut().insert(
+                "x-robots-tag",
+                axum::http::HeaderValue::from_static("otherbot: nofollow"),
+            );
+            r
+        }
+        "/for-us.html" => plain("followed: the header named another crawler", &[]),
         _ => {
             let n: u32 = path
                 .strip_prefix("/deep/")?

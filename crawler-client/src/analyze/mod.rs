@@ -3,6 +3,7 @@
 //! finds duplicates and changes, and for HTML the links worth following.
 
 pub mod links;
+pub mod robots_tag;
 pub mod scope;
 pub mod url_norm;
 
@@ -112,11 +113,12 @@ pub struct Analysis {
     /// Strong validator of the decoded content as the webcoop protocol writes it (the
     /// SHA-256 entity tag), to compare with what a cooperating site announces (2xx only).
     pub validator: Option<String>,
-    /// Links admitted by the policy (HTML 2xx only, not under `nofollow`).
+    /// Links admitted by the policy (HTML 2xx only, not under `nofollow` in the page or its
+    /// `X-Robots-Tag`).
     pub links: Vec<Link>,
     /// Links seen but not followed (scope, depth, traps).
     pub refused: usize,
-    /// `<meta name="robots" content="noindex">`.
+    /// `<meta name="robots" content="noindex">`, or the same in `X-Robots-Tag`.
     pub noindex: bool,
     /// The content coding was unknown or the data corrupt: not parsed.
     pub undecodable: bool,
@@ -259,14 +261,26 @@ pub fn analyze(r: Received<'_>, depth: u32, policy: &LinkPolicy, decode_limit: u
     if !html {
         return a;
     }
+    let tag = robots_tag::parse(
+        r.headers
+            .iter()
+            .filter(|(n, _)| n.eq_ignore_ascii_case("x-robots-tag"))
+            .map(|(_, v)| v.as_str()),
+        policy.agent(),
+    );
     let found = links::extract(r.url, &content);
-    a.noindex = found.noindex;
+    a.noindex = found.noindex || tag.noindex;
     if a.hub.is_none()
         && let Some(hub) = found.hub
     {
         a.hub = Some((hub, found.topic.unwrap_or_else(|| r.url.clone())));
     }
-    for url in &found.links {
+    let followed = if tag.nofollow {
+        &[][..]
+    } else {
+        &found.links[..]
+    };
+    for url in followed {
         match policy.admit(url, depth + 1) {
             Ok(()) => a.links.push(Link::to(url)),
             Err(_) => a.refused += 1,

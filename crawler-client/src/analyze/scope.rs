@@ -88,6 +88,8 @@ pub struct LinkPolicy {
     hosts: HashSet<String>,
     domains: Vec<String>,
     limits: Limits,
+    /// The crawler's product token, for directives addressed to it (`X-Robots-Tag`).
+    agent: String,
 }
 
 fn domain_of(host: &str) -> String {
@@ -109,7 +111,19 @@ impl LinkPolicy {
             hosts,
             domains,
             limits,
+            agent: String::new(),
         }
+    }
+
+    /// The same policy for the crawler whose product token is `agent`.
+    pub fn for_agent(mut self, agent: &str) -> LinkPolicy {
+        self.agent = agent.to_string();
+        self
+    }
+
+    /// The crawler's product token (empty: only directives for every crawler apply).
+    pub fn agent(&self) -> &str {
+        &self.agent
     }
 
     /// The limits.

@@ -182,7 +182,8 @@ impl Engine {
             self.s.scope.clone(),
             &all,
             *self.ctx.policy.limits(),
-        );
+        )
+        .for_agent(self.ctx.policy.agent());
         self.ctx = Arc::new(self.ctx.with_policy(policy));
         self.seed(urls);
         Ok(())

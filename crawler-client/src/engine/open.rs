@@ -237,7 +237,8 @@ impl Engine {
         let metrics_addr = serve_metrics(&rt, s.metrics, &metrics)?;
         let log = CrawlLog::open(&s.out.join("crawl.log"))?;
         let (tx, rx) = outbox::channel();
-        let policy = LinkPolicy::new(s.scope.clone(), &seeds, s.limits);
+        let policy = LinkPolicy::new(s.scope.clone(), &seeds, s.limits)
+            .for_agent(&robots::product_token(&s.user_agent));
         let mut digests = HashSet::new();
         store.load_digests(&mut digests)?;
         let mut coop = CoopState::new(s.coop, now_ms() as u64);
