@@ -249,28 +249,10 @@ mod tests {
             ("http://e.test/big", &big[..]),
             ("http://e.test/c", &b"<p>c</p>"[..]),
         ] {
-            let x = warc::Exchange {
-                uri: url,
-                at: chrono::Utc::now(),
-                ip: None,
-                http_head: head,
-                body,
-                payload_digest: &warc::digest(body),
-                truncated: false,
-            };
-            bytes.extend(warc::response(&x, 1).bytes);
+            bytes.extend(warc::test_response(url, head, body, 1).bytes);
         }
         let whole = bytes.len();
-        let x = warc::Exchange {
-            uri: "http://e.test/torn",
-            at: chrono::Utc::now(),
-            ip: None,
-            http_head: head,
-            body: b"torn",
-            payload_digest: &warc::digest(b"torn"),
-            truncated: false,
-        };
-        let torn = warc::response(&x, 1).bytes;
+        let torn = warc::test_response("http://e.test/torn", head, b"torn", 1).bytes;
         bytes.extend(&torn[..torn.len() / 2]);
         std::fs::write(&path, &bytes).unwrap();
         let lines = index(dir.path(), false).unwrap();

@@ -199,18 +199,7 @@ mod tests {
                 b"no",
             ),
         ] {
-            let r = warc::response(
-                &warc::Exchange {
-                    uri,
-                    at: chrono::Utc::now(),
-                    ip: None,
-                    http_head: head,
-                    body,
-                    payload_digest: &warc::digest(body),
-                    truncated: false,
-                },
-                6,
-            );
+            let r = warc::test_response(uri, head, body, 6);
             w.append(&r).unwrap();
         }
         w.sync().unwrap();
@@ -265,18 +254,7 @@ mod tests {
         let head = "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n";
         for (path, body) in [("same", &b"<p>same</p>"[..]), ("moved", b"<p>old</p>")] {
             let uri = format!("http://127.0.0.1:{port}/{path}");
-            let r = warc::response(
-                &warc::Exchange {
-                    uri: &uri,
-                    at: chrono::Utc::now(),
-                    ip: None,
-                    http_head: head,
-                    body,
-                    payload_digest: &warc::digest(body),
-                    truncated: false,
-                },
-                6,
-            );
+            let r = warc::test_response(&uri, head, body, 6);
             w.append(&r).unwrap();
         }
         w.sync().unwrap();

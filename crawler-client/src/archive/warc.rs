@@ -754,21 +754,27 @@ pub fn parse_http(block: &[u8]) -> Option<HttpMessage> {
     })
 }
 
+/// A `response` record of `body` at `uri`, received now, for tests.
+#[cfg(test)]
+pub(crate) fn test_response(uri: &str, head: &str, body: &[u8], level: u32) -> Record {
+    let x = Exchange {
+        uri,
+        at: Utc::now(),
+        ip: None,
+        http_head: head,
+        body,
+        payload_digest: &digest(body),
+        truncated: false,
+    };
+    response(&x, level)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn resp(uri: &str, head: &str, body: &[u8]) -> Record {
-        let x = Exchange {
-            uri,
-            at: Utc::now(),
-            ip: None,
-            http_head: head,
-            body,
-            payload_digest: &digest(body),
-            truncated: false,
-        };
-        response(&x, DEFAULT_LEVEL)
+        test_response(uri, head, body, DEFAULT_LEVEL)
     }
 
     #[test]

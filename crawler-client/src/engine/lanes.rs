@@ -48,6 +48,11 @@ impl Engine {
         } else {
             self.slow_lane(host);
         }
+        self.drop_idle_lane(host);
+    }
+
+    /// A host with nothing under way needs no lane (the next request makes a new one).
+    fn drop_idle_lane(&mut self, host: HostId) {
         if self.frontier.host(host).is_none_or(|h| h.in_flight == 0) {
             self.lanes.remove(&host);
         }
@@ -79,8 +84,6 @@ impl Engine {
         }
         let host = job.host;
         self.frontier.returned(job);
-        if self.frontier.host(host).is_none_or(|h| h.in_flight == 0) {
-            self.lanes.remove(&host);
-        }
+        self.drop_idle_lane(host);
     }
 }
