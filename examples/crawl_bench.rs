@@ -123,17 +123,25 @@ fn fleet(bin: &Path, n: usize, seeds: &Path, cfg: &Path, dir: &Path, concurrency
     let runs: Vec<_> = (0..n)
         .map(|i| {
             let mut cmd = Command::new(bin);
-            cmd.args(["crawl", "--frontier", &redis.url(), "--crawl", "bench"])
-                .args(["--process", &format!("p{i}"), "--progress", "quiet"])
-                .args(["--delay-min", "0", "--delay-factor", "0", "--coop", "off"])
-                .args(["--concurrency", concurrency])
-                .arg("--seeds")
-                .arg(seeds)
-                .arg("--config")
-                .arg(cfg)
-                .arg("--out")
-                .arg(dir)
-                .stdout(Stdio::null());
+            cmd.args([
+                "crawl",
+                "--allow-net",
+                "127.0.0.0/8",
+                "--frontier",
+                &redis.url(),
+                "--crawl",
+                "bench",
+            ])
+            .args(["--process", &format!("p{i}"), "--progress", "quiet"])
+            .args(["--delay-min", "0", "--delay-factor", "0", "--coop", "off"])
+            .args(["--concurrency", concurrency])
+            .arg("--seeds")
+            .arg(seeds)
+            .arg("--config")
+            .arg(cfg)
+            .arg("--out")
+            .arg(dir)
+            .stdout(Stdio::null());
             std::thread::spawn(move || measured(&mut cmd, None))
         })
         .collect();
@@ -305,7 +313,15 @@ fn single_host(docroot: &Path, seed_path: &str, runs: usize) {
         let out = tmp.path().join(format!("crawl-{i}"));
         let m = measured(
             Command::new(&bin)
-                .args(["crawl", "--progress", "quiet", "--coop", "off"])
+                .args([
+                    "crawl",
+                    "--allow-net",
+                    "127.0.0.0/8",
+                    "--progress",
+                    "quiet",
+                    "--coop",
+                    "off",
+                ])
                 .args(["--delay-min", "0", "--delay-factor", "0"])
                 .args(["--per-host-connections", "4", "--seeds", &seed, "--out"])
                 .arg(&out),
@@ -372,9 +388,11 @@ fn main() {
         .filter_map(|c| Some((c[0].trim_start_matches("--").to_string(), c.get(1)?.clone())))
         .collect();
     if let Some(out) = args.get("floor-of") {
+        // The bench's sites are on loopback.
         let f = webcoop_crawler::archive::floor::with_http(
             Path::new(out),
             webcoop_crawler::archive::warc::DEFAULT_LEVEL,
+            &["127.0.0.0/8".parse().expect("a CIDR")],
         )
         .expect("the floor");
         if args.contains_key("raw") {
@@ -446,6 +464,8 @@ fn main() {
             Command::new(&bin)
                 .args([
                     "crawl",
+                    "--allow-net",
+                    "127.0.0.0/8",
                     "--progress",
                     "log",
                     "--delay-min",

@@ -89,6 +89,8 @@ fn main() {
     let mut child = Command::new(bin)
         .args([
             "crawl",
+            "--allow-net",
+            "127.0.0.0/8",
             "--progress",
             "log",
             "--delay-min",
@@ -154,6 +156,8 @@ fn main() {
         let status = Command::new(testkit::workspace_bin("webcoop-crawler", "webcoop-crawl"))
             .args([
                 "crawl",
+                "--allow-net",
+                "127.0.0.0/8",
                 "--progress",
                 "quiet",
                 "--max-pages",

@@ -38,14 +38,26 @@ www=$(mktemp -d)
 printf '<p>home</p>\n' > "$www/index.html"
 mkdir "$www/docs" && printf '<p>doc</p>\n' > "$www/docs/a.html"
 before=$(cd "$www" && find . -printf '%p %s %T@ %m\n' | sort | sha256sum)
-/usr/bin/webcoop-agent --config /etc/webcoop/agent.toml --docroot "$www" --once
+# The web server the agent asks about each file: a plain one over the docroot.
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+python3 -m http.server --bind 127.0.0.1 --directory "$www" "$port" >/dev/null 2>&1 &
+server=$!
+trap 'kill $server 2>/dev/null; dpkg --purge webcoop-agent webcoop-crawl >/dev/null 2>&1 || true' EXIT
+for _ in $(seq 50); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
+/usr/bin/webcoop-agent --config /etc/webcoop/agent.toml --docroot "$www" \
+    --server-url "http://127.0.0.1:$port" --once
 grep -q 'index.html' /var/lib/webcoop/public/robots.rdf || fail "robots.rdf lacks index.html"
 grep -q 'docs/a.html' /var/lib/webcoop/public/sitemap.xml || fail "sitemap.xml lacks docs/a.html"
-out=$(/usr/bin/webcoop-agent --config /etc/webcoop/agent.toml --docroot "$www" check || true)
+[ "$(stat -c %a /var/lib/webcoop/agent)" = 700 ] || fail "the state directory is not 0700"
+[ "$(stat -c %a /var/lib/webcoop/agent/agent.sqlite)" = 600 ] || fail "agent.sqlite is not 0600"
+[ "$(stat -c %a /var/lib/webcoop/public/robots.rdf)" = 644 ] || fail "robots.rdf is not 0644"
+out=$(/usr/bin/webcoop-agent --config /etc/webcoop/agent.toml --docroot "$www" \
+    --server-url "http://127.0.0.1:$port" check || true)
 echo "$out" | grep -q "robots.rdf is published" || fail "check did not run: $out"
 [ "$(cd "$www" && find . -printf '%p %s %T@ %m\n' | sort | sha256sum)" = "$before" ] \
     || fail "the agent wrote into the docroot"
 
+kill $server 2>/dev/null || true
 say "removing and purging"
 dpkg -r webcoop-agent webcoop-crawl
 [ ! -e /usr/bin/webcoop-agent ] || fail "binary left after removal"

@@ -10,6 +10,7 @@ struct Setup {
     tmp: tempfile::TempDir,
     www: PathBuf,
     state: PathBuf,
+    server: webcoop_testkit::static_site::StaticServer,
 }
 
 fn agent() -> PathBuf {
@@ -30,12 +31,13 @@ fn setup() -> Setup {
         .output()
         .unwrap();
     std::fs::write(www.join("robots.txt"), &lines.stdout).unwrap();
+    let server = webcoop_testkit::static_site::StaticServer::serve(&www);
     let once = Command::new(agent())
         .arg("--docroot")
         .arg(&www)
         .arg("--state")
         .arg(&state)
-        .args(["--base-url", BASE, "--once"])
+        .args(["--base-url", BASE, "--once", "--server-url", &server.url()])
         .output()
         .unwrap();
     assert!(
@@ -43,7 +45,12 @@ fn setup() -> Setup {
         "{}",
         String::from_utf8_lossy(&once.stderr)
     );
-    Setup { tmp, www, state }
+    Setup {
+        tmp,
+        www,
+        state,
+        server,
+    }
 }
 
 /// Runs `check` with the agent serving on 127.0.0.1:8081 and `conf` as the server's
@@ -65,6 +72,8 @@ fn check_with(s: &Setup, extra: &[&str]) -> (i32, String) {
         .arg("--state")
         .arg(&s.state)
         .args(["--base-url", BASE, "--listen", "127.0.0.1:8081"])
+        .args(["--server-url", &s.server.url()])
+        .args(["--trusted-proxy", "127.0.0.1/32"])
         .args(extra)
         .arg("check")
         .output()
@@ -91,9 +100,10 @@ fn the_shipped_configurations_pass_and_each_broken_variant_names_its_fix() {
             "{said}"
         );
         assert!(
-            said.contains("kept out, as the server protects it"),
+            said.contains("serves 2 of 2 files asked about as they are"),
             "{said}"
         );
+        assert!(!said.contains("kept out"), "nothing is hidden:\n{said}");
     }
     let nginx = shipped("nginx");
     let apache = shipped("apache");
@@ -122,6 +132,23 @@ fn the_shipped_configurations_pass_and_each_broken_variant_names_its_fix() {
             "is not proxied",
         ),
         (
+            "nginx forwarding the client's own X-Forwarded-For",
+            nginx.replace(
+                "proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;",
+                "",
+            ),
+            "forwards the client's own X-Forwarded-For",
+        ),
+        (
+            "nginx with a rule that depends on who asks, and one the agent does not know",
+            nginx.replace(
+                "    # The agent's service",
+                "    location /office/ { allow 10.0.0.0/8; deny all; }\n    \
+                 location /app/ { perl Site::handler; }\n    # The agent's service",
+            ),
+            "directive perl is not understood (--trust-directive perl",
+        ),
+        (
             "nginx that does not parse",
             nginx.replacen('}', "", 1).replace("server {", "server { }}"),
             "cannot be read as nginx configuration",
@@ -144,6 +171,11 @@ fn the_shipped_configurations_pass_and_each_broken_variant_names_its_fix() {
             "is not proxied to the agent",
         ),
         (
+            "Apache forwarding the client's own X-Forwarded-For",
+            apache.replace("ProxyPreserveHost On", "ProxyPreserveHost On\n    ProxyAddHeaders Off"),
+            "ProxyAddHeaders Off forwards the client's own X-Forwarded-For",
+        ),
+        (
             "Apache mapping .rdf to text/plain",
             apache.replace("<VirtualHost *:80>", "<VirtualHost *:80>\n    AddType text/plain .rdf"),
             ".rdf is mapped elsewhere",
@@ -155,6 +187,17 @@ fn the_shipped_configurations_pass_and_each_broken_variant_names_its_fix() {
         assert!(said.contains(says), "{what}: {says:?} not in\n{said}");
         assert!(said.contains("FIX"), "{what}:\n{said}");
     }
+    // A place that depends on who asks is kept out, as it should be: named, and a pass.
+    let office = apache.replace(
+        "<VirtualHost *:80>",
+        "<VirtualHost *:80>\n    <Location /office>\n      <If \"-R '10.0.0.0/8'\">\n        Require all granted\n      </If>\n    </Location>",
+    );
+    let (code, said) = check(&s, &office);
+    assert_eq!(code, 0, "{said}");
+    assert!(
+        said.contains("kept out, as what the server answers there depends on who asks: /office*"),
+        "{said}"
+    );
 }
 
 #[test]
@@ -180,14 +223,67 @@ fn the_docroot_and_state_are_checked_too() {
     let (code, said) = check(&s, &conf);
     assert_eq!(code, 1);
     assert!(
-        said.contains("writable by every user") && said.contains("chmod o-w"),
+        said.contains("writable by every user") && said.contains("chmod 700"),
         "{said}"
     );
+    // One others can read: the hub's secrets are in it.
     std::fs::set_permissions(&s.state, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (code, said) = check(&s, &conf);
+    assert_eq!(code, 1);
+    assert!(
+        said.contains("can be read by other users (mode 755)"),
+        "{said}"
+    );
+    std::fs::set_permissions(&s.state, std::fs::Permissions::from_mode(0o700)).unwrap();
     // No server configuration at all: said, and not a pass.
     let (code, said) = check_with(&s, &[]);
     assert_eq!(code, 1);
     assert!(said.contains("no web server configuration given"), "{said}");
     let (code, _) = check(&s, &conf);
     assert_eq!(code, 0);
+}
+
+#[test]
+fn the_web_server_is_asked_about_a_sample_and_a_wrong_or_silent_one_is_named() {
+    let s = setup();
+    let conf = shipped("nginx");
+    // A server that answers every file with a 404: the wrong address.
+    let empty = tempfile::tempdir().unwrap();
+    let wrong = webcoop_testkit::static_site::StaticServer::serve(empty.path());
+    let (code, said) = check(&s, &conf);
+    assert_eq!(code, 0, "{said}");
+    let file = s.tmp.path().join("site.conf");
+    let run = |server: &str| {
+        let o = Command::new(agent())
+            .arg("--docroot")
+            .arg(&s.www)
+            .arg("--state")
+            .arg(&s.state)
+            .args(["--base-url", BASE, "--listen", "127.0.0.1:8081"])
+            .args(["--trusted-proxy", "127.0.0.1/32", "--server-url", server])
+            .args(["--server-config", file.to_str().unwrap(), "check"])
+            .output()
+            .unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+        )
+    };
+    let (code, said) = run(&wrong.url());
+    assert_eq!(code, Some(1));
+    assert!(
+        said.contains("refuses all 2 files asked about (the server answers 404)")
+            && said.contains("--server-url"),
+        "{said}"
+    );
+    // Nobody there.
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead_url = format!("http://{}", dead.local_addr().unwrap());
+    drop(dead);
+    let (code, said) = run(&dead_url);
+    assert_eq!(code, Some(1));
+    assert!(
+        said.contains("cannot connect") && said.contains("publishes nothing new"),
+        "{said}"
+    );
 }

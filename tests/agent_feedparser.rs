@@ -108,11 +108,13 @@ fn feedparser_sees_every_kind_of_edit() {
     let clock = Arc::new(ManualClock::new(
         Utc.timestamp_opt(1_800_000_000, 0).unwrap(),
     ));
+    let server = webcoop_testkit::static_site::StaticServer::serve(&www);
     let cli = Cli {
         docroot: Some(www.clone()),
         base_url: Some(BASE.into()),
         state: Some(tmp.path().join("state")),
         debounce_ms: Some(0),
+        server_url: Some(server.url()),
         ..Cli::default()
     };
     let mut agent = Agent::open(Config::from_cli(cli).unwrap(), clock.clone()).unwrap();

@@ -33,6 +33,7 @@ fn crawled(web: &TestWeb, out: &Path) {
         run_ok(
             Command::new(crawl_bin())
                 .arg("crawl")
+                .args(["--allow-net", "127.0.0.0/8"])
                 .arg("--seeds")
                 .arg(format!("{}/", web.origin("a.test")))
                 .arg("--out")

@@ -46,10 +46,17 @@ fn a_webmaster_sees_what_is_published_excluded_subscribed_and_delivered() {
     std::fs::write(www.join("p1.html.bak"), "old").unwrap();
     std::fs::write(www.join("private/report.html"), "not for crawlers").unwrap();
     std::fs::write(www.join("config.php"), "<?php $password = 1;").unwrap();
+    // And one the web server itself refuses: the judge's word, with its reason.
+    std::fs::write(www.join("refused.html"), "nginx never serves this").unwrap();
+    let conf = example_nginx_conf().replacen(
+        "    # The agent's service",
+        "    location = /refused.html { return 403; }\n    # The agent's service",
+        1,
+    );
     let agent_port = free_port();
     let nginx = Nginx::start_proxying(
         &nginx_bin,
-        &example_nginx_conf(),
+        &conf,
         &www,
         Some(([127, 0, 0, 1], agent_port).into()),
     );
@@ -120,12 +127,19 @@ fn a_webmaster_sees_what_is_published_excluded_subscribed_and_delivered() {
     for why in [
         "hidden",
         "editor or backup file",
-        "run or kept private by the web server",
+        "run by the web server",
+        "the server answers 403",
     ] {
         assert!(reasons.contains(why), "{why} missing: {reasons}");
     }
     let paths = b.text("#excluded-table");
-    for p in [".git/", "p1.html.bak", "private/", "config.php"] {
+    for p in [
+        ".git/",
+        "p1.html.bak",
+        "private/",
+        "config.php",
+        "refused.html",
+    ] {
         assert!(paths.contains(p), "{p} missing: {paths}");
     }
 
@@ -138,7 +152,14 @@ fn a_webmaster_sees_what_is_published_excluded_subscribed_and_delivered() {
     )
     .unwrap();
     let mut crawler = Command::new(workspace_bin("webcoop-crawler", "webcoop-crawl"))
-        .args(["crawl", "--seeds", &nginx.url(), "--out"])
+        .args([
+            "crawl",
+            "--allow-net",
+            "127.0.0.0/8",
+            "--seeds",
+            &nginx.url(),
+            "--out",
+        ])
         .arg(&out)
         .arg("--config")
         .arg(&config)

@@ -29,6 +29,7 @@ fn crawl_bin() -> std::path::PathBuf {
 fn start_crawl(web: &TestWeb, out: &Path, args: &[&str]) -> Crawl {
     let mut child = Command::new(crawl_bin())
         .arg("crawl")
+        .args(["--allow-net", "127.0.0.0/8"])
         .arg("--out")
         .arg(out)
         .args(["--coop", "off", "--progress", "quiet"])
@@ -243,6 +244,7 @@ fn an_operator_watches_pauses_seeds_and_blocks_a_live_crawl() {
     let before = requests_to(&web, "a.test");
     let run = Command::new(crawl_bin())
         .arg("crawl")
+        .args(["--allow-net", "127.0.0.0/8"])
         .arg("--out")
         .arg(&out)
         .args(["--coop", "off", "--progress", "quiet", "--run-for", "2"])
@@ -401,7 +403,14 @@ fn the_console_wants_its_token_and_refuses_what_a_hostile_page_would_send() {
         vec!["--console", "127.0.0.1:0", "--console-token", "short"],
     ] {
         let o = Command::new(crawl_bin())
-            .args(["crawl", "--seeds", "http://a.test/", "--out"])
+            .args([
+                "crawl",
+                "--allow-net",
+                "127.0.0.0/8",
+                "--seeds",
+                "http://a.test/",
+                "--out",
+            ])
             .arg(tmp.path().join("refused"))
             .args(args)
             .output()
@@ -426,6 +435,7 @@ fn a_stopped_crawl_has_a_console_whose_settings_apply_at_the_next_start() {
     let seeds = [format!("{}/", web.origin("a.test"))];
     let o = Command::new(crawl_bin())
         .arg("crawl")
+        .args(["--allow-net", "127.0.0.0/8"])
         .arg("--seeds")
         .args(&seeds)
         .arg("--out")
@@ -468,6 +478,7 @@ fn a_stopped_crawl_has_a_console_whose_settings_apply_at_the_next_start() {
     assert_eq!(before, 0);
     let o = Command::new(crawl_bin())
         .arg("crawl")
+        .args(["--allow-net", "127.0.0.0/8"])
         .arg("--out")
         .arg(&out)
         .args(["--coop", "off", "--progress", "quiet", "--delay-min", "0"])

@@ -180,6 +180,7 @@ fn crawl_seeds(
     .unwrap();
     let child = Command::new(workspace_bin("webcoop-crawler", "webcoop-crawl"))
         .arg("crawl")
+        .args(["--allow-net", "127.0.0.0/8"])
         .arg("--seeds")
         .args(seeds)
         .arg("--out")
@@ -866,6 +867,8 @@ fn fleet_process(site: &Site, fleet: &Path, redis: &str, name: &str) -> Killed {
     let child = Command::new(workspace_bin("webcoop-crawler", "webcoop-crawl"))
         .args([
             "crawl",
+            "--allow-net",
+            "127.0.0.0/8",
             "--frontier",
             redis,
             "--crawl",

@@ -26,6 +26,7 @@ fn crawl_command(web: &TestWeb, out: &Path, config: &str, extra: &[&str]) -> Com
     std::fs::write(&cfg, config).unwrap();
     let mut c = Command::new(crawl_bin());
     c.arg("crawl")
+        .args(["--allow-net", "127.0.0.0/8"])
         .arg("--out")
         .arg(out)
         .arg("--config")
@@ -557,14 +558,24 @@ fn bad_input_is_named() {
     };
     let out = dir.path().join("c");
     let out = out.to_str().unwrap();
-    assert!(run(&["crawl", "--out", out]).contains("no seeds"));
+    assert!(run(&["crawl", "--allow-net", "127.0.0.0/8", "--out", out]).contains("no seeds"));
     assert!(
-        run(&["crawl", "--out", out, "--seeds", "/no/such/list"])
-            .contains("seed file /no/such/list")
+        run(&[
+            "crawl",
+            "--allow-net",
+            "127.0.0.0/8",
+            "--out",
+            out,
+            "--seeds",
+            "/no/such/list"
+        ])
+        .contains("seed file /no/such/list")
     );
     assert!(
         run(&[
             "crawl",
+            "--allow-net",
+            "127.0.0.0/8",
             "--out",
             out,
             "--seeds",

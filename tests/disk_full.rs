@@ -53,7 +53,14 @@ fn a_crawl_that_fills_its_disk_stops_saying_so_and_resumes_without_losing_a_page
     let out = disk.path().join("crawl");
     let crawl = || {
         Command::new(&crawl_bin)
-            .args(["crawl", "--seeds", &format!("http://{addr}/"), "--out"])
+            .args([
+                "crawl",
+                "--allow-net",
+                "127.0.0.0/8",
+                "--seeds",
+                &format!("http://{addr}/"),
+                "--out",
+            ])
             .arg(&out)
             .args(["--delay-min", "0", "--delay-factor", "0", "--coop", "off"])
             .args(["--progress", "quiet"])
@@ -114,10 +121,12 @@ fn an_agent_whose_disk_fills_keeps_the_published_documents_and_catches_up() {
     let site = tempfile::tempdir().unwrap();
     write_site(site.path(), 2, 4_000);
     let state = state_disk.path().join("state");
+    let server = webcoop_testkit::static_site::StaticServer::serve(site.path());
     let publish = || {
         Command::new(&agent_bin)
             .arg("--docroot")
             .arg(site.path())
+            .args(["--server-url", &server.url()])
             .args(["--base-url", "http://www.example.test/", "--state"])
             .arg(&state)
             .arg("--out")
@@ -184,10 +193,12 @@ fn a_watching_agent_publishes_what_it_could_not_write_once_there_is_space_withou
     let state = tempfile::tempdir().unwrap();
     write_site(site.path(), 2, 4_000);
     let log_path = state.path().join("agent.log");
+    let server = webcoop_testkit::static_site::StaticServer::serve(site.path());
     let _agent = Killed(
         Command::new(&agent_bin)
             .arg("--docroot")
             .arg(site.path())
+            .args(["--server-url", &server.url()])
             .args(["--base-url", "http://www.example.test/", "--state"])
             .arg(state.path().join("state"))
             .arg("--out")

@@ -51,14 +51,23 @@ fn web() -> TestWeb {
 /// only the frontier and the name.
 fn process(web: &TestWeb, frontier: &str, out: &Path, first: bool, extra: &[&str]) -> Command {
     let mut c = Command::new(crawl_bin());
-    c.args(["crawl", "--frontier", frontier, "--crawl", "t", "--out"])
-        .arg(out)
-        .args(["--progress", "quiet"])
-        .args(web.resolve_args())
-        .args(extra)
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    c.args([
+        "crawl",
+        "--allow-net",
+        "127.0.0.0/8",
+        "--frontier",
+        frontier,
+        "--crawl",
+        "t",
+        "--out",
+    ])
+    .arg(out)
+    .args(["--progress", "quiet"])
+    .args(web.resolve_args())
+    .args(extra)
+    .env("RUST_LOG", "info")
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
     if first {
         c.args(["--seeds", &format!("{}/", web.origin("h0.test"))])
             .args(["--scope", "any", "--coop", "off", "--max-depth", "40"])
@@ -438,6 +447,8 @@ fn a_fleet_keyed_by_address_paces_one_server_across_processes() {
         let mut c = Command::new(crawl_bin());
         c.args([
             "crawl",
+            "--allow-net",
+            "127.0.0.0/8",
             "--frontier",
             &redis.url(),
             "--crawl",
@@ -504,7 +515,9 @@ fn bad_names_addresses_and_stored_settings_are_refused_by_name_without_a_panic()
     let out = dir.path().join("fleet");
     let refused = |args: &[&str], needle: &str| {
         let mut c = Command::new(crawl_bin());
-        c.args(["crawl", "--out"]).arg(&out).args(args);
+        c.args(["crawl", "--allow-net", "127.0.0.0/8", "--out"])
+            .arg(&out)
+            .args(args);
         let o = c.output().unwrap();
         let err = String::from_utf8_lossy(&o.stderr);
         assert!(

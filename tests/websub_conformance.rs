@@ -159,7 +159,7 @@ async fn bad_requests_are_refused_with_the_reason() {
                 ("hub.topic", &topic),
             ],
             403,
-            "not a public address",
+            "link-local (169.254.0.0/16)",
         ),
     ];
     for (pairs, status, needle) in cases {

@@ -65,6 +65,11 @@ pub struct CrawlArgs {
     /// --resolve.
     #[arg(long, value_name = "HOST=ADDR")]
     pub resolve: Vec<String>,
+    /// Let the crawler connect to this network although it is loopback, private, link-local
+    /// or otherwise not public (repeatable; e.g. 10.0.0.0/8). Without it, every connection
+    /// to such an address (pages, redirects, robots.txt, sitemaps, hubs) is refused.
+    #[arg(long, value_name = "CIDR")]
+    pub allow_net: Vec<String>,
     /// Serve Prometheus metrics at http://ADDR/metrics.
     #[arg(long, value_name = "ADDR")]
     pub metrics: Option<SocketAddr>,
@@ -241,6 +246,8 @@ pub struct FileConfig {
     pub fetch_threads: Option<usize>,
     /// Host name to address overrides.
     pub resolve: Option<BTreeMap<String, String>>,
+    /// See `--allow-net`.
+    pub allow_net: Option<Vec<String>>,
     /// See `--metrics`.
     pub metrics: Option<SocketAddr>,
     /// See `--console`.
@@ -330,6 +337,8 @@ pub struct Settings {
     pub fetch_threads: usize,
     /// Address overrides.
     pub resolve: Vec<(String, SocketAddr)>,
+    /// Networks the crawler may reach although they are not public.
+    pub allow_net: Vec<ipnet::IpNet>,
     /// Metrics address.
     pub metrics: Option<SocketAddr>,
     /// The console's address and token.
@@ -385,6 +394,7 @@ const PER_PROCESS: &[&str] = &[
     "commit_results",
     "fetch_threads",
     "resolve",
+    "allow_net",
     "metrics",
     "console",
     "console_token_file",
@@ -425,6 +435,9 @@ fn overlaid(args: &CrawlArgs) -> Result<(CrawlArgs, FileConfig), ConfigError> {
     if a.keep_fresh {
         file.keep_fresh = Some(true);
         a.keep_fresh = false;
+    }
+    if !a.allow_net.is_empty() {
+        file.allow_net = Some(std::mem::take(&mut a.allow_net));
     }
     Ok((a, file))
 }
@@ -709,6 +722,7 @@ fn settings_from(args: &CrawlArgs, file: FileConfig) -> Result<Settings, ConfigE
         commit_results: file.commit_results.unwrap_or(2000).max(1),
         fetch_threads,
         resolve: resolve(args, &file)?,
+        allow_net: allow_net(&file)?,
         metrics: args.metrics.or(file.metrics),
         console: console(args, &file)?,
         refresh: args.refresh,
@@ -833,6 +847,21 @@ fn resolve(args: &CrawlArgs, file: &FileConfig) -> Result<Vec<(String, SocketAdd
         resolve.push(parse_resolve(host, addr)?);
     }
     Ok(resolve)
+}
+
+/// The networks of `--allow-net` (already moved into the file's settings by [`overlaid`]).
+fn allow_net(file: &FileConfig) -> Result<Vec<ipnet::IpNet>, ConfigError> {
+    file.allow_net
+        .iter()
+        .flatten()
+        .map(|n| {
+            n.trim().parse::<ipnet::IpNet>().map_err(|e| {
+                out_of_range(format!(
+                    "--allow-net {n:?}: {e} (expected a network such as 10.0.0.0/8 or ::1/128)"
+                ))
+            })
+        })
+        .collect()
 }
 
 fn keep_fresh(

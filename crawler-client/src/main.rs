@@ -522,6 +522,9 @@ fn main() -> ExitCode {
     if let Some(code) = generate_docs(<Cli as clap::CommandFactory>::command()) {
         return code;
     }
+    // The crawl directory holds subscription secrets: what the crawler writes is its user's
+    // alone, whatever umask it was started with.
+    webcoop_daemon::private::private_umask();
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)

@@ -175,6 +175,13 @@ pub fn summary(f: &Figures, skipped: &[(String, String)], run: Option<&RunFigure
         f.bytes as f64 / 1e6,
         f.warc_bytes as f64 / 1e6
     );
+    if f.net_refused > 0 {
+        let _ = writeln!(
+            s,
+            "refused: {} connections to addresses inside a network (loopback, private, link-local...; --allow-net allows one)",
+            f.net_refused
+        );
+    }
     for (origin, why) in skipped {
         let _ = writeln!(s, "skipped {origin}: {why}");
     }

@@ -1,11 +1,15 @@
-//! Benchmark of the agent on a generated docroot (a measurement, not a test).
+//! Benchmark of the agent on a generated docroot served by Debian's nginx (a measurement, not
+//! a test).
 //!
 //!   cargo build --release -p webcoop-agent --examples
-//!   target/release/examples/agent_bench [FILES] [CHANGES]      (defaults: 100000 1000)
+//!   target/release/examples/agent_bench [FILES] [CHANGES] [AGENT]   (defaults: 100000 1000)
 //!
-//! Reports: the first scan and publication (files/s), a restart over the unchanged docroot,
-//! the latency from a file write to the updated robots.rdf on disk over single-file changes
-//! (p50/p99, and beyond the 100 ms debounce window), and peak RSS per file.
+//! The docroot is served by nginx (two workers, as on a 2-core server), which the agent asks
+//! about every file. Reports: the first scan, judging and publication (files/s), a restart
+//! over the unchanged docroot, the latency from a file write to its entry in the changes feed
+//! on disk over single-file changes (p50/p99, and beyond the 100 ms debounce window), and peak
+//! RSS per file. AGENT is another build of `webcoop-agent` to measure instead (an older one,
+//! for a before-and-after in one run; one without `--server-url` judges nothing).
 
 use notify::{EventKind, RecursiveMode, Watcher};
 use std::path::{Path, PathBuf};
@@ -67,7 +71,69 @@ fn page(i: usize, rng: &mut Lcg, version: u32) -> String {
     s
 }
 
-fn run_once(bin: &Path, www: &Path, state: &Path) -> (Duration, i64) {
+/// `--server-url ADDR` for a build that asks the server, nothing for one from before.
+fn judge_args(bin: &Path, server: &str) -> Vec<String> {
+    let help = Command::new(bin)
+        .arg("--help")
+        .output()
+        .expect("agent --help");
+    if String::from_utf8_lossy(&help.stdout).contains("--server-url") {
+        vec!["--server-url".into(), server.into()]
+    } else {
+        Vec::new()
+    }
+}
+
+/// Debian's nginx over `www` with two workers, on a free loopback port; stopped when dropped.
+struct Nginx {
+    child: std::process::Child,
+    addr: std::net::SocketAddr,
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn nginx(www: &Path, dir: &Path) -> Nginx {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port();
+    let d = dir.display();
+    let conf = format!(
+        "daemon off;\nworker_processes 2;\npid {d}/nginx.pid;\nerror_log {d}/error.log warn;\n\
+         events {{ worker_connections 1024; }}\nhttp {{ access_log off; include /etc/nginx/mime.types;\n\
+         client_body_temp_path {d}/body; proxy_temp_path {d}/proxy; fastcgi_temp_path {d}/fcgi;\n\
+         uwsgi_temp_path {d}/uwsgi; scgi_temp_path {d}/scgi;\n\
+         server {{ listen 127.0.0.1:{port}; root {}; }} }}\n",
+        www.display()
+    );
+    std::fs::write(dir.join("nginx.conf"), conf).expect("nginx.conf");
+    let bin = ["/usr/sbin/nginx", "/usr/bin/nginx"]
+        .into_iter()
+        .find(|b| Path::new(b).exists())
+        .expect("nginx is needed (apt-get install nginx)");
+    let child = Command::new(bin)
+        .arg("-p")
+        .arg(dir)
+        .arg("-c")
+        .arg(dir.join("nginx.conf"))
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start nginx");
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(addr).is_err() {
+        assert!(Instant::now() < deadline, "nginx did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Nginx { child, addr }
+}
+
+fn run_once(bin: &Path, www: &Path, state: &Path, judge: &[String]) -> (Duration, i64) {
     let start = Instant::now();
     let status = Command::new(bin)
         .arg("--docroot")
@@ -75,6 +141,7 @@ fn run_once(bin: &Path, www: &Path, state: &Path) -> (Duration, i64) {
         .arg("--state")
         .arg(state)
         .args(["--base-url", "https://bench.example/", "--once"])
+        .args(judge)
         .env("WEBCOOP_LOG", "warn")
         .status()
         .expect("run agent");
@@ -105,8 +172,14 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let files: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(100_000);
     let changes: usize = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(1000);
-    let bin = agent_binary();
+    let bin = args.get(3).map_or_else(agent_binary, PathBuf::from);
     let tmp = tempfile::tempdir().expect("tempdir");
+    // nginx's workers run as another user: they must reach the docroot.
+    std::fs::set_permissions(
+        tmp.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .expect("chmod");
     let www = tmp.path().join("www");
     let state = tmp.path().join("state");
     let mut rng = Lcg(42);
@@ -127,15 +200,28 @@ fn main() {
         gen_start.elapsed().as_secs_f64()
     );
 
-    let (first, rss_first) = run_once(&bin, &www, &state);
+    let nginx_dir = tmp.path().join("nginx");
+    std::fs::create_dir(&nginx_dir).expect("mkdir");
+    let server = nginx(&www, &nginx_dir);
+    let judge = judge_args(&bin, &format!("http://{}", server.addr));
     println!(
-        "first run (scan, digest, store versions, publish): {:.2} s = {:.0} files/s; peak RSS {:.1} MiB = {:.0} B/file",
+        "agent {}: {}",
+        bin.display(),
+        if judge.is_empty() {
+            "judges nothing (no --server-url)".to_string()
+        } else {
+            format!("asks nginx at {} about every file", server.addr)
+        }
+    );
+    let (first, rss_first) = run_once(&bin, &www, &state, &judge);
+    println!(
+        "first run (scan, digest, judge, store versions, publish): {:.2} s = {:.0} files/s; peak RSS {:.1} MiB = {:.0} B/file",
         first.as_secs_f64(),
         files as f64 / first.as_secs_f64(),
         rss_first as f64 / 1048576.0,
         rss_first as f64 / files as f64
     );
-    let (again, _) = run_once(&bin, &www, &state);
+    let (again, _) = run_once(&bin, &www, &state, &judge);
     println!(
         "restart over the unchanged docroot: {:.2} s = {:.0} files/s",
         again.as_secs_f64(),
@@ -146,19 +232,20 @@ fn main() {
         .unwrap_or(0);
     println!("robots.rdf: {:.1} MB", rdf_len as f64 / 1e6);
 
-    // Watch mode: time from a write to robots.rdf being replaced.
+    // Watch mode: time from a write to the changes feed being replaced.
+    let feed_dir = www.join(".well-known/webcoop");
     let (tx, rx) = channel();
     let mut watcher = notify::recommended_watcher(move |e: notify::Result<notify::Event>| {
         if let Ok(e) = e
             && matches!(e.kind, EventKind::Modify(_) | EventKind::Create(_))
-            && e.paths.iter().any(|p| p.ends_with("robots.rdf"))
+            && e.paths.iter().any(|p| p.ends_with("changes.atom"))
         {
             let _ = tx.send(Instant::now());
         }
     })
     .expect("watcher");
     watcher
-        .watch(&www, RecursiveMode::NonRecursive)
+        .watch(&feed_dir, RecursiveMode::NonRecursive)
         .expect("watch");
     let mut child = Command::new(&bin)
         .arg("--docroot")
@@ -166,6 +253,7 @@ fn main() {
         .arg("--state")
         .arg(&state)
         .args(["--base-url", "https://bench.example/"])
+        .args(&judge)
         .env("WEBCOOP_LOG", "warn")
         .stdin(Stdio::null())
         .spawn()
@@ -177,13 +265,33 @@ fn main() {
     let mut latencies = Vec::with_capacity(changes);
     for n in 0..changes {
         let i = rng.next() as usize % files;
-        let path = www.join(format!("d{}/p{i}.html", i % 100));
+        let rel = format!("d{}/p{i}.html", i % 100);
+        let path = www.join(&rel);
         let content = page(i, &mut rng, 2 + n as u32);
+        // The entry names the new version by its entity tag.
+        let digest = webcoop_protocol::validator::Sha256Digest::of(content.as_bytes())
+            .etag()
+            .to_string()
+            .trim_matches('"')
+            .to_string();
         let t0 = Instant::now();
         std::fs::write(&path, content).expect("edit");
-        match rx.recv_timeout(Duration::from_secs(30)) {
-            Ok(t1) => latencies.push(t1.duration_since(t0)),
-            Err(_) => println!("change {n}: not published within 30 s"),
+        let deadline = t0 + Duration::from_secs(30);
+        loop {
+            match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Ok(t1) => {
+                    let feed =
+                        std::fs::read_to_string(feed_dir.join("changes.atom")).unwrap_or_default();
+                    if feed.contains(&digest) {
+                        latencies.push(t1.duration_since(t0));
+                        break;
+                    }
+                }
+                Err(_) => {
+                    println!("change {n}: not in the changes feed within 30 s");
+                    break;
+                }
+            }
         }
         // Let the publication finish before the next change (the event fires at the rename).
         std::thread::sleep(Duration::from_millis(20 + rng.next() % 30));
@@ -196,7 +304,7 @@ fn main() {
     let pct = |p: f64| latencies[((latencies.len() as f64 * p) as usize).min(latencies.len() - 1)];
     let debounce = Duration::from_millis(100);
     println!(
-        "write -> robots.rdf replaced over {} changes: p50 {:.0} ms, p99 {:.0} ms, max {:.0} ms; beyond the {} ms debounce: p50 {:.0} ms, p99 {:.0} ms",
+        "write -> changes feed replaced over {} changes: p50 {:.0} ms, p99 {:.0} ms, max {:.0} ms; beyond the {} ms debounce: p50 {:.0} ms, p99 {:.0} ms",
         latencies.len(),
         pct(0.5).as_secs_f64() * 1e3,
         pct(0.99).as_secs_f64() * 1e3,

@@ -141,9 +141,11 @@ async fn main() {
         .and_then(|l| l.local_addr())
         .expect("free port")
         .port();
+    let server = webcoop_testkit::static_site::StaticServer::serve(&www);
     let mut agent = Command::new(agent_binary())
         .arg("--docroot")
         .arg(&www)
+        .args(["--server-url", &server.url()])
         .args([
             "--base-url",
             "https://bench.example/",

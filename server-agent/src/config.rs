@@ -128,6 +128,37 @@ pub struct Cli {
         value_delimiter = ','
     )]
     pub server_config: Vec<PathBuf>,
+    /// Where the agent asks the web server for each file before publishing it, as an
+    /// anonymous client would (default: the base URL's origin; in production typically a
+    /// loopback address such as http://127.0.0.1:80, asked with the site's Host).
+    #[arg(long, env = "WEBCOOP_SERVER_URL")]
+    pub server_url: Option<String>,
+    /// Requests to the web server at once while judging files [default: 4].
+    #[arg(long, env = "WEBCOOP_JUDGE_CONNECTIONS")]
+    pub judge_connections: Option<usize>,
+    /// Seconds within which every file is judged again [default: 86400].
+    #[arg(long, env = "WEBCOOP_JUDGE_EVERY")]
+    pub judge_every: Option<u64>,
+    /// Most requests per second when judging files again (after a change of the server's
+    /// configuration, or on the rolling schedule) [default: 200].
+    #[arg(long, env = "WEBCOOP_JUDGE_RATE")]
+    pub judge_rate: Option<f64>,
+    /// A web server directive the agent does not know, declared to serve every client alike
+    /// (repeatable); without it, a location using one is not published.
+    #[arg(
+        long = "trust-directive",
+        env = "WEBCOOP_TRUST_DIRECTIVE",
+        value_delimiter = ','
+    )]
+    pub trust_directive: Vec<String>,
+    /// A reverse proxy whose X-Forwarded-For the hub believes for its rate limits (repeatable;
+    /// e.g. 127.0.0.1/32 when nginx on this machine proxies the agent).
+    #[arg(
+        long = "trusted-proxy",
+        env = "WEBCOOP_TRUSTED_PROXY",
+        value_delimiter = ','
+    )]
+    pub trusted_proxy: Vec<String>,
     /// Drop every kept version of these docroot paths (a secret published by mistake), then
     /// exit: no delta can reveal them afterwards.
     #[arg(long = "forget-versions", value_name = "PATH")]
@@ -190,6 +221,14 @@ struct FileConfig {
     publish_ext: Vec<String>,
     #[serde(default)]
     server_config: Vec<PathBuf>,
+    server_url: Option<String>,
+    judge_connections: Option<usize>,
+    judge_every: Option<u64>,
+    judge_rate: Option<f64>,
+    #[serde(default)]
+    trust_directive: Vec<String>,
+    #[serde(default)]
+    trusted_proxy: Vec<String>,
 }
 
 /// A byte count written as a number or with a unit (`512MiB`, `2G`).
@@ -239,6 +278,14 @@ pub struct Config {
     pub publish_ext: Vec<String>,
     /// Web server configurations whose protected locations are never published.
     pub server_config: Vec<PathBuf>,
+    /// How the web server is asked about each file.
+    pub judge: crate::judge::JudgeSettings,
+    /// Time within which every file is judged again.
+    pub judge_every: Duration,
+    /// Most requests per second when judging again.
+    pub judge_rate: f64,
+    /// Server directives declared to serve every client alike.
+    pub trust_directives: Vec<String>,
     /// Publish once and exit.
     pub once: bool,
     /// Whether the site's robots.txt is ignored for the listing.
@@ -284,6 +331,8 @@ pub struct ServiceConfig {
     pub delivery_timeout: Duration,
     /// Most subscriptions the hub holds.
     pub max_subscriptions: usize,
+    /// Proxies whose `X-Forwarded-For` the hub believes.
+    pub trusted_proxies: Vec<ipnet::IpNet>,
 }
 
 /// Settings of IndexNow pings.
@@ -394,7 +443,7 @@ impl Config {
             Some(s) => s,
             None => default_state_dir(&docroot)?,
         };
-        let state = prepare_dir("state", &state)?;
+        let state = prepare_dir("state", &state, true)?;
         if state.starts_with(&docroot) {
             return Err(ConfigError::Directory {
                 what: "state",
@@ -407,6 +456,7 @@ impl Config {
             &cli.out
                 .or(from_file(file.out))
                 .unwrap_or_else(|| docroot.clone()),
+            false,
         )?;
 
         let versions_budget = match cli.versions_budget {
@@ -465,14 +515,13 @@ impl Config {
                 } else {
                     cli.allow_callback_net
                 };
-                let allow_callback_nets = nets
-                    .iter()
-                    .map(|n| {
-                        n.trim()
-                            .parse::<ipnet::IpNet>()
-                            .map_err(|e| ConfigError::Value(format!("--allow-callback-net {n:?}: {e} (expected a CIDR such as 10.0.0.0/8)")))
-                    })
-                    .collect::<Result<Vec<_>, _>>()?;
+                let allow_callback_nets = cidrs("--allow-callback-net", &nets)?;
+                let proxies = if cli.trusted_proxy.is_empty() {
+                    file.trusted_proxy
+                } else {
+                    cli.trusted_proxy
+                };
+                let trusted_proxies = cidrs("--trusted-proxy", &proxies)?;
                 Some(ServiceConfig {
                     listen,
                     public_url,
@@ -488,6 +537,7 @@ impl Config {
                         .hub_max_subscriptions
                         .or(file.hub_max_subscriptions)
                         .unwrap_or(crate::service::hub::DEFAULT_MAX_SUBSCRIPTIONS),
+                    trusted_proxies,
                 })
             }
         };
@@ -545,6 +595,42 @@ impl Config {
                 Some(crate::console::ConsoleSettings { addr, token })
             }
         };
+        let server_url = match cli.server_url.or(file.server_url) {
+            Some(u) => check_server_url(&u)?,
+            None => Url::parse(&base_url.origin().ascii_serialization()).map_err(|e| {
+                ConfigError::Value(format!("the base URL's origin is not a URL: {e}"))
+            })?,
+        };
+        let connections = cli
+            .judge_connections
+            .or(file.judge_connections)
+            .unwrap_or(4);
+        if !(1..=64).contains(&connections) {
+            return Err(ConfigError::Value(format!(
+                "--judge-connections {connections}: between 1 and 64"
+            )));
+        }
+        let judge_every = cli.judge_every.or(file.judge_every).unwrap_or(86_400);
+        if !(60..=30 * 86_400).contains(&judge_every) {
+            return Err(ConfigError::Value(format!(
+                "--judge-every {judge_every}: between 60 s and 30 days"
+            )));
+        }
+        let judge_rate = cli.judge_rate.or(file.judge_rate).unwrap_or(200.0);
+        if !(judge_rate.is_finite() && (0.1..=100_000.0).contains(&judge_rate)) {
+            return Err(ConfigError::Value(format!(
+                "--judge-rate {judge_rate}: between 0.1 and 100000 requests per second"
+            )));
+        }
+        let trust_directives: Vec<String> = if cli.trust_directive.is_empty() {
+            file.trust_directive
+        } else {
+            cli.trust_directive
+        }
+        .into_iter()
+        .map(|d| d.trim().to_ascii_lowercase())
+        .filter(|d| !d.is_empty())
+        .collect();
         if (service.is_some() || console.is_some()) && (cli.once || file.once.unwrap_or(false)) {
             return Err(ConfigError::Value(
                 "--once publishes and exits, --listen and --console serve: choose one".into(),
@@ -578,6 +664,14 @@ impl Config {
             } else {
                 cli.server_config
             },
+            judge: crate::judge::JudgeSettings {
+                server_url,
+                connections,
+                timeout: Duration::from_secs(10),
+            },
+            judge_every: Duration::from_secs(judge_every),
+            judge_rate,
+            trust_directives,
             once: cli.once || file.once.unwrap_or(false),
             ignore_robots_txt: cli.ignore_robots_txt || file.ignore_robots_txt.unwrap_or(false),
             replace_existing: cli.replace_existing || file.replace_existing.unwrap_or(false),
@@ -617,6 +711,43 @@ fn check_docroot(path: &Path) -> Result<PathBuf, ConfigError> {
     path.canonicalize().map_err(|e| err(e.to_string()))
 }
 
+/// Parses a list of networks given to `flag`.
+fn cidrs(flag: &str, nets: &[String]) -> Result<Vec<ipnet::IpNet>, ConfigError> {
+    nets.iter()
+        .map(|n| {
+            n.trim().parse::<ipnet::IpNet>().map_err(|e| {
+                ConfigError::Value(format!(
+                    "{flag} {n:?}: {e} (expected a CIDR such as 10.0.0.0/8 or 127.0.0.1/32)"
+                ))
+            })
+        })
+        .collect()
+}
+
+/// The web server's origin: an http(s) URL with a host and nothing after it.
+fn check_server_url(text: &str) -> Result<Url, ConfigError> {
+    let bad = |why: &str| {
+        ConfigError::Value(format!(
+            "--server-url {text:?} {why} (expected an origin such as http://127.0.0.1:80)"
+        ))
+    };
+    let url = Url::parse(text.trim()).map_err(|e| bad(&format!("does not parse: {e}")))?;
+    if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
+        return Err(bad("is not an http or https URL with a host"));
+    }
+    if url.path() != "/" || url.query().is_some() || url.fragment().is_some() {
+        return Err(bad(
+            "must be an origin only: the base URL's path is added to every request",
+        ));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(bad(
+            "must not carry credentials: the judge asks as anyone would",
+        ));
+    }
+    Ok(url)
+}
+
 fn check_base_url(text: &str) -> Result<Url, ConfigError> {
     let err = |reason: &str| ConfigError::BaseUrl {
         url: text.to_string(),
@@ -654,14 +785,20 @@ fn default_state_dir(docroot: &Path) -> Result<PathBuf, ConfigError> {
     Ok(parent.join(format!("{name}.webcoop")))
 }
 
-/// Creates the directory if needed and proves it writable with a probe file.
-fn prepare_dir(what: &'static str, path: &Path) -> Result<PathBuf, ConfigError> {
+/// Creates the directory if needed (mode 0700 when `private`, 0755 for what the web server
+/// must read) and proves it writable with a probe file.
+fn prepare_dir(what: &'static str, path: &Path, private: bool) -> Result<PathBuf, ConfigError> {
     let err = |reason: String| ConfigError::Directory {
         what,
         path: path.to_path_buf(),
         reason,
     };
-    std::fs::create_dir_all(path).map_err(|e| err(format!("cannot be created: {e}")))?;
+    let created = if private {
+        webcoop_daemon::private::create_private_dir(path)
+    } else {
+        webcoop_daemon::private::create_public_dir(path)
+    };
+    created.map_err(|e| err(format!("cannot be created: {e}")))?;
     let probe = path.join(format!(".webcoop-write-probe-{}", std::process::id()));
     std::fs::write(&probe, b"").map_err(|e| err(format!("is not writable: {e}")))?;
     let _ = std::fs::remove_file(&probe);

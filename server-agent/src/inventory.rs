@@ -1,5 +1,5 @@
 //! The agent's exact picture of the public files: kept in memory for publishing, persisted by
-//! the store. 72 bytes per file plus the path; what only the store needs (first seen, change
+//! the store. 80 bytes per file plus the path; what only the store needs (first seen, change
 //! count, history of change times) stays there, and the media type follows from the path.
 
 use chrono::{DateTime, Utc};
@@ -14,6 +14,9 @@ pub struct FileEntry {
     /// Modification time of the file (nanoseconds since the epoch), for the quick "unchanged"
     /// check; the content decides whether it really changed.
     pub mtime_ns: i64,
+    /// Status change time (nanoseconds since the epoch): a change of permissions, owner or
+    /// links, after which the web server must judge the file again.
+    pub ctime_ns: i64,
     /// SHA-256 of the content: the strong validator.
     pub sha256: Sha256Digest,
     /// XXH3-64 of the content: the cheap "did it change" check.
@@ -135,6 +138,7 @@ mod tests {
         FileEntry {
             size,
             mtime_ns: 0,
+            ctime_ns: 0,
             sha256: Sha256Digest::of(&size.to_le_bytes()),
             fast: size,
             modified: DateTime::UNIX_EPOCH,
@@ -145,7 +149,7 @@ mod tests {
     #[test]
     fn an_entry_stays_small() {
         assert!(
-            std::mem::size_of::<FileEntry>() <= 72,
+            std::mem::size_of::<FileEntry>() <= 80,
             "{}",
             std::mem::size_of::<FileEntry>()
         );

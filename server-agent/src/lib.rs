@@ -3,7 +3,6 @@
 //!
 //! The `webcoop-agent` binary is a thin shell over [`agent::Agent`].
 
-pub mod access;
 pub mod agent;
 pub mod check;
 pub mod config;
@@ -11,9 +10,12 @@ pub mod console;
 pub mod content_type;
 pub mod debounce;
 pub mod inventory;
+pub mod judge;
 pub mod privacy;
 pub mod publish;
 pub mod scan;
+pub(crate) mod secrets;
+pub mod server_config;
 pub mod service;
 pub mod store;
 pub mod urls;

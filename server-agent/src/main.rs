@@ -29,6 +29,9 @@ fn main() -> ExitCode {
     if let Some(code) = generate_docs(<Cli as clap::CommandFactory>::command()) {
         return code;
     }
+    // State is private whatever umask the agent was started with; published documents are
+    // opened up one by one.
+    webcoop_daemon::private::private_umask();
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -152,14 +155,23 @@ fn run(config: Config, clock: Arc<dyn Clock>) -> Result<(), Box<dyn std::error::
         format!("{} changes since the last run", scan.changes.len())
     };
     tracing::info!(
-        "{} public files ({}), {} excluded, {what}; published robots.rdf ({}) and sitemaps in {} ms",
+        "{} public files ({}), {} excluded ({} refused by the web server at {}), {what}; published robots.rdf ({}) and sitemaps in {} ms",
         agent.inventory().len(),
         human_bytes(agent.inventory().total_bytes()),
         scan.excluded,
+        agent.refused_count(),
+        config.judge.server_url.origin().ascii_serialization(),
         human_bytes(report.listing_bytes),
         start.elapsed().as_millis()
     );
     if config.once {
+        if let Some(why) = scan.unreachable {
+            return Err(format!(
+                "{} files not published: the web server could not judge them ({why}); run again once it answers",
+                scan.deferred.len()
+            )
+            .into());
+        }
         return Ok(());
     }
     if config.service.is_none() && config.console.is_none() {

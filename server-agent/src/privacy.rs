@@ -17,6 +17,9 @@ pub enum Exclusion {
     VersionControl,
     /// An editor or backup file (`~`, `.bak`, `.swp`, `.orig`, `#autosave#`, ...).
     Backup,
+    /// A secret by its name (a key, a database, a dump, a log, infrastructure state...):
+    /// the class, from [`crate::secrets`].
+    Secret(&'static str),
     /// A server configuration file (`.htaccess`, `.htpasswd`, `web.config`).
     ServerConfig,
     /// Matches an `--exclude` glob.
@@ -27,11 +30,11 @@ pub enum Exclusion {
     RobotsTxt,
     /// A document the agent itself publishes.
     AgentOutput,
-    /// Run or kept private by the web server (`.php`, `.cgi`, `.env`, keys, dumps, logs): the
-    /// server executes or refuses it, so its source must never be shown.
+    /// Run by the web server (`.php`, `.cgi`, `.py`...): its source must never be shown.
     ServerSide,
-    /// In a place the web server protects (`.htaccess` or `--server-config`).
-    AccessControlled,
+    /// In a place whose server rules depend on who asks, or are not understood
+    /// (`.htaccess` or `--server-config`): the judge cannot see what others get there.
+    HiddenFromJudge,
     /// The site's robots.txt exists but could not be read or parsed: nothing is published
     /// until it can be.
     RobotsTxtUnreadable,
@@ -43,13 +46,16 @@ impl fmt::Display for Exclusion {
             Exclusion::Hidden => "hidden",
             Exclusion::VersionControl => "version control",
             Exclusion::Backup => "editor or backup file",
+            Exclusion::Secret(class) => class,
             Exclusion::ServerConfig => "server configuration",
             Exclusion::ExcludedByPattern => "--exclude",
             Exclusion::NotIncluded => "not --include'd",
             Exclusion::RobotsTxt => "robots.txt",
             Exclusion::AgentOutput => "agent output",
-            Exclusion::ServerSide => "run or kept private by the web server",
-            Exclusion::AccessControlled => "protected by the web server",
+            Exclusion::ServerSide => "run by the web server",
+            Exclusion::HiddenFromJudge => {
+                "hidden: the server's rules for it depend on who asks, or are not understood"
+            }
             Exclusion::RobotsTxtUnreadable => "robots.txt unreadable",
         })
     }
@@ -68,10 +74,6 @@ pub struct PatternError {
 }
 
 const VCS_DIRS: &[&str] = &["CVS", "RCS", "SCCS", "_darcs", "_MTN", "{arch}"];
-const SERVER_CONFIG: &[&str] = &["web.config"];
-const BACKUP_SUFFIXES: &[&str] = &[
-    "~", ".bak", ".swp", ".swo", ".swx", ".orig", ".rej", ".tmp", ".old", ".save",
-];
 
 /// Extensions the web server runs instead of showing (Apache's `AddHandler` runs `x.php.html`
 /// as PHP too, so these count anywhere after the first dot of a name).
@@ -81,25 +83,14 @@ const EXECUTED_EXTS: &[&str] = &[
     "inc",
 ];
 
-/// Last extensions of files a site keeps for itself: secrets, keys, dumps, archives, logs.
-const PRIVATE_EXTS: &[&str] = &[
-    "env", "pem", "key", "p12", "pfx", "jks", "keystore", "crt", "csr", "sql", "sqlite", "sqlite3",
-    "db", "mdb", "dump", "tar", "tgz", "tbz2", "txz", "zip", "7z", "rar", "bak", "log", "ini",
-    "conf", "cfg", "htpasswd", "passwd",
-];
-
-/// Extensions that only say how the file before them is packed: `dump.sql.gz`, `site.tar.zst`,
-/// `access.log.1`.
-const PACKING_EXTS: &[&str] = &["gz", "bz2", "xz", "zst", "lz", "lzma", "z"];
-
 /// The rules deciding which paths (relative to the docroot, `/`-separated) are public.
 pub struct PublicFilter {
     include: Option<GlobSet>,
     exclude: GlobSet,
     robots: Robots,
-    /// Extensions of [`EXECUTED_EXTS`] and [`PRIVATE_EXTS`] the webmaster publishes anyway.
+    /// Extensions of [`EXECUTED_EXTS`] and of [`crate::secrets`] the webmaster publishes anyway.
     publish_ext: Vec<String>,
-    access: crate::access::AccessRules,
+    access: crate::server_config::ServerRules,
     /// Paths the agent writes when the output directory is (inside) the docroot: exact names,
     /// and name prefixes for numbered sitemap parts.
     own_files: Vec<String>,
@@ -194,37 +185,18 @@ pub struct FilterRules<'a> {
     pub own_dir: Option<&'a str>,
     /// More files the agent writes there (the IndexNow key file).
     pub own_files: &'a [String],
-    /// Places the web server protects.
-    pub access: crate::access::AccessRules,
+    /// Places the server's rules hide from the judge.
+    pub access: crate::server_config::ServerRules,
 }
 
-/// Whether a file name has an extension the web server runs or keeps private.
-fn server_side(name: &str, publish_ext: &[String]) -> bool {
+/// Whether a file name has an extension the web server runs, anywhere after its first dot.
+fn executed(name: &str, publish_ext: &[String]) -> bool {
     let lower = name.to_ascii_lowercase();
-    let mut exts: Vec<&str> = lower.split('.').skip(1).collect();
-    if lower.starts_with('.') {
-        // `.env`: the dot starts the name; hidden anyway.
-        return true;
-    }
     let published = |e: &str| publish_ext.iter().any(|p| p.eq_ignore_ascii_case(e));
-    if exts
-        .iter()
-        .any(|e| EXECUTED_EXTS.contains(e) && !published(e))
-    {
-        return true;
-    }
-    // Peel packing and rotation suffixes: `x.sql.gz`, `x.log.1`, `x.tar.zst`.
-    while let Some(last) = exts.last() {
-        if PACKING_EXTS.contains(last)
-            || (!last.is_empty() && last.bytes().all(|b| b.is_ascii_digit()) && exts.len() > 1)
-        {
-            exts.pop();
-        } else {
-            break;
-        }
-    }
-    exts.last()
-        .is_some_and(|e| PRIVATE_EXTS.contains(e) && !published(e))
+    lower
+        .split('.')
+        .skip(1)
+        .any(|e| EXECUTED_EXTS.contains(&e) && !published(e))
 }
 
 impl PublicFilter {
@@ -307,8 +279,8 @@ impl PublicFilter {
         })
     }
 
-    /// The places the web server protects, for the start-up log.
-    pub fn access(&self) -> &crate::access::AccessRules {
+    /// The places the server's rules hide from the judge, for the start-up log.
+    pub fn access(&self) -> &crate::server_config::ServerRules {
         &self.access
     }
 
@@ -332,8 +304,8 @@ impl PublicFilter {
         if self.exclude.is_match(rel) || self.excludes_whole_dir(rel) {
             return Err(Exclusion::ExcludedByPattern);
         }
-        if self.access.protects_dir(rel).is_some() {
-            return Err(Exclusion::AccessControlled);
+        if self.access.hides_dir(rel).is_some() {
+            return Err(Exclusion::HiddenFromJudge);
         }
         Ok(())
     }
@@ -361,19 +333,22 @@ impl PublicFilter {
             }
         }
         let name = rel.rsplit('/').next().unwrap_or(rel);
-        if SERVER_CONFIG.contains(&name) {
-            return Err(Exclusion::ServerConfig);
-        }
-        if BACKUP_SUFFIXES.iter().any(|s| name.ends_with(s))
-            || (name.starts_with('#') && name.ends_with('#'))
-        {
+        // Emacs' autosaves and MS Office's lock files.
+        if (name.starts_with('#') && name.ends_with('#')) || name.starts_with("~$") {
             return Err(Exclusion::Backup);
         }
-        if server_side(name, &self.publish_ext) {
+        if executed(name, &self.publish_ext) {
             return Err(Exclusion::ServerSide);
         }
-        if self.access.protects(rel).is_some() {
-            return Err(Exclusion::AccessControlled);
+        if let Some(class) = crate::secrets::class_of(name, &self.publish_ext) {
+            return Err(if class.name == crate::secrets::BACKUP {
+                Exclusion::Backup
+            } else {
+                Exclusion::Secret(class.name)
+            });
+        }
+        if self.access.hides(rel).is_some() {
+            return Err(Exclusion::HiddenFromJudge);
         }
         if self.own_files.iter().any(|f| f == rel)
             || self
@@ -431,9 +406,9 @@ mod tests {
             ("patch.orig", Exclusion::Backup),
             ("#notes.txt#", Exclusion::Backup),
             ("CVS/Entries", Exclusion::VersionControl),
-            ("web.config", Exclusion::ServerConfig),
+            ("web.config", Exclusion::Secret("a configuration file")),
             ("drafts/post.html", Exclusion::ExcludedByPattern),
-            ("logs/access.log", Exclusion::ServerSide),
+            ("logs/access.log", Exclusion::Secret("a log")),
             ("logs/access.txt", Exclusion::ExcludedByPattern),
             ("private/salaries.html", Exclusion::RobotsTxt),
             ("docs/manual.pdf", Exclusion::RobotsTxt),
@@ -471,23 +446,34 @@ mod tests {
             "page.jsp",
             "header.shtml",
             "db.inc",
-            "site.env",
-            "server.key",
-            "cert.pem",
-            "id.p12",
-            "dump.sql",
-            "dump.sql.gz",
-            "site.tar",
-            "site.tar.gz",
-            "site.tar.zst",
-            "site.tgz",
-            "site.zip",
-            "error.log",
-            "access.log.1",
-            "access.log.2.gz",
         ] {
             assert_eq!(f.check_file(p), Err(Exclusion::ServerSide), "{p}");
         }
+        for (p, class) in [
+            ("site.env", "a key or credentials"),
+            ("server.key", "a key or credentials"),
+            ("cert.pem", "a key or credentials"),
+            ("id.p12", "a key or credentials"),
+            ("keys/id_ed25519", "a key or credentials"),
+            ("dump.sql", "a dump"),
+            ("dump.sql.gz", "a dump"),
+            ("site.tar", "an archive of the site (a backup)"),
+            ("site.tar.gz", "an archive of the site (a backup)"),
+            ("site.tar.zst", "an archive of the site (a backup)"),
+            ("site.tgz", "an archive of the site (a backup)"),
+            ("site.zip", "an archive of the site (a backup)"),
+            ("error.log", "a log"),
+            ("error_log", "a log"),
+            ("access.log.1", "a log"),
+            ("access.log.2.gz", "a log"),
+            ("shop.db-wal", "a database or its journal"),
+            ("infra/terraform.tfstate", "infrastructure state"),
+            ("core.4242", "a dump"),
+        ] {
+            assert_eq!(f.check_file(p), Err(Exclusion::Secret(class)), "{p}");
+        }
+        assert_eq!(f.check_file("INDEX.HTML.BAK"), Err(Exclusion::Backup));
+        assert_eq!(f.check_file("~$report.docx"), Err(Exclusion::Backup));
         for p in [
             "index.html",
             "a.tar.html",

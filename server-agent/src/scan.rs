@@ -11,24 +11,38 @@ use std::sync::Arc;
 use webcoop_protocol::delta::MAX_VERSION_BYTES;
 use webcoop_protocol::validator::{Sha256Digest, Sha256Stream};
 
-/// Size and modification time: what the quick "unchanged" check compares.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Size, modification and status change times: what the quick "unchanged" check compares.
+/// The status change time moves with permissions, owner and links, which decide whether the
+/// web server can serve the file at all.
+#[derive(Debug, Clone, Copy)]
 pub struct Stat {
     /// Bytes.
     pub size: u64,
     /// Nanoseconds since the epoch.
     pub mtime_ns: i64,
+    /// Nanoseconds since the epoch.
+    pub ctime_ns: i64,
+    /// Hard links to the file (not compared: a change of links moves the status change time).
+    pub links: u64,
 }
+
+impl PartialEq for Stat {
+    fn eq(&self, other: &Stat) -> bool {
+        (self.size, self.mtime_ns, self.ctime_ns) == (other.size, other.mtime_ns, other.ctime_ns)
+    }
+}
+
+impl Eq for Stat {}
 
 impl Stat {
     /// From file metadata.
     pub fn of(meta: &std::fs::Metadata) -> Stat {
+        let ns = |s: i64, n: i64| s.saturating_mul(1_000_000_000).saturating_add(n);
         Stat {
             size: meta.len(),
-            mtime_ns: meta
-                .mtime()
-                .saturating_mul(1_000_000_000)
-                .saturating_add(meta.mtime_nsec()),
+            mtime_ns: ns(meta.mtime(), meta.mtime_nsec()),
+            ctime_ns: ns(meta.ctime(), meta.ctime_nsec()),
+            links: meta.nlink(),
         }
     }
 }

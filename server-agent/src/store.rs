@@ -8,6 +8,7 @@
 use crate::inventory::{FileEntry, Inventory};
 use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, params};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use webcoop_protocol::changes_feed::ChangeKind;
 use webcoop_protocol::validator::Sha256Digest;
@@ -123,6 +124,12 @@ pub struct Batch {
     pub changes: Vec<LoggedChange>,
     /// Text versions to keep.
     pub versions: Vec<NewVersion>,
+    /// Files the web server refused, with what was judged.
+    pub refusals: Vec<(String, RefusedFile)>,
+    /// Files no longer refused (public now, or gone).
+    pub unrefused: Vec<String>,
+    /// Public files judged again, and public still.
+    pub rejudged: Vec<String>,
 }
 
 impl Batch {
@@ -132,6 +139,9 @@ impl Batch {
             && self.deletions.is_empty()
             && self.changes.is_empty()
             && self.versions.is_empty()
+            && self.refusals.is_empty()
+            && self.unrefused.is_empty()
+            && self.rejudged.is_empty()
     }
 }
 
@@ -200,8 +210,20 @@ CREATE TABLE IF NOT EXISTS files (
     first_seen INTEGER NOT NULL,
     modified INTEGER NOT NULL,
     change_count INTEGER NOT NULL,
-    history BLOB NOT NULL
+    history BLOB NOT NULL,
+    ctime_ns INTEGER NOT NULL DEFAULT 0,
+    judged INTEGER NOT NULL DEFAULT 0
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS refused (
+    path TEXT PRIMARY KEY,
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    ctime_ns INTEGER NOT NULL,
+    sha256 BLOB NOT NULL,
+    reason TEXT NOT NULL,
+    judged INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS refused_by_judged ON refused (judged);
 CREATE TABLE IF NOT EXISTS changes (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     path TEXT NOT NULL,
@@ -224,13 +246,73 @@ CREATE TABLE IF NOT EXISTS versions (
 CREATE INDEX IF NOT EXISTS versions_by_age ON versions (stored);
 ";
 
+/// Columns added since the first release, with their definitions: a state written by an
+/// older agent gains them when opened (its files then count as never judged).
+const ADDED_COLUMNS: &[(&str, &str, &str)] = &[
+    ("files", "ctime_ns", "INTEGER NOT NULL DEFAULT 0"),
+    ("files", "judged", "INTEGER NOT NULL DEFAULT 0"),
+];
+
+/// Indexes on added columns, created once the columns exist.
+const LATE_INDEXES: &str = "CREATE INDEX IF NOT EXISTS files_by_judged ON files (judged);";
+
+/// A file the web server refused, as judged: what was asked about, and the answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RefusedFile {
+    /// Bytes, when judged.
+    pub size: u64,
+    /// Modification time, when judged.
+    pub mtime_ns: i64,
+    /// Status change time, when judged (permissions, owner, links).
+    pub ctime_ns: i64,
+    /// SHA-256 of the bytes judged.
+    pub sha256: Sha256Digest,
+    /// Why it is not published, as the log and the console say it.
+    pub reason: String,
+}
+
+/// A file due to be judged again, and whether it is public now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Due {
+    /// The docroot path.
+    pub path: String,
+    /// Listed (public) now, or refused now.
+    pub public: bool,
+    /// When it was last judged (ms; 0: never, or asked again by a change of the rules).
+    pub judged: i64,
+}
+
+/// Adds the columns an older state lacks, then the indexes on them.
+fn migrate(conn: &Connection) -> rusqlite::Result<()> {
+    for (table, column, definition) in ADDED_COLUMNS {
+        let present: bool = conn.query_row(
+            "SELECT COUNT(*) > 0 FROM pragma_table_info(?1) WHERE name = ?2",
+            params![table, column],
+            |r| r.get(0),
+        )?;
+        if !present {
+            conn.execute_batch(&format!(
+                "ALTER TABLE {table} ADD COLUMN {column} {definition}"
+            ))?;
+        }
+    }
+    conn.execute_batch(LATE_INDEXES)
+}
+
 impl Store {
     /// Opens (or creates) the database in `dir`.
     pub fn open(dir: &Path) -> Result<Store, StoreError> {
         let path = dir.join("agent.sqlite");
+        if let Err(e) = webcoop_daemon::private::private_database(&path) {
+            tracing::warn!(
+                "{}: cannot make it private to this user: {e}",
+                path.display()
+            );
+        }
         let conn = Connection::open(&path).map_err(|e| StoreError::new(&path, e))?;
         conn.execute_batch(SCHEMA)
             .map_err(|e| StoreError::new(&path, e))?;
+        migrate(&conn).map_err(|e| StoreError::new(&path, e))?;
         let versions_bytes: i64 = conn
             .query_row(
                 "SELECT COALESCE(SUM(length(data)), 0) FROM versions",
@@ -325,7 +407,7 @@ impl Store {
         let mut entries = Vec::with_capacity(count.max(0) as usize);
         let mut stmt = self
             .conn
-            .prepare("SELECT path, size, mtime_ns, sha256, fast, modified FROM files")
+            .prepare("SELECT path, size, mtime_ns, sha256, fast, modified, ctime_ns FROM files")
             .map_err(|e| self.err(e))?;
         let rows = stmt
             .query_map([], |r| {
@@ -338,11 +420,13 @@ impl Store {
                     sha,
                     r.get::<_, i64>(4)?,
                     r.get::<_, i64>(5)?,
+                    r.get::<_, i64>(6)?,
                 ))
             })
             .map_err(|e| self.err(e))?;
         for row in rows {
-            let (path, size, mtime_ns, sha, fast, modified) = row.map_err(|e| self.err(e))?;
+            let (path, size, mtime_ns, sha, fast, modified, ctime_ns) =
+                row.map_err(|e| self.err(e))?;
             let Some(sha256) = digest_of(Some(sha)) else {
                 continue;
             };
@@ -351,6 +435,7 @@ impl Store {
                 FileEntry {
                     size: size.max(0) as u64,
                     mtime_ns,
+                    ctime_ns,
                     sha256,
                     fast: fast as u64,
                     modified: from_ms(modified),
@@ -378,11 +463,12 @@ impl Store {
                 .map_err(e)?;
             let mut upsert = tx
                 .prepare_cached(
-                    "INSERT INTO files (path, size, mtime_ns, sha256, fast, first_seen, modified, change_count, history)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 0, ?9)
+                    "INSERT INTO files (path, size, mtime_ns, sha256, fast, first_seen, modified, change_count, history, ctime_ns, judged)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 0, ?9, ?10, ?6)
                      ON CONFLICT (path) DO UPDATE SET size = excluded.size, mtime_ns = excluded.mtime_ns,
                        sha256 = excluded.sha256, fast = excluded.fast, modified = excluded.modified,
-                       change_count = files.change_count + ?8, history = excluded.history",
+                       change_count = files.change_count + ?8, history = excluded.history,
+                       ctime_ns = excluded.ctime_ns, judged = excluded.judged",
                 )
                 .map_err(e)?;
             for (p, entry, changed_at) in &batch.upserts {
@@ -404,7 +490,8 @@ impl Store {
                         to_ms(now),
                         to_ms(entry.modified),
                         i64::from(changed_at.is_some()),
-                        history
+                        history,
+                        entry.ctime_ns
                     ])
                     .map_err(e)?;
             }
@@ -424,6 +511,40 @@ impl Store {
                 let freed: i64 = version_sizes.query_row([p], |r| r.get(0)).map_err(e)?;
                 delete_versions.execute([p]).map_err(e)?;
                 versions_bytes -= freed;
+            }
+            let mut refuse = tx
+                .prepare_cached(
+                    "INSERT INTO refused (path, size, mtime_ns, ctime_ns, sha256, reason, judged)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                     ON CONFLICT (path) DO UPDATE SET size = excluded.size, mtime_ns = excluded.mtime_ns,
+                       ctime_ns = excluded.ctime_ns, sha256 = excluded.sha256, reason = excluded.reason,
+                       judged = excluded.judged",
+                )
+                .map_err(e)?;
+            for (p, r) in &batch.refusals {
+                refuse
+                    .execute(params![
+                        p,
+                        r.size as i64,
+                        r.mtime_ns,
+                        r.ctime_ns,
+                        &r.sha256.0[..],
+                        r.reason,
+                        to_ms(now)
+                    ])
+                    .map_err(e)?;
+            }
+            let mut unrefuse = tx
+                .prepare_cached("DELETE FROM refused WHERE path = ?1")
+                .map_err(e)?;
+            for p in &batch.unrefused {
+                unrefuse.execute([p]).map_err(e)?;
+            }
+            let mut judged = tx
+                .prepare_cached("UPDATE files SET judged = ?2 WHERE path = ?1")
+                .map_err(e)?;
+            for p in &batch.rejudged {
+                judged.execute(params![p, to_ms(now)]).map_err(e)?;
             }
             let mut log = tx
                 .prepare_cached(
@@ -650,6 +771,96 @@ impl Store {
         self.versions_bytes
     }
 
+    /// The files the web server refused, as last judged.
+    pub fn load_refused(&self) -> Result<HashMap<Box<str>, RefusedFile>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT path, size, mtime_ns, ctime_ns, sha256, reason FROM refused")
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, i64>(2)?,
+                    r.get::<_, i64>(3)?,
+                    r.get::<_, Vec<u8>>(4)?,
+                    r.get::<_, String>(5)?,
+                ))
+            })
+            .map_err(|e| self.err(e))?;
+        let mut out = HashMap::new();
+        for row in rows {
+            let (path, size, mtime_ns, ctime_ns, sha, reason) = row.map_err(|e| self.err(e))?;
+            if let Some(sha256) = digest_of(Some(sha)) {
+                out.insert(
+                    path.into_boxed_str(),
+                    RefusedFile {
+                        size: size.max(0) as u64,
+                        mtime_ns,
+                        ctime_ns,
+                        sha256,
+                        reason,
+                    },
+                );
+            }
+        }
+        Ok(out)
+    }
+
+    /// Listed files the web server never judged (a state written before the judge).
+    pub fn unjudged(&self) -> Result<Vec<String>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT path FROM files WHERE judged = 0")
+            .map_err(|e| self.err(e))?;
+        let rows = stmt.query_map([], |r| r.get(0)).map_err(|e| self.err(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+    }
+
+    /// The `limit` files judged longest ago (listed or refused), oldest first.
+    pub fn due_for_judging(&self, limit: usize) -> Result<Vec<Due>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT path, 1, judged FROM (SELECT path, judged FROM files ORDER BY judged LIMIT ?1)
+                 UNION ALL
+                 SELECT path, 0, judged FROM (SELECT path, judged FROM refused ORDER BY judged LIMIT ?1)
+                 ORDER BY 3 LIMIT ?1",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([limit as i64], |r| {
+                Ok(Due {
+                    path: r.get(0)?,
+                    public: r.get::<_, i64>(1)? == 1,
+                    judged: r.get(2)?,
+                })
+            })
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+    }
+
+    /// Asks for every file at or under `dir` (`""` for all) to be judged again first: the
+    /// rules that govern them changed.
+    pub fn judge_again_under(&self, dir: &str) -> Result<usize, StoreError> {
+        let prefix = format!("{dir}/");
+        let mut n = 0;
+        for table in ["files", "refused"] {
+            n += self
+                .conn
+                .execute(
+                    &format!(
+                        "UPDATE {table} SET judged = 0
+                         WHERE ?1 = '' OR path = ?1 OR substr(path, 1, length(?2)) = ?2"
+                    ),
+                    params![dir, prefix],
+                )
+                .map_err(|e| self.err(e))?;
+        }
+        Ok(n)
+    }
+
     /// When `path` was first seen and how many times its content changed since.
     pub fn file_facts(&self, path: &str) -> Result<Option<(DateTime<Utc>, u32)>, StoreError> {
         self.conn
@@ -708,6 +919,7 @@ mod tests {
         FileEntry {
             size: content.len() as u64,
             mtime_ns: 1,
+            ctime_ns: 2,
             sha256: Sha256Digest::of(content),
             fast: xxhash_rust::xxh3::xxh3_64(content),
             modified: at,

@@ -7,6 +7,7 @@ use common::{read_sitemap_urls, url};
 use std::path::Path;
 use std::process::{Command, Output};
 use webcoop_protocol::robots_rdf::{self, RdfLimits};
+use webcoop_testkit::static_site::StaticServer;
 
 fn agent() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_webcoop-agent"));
@@ -65,11 +66,14 @@ fn planted_secrets_and_symlinks_out_are_never_published() {
     std::fs::write(www.join("index.html~"), "old home").unwrap();
     std::os::unix::fs::symlink("/etc", www.join("etc")).unwrap();
     std::os::unix::fs::symlink("/etc/passwd", www.join("passwd.html")).unwrap();
-    let o = run(agent().arg("--docroot").arg(&www).args([
-        "--base-url",
-        "https://site.example/",
-        "--once",
-    ]));
+    // A server that serves every file, dotfiles and links out included: the names alone
+    // keep these out.
+    let server = StaticServer::serve(&www);
+    let o = run(agent()
+        .env("WEBCOOP_SERVER_URL", server.url())
+        .arg("--docroot")
+        .arg(&www)
+        .args(["--base-url", "https://site.example/", "--once"]));
     assert!(o.status.success(), "{}", stderr(&o));
 
     let everything = [
@@ -167,7 +171,9 @@ fn every_option_can_come_from_the_environment() {
     std::fs::write(www.join("b.txt"), "b").unwrap();
     std::fs::write(www.join("drafts/c.html"), "c").unwrap();
     let out = tmp.path().join("out");
+    let server = StaticServer::serve(&www);
     let o = run(agent()
+        .env("WEBCOOP_SERVER_URL", server.url())
         .env("WEBCOOP_DOCROOT", &www)
         .env("WEBCOOP_BASE_URL", "https://env.example/")
         .env("WEBCOOP_STATE", tmp.path().join("state"))
@@ -191,7 +197,15 @@ fn a_webmasters_own_sitemap_is_never_overwritten() {
     std::fs::write(www.join("index.html"), "home").unwrap();
     let theirs = "<?xml version=\"1.0\"?><urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\"><url><loc>https://e/x</loc></url></urlset>";
     std::fs::write(www.join("sitemap.xml"), theirs).unwrap();
-    let args = ["--base-url", "https://e/", "--once"];
+    let server = StaticServer::serve(&www);
+    let server_url = server.url();
+    let args = [
+        "--base-url",
+        "https://e/",
+        "--once",
+        "--server-url",
+        &server_url,
+    ];
     let o = run(agent().arg("--docroot").arg(&www).args(args));
     assert_eq!(o.status.code(), Some(1));
     assert!(
@@ -262,4 +276,87 @@ fn robots_lines_point_at_the_documents_and_robots_parsers_tolerate_them() {
     assert_eq!(r.sitemaps, ["https://www.example.org/blog/sitemap.xml"]);
     let bad = texting_robots::Robot::new("BadBot", robots.as_bytes()).unwrap();
     assert!(!bad.allowed("/public"));
+}
+
+#[test]
+fn the_web_server_judges_each_file_and_an_unreachable_one_publishes_nothing_new() {
+    let tmp = tempfile::tempdir().unwrap();
+    let www = tmp.path().join("www");
+    std::fs::create_dir(&www).unwrap();
+    std::fs::write(www.join("index.html"), "<h1>home</h1>").unwrap();
+    std::fs::write(www.join("page.html"), "the page as on disk").unwrap();
+    std::fs::write(www.join("only-here.html"), "the server has no such file").unwrap();
+    // The server serves another directory: page.html there is other bytes, only-here.html
+    // is missing.
+    let served = tmp.path().join("served");
+    std::fs::create_dir(&served).unwrap();
+    std::fs::write(served.join("index.html"), "<h1>home</h1>").unwrap();
+    std::fs::write(served.join("page.html"), "<?php echo 'run'; ?> output").unwrap();
+    let server = StaticServer::serve(&served);
+    let out = tmp.path().join("out");
+    let o = run(agent()
+        .env("WEBCOOP_LOG", "info")
+        .arg("--docroot")
+        .arg(&www)
+        .arg("--out")
+        .arg(&out)
+        .args(["--base-url", "https://site.example/", "--once"])
+        .args(["--server-url", &server.url()]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(listed_urls(&out), [url("index.html")]);
+    let log = stderr(&o);
+    assert!(
+        log.contains("the server runs this file: its answer is not the file: page.html"),
+        "{log}"
+    );
+    assert!(
+        log.contains("the server answers 404: only-here.html"),
+        "{log}"
+    );
+    drop(server);
+
+    // Nobody answers: nothing is published, and the run says so and fails.
+    std::fs::write(www.join("new.html"), "new").unwrap();
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead_url = format!("http://{}", dead.local_addr().unwrap());
+    drop(dead);
+    let fresh = tmp.path().join("fresh");
+    let o = run(agent()
+        .arg("--docroot")
+        .arg(&www)
+        .arg("--out")
+        .arg(&fresh)
+        .arg("--state")
+        .arg(tmp.path().join("fresh-state"))
+        .args(["--base-url", "https://site.example/", "--once"])
+        .args(["--server-url", &dead_url]));
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("not published: the web server could not judge them")
+            && stderr(&o).contains(&dead_url),
+        "{}",
+        stderr(&o)
+    );
+    assert!(listed_urls(&fresh).is_empty());
+}
+
+#[test]
+fn a_server_url_that_is_not_an_origin_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    for bad in [
+        "ftp://127.0.0.1/",
+        "http://127.0.0.1/site/",
+        "http://user:pw@127.0.0.1/",
+        "127.0.0.1:80",
+    ] {
+        let o = run(agent().arg("--docroot").arg(tmp.path()).args([
+            "--base-url",
+            "https://e/",
+            "--once",
+            "--server-url",
+            bad,
+        ]));
+        assert_eq!(o.status.code(), Some(2), "{bad}");
+        assert!(stderr(&o).contains("--server-url"), "{bad}: {}", stderr(&o));
+    }
 }

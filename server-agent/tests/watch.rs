@@ -10,6 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use webcoop_protocol::changes_feed::{self, ChangeKind, FeedLimits};
 use webcoop_protocol::robots_rdf::{self, RdfLimits, RobotsRdf};
+use webcoop_testkit::static_site::StaticServer;
 
 struct Running {
     child: Child,
@@ -22,17 +23,18 @@ impl Drop for Running {
     }
 }
 
-fn start(www: &Path, state: &Path) -> Running {
-    start_logging(www, state, Stdio::inherit())
+fn start(www: &Path, state: &Path, server: &StaticServer) -> Running {
+    start_logging(www, state, server, Stdio::inherit())
 }
 
-fn start_logging(www: &Path, state: &Path, stderr: Stdio) -> Running {
+fn start_logging(www: &Path, state: &Path, server: &StaticServer, stderr: Stdio) -> Running {
     let child = Command::new(env!("CARGO_BIN_EXE_webcoop-agent"))
         .arg("--docroot")
         .arg(www)
         .arg("--state")
         .arg(state)
         .args(["--base-url", BASE, "--debounce-ms", "50"])
+        .args(["--server-url", &server.url()])
         .env("WEBCOOP_LOG", "warn")
         .stdin(Stdio::null())
         .stderr(stderr)
@@ -71,13 +73,15 @@ fn wait_for(
     }
 }
 
-fn site() -> (tempfile::TempDir, PathBuf, PathBuf) {
+/// A docroot, a state directory and the web server over the docroot that judges its files.
+fn site() -> (tempfile::TempDir, PathBuf, PathBuf, StaticServer) {
     let tmp = tempfile::tempdir().unwrap();
     let www = tmp.path().join("www");
     std::fs::create_dir(&www).unwrap();
     let www = www.canonicalize().unwrap();
     let state = tmp.path().join("state");
-    (tmp, www, state)
+    let server = StaticServer::serve(&www);
+    (tmp, www, state, server)
 }
 
 fn has(l: &RobotsRdf, rel: &str) -> bool {
@@ -86,9 +90,9 @@ fn has(l: &RobotsRdf, rel: &str) -> bool {
 
 #[test]
 fn changes_are_published_while_watching() {
-    let (_tmp, www, state) = site();
+    let (_tmp, www, state, server) = site();
     std::fs::write(www.join("index.html"), "home").unwrap();
-    let _agent = start(&www, &state);
+    let _agent = start(&www, &state, &server);
     wait_for(&www, Duration::from_secs(20), "the first listing", |l| {
         has(l, "index.html")
     });
@@ -142,9 +146,9 @@ fn changes_are_published_while_watching() {
 
 #[test]
 fn a_burst_of_ten_thousand_changes_loses_none() {
-    let (_tmp, www, state) = site();
+    let (_tmp, www, state, server) = site();
     std::fs::write(www.join("index.html"), "home").unwrap();
-    let _agent = start(&www, &state);
+    let _agent = start(&www, &state, &server);
     wait_for(&www, Duration::from_secs(20), "the first listing", |l| {
         has(l, "index.html")
     });
@@ -196,9 +200,9 @@ fn a_burst_of_ten_thousand_changes_loses_none() {
 
 #[test]
 fn a_watcher_overflow_is_logged_and_followed_by_a_rescan_that_loses_nothing() {
-    let (_tmp, www, state) = site();
+    let (_tmp, www, state, server) = site();
     std::fs::write(www.join("index.html"), "home").unwrap();
-    let mut agent = start_logging(&www, &state, Stdio::piped());
+    let mut agent = start_logging(&www, &state, &server, Stdio::piped());
     wait_for(&www, Duration::from_secs(20), "the first listing", |l| {
         has(l, "index.html")
     });
@@ -237,9 +241,9 @@ fn a_watcher_overflow_is_logged_and_followed_by_a_rescan_that_loses_nothing() {
 
 #[test]
 fn a_file_still_being_written_is_published_once_complete() {
-    let (_tmp, www, state) = site();
+    let (_tmp, www, state, server) = site();
     std::fs::write(www.join("index.html"), "home").unwrap();
-    let _agent = start(&www, &state);
+    let _agent = start(&www, &state, &server);
     wait_for(&www, Duration::from_secs(20), "the first listing", |l| {
         has(l, "index.html")
     });
@@ -281,7 +285,7 @@ fn a_file_still_being_written_is_published_once_complete() {
 
 #[test]
 fn kill_dash_nine_at_any_moment_leaves_complete_documents_and_a_consistent_state() {
-    let (_tmp, www, state) = site();
+    let (_tmp, www, state, server) = site();
     for i in 0..3000 {
         std::fs::write(
             www.join(format!("p{i}.html")),
@@ -293,7 +297,7 @@ fn kill_dash_nine_at_any_moment_leaves_complete_documents_and_a_consistent_state
     let mut expected_files = 3000;
     for kill_after_ms in [5u64, 30, 80, 150, 250, 400, 40, 120, 10, 600] {
         round += 1;
-        let mut agent = start(&www, &state);
+        let mut agent = start(&www, &state, &server);
         // Change things while it starts, scans and publishes, then kill it without warning.
         for i in 0..200 {
             std::fs::write(
@@ -332,6 +336,7 @@ fn kill_dash_nine_at_any_moment_leaves_complete_documents_and_a_consistent_state
         .arg("--state")
         .arg(&state)
         .args(["--base-url", BASE, "--once"])
+        .args(["--server-url", &server.url()])
         .env("WEBCOOP_LOG", "warn")
         .output()
         .unwrap();

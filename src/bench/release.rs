@@ -250,6 +250,7 @@ pub async fn run(cfg: &ReleaseConfig) -> Result<ReleaseResult, String> {
     let mut crawler = Killed(
         Command::new(&cfg.crawler)
             .arg("crawl")
+            .args(["--allow-net", "127.0.0.0/8"])
             .args(["--seeds", &served.base])
             .arg("--out")
             .arg(&out)

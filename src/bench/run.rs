@@ -294,6 +294,9 @@ impl ServedSite {
                 .arg("--state")
                 .arg(dir.join("agent-state"))
                 .args(["--base-url", &base, "--listen", &agent_addr.to_string()])
+                // The agent asks the site about each file directly, not through the proxy
+                // that counts the crawler's requests.
+                .args(["--server-url", &format!("http://{site_addr}")])
                 .args(["--allow-callback-net", "127.0.0.0/8"])
                 .args(["--hub-window-ms", "20", "--debounce-ms", "20"])
                 .args(clock_args)
@@ -427,6 +430,7 @@ pub async fn run_mode(cfg: &BenchConfig, mode: Mode, edits: &[Edit]) -> Result<M
     let mut crawl = Command::new(&cfg.crawler);
     crawl
         .arg("crawl")
+        .args(["--allow-net", "127.0.0.0/8"])
         .args(["--seeds", &base])
         .arg("--out")
         .arg(&out)

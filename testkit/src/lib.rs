@@ -10,6 +10,7 @@
 pub mod browser;
 pub mod pywb;
 pub mod redis;
+pub mod static_site;
 pub mod testweb;
 
 use std::path::{Path, PathBuf};
@@ -27,6 +28,12 @@ pub fn tools_required() -> bool {
 }
 
 fn unavailable(what: &str, hint: &str) -> Option<PathBuf> {
+    missing(what, hint)
+}
+
+/// A tool or server the test needs is not there: a failure when tools are required, else a
+/// note on stderr and `None`, so the test skips.
+pub fn missing<T>(what: &str, hint: &str) -> Option<T> {
     if tools_required() {
         panic!("{what} is required (WEBCOOP_REQUIRE_TOOLS is set) but not available: {hint}");
     }
@@ -47,6 +54,28 @@ pub fn reference_python() -> Option<PathBuf> {
             "the Python reference-client venv",
             &format!("{} does not exist", candidate.display()),
         )
+    }
+}
+
+/// A tool whose name starts with `prefix` (Debian names some by version: `php-fpm8.2`), in
+/// the PATH or the system's sbin directories.
+pub fn tool_named_like(prefix: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let extra = [PathBuf::from("/usr/sbin"), PathBuf::from("/sbin")];
+    let found = std::env::split_paths(&path).chain(extra).find_map(|dir| {
+        let mut names: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .ok()?
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with(prefix))
+            .map(|e| e.path())
+            .filter(|p| p.is_file())
+            .collect();
+        names.sort();
+        names.pop()
+    });
+    match found {
+        Some(p) => Some(p),
+        None => unavailable(prefix, &format!("no {prefix}* in the PATH")),
     }
 }
 

@@ -41,6 +41,8 @@ impl Default for Options {
 
 /// The agent and its service.
 pub(crate) struct Site {
+    /// The web server the agent asks about each file.
+    pub server: webcoop_testkit::static_site::StaticServer,
     pub tmp: tempfile::TempDir,
     pub docroot: PathBuf,
     pub clock: Arc<ManualClock>,
@@ -57,9 +59,10 @@ pub(crate) fn install_tls_provider() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
-fn config_for(docroot: &Path, state: &Path, options: &Options) -> Config {
+fn config_for(docroot: &Path, state: &Path, server: &str, options: &Options) -> Config {
     let cli = Cli {
         docroot: Some(docroot.to_path_buf()),
+        server_url: Some(server.to_string()),
         base_url: Some(BASE.into()),
         state: Some(state.to_path_buf()),
         debounce_ms: Some(30),
@@ -94,11 +97,13 @@ impl Site {
             std::fs::write(path, c).unwrap();
         }
         let state = tmp.path().join("state");
-        let config = config_for(&docroot, &state, &options);
+        let server = webcoop_testkit::static_site::StaticServer::serve(&docroot);
+        let config = config_for(&docroot, &state, &server.url(), &options);
         let clock = Arc::new(ManualClock::new(
             Utc.timestamp_opt(1_800_000_000, 0).unwrap(),
         ));
         let mut site = Site {
+            server,
             tmp,
             docroot,
             clock,

@@ -10,7 +10,7 @@ const PHP: &[u8] = b"<?php $db_password=\"hunter2\"; ?>\n";
 
 /// The paths robots.rdf, the sitemap and the changes feed must never name, and the delta
 /// endpoint never answer for.
-fn assert_never_published(site: &AgentSite, paths: &[&str]) {
+pub(crate) fn assert_never_published(site: &AgentSite, paths: &[&str]) {
     let listed = site.listed();
     let sitemap = String::from_utf8_lossy(&site.get("/sitemap.xml", &[]).body).into_owned();
     let feed = site.feed_text();
@@ -86,9 +86,12 @@ fn directories_an_htaccess_protects_are_never_published_and_new_ones_are_noticed
             b"AuthType Basic\nAuthName staff\nAuthUserFile /etc/htpasswd\nRequire valid-user\n",
         ),
         ("private/notes.html", b"hunter2"),
+        // Open to an office only: the judge, on loopback, cannot tell what others get. (A
+        // `Require all denied` would be left to the server to say: Apache answers 403 to
+        // everyone, nginx ignores .htaccess and serves the file to everyone.)
         (
             "blog/.htaccess",
-            b"RewriteEngine On\n<Files wp-login.html>\n  Require all denied\n</Files>\n",
+            b"RewriteEngine On\n<Files wp-login.html>\n  Require ip 10.0.0.0/8\n</Files>\n",
         ),
         ("blog/wp-login.html", b"hunter2"),
         ("blog/post.html", b"a post"),
@@ -129,13 +132,24 @@ fn locations_the_nginx_configuration_protects_are_never_published() {
     let Some(mut site) = AgentSite::start(files, extra, &[], |_| {}) else {
         return;
     };
-    // Without the configuration the agent cannot know: this is what the option is for.
-    assert!(site.listed().contains(&"private/notes.html".to_string()));
-    // nginx itself refuses them.
+    // nginx itself refuses them, and the judge hears it without being told the rules.
     assert_eq!(site.get("/private/notes.html", &[]).status, 401);
     assert_eq!(site.get("/internal/report.html", &[]).status, 404);
     assert_eq!(site.get("/staff.html", &[]).status, 403);
+    assert_eq!(site.listed(), ["index.html"]);
+    let log = site.log_text();
+    for (why, path) in [
+        ("the server answers 401", "private/notes.html"),
+        ("the server answers 404", "internal/report.html"),
+        ("the server answers 403", "staff.html"),
+    ] {
+        assert!(
+            log.lines().any(|l| l.contains(why) && l.ends_with(path)),
+            "{why} {path}:\n{log}"
+        );
+    }
     site.kill_agent();
+    // Given the configuration, what depends on who asks (credentials) is not even asked.
     let conf = site.server_conf.display().to_string();
     let mut with_config =
         AgentSite::start(files, extra, &["--server-config", &conf], |_| {}).unwrap();
@@ -145,10 +159,11 @@ fn locations_the_nginx_configuration_protects_are_never_published() {
         &["private/notes.html", "internal/report.html", "staff.html"],
     );
     let log = with_config.log_text();
-    for prefix in ["/private/", "/internal/", "/staff.html"] {
-        assert!(log.contains(prefix), "start-up line for {prefix}:\n{log}");
-    }
-    // A configuration it cannot understand stops it with the line named.
+    assert!(
+        log.contains("/private/* (") && log.contains("auth_basic depends on who asks"),
+        "start-up line for /private/:\n{log}"
+    );
+    // A configuration it cannot read at all stops it with the line named.
     std::fs::write(&conf, "server { location /a { deny all; }\n").unwrap();
     with_config.kill_agent();
     let out = with_config
@@ -393,9 +408,13 @@ fn a_symlink_swapped_in_during_a_scan_never_leaks_what_it_points_to() {
             swaps
         })
     };
+    // A server that follows links out, as a careless one would: only the agent's own
+    // confinement keeps the secret out.
+    let server = webcoop_testkit::static_site::StaticServer::serve(&www);
     for run in 0..6 {
         let out = tmp.path().join(format!("out{run}"));
         let o = std::process::Command::new(super::support::agent_bin())
+            .args(["--server-url", &server.url()])
             .arg("--docroot")
             .arg(&www)
             .arg("--state")
@@ -416,6 +435,10 @@ fn a_symlink_swapped_in_during_a_scan_never_leaks_what_it_points_to() {
         assert!(
             !rdf.contains(secret_etag.trim_matches('"')),
             "run {run}: the file outside was read and listed"
+        );
+        assert!(
+            rdf.contains("p1999.html"),
+            "run {run}: the pages were judged"
         );
     }
     stop.store(true, std::sync::atomic::Ordering::Relaxed);

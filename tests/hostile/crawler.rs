@@ -15,6 +15,7 @@ use webcoop_testkit::testweb::{HostSpec, Robots, TestWeb};
 fn crawl(out: &Path, args: &[String]) -> Output {
     Command::new(crawl_bin())
         .arg("crawl")
+        .args(["--allow-net", "127.0.0.0/8"])
         .arg("--out")
         .arg(out)
         .args(["--progress", "quiet"])
@@ -391,6 +392,7 @@ fn a_sitemap_index_of_gzip_bombs_keeps_the_crawler_bounded() {
     let out = dir.path().join("crawl");
     let mut child = Command::new(crawl_bin())
         .arg("crawl")
+        .args(["--allow-net", "127.0.0.0/8"])
         .arg("--out")
         .arg(&out)
         .args(["--progress", "quiet", "--coop", "meta"])
@@ -509,6 +511,7 @@ fn a_running_crawler_s_callback_cannot_be_hijacked_or_fed_forged_pushes() {
     let mut crawler = webcoop::servers::Killed(
         Command::new(crawl_bin())
             .arg("crawl")
+            .args(["--allow-net", "127.0.0.0/8"])
             .arg("--out")
             .arg(&out)
             .args(["--progress", "quiet"])

@@ -8,6 +8,9 @@
 mod subscriber;
 
 mod agent;
+mod apache;
 mod crawler;
 mod hub;
+mod judge;
+mod network;
 mod support;

@@ -86,6 +86,8 @@ impl AgentSite {
         let www = tmp.path().join("www");
         std::fs::create_dir(&www).unwrap();
         let www = www.canonicalize().unwrap();
+        // nginx's workers run as the web user, as in production: they must reach the docroot.
+        webcoop::servers::open_to_web_user(&www, false);
         for (rel, bytes) in files {
             let p = www.join(rel);
             std::fs::create_dir_all(p.parent().unwrap()).unwrap();
@@ -98,12 +100,11 @@ impl AgentSite {
             &format!("{extra}\n    # The agent's service"),
             1,
         );
-        let nginx = Nginx::start_proxying(
-            &nginx_bin,
-            &conf,
-            &www,
-            Some(([127, 0, 0, 1], agent_port).into()),
-        );
+        let upstream = Some(([127, 0, 0, 1], agent_port).into());
+        let nginx = match Nginx::start_as_web_user(&nginx_bin, &conf, &www, upstream) {
+            Some(n) => n,
+            None => Nginx::start_proxying(&nginx_bin, &conf, &www, upstream),
+        };
         let server_conf = tmp.path().join("site.conf");
         std::fs::write(&server_conf, &conf).unwrap();
         let log = tmp.path().join("agent.log");
@@ -157,6 +158,13 @@ impl AgentSite {
             "--debounce-ms",
             "50",
         ])
+        // nginx on this machine proxies the agent, as in production; a test that wants
+        // another proxy (or none) trusted names it.
+        .args(if self.args.iter().any(|a| a == "--trusted-proxy") {
+            &[][..]
+        } else {
+            &["--trusted-proxy", "127.0.0.1/32"][..]
+        })
         .args(&self.args)
         .envs(self.envs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .stdout(Stdio::null())
@@ -305,6 +313,12 @@ pub(crate) struct HostileWeb {
 
 impl HostileWeb {
     pub(crate) fn start() -> HostileWeb {
+        Self::start_on([127, 0, 0, 1])
+    }
+
+    /// On another loopback address (`127.0.0.2`), so that `127.0.0.1` can stand for the
+    /// inside of a network the crawler must never reach.
+    pub(crate) fn start_on(ip: [u8; 4]) -> HostileWeb {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -313,7 +327,7 @@ impl HostileWeb {
         let pages: Arc<Mutex<HashMap<(String, String), Canned>>> = Arc::default();
         let log: Arc<Mutex<Vec<String>>> = Arc::default();
         let posts: Posts = Arc::default();
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let listener = std::net::TcpListener::bind((std::net::Ipv4Addr::from(ip), 0)).unwrap();
         listener.set_nonblocking(true).unwrap();
         let addr = listener.local_addr().unwrap();
         let (p, l, b) = (pages.clone(), log.clone(), posts.clone());
@@ -403,7 +417,7 @@ impl HostileWeb {
     pub(crate) fn resolve_args(&self, hosts: &[&str]) -> Vec<String> {
         hosts
             .iter()
-            .flat_map(|h| ["--resolve".to_string(), format!("{h}=127.0.0.1")])
+            .flat_map(|h| ["--resolve".to_string(), format!("{h}={}", self.addr.ip())])
             .collect()
     }
 }

@@ -111,8 +111,8 @@ fn calls(
 /// [`floor`], and then the same pages fetched again in the order archived, one at a time on
 /// one kept-alive connection, by the crawler's client on a single-threaded runtime, timing
 /// the fetches (request, response, HTTP decoding, body collection). The site must still be
-/// serving the same pages.
-pub fn with_http(out: &Path, level: u32) -> io::Result<Floor> {
+/// serving the same pages, in one of the networks `allow_net` names if it is not public.
+pub fn with_http(out: &Path, level: u32, allow_net: &[ipnet::IpNet]) -> io::Result<Floor> {
     let mut pages = Vec::new();
     let mut f = calls(out, level, |url, http| {
         pages.push((url.clone(), warc::digest(&http.body)))
@@ -121,7 +121,11 @@ pub fn with_http(out: &Path, level: u32) -> io::Result<Floor> {
         .enable_all()
         .build()?;
     let limits = fetch::FetchLimits::default();
-    let client = fetch::client("webcoop-floor/1", &limits, &[], 1).map_err(io::Error::other)?;
+    let guard = webcoop_netguard::GuardedResolver::new(
+        webcoop_netguard::NetPolicy::new(allow_net.to_vec(), "--allow-net"),
+        Vec::new(),
+    );
+    let client = fetch::client("webcoop-floor/1", &limits, guard, 1).map_err(io::Error::other)?;
     for (url, digest) in pages {
         let request = fetch::FetchRequest {
             url,
@@ -258,7 +262,7 @@ mod tests {
             w.append(&r).unwrap();
         }
         w.sync().unwrap();
-        let f = with_http(dir.path(), 6).unwrap();
+        let f = with_http(dir.path(), 6, &["127.0.0.0/8".parse().unwrap()]).unwrap();
         assert_eq!((f.pages, f.differed), (2, 1), "the moved page differed");
         assert!(f.http > Duration::ZERO, "the fetches were timed");
         assert!(f.ms_per_page() >= f.http_ms_per_page());

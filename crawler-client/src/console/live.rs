@@ -59,8 +59,10 @@ pub struct Overview {
     pub hosts_active: usize,
     /// Requests under way.
     pub in_flight: usize,
-    /// Errors by kind (`4xx`, `5xx`, `failed`, `disallowed`, `retries`).
+    /// Errors by kind (`4xx`, `5xx`, `failed`, `disallowed`, `retries`, `refused`).
     pub errors: BTreeMap<&'static str, u64>,
+    /// The latest connections refused because they led inside a network, and why.
+    pub refusals: Vec<String>,
     /// Body bytes received by this run.
     pub bytes: u64,
     /// Bytes appended to WARC files by this run.

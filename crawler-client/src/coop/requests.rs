@@ -113,7 +113,7 @@ async fn fetch_meta(
 async fn post_hub(ctx: &Context, hub: &Url, form: &str) -> Result<CoopFetched, FetchError> {
     let resp = ctx
         .client
-        .post(hub.clone())
+        .post(hub.clone())?
         .timeout(HUB_TIMEOUT)
         .header(
             reqwest::header::CONTENT_TYPE,
@@ -122,13 +122,7 @@ async fn post_hub(ctx: &Context, hub: &Url, form: &str) -> Result<CoopFetched, F
         .body(form.to_string())
         .send()
         .await
-        .map_err(|e| {
-            if e.is_timeout() {
-                FetchError::Timeout
-            } else {
-                FetchError::Connect(e.to_string())
-            }
-        })?;
+        .map_err(|e| crate::fetch::classify(&e))?;
     let status = resp.status().as_u16();
     let headers = crate::fetch::header_pairs(resp.headers());
     let body = resp

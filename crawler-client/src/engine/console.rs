@@ -128,7 +128,19 @@ impl Engine {
             Action::Pause => self.halt_lanes(),
             Action::Resume => {}
             Action::AddSeeds { urls } => {
-                let urls: Vec<Url> = urls.iter().filter_map(|u| Url::parse(u).ok()).collect();
+                // An address inside a network is refused here; a name leading inside, when
+                // its host is first asked for robots.txt.
+                let urls: Vec<Url> = urls
+                    .iter()
+                    .filter_map(|u| Url::parse(u).ok())
+                    .filter(|u| match self.ctx.client.guard().check_url(u) {
+                        Ok(()) => true,
+                        Err(r) => {
+                            tracing::warn!("seed from the console {u}: {r}");
+                            false
+                        }
+                    })
+                    .collect();
                 self.add_seeds(&urls)?;
             }
             Action::Block { host } => {
@@ -282,6 +294,8 @@ impl Engine {
             errors.insert(kind, n.get());
         }
         errors.insert("retries", m.retries.get());
+        let refusals = self.ctx.client.guard().refusals();
+        errors.insert("refused", refusals.count());
         // The last minute's rate, from the samples already published.
         let eta_secs = {
             let v = c.live.view();
@@ -315,6 +329,7 @@ impl Engine {
             hosts_active: now.hosts_active,
             in_flight: now.in_flight,
             errors,
+            refusals: refusals.latest().iter().map(ToString::to_string).collect(),
             bytes: self.run.bytes,
             warc_bytes: m.warc_bytes.get(),
             disk_free: crate::console::disk_free(&self.s.out),

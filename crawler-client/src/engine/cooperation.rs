@@ -171,9 +171,15 @@ impl Engine {
         let results = self.rt.block_on(async move {
             let mut out = Vec::new();
             for (hub, form) in requests {
+                let request = match client.post(hub) {
+                    Ok(r) => r,
+                    Err(e) => {
+                        out.push(Err(e.to_string()));
+                        continue;
+                    }
+                };
                 out.push(
-                    client
-                        .post(hub)
+                    request
                         .timeout(UNSUBSCRIBE_WAIT)
                         .header(
                             reqwest::header::CONTENT_TYPE,
@@ -181,7 +187,9 @@ impl Engine {
                         )
                         .body(form)
                         .send()
-                        .await,
+                        .await
+                        .map(drop)
+                        .map_err(|e| e.to_string()),
                 );
             }
             out

@@ -81,6 +81,14 @@ pub enum CrawlError {
     /// Nothing to crawl.
     #[error("no seeds: give --seeds (a URL or a file of URLs)")]
     NoSeeds,
+    /// A seed lies inside a network the crawler may not reach.
+    #[error("seed {seed}: {refusal}")]
+    SeedRefused {
+        /// The seed.
+        seed: String,
+        /// Why, with the option that allows it.
+        refusal: webcoop_netguard::Refusal,
+    },
     /// The HTTP client or runtime could not start.
     #[error("cannot start {what}: {source}")]
     Start {
@@ -145,6 +153,9 @@ struct RunCounters {
     /// Visits of pages fetched before, and the changes they found.
     known_visits: u64,
     changes: u64,
+    /// Connections refused by the network guard in earlier runs, and the total last saved.
+    net_refused_before: u64,
+    net_refused_saved: u64,
 }
 
 /// The results since the last saved batch, and what saving it settles.

@@ -26,6 +26,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use url::Url;
+use webcoop_netguard::{GuardedResolver, NetPolicy, ResolveError};
 
 /// The key under which a crawl records its cooperation settings.
 pub const COOP_CONFIG_META: &str = "coop_config";
@@ -35,7 +36,13 @@ const CRAWL_DELAY_SKIP: &str = "Crawl-delay";
 
 /// Takes the crawl directory's lock, so two crawls never write one state.
 pub fn lock(out: &Path) -> Result<File, CrawlError> {
-    std::fs::create_dir_all(out).map_err(file_error(out))?;
+    webcoop_daemon::private::create_private_dir(out).map_err(file_error(out))?;
+    if let Some(mode) = webcoop_daemon::private::open_to_others(out) {
+        tracing::warn!(
+            "crawl directory {} can be read by other users (mode {mode:o}): it holds the crawler's hub subscription secrets; chmod 700 it",
+            out.display()
+        );
+    }
     let path = out.join("lock");
     let f = File::options()
         .create(true)
@@ -65,6 +72,24 @@ pub(super) fn crawl_delay_reason(delay: Option<f64>, cap: Duration) -> String {
         delay.unwrap_or_default(),
         cap.as_secs_f64()
     )
+}
+
+/// Stops on the first seed inside a network the crawler may not reach, naming the option
+/// that allows it; a seed whose name does not resolve now is left to the crawl.
+fn refuse_seeds_inside(
+    rt: &tokio::runtime::Runtime,
+    guard: &GuardedResolver,
+    seeds: &[Url],
+) -> Result<(), CrawlError> {
+    for seed in seeds {
+        if let Err(ResolveError::Refused(refusal)) = rt.block_on(guard.check_url_resolving(seed)) {
+            return Err(CrawlError::SeedRefused {
+                seed: seed.to_string(),
+                refusal,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// The seeds given now and those of earlier runs (the scope is theirs too), saved.
@@ -209,7 +234,8 @@ impl Engine {
             store.set_meta("refresh_pass", "open")?;
             tracing::info!("refresh pass: {n} pages queued again");
         }
-        let fetched_total = store.figures()?.fetched();
+        let figures = store.figures()?;
+        let (fetched_total, net_refused) = (figures.fetched(), figures.net_refused);
         let token = robots::product_token(&s.user_agent);
         let start = HostStart {
             token: token.clone(),
@@ -231,7 +257,12 @@ impl Engine {
             s.warc_level,
         )
         .map_err(file_error(&warc_dir))?;
-        let client = fetch::client(&s.user_agent, &s.fetch, &s.resolve, s.per_host)
+        let guard = GuardedResolver::new(
+            NetPolicy::new(s.allow_net.clone(), "--allow-net"),
+            s.resolve.clone(),
+        );
+        refuse_seeds_inside(&rt, &guard, &seeds)?;
+        let client = fetch::client(&s.user_agent, &s.fetch, guard, s.per_host)
             .map_err(|e| start_error("the HTTP client")(e.into()))?;
         let metrics = Arc::new(CrawlMetrics::default());
         let metrics_addr = serve_metrics(&rt, s.metrics, &metrics)?;
@@ -268,7 +299,11 @@ impl Engine {
             in_flight: 0,
             pages_in_flight: 0,
             fetched_total,
-            run: RunCounters::default(),
+            run: RunCounters {
+                net_refused_before: net_refused,
+                net_refused_saved: net_refused,
+                ..RunCounters::default()
+            },
             log,
             metrics,
             token,

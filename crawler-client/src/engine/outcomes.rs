@@ -138,6 +138,8 @@ impl Engine {
         }
         self.metrics.robots_fetches.inc();
         let robots_url = format!("{}/robots.txt", self.origin(host));
+        // A host inside a network the operator did not allow is never tried again.
+        let refused = matches!(&result, Err(FetchError::Refused(_)));
         let (status, failure) = match &result {
             Ok(r) if r.status < 500 => (Some(r.status), None),
             Ok(r) => (
@@ -164,6 +166,14 @@ impl Engine {
         });
         match failure {
             None => self.robots_read(host, status, body, elapsed, source),
+            Some(why) if refused => {
+                self.give_up(host, why);
+                self.frontier
+                    .robots_known(host, Rules::DisallowAll, Instant::now());
+                if source == Source::Request {
+                    self.request_ended(host, Instant::now());
+                }
+            }
             Some(why) => self.robots_failed(host, status, &why, source),
         }
         Ok(())
@@ -314,7 +324,8 @@ impl Engine {
     }
 
     /// A page's request failed: tried again after the host's park, recorded as failed after
-    /// so many attempts, and the host given up on after so many failures in a row.
+    /// so many attempts, and the host given up on after so many failures in a row, or at once
+    /// when its name now leads inside a network the operator did not allow.
     fn page_failed(&mut self, mut job: Queued, err: &FetchError, elapsed: Duration, freed: bool) {
         let now = Instant::now();
         let at = now_ms();
@@ -330,6 +341,15 @@ impl Engine {
             note: &err.to_string(),
             ..Default::default()
         });
+        if let FetchError::Refused(_) = err {
+            self.unsaved.settled.push((host, job.seq));
+            self.run.errors += 1;
+            self.give_up(host, err.to_string());
+            if freed {
+                self.request_ended(host, now);
+            }
+            return;
+        }
         if failures >= self.s.host_give_up {
             self.unsaved.settled.push((host, job.seq));
             self.run.errors += 1;

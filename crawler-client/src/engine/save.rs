@@ -5,6 +5,7 @@ use super::{CrawlError, Engine, file_error};
 use crate::archive::warc::Position;
 use crate::fetch::outcome::RecordSlot;
 use crate::state::Batch;
+use crate::state::NET_REFUSED;
 use std::time::Instant;
 
 impl Engine {
@@ -38,6 +39,14 @@ impl Engine {
             Vec::new()
         };
         unsaved.batch.coop = self.coop.to_save();
+        let refused = self.run.net_refused_before + self.ctx.client.guard().refusals().count();
+        if refused != self.run.net_refused_saved {
+            unsaved
+                .batch
+                .meta
+                .push((NET_REFUSED.to_string(), refused.to_string()));
+            self.run.net_refused_saved = refused;
+        }
         if !unsaved.batch.is_empty() {
             let cash = self.frontier.cash_meta();
             unsaved.batch.meta.push(cash);

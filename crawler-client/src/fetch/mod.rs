@@ -13,6 +13,7 @@ use chrono::{DateTime, Utc};
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 use url::Url;
+use webcoop_netguard::{GuardedResolver, ResolveError};
 
 /// Limits of one fetch.
 #[derive(Debug, Clone, Copy)]
@@ -117,21 +118,59 @@ pub enum FetchError {
     /// The connection failed.
     #[error("connection failed: {0}")]
     Connect(String),
+    /// The destination is inside a network the operator did not allow (`--allow-net`): no
+    /// connection was made.
+    #[error("refused: {0}")]
+    Refused(String),
     /// Anything else.
     #[error("{0}")]
     Other(String),
 }
 
+/// The crawler's HTTP client with the guard every destination passes: a URL's address before
+/// the request, every resolved address inside the client's resolver.
+#[derive(Clone)]
+pub(crate) struct Net {
+    client: reqwest::Client,
+    guard: GuardedResolver,
+}
+
+impl Net {
+    /// A GET of `url`, if its destination is allowed.
+    pub(crate) fn get(&self, url: Url) -> Result<reqwest::RequestBuilder, FetchError> {
+        self.check(&url)?;
+        Ok(self.client.get(url))
+    }
+
+    /// A POST to `url`, if its destination is allowed.
+    pub(crate) fn post(&self, url: Url) -> Result<reqwest::RequestBuilder, FetchError> {
+        self.check(&url)?;
+        Ok(self.client.post(url))
+    }
+
+    fn check(&self, url: &Url) -> Result<(), FetchError> {
+        self.guard
+            .check_url(url)
+            .map_err(|r| FetchError::Refused(r.to_string()))
+    }
+
+    /// The guard, with its count of refusals.
+    pub(crate) fn guard(&self) -> &GuardedResolver {
+        &self.guard
+    }
+}
+
 /// Builds the crawler's HTTP client: no redirects, no automatic decompression (bodies are
-/// archived as received), host overrides for tests and private setups.
+/// archived as received), host overrides for tests and private setups, and every address
+/// checked against the networks the operator allows (the overrides too).
 pub(crate) fn client(
     user_agent: &str,
     limits: &FetchLimits,
-    resolve: &[(String, SocketAddr)],
+    guard: GuardedResolver,
     per_host: usize,
-) -> reqwest::Result<reqwest::Client> {
+) -> reqwest::Result<Net> {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let mut builder = reqwest::Client::builder()
+    let client = reqwest::Client::builder()
         .user_agent(user_agent)
         .redirect(reqwest::redirect::Policy::none())
         .no_gzip()
@@ -141,14 +180,22 @@ pub(crate) fn client(
         .connect_timeout(limits.connect_timeout)
         .pool_max_idle_per_host(per_host.max(1))
         .pool_idle_timeout(Duration::from_secs(15))
-        .no_proxy();
-    for (host, addr) in resolve {
-        builder = builder.resolve(host, *addr);
-    }
-    builder.build()
+        .no_proxy()
+        .dns_resolver(std::sync::Arc::new(guard.clone()))
+        .build()?;
+    Ok(Net { client, guard })
 }
 
-fn classify(e: &reqwest::Error) -> FetchError {
+/// What a failed request means: a refusal by the guard (found in the error's chain), a
+/// timeout, a failed connection, or anything else.
+pub(crate) fn classify(e: &reqwest::Error) -> FetchError {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = source {
+        if let Some(ResolveError::Refused(r)) = err.downcast_ref::<ResolveError>() {
+            return FetchError::Refused(r.to_string());
+        }
+        source = err.source();
+    }
     if e.is_timeout() {
         FetchError::Timeout
     } else if e.is_connect() {
@@ -162,14 +209,14 @@ fn classify(e: &reqwest::Error) -> FetchError {
 // One function: a request's life (headers, send, status, streamed body under the size and
 // speed limits, the record of what was sent) is one sequence over one set of timers.
 pub(crate) async fn fetch(
-    client: &reqwest::Client,
+    client: &Net,
     request: &FetchRequest,
     limits: &FetchLimits,
 ) -> Result<FetchResponse, FetchError> {
     let fetched_at = crate::clock::now();
     let start = Instant::now();
     let mut builder = client
-        .get(request.url.clone())
+        .get(request.url.clone())?
         .timeout(limits.timeout)
         .header(
             reqwest::header::ACCEPT,
@@ -306,7 +353,11 @@ mod tests {
             .enable_all()
             .build()
             .unwrap();
-        let client = client("test/1", &limits, &[], 1).unwrap();
+        let open = GuardedResolver::new(
+            webcoop_netguard::NetPolicy::new(vec!["127.0.0.0/8".parse().unwrap()], "--allow-net"),
+            Vec::new(),
+        );
+        let client = client("test/1", &limits, open, 1).unwrap();
         let request = FetchRequest {
             url: Url::parse(&format!("http://{addr}/")).unwrap(),
             etag: None,
@@ -314,6 +365,45 @@ mod tests {
             headers: Vec::new(),
         };
         rt.block_on(fetch(&client, &request, &limits))
+    }
+
+    #[test]
+    fn a_destination_inside_a_network_is_refused_by_name_or_address() {
+        let head = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n";
+        let addr = trickle(head, b"ok".to_vec(), 1, Duration::ZERO);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let strict = GuardedResolver::new(
+            webcoop_netguard::NetPolicy::new(Vec::new(), "--allow-net"),
+            vec![("inside.test".into(), addr)],
+        );
+        let limits = FetchLimits::default();
+        let net = client("test/1", &limits, strict, 1).unwrap();
+        for url in [
+            format!("http://inside.test:{}/", addr.port()),
+            format!("http://{addr}/"),
+            format!("http://2130706433:{}/", addr.port()),
+            format!("http://[::ffff:127.0.0.1]:{}/", addr.port()),
+        ] {
+            let request = FetchRequest {
+                url: Url::parse(&url).unwrap(),
+                etag: None,
+                last_modified: None,
+                headers: Vec::new(),
+            };
+            match rt.block_on(fetch(&net, &request, &limits)) {
+                Err(FetchError::Refused(why)) => {
+                    assert!(
+                        why.contains("loopback") && why.contains("--allow-net"),
+                        "{why}"
+                    )
+                }
+                other => panic!("{url}: {other:?}"),
+            }
+        }
+        assert_eq!(net.guard().refusals().count(), 4);
     }
 
     #[test]

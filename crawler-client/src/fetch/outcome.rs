@@ -147,8 +147,8 @@ pub(crate) enum Outcome {
 
 /// What every request needs.
 pub(crate) struct Context {
-    /// The HTTP client.
-    pub client: reqwest::Client,
+    /// The HTTP client, behind the guard of allowed destinations.
+    pub client: crate::fetch::Net,
     /// Fetch limits.
     pub limits: FetchLimits,
     /// Which links to keep.

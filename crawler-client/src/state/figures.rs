@@ -2,6 +2,9 @@
 
 use super::{DISALLOWED, Store, StoreError};
 
+/// The `meta` key of the count of connections refused by the network guard, over all runs.
+pub const NET_REFUSED: &str = "net_refused";
+
 impl Store {
     /// The figures `status` and the final summary print.
     pub fn figures(&self) -> Result<Figures, StoreError> {
@@ -52,6 +55,10 @@ impl Store {
         f.hosts = count("SELECT COUNT(*) FROM hosts")?;
         f.hosts_skipped = count("SELECT COUNT(*) FROM hosts WHERE skipped IS NOT NULL")?;
         f.warc_bytes = count("SELECT COALESCE(SUM(committed), 0) FROM warc")?;
+        f.net_refused = self
+            .meta(NET_REFUSED)?
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
         Ok(f)
     }
 
@@ -98,6 +105,8 @@ pub struct Figures {
     pub bytes: u64,
     /// Bytes of WARC written.
     pub warc_bytes: u64,
+    /// Connections refused because they led inside a network the operator did not allow.
+    pub net_refused: u64,
     /// First fetch (ms).
     pub first_fetch: u64,
     /// Last fetch (ms).

@@ -22,7 +22,7 @@ mod schema;
 
 pub use browse::{HostFigures, PageVisit};
 pub use checkpoint::Checkpointer;
-pub use figures::Figures;
+pub use figures::{Figures, NET_REFUSED};
 pub use rows::{
     Batch, CopyRow, GiveUp, HostRecord, HostUpdate, KnownPage, NewUrl, PageRecord, Queued,
     RefreshablePage,
@@ -76,6 +76,13 @@ impl Store {
     pub fn open(dir: &Path) -> Result<Store, StoreError> {
         let path = dir.join("crawl.sqlite");
         let e = |source| StoreError::new(&path, source);
+        // It holds the crawler's hub subscription secrets.
+        if let Err(err) = webcoop_daemon::private::private_database(&path) {
+            tracing::warn!(
+                "{}: cannot make it private to this user: {err}",
+                path.display()
+            );
+        }
         let conn = Connection::open(&path).map_err(e)?;
         conn.busy_timeout(std::time::Duration::from_secs(5))
             .map_err(e)?;

@@ -67,6 +67,19 @@ impl Exclusions {
     }
 }
 
+/// The web server as the judge, for the console: where it is asked, and whether it answers.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct JudgeStatus {
+    /// The origin asked (`--server-url`).
+    pub server: String,
+    /// Files asked about since the start.
+    pub asked: u64,
+    /// When it last could not be asked (ms since the epoch) and why, while that lasts.
+    pub unreachable: Option<(i64, String)>,
+    /// Files waiting for its word.
+    pub waiting: usize,
+}
+
 /// One IndexNow request.
 #[derive(Debug, Clone, Serialize)]
 pub struct Ping {
@@ -99,6 +112,7 @@ pub struct DeliverySample {
 struct Inner {
     publications: VecDeque<Publication>,
     exclusions: Exclusions,
+    judge: JudgeStatus,
     pings: VecDeque<Ping>,
     deliveries: VecDeque<DeliverySample>,
 }
@@ -132,6 +146,30 @@ impl Activity {
     /// What a scan of some paths left out (added to the last whole scan's).
     pub fn scanned_some(&self, e: Exclusions) {
         self.inner().exclusions.merge(e);
+    }
+
+    /// Notes that the web server was asked about `asked` files and answered.
+    pub fn judged(&self, server: &str, asked: u64, waiting: usize) {
+        let mut i = self.inner();
+        i.judge.server = server.to_string();
+        i.judge.asked += asked;
+        i.judge.waiting = waiting;
+        i.judge.unreachable = None;
+    }
+
+    /// Notes that the web server could not be asked, and why.
+    pub fn judge_unreachable(&self, server: &str, at: i64, why: &str, waiting: usize) {
+        let mut i = self.inner();
+        i.judge.server = server.to_string();
+        i.judge.waiting = waiting;
+        if i.judge.unreachable.is_none() {
+            i.judge.unreachable = Some((at, why.to_string()));
+        }
+    }
+
+    /// The judge's state.
+    pub fn judge(&self) -> JudgeStatus {
+        self.inner().judge.clone()
     }
 
     /// Notes an IndexNow request.

@@ -222,6 +222,7 @@ async fn overview(State(c): State<Arc<Console>>) -> Response {
         "excluded_by_reason": exclusions.by_reason,
         "publications": publications,
         "deliveries": c.activity.last_delivery(),
+        "judge": c.activity.judge(),
     }))
     .into_response()
 }

@@ -26,7 +26,8 @@ impl AtomicFile {
     /// Starts writing `dest`, creating its directory if needed.
     pub fn create(dest: &Path) -> io::Result<AtomicFile> {
         let dir = dest.parent().unwrap_or(Path::new("."));
-        std::fs::create_dir_all(dir)?;
+        // Published documents are for everyone, whatever the umask (the unit's is 0077).
+        webcoop_daemon::private::create_public_dir(dir)?;
         let name = dest
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -37,6 +38,7 @@ impl AtomicFile {
             COUNTER.fetch_add(1, Ordering::Relaxed)
         ));
         let file = File::create(&tmp)?;
+        webcoop_daemon::private::make_public(&file)?;
         Ok(AtomicFile {
             tmp,
             dest: dest.to_path_buf(),

@@ -343,6 +343,7 @@ mod tests {
         FileEntry {
             size: n,
             mtime_ns: n as i64,
+            ctime_ns: n as i64,
             sha256: Sha256Digest::of(&n.to_le_bytes()),
             fast: n,
             modified: Utc.timestamp_opt(1_700_000_000 + n as i64, 0).unwrap(),

@@ -266,6 +266,7 @@ pub async fn start_with(
             leases: LeasePolicy::default(),
             client: client.clone(),
             timeout: service.delivery_timeout,
+            trusted_proxies: service.trusted_proxies.clone(),
         },
         metrics: metrics.clone(),
         clock: clock.clone(),

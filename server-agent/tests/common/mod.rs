@@ -20,6 +20,8 @@ pub(crate) struct Site {
     pub tmp: tempfile::TempDir,
     pub docroot: PathBuf,
     pub clock: Arc<ManualClock>,
+    /// The web server the agent asks about each file.
+    pub server: webcoop_testkit::static_site::StaticServer,
 }
 
 impl Site {
@@ -28,9 +30,11 @@ impl Site {
         let docroot = tmp.path().join("www");
         std::fs::create_dir(&docroot).unwrap();
         let docroot = docroot.canonicalize().unwrap();
+        let server = webcoop_testkit::static_site::StaticServer::serve(&docroot);
         Site {
             tmp,
             docroot,
+            server,
             clock: Arc::new(ManualClock::new(
                 Utc.timestamp_opt(1_800_000_000, 0).unwrap(),
             )),
@@ -43,6 +47,7 @@ impl Site {
             base_url: Some(BASE.into()),
             state: Some(self.tmp.path().join("state")),
             debounce_ms: Some(0),
+            server_url: Some(self.server.url()),
             ..Cli::default()
         }
     }

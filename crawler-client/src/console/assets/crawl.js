@@ -39,6 +39,9 @@
     ]);
     const errs = Object.entries(o.errors || {}).map(([kind, n]) => ({ kind, n }));
     table($("errors"), [{ key: "kind", label: "kind" }, { key: "n", label: "count", num: true }], errs, { sort: "n" });
+    const refused = (o.refusals || []).map((why, i) => ({ n: i + 1, why }));
+    $("refusals-panel").hidden = refused.length === 0;
+    table($("refusals"), [{ key: "n", label: "#", num: true }, { key: "why", label: "destination and why", wrap: true }], refused, { sort: "n" });
     $("pause").disabled = !live || o.paused;
     $("resume").disabled = !live || !o.paused;
   }

@@ -14,11 +14,21 @@
     st.textContent = "watching";
     st.className = "state running";
     const last = d.publications[0];
+    const j = d.judge || {};
+    const banner = $("judge-banner");
+    if (j.unreachable) {
+      banner.hidden = false;
+      banner.textContent = "The web server cannot be asked since " + fmt.time(j.unreachable[0]) + ": " +
+        j.unreachable[1] + ". Nothing new is published until it answers; " + fmt.num(j.waiting) + " files wait.";
+    } else {
+      banner.hidden = true;
+    }
     $("cards").replaceChildren(
       card("public files", fmt.num(d.files), "card-files"),
       card("newest change", "#" + fmt.num(d.head), "card-head"),
       card("changes kept from", d.oldest === null ? "–" : "#" + fmt.num(d.oldest)),
       card("excluded", fmt.num(d.excluded), "card-excluded"),
+      card("judged by", (j.server || "–") + (j.unreachable ? " (not answering)" : ""), "card-judge"),
       card("last publication", last ? fmt.time(last.at) : "–"),
       card("took", last ? fmt.secs(last.ms / 1000) : "–"),
       card("robots.rdf", last && last.listing_bytes ? fmt.bytes(last.listing_bytes) : "–"),

@@ -100,6 +100,8 @@ pub struct HubHandle {
     pub client: reqwest::Client,
     /// Time limit of a verification.
     pub timeout: Duration,
+    /// Proxies whose `X-Forwarded-For` is believed (`--trusted-proxy`).
+    pub trusted_proxies: Vec<ipnet::IpNet>,
 }
 
 /// The content coding a callback's answer asks deliveries to use (RFC 7694 `Accept-Encoding`);
@@ -165,7 +167,7 @@ pub fn http_client(policy: &CallbackPolicy) -> reqwest::Result<reqwest::Client> 
     reqwest::Client::builder()
         .no_proxy()
         .redirect(reqwest::redirect::Policy::none())
-        .dns_resolver(std::sync::Arc::new(policy.clone()))
+        .dns_resolver(policy.resolver())
         .connect_timeout(Duration::from_secs(5))
         .pool_idle_timeout(Duration::from_secs(30))
         .user_agent(concat!(

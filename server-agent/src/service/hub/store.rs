@@ -50,6 +50,13 @@ impl SubscriptionStore {
             path: path.clone(),
             source,
         };
+        // It holds every subscriber's secret: with it anyone could sign deliveries.
+        if let Err(err) = webcoop_daemon::private::private_database(&path) {
+            tracing::warn!(
+                "{}: cannot make it private to this user: {err}",
+                path.display()
+            );
+        }
         let conn = Connection::open(&path).map_err(e)?;
         conn.execute_batch(
             "PRAGMA journal_mode = WAL;

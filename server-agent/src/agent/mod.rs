@@ -2,30 +2,37 @@
 //!
 //! Every look at the docroot, whether a full scan at start, a periodic rescan or the paths a
 //! watcher event names, goes through one reconciliation: compare what is on disk with the
-//! inventory, read only files whose size or modification time moved, decide by content whether
-//! they changed, and commit the result in bounded chunks.
+//! inventory, read only files whose size, modification or status change time moved, ask the
+//! web server whether each is public ([`crate::judge`]), decide by content whether it changed,
+//! and commit the result in bounded chunks. Files are judged again on a rolling schedule and
+//! when the server's rules change ([`judging`]); [`watch_loop`] drives it all while watching.
 
-use crate::access::{AccessRules, ServerConfigError};
+mod judging;
+mod watch_loop;
+
 use crate::config::Config;
 use crate::console::activity::{Activity, Exclusions, Publication};
 use crate::content_type;
-use crate::debounce::EventQueue;
 use crate::inventory::{FileEntry, Inventory};
+use crate::judge::{Ask, Judge, JudgeError, Refusal, Verdict};
 use crate::privacy::{FilterRules, PatternError, PublicFilter, RobotsTxt};
 use crate::publish::{PublishError, PublishReport, Publisher};
 use crate::scan::{self, ReadError, Stat};
-use crate::store::{Batch, LoggedChange, NewVersion, Retention, Store, StoreError, truncate_ms};
-use crate::watch::{Signal, Watcher};
+use crate::server_config::{ServerConfigError, ServerRules, Site};
+use crate::store::{
+    Batch, LoggedChange, NewVersion, RefusedFile, Retention, Store, StoreError, truncate_ms,
+};
+use crate::watch::Watcher;
 use chrono::{DateTime, Utc};
 use rayon::prelude::*;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use webcoop_protocol::changes_feed::ChangeKind;
 use webcoop_protocol::clock::Clock;
 use webcoop_protocol::delta::summarize;
+use webcoop_protocol::validator::Sha256Digest;
 
 /// Why the agent stopped.
 #[derive(Debug, thiserror::Error)]
@@ -42,6 +49,9 @@ pub enum AgentError {
     /// A web server configuration the agent cannot safely understand.
     #[error(transparent)]
     ServerConfig(#[from] ServerConfigError),
+    /// The web server cannot be asked about files.
+    #[error(transparent)]
+    Judge(#[from] JudgeError),
     /// The state directory belongs to another site.
     #[error(
         "state directory {state} belongs to {other}, not {this}; give this site its own --state"
@@ -73,6 +83,14 @@ pub struct Reconciled {
     pub problems: Vec<String>,
     /// Whether this run only recorded the baseline (first run ever: nothing is announced).
     pub baseline: bool,
+    /// Files the web server was asked about in this pass.
+    pub judged: usize,
+    /// Files the web server refused when asked in this pass.
+    pub refused: usize,
+    /// Files the web server could not be asked about: nothing of them changed, they wait.
+    pub deferred: Vec<String>,
+    /// Why the web server could not be asked, when it could not.
+    pub unreachable: Option<String>,
 }
 
 /// Files read per chunk: bounds memory (contents are held until the chunk commits).
@@ -83,9 +101,25 @@ const CHUNK_BYTES: u64 = 64 << 20;
 struct Pass {
     now: DateTime<Utc>,
     live: bool,
+    /// Read and judge every file found, even unchanged ones (the rules that govern them
+    /// changed: a directory's permissions, a configuration).
+    force: bool,
     chunk: Vec<String>,
     chunk_bytes: u64,
+    /// Refused files found again (the others are gone).
+    refused_seen: HashSet<String>,
+    /// What the web server refused, for the console.
+    excluded: Exclusions,
+    /// The chunk read last, while the web server judges it.
+    judging: Option<Chunk>,
     result: Reconciled,
+}
+
+/// Files read and digested, and the web server's verdicts on them once they come.
+#[derive(Default)]
+struct Chunk {
+    reads: Vec<Read>,
+    verdicts: Option<crate::judge::Pending>,
 }
 
 /// A file read and digested by a worker thread, with its version compressed for keeping.
@@ -112,6 +146,17 @@ pub struct Agent {
     publisher: Publisher,
     retention: Retention,
     baseline_done: bool,
+    judge: Judge,
+    /// Files the web server refused, as last judged.
+    refused: HashMap<Box<str>, RefusedFile>,
+    /// Listed files never judged (a state from before the judge): judged at the next look.
+    unjudged: HashSet<Box<str>>,
+    /// Files wait to be judged again before the rest (the rules that govern them changed).
+    forced_pending: bool,
+    /// Files the web server could not be asked about, to look at again when it answers.
+    waiting: BTreeSet<String>,
+    /// Files with more than one hard link, found by the scans.
+    linked: BTreeSet<String>,
 }
 
 fn own_dir_within(docroot: &Path, out: &Path) -> Option<String> {
@@ -145,12 +190,27 @@ fn indexnow_key_file(config: &Config) -> Option<String> {
     config.indexnow.as_ref().map(|i| format!("{}.txt", i.key))
 }
 
-fn filter_of(config: &Config) -> Result<Arc<PublicFilter>, AgentError> {
-    let mut access = AccessRules::none();
+/// The rules of what may be published. A server configuration the agent cannot read or
+/// understand stops the agent at start-up (`strict`); once running, it hides everything it
+/// governs instead, loudly, until it can be read again.
+pub(crate) fn filter_of(config: &Config, strict: bool) -> Result<Arc<PublicFilter>, AgentError> {
+    let mut access = ServerRules::none();
+    let site = Site {
+        docroot: &config.docroot,
+        base_path: config.base_url.path(),
+        host: config.base_url.host_str().unwrap_or_default(),
+        trusted: &config.trust_directives,
+    };
     for file in &config.server_config {
-        access.add_server_config(file, &config.docroot, config.base_url.path())?;
+        if let Err(e) = access.add_server_config(file, site) {
+            if strict {
+                return Err(e.into());
+            }
+            tracing::error!("{e}: nothing is published until it can be read and understood");
+            access.hide_all(e.to_string());
+        }
     }
-    access.add_htaccess_files(&config.docroot);
+    access.add_htaccess_files(site);
     let robots = robots_txt_of(config);
     let own_dir = own_dir_within(&config.docroot, &config.out);
     let own_files: Vec<String> = indexnow_key_file(config).into_iter().collect();
@@ -167,8 +227,8 @@ fn filter_of(config: &Config) -> Result<Arc<PublicFilter>, AgentError> {
         own_files: &own_files,
         access,
     })?;
-    for p in filter.access().protected() {
-        tracing::info!("not published, the web server protects it: {p}");
+    for p in filter.access().hidden() {
+        tracing::warn!("not published, the judge cannot see what others get there: {p}");
     }
     if let Some(why) = filter.robots_unreadable() {
         tracing::error!(
@@ -182,6 +242,12 @@ fn filter_of(config: &Config) -> Result<Arc<PublicFilter>, AgentError> {
 impl Agent {
     /// Opens the state, loads the inventory and checks the output directory.
     pub fn open(config: Config, clock: Arc<dyn Clock>) -> Result<Agent, AgentError> {
+        if let Some(mode) = webcoop_daemon::private::open_to_others(&config.state) {
+            tracing::warn!(
+                "state directory {} can be read by other users (mode {mode:o}): it holds the hub's subscriber secrets and kept copies of files; chmod 700 it",
+                config.state.display()
+            );
+        }
         let store = Store::open(&config.state)?;
         let identity = format!("{} at {}", config.docroot.display(), config.base_url);
         match store.meta("site")? {
@@ -197,7 +263,20 @@ impl Agent {
         }
         let baseline_done = store.meta("baseline")?.as_deref() == Some("done");
         let inventory = store.load_inventory()?;
-        let filter = filter_of(&config)?;
+        let refused = store.load_refused()?;
+        let unjudged: HashSet<Box<str>> = store
+            .unjudged()?
+            .into_iter()
+            .map(String::into_boxed_str)
+            .collect();
+        if !unjudged.is_empty() {
+            tracing::warn!(
+                "{} listed files were never judged by the web server (a state from an older agent): each is asked now",
+                unjudged.len()
+            );
+        }
+        let judge = Judge::new(&config.base_url, &config.judge)?;
+        let filter = filter_of(&config, true)?;
         let links = config
             .service
             .as_ref()
@@ -237,6 +316,12 @@ impl Agent {
             publisher,
             retention,
             baseline_done,
+            judge,
+            refused,
+            unjudged,
+            forced_pending: false,
+            waiting: BTreeSet::new(),
+            linked: BTreeSet::new(),
         })
     }
 
@@ -301,8 +386,12 @@ impl Agent {
         Pass {
             now: truncate_ms(self.clock.now()),
             live,
+            force: false,
             chunk: Vec::new(),
             chunk_bytes: 0,
+            refused_seen: HashSet::new(),
+            excluded: Exclusions::default(),
+            judging: None,
             result: Reconciled {
                 baseline: !self.baseline_done,
                 ..Reconciled::default()
@@ -314,23 +403,40 @@ impl Agent {
     /// (a watcher noticed); otherwise (at start) a plausible file time is a better guess of
     /// when a change happened than the time it was noticed.
     pub fn full_scan(&mut self, live: bool) -> Result<Reconciled, AgentError> {
+        self.scan_all(live, false)
+    }
+
+    /// A full scan that reads and judges every file again, changed or not.
+    pub fn full_scan_judging_all(&mut self, live: bool) -> Result<Reconciled, AgentError> {
+        self.scan_all(live, true)
+    }
+
+    fn scan_all(&mut self, live: bool, force: bool) -> Result<Reconciled, AgentError> {
         let mut pass = self.begin(live);
+        pass.force = force;
         self.inventory.clear_seen();
         let mut walker = scan::Walker::new(&self.config.docroot, "", self.filter.clone());
         for found in walker.by_ref() {
             self.found(found, &mut pass)?;
         }
-        pass.result.excluded = walker.excluded();
-        if let Some(a) = &self.activity {
-            a.scanned(walker.exclusions());
-        }
+        pass.result.excluded += walker.excluded();
         let gone: Vec<String> = self
             .inventory
             .iter()
             .filter(|(_, e)| !e.seen)
             .map(|(p, _)| p.to_string())
             .collect();
-        let result = self.finish(pass, gone)?;
+        let gone_refused: Vec<String> = self
+            .refused
+            .keys()
+            .filter(|p| !pass.refused_seen.contains(p.as_ref()))
+            .map(|p| p.to_string())
+            .collect();
+        let mut exclusions = walker.exclusions();
+        let result = self.finish(pass, gone, gone_refused, Some(&mut exclusions))?;
+        if let Some(a) = &self.activity {
+            a.scanned(exclusions);
+        }
         if !self.baseline_done {
             self.store.set_meta("baseline", "done")?;
             self.baseline_done = true;
@@ -340,24 +446,52 @@ impl Agent {
 
     /// Looks again at the given docroot-relative paths (files or directories, present or gone).
     pub fn reconcile_paths(&mut self, paths: &BTreeSet<String>) -> Result<Reconciled, AgentError> {
-        let rules_changed = paths.iter().any(|p| {
-            (p == "robots.txt" && !self.config.ignore_robots_txt)
-                || p == ".htaccess"
-                || p.ends_with("/.htaccess")
-        });
-        if rules_changed {
-            // What is public may have changed anywhere.
-            self.filter = filter_of(&self.config)?;
+        self.look_again(paths, false)
+    }
+
+    /// Looks again at `paths`; with `force`, reads and judges them even if unchanged. A
+    /// directory named by an event (created, moved, its permissions changed) has every file
+    /// under it judged again.
+    pub(crate) fn look_again(
+        &mut self,
+        paths: &BTreeSet<String>,
+        force: bool,
+    ) -> Result<Reconciled, AgentError> {
+        let htaccess: Vec<&str> = paths
+            .iter()
+            .filter(|p| *p == ".htaccess" || p.ends_with("/.htaccess"))
+            .map(|p| p.rsplit_once('/').map_or("", |(dir, _)| dir))
+            .collect();
+        let robots_changed = paths
+            .iter()
+            .any(|p| p == "robots.txt" && !self.config.ignore_robots_txt);
+        if robots_changed || !htaccess.is_empty() {
+            // What is public may have changed anywhere; what an .htaccess governs is judged
+            // again by the server too.
+            for dir in &htaccess {
+                self.store.judge_again_under(dir)?;
+            }
+            self.forced_pending |= !htaccess.is_empty();
+            self.filter = filter_of(&self.config, false)?;
             return self.full_scan(true);
         }
         let mut pass = self.begin(true);
+        pass.force = force;
         // Whatever the inventory has at or under these paths must be found again to stay.
         let mut in_scope: BTreeSet<String> = BTreeSet::new();
+        let mut refused_in_scope: Vec<String> = Vec::new();
         for rel in paths {
             if self.inventory.get(rel).is_some() {
                 in_scope.insert(rel.clone());
             }
             in_scope.extend(self.inventory.paths_under(rel).map(str::to_string));
+            let prefix = format!("{rel}/");
+            refused_in_scope.extend(
+                self.refused
+                    .keys()
+                    .filter(|p| p.as_ref() == rel || p.starts_with(&prefix))
+                    .map(|p| p.to_string()),
+            );
         }
         for p in &in_scope {
             self.inventory.clear_seen_of(p);
@@ -374,6 +508,8 @@ impl Agent {
                     if !visible {
                         continue;
                     }
+                    // Its permissions may be what changed: nothing under it is taken as is.
+                    let was = std::mem::replace(&mut pass.force, true);
                     let mut walker =
                         scan::Walker::new(&self.config.docroot, rel, self.filter.clone());
                     for found in walker.by_ref() {
@@ -384,6 +520,7 @@ impl Agent {
                         }
                         self.found(found, &mut pass)?;
                     }
+                    pass.force = was;
                     pass.result.excluded += walker.excluded();
                     if let Some(a) = &self.activity {
                         a.scanned_some(walker.exclusions());
@@ -418,11 +555,20 @@ impl Agent {
             .into_iter()
             .filter(|p| self.inventory.get(p).is_some_and(|e| !e.seen))
             .collect();
-        self.finish(pass, gone)
+        let gone_refused: Vec<String> = refused_in_scope
+            .into_iter()
+            .filter(|p| !pass.refused_seen.contains(p))
+            .collect();
+        let mut exclusions = Exclusions::default();
+        let result = self.finish(pass, gone, gone_refused, Some(&mut exclusions))?;
+        if let Some(a) = &self.activity {
+            a.scanned_some(exclusions);
+        }
+        Ok(result)
     }
 
-    /// Takes one thing a walk found: an unchanged file is only marked as seen, anything else
-    /// waits in the chunk to be read.
+    /// Takes one thing a walk found: an unchanged file (public or refused) is only marked as
+    /// seen, anything else waits in the chunk to be read and judged.
     fn found(&mut self, found: scan::Found, pass: &mut Pass) -> Result<(), AgentError> {
         let (path, stat) = match found {
             scan::Found::File(p, s) => (p, s),
@@ -431,10 +577,27 @@ impl Agent {
                 return Ok(());
             }
         };
+        let force = pass.force || self.unjudged.contains(path.as_str());
+        // Written through another link, a file changes without an event in the docroot: the
+        // watch loop watches such files themselves.
+        if stat.links > 1 && !self.linked.contains(path.as_str()) {
+            self.linked.insert(path.clone());
+        }
+        let same = |size: u64, mtime_ns: i64, ctime_ns: i64| {
+            (size, mtime_ns, ctime_ns) == (stat.size, stat.mtime_ns, stat.ctime_ns)
+        };
+        if let Some(r) = self.refused.get(path.as_str()) {
+            pass.refused_seen.insert(path.clone());
+            if !force && same(r.size, r.mtime_ns, r.ctime_ns) {
+                pass.result.excluded += 1;
+                pass.excluded.add(&path, &r.reason);
+                return Ok(());
+            }
+        }
         pass.result.files_seen += 1;
         if let Some(e) = self.inventory.mark_seen(&path)
-            && e.size == stat.size
-            && e.mtime_ns == stat.mtime_ns
+            && !force
+            && same(e.size, e.mtime_ns, e.ctime_ns)
         {
             return Ok(());
         }
@@ -454,20 +617,45 @@ impl Agent {
         pass.chunk_bytes += stat.size;
         pass.chunk.push(path);
         if pass.chunk.len() >= CHUNK_FILES || pass.chunk_bytes >= CHUNK_BYTES {
-            self.flush(pass, Vec::new())?;
+            self.flush(pass)?;
         }
         Ok(())
     }
 
-    /// Ends a pass: reads what is left and records `gone` as deletions.
-    fn finish(&mut self, mut pass: Pass, gone: Vec<String>) -> Result<Reconciled, AgentError> {
-        self.flush(&mut pass, gone)?;
+    /// Ends a pass: reads what is left, records `gone` as deletions and forgets the refusals
+    /// of `gone_refused`; the web server's refusals go into `exclusions`.
+    fn finish(
+        &mut self,
+        mut pass: Pass,
+        gone: Vec<String>,
+        gone_refused: Vec<String>,
+        exclusions: Option<&mut Exclusions>,
+    ) -> Result<Reconciled, AgentError> {
+        self.flush(&mut pass)?;
+        let asked = pass.result.judged;
+        if let Some(last) = pass.judging.take() {
+            self.settle(last, &mut pass, gone, gone_refused)?;
+        } else {
+            self.settle(Chunk::default(), &mut pass, gone, gone_refused)?;
+        }
+        self.waiting.extend(pass.result.deferred.iter().cloned());
+        self.note_judging(asked, pass.result.unreachable.as_deref());
+        if let Some(why) = pass.result.unreachable.as_ref().filter(|_| !pass.live) {
+            tracing::error!(
+                "{why}: {} files wait to be judged, and nothing new is published until the server answers (what was judged stays)",
+                pass.result.deferred.len()
+            );
+        }
+        if let Some(e) = exclusions {
+            e.merge(std::mem::take(&mut pass.excluded));
+        }
         Ok(pass.result)
     }
 
-    /// Reads and digests the chunk in parallel (compressing text versions on the way), decides
-    /// what each file means, and commits it together with `gone`.
-    fn flush(&mut self, pass: &mut Pass, gone: Vec<String>) -> Result<(), AgentError> {
+    /// Reads and digests the chunk in parallel (compressing text versions on the way) and
+    /// starts asking the web server about each file read; meanwhile settles the chunk before
+    /// it, whose verdicts have come in while this one was read.
+    fn flush(&mut self, pass: &mut Pass) -> Result<(), AgentError> {
         let root = &self.config.docroot;
         let reads: Vec<Read> = std::mem::take(&mut pass.chunk)
             .into_par_iter()
@@ -488,27 +676,71 @@ impl Agent {
             })
             .collect();
         pass.chunk_bytes = 0;
+        // Nothing read goes further without the web server's word on it.
+        let asks: Vec<Ask> = reads
+            .iter()
+            .filter_map(|r| {
+                r.content.as_ref().ok().map(|c| Ask {
+                    path: r.path.clone(),
+                    sha256: c.sha256,
+                    size: c.stat.size,
+                })
+            })
+            .collect();
+        pass.result.judged += asks.len();
+        let verdicts = (!asks.is_empty()).then(|| self.judge.start(asks));
+        if let Some(before) = pass.judging.replace(Chunk { reads, verdicts }) {
+            self.settle(before, pass, Vec::new(), Vec::new())?;
+        }
+        Ok(())
+    }
+
+    /// Decides what each file of a judged chunk means, and commits it together with `gone`
+    /// (deletions) and `gone_refused` (refusals of files no longer there).
+    fn settle(
+        &mut self,
+        chunk: Chunk,
+        pass: &mut Pass,
+        gone: Vec<String>,
+        gone_refused: Vec<String>,
+    ) -> Result<(), AgentError> {
+        let mut verdicts = match chunk.verdicts {
+            Some(p) => self.judge.finish(p),
+            None => Vec::new(),
+        }
+        .into_iter();
         let mut batch = Batch::default();
         for path in gone {
-            if let Some(old) = self.inventory.get(&path) {
-                batch.changes.push(LoggedChange {
-                    seq: 0,
-                    kind: ChangeKind::Deleted,
-                    path: path.clone(),
-                    time: pass.now,
-                    sha256: None,
-                    prev_sha256: Some(old.sha256),
-                    size: None,
-                    content_type: None,
-                    changed: None,
-                });
-                batch.deletions.push(path);
-            }
+            self.delete(&path, pass.now, &mut batch);
         }
-        for read in reads {
+        batch.unrefused.extend(gone_refused);
+        for read in chunk.reads {
             match read.content {
                 Ok(content) => {
-                    self.classify(&read.path, content, read.version, pass, &mut batch)?
+                    let verdict = verdicts
+                        .next()
+                        .unwrap_or_else(|| Verdict::Unknown("no verdict".into()));
+                    match verdict {
+                        Verdict::Public => {
+                            if self.refused.contains_key(read.path.as_str()) {
+                                tracing::info!("{}: the web server serves it now", read.path);
+                                batch.unrefused.push(read.path.clone());
+                            }
+                            self.classify(&read.path, content, read.version, pass, &mut batch)?
+                        }
+                        Verdict::Refused(why) => self.refuse(
+                            &read.path,
+                            content.stat,
+                            content.sha256,
+                            why,
+                            pass,
+                            &mut batch,
+                        ),
+                        Verdict::Unknown(why) => {
+                            pass.result.unreachable.get_or_insert(why);
+                            pass.result.deferred.push(read.path);
+                        }
+                    }
                 }
                 Err(ReadError::Unstable) => pass.result.unstable.push(read.path),
                 // Vanished between the walk and the read: the next event or scan settles it.
@@ -522,16 +754,83 @@ impl Agent {
                 Err(ReadError::Io(e)) => pass.result.problems.push(format!("{}: {e}", read.path)),
             }
         }
-        if batch.is_empty() {
-            return Ok(());
+        let changes = self.save(batch, pass.now)?;
+        pass.result.changes.extend(changes);
+        Ok(())
+    }
+
+    /// Records that `path` left the listing (gone, or no longer public).
+    fn delete(&self, path: &str, now: DateTime<Utc>, batch: &mut Batch) {
+        if let Some(old) = self.inventory.get(path) {
+            batch.changes.push(LoggedChange {
+                seq: 0,
+                kind: ChangeKind::Deleted,
+                path: path.to_string(),
+                time: now,
+                sha256: None,
+                prev_sha256: Some(old.sha256),
+                size: None,
+                content_type: None,
+                changed: None,
+            });
+            batch.deletions.push(path.to_string());
         }
-        let saved = self.store.commit(batch, pass.now, &self.retention)?;
-        // The inventory follows the state only once the state is safe.
+    }
+
+    /// The web server refused a file read now: it leaves the listing (its kept versions with
+    /// it), and the refusal is kept with what was judged, so it is not asked again until the
+    /// file changes or its turn comes.
+    fn refuse(
+        &mut self,
+        path: &str,
+        stat: Stat,
+        sha256: Sha256Digest,
+        why: Refusal,
+        pass: &mut Pass,
+        batch: &mut Batch,
+    ) {
+        let reason = why.reason();
+        let known = self.refused.get(path).is_some_and(|r| r.reason == reason);
+        if !known {
+            tracing::info!("not published, {reason}: {path}");
+        }
+        self.delete(path, pass.now, batch);
+        self.unjudged.remove(path);
+        batch.refusals.push((
+            path.to_string(),
+            RefusedFile {
+                size: stat.size,
+                mtime_ns: stat.mtime_ns,
+                ctime_ns: stat.ctime_ns,
+                sha256,
+                reason: reason.clone(),
+            },
+        ));
+        pass.refused_seen.insert(path.to_string());
+        pass.result.refused += 1;
+        pass.result.excluded += 1;
+        pass.excluded.add(path, &reason);
+    }
+
+    /// Commits a batch and brings the memory in line with the state once it is safe; returns
+    /// the changes logged, with their sequence numbers, after telling the observer.
+    fn save(&mut self, batch: Batch, now: DateTime<Utc>) -> Result<Vec<LoggedChange>, AgentError> {
+        if batch.is_empty() {
+            return Ok(Vec::new());
+        }
+        let saved = self.store.commit(batch, now, &self.retention)?;
         for path in &saved.deletions {
             self.inventory.remove(path);
         }
         for (path, entry, _) in saved.upserts {
+            self.unjudged.remove(path.as_str());
             self.inventory.insert(&path, entry);
+        }
+        for path in &saved.unrefused {
+            self.refused.remove(path.as_str());
+        }
+        for (path, r) in saved.refusals {
+            self.refused.insert(path.into_boxed_str(), r);
         }
         self.publisher.note_changes(&saved.changes);
         if let Some(observer) = self.observer.as_mut()
@@ -539,8 +838,7 @@ impl Agent {
         {
             observer(&saved.changes, &self.inventory);
         }
-        pass.result.changes.extend(saved.changes);
-        Ok(())
+        Ok(saved.changes)
     }
 
     /// Decides what a freshly read file means: new, changed, touched or unchanged.
@@ -562,6 +860,7 @@ impl Agent {
             pass.result.touched += 1;
             let entry = FileEntry {
                 mtime_ns: content.stat.mtime_ns,
+                ctime_ns: content.stat.ctime_ns,
                 ..prev.clone()
             };
             batch.upserts.push((path.to_string(), entry, None));
@@ -585,6 +884,7 @@ impl Agent {
         let entry = FileEntry {
             size: content.stat.size,
             mtime_ns: content.stat.mtime_ns,
+            ctime_ns: content.stat.ctime_ns,
             sha256: content.sha256,
             fast: content.fast,
             modified,
@@ -627,201 +927,6 @@ impl Agent {
         self.note_publication("all", started.elapsed(), noted);
         Ok(result?)
     }
-
-    /// Watches the docroot and publishes within about a second of every change, until `stop`.
-    ///
-    /// robots.rdf and the changes feed are published as soon as a batch is saved; the sitemaps,
-    /// which standard consumers poll rarely, follow once no event is waiting (at most a second
-    /// later), so their gzip work never delays the next change.
-    pub fn watch(&mut self, stop: &AtomicBool) -> Result<(), AgentError> {
-        // Without a watcher started before the last scan, changes since that scan are unseen.
-        let catch_up = self.watcher.is_none() && self.watch_error.is_none();
-        if catch_up {
-            self.start_watching();
-        }
-        let watcher = self.watcher.take();
-        if let Some(e) = self.watch_error.take() {
-            tracing::error!("{e}; rescanning every 30 s instead of watching");
-        }
-        let rescan_every = if watcher.is_some() {
-            self.config.rescan_interval
-        } else {
-            self.config.rescan_interval.min(Duration::from_secs(30))
-        };
-        let mut queue = EventQueue::new(self.config.debounce);
-        let mut next_rescan = Instant::now() + rescan_every;
-        let mut rescan_reason: Option<String> =
-            catch_up.then(|| "catching up with changes made before watching began".to_string());
-        if catch_up {
-            next_rescan = Instant::now();
-        }
-        let mut backoff = Duration::ZERO;
-        let mut sitemaps_stale: Option<Instant> = None;
-        // Documents that could not be written (a full disk) are tried again on their own, not
-        // only with the next change, which may not come for days: when, and the pause after.
-        let mut republish: Option<(Instant, Duration)> = None;
-
-        while !stop.load(Ordering::Relaxed) {
-            let now = Instant::now();
-            let mut deadline = queue
-                .deadline()
-                .unwrap_or(now + Duration::from_millis(500))
-                .min(next_rescan)
-                .min(republish.map_or(next_rescan, |(at, _)| at));
-            if sitemaps_stale.is_some() {
-                // Only take what is already waiting, then do the sitemaps.
-                deadline = now;
-            }
-            let received = match &watcher {
-                Some(w) => w
-                    .signals()
-                    .recv_timeout(deadline.saturating_duration_since(now))
-                    .ok(),
-                None => {
-                    std::thread::sleep(deadline.saturating_duration_since(now));
-                    None
-                }
-            };
-            if let Some((at, signal)) = received {
-                let root = &self.config.docroot;
-                let rel = |paths: Vec<std::path::PathBuf>| {
-                    paths
-                        .iter()
-                        .filter_map(|p| scan::relative(root, p))
-                        .collect::<Vec<_>>()
-                };
-                match signal {
-                    Signal::Paths(paths) => {
-                        let paths = rel(paths);
-                        if paths.iter().any(String::is_empty) {
-                            rescan_reason
-                                .get_or_insert_with(|| "the docroot itself changed".into());
-                        }
-                        queue.touched(paths, false, at);
-                    }
-                    Signal::Written(paths) => queue.touched(rel(paths), true, at),
-                    Signal::Closed(paths) => queue.closed(rel(paths), at),
-                    Signal::Rescan(reason) => {
-                        rescan_reason = Some(reason);
-                        queue.touched(Vec::new(), false, at);
-                    }
-                }
-                // Keep taking events, unless the sitemaps have waited a second already.
-                if sitemaps_stale.is_none_or(|since| since.elapsed() < Duration::from_secs(1)) {
-                    continue;
-                }
-            }
-            let now = Instant::now();
-            if now >= next_rescan {
-                rescan_reason.get_or_insert_with(|| "periodic rescan".into());
-            }
-            let rescan_due = rescan_reason.is_some() && (now >= next_rescan || queue.ready(now));
-            let paths = if rescan_due {
-                BTreeSet::new()
-            } else {
-                queue.take_ready(now)
-            };
-            if !rescan_due && paths.is_empty() {
-                if let Some((at, pause)) = republish
-                    && now >= at
-                {
-                    let at = truncate_ms(self.clock.now());
-                    let done = self
-                        .publisher
-                        .publish_listing_and_feed(&self.inventory, &self.store, at)
-                        .and_then(|_| self.publisher.publish_sitemaps(&self.inventory, at));
-                    republish = match done {
-                        Ok(_) => {
-                            tracing::info!("published the documents that could not be written");
-                            sitemaps_stale = None;
-                            None
-                        }
-                        Err(e) => Some(publish_failed(&e, Some(pause))),
-                    };
-                } else if sitemaps_stale.take().is_some() {
-                    let started = Instant::now();
-                    let done = self
-                        .publisher
-                        .publish_sitemaps(&self.inventory, truncate_ms(self.clock.now()));
-                    let noted = done.as_ref().map(|_| None).map_err(|e| e.to_string());
-                    self.note_publication("sitemaps", started.elapsed(), noted);
-                    if let Err(e) = done {
-                        republish = Some(publish_failed(&e, republish.map(|(_, p)| p)));
-                    }
-                }
-                continue;
-            }
-            let outcome = match rescan_reason.take().filter(|_| rescan_due) {
-                Some(reason) => {
-                    tracing::warn!("rescanning the whole docroot: {reason}");
-                    next_rescan = now + rescan_every;
-                    queue.clear();
-                    self.full_scan(true)
-                }
-                None => self.reconcile_paths(&paths),
-            };
-            match outcome {
-                Ok(result) => {
-                    backoff = Duration::ZERO;
-                    for p in &result.problems {
-                        tracing::warn!("{p}");
-                    }
-                    queue.retry(result.unstable);
-                    if !result.changes.is_empty() {
-                        for c in &result.changes {
-                            tracing::debug!(seq = c.seq, kind = %c.kind, path = %c.path, "change");
-                        }
-                        let started = Instant::now();
-                        let done = self.publisher.publish_listing_and_feed(
-                            &self.inventory,
-                            &self.store,
-                            truncate_ms(self.clock.now()),
-                        );
-                        let noted = match &done {
-                            Ok(r) => Ok(Some(r.listing_bytes)),
-                            Err(e) => Err(e.to_string()),
-                        };
-                        self.note_publication("listing and feed", started.elapsed(), noted);
-                        match done {
-                            Ok(report) => {
-                                tracing::info!(
-                                    changes = result.changes.len(),
-                                    head = result.changes.last().map_or(0, |c| c.seq),
-                                    listing_ms = report.listing_time.as_millis() as u64,
-                                    spliced = report.spliced,
-                                    "published"
-                                );
-                                // The listing is current; the sitemaps follow as usual.
-                                republish = None;
-                            }
-                            Err(e) => {
-                                republish = Some(publish_failed(&e, republish.map(|(_, p)| p)))
-                            }
-                        }
-                        sitemaps_stale.get_or_insert_with(Instant::now);
-                    }
-                }
-                Err(e) => {
-                    // Nothing was committed: look at everything again after a pause.
-                    backoff = (backoff * 2).clamp(Duration::from_secs(1), Duration::from_secs(60));
-                    tracing::error!("{e}; retrying in {} s", backoff.as_secs());
-                    rescan_reason = Some("retrying after an error".into());
-                    next_rescan = Instant::now() + backoff;
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
-/// Logs a failed publication; returns when to try again and the pause (doubling from 1 s to
-/// a minute).
-fn publish_failed(e: &PublishError, pause: Option<Duration>) -> (Instant, Duration) {
-    let pause = pause.map_or(Duration::from_secs(1), |p| {
-        (p * 2).min(Duration::from_secs(60))
-    });
-    tracing::error!("{e}; publishing again in {} s", pause.as_secs());
-    (Instant::now() + pause, pause)
 }
 
 fn inside(root: &Path, path: &Path) -> bool {

@@ -1,11 +1,15 @@
 //! `webcoop-agent check`: reads the agent's settings and the web server's configuration
 //! (`--server-config`, nginx or Apache) and says in plain lines what is right and what to
-//! change so that a crawler can use everything the agent publishes: the proxy of
-//! `/.well-known/webcoop/`, media types of `.rdf` and `.atom`, compression of the listings,
-//! the robots.txt lines that point crawlers at the agent, the locations kept out, and the state
-//! directory's permissions.
+//! change so that a crawler can use everything the agent publishes: the web server as the
+//! judge (a sample of files asked about), the proxy of `/.well-known/webcoop/` and what it
+//! says of the client, media types of `.rdf` and `.atom`, compression of the listings, the
+//! robots.txt lines that point crawlers at the agent, the places hidden from the judge and
+//! why, and the state directory's permissions.
+
+mod judge_sample;
 
 use crate::config::Config;
+use crate::server_config::{ServerRules, Site, looks_like_apache, nginx};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
@@ -47,108 +51,6 @@ impl std::fmt::Display for Finding {
     }
 }
 
-/// An nginx directive: its name, arguments and block.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Directive {
-    name: String,
-    args: Vec<String>,
-    block: Vec<Directive>,
-}
-
-/// Parses nginx's configuration syntax: directives ending in `;` or a `{ }` block, `#`
-/// comments, quoted arguments.
-fn nginx_parse(text: &str) -> Result<Vec<Directive>, String> {
-    let mut tokens = Vec::new();
-    let mut chars = text.chars().peekable();
-    while let Some(&c) = chars.peek() {
-        match c {
-            '#' => while chars.next().is_some_and(|c| c != '\n') {},
-            c if c.is_whitespace() => {
-                chars.next();
-            }
-            '{' | '}' | ';' => {
-                tokens.push(c.to_string());
-                chars.next();
-            }
-            '"' | '\'' => {
-                chars.next();
-                let mut t = String::new();
-                for c2 in chars.by_ref() {
-                    if c2 == c {
-                        break;
-                    }
-                    t.push(c2);
-                }
-                tokens.push(format!("\u{0}{t}"));
-            }
-            _ => {
-                let mut t = String::new();
-                while let Some(&c2) = chars.peek() {
-                    if c2.is_whitespace() || "{};".contains(c2) {
-                        break;
-                    }
-                    t.push(c2);
-                    chars.next();
-                }
-                tokens.push(t);
-            }
-        }
-    }
-    let mut pos = 0;
-    nginx_block(&tokens, &mut pos, false)
-}
-
-fn nginx_block(tokens: &[String], pos: &mut usize, nested: bool) -> Result<Vec<Directive>, String> {
-    let mut out = Vec::new();
-    let mut words: Vec<String> = Vec::new();
-    while *pos < tokens.len() {
-        let t = &tokens[*pos];
-        *pos += 1;
-        match t.as_str() {
-            ";" => {
-                if !words.is_empty() {
-                    let name = words.remove(0);
-                    out.push(Directive {
-                        name,
-                        args: std::mem::take(&mut words),
-                        block: Vec::new(),
-                    });
-                }
-            }
-            "{" => {
-                let block = nginx_block(tokens, pos, true)?;
-                let name = if words.is_empty() {
-                    String::new()
-                } else {
-                    words.remove(0)
-                };
-                out.push(Directive {
-                    name,
-                    args: std::mem::take(&mut words),
-                    block,
-                });
-            }
-            "}" if nested => return Ok(out),
-            "}" => return Err("a `}` without its `{`".into()),
-            w => words.push(w.trim_start_matches('\u{0}').to_string()),
-        }
-    }
-    if nested {
-        return Err("a `{` without its `}`".into());
-    }
-    Ok(out)
-}
-
-/// Every directive, depth first.
-fn all(ds: &[Directive]) -> Vec<&Directive> {
-    let mut out = Vec::new();
-    for d in ds {
-        out.push(d);
-        out.extend(all(&d.block));
-    }
-    out
-}
-
 /// The media types of robots.rdf, the changes feed and sitemaps, which compression must cover.
 const LISTING_TYPES: [&str; 3] = [
     "application/rdf+xml",
@@ -161,10 +63,10 @@ fn service_addr(config: &Config) -> Option<String> {
     config.service.as_ref().map(|s| s.listen.to_string())
 }
 
-fn check_nginx(config: &Config, file: &Path, text: &str, out: &mut Vec<Finding>) {
+fn check_nginx(config: &Config, file: &Path, out: &mut Vec<Finding>) {
     let name = file.display();
-    let ds = match nginx_parse(text) {
-        Ok(d) => d,
+    let loaded = match nginx::load(file) {
+        Ok(l) => l,
         Err(e) => {
             out.push(Finding::fix(
                 format!("{name}: cannot be read as nginx configuration"),
@@ -173,28 +75,14 @@ fn check_nginx(config: &Config, file: &Path, text: &str, out: &mut Vec<Finding>)
             return;
         }
     };
-    let every = all(&ds);
-    // Media types: a `types` block here, or the mime.types it includes.
+    let every = nginx::all(&loaded.tree);
+    // Media types: a `types` block here or in what it includes (mime.types).
     let mut types: Vec<(String, String)> = Vec::new();
     for d in &every {
         if d.name == "types" {
-            for t in &d.block {
+            for t in d.block.iter().flatten() {
                 for ext in &t.args {
                     types.push((ext.clone(), t.name.clone()));
-                }
-            }
-        }
-        if d.name == "include"
-            && let Some(inc) = d.args.first()
-            && inc.ends_with("mime.types")
-            && let Ok(mt) = std::fs::read_to_string(inc)
-            && let Ok(parsed) = nginx_parse(&mt)
-        {
-            for t in all(&parsed).into_iter().filter(|d| d.name == "types") {
-                for entry in &t.block {
-                    for ext in &entry.args {
-                        types.push((ext.clone(), entry.name.clone()));
-                    }
                 }
             }
         }
@@ -247,39 +135,97 @@ fn check_nginx(config: &Config, file: &Path, text: &str, out: &mut Vec<Finding>)
             "add: gzip on; gzip_types application/rdf+xml application/atom+xml application/xml text/xml;",
         ));
     }
-    // The proxy of the agent's service.
+    // The proxy of the agent's service, and what it says of the client.
     if let Some(addr) = service_addr(config) {
-        let proxies: Vec<&Directive> = every
+        let locations: Vec<&nginx::Directive> = every
             .iter()
+            .copied()
             .filter(|d| {
                 d.name == "location" && d.args.iter().any(|a| a.contains("/.well-known/webcoop"))
             })
-            .flat_map(|d| d.block.iter().filter(|b| b.name == "proxy_pass"))
+            .collect();
+        let proxies: Vec<(&nginx::Directive, &nginx::Directive)> = locations
+            .iter()
+            .flat_map(|l| {
+                l.block
+                    .iter()
+                    .flatten()
+                    .filter(|b| b.name == "proxy_pass")
+                    .map(move |p| (*l, p))
+            })
             .collect();
         let to: Vec<&str> = proxies
             .iter()
-            .filter_map(|p| p.args.first().map(String::as_str))
+            .filter_map(|(_, p)| p.args.first().map(String::as_str))
             .collect();
-        let right = to.iter().any(|t| {
-            t.trim_end_matches('/')
-                .strip_prefix("http://")
-                .is_some_and(|h| h == addr)
+        let right = proxies.iter().find(|(_, p)| {
+            p.args.first().is_some_and(|t| {
+                t.trim_end_matches('/')
+                    .strip_prefix("http://")
+                    .is_some_and(|h| h == addr)
+            })
         });
-        if right {
-            out.push(Finding::ok(format!(
-                "{name}: /.well-known/webcoop/ is proxied to the agent at {addr}"
-            )));
-        } else {
-            let found = if to.is_empty() {
-                "not proxied".to_string()
-            } else {
-                format!("proxied to {}", to.join(", "))
-            };
-            out.push(Finding::fix(
-                format!("{name}: /.well-known/webcoop/ is {found}, but the agent listens on {addr}"),
-                format!("add: location ^~ /.well-known/webcoop/ {{ proxy_pass http://{addr}; proxy_set_header Host $host; proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for; }}"),
-            ));
+        match right {
+            Some((location, _)) => {
+                out.push(Finding::ok(format!(
+                    "{name}: /.well-known/webcoop/ is proxied to the agent at {addr}"
+                )));
+                check_forwarded_for(config, &name.to_string(), location, out);
+            }
+            None => {
+                let found = if to.is_empty() {
+                    "not proxied".to_string()
+                } else {
+                    format!("proxied to {}", to.join(", "))
+                };
+                out.push(Finding::fix(
+                    format!("{name}: /.well-known/webcoop/ is {found}, but the agent listens on {addr}"),
+                    format!("add: location ^~ /.well-known/webcoop/ {{ proxy_pass http://{addr}; proxy_set_header Host $host; proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for; }}"),
+                ));
+            }
         }
+    }
+}
+
+/// What the proxy to the agent says of the client: the hub's rate limits go by it when the
+/// proxy is trusted, and a plain `proxy_pass` forwards whatever `X-Forwarded-For` the client
+/// sent itself.
+fn check_forwarded_for(
+    config: &Config,
+    name: &str,
+    location: &nginx::Directive,
+    out: &mut Vec<Finding>,
+) {
+    let sets = location.block.iter().flatten().find(|d| {
+        d.name == "proxy_set_header"
+            && d.args
+                .first()
+                .is_some_and(|h| h.eq_ignore_ascii_case("x-forwarded-for"))
+    });
+    let value = sets.and_then(|d| d.args.get(1)).map(String::as_str);
+    let trusted = config
+        .service
+        .as_ref()
+        .is_some_and(|s| !s.trusted_proxies.is_empty());
+    match value {
+        Some("$remote_addr") | Some("$proxy_add_x_forwarded_for") if trusted => {
+            out.push(Finding::ok(format!(
+                "{name}: the proxy names the client in X-Forwarded-For, and the agent trusts it (--trusted-proxy): the hub limits each client on its own"
+            )))
+        }
+        Some("$remote_addr") | Some("$proxy_add_x_forwarded_for") => out.push(Finding::fix(
+            format!(
+                "{name}: the proxy names the client, but the agent does not trust it: every client shares the proxy's address in the hub's rate limits"
+            ),
+            "give the agent --trusted-proxy 127.0.0.1/32 (the proxy's address)",
+        )),
+        _ => out.push(Finding::fix(
+            format!(
+                "{name}: the proxy to the agent forwards the client's own X-Forwarded-For{}: a client could name any address to escape the hub's rate limits",
+                value.map(|v| format!(" ({v})")).unwrap_or_default()
+            ),
+            "add to that location: proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;",
+        )),
     }
 }
 
@@ -343,11 +289,52 @@ fn check_apache(config: &Config, file: &Path, text: &str, out: &mut Vec<Finding>
             out.push(Finding::ok(format!(
                 "{name}: /.well-known/webcoop/ is proxied to the agent at {addr}"
             )));
+            // mod_proxy_http appends the client's address to X-Forwarded-For unless told not to.
+            let adds = !lower
+                .iter()
+                .any(|l| l.starts_with("proxyaddheaders ") && l.contains("off"));
+            let trusted = config
+                .service
+                .as_ref()
+                .is_some_and(|s| !s.trusted_proxies.is_empty());
+            match (adds, trusted) {
+                (true, true) => out.push(Finding::ok(format!(
+                    "{name}: mod_proxy names the client in X-Forwarded-For, and the agent trusts it (--trusted-proxy)"
+                ))),
+                (true, false) => out.push(Finding::fix(
+                    format!("{name}: mod_proxy names the client, but the agent does not trust it: every client shares the proxy's address in the hub's rate limits"),
+                    "give the agent --trusted-proxy 127.0.0.1/32 (the proxy's address)",
+                )),
+                (false, _) => out.push(Finding::fix(
+                    format!("{name}: ProxyAddHeaders Off forwards the client's own X-Forwarded-For"),
+                    "remove ProxyAddHeaders Off",
+                )),
+            }
         } else {
             out.push(Finding::fix(
                 format!("{name}: /.well-known/webcoop/ is not proxied to the agent at {addr}"),
                 format!("add (with mod_proxy_http): ProxyPass /.well-known/webcoop/ http://{addr}/.well-known/webcoop/ and ProxyPreserveHost On"),
             ));
+        }
+    }
+}
+
+/// The places the configuration hides from the judge: by rules that depend on who asks (as
+/// they should be), or by rules the agent does not understand (to fix or vouch for).
+fn hidden_findings(rules: &ServerRules, out: &mut Vec<Finding>) {
+    for h in rules.hidden() {
+        let line = h.to_string();
+        if line.contains("not understood") || line.contains("cannot be read") {
+            out.push(Finding::fix(
+                format!(
+                    "not published, as the agent cannot tell what the server does there: {line}"
+                ),
+                "simplify that part, or vouch for the directive with --trust-directive NAME if it serves every client alike",
+            ));
+        } else {
+            out.push(Finding::ok(format!(
+                "kept out, as what the server answers there depends on who asks: {line}"
+            )));
         }
     }
 }
@@ -370,14 +357,23 @@ pub fn robots_lines(config: &Config) -> [String; 2] {
 /// Everything `check` looks at.
 pub fn check(config: &Config) -> Vec<Finding> {
     let mut out = Vec::new();
-    // The state directory: the agent's alone.
+    // The state directory: the agent's alone (it holds subscribers' secrets and copies of
+    // files).
     match std::fs::metadata(&config.state) {
         Ok(m) if m.permissions().mode() & 0o002 != 0 => out.push(Finding::fix(
             format!(
                 "state directory {} is writable by every user",
                 config.state.display()
             ),
-            format!("chmod o-w {}", config.state.display()),
+            format!("chmod 700 {}", config.state.display()),
+        )),
+        Ok(m) if m.permissions().mode() & 0o077 != 0 => out.push(Finding::fix(
+            format!(
+                "state directory {} can be read by other users (mode {:o}): it holds the hub's subscriber secrets and kept copies of files",
+                config.state.display(),
+                m.permissions().mode() & 0o777
+            ),
+            format!("chmod 700 {}", config.state.display()),
         )),
         Ok(_) => {
             let probe = config.state.join(".webcoop-check");
@@ -436,13 +432,21 @@ pub fn check(config: &Config) -> Vec<Finding> {
             "fix robots.txt",
         ));
     }
-    // The web server.
+    // The web server as the judge.
+    judge_sample::check(config, &mut out);
+    // The web server's configuration.
     if config.server_config.is_empty() {
         out.push(Finding::fix(
             "no web server configuration given: its proxy, media types, compression and protected locations are not checked",
             "give --server-config /etc/nginx/sites-enabled/SITE (or the Apache virtual host)",
         ));
     }
+    let site = Site {
+        docroot: &config.docroot,
+        base_path: config.base_url.path(),
+        host: config.base_url.host_str().unwrap_or_default(),
+        trusted: &config.trust_directives,
+    };
     for file in &config.server_config {
         let text = match std::fs::read_to_string(file) {
             Ok(t) => t,
@@ -454,49 +458,22 @@ pub fn check(config: &Config) -> Vec<Finding> {
                 continue;
             }
         };
-        if crate::access::looks_like_apache(&text) {
+        if looks_like_apache(&text) {
             check_apache(config, file, &text, &mut out);
         } else {
-            check_nginx(config, file, &text, &mut out);
+            check_nginx(config, file, &mut out);
         }
-        let mut rules = crate::access::AccessRules::none();
-        match rules.add_server_config(file, &config.docroot, config.base_url.path()) {
-            Ok(()) => {
-                for p in rules.protected() {
-                    out.push(Finding::ok(format!(
-                        "kept out, as the server protects it: {p}"
-                    )));
-                }
-            }
+        let mut rules = ServerRules::none();
+        match rules.add_server_config(file, site) {
+            Ok(()) => hidden_findings(&rules, &mut out),
             Err(e) => out.push(Finding::fix(
                 format!("{e}"),
-                "the agent hides what it cannot read of the configuration; simplify that part",
+                "the agent publishes nothing while it cannot read the configuration; fix it",
             )),
         }
     }
+    let mut htaccess = ServerRules::none();
+    htaccess.add_htaccess_files(site);
+    hidden_findings(&htaccess, &mut out);
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn nginx_configuration_is_read_into_directives() {
-        let ds = nginx_parse(
-            "server { listen 80; # comment\n location ^~ /.well-known/webcoop/ { proxy_pass \"http://127.0.0.1:8081\"; } types { application/rdf+xml rdf; } }",
-        )
-        .unwrap();
-        let every = all(&ds);
-        let pass = every.iter().find(|d| d.name == "proxy_pass").unwrap();
-        assert_eq!(pass.args, ["http://127.0.0.1:8081"]);
-        assert!(
-            every
-                .iter()
-                .any(|d| d.name == "application/rdf+xml" && d.args == ["rdf"])
-        );
-        assert!(nginx_parse("server { }}").is_err());
-        assert!(nginx_parse("server { listen 80;").is_err());
-        assert!(nginx_parse("server { listen 80; }").is_ok());
-    }
 }

@@ -1,28 +1,29 @@
-//! Real servers the tests start on loopback: Debian's nginx, with a minimal HTTP client to
-//! fetch from them.
+//! Real servers the tests start on loopback: Debian's nginx, Apache and PHP-FPM, with a
+//! minimal HTTP client to fetch from them.
+
+mod apache;
+mod php_fpm;
+mod web_user;
+
+pub use apache::Apache;
+pub use php_fpm::PhpFpm;
+pub use web_user::{WEB_USER, is_root, open_to_web_user};
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// A running nginx; stopped when dropped.
+/// A running nginx; stopped when dropped (its master asked to stop its workers too).
 pub struct Nginx {
-    child: Child,
+    _process: Terminated,
     /// Where it listens.
     pub addr: SocketAddr,
     _dir: tempfile::TempDir,
 }
 
-impl Drop for Nginx {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
@@ -46,14 +47,51 @@ impl Nginx {
         docroot: &Path,
         upstream: Option<SocketAddr>,
     ) -> Nginx {
+        Self::start_inner(binary, site_conf, docroot, upstream, false)
+    }
+
+    /// As [`Nginx::start_proxying`], with its workers running as the web user (`www-data`)
+    /// as Debian runs them, so that what that user cannot read is refused as in production.
+    /// `None` when the tests do not run as root, who alone can start it so.
+    pub fn start_as_web_user(
+        binary: &Path,
+        site_conf: &str,
+        docroot: &Path,
+        upstream: Option<SocketAddr>,
+    ) -> Option<Nginx> {
+        if !is_root() {
+            eprintln!("SKIPPED: nginx as {WEB_USER} needs the tests to run as root");
+            return None;
+        }
+        Some(Self::start_inner(
+            binary, site_conf, docroot, upstream, true,
+        ))
+    }
+
+    fn start_inner(
+        binary: &Path,
+        site_conf: &str,
+        docroot: &Path,
+        upstream: Option<SocketAddr>,
+        as_web_user: bool,
+    ) -> Nginx {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("temporary directory: {e}"));
+        if as_web_user {
+            // Its workers write request and proxy buffers there.
+            open_to_web_user(dir.path(), true);
+        }
         let mut last_error = String::new();
         for _ in 0..5 {
             let port = free_port();
             let server = rewrite_server_block(site_conf, docroot, port, upstream);
             let d = dir.path().display();
+            let process = if as_web_user {
+                format!("user {WEB_USER};\nmaster_process on;\n")
+            } else {
+                "master_process off;\n".to_string()
+            };
             let conf = format!(
-                "daemon off;\nmaster_process off;\nworker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log warn;\n\
+                "daemon off;\n{process}worker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log warn;\n\
                  events {{ worker_connections 256; }}\nhttp {{\n  access_log off;\n  default_type application/octet-stream;\n  \
                  client_body_temp_path {d}/body;\n  proxy_temp_path {d}/proxy;\n  fastcgi_temp_path {d}/fastcgi;\n  \
                  uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n{server}\n}}\n"
@@ -85,7 +123,7 @@ impl Nginx {
                 }
                 if TcpStream::connect_timeout(&addr, Duration::from_millis(100)).is_ok() {
                     return Nginx {
-                        child,
+                        _process: Terminated(child),
                         addr,
                         _dir: dir,
                     };
@@ -217,6 +255,30 @@ pub struct Killed(pub std::process::Child);
 
 impl Drop for Killed {
     fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A server's master process, asked to stop (SIGTERM) when dropped so that it stops its
+/// workers too (a master killed outright leaves them serving), then killed if it lingers.
+pub struct Terminated(pub std::process::Child);
+
+impl Drop for Terminated {
+    fn drop(&mut self) {
+        if let Ok(pid) = i32::try_from(self.0.id()) {
+            // SAFETY: kill only sends a signal to our own child.
+            unsafe {
+                libc::kill(pid, libc::SIGTERM);
+            }
+        }
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if matches!(self.0.try_wait(), Ok(Some(_))) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let _ = self.0.kill();
         let _ = self.0.wait();
     }

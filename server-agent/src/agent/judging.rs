@@ -1,0 +1,181 @@
+//! Judging again: the web server's word on a file holds until the file changes, until the
+//! rules that govern it change, or until its turn comes on a rolling schedule that asks about
+//! every file within `--judge-every`. Asking again reads nothing: the server's answer is
+//! compared with the digest the state holds, and only a file whose verdict turns public is
+//! read (to be listed and versioned as a new file).
+
+use super::{Agent, AgentError, Pass};
+use crate::judge::{Ask, Verdict};
+use crate::scan::Stat;
+use crate::store::{Batch, RefusedFile};
+use std::collections::BTreeSet;
+use webcoop_protocol::validator::Sha256Digest;
+
+/// What one round of judging again did.
+#[derive(Debug, Default)]
+pub struct JudgedAgain {
+    /// Files asked about.
+    pub asked: usize,
+    /// Changes logged (files that left or joined the listing).
+    pub changes: usize,
+    /// Why the web server could not be asked, when it could not.
+    pub unreachable: Option<String>,
+}
+
+impl Agent {
+    /// Asks the web server again about at most `limit` of the files judged longest ago (those
+    /// whose rules changed first). A file changed on disk since it was judged is looked at
+    /// whole instead.
+    pub fn judge_again(&mut self, limit: usize) -> Result<JudgedAgain, AgentError> {
+        let due = self.store.due_for_judging(limit)?;
+        let forced = due.iter().filter(|d| d.judged == 0).count();
+        self.forced_pending = forced > 0 && forced == limit;
+        let mut asks = Vec::new();
+        let mut listed = Vec::new();
+        let mut look = BTreeSet::new();
+        for d in due {
+            let stat = std::fs::metadata(self.config.docroot.join(&d.path))
+                .ok()
+                .filter(std::fs::Metadata::is_file)
+                .map(|m| Stat::of(&m));
+            let known: Option<(Stat, Sha256Digest)> = if d.public {
+                self.inventory.get(&d.path).map(|e| {
+                    let s = Stat {
+                        size: e.size,
+                        mtime_ns: e.mtime_ns,
+                        ctime_ns: e.ctime_ns,
+                        links: 0,
+                    };
+                    (s, e.sha256)
+                })
+            } else {
+                self.refused.get(d.path.as_str()).map(|r| {
+                    let s = Stat {
+                        size: r.size,
+                        mtime_ns: r.mtime_ns,
+                        ctime_ns: r.ctime_ns,
+                        links: 0,
+                    };
+                    (s, r.sha256)
+                })
+            };
+            match (stat, known) {
+                (Some(now), Some((then, sha256))) if now == then => {
+                    asks.push(Ask {
+                        path: d.path,
+                        sha256,
+                        size: then.size,
+                    });
+                    listed.push((d.public, then));
+                }
+                _ => {
+                    look.insert(d.path);
+                }
+            }
+        }
+        let asked = asks.len();
+        let verdicts = if asks.is_empty() {
+            Vec::new()
+        } else {
+            self.judge.judge(asks.clone())
+        };
+        let mut pass: Pass = self.begin(true);
+        let mut batch = Batch::default();
+        for ((ask, (public, stat)), verdict) in asks.into_iter().zip(listed).zip(verdicts) {
+            match (public, verdict) {
+                (_, Verdict::Unknown(why)) => {
+                    pass.result.unreachable.get_or_insert(why);
+                }
+                (true, Verdict::Public) => batch.rejudged.push(ask.path),
+                (true, Verdict::Refused(why)) => {
+                    self.refuse(&ask.path, stat, ask.sha256, why, &mut pass, &mut batch)
+                }
+                (false, Verdict::Refused(why)) => {
+                    let reason = why.reason();
+                    if self
+                        .refused
+                        .get(ask.path.as_str())
+                        .is_some_and(|r| r.reason != reason)
+                    {
+                        tracing::info!("still not published, {reason}: {}", ask.path);
+                    }
+                    batch.refusals.push((
+                        ask.path,
+                        RefusedFile {
+                            size: stat.size,
+                            mtime_ns: stat.mtime_ns,
+                            ctime_ns: stat.ctime_ns,
+                            sha256: ask.sha256,
+                            reason,
+                        },
+                    ));
+                }
+                // Public now: read and listed as any new file is.
+                (false, Verdict::Public) => {
+                    look.insert(ask.path);
+                }
+            }
+        }
+        let mut changes = self.save(batch, pass.now)?.len();
+        if let Some(a) = &self.activity {
+            a.scanned_some(std::mem::take(&mut pass.excluded));
+        }
+        let mut unreachable = pass.result.unreachable.take();
+        if !look.is_empty() && unreachable.is_none() {
+            let looked = self.look_again(&look, true)?;
+            changes += looked.changes.len();
+            unreachable = looked.unreachable;
+        }
+        self.note_judging(asked, unreachable.as_deref());
+        Ok(JudgedAgain {
+            asked,
+            changes,
+            unreachable,
+        })
+    }
+
+    /// Tells the console how the web server answered: `asked` files, or not at all (why).
+    pub(super) fn note_judging(&self, asked: usize, unreachable: Option<&str>) {
+        let Some(a) = &self.activity else { return };
+        let server = self.judge.origin();
+        match unreachable {
+            Some(why) => a.judge_unreachable(
+                server,
+                crate::store::to_ms(self.clock.now()),
+                why,
+                self.waiting.len(),
+            ),
+            None if asked > 0 => a.judged(server, asked as u64, self.waiting.len()),
+            None => {}
+        }
+    }
+
+    /// Whether files wait to be judged again before the others (their rules changed).
+    pub fn judging_forced(&self) -> bool {
+        self.forced_pending
+    }
+
+    /// Asks for every file to be judged again first (the server's configuration changed).
+    pub fn judge_all_again(&mut self) -> Result<(), AgentError> {
+        self.store.judge_again_under("")?;
+        self.forced_pending = true;
+        Ok(())
+    }
+
+    /// Files the web server refused, as last judged.
+    pub fn refused_count(&self) -> usize {
+        self.refused.len()
+    }
+
+    /// The files the web server refused, with the reason.
+    pub fn refused_files(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.refused
+            .iter()
+            .map(|(p, r)| (p.as_ref(), r.reason.as_str()))
+    }
+
+    /// Public and refused files: how many the rolling schedule must cover.
+    pub fn judged_files(&self) -> usize {
+        self.inventory.len() + self.refused.len()
+    }
+}

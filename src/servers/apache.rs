@@ -1,0 +1,120 @@
+//! Debian's Apache on loopback, its children running as the web user, with the modules a
+//! site's `.htaccess` files use (rewrite, alias, mime, access control, PHP, CGI).
+
+use super::web_user::{WEB_USER, is_root, open_to_web_user};
+use super::{Terminated, free_port};
+use std::net::{SocketAddr, TcpStream};
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The modules loaded, where Debian installs them (those absent are left out).
+const MODULES: &[(&str, &str)] = &[
+    ("mpm_prefork_module", "mod_mpm_prefork.so"),
+    ("authz_core_module", "mod_authz_core.so"),
+    ("authz_host_module", "mod_authz_host.so"),
+    ("authz_user_module", "mod_authz_user.so"),
+    ("authn_core_module", "mod_authn_core.so"),
+    ("authn_file_module", "mod_authn_file.so"),
+    ("auth_basic_module", "mod_auth_basic.so"),
+    ("access_compat_module", "mod_access_compat.so"),
+    ("mime_module", "mod_mime.so"),
+    ("dir_module", "mod_dir.so"),
+    ("rewrite_module", "mod_rewrite.so"),
+    ("alias_module", "mod_alias.so"),
+    ("headers_module", "mod_headers.so"),
+    ("setenvif_module", "mod_setenvif.so"),
+    ("env_module", "mod_env.so"),
+    ("cgi_module", "mod_cgi.so"),
+    ("php_module", "libphp8.2.so"),
+];
+
+const MODULE_DIR: &str = "/usr/lib/apache2/modules";
+
+/// A running Apache; stopped when dropped.
+pub struct Apache {
+    /// Where it listens.
+    pub addr: SocketAddr,
+    _process: Terminated,
+    _dir: tempfile::TempDir,
+}
+
+impl Apache {
+    /// Starts `bin` (Debian's `apache2`) serving `docroot`, where `.htaccess` files may
+    /// override everything, with `extra` lines in the server's configuration; `None` when the
+    /// tests do not run as root, who alone can start it as the web user.
+    pub fn start(bin: &Path, docroot: &Path, extra: &str) -> Option<Apache> {
+        if !is_root() {
+            eprintln!("SKIPPED: Apache as {WEB_USER} needs the tests to run as root");
+            return None;
+        }
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("temporary directory: {e}"));
+        open_to_web_user(dir.path(), true);
+        open_to_web_user(docroot, false);
+        let mut last = String::new();
+        for _ in 0..5 {
+            let port = free_port();
+            let d = dir.path().display();
+            let modules: String = MODULES
+                .iter()
+                .filter(|(_, so)| Path::new(MODULE_DIR).join(so).exists())
+                .map(|(name, so)| format!("LoadModule {name} {MODULE_DIR}/{so}\n"))
+                .collect();
+            let conf = format!(
+                "ServerRoot {d}\nPidFile {d}/apache.pid\nDefaultRuntimeDir {d}\nMutex file:{d} default\n\
+                 Listen 127.0.0.1:{port}\nServerName localhost\nUser {WEB_USER}\nGroup {WEB_USER}\n\
+                 ErrorLog {d}/error.log\nLogLevel warn\n{modules}\
+                 TypesConfig /etc/mime.types\nDirectoryIndex index.html\nAccessFileName .htaccess\n\
+                 StartServers 2\nMinSpareServers 1\nMaxSpareServers 4\n\
+                 DocumentRoot {root}\n<Directory {root}>\n  Options FollowSymLinks\n  AllowOverride All\n  \
+                 Require all granted\n</Directory>\n<FilesMatch \"^\\.ht\">\n  Require all denied\n</FilesMatch>\n{extra}\n",
+                root = docroot.display()
+            );
+            let conf_path = dir.path().join("apache.conf");
+            std::fs::write(&conf_path, conf).unwrap_or_else(|e| panic!("apache.conf: {e}"));
+            let child = Command::new(bin)
+                .arg("-d")
+                .arg(dir.path())
+                .arg("-f")
+                .arg(&conf_path)
+                .arg("-DFOREGROUND")
+                // In the foreground Apache signals its whole process group when it stops:
+                // a group of its own, not the test's.
+                .process_group(0)
+                .env_clear()
+                .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap_or_else(|e| panic!("cannot start {}: {e}", bin.display()));
+            let mut process = Terminated(child);
+            let addr = SocketAddr::from(([127, 0, 0, 1], port));
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while Instant::now() < deadline {
+                if let Ok(Some(status)) = process.0.try_wait() {
+                    last = format!(
+                        "apache2 exited with {status}: {}",
+                        std::fs::read_to_string(dir.path().join("error.log")).unwrap_or_default()
+                    );
+                    break;
+                }
+                if TcpStream::connect_timeout(&addr, Duration::from_millis(100)).is_ok() {
+                    return Some(Apache {
+                        addr,
+                        _process: process,
+                        _dir: dir,
+                    });
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        panic!("Apache did not start: {last}");
+    }
+
+    /// The base URL it serves.
+    pub fn url(&self) -> String {
+        format!("http://{}/", self.addr)
+    }
+}
