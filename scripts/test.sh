@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh machine: installs what the tests run against (GNU patch,
-# zstd, nginx, wget, redis-server, Chromium with chromedriver, the Python docs as a site to crawl, a Python venv with the
-# reference clients and warcio), then checks formatting, runs clippy with warnings as errors, and runs
-# every test of the workspace.
+# zstd, nginx, Apache with mod_php, PHP-FPM, wget, redis-server, Chromium with chromedriver,
+# the Python docs as a site to crawl, a Python venv with the reference clients and warcio),
+# then checks formatting, runs clippy with warnings as errors, and runs every test of the
+# workspace.
 #
 # Usage: scripts/test.sh [extra cargo test arguments]
 set -euo pipefail
@@ -15,6 +16,11 @@ missing=()
 command -v patch >/dev/null || missing+=(patch)
 command -v zstd >/dev/null || missing+=(zstd)
 command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || missing+=(nginx)
+# The agent asks the web server about every file: Apache with mod_php and mod_cgi, and
+# PHP-FPM behind nginx, are judged in tests/hostile/ as they run in production.
+command -v apache2 >/dev/null || [ -x /usr/sbin/apache2 ] || missing+=(apache2)
+ls /usr/lib/apache2/modules/libphp*.so >/dev/null 2>&1 || missing+=(libapache2-mod-php)
+ls /usr/sbin/php-fpm* >/dev/null 2>&1 || missing+=(php-fpm)
 command -v wget >/dev/null || missing+=(wget)
 # The shared frontier of a fleet: real redis-server processes (and a Redis Cluster) on loopback.
 command -v redis-server >/dev/null || missing+=(redis-server)

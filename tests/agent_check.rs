@@ -66,13 +66,18 @@ fn check(s: &Setup, conf: &str) -> (i32, String) {
 }
 
 fn check_with(s: &Setup, extra: &[&str]) -> (i32, String) {
+    check_judged_by(s, &s.server.url(), extra)
+}
+
+/// `check` with the web server at `server` as the judge.
+fn check_judged_by(s: &Setup, server: &str, extra: &[&str]) -> (i32, String) {
     let o = Command::new(agent())
         .arg("--docroot")
         .arg(&s.www)
         .arg("--state")
         .arg(&s.state)
         .args(["--base-url", BASE, "--listen", "127.0.0.1:8081"])
-        .args(["--server-url", &s.server.url()])
+        .args(["--server-url", server])
         .args(["--trusted-proxy", "127.0.0.1/32"])
         .args(extra)
         .arg("check")
@@ -253,24 +258,10 @@ fn the_web_server_is_asked_about_a_sample_and_a_wrong_or_silent_one_is_named() {
     let (code, said) = check(&s, &conf);
     assert_eq!(code, 0, "{said}");
     let file = s.tmp.path().join("site.conf");
-    let run = |server: &str| {
-        let o = Command::new(agent())
-            .arg("--docroot")
-            .arg(&s.www)
-            .arg("--state")
-            .arg(&s.state)
-            .args(["--base-url", BASE, "--listen", "127.0.0.1:8081"])
-            .args(["--trusted-proxy", "127.0.0.1/32", "--server-url", server])
-            .args(["--server-config", file.to_str().unwrap(), "check"])
-            .output()
-            .unwrap();
-        (
-            o.status.code(),
-            String::from_utf8_lossy(&o.stdout).into_owned(),
-        )
-    };
+    let file = file.to_str().unwrap();
+    let run = |server: &str| check_judged_by(&s, server, &["--server-config", file]);
     let (code, said) = run(&wrong.url());
-    assert_eq!(code, Some(1));
+    assert_eq!(code, 1);
     assert!(
         said.contains("refuses all 2 files asked about (the server answers 404)")
             && said.contains("--server-url"),
@@ -281,7 +272,7 @@ fn the_web_server_is_asked_about_a_sample_and_a_wrong_or_silent_one_is_named() {
     let dead_url = format!("http://{}", dead.local_addr().unwrap());
     drop(dead);
     let (code, said) = run(&dead_url);
-    assert_eq!(code, Some(1));
+    assert_eq!(code, 1);
     assert!(
         said.contains("cannot connect") && said.contains("publishes nothing new"),
         "{said}"

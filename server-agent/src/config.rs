@@ -344,6 +344,18 @@ pub struct IndexNowConfig {
     pub key: String,
 }
 
+impl Config {
+    /// The site as the web server's configuration sees it.
+    pub fn server_site(&self) -> crate::server_config::Site<'_> {
+        crate::server_config::Site {
+            docroot: &self.docroot,
+            base_path: self.base_url.path(),
+            host: self.base_url.host_str().unwrap_or_default(),
+            trusted: &self.trust_directives,
+        }
+    }
+}
+
 /// The public URL prefix of the service for a site at `base_url`.
 pub fn default_public_url(base_url: &Url) -> Url {
     base_url

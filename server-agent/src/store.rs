@@ -100,6 +100,27 @@ pub struct NewVersion {
     pub compressed: Vec<u8>,
 }
 
+thread_local! {
+    // One compression context per reading thread: creating one per file (its tables zeroed
+    // each time) was 9% of the agent's CPU on a first run over 100,000 pages.
+    static COMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Compressor<'static>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// `content` compressed at zstd level 3, with this thread's context.
+fn compress_version(content: &[u8]) -> Vec<u8> {
+    COMPRESSOR.with(|c| {
+        let mut c = c.borrow_mut();
+        if c.is_none() {
+            *c = zstd::bulk::Compressor::new(3).ok();
+        }
+        match c.as_mut() {
+            Some(z) => z.compress(content).unwrap_or_default(),
+            None => zstd::bulk::compress(content, 3).unwrap_or_default(),
+        }
+    })
+}
+
 impl NewVersion {
     /// Compresses `content` for keeping.
     pub fn of(path: &str, sha256: Sha256Digest, content: &[u8]) -> NewVersion {
@@ -107,7 +128,7 @@ impl NewVersion {
             path: path.to_string(),
             sha256,
             size: content.len() as u64,
-            compressed: zstd::bulk::compress(content, 3).unwrap_or_default(),
+            compressed: compress_version(content),
         }
     }
 }

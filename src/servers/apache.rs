@@ -27,7 +27,6 @@ const MODULES: &[(&str, &str)] = &[
     ("setenvif_module", "mod_setenvif.so"),
     ("env_module", "mod_env.so"),
     ("cgi_module", "mod_cgi.so"),
-    ("php_module", "libphp8.2.so"),
 ];
 
 const MODULE_DIR: &str = "/usr/lib/apache2/modules";
@@ -56,11 +55,19 @@ impl Apache {
         for _ in 0..5 {
             let port = free_port();
             let d = dir.path().display();
-            let modules: String = MODULES
+            let mut modules: String = MODULES
                 .iter()
                 .filter(|(_, so)| Path::new(MODULE_DIR).join(so).exists())
                 .map(|(name, so)| format!("LoadModule {name} {MODULE_DIR}/{so}\n"))
                 .collect();
+            // mod_php is named by its version (libphp8.2.so).
+            if let Some(php) = std::fs::read_dir(MODULE_DIR).ok().and_then(|d| {
+                d.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .find(|n| n.starts_with("libphp") && n.ends_with(".so"))
+            }) {
+                modules.push_str(&format!("LoadModule php_module {MODULE_DIR}/{php}\n"));
+            }
             let conf = format!(
                 "ServerRoot {d}\nPidFile {d}/apache.pid\nDefaultRuntimeDir {d}\nMutex file:{d} default\n\
                  Listen 127.0.0.1:{port}\nServerName localhost\nUser {WEB_USER}\nGroup {WEB_USER}\n\

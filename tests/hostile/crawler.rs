@@ -54,7 +54,7 @@ fn push_crawl(
     args
 }
 
-fn status_json(out: &Path) -> serde_json::Value {
+pub(crate) fn status_json(out: &Path) -> serde_json::Value {
     let o = Command::new(crawl_bin())
         .args(["status", "--json", "--out"])
         .arg(out)

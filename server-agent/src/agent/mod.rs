@@ -18,7 +18,7 @@ use crate::judge::{Ask, Judge, JudgeError, Refusal, Verdict};
 use crate::privacy::{FilterRules, PatternError, PublicFilter, RobotsTxt};
 use crate::publish::{PublishError, PublishReport, Publisher};
 use crate::scan::{self, ReadError, Stat};
-use crate::server_config::{ServerConfigError, ServerRules, Site};
+use crate::server_config::{ServerConfigError, ServerRules};
 use crate::store::{
     Batch, LoggedChange, NewVersion, RefusedFile, Retention, Store, StoreError, truncate_ms,
 };
@@ -195,12 +195,7 @@ fn indexnow_key_file(config: &Config) -> Option<String> {
 /// governs instead, loudly, until it can be read again.
 pub(crate) fn filter_of(config: &Config, strict: bool) -> Result<Arc<PublicFilter>, AgentError> {
     let mut access = ServerRules::none();
-    let site = Site {
-        docroot: &config.docroot,
-        base_path: config.base_url.path(),
-        host: config.base_url.host_str().unwrap_or_default(),
-        trusted: &config.trust_directives,
-    };
+    let site = config.server_site();
     for file in &config.server_config {
         if let Err(e) = access.add_server_config(file, site) {
             if strict {

@@ -9,7 +9,7 @@
 mod judge_sample;
 
 use crate::config::Config;
-use crate::server_config::{ServerRules, Site, looks_like_apache, nginx};
+use crate::server_config::{ServerRules, looks_like_apache, nginx};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
@@ -441,12 +441,7 @@ pub fn check(config: &Config) -> Vec<Finding> {
             "give --server-config /etc/nginx/sites-enabled/SITE (or the Apache virtual host)",
         ));
     }
-    let site = Site {
-        docroot: &config.docroot,
-        base_path: config.base_url.path(),
-        host: config.base_url.host_str().unwrap_or_default(),
-        trusted: &config.trust_directives,
-    };
+    let site = config.server_site();
     for file in &config.server_config {
         let text = match std::fs::read_to_string(file) {
             Ok(t) => t,

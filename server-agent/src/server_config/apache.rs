@@ -437,16 +437,8 @@ pub(crate) fn hidden_places(
 #[cfg(test)]
 mod tests {
     use super::super::ServerRules;
+    use super::super::testing::{assert_hides, assert_hides_nothing, site};
     use super::*;
-
-    fn site<'a>(docroot: &'a Path) -> Site<'a> {
-        Site {
-            docroot,
-            base_path: "/",
-            host: "www.example.org",
-            trusted: &[],
-        }
-    }
 
     #[test]
     fn words_honour_quotes() {
@@ -481,22 +473,17 @@ mod tests {
         .unwrap();
         let mut r = ServerRules::none();
         r.add_server_config(&conf, site(&docroot)).unwrap();
-        for p in [
-            "members/a.html",
-            "status",
-            "status/x",
-            "office/a.html",
-            "blog/a.html",
-        ] {
-            assert!(r.hides(p).is_some(), "{p}");
-        }
-        for p in ["index.html", "lib/db.inc", "open/a.html", "stat.html"] {
-            assert!(
-                r.hides(p).is_none(),
-                "{p}: {:?}",
-                r.hides(p).map(ToString::to_string)
-            );
-        }
+        assert_hides(
+            &r,
+            &[
+                "members/a.html",
+                "status",
+                "status/x",
+                "office/a.html",
+                "blog/a.html",
+            ],
+            &["index.html", "lib/db.inc", "open/a.html", "stat.html"],
+        );
         let why = r.hides("blog/a.html").unwrap().to_string();
         assert!(
             why.contains("ModSecurityEngine") && why.contains("--trust-directive"),
@@ -585,27 +572,13 @@ mod tests {
         let mut r = ServerRules::none();
         r.add_server_config(&conf, site(Path::new("/var/www/html")))
             .unwrap();
-        assert!(
-            r.hidden().is_empty(),
-            "{:?}",
-            r.hidden()
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-        );
+        assert_hides_nothing(&r);
         let shipped = include_str!("../../../examples/apache/site.conf");
         let file = tmp.path().join("site.conf");
         std::fs::write(&file, shipped).unwrap();
         let mut r = ServerRules::none();
         r.add_server_config(&file, site(Path::new("/var/www/example")))
             .unwrap();
-        assert!(
-            r.hidden().is_empty(),
-            "{:?}",
-            r.hidden()
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-        );
+        assert_hides_nothing(&r);
     }
 }

@@ -335,6 +335,50 @@ fn expand_include(pattern: &str, base: &Path) -> Result<Vec<PathBuf>, String> {
     Ok(files)
 }
 
+/// What the tests of the configuration readers share.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::{ServerRules, Site};
+    use std::path::Path;
+
+    /// The site `www.example.org` at `/` in `docroot`, trusting nothing.
+    pub(crate) fn site(docroot: &Path) -> Site<'_> {
+        Site {
+            docroot,
+            base_path: "/",
+            host: "www.example.org",
+            trusted: &[],
+        }
+    }
+
+    /// Fails unless each of `hidden` is hidden and none of `shown` is.
+    pub(crate) fn assert_hides(rules: &ServerRules, hidden: &[&str], shown: &[&str]) {
+        for p in hidden {
+            assert!(rules.hides(p).is_some(), "{p} is not hidden");
+        }
+        for p in shown {
+            assert!(
+                rules.hides(p).is_none(),
+                "{p}: {:?}",
+                rules.hides(p).map(ToString::to_string)
+            );
+        }
+    }
+
+    /// Fails unless the rules hide nothing at all.
+    pub(crate) fn assert_hides_nothing(rules: &ServerRules) {
+        assert!(
+            rules.hidden().is_empty(),
+            "{:?}",
+            rules
+                .hidden()
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -577,25 +577,14 @@ pub(crate) fn hidden_places(loaded: &Loaded, site: Site) -> Vec<Hidden> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-
-    fn site<'a>(docroot: &'a Path, trusted: &'a [String]) -> Site<'a> {
-        Site {
-            docroot,
-            base_path: "/",
-            host: "www.example.org",
-            trusted,
-        }
-    }
+    use super::super::testing::{assert_hides, assert_hides_nothing, site};
 
     fn hidden(conf: &str) -> super::super::ServerRules {
         let tmp = tempfile::tempdir().unwrap();
         let file = tmp.path().join("site.conf");
         std::fs::write(&file, conf).unwrap();
         let mut rules = super::super::ServerRules::none();
-        rules
-            .add_server_config(&file, site(tmp.path(), &[]))
-            .unwrap();
+        rules.add_server_config(&file, site(tmp.path())).unwrap();
         rules
     }
 
@@ -620,32 +609,27 @@ mod tests {
                 location /posts/ { limit_except POST { allow 10.0.0.1; deny all; } }
             }"#,
         );
-        for p in [
-            "private/notes.html",
-            "admin.html",
-            "office/a.html",
-            "nested/secret/a.html",
-            "js/x.css",
-            "posts/a.html",
-        ] {
-            assert!(r.hides(p).is_some(), "{p}");
-        }
-        for p in [
-            "index.html",
-            "internal/x.css",
-            "dump.SQL",
-            "open/a.html",
-            "moved/a.css",
-            "app/a.css",
-            "nested/a.css",
-            "methods/a.css",
-        ] {
-            assert!(
-                r.hides(p).is_none(),
-                "{p}: {:?}",
-                r.hides(p).map(ToString::to_string)
-            );
-        }
+        assert_hides(
+            &r,
+            &[
+                "private/notes.html",
+                "admin.html",
+                "office/a.html",
+                "nested/secret/a.html",
+                "js/x.css",
+                "posts/a.html",
+            ],
+            &[
+                "index.html",
+                "internal/x.css",
+                "dump.SQL",
+                "open/a.html",
+                "moved/a.css",
+                "app/a.css",
+                "nested/a.css",
+                "methods/a.css",
+            ],
+        );
         let why = r.hides("js/x.css").unwrap().to_string();
         assert!(
             why.contains("js_content is not understood") && why.contains("--trust-directive"),
@@ -676,16 +660,7 @@ mod tests {
                 location /g/ { if ($http_host != "www.example.org") { return 444; } }
             }"#,
         );
-        for p in ["a/x", "c/x", "f/x"] {
-            assert!(r.hides(p).is_some(), "{p}");
-        }
-        for p in ["b/x", "d/x", "e/x", "g/x"] {
-            assert!(
-                r.hides(p).is_none(),
-                "{p}: {:?}",
-                r.hides(p).map(ToString::to_string)
-            );
-        }
+        assert_hides(&r, &["a/x", "c/x", "f/x"], &["b/x", "d/x", "e/x", "g/x"]);
     }
 
     #[test]
@@ -706,9 +681,7 @@ mod tests {
         )
         .unwrap();
         let mut rules = super::super::ServerRules::none();
-        rules
-            .add_server_config(&file, site(tmp.path(), &[]))
-            .unwrap();
+        rules.add_server_config(&file, site(tmp.path())).unwrap();
         let admin = rules.hides("admin/x.html").unwrap().to_string();
         assert!(
             admin.contains("deny.conf:1") && admin.contains("allow"),
@@ -746,14 +719,7 @@ mod tests {
         let shipped = include_str!("../../../examples/nginx/site.conf")
             .replace("/etc/nginx/mime.types", &types.display().to_string());
         let r = hidden(&shipped);
-        assert!(
-            r.hidden().is_empty(),
-            "{:?}",
-            r.hidden()
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-        );
+        assert_hides_nothing(&r);
         let debian = "server {
  listen 80 default_server;
  listen [::]:80 default_server;
@@ -765,6 +731,6 @@ mod tests {
  }
 }
 ";
-        assert!(hidden(debian).hidden().is_empty());
+        assert_hides_nothing(&hidden(debian));
     }
 }
