@@ -188,6 +188,25 @@ pub(crate) fn warc(data: &[u8]) {
 pub(crate) type Target = fn(&[u8]);
 
 /// Every target, by name (the cargo-fuzz target names).
+/// A web server's configuration and `.htaccess` files (anyone who may write into the docroot
+/// writes the latter), read as nginx, Apache and `.htaccess` for what they hide from the judge.
+pub(crate) fn server_config(data: &[u8]) {
+    use webcoop_agent::server_config::{Site, TextKind, hidden_in_text};
+    let site = Site {
+        docroot: std::path::Path::new("/var/www/site"),
+        base_path: "/",
+        host: "www.example.org",
+        trusted: &[],
+    };
+    for kind in [TextKind::Nginx, TextKind::Apache, TextKind::Htaccess] {
+        if let Ok(hidden) = hidden_in_text(text(data), kind, site) {
+            for h in &hidden {
+                let _ = h.to_string();
+            }
+        }
+    }
+}
+
 pub(crate) const TARGETS: &[(&str, Target)] = &[
     ("robots_rdf", robots_rdf),
     ("sitemap", sitemap),
@@ -199,4 +218,5 @@ pub(crate) const TARGETS: &[(&str, Target)] = &[
     ("urls", urls),
     ("links", links),
     ("warc", warc),
+    ("server_config", server_config),
 ];

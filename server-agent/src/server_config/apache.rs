@@ -20,6 +20,9 @@ pub(crate) enum Context<'a> {
         /// The file (its includes are relative to the server root above it).
         file: &'a Path,
     },
+    /// A server configuration given as text, whose includes are not followed (each hides
+    /// what it governs).
+    Text,
 }
 
 /// Where a directive's rules apply.
@@ -133,7 +136,7 @@ impl Reader<'_> {
             Some(o) => o.scope.clone(),
             None => match self.ctx {
                 Context::Htaccess(dir) => Scope::Place(Matcher::Prefix(format!("{dir}/"))),
-                Context::Server { .. } => Scope::Everything,
+                Context::Server { .. } | Context::Text => Scope::Everything,
             },
         }
     }
@@ -146,7 +149,7 @@ impl Reader<'_> {
             .find_map(|o| o.dir.clone())
             .unwrap_or_else(|| match self.ctx {
                 Context::Htaccess(dir) => dir.to_string(),
-                Context::Server { .. } => String::new(),
+                Context::Server { .. } | Context::Text => String::new(),
             })
     }
 
@@ -281,7 +284,7 @@ impl Reader<'_> {
                     .unwrap_or(start)
                     .to_path_buf()
             }
-            Context::Htaccess(_) => PathBuf::from("/"),
+            Context::Htaccess(_) | Context::Text => PathBuf::from("/"),
         }
     }
 
@@ -297,9 +300,20 @@ impl Reader<'_> {
             self.hide(&scope, at, "Include without a file".into());
             return Ok(());
         };
-        if matches!(self.ctx, Context::Htaccess(_)) {
-            self.hide(&scope, at, "Include is not allowed in .htaccess".into());
-            return Ok(());
+        match self.ctx {
+            Context::Htaccess(_) => {
+                self.hide(&scope, at, "Include is not allowed in .htaccess".into());
+                return Ok(());
+            }
+            Context::Text => {
+                self.hide(
+                    &scope,
+                    at,
+                    format!("Include {pattern} is not followed here"),
+                );
+                return Ok(());
+            }
+            Context::Server { .. } => {}
         }
         if pattern.contains("${") {
             self.hide(

@@ -217,6 +217,40 @@ impl ServerRules {
     }
 }
 
+/// What a configuration text is, for [`hidden_in_text`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TextKind {
+    /// An nginx configuration.
+    Nginx,
+    /// An Apache server configuration.
+    Apache,
+    /// An `.htaccess` of the docroot's top directory.
+    Htaccess,
+}
+
+/// The places a configuration text hides from the judge, read as `kind` with no include
+/// followed (no file is read): what the fuzzers feed, since an `.htaccess` is written by
+/// whoever may write into the docroot.
+pub fn hidden_in_text(text: &str, kind: TextKind, site: Site) -> Result<Vec<Hidden>, String> {
+    match kind {
+        TextKind::Nginx => {
+            let tree = nginx::parse(text, "fuzz.conf")?;
+            let loaded = nginx::Loaded {
+                tree,
+                includes: Vec::new(),
+            };
+            Ok(nginx::hidden_places(&loaded, site))
+        }
+        TextKind::Apache => {
+            apache::hidden_places(text, "fuzz.conf", apache::Context::Text, site).map(|(h, _)| h)
+        }
+        TextKind::Htaccess => {
+            apache::hidden_places(text, ".htaccess", apache::Context::Htaccess(""), site)
+                .map(|(h, _)| h)
+        }
+    }
+}
+
 /// Reads a configuration file, refusing one too large to be one.
 pub(crate) fn read_rules_file(file: &Path) -> Result<String, String> {
     let meta = std::fs::metadata(file).map_err(|e| format!("cannot be read ({e})"))?;
