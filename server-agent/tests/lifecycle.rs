@@ -411,3 +411,51 @@ fn a_large_site_gets_gzip_parts_and_an_edit_rewrites_one() {
     assert_eq!(site.sitemap_urls().len(), 50);
     assert!(parts.iter().all(|p| !p.exists()));
 }
+
+#[test]
+fn judging_again_asks_without_reading_and_turns_verdicts_both_ways() {
+    // The judge serves a mirror of the docroot, so what it answers can change while the
+    // docroot does not.
+    let site = Site::new();
+    let mirror = site.tmp.path().join("mirror");
+    std::fs::create_dir_all(mirror.join("docs")).unwrap();
+    for (rel, content) in [("index.html", "<h1>home</h1>"), ("docs/a.html", "<p>a</p>")] {
+        site.write(rel, content);
+        std::fs::write(mirror.join(rel), content).unwrap();
+    }
+    let judge = webcoop_testkit::static_site::StaticServer::serve(&mirror);
+    let mut cli = site.cli();
+    cli.server_url = Some(judge.url());
+    let mut agent = site.agent_with(cli);
+    agent.full_scan(false).unwrap();
+    agent.publish().unwrap();
+    assert_eq!(site.listed().len(), 2);
+    // The server stops serving docs/a.html: judged again, it leaves, announced as deleted.
+    std::fs::remove_file(mirror.join("docs/a.html")).unwrap();
+    site.tick(1);
+    let round = agent.judge_again(10).unwrap();
+    assert_eq!((round.asked, round.changes), (2, 1));
+    assert_eq!(agent.refused_count(), 1);
+    agent.publish().unwrap();
+    assert_eq!(
+        site.listed().keys().collect::<Vec<_>>(),
+        [&url("index.html")]
+    );
+    let feed = site.feed();
+    assert_eq!(feed.entries[0].kind, ChangeKind::Deleted);
+    // Serving it again: it comes back as a new file, read and listed.
+    std::fs::write(mirror.join("docs/a.html"), "<p>a</p>").unwrap();
+    site.tick(1);
+    let round = agent.judge_again(10).unwrap();
+    assert_eq!(round.changes, 1);
+    assert_eq!(agent.refused_count(), 0);
+    agent.publish().unwrap();
+    assert_eq!(site.listed()[&url("docs/a.html")], (8, etag("<p>a</p>")));
+    // A server that cannot be reached decides nothing.
+    drop(judge);
+    let round = agent.judge_again(10).unwrap();
+    assert!(round.unreachable.is_some());
+    assert_eq!(round.changes, 0);
+    agent.publish().unwrap();
+    assert_eq!(site.listed().len(), 2);
+}

@@ -17,10 +17,30 @@ use std::time::{Duration, Instant};
 
 /// A running nginx; stopped when dropped (its master asked to stop its workers too).
 pub struct Nginx {
-    _process: Terminated,
+    process: Terminated,
     /// Where it listens.
     pub addr: SocketAddr,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
+    /// How its configuration was made, to make it again on a reload.
+    docroot: PathBuf,
+    upstream: Option<SocketAddr>,
+    as_web_user: bool,
+}
+
+/// nginx's main configuration around a site's server block, everything under `dir`.
+fn main_conf(dir: &Path, server: &str, as_web_user: bool) -> String {
+    let d = dir.display();
+    let process = if as_web_user {
+        format!("user {WEB_USER};\nmaster_process on;\n")
+    } else {
+        "master_process off;\n".to_string()
+    };
+    format!(
+        "daemon off;\n{process}worker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log warn;\n\
+         events {{ worker_connections 256; }}\nhttp {{\n  access_log off;\n  default_type application/octet-stream;\n  \
+         client_body_temp_path {d}/body;\n  proxy_temp_path {d}/proxy;\n  fastcgi_temp_path {d}/fastcgi;\n  \
+         uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n{server}\n}}\n"
+    )
 }
 
 pub(crate) fn free_port() -> u16 {
@@ -84,18 +104,7 @@ impl Nginx {
         for _ in 0..5 {
             let port = free_port();
             let server = rewrite_server_block(site_conf, docroot, port, upstream);
-            let d = dir.path().display();
-            let process = if as_web_user {
-                format!("user {WEB_USER};\nmaster_process on;\n")
-            } else {
-                "master_process off;\n".to_string()
-            };
-            let conf = format!(
-                "daemon off;\n{process}worker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log warn;\n\
-                 events {{ worker_connections 256; }}\nhttp {{\n  access_log off;\n  default_type application/octet-stream;\n  \
-                 client_body_temp_path {d}/body;\n  proxy_temp_path {d}/proxy;\n  fastcgi_temp_path {d}/fastcgi;\n  \
-                 uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n{server}\n}}\n"
-            );
+            let conf = main_conf(dir.path(), &server, as_web_user);
             let conf_path = dir.path().join("nginx.conf");
             std::fs::write(&conf_path, conf).unwrap_or_else(|e| panic!("writing nginx.conf: {e}"));
             let mut child = Command::new(binary)
@@ -123,9 +132,12 @@ impl Nginx {
                 }
                 if TcpStream::connect_timeout(&addr, Duration::from_millis(100)).is_ok() {
                     return Nginx {
-                        _process: Terminated(child),
+                        process: Terminated(child),
                         addr,
-                        _dir: dir,
+                        dir,
+                        docroot: docroot.to_path_buf(),
+                        upstream,
+                        as_web_user,
                     };
                 }
                 std::thread::sleep(Duration::from_millis(20));
@@ -134,6 +146,38 @@ impl Nginx {
             let _ = child.wait();
         }
         panic!("nginx did not start: {last_error}");
+    }
+
+    /// Makes `site_conf` nginx's server block and reloads it (SIGHUP), as an administrator
+    /// does after an edit; returns once the new workers answer. Only for an nginx with a
+    /// master process ([`Nginx::start_as_web_user`]).
+    pub fn reload(&self, site_conf: &str) {
+        let server =
+            rewrite_server_block(site_conf, &self.docroot, self.addr.port(), self.upstream);
+        let conf = main_conf(self.dir.path(), &server, self.as_web_user);
+        std::fs::write(self.dir.path().join("nginx.conf"), conf)
+            .unwrap_or_else(|e| panic!("writing nginx.conf: {e}"));
+        let workers = || -> Vec<String> {
+            let pid = self.process.0.id();
+            std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+                .unwrap_or_default()
+                .split_whitespace()
+                .map(str::to_string)
+                .collect()
+        };
+        let before = workers();
+        if let Ok(pid) = i32::try_from(self.process.0.id()) {
+            // SAFETY: kill only sends a signal to our own child.
+            unsafe {
+                libc::kill(pid, libc::SIGHUP);
+            }
+        }
+        // The old workers leave once the new ones are up.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while workers().iter().any(|w| before.contains(w)) {
+            assert!(Instant::now() < deadline, "nginx did not reload");
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// The base URL it serves.

@@ -311,3 +311,50 @@ fn a_hard_linked_file_changed_through_another_link_is_noticed_while_watching() {
         site.listed() == ["index.html"]
     });
 }
+
+#[test]
+fn a_change_of_the_server_s_rules_is_judged_at_once() {
+    let files: &[(&str, &[u8])] = &[
+        ("index.html", b"home"),
+        ("retired.html", b"a page about to be refused"),
+        ("office/plan.html", b"a page about to depend on who asks"),
+    ];
+    let Some(mut site) = site_as_root(files, "", &[], |_| {}) else {
+        return;
+    };
+    let conf = site.server_conf.clone();
+    let conf_arg = conf.display().to_string();
+    site.restart_agent_with(&["--server-config", &conf_arg]);
+    assert_eq!(
+        site.listed(),
+        ["index.html", "office/plan.html", "retired.html"]
+    );
+    // A rule the same for everyone, edited and reloaded: nothing on disk changes but the
+    // configuration, and the judge hears the new answer.
+    let refused = std::fs::read_to_string(&conf).unwrap().replacen(
+        "    # The agent's service",
+        "    location = /retired.html { return 410; }\n    # The agent's service",
+        1,
+    );
+    std::fs::write(&conf, &refused).unwrap();
+    site.nginx.reload(&refused);
+    wait_for(20, "retired.html to leave the listing", || {
+        !site.listed().contains(&"retired.html".to_string())
+    });
+    assert!(
+        site.log_text()
+            .contains("the web server's configuration changed"),
+        "{}",
+        site.log_text()
+    );
+    // A rule that depends on who asks: hidden as soon as it is read.
+    let office = refused.replacen(
+        "    # The agent's service",
+        "    location /office/ { allow 10.0.0.0/8; deny all; }\n    # The agent's service",
+        1,
+    );
+    std::fs::write(&conf, &office).unwrap();
+    wait_for(20, "office/ to leave the listing", || {
+        site.listed() == ["index.html"]
+    });
+}

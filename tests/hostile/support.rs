@@ -183,6 +183,13 @@ impl AgentSite {
         self.agent = None;
     }
 
+    /// Starts the agent again with `more` arguments too.
+    pub(crate) fn restart_agent_with(&mut self, more: &[&str]) {
+        self.kill_agent();
+        self.args.extend(more.iter().map(|s| s.to_string()));
+        self.start_agent();
+    }
+
     pub(crate) fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
