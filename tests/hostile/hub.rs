@@ -365,3 +365,49 @@ async fn indexnow_pings_not_yet_sent_survive_kill_9() {
     .unwrap();
     drop(site);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_client_rotating_its_own_forwarded_for_behind_a_plain_proxy_is_still_limited() {
+    // nginx proxies the hub without naming the client: the client's own X-Forwarded-For
+    // passes through as it wrote it. The agent trusts no proxy here (a documentation address
+    // stands for some other proxy), so the header is never believed.
+    let conf = webcoop::servers::example_nginx_conf().replace(
+        "        proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;\n",
+        "",
+    );
+    assert!(!conf.contains("X-Forwarded-For"));
+    let Some(site) = tokio::task::spawn_blocking(move || {
+        let extra = "";
+        let s = AgentSite::start(
+            &[("index.html", b"home")],
+            extra,
+            &["--trusted-proxy", "192.0.2.1/32"],
+            |_| {},
+        )?;
+        // The same site behind the plain proxy.
+        s.nginx.reload(&conf);
+        Some(s)
+    })
+    .await
+    .unwrap() else {
+        return;
+    };
+    let hub = format!("{}.well-known/webcoop/hub", site.nginx.url());
+    let client = super::support::client();
+    let mut limited = 0;
+    for i in 0..40 {
+        let r = client
+            .post(&hub)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .header("x-forwarded-for", format!("198.51.100.{i}"))
+            .body("junk")
+            .send()
+            .await
+            .unwrap();
+        if r.status().as_u16() == 429 {
+            limited += 1;
+        }
+    }
+    // A burst of ten, then the limit: forty forged addresses are one client.
+    assert!(limited >= 25, "{limited} of 40 limited");
+}

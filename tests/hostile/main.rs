@@ -13,4 +13,5 @@ mod crawler;
 mod hub;
 mod judge;
 mod network;
+mod state;
 mod support;
