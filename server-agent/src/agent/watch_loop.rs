@@ -84,9 +84,13 @@ impl Judging {
         self.tokens.floor() as usize
     }
 
-    /// When the loop must wake for judging at the latest.
-    fn wake(&self, now: Instant) -> Instant {
+    /// When the loop must wake for judging at the latest: soon enough to keep to `rate` while
+    /// files wait first (`forced`), twice a second otherwise.
+    fn wake(&self, now: Instant, forced: bool, rate: f64) -> Instant {
         let mut at = now + Duration::from_millis(500);
+        if forced && !self.paused(now) {
+            at = at.min(now + Duration::from_secs_f64(ROUND as f64 / rate.max(1.0)));
+        }
         if let Some(u) = self.paused_until {
             at = at.min(u.max(now));
         }
@@ -152,7 +156,7 @@ impl Agent {
                 .unwrap_or(now + Duration::from_millis(500))
                 .min(next_rescan)
                 .min(republish.map_or(next_rescan, |(at, _)| at))
-                .min(judging.wake(now));
+                .min(judging.wake(now, self.judging_forced(), self.config.judge_rate));
             if sitemaps_stale.is_some() {
                 // Only take what is already waiting, then do the sitemaps.
                 deadline = now;
