@@ -97,30 +97,35 @@ say "cargo test --workspace"
 cargo test --workspace "$@"
 
 # --- fuzzing ---------------------------------------------------------------------------------
-# The corpora and kept crashes were replayed on stable above (tests/fuzz_corpora.rs). Where a
-# nightly toolchain is installed, each target also runs coverage-guided for a short budget on
-# a copy of its corpus (WEBCOOP_FUZZ_SECONDS, 0 to skip); a crash fails the suite.
+# The seeds and kept crashes were replayed on stable above (tests/fuzz_corpora.rs). Where a
+# nightly toolchain is installed, each target also runs coverage-guided for a short budget
+# (WEBCOOP_FUZZ_SECONDS, 0 to skip) from its seeds and the grown corpus, a cache outside the
+# repository (fuzz/README.md) that keeps what it adds; a crash fails the suite.
 fuzz_secs="${WEBCOOP_FUZZ_SECONDS:-10}"
 if [ "$fuzz_secs" != 0 ] && rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
     command -v cargo-fuzz >/dev/null || cargo install --quiet --locked cargo-fuzz
     say "fuzzing each target for ${fuzz_secs} s (cargo +nightly fuzz)"
     cargo +nightly fuzz build -O
-    scratch=$(mktemp -d)
+    corpus="${WEBCOOP_FUZZ_CORPUS:-$HOME/.cache/webcoop/fuzz-corpus}"
+    logs=$(mktemp -d)
     for target in $(cargo +nightly fuzz list); do
-        mkdir -p "$scratch/$target"
-        cp fuzz/corpus/"$target"/* "$scratch/$target/"
-        if ! cargo +nightly fuzz run -O "$target" "$scratch/$target" -- \
+        mkdir -p "$corpus/$target"
+        # New inputs go to the cache; the seeds are read, never written.
+        if ! cargo +nightly fuzz run -O "$target" "$corpus/$target" "$PWD/fuzz/seeds/$target" -- \
             -max_total_time="$fuzz_secs" -rss_limit_mb=2048 -max_len=65536 \
-            >"$scratch/$target.log" 2>&1; then
-            tail -n 40 "$scratch/$target.log" >&2
+            >"$logs/$target.log" 2>&1; then
+            tail -n 40 "$logs/$target.log" >&2
             echo "error: fuzz target $target failed; its input is in fuzz/artifacts/$target" >&2
             exit 1
         fi
-        grep -h '^Done' "$scratch/$target.log" | sed "s/^/$target: /"
+        grep -h '^Done' "$logs/$target.log" | sed "s/^/$target: /"
+        if [ "$(ls "$corpus/$target" | wc -l)" -gt 5000 ]; then
+            cargo +nightly fuzz cmin -O "$target" "$corpus/$target" >/dev/null 2>&1 || true
+        fi
     done
-    rm -rf "$scratch"
+    rm -rf "$logs"
 else
-    say "no nightly toolchain: fuzz targets not run (their corpora were replayed on stable)"
+    say "no nightly toolchain: fuzz targets not run (their seeds and kept crashes were replayed on stable)"
 fi
 # --- Debian packages -------------------------------------------------------------------------
 # Built, installed with dpkg on this machine, used, removed and purged (scripts/package-test.sh).

@@ -1,6 +1,7 @@
-//! Every fuzz corpus and every crash the fuzzers found, replayed on stable through the same
+//! Every fuzz seed and every crash the fuzzers found, replayed on stable through the same
 //! target functions cargo-fuzz runs (`fuzz/targets.rs`): a parser that regresses on an input
-//! the fuzzers once reached fails here, on every machine, nightly or not.
+//! the fuzzers once reached fails here, on every machine, nightly or not. The grown corpus
+//! (fuzz/README.md) is replayed too when `WEBCOOP_FUZZ_CORPUS` names it.
 
 #[path = "../fuzz/targets.rs"]
 mod targets;
@@ -21,16 +22,19 @@ fn inputs(dir: &Path) -> Vec<std::path::PathBuf> {
 }
 
 #[test]
-fn every_corpus_input_and_every_kept_crash_runs_clean() {
+fn every_seed_and_every_kept_crash_runs_clean() {
     let root = webcoop_testkit::workspace_root().join("fuzz");
+    let grown = std::env::var_os("WEBCOOP_FUZZ_CORPUS").map(std::path::PathBuf::from);
     let mut total = 0;
     for (name, target) in targets::TARGETS {
-        let corpus = inputs(&root.join("corpus").join(name));
-        assert!(!corpus.is_empty(), "fuzz/corpus/{name} has no seed");
-        for path in corpus
-            .iter()
-            .chain(inputs(&root.join("regressions").join(name)).iter())
-        {
+        let seeds = inputs(&root.join("seeds").join(name));
+        assert!(!seeds.is_empty(), "fuzz/seeds/{name} has no seed");
+        let mut all = seeds;
+        all.extend(inputs(&root.join("regressions").join(name)));
+        if let Some(dir) = &grown {
+            all.extend(inputs(&dir.join(name)));
+        }
+        for path in &all {
             let data = std::fs::read(path).unwrap();
             let outcome = std::panic::catch_unwind(|| target(&data));
             assert!(outcome.is_ok(), "{name}: {} panics", path.display());

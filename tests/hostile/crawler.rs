@@ -571,7 +571,7 @@ fn a_running_crawler_s_callback_cannot_be_hijacked_or_fed_forged_pushes() {
     assert_eq!(get(&callback, "subscribe").0, 404, "only once, as asked");
     // Deliveries: forged ones are ignored, the signed one is taken.
     let feed = std::fs::read(
-        webcoop_testkit::workspace_root().join("fuzz/corpus/changes_feed/agent-example.atom"),
+        webcoop_testkit::workspace_root().join("fuzz/seeds/changes_feed/agent-example.atom"),
     )
     .unwrap();
     let forged = webcoop_protocol::websub::sign(
