@@ -389,7 +389,7 @@ fn main() {
         .collect();
     if let Some(out) = args.get("floor-of") {
         // The bench's sites are on loopback.
-        let f = webcoop_crawler::archive::floor::with_http(
+        let f = webcoop_crawler::offline::floor_http::with_http(
             Path::new(out),
             webcoop_crawler::archive::warc::DEFAULT_LEVEL,
             &["127.0.0.0/8".parse().expect("a CIDR")],

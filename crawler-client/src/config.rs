@@ -4,6 +4,7 @@
 use crate::analyze::scope::{Limits, Scope};
 use crate::fetch::FetchLimits;
 use crate::frontier::politeness::Politeness;
+pub use crate::progress::ProgressMode;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
@@ -149,20 +150,6 @@ pub struct CrawlArgs {
     /// Progress display: a bar on a terminal, log lines otherwise.
     #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
     pub progress: ProgressMode,
-}
-
-/// How progress is shown.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum ProgressMode {
-    /// A bar if standard error is a terminal, log lines otherwise.
-    #[default]
-    Auto,
-    /// A bar.
-    Bar,
-    /// A log line every ten seconds.
-    Log,
-    /// Only the final summary.
-    Quiet,
 }
 
 /// The TOML file. Durations are in seconds.
@@ -342,7 +329,7 @@ pub struct Settings {
     /// Metrics address.
     pub metrics: Option<SocketAddr>,
     /// The console's address and token.
-    pub console: Option<crate::console::ConsoleSettings>,
+    pub console: Option<ConsoleSettings>,
     /// Start (or resume) a refresh pass.
     pub refresh: bool,
     /// Keep pages fresh with this schedule after discovery.
@@ -545,9 +532,35 @@ pub enum ConfigError {
     /// A value outside its range; the message names the setting and the range.
     #[error("{0}")]
     OutOfRange(String),
-    /// The console's address, token or token file is refused.
+    /// The console's address or token is refused.
     #[error(transparent)]
-    Console(#[from] crate::console::ConsoleError),
+    ConsoleBind(#[from] webcoop_protocol::console::access::BindError),
+    /// The console's token file could not be read.
+    #[error("console token file {path}: {source}")]
+    ConsoleTokenFile {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// Where the console listens and the token that guards it.
+#[derive(Debug, Clone)]
+pub struct ConsoleSettings {
+    /// The address.
+    pub addr: SocketAddr,
+    /// The token every request must carry (required off loopback).
+    pub token: Option<String>,
+}
+
+/// Reads a token file: its first line, without surrounding blanks.
+pub fn read_token_file(path: &Path) -> Result<String, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::ConsoleTokenFile {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    Ok(text.lines().next().unwrap_or("").trim().to_string())
 }
 
 /// The most fetching threads a crawl may ask for.
@@ -746,10 +759,7 @@ fn settings_from(args: &CrawlArgs, file: FileConfig) -> Result<Settings, ConfigE
 
 /// The console's settings: its address, and its token from the flag, the environment or a
 /// file (checked, with the address, before anything else starts).
-fn console(
-    args: &CrawlArgs,
-    file: &FileConfig,
-) -> Result<Option<crate::console::ConsoleSettings>, ConfigError> {
+fn console(args: &CrawlArgs, file: &FileConfig) -> Result<Option<ConsoleSettings>, ConfigError> {
     let Some(addr) = args.console.or(file.console) else {
         return Ok(None);
     };
@@ -759,12 +769,11 @@ fn console(
         .or(file.console_token_file.as_ref());
     let token = match (&args.console_token, file_token) {
         (Some(t), _) => Some(t.trim().to_string()),
-        (None, Some(path)) => Some(crate::console::read_token_file(path)?),
+        (None, Some(path)) => Some(read_token_file(path)?),
         (None, None) => None,
     };
-    webcoop_protocol::console::access::check_bind(addr.ip(), token.as_deref())
-        .map_err(crate::console::ConsoleError::from)?;
-    Ok(Some(crate::console::ConsoleSettings { addr, token }))
+    webcoop_protocol::console::access::check_bind(addr.ip(), token.as_deref())?;
+    Ok(Some(ConsoleSettings { addr, token }))
 }
 
 fn limits(args: &CrawlArgs, file: &FileConfig) -> Limits {

@@ -29,3 +29,14 @@ pub mod state;
 pub use config::{ConfigError, CrawlArgs, Settings, settings};
 pub use engine::{CrawlError, Report, run};
 pub use ids::{Fp, HostId};
+
+#[cfg(test)]
+mod layers {
+    #[test]
+    fn imports_follow_the_layers_of_the_architecture_document() {
+        webcoop_testkit::layers::assert_layers(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")),
+            "crawler-client",
+        );
+    }
+}

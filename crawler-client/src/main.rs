@@ -274,7 +274,8 @@ fn console(
     token_file: Option<PathBuf>,
     token: Option<String>,
 ) -> ExitCode {
-    use webcoop_crawler::console::{self, ConsoleSettings};
+    use webcoop_crawler::config::{ConsoleSettings, read_token_file};
+    use webcoop_crawler::console;
     if !out.join("crawl.sqlite").exists() {
         eprintln!(
             "webcoop-crawl: {} holds no crawl (no crawl.sqlite)",
@@ -284,7 +285,7 @@ fn console(
     }
     let token = match (token, token_file) {
         (Some(t), _) => Some(t.trim().to_string()),
-        (None, Some(f)) => match console::read_token_file(&f) {
+        (None, Some(f)) => match read_token_file(&f) {
             Ok(t) => Some(t),
             Err(e) => {
                 eprintln!("webcoop-crawl: {e}");

@@ -1,13 +1,25 @@
 //! How a crawl shows its progress: a bar on a terminal, a log line every ten seconds
 //! otherwise, and the summary that ends a run and that `status` prints.
 
-use crate::config::ProgressMode;
 use crate::state::Figures;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::fmt::Write;
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
+/// How progress is shown.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProgressMode {
+    /// A bar if standard error is a terminal, log lines otherwise.
+    #[default]
+    Auto,
+    /// A bar.
+    Bar,
+    /// A log line every ten seconds.
+    Log,
+    /// Only the final summary.
+    Quiet,
+}
 /// The figures shown while a crawl runs.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Snapshot {

@@ -311,8 +311,20 @@ pub struct Config {
     /// IndexNow pings, when configured.
     pub indexnow: Option<IndexNowConfig>,
     /// The console, when it is served.
-    pub console: Option<crate::console::ConsoleSettings>,
+    pub console: Option<ConsoleSettings>,
 }
+
+/// Where the console listens and the token that guards it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConsoleSettings {
+    /// The address.
+    pub addr: std::net::SocketAddr,
+    /// The token every request must carry (required off loopback).
+    pub token: Option<String>,
+}
+
+/// Subscriptions the hub holds at most, unless told otherwise.
+pub const DEFAULT_MAX_SUBSCRIPTIONS: usize = 10_000;
 
 /// Settings of the HTTP service (changes, deltas, hub, metrics).
 #[derive(Debug, Clone)]
@@ -548,7 +560,7 @@ impl Config {
                     max_subscriptions: cli
                         .hub_max_subscriptions
                         .or(file.hub_max_subscriptions)
-                        .unwrap_or(crate::service::hub::DEFAULT_MAX_SUBSCRIPTIONS),
+                        .unwrap_or(DEFAULT_MAX_SUBSCRIPTIONS),
                     trusted_proxies,
                 })
             }
@@ -604,7 +616,7 @@ impl Config {
                 };
                 webcoop_protocol::console::access::check_bind(addr.ip(), token.as_deref())
                     .map_err(|e| ConfigError::Value(e.to_string()))?;
-                Some(crate::console::ConsoleSettings { addr, token })
+                Some(ConsoleSettings { addr, token })
             }
         };
         let server_url = match cli.server_url.or(file.server_url) {

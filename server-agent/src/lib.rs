@@ -3,6 +3,7 @@
 //!
 //! The `webcoop-agent` binary is a thin shell over [`agent::Agent`].
 
+pub mod activity;
 pub mod agent;
 pub mod check;
 pub mod config;
@@ -20,3 +21,14 @@ pub mod service;
 pub mod store;
 pub mod urls;
 pub mod watch;
+
+#[cfg(test)]
+mod layers {
+    #[test]
+    fn imports_follow_the_layers_of_the_architecture_document() {
+        webcoop_testkit::layers::assert_layers(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")),
+            "server-agent",
+        );
+    }
+}

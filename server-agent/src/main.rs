@@ -5,9 +5,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
+use webcoop_agent::activity::Activity;
 use webcoop_agent::agent::Agent;
 use webcoop_agent::config::{AgentCommand, Cli, Config};
-use webcoop_agent::console::activity::Activity;
 use webcoop_protocol::clock::Clock;
 
 fn human_bytes(n: u64) -> String {

@@ -1,6 +1,6 @@
 //! Walking the docroot and reading files: which public files exist, and what their content is.
 
-use crate::console::activity::Exclusions;
+use crate::activity::Exclusions;
 use crate::privacy::PublicFilter;
 use std::cell::RefCell;
 use std::io::Read;

@@ -87,6 +87,9 @@ pub struct LoggedChange {
     pub changed: Option<f64>,
 }
 
+/// Told of every batch of changes once it is saved (the service's hub and IndexNow listen).
+pub type ChangeObserver = Box<dyn FnMut(&[LoggedChange], &Inventory) + Send>;
+
 /// A text version to keep, compressed by the caller (in parallel, off the transaction).
 #[derive(Debug)]
 pub struct NewVersion {

@@ -212,7 +212,7 @@ impl Site {
     }
 
     /// What the service noted for the console (IndexNow answers, deliveries).
-    pub(crate) fn activity(&self) -> std::sync::Arc<webcoop_agent::console::activity::Activity> {
+    pub(crate) fn activity(&self) -> std::sync::Arc<webcoop_agent::activity::Activity> {
         self.running
             .as_ref()
             .map(|r| r.state.activity.clone())

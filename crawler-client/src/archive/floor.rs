@@ -1,13 +1,12 @@
 //! The floor of a crawl's CPU: the pages it archived sent again through the library calls a
 //! crawler cannot avoid for each page (decoding the body, its digests, link extraction, the
-//! WARC record's compression), on one thread, with nothing else; and, when the site is still
-//! up, the same pages fetched again one after another on one connection by the crawler's HTTP
-//! client (the HTTP exchange and its decoding). A crawl's CPU per page set beside this says
-//! what the crawler itself costs (`examples/crawl_bench.rs --docroot`).
+//! WARC record's compression), on one thread, with nothing else. The same pages fetched again
+//! by the crawler's HTTP client are `offline::floor_http` (the archive fetches nothing). A
+//! crawl's CPU per page set beside this says what the crawler itself costs
+//! (`examples/crawl_bench.rs --docroot`).
 
 use crate::analyze::{self, links};
 use crate::archive::{cdxj, warc};
-use crate::fetch;
 use std::io;
 use std::path::Path;
 use std::time::Duration;
@@ -25,7 +24,8 @@ pub struct Floor {
     pub decoded: u64,
     /// CPU time of the calls (this thread's user and system time).
     pub cpu: Duration,
-    /// CPU time of fetching the pages again, when measured ([`with_http`]).
+    /// CPU time of fetching the pages again, when measured
+    /// (`with_http` of the `offline::floor_http` module).
     pub http: Duration,
     /// Pages fetched again whose body was not the one archived (a site that changed).
     pub differed: u64,
@@ -44,7 +44,7 @@ impl Floor {
 }
 
 /// This thread's CPU time so far.
-fn thread_cpu() -> Duration {
+pub(crate) fn thread_cpu() -> Duration {
     let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
     Duration::new(
         t.tv_sec.max(0) as u64,
@@ -91,7 +91,7 @@ pub fn floor(out: &Path, level: u32) -> io::Result<Floor> {
 }
 
 /// [`floor`], calling `each` with every page sent through the calls, outside the timing.
-fn calls(
+pub(crate) fn calls(
     out: &Path,
     level: u32,
     mut each: impl FnMut(&Url, &warc::HttpMessage),
@@ -105,43 +105,6 @@ fn calls(
         f.received += http.body.len() as u64;
         each(url, http);
     })?;
-    Ok(f)
-}
-
-/// [`floor`], and then the same pages fetched again in the order archived, one at a time on
-/// one kept-alive connection, by the crawler's client on a single-threaded runtime, timing
-/// the fetches (request, response, HTTP decoding, body collection). The site must still be
-/// serving the same pages, in one of the networks `allow_net` names if it is not public.
-pub fn with_http(out: &Path, level: u32, allow_net: &[ipnet::IpNet]) -> io::Result<Floor> {
-    let mut pages = Vec::new();
-    let mut f = calls(out, level, |url, http| {
-        pages.push((url.clone(), warc::digest(&http.body)))
-    })?;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let limits = fetch::FetchLimits::default();
-    let guard = webcoop_netguard::GuardedResolver::new(
-        webcoop_netguard::NetPolicy::new(allow_net.to_vec(), "--allow-net"),
-        Vec::new(),
-    );
-    let client = fetch::client("webcoop-floor/1", &limits, guard, 1).map_err(io::Error::other)?;
-    for (url, digest) in pages {
-        let request = fetch::FetchRequest {
-            url,
-            etag: None,
-            last_modified: None,
-            headers: Vec::new(),
-        };
-        let start = thread_cpu();
-        let got = rt.block_on(fetch::fetch(&client, &request, &limits));
-        f.http += thread_cpu().saturating_sub(start);
-        match got {
-            Ok(resp) if warc::digest(&resp.body) == digest => {}
-            Ok(_) => f.differed += 1,
-            Err(e) => return Err(io::Error::other(format!("{}: {e}", request.url))),
-        }
-    }
     Ok(f)
 }
 
@@ -212,59 +175,5 @@ mod tests {
         assert_eq!(f.decoded, 2 * page.len() as u64, "the gzip'd page decoded");
         assert_eq!(f.received, (page.len() + gz.len()) as u64);
         assert!(f.ms_per_page() >= 0.0);
-    }
-
-    #[test]
-    fn fetching_again_times_the_exchange_and_counts_pages_that_changed() {
-        use std::io::{BufRead, BufReader, Write};
-        // A loopback server answering /same with the body archived and /moved with another,
-        // on kept-alive connections.
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        std::thread::spawn(move || {
-            for stream in listener.incoming().flatten() {
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let mut out = stream;
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                        break;
-                    }
-                    let body: &[u8] = if line.contains("/same") {
-                        b"<p>same</p>"
-                    } else {
-                        b"<p>new</p>"
-                    };
-                    while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
-                        line.clear();
-                    }
-                    let head = format!(
-                        "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\n\r\n",
-                        body.len()
-                    );
-                    if out
-                        .write_all(head.as_bytes())
-                        .and_then(|()| out.write_all(body))
-                        .is_err()
-                    {
-                        break;
-                    }
-                }
-            }
-        });
-        let dir = tempfile::tempdir().unwrap();
-        let mut w =
-            warc::WarcWriter::new(&dir.path().join("warc"), "webcoop", 1 << 30, "bot", 6).unwrap();
-        let head = "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n";
-        for (path, body) in [("same", &b"<p>same</p>"[..]), ("moved", b"<p>old</p>")] {
-            let uri = format!("http://127.0.0.1:{port}/{path}");
-            let r = warc::test_response(&uri, head, body, 6);
-            w.append(&r).unwrap();
-        }
-        w.sync().unwrap();
-        let f = with_http(dir.path(), 6, &["127.0.0.0/8".parse().unwrap()]).unwrap();
-        assert_eq!((f.pages, f.differed), (2, 1), "the moved page differed");
-        assert!(f.http > Duration::ZERO, "the fetches were timed");
-        assert!(f.ms_per_page() >= f.http_ms_per_page());
     }
 }

@@ -14,15 +14,6 @@ pub mod server;
 
 use std::net::SocketAddr;
 
-/// Where the console listens and the token that guards it.
-#[derive(Debug, Clone)]
-pub struct ConsoleSettings {
-    /// The address.
-    pub addr: SocketAddr,
-    /// The token every request must carry (required off loopback).
-    pub token: Option<String>,
-}
-
 /// Why a console could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum ConsoleError {
@@ -37,23 +28,6 @@ pub enum ConsoleError {
         /// Why.
         source: std::io::Error,
     },
-    /// The token file could not be read.
-    #[error("console token file {path}: {source}")]
-    TokenFile {
-        /// The file.
-        path: std::path::PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
-}
-
-/// Reads a token file: its first line, without surrounding blanks.
-pub fn read_token_file(path: &std::path::Path) -> Result<String, ConsoleError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ConsoleError::TokenFile {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    Ok(text.lines().next().unwrap_or("").trim().to_string())
 }
 
 /// Free bytes on the file system of `dir`.

@@ -6,9 +6,10 @@
 //! `GET /api/actions`, `POST /api/actions` (one action, e.g. `{"action":"pause"}`), and
 //! `GET /api/events` (server-sent events: the overview and the newest sample, once a second).
 
+use super::ConsoleError;
 use super::actions::{Action, ActionLog, Logged};
 use super::live::{HostLive, Live};
-use super::{ConsoleError, ConsoleSettings};
+use crate::config::ConsoleSettings;
 use crate::coop::CoopMode;
 use crate::coop::site::{CoopConfig, SiteCoop};
 use crate::state::{HostFigures, Store};
@@ -238,7 +239,7 @@ async fn overview(State(c): State<Arc<Console>>) -> Response {
         }
         None => {
             let controls = c.log.controls().map(|(c, _)| c).unwrap_or_default();
-            let running = crate::engine::is_running(&c.dir);
+            let running = crate::state::is_running(&c.dir);
             out["overview"] = json!({
                 "state": if running { "running elsewhere" } else { "not running" },
                 "out": c.dir.display().to_string(),
@@ -264,7 +265,7 @@ async fn overview(State(c): State<Arc<Console>>) -> Response {
 
 /// The cooperation settings the crawl ran with, to judge saved sites by.
 fn coop_config(s: &Store) -> CoopConfig {
-    s.meta(crate::engine::COOP_CONFIG_META)
+    s.meta(crate::state::COOP_CONFIG_META)
         .ok()
         .flatten()
         .and_then(|j| serde_json::from_str(&j).ok())
@@ -439,7 +440,7 @@ async fn act(
                     "the crawl is not running: pause and resume act on a running crawl",
                 );
             }
-            if crate::engine::is_running(&c.dir) {
+            if crate::state::is_running(&c.dir) {
                 return error(
                     StatusCode::CONFLICT,
                     "the crawl is running in another process: use its --console",

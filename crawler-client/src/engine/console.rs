@@ -176,20 +176,7 @@ impl Engine {
 
     /// Seeds added while the crawl runs: saved with the others, in the scope, queued.
     fn add_seeds(&mut self, urls: &[Url]) -> Result<(), CrawlError> {
-        let mut all: Vec<Url> = self
-            .store
-            .meta("seeds")?
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| Url::parse(l).ok())
-            .collect();
-        for u in urls {
-            if !all.contains(u) {
-                all.push(u.clone());
-            }
-        }
-        let list: Vec<&str> = all.iter().map(Url::as_str).collect();
-        self.store.set_meta("seeds", &list.join("\n"))?;
+        let all = self.store.add_seeds(urls)?;
         let policy = crate::analyze::scope::LinkPolicy::new(
             self.s.scope.clone(),
             &all,

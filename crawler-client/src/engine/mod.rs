@@ -49,8 +49,9 @@ use std::time::{Duration, Instant};
 use url::Url;
 
 pub use crate::clock::now_ms;
+pub use crate::state::{COOP_CONFIG_META, is_running};
 pub use fleet::join;
-pub use open::{COOP_CONFIG_META, is_running, lock};
+pub use open::lock;
 
 /// Why a crawl stopped with an error.
 #[derive(Debug, thiserror::Error)]
@@ -237,8 +238,8 @@ pub fn run(mut s: Settings, stop: Arc<AtomicBool>) -> Result<Report, CrawlError>
     e.commit()?;
     let complete = e.crawl(&stop)?;
     let figures = e.store.figures()?;
-    if complete && figures.queued == 0 && e.store.meta("refresh_pass")?.as_deref() == Some("open") {
-        e.store.set_meta("refresh_pass", "done")?;
+    if complete && figures.queued == 0 && e.store.refresh_pass_open()? {
+        e.store.set_refresh_pass_open(false)?;
     }
     let skipped = e.store.skipped_hosts()?;
     // Requests still under way after the grace period are dropped with the runtime.

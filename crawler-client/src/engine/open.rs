@@ -28,41 +28,15 @@ use std::time::{Duration, Instant};
 use url::Url;
 use webcoop_netguard::{GuardedResolver, NetPolicy, ResolveError};
 
-/// The key under which a crawl records its cooperation settings.
-pub const COOP_CONFIG_META: &str = "coop_config";
-
 /// The prefix of the reason a host is skipped for its `Crawl-delay`.
 const CRAWL_DELAY_SKIP: &str = "Crawl-delay";
 
 /// Takes the crawl directory's lock, so two crawls never write one state.
 pub fn lock(out: &Path) -> Result<File, CrawlError> {
-    webcoop_daemon::private::create_private_dir(out).map_err(file_error(out))?;
-    if let Some(mode) = webcoop_daemon::private::open_to_others(out) {
-        tracing::warn!(
-            "crawl directory {} can be read by other users (mode {mode:o}): it holds the crawler's hub subscription secrets; chmod 700 it",
-            out.display()
-        );
-    }
-    let path = out.join("lock");
-    let f = File::options()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .map_err(file_error(&path))?;
-    match f.try_lock() {
-        Ok(()) => Ok(f),
-        Err(std::fs::TryLockError::WouldBlock) => Err(CrawlError::Locked(out.to_path_buf())),
-        Err(std::fs::TryLockError::Error(e)) => Err(file_error(&path)(e)),
-    }
-}
-
-/// Whether a crawl holds the directory now.
-pub fn is_running(out: &Path) -> bool {
-    match File::open(out.join("lock")) {
-        Ok(f) => matches!(f.try_lock_shared(), Err(std::fs::TryLockError::WouldBlock)),
-        Err(_) => false,
-    }
+    crate::state::lock(out).map_err(|e| match e {
+        crate::state::LockError::Locked(dir) => CrawlError::Locked(dir),
+        crate::state::LockError::File { path, source } => file_error(&path)(source),
+    })
 }
 
 /// Why a host is skipped for its `Crawl-delay`.
@@ -94,22 +68,10 @@ fn refuse_seeds_inside(
 
 /// The seeds given now and those of earlier runs (the scope is theirs too), saved.
 fn seeds(store: &Store, given: &[Url]) -> Result<Vec<Url>, CrawlError> {
-    let mut seeds: Vec<Url> = store
-        .meta("seeds")?
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| Url::parse(l).ok())
-        .collect();
-    for seed in given {
-        if !seeds.contains(seed) {
-            seeds.push(seed.clone());
-        }
-    }
+    let seeds = store.add_seeds(given)?;
     if seeds.is_empty() {
         return Err(CrawlError::NoSeeds);
     }
-    let list: Vec<&str> = seeds.iter().map(Url::as_str).collect();
-    store.set_meta("seeds", &list.join("\n"))?;
     Ok(seeds)
 }
 
@@ -226,12 +188,12 @@ impl Engine {
         let seeds = seeds(&store, &s.seeds)?;
         // `status` judges each site's level and trust by the settings of the crawl that wrote it.
         if let Ok(coop) = serde_json::to_string(&s.coop) {
-            store.set_meta(COOP_CONFIG_META, &coop)?;
+            store.set_meta(crate::state::COOP_CONFIG_META, &coop)?;
         }
-        if s.refresh && store.meta("refresh_pass")?.as_deref() != Some("open") {
+        if s.refresh && !store.refresh_pass_open()? {
             let first = store.max_queue_seq()? + 1;
             let n = store.requeue_pages(first)?;
-            store.set_meta("refresh_pass", "open")?;
+            store.set_refresh_pass_open(true)?;
             tracing::info!("refresh pass: {n} pages queued again");
         }
         let figures = store.figures()?;

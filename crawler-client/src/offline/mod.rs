@@ -1,6 +1,8 @@
 //! The commands that work on a link graph or a model instead of the web: `rank`, `opic-sim`,
-//! `order-sim` and `refresh-sim`. Each prints a plain table to standard output.
+//! `order-sim` and `refresh-sim`, each printing a plain table to standard output; and the
+//! floor's HTTP part (`floor_http`), a measurement for the crawl benchmark.
 
+pub mod floor_http;
 pub mod inspect;
 pub mod opic_sim;
 pub mod order_sim;

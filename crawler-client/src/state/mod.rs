@@ -15,6 +15,7 @@
 mod browse;
 mod checkpoint;
 mod commit;
+mod directory;
 mod figures;
 mod pages;
 mod rows;
@@ -22,6 +23,7 @@ mod schema;
 
 pub use browse::{HostFigures, PageVisit};
 pub use checkpoint::Checkpointer;
+pub use directory::{COOP_CONFIG_META, LockError, is_running, lock};
 pub use figures::{Figures, NET_REFUSED};
 pub use rows::{
     Batch, CopyRow, GiveUp, HostRecord, HostUpdate, KnownPage, NewUrl, PageRecord, Queued,

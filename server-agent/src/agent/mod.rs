@@ -10,8 +10,8 @@
 mod judging;
 mod watch_loop;
 
+use crate::activity::{Activity, Exclusions, Publication};
 use crate::config::Config;
-use crate::console::activity::{Activity, Exclusions, Publication};
 use crate::content_type;
 use crate::inventory::{FileEntry, Inventory};
 use crate::judge::{Ask, Judge, JudgeError, Refusal, Verdict};
@@ -129,8 +129,7 @@ struct Read {
     version: Option<NewVersion>,
 }
 
-/// Told of every batch of changes once it is saved (the service's hub and IndexNow listen).
-pub type ChangeObserver = Box<dyn FnMut(&[LoggedChange], &Inventory) + Send>;
+pub use crate::store::ChangeObserver;
 
 /// The agent for one docroot.
 pub struct Agent {

@@ -6,8 +6,8 @@
 //! `GET /api/indexnow` (pings and answers), `GET /api/events` (server-sent events: head,
 //! files and delivery counters once a second).
 
-use super::ConsoleSettings;
-use super::activity::{Activity, DeliverySample};
+use crate::activity::{Activity, DeliverySample};
+use crate::config::ConsoleSettings;
 use crate::service::hub::store::SubscriptionStore;
 use crate::service::metrics::{Metrics, OutcomeLabels};
 use crate::store::{Store, to_ms};

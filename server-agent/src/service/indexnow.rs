@@ -6,8 +6,8 @@
 //! the agent is killed are sent when it starts again (at least once).
 
 use super::reader::Reader;
+use crate::activity::{Activity, Ping};
 use crate::config::IndexNowConfig;
-use crate::console::activity::{Activity, Ping};
 use crate::urls::url_of;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -59,7 +59,7 @@ pub struct ServiceState {
     /// `Link` header every answer carries.
     pub link: HeaderValue,
     /// What the agent did lately, for its console.
-    pub activity: Arc<crate::console::activity::Activity>,
+    pub activity: Arc<crate::activity::Activity>,
 }
 
 /// A plain-text answer.
@@ -181,7 +181,7 @@ pub struct Running {
 
 impl Running {
     /// The observer to give the agent: tells the hub, the metrics and IndexNow of each batch.
-    pub fn observer(&self) -> crate::agent::ChangeObserver {
+    pub fn observer(&self) -> crate::store::ChangeObserver {
         let head = self.head.clone();
         let metrics = self.state.metrics.clone();
         Box::new(move |changes: &[LoggedChange], inventory: &Inventory| {
@@ -217,7 +217,7 @@ pub async fn start_with(
     config: &Config,
     clock: Arc<dyn Clock>,
     listener: tokio::net::TcpListener,
-    activity: Arc<crate::console::activity::Activity>,
+    activity: Arc<crate::activity::Activity>,
 ) -> Result<Running, ServiceError> {
     // reqwest is built without a TLS provider of its own: install ring's once.
     let _ = rustls::crypto::ring::default_provider().install_default();

@@ -123,8 +123,10 @@ fn cooperation(dir: &str) -> Option<(usize, usize)> {
     let sites = store.coop_sites().ok()?;
     let subscribed = sites
         .iter()
-        .filter_map(|(_, _, json)| serde_json::from_str::<crate::coop::site::SiteCoop>(json).ok())
-        .filter(|site| site.subscription.is_some())
+        // A site's saved state names its subscription when it has one (coop's `SiteCoop`,
+        // read here as plain JSON: the frontier sits below cooperation).
+        .filter_map(|(_, _, json)| serde_json::from_str::<serde_json::Value>(json).ok())
+        .filter(|site| site.get("subscription").is_some_and(|s| !s.is_null()))
         .count();
     Some((sites.len(), subscribed))
 }

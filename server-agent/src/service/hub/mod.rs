@@ -21,8 +21,6 @@ pub const MAX_CALLBACK_LEN: usize = 2048;
 pub const MAX_REQUEST_BYTES: usize = 16 << 10;
 /// Verifications of intent under way at once; more requests wait for none of them (503).
 pub const MAX_PENDING_VERIFICATIONS: usize = 64;
-/// Subscriptions held at most, by default.
-pub const DEFAULT_MAX_SUBSCRIPTIONS: usize = 10_000;
 
 /// The current subscriptions as the subscribe endpoint sees them: each callback's secret. The
 /// dispatcher keeps it; the endpoint reads it to enforce the cap and to protect secrets.
