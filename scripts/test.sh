@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
-# The whole test suite, from a fresh machine: installs what the tests run against (GNU patch,
-# zstd, nginx, Apache with mod_php, PHP-FPM, wget, redis-server, Chromium with chromedriver,
-# the Python docs as a site to crawl, a Python venv with the reference clients and warcio),
-# then checks formatting, runs clippy with warnings as errors, and runs every test of the
-# workspace.
+# The whole test suite, every tier, from a fresh machine: installs what the tests run against
+# (GNU patch, zstd, nginx, Apache with mod_php, PHP-FPM, wget, redis-server, Chromium with
+# chromedriver, the Python docs as a site to crawl, a Python venv with the reference clients and
+# warcio), checks formatting, runs clippy with warnings as errors, runs every test of the
+# workspace with the outside tools (`--features webcoop/outside-tools`), fuzzes each target
+# briefly, and builds, installs and removes the Debian packages.
+#
+# Plain `cargo test` is the first tier: everything that needs no outside program.
 #
 # Usage: scripts/test.sh [extra cargo test arguments]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-say() { printf '\n== %s\n' "$*"; }
+say() { printf '\n== [%d:%02d] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*"; }
 
 # --- system packages -------------------------------------------------------------------------
 missing=()
@@ -62,7 +65,7 @@ export WEBCOOP_PYTHON="$PWD/$venv/bin/python"
 export WEBCOOP_REQUIRE_TOOLS=1
 
 # --- a small disk to fill ---------------------------------------------------------------------
-# tests/disk_full.rs fills real tmpfs mounts; only root may mount, and some sandboxes forbid it.
+# tests/offline/disk_full.rs fills real tmpfs mounts; only root may mount, and some sandboxes forbid it.
 probe=$(mktemp -d)
 if mount -t tmpfs -o size=64k tmpfs "$probe" 2>/dev/null; then
     umount "$probe"
@@ -91,24 +94,58 @@ fi
 # --- checks ----------------------------------------------------------------------------------
 say "cargo fmt --check"
 cargo fmt --all -- --check
-say "cargo clippy --all-targets -D warnings"
-cargo clippy --workspace --all-targets -- -D warnings
-say "cargo test --workspace"
-cargo test --workspace "$@"
+say "cargo clippy --all-targets -D warnings (with and without the outside-tools tier)"
+cargo clippy --workspace --all-targets --features webcoop/outside-tools -- -D warnings
+cargo clippy -p webcoop --all-targets -- -D warnings
+say "building the tests and the binaries they run"
+tests=(cargo test --workspace --features webcoop/outside-tools)
+"${tests[@]}" --no-run "$@"
+# The binaries the tests (and the package step) run, in the same build: tests find them fresh.
+cargo build -p webcoop-agent -p webcoop-crawler --bins
 
-# --- fuzzing ---------------------------------------------------------------------------------
-# The seeds and kept crashes were replayed on stable above (tests/fuzz_corpora.rs). Where a
-# nightly toolchain is installed, each target also runs coverage-guided for a short budget
-# (WEBCOOP_FUZZ_SECONDS, 0 to skip) from its seeds and the grown corpus, a cache outside the
-# repository (fuzz/README.md) that keeps what it adds; a crash fails the suite.
+# --- fuzz build, beside the tests -----------------------------------------------------------
+# The tests mostly wait on servers and sockets: the fuzz targets (nightly, sanitizer, release)
+# build meanwhile at the lowest priority, so the tests keep the CPU whenever they want it.
 fuzz_secs="${WEBCOOP_FUZZ_SECONDS:-10}"
+fuzz_build=""
+fuzz_log=$(mktemp)
 if [ "$fuzz_secs" != 0 ] && rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
     command -v cargo-fuzz >/dev/null || cargo install --quiet --locked cargo-fuzz
+    nice -n 19 cargo +nightly fuzz build -O >"$fuzz_log" 2>&1 &
+    fuzz_build=$!
+fi
+
+packages=""
+if [ "${WEBCOOP_PACKAGES:-1}" != 0 ] && [ "$(id -u)" = 0 ] && command -v dpkg >/dev/null; then
+    packages=1
+fi
+deb_install=""
+deb_log=$(mktemp)
+if [ -n "$packages" ] && ! command -v cargo-deb >/dev/null; then
+    nice -n 19 cargo install --quiet cargo-deb --locked --version 3.8.0 >"$deb_log" 2>&1 &
+    deb_install=$!
+fi
+
+say "cargo test --workspace --features webcoop/outside-tools"
+"${tests[@]}" "$@"
+
+# --- fuzzing ---------------------------------------------------------------------------------
+# The seeds and kept crashes were replayed on stable above (tests/offline/fuzz_corpora.rs).
+# Where a nightly toolchain is installed, each target also runs coverage-guided for a short
+# budget (WEBCOOP_FUZZ_SECONDS, 0 to skip) from its seeds and the grown corpus, a cache outside
+# the repository (fuzz/README.md) that keeps what it adds; a crash fails the suite.
+if [ -n "$fuzz_build" ]; then
     say "fuzzing each target for ${fuzz_secs} s (cargo +nightly fuzz)"
-    cargo +nightly fuzz build -O
+    if ! wait "$fuzz_build"; then
+        cat "$fuzz_log" >&2
+        echo "error: cargo +nightly fuzz build failed" >&2
+        exit 1
+    fi
     corpus="${WEBCOOP_FUZZ_CORPUS:-$HOME/.cache/webcoop/fuzz-corpus}"
     logs=$(mktemp -d)
-    for target in $(cargo +nightly fuzz list); do
+    # Two targets at a time: libFuzzer runs one process per target, and there are two cores.
+    fuzz_one() {
+        local target=$1
         mkdir -p "$corpus/$target"
         # New inputs go to the cache; the seeds are read, never written.
         if ! cargo +nightly fuzz run -O "$target" "$corpus/$target" "$PWD/fuzz/seeds/$target" -- \
@@ -116,24 +153,41 @@ if [ "$fuzz_secs" != 0 ] && rustup toolchain list 2>/dev/null | grep -q '^nightl
             >"$logs/$target.log" 2>&1; then
             tail -n 40 "$logs/$target.log" >&2
             echo "error: fuzz target $target failed; its input is in fuzz/artifacts/$target" >&2
-            exit 1
+            return 1
         fi
         grep -h '^Done' "$logs/$target.log" | sed "s/^/$target: /"
         if [ "$(ls "$corpus/$target" | wc -l)" -gt 5000 ]; then
             cargo +nightly fuzz cmin -O "$target" "$corpus/$target" >/dev/null 2>&1 || true
         fi
+    }
+    pending=()
+    for target in $(cargo +nightly fuzz list); do
+        fuzz_one "$target" &
+        pending+=($!)
+        if ((${#pending[@]} == 2)); then
+            wait "${pending[0]}"
+            pending=("${pending[@]:1}")
+        fi
     done
+    for p in "${pending[@]}"; do wait "$p"; done
     rm -rf "$logs"
 else
-    say "no nightly toolchain: fuzz targets not run (their seeds and kept crashes were replayed on stable)"
+    say "fuzz targets not run (no nightly toolchain, or WEBCOOP_FUZZ_SECONDS=0; their seeds and kept crashes were replayed on stable)"
 fi
+rm -f "$fuzz_log"
 # --- Debian packages -------------------------------------------------------------------------
 # Built, installed with dpkg on this machine, used, removed and purged (scripts/package-test.sh).
 # Installing needs root; WEBCOOP_PACKAGES=0 skips it.
-if [ "${WEBCOOP_PACKAGES:-1}" != 0 ] && [ "$(id -u)" = 0 ] && command -v dpkg >/dev/null; then
-    say "Debian packages"
-    scripts/package-test.sh
+if [ -n "$packages" ]; then
+    say "Debian packages (of the debug binaries the tests ran)"
+    if [ -n "$deb_install" ] && ! wait "$deb_install"; then
+        cat "$deb_log" >&2
+        echo "error: cargo install cargo-deb failed" >&2
+        exit 1
+    fi
+    WEBCOOP_PACKAGE_PROFILE=dev scripts/package-test.sh
 else
     say "Debian packages not built and installed (needs root and dpkg; WEBCOOP_PACKAGES=0 skips)"
 fi
+rm -f "$deb_log"
 say "all tests passed"

@@ -99,7 +99,7 @@ fn binaries() -> Result<(PathBuf, PathBuf), String> {
     }
     let Some(cargo) = std::env::var_os("CARGO") else {
         return Err(format!(
-            "webcoop-agent and webcoop-crawl are not in {}; build them (cargo build --release --workspace)",
+            "webcoop-agent and webcoop-crawl are not in {}; build them (cargo build --release --workspace --bins)",
             dir.display()
         ));
     };
@@ -110,7 +110,16 @@ fn binaries() -> Result<(PathBuf, PathBuf), String> {
     };
     let status = std::process::Command::new(cargo)
         .args(["build", "--quiet", "--profile", profile])
-        .args(["-p", "webcoop-agent", "-p", "webcoop-crawler"])
+        // The same packages as the build that made this binary (webcoop depends on both), so
+        // cargo resolves the same features and finds every crate already compiled.
+        .args([
+            "-p",
+            "webcoop",
+            "-p",
+            "webcoop-agent",
+            "-p",
+            "webcoop-crawler",
+        ])
         .env("CARGO_TARGET_DIR", dir.parent().unwrap_or(&dir))
         .status()
         .map_err(|e| format!("cargo build: {e}"))?;

@@ -2,7 +2,8 @@
 //! files, protected directories and locations, symlinks and FIFOs, an unreadable robots.txt,
 //! and the delta endpoint under a flood.
 
-use super::support::{AgentSite, wait_for};
+use super::nginx_site::AgentSite;
+use super::support::wait_for;
 use std::time::Duration;
 use webcoop_testkit::run_ok;
 

@@ -2,8 +2,9 @@
 //! special-purpose callbacks, a full hub, secrets taken over by a renewal, proxies in the
 //! environment; and what a `kill -9` must not lose (confirmed subscriptions, IndexNow pings).
 
+use super::nginx_site::AgentSite;
 use super::subscriber::{Deliver, Subscriber, Verify};
-use super::support::{AgentSite, wait_for};
+use super::support::wait_for;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use webcoop_protocol::websub::{SignatureAlgorithm, sign};

@@ -5,7 +5,8 @@
 //! without its User=).
 
 use super::agent::assert_never_published;
-use super::support::{AgentSite, wait_for};
+use super::nginx_site::AgentSite;
+use super::support::wait_for;
 use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 use webcoop::servers::is_root;

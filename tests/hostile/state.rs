@@ -3,7 +3,8 @@
 //! files only root could read; the crawler's holds its subscription secrets. Started with a
 //! permissive umask, as a shell often leaves it.
 
-use super::support::{AgentSite, crawl_bin};
+use super::nginx_site::AgentSite;
+use super::support::crawl_bin;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Command;

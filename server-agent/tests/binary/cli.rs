@@ -1,9 +1,7 @@
 //! The `webcoop-agent` binary as a webmaster runs it: `--once`, configuration from flags and
 //! environment, clear start-up errors, privacy rules, and respect for documents it did not write.
 
-mod common;
-
-use common::{read_sitemap_urls, url};
+use crate::common::{read_sitemap_urls, url};
 use std::path::Path;
 use std::process::{Command, Output};
 use webcoop_protocol::robots_rdf::{self, RdfLimits};

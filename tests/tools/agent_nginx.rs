@@ -234,7 +234,7 @@ fn nginx_serves_what_the_agent_publishes_and_reference_clients_read_it() {
     assert_eq!(usp["pages"].as_array().unwrap().len(), 3);
 }
 
-mod common;
+use crate::common;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nginx_proxies_the_agents_service_with_the_shipped_configuration() {

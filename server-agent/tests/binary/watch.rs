@@ -2,9 +2,7 @@
 //! of 10,000 loses none, a file still being written is published once complete, and `kill -9`
 //! at any moment leaves complete documents and a state that the next start continues from.
 
-mod common;
-
-use common::{BASE, url};
+use crate::common::{BASE, url};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};

@@ -2,9 +2,7 @@
 //! conditional GETs; delta chains decoded by the protocol crate, stock `zstd --patch-from`
 //! and GNU patch; traversal attempts; one encoding for many requests.
 
-mod common;
-
-use common::{Options, Site};
+use crate::common::{Options, Site};
 use std::collections::BTreeSet;
 use std::process::Command;
 use webcoop::servers::http_get;

@@ -1,9 +1,7 @@
 //! After every kind of edit, the published robots.rdf, sitemap and changes feed say exactly
 //! what happened, and a restart in between loses nothing and invents nothing.
 
-mod common;
-
-use common::{Site, url};
+use crate::common::{Site, url};
 use std::collections::BTreeSet;
 use webcoop_protocol::changes_feed::ChangeKind;
 use webcoop_protocol::validator::Sha256Digest;

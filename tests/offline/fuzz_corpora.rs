@@ -3,7 +3,7 @@
 //! the fuzzers once reached fails here, on every machine, nightly or not. The grown corpus
 //! (fuzz/README.md) is replayed too when `WEBCOOP_FUZZ_CORPUS` names it.
 
-#[path = "../fuzz/targets.rs"]
+#[path = "../../fuzz/targets.rs"]
 mod targets;
 
 use std::path::Path;

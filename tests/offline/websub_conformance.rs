@@ -4,10 +4,10 @@
 //! that hangs delays nobody, one that is down gets everything once it is back, subscriptions
 //! survive a restart, SSRF and rate limits.
 
-mod common;
+use crate::common;
 
-use common::subscriber::{Deliver, Subscriber, Verify};
-use common::{Options, Site};
+use crate::common::subscriber::{Deliver, Subscriber, Verify};
+use crate::common::{Options, Site};
 use std::time::{Duration, Instant};
 use webcoop_protocol::changes_feed::{self, ChangeKind, ChangesFeed, FeedLimits};
 use webcoop_protocol::delta::dcz;

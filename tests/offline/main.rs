@@ -1,0 +1,15 @@
+//! The cross-crate tests that need nothing outside the workspace: the agent's service
+//! in-process, the crawler against loopback servers of its own, the bench, WebSub conformance,
+//! a full disk, and the fuzz targets' seeds. `cargo test` runs them; one binary, so the
+//! workspace links once for all of them.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod agent_service;
+mod bench_proxy;
+mod bench_run;
+mod crawl_web;
+mod disk_full;
+mod fuzz_corpora;
+mod websub_conformance;

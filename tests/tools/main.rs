@@ -1,0 +1,21 @@
+//! The cross-crate tests that run against real outside programs: Debian's nginx, Apache and
+//! PHP-FPM, redis-server and a Redis Cluster, headless Chromium, pywb, and the Python reference
+//! clients (feedparser, rdflib, warcio, networkx). Built with the `outside-tools` feature, which
+//! `scripts/test.sh` turns on after installing them; one binary, so the workspace links once.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod agent_check;
+mod agent_feedparser;
+mod agent_nginx;
+mod archive_replay;
+mod console_agent;
+mod console_crawl;
+mod crawl_coop;
+mod crawl_nginx;
+mod fleet_crawl;
+mod fleet_leases;
+mod fleet_queue;
+mod importance_cli;
+mod reference_clients;
