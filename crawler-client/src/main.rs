@@ -457,7 +457,7 @@ impl Status<'_> {
 
 fn copies(out: &std::path::Path, url: Option<&str>) -> ExitCode {
     use std::io::Write;
-    use webcoop_crawler::archive::copies::{self, Held};
+    use webcoop_crawler::archive::copies::{self, CopyState};
     if let Some(url) = url {
         return match copies::content(out, url) {
             Ok(Some(body)) => {
@@ -479,9 +479,9 @@ fn copies(out: &std::path::Path, url: Option<&str>) -> ExitCode {
             let mut stdout = std::io::stdout().lock();
             for c in list {
                 let _ = match c.held {
-                    Held::Copy { validator, .. } => writeln!(stdout, "{validator} {}", c.url),
-                    Held::Gone => writeln!(stdout, "gone {}", c.url),
-                    Held::Missing(why) => writeln!(stdout, "missing {} ({why})", c.url),
+                    CopyState::Copy { validator, .. } => writeln!(stdout, "{validator} {}", c.url),
+                    CopyState::Gone => writeln!(stdout, "gone {}", c.url),
+                    CopyState::Missing(why) => writeln!(stdout, "missing {} ({why})", c.url),
                 };
             }
             ExitCode::SUCCESS

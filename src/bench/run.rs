@@ -635,7 +635,7 @@ pub(crate) fn held(out: &Path) -> HashMap<String, String> {
         .unwrap_or_default()
         .into_iter()
         .filter_map(|c| match c.held {
-            webcoop_crawler::archive::copies::Held::Copy { validator, .. } => {
+            webcoop_crawler::archive::copies::CopyState::Copy { validator, .. } => {
                 Some((c.url, validator))
             }
             _ => None,

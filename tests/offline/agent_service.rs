@@ -180,13 +180,13 @@ async fn a_cursor_older_than_the_history_gets_410_and_a_resync_pointer() {
     );
 }
 
-struct Held {
+struct DeltaSite {
     v1: Vec<u8>,
     v3: Vec<u8>,
     v3_etag: EntityTag,
 }
 
-async fn delta_site() -> (Site, Held) {
+async fn delta_site() -> (Site, DeltaSite) {
     let site = Site::start(
         &[
             ("docs/manual.html", &page(1)),
@@ -199,7 +199,7 @@ async fn delta_site() -> (Site, Held) {
     site.wait_head(1).await;
     site.write("docs/manual.html", &page(3));
     site.wait_head(2).await;
-    let held = Held {
+    let held = DeltaSite {
         v1: page(1).into_bytes(),
         v3: page(3).into_bytes(),
         v3_etag: Sha256Digest::of(page(3).as_bytes()).etag(),

@@ -11,7 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use webcoop::servers::Killed;
 use webcoop::servers::{Nginx, example_nginx_conf};
-use webcoop_crawler::archive::copies::{self, Held};
+use webcoop_crawler::archive::copies::{self, CopyState};
 use webcoop_crawler::archive::warc;
 use webcoop_protocol::validator::Sha256Digest;
 use webcoop_testkit::pywb::{Wayback, venv_tool};
@@ -151,7 +151,7 @@ fn held_urls(out: &Path) -> BTreeMap<String, String> {
         .unwrap_or_default()
         .into_iter()
         .filter_map(|c| match c.held {
-            Held::Copy { validator, .. } => Some((c.url, validator)),
+            CopyState::Copy { validator, .. } => Some((c.url, validator)),
             _ => None,
         })
         .collect()

@@ -9,7 +9,7 @@ use webcoop_protocol::validator::Sha256Digest;
 
 /// What the crawler holds of one URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Held {
+pub enum CopyState {
     /// A copy, with the SHA-256 entity tag of its content.
     Copy {
         /// The validator of the content.
@@ -29,7 +29,7 @@ pub struct PageCopy {
     /// The URL.
     pub url: String,
     /// What is held.
-    pub held: Held,
+    pub held: CopyState,
 }
 
 /// Every URL of the crawl with what is held of it, in URL order.
@@ -40,14 +40,14 @@ pub fn list(dir: &Path) -> Result<Vec<PageCopy>, StoreError> {
         .into_iter()
         .map(|r| {
             let held = match (r.status, r.validator) {
-                (Some(200..=299 | 304), Some(v)) => Held::Copy {
+                (Some(200..=299 | 304), Some(v)) => CopyState::Copy {
                     validator: v,
                     checked_at: r.fetched_at,
                 },
-                (Some(404 | 410), _) => Held::Gone,
-                (None, _) if r.gone => Held::Gone,
-                (Some(s), _) => Held::Missing(format!("status {s}")),
-                (None, _) => Held::Missing(r.error.unwrap_or_else(|| "not fetched".into())),
+                (Some(404 | 410), _) => CopyState::Gone,
+                (None, _) if r.gone => CopyState::Gone,
+                (Some(s), _) => CopyState::Missing(format!("status {s}")),
+                (None, _) => CopyState::Missing(r.error.unwrap_or_else(|| "not fetched".into())),
             };
             PageCopy { url: r.url, held }
         })

@@ -27,9 +27,9 @@ const CHANGES: &str = "http://site.test/.well-known/webcoop/changes";
 
 /// Pages held, by fingerprint.
 #[derive(Default)]
-struct Held(HashMap<Fp, KnownPage>);
+struct PagesInMemory(HashMap<Fp, KnownPage>);
 
-impl KnownPages for Held {
+impl KnownPages for PagesInMemory {
     fn known(&self, fp: Fp) -> Option<KnownPage> {
         self.0.get(&fp).cloned()
     }
@@ -40,7 +40,7 @@ struct World {
     queue: MemoryQueue,
     frontier: Frontier,
     schedule: Option<Schedule>,
-    held: Held,
+    held: PagesInMemory,
     policy: LinkPolicy,
     host: HostId,
     coop: CoopState,
@@ -84,7 +84,7 @@ impl World {
             queue,
             frontier,
             schedule: Some(schedule),
-            held: Held::default(),
+            held: PagesInMemory::default(),
             policy: LinkPolicy::new(Scope::Host, &seeds, Limits::default()),
             host,
             coop,

@@ -46,14 +46,14 @@ pub(super) fn logged_seeds(dir: &std::path::Path) -> Vec<Url> {
 impl Engine {
     /// Serves the console when asked for; returns where it listens.
     pub(super) fn start_console(&mut self) -> Result<Option<std::net::SocketAddr>, CrawlError> {
-        let Some(settings) = self.s.console.clone() else {
+        let Some(settings) = self.settings.console.clone() else {
             return Ok(None);
         };
-        let (live, actions) = Live::new(&self.s.out);
+        let (live, actions) = Live::new(&self.settings.out);
         let addr = crate::console::server::start_live(
             &self.rt,
             &settings,
-            &self.s.out,
+            &self.settings.out,
             live.clone(),
             self.fleet.is_some(),
         )?;
@@ -65,9 +65,9 @@ impl Engine {
     /// Applies what the log says the operator set: blocks, delays and (with a console to
     /// resume from) a pause.
     pub(super) fn apply_logged_actions(&mut self) -> Result<(), CrawlError> {
-        let log = ActionLog::new(&self.s.out);
+        let log = ActionLog::new(&self.settings.out);
         let (controls, problems) = log.controls().map_err(super::file_error(
-            &self.s.out.join(crate::console::actions::FILE),
+            &self.settings.out.join(crate::console::actions::FILE),
         ))?;
         for p in problems {
             tracing::warn!("{p}: skipped");
@@ -178,7 +178,7 @@ impl Engine {
     fn add_seeds(&mut self, urls: &[Url]) -> Result<(), CrawlError> {
         let all = self.store.add_seeds(urls)?;
         let policy = crate::analyze::scope::LinkPolicy::new(
-            self.s.scope.clone(),
+            self.settings.scope.clone(),
             &all,
             *self.ctx.policy.limits(),
         )
@@ -196,7 +196,7 @@ impl Engine {
         elapsed: Duration,
     ) -> Duration {
         let set = self.frontier.host(host).and_then(|h| h.delay_set);
-        let (d, why) = self.s.politeness.explain(crawl_delay, elapsed, set);
+        let (d, why) = self.settings.politeness.explain(crawl_delay, elapsed, set);
         self.note_delay(host, d, why);
         d
     }
@@ -227,7 +227,7 @@ impl Engine {
             bytes: self.run.bytes,
             errors: self.run.errors,
             queued: self.frontier.queued(),
-            in_flight: self.in_flight,
+            in_flight: self.in_flight.requests(),
             hosts_active: self.frontier.active_hosts(),
         };
         let overview = self.overview(state, &sample, c);
@@ -296,7 +296,7 @@ impl Engine {
             old.and_then(|o| {
                 let secs = (now.t - o.t) as f64 / 1000.0;
                 let rate = (now.fetched.saturating_sub(o.fetched)) as f64 / secs.max(1e-3);
-                let left = match self.s.max_pages {
+                let left = match self.settings.max_pages {
                     Some(m) => m.saturating_sub(self.fetched_total).min(now.queued),
                     None => now.queued,
                 };
@@ -305,7 +305,7 @@ impl Engine {
         };
         Overview {
             state,
-            out: self.s.out.display().to_string(),
+            out: self.settings.out.display().to_string(),
             started_at: c.started_at,
             pages_total: self.fetched_total,
             fetched: self.run.fetched,
@@ -319,9 +319,9 @@ impl Engine {
             refusals: refusals.latest().iter().map(ToString::to_string).collect(),
             bytes: self.run.bytes,
             warc_bytes: m.warc_bytes.get(),
-            disk_free: crate::console::disk_free(&self.s.out),
+            disk_free: crate::console::disk_free(&self.settings.out),
             eta_secs,
-            max_pages: self.s.max_pages,
+            max_pages: self.settings.max_pages,
             pushes: self.run.pushes,
             coop_requests: self.run.coop_requests,
             paused: c.controls.paused,
@@ -336,8 +336,8 @@ impl Engine {
             .schedule
             .as_ref()
             .map_or_else(HashMap::new, |s| s.covered_per_host());
-        let mode = self.s.coop.mode;
-        let degrade = self.s.coop.failures_to_degrade;
+        let mode = self.settings.coop.mode;
+        let degrade = self.settings.coop.failures_to_degrade;
         self.frontier
             .hosts()
             .map(|h| {

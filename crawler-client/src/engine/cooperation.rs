@@ -66,7 +66,7 @@ impl Engine {
                 note: "deleted (announced)",
                 ..Default::default()
             });
-            self.unsaved.batch.pages.push(page);
+            self.unsaved.page(page);
         }
         for d in out.inline {
             let Ok(page) = Url::parse(&d.link.url) else {
@@ -113,7 +113,7 @@ impl Engine {
         result: Result<CoopFetched, FetchError>,
         elapsed: Duration,
     ) -> Result<(), CrawlError> {
-        self.in_flight = self.in_flight.saturating_sub(1);
+        self.in_flight.request_ended();
         let now = Instant::now();
         let crawl_delay = self.frontier.rules(host, now).and_then(Rules::crawl_delay);
         let delay = self.host_delay(host, crawl_delay, elapsed);

@@ -25,17 +25,17 @@ struct Pace {
 
 impl Engine {
     fn budget_spent(&self) -> bool {
-        self.s
+        self.settings
             .max_pages
-            .is_some_and(|m| self.fetched_total + self.pages_in_flight as u64 >= m)
+            .is_some_and(|m| self.fetched_total + self.in_flight.pages() as u64 >= m)
     }
 
     /// The loop; returns whether the crawl is complete (nothing left, or the budget spent).
     pub(super) fn crawl(&mut self, stop: &AtomicBool) -> Result<bool, CrawlError> {
-        let mut progress = Progress::new(self.s.progress);
+        let mut progress = Progress::new(self.settings.progress);
         let mut pace = Pace {
             stop_seen: None,
-            deadline: self.s.run_for.map(|d| Instant::now() + d),
+            deadline: self.settings.run_for.map(|d| Instant::now() + d),
             gauges_at: Instant::now(),
         };
         let mut arrived = Vec::new();
@@ -50,21 +50,21 @@ impl Engine {
                 self.halt_lanes();
                 tracing::info!(
                     "stopping: waiting for {} requests under way",
-                    self.in_flight
+                    self.in_flight.requests()
                 );
             }
             self.console_actions()?;
             if pace.stop_seen.is_none() && !self.paused() {
                 self.dispatch()?;
             }
-            let idle = self.in_flight == 0;
+            let idle = self.in_flight.requests() == 0;
             // With a console to unblock them from, blocked hosts' work keeps the crawl open.
             let mut nothing_left = !self.frontier.has_work()
                 && self.schedule.is_none()
                 && !(self.console.is_some() && self.frontier.blocked_with_work());
             if nothing_left && self.fleet.is_some() {
                 // What this process found reaches the others before it asks what is left.
-                if self.frontier.pending_len() > 0 || !self.unsaved.settled.is_empty() {
+                if self.frontier.pending_len() > 0 || self.unsaved.any_settled() {
                     self.commit()?;
                 }
                 nothing_left = !self.frontier.has_work() && !self.fleet_busy()?;
@@ -75,7 +75,7 @@ impl Engine {
             if pace.stop_seen.is_some_and(|t| t.elapsed() > STOP_GRACE) {
                 tracing::warn!(
                     "{} requests did not finish in time; they will be made again",
-                    self.in_flight
+                    self.in_flight.requests()
                 );
                 break;
             }
@@ -93,9 +93,9 @@ impl Engine {
             self.warc
                 .write_if_due()
                 .map_err(|e| file_error(self.warc.dir())(e))?;
-            if self.unsaved.batch.results() >= self.s.commit_results
-                || (!self.unsaved.batch.is_empty()
-                    && self.last_commit.elapsed() >= self.s.commit_interval)
+            if self.unsaved.results() >= self.settings.commit_results
+                || (!self.unsaved.is_empty()
+                    && self.last_commit.elapsed() >= self.settings.commit_interval)
             {
                 self.commit()?;
             }
@@ -119,7 +119,7 @@ impl Engine {
         self.fleet_leave()?;
         self.coop.report(&self.frontier);
         progress.finish();
-        Ok(pace.stop_seen.is_none() && self.in_flight == 0)
+        Ok(pace.stop_seen.is_none() && self.in_flight.requests() == 0)
     }
 
     /// When the loop must look again: progress, gauges, records to write, the batch's save, the next host whose
@@ -129,12 +129,12 @@ impl Engine {
         if let Some(t) = self.warc.write_due() {
             wake = wake.min(t);
         }
-        if !self.unsaved.batch.is_empty() {
-            wake = wake.min(self.last_commit + self.s.commit_interval);
+        if !self.unsaved.is_empty() {
+            wake = wake.min(self.last_commit + self.settings.commit_interval);
         }
         if pace.stop_seen.is_none()
             && !self.paused()
-            && self.under_way() < self.s.concurrency
+            && self.under_way() < self.settings.concurrency
             && !self.budget_spent()
             && let Some(t) = self.frontier.next_wakeup()
         {
@@ -176,7 +176,7 @@ impl Engine {
         for (fp, p) in schedule.take_due(now_ms(), room) {
             tracing::debug!(url = %p.url, due = p.due, rate = p.rate, weight = p.weight, "due");
             self.frontier.push_revisit(p.host, p.url, fp, p.depth);
-            self.revisits_queued += 1;
+            self.in_flight.revisit_queued();
             self.run.revisits += 1;
         }
     }
@@ -184,15 +184,19 @@ impl Engine {
     /// How many due pages may be queued now: the share of requests left to refreshes while
     /// new URLs wait, and no more than the requests that can be under way.
     fn refresh_room(&self) -> usize {
-        let discovery_waiting = self.frontier.queued() > self.revisits_queued as u64;
+        let discovery_waiting = self.frontier.queued() > self.in_flight.revisits_queued() as u64;
         let allowed = if discovery_waiting {
-            let share = self.s.refresh_share;
+            let share = self.settings.refresh_share;
             let quota = (share * (self.run.started as f64 + 1.0)).ceil() as u64;
             quota.saturating_sub(self.run.revisits) as usize
         } else {
-            self.s.concurrency
+            self.settings.concurrency
         };
-        allowed.min(self.s.concurrency.saturating_sub(self.revisits_queued))
+        allowed.min(
+            self.settings
+                .concurrency
+                .saturating_sub(self.in_flight.revisits_queued()),
+        )
     }
 
     fn snapshot(&self) -> Snapshot {
@@ -200,7 +204,7 @@ impl Engine {
             fetched: self.run.fetched,
             queued: self.frontier.queued(),
             hosts_active: self.frontier.active_hosts(),
-            in_flight: self.in_flight,
+            in_flight: self.in_flight.requests(),
             errors: self.run.errors,
             bytes: self.run.bytes,
         };
@@ -214,7 +218,9 @@ impl Engine {
     /// Requests under way: those handed out, less those waiting on the fetching side for a
     /// connection of their host.
     fn under_way(&self) -> usize {
-        self.in_flight.saturating_sub(self.frontier.surplus())
+        self.in_flight
+            .requests()
+            .saturating_sub(self.frontier.surplus())
     }
 
     /// Starts requests while there is room and a host whose time has come.
@@ -223,7 +229,7 @@ impl Engine {
         // After the fleet's step, which may have waited out a pause of Redis: a lease is
         // judged by the time it is used at.
         let now = Instant::now();
-        while self.under_way() < self.s.concurrency && !self.budget_spent() {
+        while self.under_way() < self.settings.concurrency && !self.budget_spent() {
             let next = match self.fleet.as_mut() {
                 None => self.frontier.next(&self.store, now)?,
                 Some(f) => self.frontier.next(&Taking::new(f.shared_mut()), now)?,
@@ -239,7 +245,7 @@ impl Engine {
             };
             match next {
                 Dispatch::Resolve(host) => {
-                    self.in_flight += 1;
+                    self.in_flight.request_started();
                     let origin = self.origin(host);
                     self.rt.spawn(tasks::resolve(
                         self.ctx.clone(),
@@ -254,7 +260,7 @@ impl Engine {
                         .host(host)
                         .map(|h| h.origin.clone())
                         .unwrap_or_default();
-                    self.in_flight += 1;
+                    self.in_flight.request_started();
                     self.rt.spawn(tasks::robots(
                         self.ctx.clone(),
                         host,
@@ -263,7 +269,7 @@ impl Engine {
                     ));
                 }
                 Dispatch::Coop(host, job) => {
-                    self.in_flight += 1;
+                    self.in_flight.request_started();
                     self.rt.spawn(crate::coop::requests::run(
                         self.ctx.clone(),
                         host,
@@ -274,7 +280,7 @@ impl Engine {
                 Dispatch::Page(job) => {
                     self.run.started += 1;
                     if job.revisit {
-                        self.revisits_queued = self.revisits_queued.saturating_sub(1);
+                        self.in_flight.revisit_dispatched();
                     }
                     self.start_page(job, now)?
                 }
@@ -308,8 +314,7 @@ impl Engine {
         } else {
             None
         };
-        self.in_flight += 1;
-        self.pages_in_flight += 1;
+        self.in_flight.page_started();
         if let Some(known) = known.clone().filter(|k| k.content.is_some())
             && let Some(plan) = self.coop.delta_plan(job.fp)
         {
@@ -350,17 +355,18 @@ impl Engine {
             note: &error,
             ..Default::default()
         });
-        self.unsaved.batch.pages.push(PageRecord {
-            url: job.url.clone(),
-            fp: job.fp,
-            host: job.host,
-            depth: job.depth,
-            error: Some(error),
-            fetched_at: at,
-            ..Default::default()
-        });
-        self.unsaved.batch.done.push(job.seq);
-        self.unsaved.settled.push((job.host, job.seq));
+        self.unsaved.finished(
+            job.seq,
+            PageRecord {
+                url: job.url.clone(),
+                fp: job.fp,
+                host: job.host,
+                depth: job.depth,
+                error: Some(error),
+                fetched_at: at,
+                ..Default::default()
+            },
+        );
         self.request_ended(job.host, now);
     }
 }

@@ -219,8 +219,11 @@ impl Engine {
         if matches!(next, Dispatch::Resolve(_)) {
             return Ok(Some(next));
         }
-        let lease = self.s.fetch.timeout + Duration::from_secs(60);
-        let wait = match fleet.shared.server_lease(ip, self.s.per_host, lease)? {
+        let lease = self.settings.fetch.timeout + Duration::from_secs(60);
+        let wait = match fleet
+            .shared
+            .server_lease(ip, self.settings.per_host, lease)?
+        {
             Grant::Granted(token) => {
                 fleet
                     .server_leases
@@ -262,20 +265,20 @@ impl Engine {
                 }
             }
         }
-        if self.frontier.pending_len() == 0 && self.unsaved.settled.is_empty() {
+        if self.frontier.pending_len() == 0 && !self.unsaved.any_settled() {
             self.fleet_tidy(now)?;
         }
-        if self.in_flight >= self.s.concurrency {
+        if self.in_flight.requests() >= self.settings.concurrency {
             return Ok(());
         }
         let Some(fleet) = self.fleet.as_mut() else {
             return Ok(());
         };
-        let claimed = fleet.shared.get_queues(self.s.concurrency, now)?;
+        let claimed = fleet.shared.get_queues(self.settings.concurrency, now)?;
         let start = HostStart {
             token: self.token.clone(),
-            politeness: self.s.politeness,
-            robots_ttl: self.s.robots_ttl,
+            politeness: self.settings.politeness,
+            robots_ttl: self.settings.robots_ttl,
             now,
             now_ms: now_ms(),
         };
@@ -323,7 +326,7 @@ impl Engine {
         if links == 0 || cash <= 0.0 {
             return;
         }
-        let each = cash * (1.0 - self.s.opic_eps) / links as f64;
+        let each = cash * (1.0 - self.settings.opic_eps) / links as f64;
         for (fp, host) in children {
             if !self.frontier.is_pending(fp) {
                 fleet.cash.entry(host).or_default().push((fp, each));
@@ -334,7 +337,7 @@ impl Engine {
     /// The pages a host's last holder kept fresh are fetched again here: this process holds
     /// no copy of them, and their records join its schedule as any visit's does.
     fn take_over_schedule(&mut self, host: HostId, tracked: &[TrackedPage]) {
-        if self.s.keep_fresh.is_none() || tracked.is_empty() {
+        if self.settings.keep_fresh.is_none() || tracked.is_empty() {
             return;
         }
         let mut n = 0;
@@ -386,7 +389,7 @@ impl Engine {
         }
         // A crawl kept fresh keeps its hosts: their pages' history and schedule, their
         // cooperation and subscription are this process's.
-        if self.s.keep_fresh.is_some() {
+        if self.settings.keep_fresh.is_some() {
             return Ok(());
         }
         let leased = self.frontier.leased();
@@ -479,9 +482,9 @@ impl Engine {
             fetched: self.run.fetched,
             rate,
             hosts: 0,
-            in_flight: self.in_flight,
+            in_flight: self.in_flight.requests(),
             taken: 0,
-            dir: self.s.out.display().to_string(),
+            dir: self.settings.out.display().to_string(),
             warc_bytes: self.metrics.warc_bytes.get(),
         };
         fleet.shared.beat(&beat)?;

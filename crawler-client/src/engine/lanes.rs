@@ -17,7 +17,7 @@ const AHEAD_PER_CONNECTION: usize = 2;
 impl Engine {
     /// A place in the host's lane for a page request, the lane made if it has none.
     pub(super) fn lane(&mut self, host: HostId) -> (Arc<Lane>, Ticket) {
-        let per_host = self.s.per_host;
+        let per_host = self.settings.per_host;
         let lane = self
             .lanes
             .entry(host)
@@ -44,7 +44,7 @@ impl Engine {
             });
         if back_to_back {
             self.frontier
-                .set_lookahead(host, self.s.per_host * AHEAD_PER_CONNECTION);
+                .set_lookahead(host, self.settings.per_host * AHEAD_PER_CONNECTION);
         } else {
             self.slow_lane(host);
         }
@@ -76,11 +76,10 @@ impl Engine {
 
     /// A page request came back unfetched: it is queued again as it was.
     pub(super) fn page_returned(&mut self, job: Queued) {
-        self.in_flight = self.in_flight.saturating_sub(1);
-        self.pages_in_flight = self.pages_in_flight.saturating_sub(1);
+        self.in_flight.page_ended();
         self.run.started = self.run.started.saturating_sub(1);
         if job.revisit {
-            self.revisits_queued += 1;
+            self.in_flight.revisit_queued();
         }
         let host = job.host;
         self.frontier.returned(job);

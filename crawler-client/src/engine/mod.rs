@@ -19,6 +19,7 @@ mod cooperation;
 mod crawl_log;
 mod crawl_loop;
 mod fleet;
+mod in_flight;
 mod lanes;
 mod open;
 mod outcomes;
@@ -27,6 +28,7 @@ mod replay;
 mod save;
 #[cfg(test)]
 mod tests;
+mod unsaved;
 
 use crate::archive::warc::WarcWriter;
 use crate::config::Settings;
@@ -39,13 +41,15 @@ use crate::ids::HostId;
 use crate::metrics::CrawlMetrics;
 use crate::progress::RunFigures;
 use crate::refresh::schedule::Schedule;
-use crate::state::{Batch, Figures, Store, StoreError};
+use crate::state::{Figures, Store, StoreError};
 use crawl_log::CrawlLog;
+use in_flight::InFlight;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
+use unsaved::Unsaved;
 use url::Url;
 
 pub use crate::clock::now_ms;
@@ -159,19 +163,9 @@ struct RunCounters {
     net_refused_saved: u64,
 }
 
-/// The results since the last saved batch, and what saving it settles.
-#[derive(Default)]
-struct Unsaved {
-    batch: Batch,
-    /// Queue rows finished: released from their hosts' taken sets once saved.
-    settled: Vec<(HostId, i64)>,
-    /// Content digests first met in this batch, with their page (not yet in the state).
-    digests: HashMap<u64, String>,
-}
-
 /// The crawl: everything the loop decides with, owned by one thread.
 struct Engine {
-    s: Settings,
+    settings: Settings,
     ctx: Arc<Context>,
     rt: tokio::runtime::Runtime,
     store: Store,
@@ -184,8 +178,7 @@ struct Engine {
     unsaved: Unsaved,
     /// Every content digest held, to find duplicates.
     digests: HashSet<u64>,
-    in_flight: usize,
-    pages_in_flight: usize,
+    in_flight: InFlight,
     fetched_total: u64,
     run: RunCounters,
     log: CrawlLog,
@@ -193,7 +186,6 @@ struct Engine {
     token: String,
     last_commit: Instant,
     schedule: Option<Schedule>,
-    revisits_queued: usize,
     coop: CoopState,
     /// This process's part of a fleet, when it is one.
     fleet: Option<fleet::Fleet>,

@@ -3,7 +3,7 @@
 //! metrics endpoint, the crawl log, the cooperation state and the refresh schedule.
 
 use super::crawl_log::CrawlLog;
-use super::{CrawlError, Engine, RunCounters, Unsaved, file_error, start_error};
+use super::{CrawlError, Engine, InFlight, RunCounters, Unsaved, file_error, start_error};
 use crate::analyze::scope::LinkPolicy;
 use crate::archive::warc::WarcWriter;
 use crate::clock::now_ms;
@@ -258,8 +258,7 @@ impl Engine {
             lanes: HashMap::new(),
             unsaved: Unsaved::default(),
             digests,
-            in_flight: 0,
-            pages_in_flight: 0,
+            in_flight: InFlight::default(),
             fetched_total,
             run: RunCounters {
                 net_refused_before: net_refused,
@@ -271,11 +270,10 @@ impl Engine {
             token,
             last_commit: Instant::now(),
             schedule: None,
-            revisits_queued: 0,
             coop,
             fleet: None,
             console: None,
-            s,
+            settings: s,
         };
         e.schedule = e.restore_schedule()?;
         Ok((e, seeds, metrics_addr))
@@ -283,7 +281,7 @@ impl Engine {
 
     /// The refresh schedule of the pages worth keeping fresh, when the crawl keeps any.
     fn restore_schedule(&self) -> Result<Option<Schedule>, CrawlError> {
-        let Some(config) = self.s.keep_fresh else {
+        let Some(config) = self.settings.keep_fresh else {
             return Ok(None);
         };
         let mut schedule = Schedule::new(config);

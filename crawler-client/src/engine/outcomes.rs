@@ -54,7 +54,7 @@ impl Engine {
                 Ok(())
             }
             Outcome::Resolved { host, ip } => {
-                self.in_flight = self.in_flight.saturating_sub(1);
+                self.in_flight.request_ended();
                 match ip {
                     Some(ip) => tracing::debug!("{} is at {ip}", self.origin(host)),
                     None => {
@@ -101,13 +101,13 @@ impl Engine {
                 .tell
                 .push(super::fleet::Tell::GiveUp(host, reason.clone()));
         }
-        self.unsaved.batch.give_up.push(GiveUp {
+        self.unsaved.give_up(GiveUp {
             host,
             reason,
             at: now_ms(),
         });
         let update = self.host_update(host, None, None);
-        self.unsaved.batch.hosts.push(update);
+        self.unsaved.host(update);
     }
 
     pub(super) fn origin(&self, host: HostId) -> String {
@@ -134,7 +134,7 @@ impl Engine {
         source: Source,
     ) -> Result<(), CrawlError> {
         if source == Source::Request {
-            self.in_flight = self.in_flight.saturating_sub(1);
+            self.in_flight.request_ended();
         }
         self.metrics.robots_fetches.inc();
         let robots_url = format!("{}/robots.txt", self.origin(host));
@@ -194,7 +194,7 @@ impl Engine {
         self.with_coop(|c, r| c.discover(r, host, status, &body));
         let rules = Rules::from_fetch(status, &body, &self.token);
         let crawl_delay = rules.crawl_delay();
-        let politeness = self.s.politeness;
+        let politeness = self.settings.politeness;
         let origin = self.origin(host);
         if let Some(h) = self.frontier.host_mut(host) {
             h.failures = 0;
@@ -205,7 +205,7 @@ impl Engine {
             }
         }
         self.frontier
-            .robots_known(host, rules, now + self.s.robots_ttl);
+            .robots_known(host, rules, now + self.settings.robots_ttl);
         if let Some(fleet) = self.fleet.as_mut()
             && let Some(status) = status
         {
@@ -214,7 +214,7 @@ impl Engine {
                 .push(super::fleet::Tell::Robots(host, status, body.clone(), at));
         }
         let update = self.host_update(host, Some((status, body, at)), None);
-        self.unsaved.batch.hosts.push(update);
+        self.unsaved.host(update);
         if source == Source::Request {
             let delay = self.host_delay(host, crawl_delay, elapsed);
             self.request_ended(host, now + delay);
@@ -230,7 +230,7 @@ impl Engine {
         let at = now_ms();
         let failures = self.host_failed(host);
         let freed = source == Source::Request;
-        if failures >= self.s.host_give_up {
+        if failures >= self.settings.host_give_up {
             self.give_up(host, format!("{why} ({failures} times in a row)"));
             self.frontier.robots_known(host, Rules::DisallowAll, now);
             if freed {
@@ -238,7 +238,7 @@ impl Engine {
             }
             return;
         }
-        let park = self.s.politeness.park_for(failures);
+        let park = self.settings.politeness.park_for(failures);
         self.note_delay(host, park, DelayWhy::Parked);
         tracing::info!(
             "{}: {why}; trying again in {} s",
@@ -252,7 +252,7 @@ impl Engine {
             Some((status, Vec::new(), at)),
             Some(at + park.as_millis() as i64),
         );
-        self.unsaved.batch.hosts.push(update);
+        self.unsaved.host(update);
         if freed {
             self.request_ended(host, now + park);
         }
@@ -267,8 +267,7 @@ impl Engine {
     ) -> Result<(), CrawlError> {
         let freed = source == Source::Request;
         if freed {
-            self.in_flight = self.in_flight.saturating_sub(1);
-            self.pages_in_flight = self.pages_in_flight.saturating_sub(1);
+            self.in_flight.page_ended();
             self.metrics.fetch_seconds.observe(elapsed.as_secs_f64());
         }
         let f = match result {
@@ -286,29 +285,29 @@ impl Engine {
                 h.failures = 0;
             }
             let update = self.host_update(host, None, None);
-            self.unsaved.batch.hosts.push(update);
+            self.unsaved.host(update);
         }
         let crawl_delay = self.frontier.rules(host, now).and_then(Rules::crawl_delay);
         let mut not_before = now + self.host_delay(host, crawl_delay, elapsed);
         if matches!(f.status, 429 | 503) {
             let wait = self
-                .s
+                .settings
                 .politeness
                 .retry_after(f.retry_after.as_deref(), crate::clock::now())
-                .unwrap_or_else(|| self.s.politeness.park_for(1));
+                .unwrap_or_else(|| self.settings.politeness.park_for(1));
             self.note_delay(host, wait, DelayWhy::RetryAfter);
             not_before = not_before.max(now + wait);
             let update = self.host_update(host, None, Some(at + wait.as_millis() as i64));
-            self.unsaved.batch.hosts.push(update);
+            self.unsaved.host(update);
             job.attempts += 1;
-            if source != Source::Replayed && job.attempts < self.s.max_attempts {
+            if source != Source::Replayed && job.attempts < self.settings.max_attempts {
                 let note = format!("retry in {} s", wait.as_secs());
                 self.log.write(&Entry {
                     at,
                     ..Entry::response(&job, &f, elapsed, &note)
                 });
                 self.metrics.retries.inc();
-                self.unsaved.batch.retry.push((job.seq, job.attempts));
+                self.unsaved.retry(job.seq, job.attempts);
                 if freed {
                     self.request_ended(host, not_before);
                 }
@@ -342,7 +341,7 @@ impl Engine {
             ..Default::default()
         });
         if let FetchError::Refused(_) = err {
-            self.unsaved.settled.push((host, job.seq));
+            self.unsaved.settled(host, job.seq);
             self.run.errors += 1;
             self.give_up(host, err.to_string());
             if freed {
@@ -350,8 +349,8 @@ impl Engine {
             }
             return;
         }
-        if failures >= self.s.host_give_up {
-            self.unsaved.settled.push((host, job.seq));
+        if failures >= self.settings.host_give_up {
+            self.unsaved.settled(host, job.seq);
             self.run.errors += 1;
             self.give_up(host, format!("{err} ({failures} failures in a row)"));
             if freed {
@@ -359,32 +358,33 @@ impl Engine {
             }
             return;
         }
-        let park = self.s.politeness.park_for(failures);
+        let park = self.settings.politeness.park_for(failures);
         self.note_delay(host, park, DelayWhy::Parked);
         let update = self.host_update(host, None, Some(at + park.as_millis() as i64));
-        self.unsaved.batch.hosts.push(update);
+        self.unsaved.host(update);
         if freed {
             self.request_ended(host, now + park);
         }
-        if job.attempts >= self.s.max_attempts {
+        if job.attempts >= self.settings.max_attempts {
             self.metrics.fetch("failed");
             self.run.errors += 1;
             self.fetched_total += 1;
-            self.unsaved.batch.pages.push(PageRecord {
-                url: job.url.clone(),
-                fp: job.fp,
-                host,
-                depth: job.depth,
-                error: Some(format!("{err} ({} attempts)", job.attempts)),
-                fetched_at: at,
-                ..Default::default()
-            });
-            self.unsaved.batch.done.push(job.seq);
-            self.unsaved.settled.push((host, job.seq));
+            self.unsaved.finished(
+                job.seq,
+                PageRecord {
+                    url: job.url.clone(),
+                    fp: job.fp,
+                    host,
+                    depth: job.depth,
+                    error: Some(format!("{err} ({} attempts)", job.attempts)),
+                    fetched_at: at,
+                    ..Default::default()
+                },
+            );
         } else {
             // Back in the host's buffer, no longer taken: not settled by a save.
             self.metrics.retries.inc();
-            self.unsaved.batch.retry.push((job.seq, job.attempts));
+            self.unsaved.retry(job.seq, job.attempts);
             self.frontier.requeue(job);
         }
     }

@@ -119,7 +119,7 @@ impl Engine {
                 RevisitProfile::IdenticalPayloadDigest,
                 Some(&f.payload_digest),
                 (original, None),
-                self.s.warc_level,
+                self.settings.warc_level,
             ));
         }
         if let Some(received) = f.received {
@@ -132,33 +132,34 @@ impl Engine {
             .then(|| (pos.file.clone(), pos.offset));
         let at = f.fetched_at.timestamp_millis();
         self.count_response(f.status, f.size);
-        self.unsaved.batch.pages.push(PageRecord {
-            url: job.url.clone(),
-            fp: job.fp,
-            host: job.host,
-            depth: job.depth,
-            status: Some(f.status),
-            error: None,
-            fetched_at: at,
-            // Weak validators are not kept for the next conditional request: it would be
-            // answered 304 for a second edit made within the same second.
-            etag: a.etag.clone().filter(|_| !a.weak_validators),
-            last_modified: a.last_modified.clone().filter(|_| !a.weak_validators),
-            content_type: a.media_type.clone(),
-            size: Some(f.size),
-            digest: a.digest,
-            duplicate_of,
-            redirect_to: a.location.as_ref().map(|l| l.to_string()),
-            warc: Some((pos.file, pos.offset)),
-            changed: f.changed,
-            importance,
-            changes_seen,
-            validator: a.validator.clone(),
-            content,
-            gone: false,
-        });
-        self.unsaved.batch.done.push(job.seq);
-        self.unsaved.settled.push((job.host, job.seq));
+        self.unsaved.finished(
+            job.seq,
+            PageRecord {
+                url: job.url.clone(),
+                fp: job.fp,
+                host: job.host,
+                depth: job.depth,
+                status: Some(f.status),
+                error: None,
+                fetched_at: at,
+                // Weak validators are not kept for the next conditional request: it would be
+                // answered 304 for a second edit made within the same second.
+                etag: a.etag.clone().filter(|_| !a.weak_validators),
+                last_modified: a.last_modified.clone().filter(|_| !a.weak_validators),
+                content_type: a.media_type.clone(),
+                size: Some(f.size),
+                digest: a.digest,
+                duplicate_of,
+                redirect_to: a.location.as_ref().map(|l| l.to_string()),
+                warc: Some((pos.file, pos.offset)),
+                changed: f.changed,
+                importance,
+                changes_seen,
+                validator: a.validator.clone(),
+                content,
+                gone: false,
+            },
+        );
         Ok(())
     }
 
@@ -179,8 +180,11 @@ impl Engine {
     /// returns why it was not followed.
     fn follow_redirect(&mut self, job: &Queued, a: &Analysis) -> Option<String> {
         let loc = a.location.as_ref()?;
-        if job.hops >= self.s.max_redirects {
-            return Some(format!("more than {} redirects", self.s.max_redirects));
+        if job.hops >= self.settings.max_redirects {
+            return Some(format!(
+                "more than {} redirects",
+                self.settings.max_redirects
+            ));
         }
         match self.ctx.policy.admit(loc, job.depth) {
             Ok(()) => {
@@ -230,10 +234,10 @@ impl Engine {
             return Ok(None);
         };
         if self.digests.insert(d) {
-            self.unsaved.digests.insert(d, job.url.clone());
+            self.unsaved.first_met(d, &job.url);
             return Ok(None);
         }
-        let original = match self.unsaved.digests.get(&d) {
+        let original = match self.unsaved.page_with_digest(d) {
             Some(u) => Some(u.clone()),
             None => self.store.page_with_digest(d)?,
         };
@@ -264,7 +268,12 @@ impl Engine {
         let cash = self.frontier.read_cash(job.fp, children);
         self.fleet_pay(cash, children.len());
         let clock_before = self.frontier.cash().clock() - cash;
-        let history = interpolate(history, cash, clock_before - read_at, self.s.opic_window);
+        let history = interpolate(
+            history,
+            cash,
+            clock_before - read_at,
+            self.settings.opic_window,
+        );
         let mut seen: ChangeHistory = known
             .and_then(|k| k.changes_seen.as_deref())
             .and_then(|j| serde_json::from_str(j).ok())
@@ -277,7 +286,10 @@ impl Engine {
                 .map(|lm| ((at - lm.timestamp_millis()).max(0)) as f64 / 1000.0);
             seen.observe(interval, changed, modified);
         }
-        let prior = self.s.keep_fresh.map_or(1.0 / 86_400.0, |c| c.prior_rate);
+        let prior = self
+            .settings
+            .keep_fresh
+            .map_or(1.0 / 86_400.0, |c| c.prior_rate);
         let rate = seen.rate(prior);
         let weight = self.importance(job.fp, (history, clock_before));
         if let Some(schedule) = &mut self.schedule {
@@ -307,7 +319,7 @@ impl Engine {
     /// to now, with the cash it holds, per unit of the clock.
     pub(super) fn importance(&self, fp: Fp, (history, read_at): (f64, f64)) -> f64 {
         let cash = self.frontier.cash();
-        let t = self.s.opic_window;
+        let t = self.settings.opic_window;
         let value = interpolate(history, cash.cash(fp), cash.clock() - read_at, t) / t;
         value.max(1e-12)
     }

@@ -21,7 +21,7 @@ impl Engine {
     pub(super) fn replay(&mut self) -> Result<(), CrawlError> {
         let committed: HashMap<String, u64> = self.store.warc_files()?.into_iter().collect();
         let dir = self.warc.dir().to_path_buf();
-        let on_disk = warc::files(&dir, &self.s.warc_prefix).map_err(file_error(&dir))?;
+        let on_disk = warc::files(&dir, &self.settings.warc_prefix).map_err(file_error(&dir))?;
         let mut seen_fps = HashSet::new();
         // Queue rows of the hosts met so far, read once per host.
         let mut queued: HashMap<HostId, HashMap<Fp, Queued>> = HashMap::new();
@@ -234,7 +234,12 @@ impl Engine {
             && refers_to.as_deref() == Some(url.as_str());
         let whole = matches!(kind, "response" | "resource");
         let analysis = if whole {
-            analyze::analyze(received, job.depth, &self.ctx.policy, self.s.fetch.max_body)
+            analyze::analyze(
+                received,
+                job.depth,
+                &self.ctx.policy,
+                self.settings.fetch.max_body,
+            )
         } else {
             let not_modified = Received {
                 status: 304,

@@ -4,7 +4,6 @@
 use super::{CrawlError, Engine, file_error};
 use crate::archive::warc::Position;
 use crate::fetch::outcome::RecordSlot;
-use crate::state::Batch;
 use crate::state::NET_REFUSED;
 use std::time::Instant;
 
@@ -26,41 +25,38 @@ impl Engine {
     /// Saves the batch: archive first, then the state that points into it.
     pub(super) fn commit(&mut self) -> Result<(), CrawlError> {
         let t = Instant::now();
-        let unsaved = &mut self.unsaved;
-        unsaved.batch.warc = self
+        let warc = self
             .warc
             .sync()
             .map_err(|e| file_error(self.warc.dir())(e))?;
-        unsaved.batch.new_urls = self.frontier.drain_pending();
+        let new_urls = self.frontier.drain_pending();
+        let coop = self.coop.to_save();
+        let batch = self.unsaved.batch_mut();
+        batch.warc = warc;
+        batch.new_urls = new_urls;
         // A fleet's new URLs go to the shared queue once this batch is saved.
         let offers = if self.fleet.is_some() {
-            std::mem::take(&mut unsaved.batch.new_urls)
+            std::mem::take(&mut batch.new_urls)
         } else {
             Vec::new()
         };
-        unsaved.batch.coop = self.coop.to_save();
+        batch.coop = coop;
         let refused = self.run.net_refused_before + self.ctx.client.guard().refusals().count();
         if refused != self.run.net_refused_saved {
-            unsaved
-                .batch
+            batch
                 .meta
                 .push((NET_REFUSED.to_string(), refused.to_string()));
             self.run.net_refused_saved = refused;
         }
-        if !unsaved.batch.is_empty() {
+        if !self.unsaved.is_empty() {
             let cash = self.frontier.cash_meta();
-            unsaved.batch.meta.push(cash);
-            self.store.commit(&unsaved.batch)?;
+            self.unsaved.batch_mut().meta.push(cash);
+            self.store.commit(self.unsaved.batch())?;
         }
-        self.frontier.saved(&unsaved.settled);
+        let settled = self.unsaved.saved();
+        self.frontier.saved(&settled);
         self.log.flush()?;
-        let settled = std::mem::take(&mut unsaved.settled);
         self.fleet_saved(offers, &settled)?;
-        let unsaved = &mut self.unsaved;
-        // Cleared, not replaced: the next batch reuses what this one grew to.
-        unsaved.batch = Batch::default();
-        unsaved.settled.clear();
-        unsaved.digests.clear();
         self.last_commit = Instant::now();
         self.metrics
             .commit_seconds

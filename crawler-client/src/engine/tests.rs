@@ -64,9 +64,10 @@ fn response(url: &str, status: u16, headers: &[(&str, &str)], body: &str) -> Fet
 /// What the frontier hands out next at `at`, counted as under way as the loop counts it.
 fn take(e: &mut Engine, at: Instant) -> Option<Dispatch> {
     let d = e.frontier.next(&e.store, at).unwrap()?;
-    e.in_flight += 1;
     if let Dispatch::Page(_) = d {
-        e.pages_in_flight += 1;
+        e.in_flight.page_started();
+    } else {
+        e.in_flight.request_started();
     }
     Some(d)
 }
@@ -121,7 +122,7 @@ fn a_failed_page_is_retried_after_its_host_is_parked_then_recorded_as_failed() {
     let dir = tempfile::tempdir().unwrap();
     let mut e = open(dir.path());
     let host = read_robots(&mut e);
-    assert_eq!(e.in_flight, 0);
+    assert_eq!(e.in_flight.requests(), 0);
     let job = page_job(take(&mut e, Instant::now()));
     e.handle(Outcome::Page {
         job: job.clone(),
@@ -130,8 +131,15 @@ fn a_failed_page_is_retried_after_its_host_is_parked_then_recorded_as_failed() {
         source: Source::Request,
     })
     .unwrap();
-    assert_eq!(e.unsaved.batch.retry, [(job.seq, 1)]);
-    let parked = e.unsaved.batch.hosts.last().unwrap().parked_until.unwrap();
+    assert_eq!(e.unsaved.batch().retry, [(job.seq, 1)]);
+    let parked = e
+        .unsaved
+        .batch()
+        .hosts
+        .last()
+        .unwrap()
+        .parked_until
+        .unwrap();
     assert!(parked > crate::clock::now_ms(), "the host is parked");
     assert!(
         take(&mut e, Instant::now()).is_none(),
@@ -147,13 +155,16 @@ fn a_failed_page_is_retried_after_its_host_is_parked_then_recorded_as_failed() {
         source: Source::Request,
     })
     .unwrap();
-    let failed = e.unsaved.batch.pages.last().unwrap();
+    let failed = e.unsaved.batch().pages.last().unwrap();
     assert_eq!(
         failed.error.as_deref(),
         Some("connection reset (2 attempts)")
     );
-    assert_eq!(e.unsaved.batch.done, [job.seq]);
-    assert_eq!((e.in_flight, e.pages_in_flight, e.run.errors), (0, 0, 1));
+    assert_eq!(e.unsaved.batch().done, [job.seq]);
+    assert_eq!(
+        (e.in_flight.requests(), e.in_flight.pages(), e.run.errors),
+        (0, 0, 1)
+    );
     assert_eq!(e.frontier.host(host).unwrap().failures, 2);
     e.commit().unwrap();
     assert_eq!(e.store.figures().unwrap().failures, 1);
@@ -167,7 +178,14 @@ fn a_429_waits_as_long_as_retry_after_asks_then_the_answer_is_recorded_with_its_
     let job = page_job(take(&mut e, Instant::now()));
     let busy = page_answer(&e, &job, 429, &[("Retry-After", "120")], "slow down");
     e.handle(busy).unwrap();
-    let parked = e.unsaved.batch.hosts.last().unwrap().parked_until.unwrap();
+    let parked = e
+        .unsaved
+        .batch()
+        .hosts
+        .last()
+        .unwrap()
+        .parked_until
+        .unwrap();
     let wait = parked - crate::clock::now_ms();
     assert!((118_000..=120_000).contains(&wait), "{wait} ms");
     assert!(take(&mut e, Instant::now() + Duration::from_secs(100)).is_none());
@@ -176,7 +194,7 @@ fn a_429_waits_as_long_as_retry_after_asks_then_the_answer_is_recorded_with_its_
         r#"<a href="/a">a</a> <a href="/private/b">b</a> <a href="http://other.test/">o</a>"#;
     let ok = page_answer(&e, &again, 200, &[("Content-Type", "text/html")], html);
     e.handle(ok).unwrap();
-    let page = e.unsaved.batch.pages.last().unwrap();
+    let page = e.unsaved.batch().pages.last().unwrap();
     assert_eq!((page.status, page.url.as_str()), (Some(200), SEED));
     assert!(page.warc.is_some() && page.content.is_some());
     // The in-scope links are queued (robots.txt is applied when they are dispatched).
@@ -441,7 +459,11 @@ fn a_host_without_delay_gets_requests_ahead_until_a_429_which_sends_them_back() 
         e.handle(Outcome::Returned { job: job.clone() }).unwrap();
     }
     assert_eq!(
-        (e.in_flight, e.pages_in_flight, e.frontier.surplus()),
+        (
+            e.in_flight.requests(),
+            e.in_flight.pages(),
+            e.frontier.surplus()
+        ),
         (0, 0, 0)
     );
     let first = page_job(take(&mut e, Instant::now()));

@@ -344,7 +344,7 @@ pub fn refresh_sim(a: &RefreshSimArgs) -> Result<(), OfflineError> {
         out,
         "policy\tfreshness\tage_days\tvisits_per_day\tnot_refreshed\tplanned_freshness"
     )?;
-    let mut rows: Vec<(String, refresh_sim::Outcome)> = a
+    let mut rows: Vec<(String, refresh_sim::RefreshResult)> = a
         .policy
         .iter()
         .map(|p| {

@@ -29,7 +29,7 @@ pub enum Strategy {
 
 /// What a simulated crawl captured.
 #[derive(Debug, Clone)]
-pub struct Outcome {
+pub struct OrderResult {
     /// Pages reachable from the seeds (all of them get fetched).
     pub fetched: usize,
     /// Cumulative PageRank (normalised to 1 over the fetched pages) after each tenth.
@@ -101,7 +101,7 @@ pub fn simulate(
     seeds: &[usize],
     strategy: Strategy,
     opts: &Options,
-) -> Outcome {
+) -> OrderResult {
     let (pr, _) = pagerank(g, opts.alpha, 1e-12, 1000);
     let (order, recomputations) = crawl_order(g, site, seeds, strategy, opts);
     let mut out = measure(&order, &pr, opts);
@@ -312,7 +312,7 @@ fn plan_batch(
 }
 
 /// Cumulative PageRank and Kendall's tau of a fetch order.
-pub fn measure(order: &[usize], pr: &[f64], opts: &Options) -> Outcome {
+pub fn measure(order: &[usize], pr: &[f64], opts: &Options) -> OrderResult {
     let total: f64 = order.iter().map(|p| pr[*p]).sum();
     let n = order.len();
     let mut deciles = [0.0; 10];
@@ -349,7 +349,7 @@ pub fn measure(order: &[usize], pr: &[f64], opts: &Options) -> Outcome {
             }
         }
     }
-    Outcome {
+    OrderResult {
         fetched: n,
         deciles,
         average: if n == 0 { 0.0 } else { area / n as f64 },

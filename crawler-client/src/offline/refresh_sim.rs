@@ -54,7 +54,7 @@ impl Default for Setup {
 
 /// What a policy achieved.
 #[derive(Debug, Clone, Copy)]
-pub struct Outcome {
+pub struct RefreshResult {
     /// Time-averaged freshness, importance-weighted.
     pub freshness: f64,
     /// Time-averaged age, in days, importance-weighted.
@@ -96,7 +96,7 @@ fn harmonic(n: usize) -> f64 {
 /// Runs one policy; `omniscient` gives it the true rates instead of its estimates.
 // One function: the simulation's event loop shares a dozen per-page vectors; split, every
 // part would take them all as arguments.
-pub fn run(setup: &Setup, policy: Policy, omniscient: bool) -> Outcome {
+pub fn run(setup: &Setup, policy: Policy, omniscient: bool) -> RefreshResult {
     let (rates, weights) = pages(setup);
     let n = setup.pages;
     let mut rng = StdRng::seed_from_u64(setup.seed ^ 0xc0ffee);
@@ -208,7 +208,7 @@ pub fn run(setup: &Setup, policy: Policy, omniscient: bool) -> Outcome {
         .map(|i| weights[i] * expected_freshness(rates[i], plan.frequency(belief[i], weights[i])))
         .sum::<f64>()
         / total_w;
-    Outcome {
+    RefreshResult {
         freshness: (0..n).map(|i| weights[i] * fresh_time[i]).sum::<f64>() / total_w / span,
         age_days: (0..n).map(|i| weights[i] * age_time[i]).sum::<f64>() / total_w / span / DAY,
         visits_per_day: visits as f64 / (span / DAY),

@@ -9,7 +9,7 @@
 //! a fleet need not agree. A host's keys share a hash tag, so each script touches one slot of
 //! a cluster.
 
-use super::link::Link;
+use super::redis_link::RedisLink;
 use super::{FleetError, connect, tag};
 use redis::Script;
 use std::time::Duration;
@@ -65,7 +65,7 @@ const RENEW: &str = concat!(
 
 /// The host leases of one crawl, over one connection (a process holds one).
 pub struct HostLeases {
-    link: Link,
+    link: RedisLink,
     crawl: String,
     holder: String,
     issued: u64,
@@ -92,7 +92,7 @@ impl HostLeases {
     }
 
     /// The connection, to wait out a pause with Ctrl-C.
-    pub fn link(&mut self) -> &mut super::link::Link {
+    pub fn link(&mut self) -> &mut super::redis_link::RedisLink {
         &mut self.link
     }
 

@@ -6,7 +6,7 @@
 //! process that starts the crawl) and `{C:crawl}:members` (hash: process name -> heartbeat
 //! JSON).
 
-use super::link::Link;
+use super::redis_link::RedisLink;
 use super::{FleetError, connect, tag};
 use serde::{Deserialize, Serialize};
 
@@ -43,7 +43,7 @@ pub const STALE_MS: i64 = 15_000;
 
 /// The members of one crawl.
 pub struct Members {
-    link: Link,
+    link: RedisLink,
     crawl: String,
 }
 
@@ -57,7 +57,7 @@ impl Members {
     }
 
     /// The connection, to wait out a pause with Ctrl-C.
-    pub fn link(&mut self) -> &mut Link {
+    pub fn link(&mut self) -> &mut RedisLink {
         &mut self.link
     }
 

@@ -16,13 +16,13 @@ macro_rules! server_now {
 }
 
 pub mod leases;
-pub mod link;
 pub mod members;
 pub mod process;
 pub mod queue;
+pub mod redis_link;
 pub mod status;
 
-use link::Link;
+use redis_link::RedisLink;
 
 /// Why the shared frontier could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -47,7 +47,7 @@ pub enum FleetError {
 
 /// A connection to the frontier at `url` (`redis://HOST:PORT/DB`, or
 /// `redis+cluster://H1:P1,H2:P2,...` for a Redis Cluster) for crawl `crawl`.
-pub(crate) fn connect(url: &str, crawl: &str) -> Result<Link, FleetError> {
+pub(crate) fn connect(url: &str, crawl: &str) -> Result<RedisLink, FleetError> {
     let address = |why: String| FleetError::Address {
         url: shown(url),
         why,
@@ -61,8 +61,8 @@ pub(crate) fn connect(url: &str, crawl: &str) -> Result<Link, FleetError> {
         Some(nodes) if nodes.split(',').all(|n| n.trim_end_matches('/').is_empty()) => {
             Err(address("no node named".into()))
         }
-        Some(_) => Link::open(url),
-        None if url.starts_with("redis://") => Link::open(url),
+        Some(_) => RedisLink::open(url),
+        None if url.starts_with("redis://") => RedisLink::open(url),
         None => Err(address(
             "expected redis://HOST:PORT/DB or redis+cluster://H1:P1,H2:P2".into(),
         )),

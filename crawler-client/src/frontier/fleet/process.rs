@@ -34,7 +34,7 @@ const CLAIM_EVERY: Duration = Duration::from_millis(250);
 /// How often a process asks whether the others may still bring work, at most.
 const LOOK_EVERY: Duration = Duration::from_millis(500);
 
-struct Held {
+struct HostLease {
     token: String,
     renew_at: Instant,
 }
@@ -49,7 +49,7 @@ pub struct FleetProcess {
     robots_ttl: Duration,
     expired_delay: Duration,
     lease: Duration,
-    held: HashMap<HostId, Held>,
+    held: HashMap<HostId, HostLease>,
     taken: HashMap<(HostId, i64), Taken>,
     not_before: HashMap<HostId, Instant>,
     claimed_at: Option<Instant>,
@@ -281,7 +281,7 @@ impl SharedFrontier for FleetProcess {
                 Grant::Granted(token) => {
                     self.held.insert(
                         host,
-                        Held {
+                        HostLease {
                             token,
                             renew_at: now + self.lease / 3,
                         },

@@ -22,7 +22,7 @@
 //!   `{C:ID}:holders` (hash fingerprint -> `token \t cash`): the URLs handed out, by whom, with
 //!   the cash they go back with.
 
-use super::link::Link;
+use super::redis_link::RedisLink;
 use super::{FleetError, connect, tag};
 use crate::ids::{Fp, HostId};
 use crate::state::{NewUrl, Queued};
@@ -171,7 +171,7 @@ struct HostKeys {
 
 /// The shared queue of one crawl, over one connection (a process holds one).
 pub struct SharedQueue {
-    link: Link,
+    link: RedisLink,
     crawl: String,
     holder: String,
     takes: u64,
@@ -202,7 +202,7 @@ impl SharedQueue {
     }
 
     /// The connection, to wait out a pause with Ctrl-C.
-    pub fn link(&mut self) -> &mut Link {
+    pub fn link(&mut self) -> &mut RedisLink {
         &mut self.link
     }
 

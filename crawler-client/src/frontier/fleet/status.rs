@@ -2,8 +2,8 @@
 //! (alive or not, their rates, what they hold, their directories and WARC files) and the
 //! shared frontier (hosts, queue, leases, hosts given up).
 
-use super::link::Link;
 use super::members::{Heartbeat, Members, STALE_MS};
+use super::redis_link::RedisLink;
 use super::{FleetError, connect, tag};
 use serde::Serialize;
 
@@ -50,7 +50,7 @@ pub struct FleetStatus {
     pub skipped: Vec<(String, String)>,
 }
 
-fn count(link: &mut Link, cmd: &str, key: &str) -> Result<u64, FleetError> {
+fn count(link: &mut RedisLink, cmd: &str, key: &str) -> Result<u64, FleetError> {
     link.run(|con| redis::cmd(cmd).arg(key).query(con))
 }
 

@@ -16,7 +16,7 @@ const IO_TIMEOUT: Duration = Duration::from_secs(10);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
 
 /// A connection to the frontier that survives the server's restarts.
-pub struct Link {
+pub struct RedisLink {
     con: Option<Box<dyn ConnectionLike + Send>>,
     url: String,
     /// The address as logs show it.
@@ -66,15 +66,15 @@ fn open(url: &str) -> RedisResult<Box<dyn ConnectionLike + Send>> {
     }
 }
 
-impl Link {
+impl RedisLink {
     /// Connects to `url`: a frontier that cannot be reached at the start is an error, not a
     /// pause (the address may be wrong).
-    pub(crate) fn open(url: &str) -> Result<Link, FleetError> {
+    pub(crate) fn open(url: &str) -> Result<RedisLink, FleetError> {
         let con = open(url).map_err(|source| FleetError::Redis {
             url: super::shown(url),
             source,
         })?;
-        Ok(Link {
+        Ok(RedisLink {
             con: Some(con),
             url: url.to_string(),
             shown: super::shown(url),

@@ -1,0 +1,94 @@
+//! The results since the last saved batch, and what saving it settles. A finished queue row
+//! is three facts that must travel together (its page record, the row marked done, and the
+//! row released from its host's taken set once saved), so they are added by one method; a
+//! row retried is back in its host's buffer and is never settled.
+
+use crate::ids::HostId;
+use crate::state::{Batch, GiveUp, HostUpdate, PageRecord};
+use std::collections::HashMap;
+
+/// What the next save writes, and what it settles.
+#[derive(Default)]
+pub(super) struct Unsaved {
+    batch: Batch,
+    /// Queue rows finished: released from their hosts' taken sets once saved.
+    settled: Vec<(HostId, i64)>,
+    /// Content digests first met in this batch, with their page (not yet in the state).
+    digests: HashMap<u64, String>,
+}
+
+impl Unsaved {
+    /// Queue row `seq` is finished with this record of its page.
+    pub(super) fn finished(&mut self, seq: i64, record: PageRecord) {
+        self.settled.push((record.host, seq));
+        self.batch.done.push(seq);
+        self.batch.pages.push(record);
+    }
+
+    /// Queue row `seq` of `host` ends without a record (its host was given up).
+    pub(super) fn settled(&mut self, host: HostId, seq: i64) {
+        self.settled.push((host, seq));
+    }
+
+    /// Queue row `seq` goes back to its host's buffer after `attempts` attempts.
+    pub(super) fn retry(&mut self, seq: i64, attempts: u32) {
+        self.batch.retry.push((seq, attempts));
+    }
+
+    /// A page record that finishes no queue row (a deletion a site announced).
+    pub(super) fn page(&mut self, record: PageRecord) {
+        self.batch.pages.push(record);
+    }
+
+    /// A host's politeness state as it now stands.
+    pub(super) fn host(&mut self, update: HostUpdate) {
+        self.batch.hosts.push(update);
+    }
+
+    /// A host given up.
+    pub(super) fn give_up(&mut self, g: GiveUp) {
+        self.batch.give_up.push(g);
+    }
+
+    /// `digest` was first met at `url`, in this batch.
+    pub(super) fn first_met(&mut self, digest: u64, url: &str) {
+        self.digests.insert(digest, url.to_string());
+    }
+
+    /// The page this batch first met `digest` at.
+    pub(super) fn page_with_digest(&self, digest: u64) -> Option<&String> {
+        self.digests.get(&digest)
+    }
+
+    /// Results waiting (pages, retries, hosts...).
+    pub(super) fn results(&self) -> usize {
+        self.batch.results()
+    }
+
+    /// Nothing to write.
+    pub(super) fn is_empty(&self) -> bool {
+        self.batch.is_empty()
+    }
+
+    /// Queue rows finished and not yet saved.
+    pub(super) fn any_settled(&self) -> bool {
+        !self.settled.is_empty()
+    }
+
+    /// The batch, for the save to complete (archive positions, new URLs, metadata).
+    pub(super) fn batch_mut(&mut self) -> &mut Batch {
+        &mut self.batch
+    }
+
+    /// The rows the save settles, taken, and the batch and its digests emptied for the next.
+    pub(super) fn saved(&mut self) -> Vec<(HostId, i64)> {
+        self.batch = Batch::default();
+        self.digests.clear();
+        std::mem::take(&mut self.settled)
+    }
+
+    /// The batch as it stands.
+    pub(super) fn batch(&self) -> &Batch {
+        &self.batch
+    }
+}
