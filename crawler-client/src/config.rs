@@ -534,7 +534,7 @@ pub enum ConfigError {
     OutOfRange(String),
     /// The console's address or token is refused.
     #[error(transparent)]
-    ConsoleBind(#[from] webcoop_protocol::console::access::BindError),
+    ConsoleBind(#[from] webcoop_daemon::console::access::BindError),
     /// The console's token file could not be read.
     #[error("console token file {path}: {source}")]
     ConsoleTokenFile {
@@ -642,10 +642,24 @@ pub fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
         path: path.to_path_buf(),
         source,
     })?;
-    toml::from_str(&text).map_err(|source| ConfigError::FileInvalid {
-        path: path.to_path_buf(),
-        source,
-    })
+    let mut file: FileConfig =
+        toml::from_str(&text).map_err(|source| ConfigError::FileInvalid {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    // Relative paths in the file are relative to the file, as in the agent's: a file read from
+    // /etc means the same wherever the crawl is started.
+    let dir = path.parent().unwrap_or(Path::new(""));
+    let beside = |p: &Path| if p.is_absolute() { p.to_path_buf() } else { dir.join(p) };
+    if let Some(p) = file.console_token_file.as_mut() {
+        *p = beside(p);
+    }
+    for seed in file.seeds.iter_mut().flatten() {
+        if !seed.contains("://") {
+            *seed = beside(Path::new(seed.as_str())).to_string_lossy().into_owned();
+        }
+    }
+    Ok(file)
 }
 
 /// The settings from the command line and the config file.
@@ -772,7 +786,7 @@ fn console(args: &CrawlArgs, file: &FileConfig) -> Result<Option<ConsoleSettings
         (None, Some(path)) => Some(read_token_file(path)?),
         (None, None) => None,
     };
-    webcoop_protocol::console::access::check_bind(addr.ip(), token.as_deref())?;
+    webcoop_daemon::console::access::check_bind(addr.ip(), token.as_deref())?;
     Ok(Some(ConsoleSettings { addr, token }))
 }
 
@@ -1031,6 +1045,38 @@ mod tests {
                 ("a.test".to_string(), "127.0.0.1:0".parse().unwrap())
             ]
         );
+    }
+
+    #[test]
+    fn relative_paths_in_the_file_are_relative_to_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let etc = dir.path().join("etc");
+        std::fs::create_dir(&etc).unwrap();
+        std::fs::write(etc.join("seeds.txt"), "http://a.test/\n").unwrap();
+        std::fs::write(etc.join("token"), "0123456789abcdef0123456789abcdef\n").unwrap();
+        let cfg = etc.join("crawl.toml");
+        std::fs::write(
+            &cfg,
+            "seeds = [\"seeds.txt\", \"https://b.test/\"]\nconsole_token_file = \"token\"\n",
+        )
+        .unwrap();
+        let file = read_file(&cfg).unwrap();
+        assert_eq!(
+            file.seeds.as_deref().unwrap(),
+            [
+                etc.join("seeds.txt").to_string_lossy().into_owned(),
+                "https://b.test/".to_string()
+            ]
+        );
+        assert_eq!(file.console_token_file, Some(etc.join("token")));
+        let args = CrawlArgs {
+            out: dir.path().join("out"),
+            config: Some(cfg),
+            ..Default::default()
+        };
+        let s = settings(&args).unwrap();
+        let seeds: Vec<&str> = s.seeds.iter().map(Url::as_str).collect();
+        assert_eq!(seeds, ["http://a.test/", "https://b.test/"]);
     }
 
     #[test]

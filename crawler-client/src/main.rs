@@ -520,7 +520,9 @@ fn tune_malloc() {
 
 fn main() -> ExitCode {
     tune_malloc();
-    if let Some(code) = generate_docs(<Cli as clap::CommandFactory>::command()) {
+    if let Some(code) =
+        webcoop_daemon::generated_docs::generate_if_asked(<Cli as clap::CommandFactory>::command())
+    {
         return code;
     }
     // The crawl directory holds subscription secrets: what the crawler writes is its user's
@@ -594,33 +596,4 @@ fn main() -> ExitCode {
             }
         }
     }
-}
-
-/// With `WEBCOOP_GENERATE=DIR` (for packaging): writes the man pages (`man1/`) and the bash,
-/// zsh and fish completions (`completions/`) of this command line into DIR, and exits.
-fn generate_docs(cmd: clap::Command) -> Option<ExitCode> {
-    let dir = std::path::PathBuf::from(std::env::var_os("WEBCOOP_GENERATE")?);
-    let name = cmd.get_name().to_string();
-    let written = (|| -> std::io::Result<()> {
-        let man = dir.join("man1");
-        std::fs::create_dir_all(&man)?;
-        clap_mangen::generate_to(cmd.clone(), &man)?;
-        let completions = dir.join("completions");
-        std::fs::create_dir_all(&completions)?;
-        for shell in [
-            clap_complete::Shell::Bash,
-            clap_complete::Shell::Zsh,
-            clap_complete::Shell::Fish,
-        ] {
-            clap_complete::generate_to(shell, &mut cmd.clone(), &name, &completions)?;
-        }
-        Ok(())
-    })();
-    Some(match written {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("{name}: generating into {}: {e}", dir.display());
-            ExitCode::FAILURE
-        }
-    })
 }

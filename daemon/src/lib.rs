@@ -1,4 +1,9 @@
-//! What the agent and the crawler share about the machine they run on, beyond the wire
-//! formats of `webcoop-protocol`.
+//! What the agent and the crawler share as long-running services, beyond the wire formats of
+//! `webcoop-protocol`: state only their user may read ([`private`]), the live consoles' access
+//! rules, assets and HTTP pieces ([`console`]), their databases' errors ([`sqlite_error`]),
+//! and the man pages and completions generated from their command lines ([`generated_docs`]).
 
+pub mod console;
+pub mod generated_docs;
 pub mod private;
+pub mod sqlite_error;

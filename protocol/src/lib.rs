@@ -18,7 +18,6 @@
 pub mod changes_feed;
 pub mod clock;
 pub mod compression;
-pub mod console;
 pub mod dates;
 pub mod delta;
 pub mod error;

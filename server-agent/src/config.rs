@@ -614,7 +614,7 @@ impl Config {
                         Some(text.lines().next().unwrap_or("").trim().to_string())
                     }
                 };
-                webcoop_protocol::console::access::check_bind(addr.ip(), token.as_deref())
+                webcoop_daemon::console::access::check_bind(addr.ip(), token.as_deref())
                     .map_err(|e| ConfigError::Value(e.to_string()))?;
                 Some(ConsoleSettings { addr, token })
             }

@@ -26,7 +26,9 @@ fn human_bytes(n: u64) -> String {
 }
 
 fn main() -> ExitCode {
-    if let Some(code) = generate_docs(<Cli as clap::CommandFactory>::command()) {
+    if let Some(code) =
+        webcoop_daemon::generated_docs::generate_if_asked(<Cli as clap::CommandFactory>::command())
+    {
         return code;
     }
     // State is private whatever umask the agent was started with; published documents are
@@ -250,33 +252,4 @@ async fn shutdown_signal() {
         _ = ctrl_c => {}
         _ = term => {}
     }
-}
-
-/// With `WEBCOOP_GENERATE=DIR` (for packaging): writes the man pages (`man1/`) and the bash,
-/// zsh and fish completions (`completions/`) of this command line into DIR, and exits.
-fn generate_docs(cmd: clap::Command) -> Option<ExitCode> {
-    let dir = std::path::PathBuf::from(std::env::var_os("WEBCOOP_GENERATE")?);
-    let name = cmd.get_name().to_string();
-    let written = (|| -> std::io::Result<()> {
-        let man = dir.join("man1");
-        std::fs::create_dir_all(&man)?;
-        clap_mangen::generate_to(cmd.clone(), &man)?;
-        let completions = dir.join("completions");
-        std::fs::create_dir_all(&completions)?;
-        for shell in [
-            clap_complete::Shell::Bash,
-            clap_complete::Shell::Zsh,
-            clap_complete::Shell::Fish,
-        ] {
-            clap_complete::generate_to(shell, &mut cmd.clone(), &name, &completions)?;
-        }
-        Ok(())
-    })();
-    Some(match written {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("{name}: generating into {}: {e}", dir.display());
-            ExitCode::FAILURE
-        }
-    })
 }

@@ -10,6 +10,7 @@ use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, params};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use webcoop_daemon::sqlite_error::{Hints, SqliteError};
 use webcoop_protocol::changes_feed::ChangeKind;
 use webcoop_protocol::validator::Sha256Digest;
 
@@ -17,36 +18,19 @@ use webcoop_protocol::validator::Sha256Digest;
 pub const HISTORY_LEN: usize = 64;
 
 /// A state operation that failed.
-#[derive(Debug, thiserror::Error)]
-#[error("state database {path}: {source}{hint}")]
-pub struct StoreError {
-    path: PathBuf,
-    source: rusqlite::Error,
-    hint: &'static str,
-}
+pub type StoreError = SqliteError;
 
-impl StoreError {
-    fn new(path: &Path, source: rusqlite::Error) -> Self {
-        let hint = match source.sqlite_error_code() {
-            Some(rusqlite::ErrorCode::DiskFull) => {
-                " (disk full: nothing was saved, the changes will be picked up again)"
-            }
-            Some(rusqlite::ErrorCode::ReadOnly | rusqlite::ErrorCode::CannotOpen) => {
-                " (check the state directory's permissions)"
-            }
-            _ => "",
-        };
-        StoreError {
-            path: path.to_path_buf(),
-            source,
-            hint,
-        }
-    }
+/// What a failure of the state database tells the operator.
+const HINTS: Hints = Hints {
+    what: "state database",
+    disk_full: "disk full: nothing was saved, the changes will be picked up again",
+    cannot_open: "check the state directory's permissions",
+    read_only: "check the state directory's permissions",
+};
 
-    /// Whether the failure is the disk being full.
-    pub fn is_disk_full(&self) -> bool {
-        self.source.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull)
-    }
+/// `source`, which happened on the state database at `path`.
+fn store_error(path: &Path, source: rusqlite::Error) -> StoreError {
+    SqliteError::new(path, source, &HINTS)
 }
 
 /// Milliseconds since the epoch, the resolution of every stored time.
@@ -333,17 +317,17 @@ impl Store {
                 path.display()
             );
         }
-        let conn = Connection::open(&path).map_err(|e| StoreError::new(&path, e))?;
+        let conn = Connection::open(&path).map_err(|e| store_error(&path, e))?;
         conn.execute_batch(SCHEMA)
-            .map_err(|e| StoreError::new(&path, e))?;
-        migrate(&conn).map_err(|e| StoreError::new(&path, e))?;
+            .map_err(|e| store_error(&path, e))?;
+        migrate(&conn).map_err(|e| store_error(&path, e))?;
         let versions_bytes: i64 = conn
             .query_row(
                 "SELECT COALESCE(SUM(length(data)), 0) FROM versions",
                 [],
                 |r| r.get(0),
             )
-            .map_err(|e| StoreError::new(&path, e))?;
+            .map_err(|e| store_error(&path, e))?;
         Ok(Store {
             conn,
             path,
@@ -359,9 +343,9 @@ impl Store {
             &path,
             rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )
-        .map_err(|e| StoreError::new(&path, e))?;
+        .map_err(|e| store_error(&path, e))?;
         conn.busy_timeout(std::time::Duration::from_secs(5))
-            .map_err(|e| StoreError::new(&path, e))?;
+            .map_err(|e| store_error(&path, e))?;
         Ok(Store {
             conn,
             path,
@@ -398,7 +382,7 @@ impl Store {
     }
 
     fn err(&self, e: rusqlite::Error) -> StoreError {
-        StoreError::new(&self.path, e)
+        store_error(&self.path, e)
     }
 
     /// A setting remembered across runs.
@@ -478,7 +462,7 @@ impl Store {
         retention: &Retention,
     ) -> Result<Batch, StoreError> {
         let path = self.path.clone();
-        let e = |err| StoreError::new(&path, err);
+        let e = |err| store_error(&path, err);
         let tx = self.conn.transaction().map_err(e)?;
         let mut versions_bytes = self.versions_bytes as i64;
         {

@@ -19,7 +19,7 @@ use std::net::SocketAddr;
 pub enum ConsoleError {
     /// The address or token is refused.
     #[error(transparent)]
-    Bind(#[from] webcoop_protocol::console::access::BindError),
+    Bind(#[from] webcoop_daemon::console::access::BindError),
     /// The address could not be listened on.
     #[error("console on {addr}: {source}")]
     Listen {

@@ -1,5 +1,5 @@
 //! The console's HTTP side: the page, its assets, the JSON API and the event stream, behind
-//! the gate of `webcoop_protocol::console::access`.
+//! the gate of `webcoop_daemon::console::access`.
 //!
 //! API (all JSON; docs/CRAWLER.md has the fields):
 //! `GET /api/overview`, `GET /api/hosts`, `GET /api/hosts/{id}`, `GET /api/freshness`,
@@ -15,7 +15,7 @@ use crate::coop::site::{CoopConfig, SiteCoop};
 use crate::state::{HostFigures, Store};
 use axum::Json;
 use axum::extract::{ConnectInfo, Path, Request, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::StatusCode;
 use axum::middleware::Next;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -25,10 +25,10 @@ use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
-use webcoop_protocol::console::access::{self, Gate};
-use webcoop_protocol::console::assets;
+use webcoop_daemon::console::access::{self, Gate};
+use webcoop_daemon::console::http::{self, LazyStore};
 
 const PAGE: &str = include_str!("assets/crawl.html");
 const SCRIPT: &str = include_str!("assets/crawl.js");
@@ -40,7 +40,7 @@ const MAX_ACTION_BYTES: usize = 4 << 20;
 struct Console {
     gate: Gate,
     dir: PathBuf,
-    store: Mutex<Option<Store>>,
+    store: Arc<LazyStore<Store>>,
     live: Option<Arc<Live>>,
     log: ActionLog,
     fleet: bool,
@@ -114,7 +114,10 @@ fn bind(
     let console = Arc::new(Console {
         gate: Gate::new(settings.addr.ip(), settings.token.clone()),
         dir: dir.to_path_buf(),
-        store: Mutex::new(None),
+        store: Arc::new({
+            let dir = dir.to_path_buf();
+            LazyStore::new(move || Store::open_read_only(&dir).map_err(|e| e.to_string()))
+        }),
         live,
         log: ActionLog::new(dir),
         fleet,
@@ -123,17 +126,12 @@ fn bind(
 }
 
 async fn serve(listener: tokio::net::TcpListener, console: Arc<Console>) {
-    let app = axum::Router::new()
-        .route("/", get(page))
+    let app = http::with_shared_assets(axum::Router::new())
+        .route("/", get(|| async { http::page(PAGE) }))
         .route(
-            "/assets/console.css",
-            get(|| asset("text/css", assets::CSS)),
+            "/assets/crawl.js",
+            get(|| async { http::asset("text/javascript", SCRIPT) }),
         )
-        .route(
-            "/assets/console.js",
-            get(|| asset("text/javascript", assets::JS)),
-        )
-        .route("/assets/crawl.js", get(|| asset("text/javascript", SCRIPT)))
         .route("/api/overview", get(overview))
         .route("/api/hosts", get(hosts))
         .route("/api/hosts/{id}", get(host))
@@ -145,7 +143,7 @@ async fn serve(listener: tokio::net::TcpListener, console: Arc<Console>) {
                 .layer(axum::extract::DefaultBodyLimit::max(MAX_ACTION_BYTES)),
         )
         .route("/api/events", get(events))
-        .fallback(|| async { error(StatusCode::NOT_FOUND, "no such page of the console") })
+        .fallback(|| async { http::error(StatusCode::NOT_FOUND, "no such page of the console") })
         .layer(axum::middleware::from_fn_with_state(console.clone(), gate))
         .with_state(console)
         .into_make_service_with_connect_info::<SocketAddr>();
@@ -154,75 +152,22 @@ async fn serve(listener: tokio::net::TcpListener, console: Arc<Console>) {
     }
 }
 
-fn error(status: StatusCode, why: &str) -> Response {
-    (status, Json(json!({ "error": why }))).into_response()
-}
-
 /// Lets a request in or refuses it; sets the token's cookie when it came in the query.
 async fn gate(State(c): State<Arc<Console>>, request: Request, next: Next) -> Response {
-    let h = request.headers();
-    let verdict = c
-        .gate
-        .admit_request(request.method().as_str(), request.uri().query(), |name| {
-            h.get(name).and_then(|v| v.to_str().ok())
-        });
-    match verdict {
-        Err(refusal) => error(
-            StatusCode::from_u16(refusal.status).unwrap_or(StatusCode::FORBIDDEN),
-            refusal.reason,
-        ),
-        Ok(added) => {
-            if let Some(live) = &c.live {
-                live.touch(crate::clock::now_ms(), None);
-            }
-            let mut response = next.run(request).await;
-            let headers = response.headers_mut();
-            for (name, value) in added {
-                if let Ok(v) = HeaderValue::from_str(&value) {
-                    headers.insert(name, v);
-                }
-            }
-            response
+    http::admit(&c.gate, request, next, || {
+        if let Some(live) = &c.live {
+            live.touch(crate::clock::now_ms(), None);
         }
-    }
+    })
+    .await
 }
 
-async fn page() -> Response {
-    (
-        [
-            (header::CONTENT_TYPE, "text/html; charset=utf-8"),
-            (header::CONTENT_SECURITY_POLICY, assets::CSP),
-            (header::X_FRAME_OPTIONS, "DENY"),
-        ],
-        PAGE,
-    )
-        .into_response()
-}
-
-async fn asset(kind: &'static str, body: &'static str) -> Response {
-    ([(header::CONTENT_TYPE, kind)], body).into_response()
-}
-
-/// Runs `f` on the read-only state, opened at first use (a crawl just started may not have
-/// written its database yet).
+/// Runs `f` on the read-only store, opened at first use.
 async fn with_store<T: Send + 'static>(
     c: &Arc<Console>,
     f: impl FnOnce(&Store) -> Result<T, crate::state::StoreError> + Send + 'static,
 ) -> Result<T, Response> {
-    let c = c.clone();
-    tokio::task::spawn_blocking(move || {
-        let mut guard = c.store.lock().unwrap_or_else(|p| p.into_inner());
-        if guard.is_none() {
-            *guard = Some(Store::open_read_only(&c.dir).map_err(|e| e.to_string())?);
-        }
-        match guard.as_ref() {
-            Some(s) => f(s).map_err(|e| e.to_string()),
-            None => Err("the crawl's database is not open".to_string()),
-        }
-    })
-    .await
-    .map_err(|e| error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()))?
-    .map_err(|e| error(StatusCode::SERVICE_UNAVAILABLE, &e))
+    c.store.read("the crawl's database", f).await
 }
 
 async fn overview(State(c): State<Arc<Console>>) -> Response {
@@ -365,7 +310,7 @@ async fn host(State(c): State<Arc<Console>>, Path(id): Path<i64>) -> Response {
         Err(r) => return r,
     };
     let Some(figures) = figures else {
-        return error(StatusCode::NOT_FOUND, "no host with this id");
+        return http::error(StatusCode::NOT_FOUND, "no host with this id");
     };
     let live: HashMap<i64, HostLive> = c.live.as_ref().map_or_else(HashMap::new, |l| {
         l.view()
@@ -403,7 +348,7 @@ async fn actions(State(c): State<Arc<Console>>) -> Response {
         Ok((actions, problems)) => {
             Json(json!({ "actions": actions, "problems": problems })).into_response()
         }
-        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+        Err(e) => http::error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
     }
 }
 
@@ -414,14 +359,14 @@ async fn act(
 ) -> Response {
     let action: Action = match serde_json::from_slice(&body) {
         Ok(a) => a,
-        Err(e) => return error(StatusCode::BAD_REQUEST, &format!("not an action: {e}")),
+        Err(e) => return http::error(StatusCode::BAD_REQUEST, &format!("not an action: {e}")),
     };
     let action = match action.checked() {
         Ok(a) => a,
-        Err(e) => return error(StatusCode::BAD_REQUEST, &e),
+        Err(e) => return http::error(StatusCode::BAD_REQUEST, &e),
     };
     if c.fleet && matches!(action, Action::AddSeeds { .. }) {
-        return error(
+        return http::error(
             StatusCode::CONFLICT,
             "a fleet's seeds are the crawl's: give them with --seeds to a process that joins",
         );
@@ -435,13 +380,13 @@ async fn act(
         Some(live) => live.act(logged.clone()),
         None => {
             if matches!(logged.action, Action::Pause | Action::Resume) {
-                return error(
+                return http::error(
                     StatusCode::CONFLICT,
                     "the crawl is not running: pause and resume act on a running crawl",
                 );
             }
             if crate::state::is_running(&c.dir) {
-                return error(
+                return http::error(
                     StatusCode::CONFLICT,
                     "the crawl is running in another process: use its --console",
                 );
@@ -454,7 +399,7 @@ async fn act(
     };
     match result {
         Ok(()) => Json(json!({ "ok": true, "logged": logged, "applies": if c.live.is_some() { "now" } else { "at the next start" } })).into_response(),
-        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &format!("the action log could not be written: {e}")),
+        Err(e) => http::error(StatusCode::INTERNAL_SERVER_ERROR, &format!("the action log could not be written: {e}")),
     }
 }
 

@@ -25,7 +25,7 @@ impl Store {
     /// Hands checkpoints to a thread of its own (see [`Checkpointer`]); until it is dropped,
     /// this connection does none itself.
     pub fn checkpoint_in_background(&self) -> Result<Checkpointer, StoreError> {
-        let e = |source| StoreError::new(&self.path, source);
+        let e = |source| super::store_error(&self.path, source);
         let other = Connection::open(&self.path).map_err(e)?;
         other
             .busy_timeout(std::time::Duration::from_secs(5))
@@ -56,7 +56,7 @@ impl Store {
                 let _ = other.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);");
             })
             .map_err(|err| {
-                StoreError::new(
+                super::store_error(
                     &self.path,
                     rusqlite::Error::ToSqlConversionFailure(Box::new(err)),
                 )

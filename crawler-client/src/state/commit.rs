@@ -7,7 +7,7 @@ impl Store {
     /// Saves a batch in one transaction.
     pub fn commit(&mut self, batch: &Batch) -> Result<(), StoreError> {
         let path = self.path.clone();
-        let e = |source| StoreError::new(&path, source);
+        let e = |source| super::store_error(&path, source);
         let tx = self.conn.transaction().map_err(e)?;
         save_queue(&tx, batch).map_err(e)?;
         save_pages(&tx, batch).map_err(e)?;

@@ -36,35 +36,25 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use schema::{CACHE_KIB, SCHEMA, migrate};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use webcoop_daemon::sqlite_error::{Hints, SqliteError};
 
 /// The `error` of a page robots.txt forbids.
 pub const DISALLOWED: &str = "disallowed by robots.txt";
 
 /// A failure of the crawl database.
-#[derive(Debug, thiserror::Error)]
-#[error("crawl state {path}: {source}{hint}")]
-pub struct StoreError {
-    path: PathBuf,
-    source: rusqlite::Error,
-    hint: &'static str,
-}
+pub type StoreError = SqliteError;
 
-impl StoreError {
-    fn new(path: &Path, source: rusqlite::Error) -> Self {
-        let hint = match source.sqlite_error_code() {
-            Some(rusqlite::ErrorCode::DiskFull) => {
-                " (disk full: the crawl stopped at its last saved batch and resumes from there)"
-            }
-            Some(rusqlite::ErrorCode::CannotOpen) => " (is the --out directory readable?)",
-            Some(rusqlite::ErrorCode::ReadOnly) => " (is the --out directory writable?)",
-            _ => "",
-        };
-        StoreError {
-            path: path.to_path_buf(),
-            source,
-            hint,
-        }
-    }
+/// What a failure of the crawl database tells the operator.
+const HINTS: Hints = Hints {
+    what: "crawl state",
+    disk_full: "disk full: the crawl stopped at its last saved batch and resumes from there",
+    cannot_open: "is the --out directory readable?",
+    read_only: "is the --out directory writable?",
+};
+
+/// `source`, which happened on the crawl database at `path`.
+fn store_error(path: &Path, source: rusqlite::Error) -> StoreError {
+    SqliteError::new(path, source, &HINTS)
 }
 
 /// The crawl database.
@@ -77,7 +67,7 @@ impl Store {
     /// Opens (or creates) the state in `dir`.
     pub fn open(dir: &Path) -> Result<Store, StoreError> {
         let path = dir.join("crawl.sqlite");
-        let e = |source| StoreError::new(&path, source);
+        let e = |source| store_error(&path, source);
         // It holds the crawler's hub subscription secrets.
         if let Err(err) = webcoop_daemon::private::private_database(&path) {
             tracing::warn!(
@@ -98,7 +88,7 @@ impl Store {
     /// Opens an existing state for reading only (`status` while a crawl runs).
     pub fn open_read_only(dir: &Path) -> Result<Store, StoreError> {
         let path = dir.join("crawl.sqlite");
-        let e = |source| StoreError::new(&path, source);
+        let e = |source| store_error(&path, source);
         let conn =
             Connection::open_with_flags(&path, OpenFlags::SQLITE_OPEN_READ_ONLY).map_err(e)?;
         conn.busy_timeout(std::time::Duration::from_secs(5))
@@ -107,7 +97,7 @@ impl Store {
     }
 
     fn err(&self, source: rusqlite::Error) -> StoreError {
-        StoreError::new(&self.path, source)
+        store_error(&self.path, source)
     }
 
     /// Every row of a query, mapped.

@@ -13,7 +13,7 @@ use crate::service::metrics::{Metrics, OutcomeLabels};
 use crate::store::{Store, to_ms};
 use axum::Json;
 use axum::extract::{Query, Request, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::StatusCode;
 use axum::middleware::Next;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -22,10 +22,10 @@ use serde_json::{Value, json};
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
-use webcoop_protocol::console::access::{self, Gate};
-use webcoop_protocol::console::assets;
+use webcoop_daemon::console::access::{self, Gate};
+use webcoop_daemon::console::http::{self, LazyStore};
 
 const PAGE: &str = include_str!("assets/agent.html");
 const SCRIPT: &str = include_str!("assets/agent.js");
@@ -50,7 +50,7 @@ struct Console {
     setup: Setup,
     activity: Arc<Activity>,
     metrics: Option<Arc<Metrics>>,
-    store: Mutex<Option<Store>>,
+    store: Arc<LazyStore<Store>>,
     tick: tokio::sync::watch::Sender<u64>,
 }
 
@@ -69,33 +69,31 @@ pub async fn start(
     let local = listener
         .local_addr()
         .map_err(|e| format!("console on {}: {e}", settings.addr))?;
+    let state = setup.state.clone();
     let console = Arc::new(Console {
         gate: Gate::new(settings.addr.ip(), settings.token.clone()),
         setup,
         activity,
         metrics,
-        store: Mutex::new(None),
+        store: Arc::new({
+            LazyStore::new(move || Store::open_read_only(&state).map_err(|e| e.to_string()))
+        }),
         tick: tokio::sync::watch::Sender::new(0),
     });
     tokio::spawn(sample(console.clone()));
-    let app = axum::Router::new()
-        .route("/", get(page))
+    let app = http::with_shared_assets(axum::Router::new())
+        .route("/", get(|| async { http::page(PAGE) }))
         .route(
-            "/assets/console.css",
-            get(|| asset("text/css", assets::CSS)),
+            "/assets/agent.js",
+            get(|| async { http::asset("text/javascript", SCRIPT) }),
         )
-        .route(
-            "/assets/console.js",
-            get(|| asset("text/javascript", assets::JS)),
-        )
-        .route("/assets/agent.js", get(|| asset("text/javascript", SCRIPT)))
         .route("/api/overview", get(overview))
         .route("/api/changes", get(changes))
         .route("/api/excluded", get(excluded))
         .route("/api/hub", get(hub))
         .route("/api/indexnow", get(indexnow))
         .route("/api/events", get(events))
-        .fallback(|| async { error(StatusCode::NOT_FOUND, "no such page of the console") })
+        .fallback(|| async { http::error(StatusCode::NOT_FOUND, "no such page of the console") })
         .layer(axum::middleware::from_fn_with_state(console.clone(), gate))
         .with_state(console);
     tokio::spawn(async move {
@@ -125,70 +123,16 @@ async fn sample(c: Arc<Console>) {
     }
 }
 
-fn error(status: StatusCode, why: &str) -> Response {
-    (status, Json(json!({ "error": why }))).into_response()
-}
-
 async fn gate(State(c): State<Arc<Console>>, request: Request, next: Next) -> Response {
-    let h = request.headers();
-    let verdict = c
-        .gate
-        .admit_request(request.method().as_str(), request.uri().query(), |name| {
-            h.get(name).and_then(|v| v.to_str().ok())
-        });
-    match verdict {
-        Err(refusal) => error(
-            StatusCode::from_u16(refusal.status).unwrap_or(StatusCode::FORBIDDEN),
-            refusal.reason,
-        ),
-        Ok(added) => {
-            let mut response = next.run(request).await;
-            let headers = response.headers_mut();
-            for (name, value) in added {
-                if let Ok(v) = HeaderValue::from_str(&value) {
-                    headers.insert(name, v);
-                }
-            }
-            response
-        }
-    }
+    http::admit(&c.gate, request, next, || {}).await
 }
 
-async fn page() -> Response {
-    (
-        [
-            (header::CONTENT_TYPE, "text/html; charset=utf-8"),
-            (header::CONTENT_SECURITY_POLICY, assets::CSP),
-            (header::X_FRAME_OPTIONS, "DENY"),
-        ],
-        PAGE,
-    )
-        .into_response()
-}
-
-async fn asset(kind: &'static str, body: &'static str) -> Response {
-    ([(header::CONTENT_TYPE, kind)], body).into_response()
-}
-
-/// Runs `f` on the agent's state, read-only, opened at first use.
+/// Runs `f` on the read-only store, opened at first use.
 async fn with_store<T: Send + 'static>(
     c: &Arc<Console>,
     f: impl FnOnce(&Store) -> Result<T, crate::store::StoreError> + Send + 'static,
 ) -> Result<T, Response> {
-    let c = c.clone();
-    tokio::task::spawn_blocking(move || {
-        let mut guard = c.store.lock().unwrap_or_else(|p| p.into_inner());
-        if guard.is_none() {
-            *guard = Some(Store::open_read_only(&c.setup.state).map_err(|e| e.to_string())?);
-        }
-        match guard.as_ref() {
-            Some(s) => f(s).map_err(|e| e.to_string()),
-            None => Err("the agent's state is not open".to_string()),
-        }
-    })
-    .await
-    .map_err(|e| error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()))?
-    .map_err(|e| error(StatusCode::SERVICE_UNAVAILABLE, &e))
+    c.store.read("the agent's state", f).await
 }
 
 async fn overview(State(c): State<Arc<Console>>) -> Response {
@@ -280,8 +224,8 @@ async fn hub(State(c): State<Arc<Console>>) -> Response {
             .await;
     let subs = match subs {
         Ok(Ok(s)) => s,
-        Ok(Err(e)) => return error(StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
-        Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+        Ok(Err(e)) => return http::error(StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
+        Err(e) => return http::error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
     };
     let head = with_store(&c, |s| s.head_seq()).await.unwrap_or(0);
     let now = chrono::Utc::now();
