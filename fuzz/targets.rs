@@ -191,7 +191,7 @@ pub(crate) type Target = fn(&[u8]);
 /// A web server's configuration and `.htaccess` files (anyone who may write into the docroot
 /// writes the latter), read as nginx, Apache and `.htaccess` for what they hide from the judge.
 pub(crate) fn server_config(data: &[u8]) {
-    use webcoop_agent::server_config::{Site, TextKind, hidden_in_text};
+    use webcoop_agent::{Site, TextKind, hidden_in_text};
     let site = Site {
         docroot: std::path::Path::new("/var/www/site"),
         base_path: "/",

@@ -650,13 +650,21 @@ pub fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
     // Relative paths in the file are relative to the file, as in the agent's: a file read from
     // /etc means the same wherever the crawl is started.
     let dir = path.parent().unwrap_or(Path::new(""));
-    let beside = |p: &Path| if p.is_absolute() { p.to_path_buf() } else { dir.join(p) };
+    let beside = |p: &Path| {
+        if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            dir.join(p)
+        }
+    };
     if let Some(p) = file.console_token_file.as_mut() {
         *p = beside(p);
     }
     for seed in file.seeds.iter_mut().flatten() {
         if !seed.contains("://") {
-            *seed = beside(Path::new(seed.as_str())).to_string_lossy().into_owned();
+            *seed = beside(Path::new(seed.as_str()))
+                .to_string_lossy()
+                .into_owned();
         }
     }
     Ok(file)

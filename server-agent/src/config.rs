@@ -240,7 +240,7 @@ enum ByteSize {
 }
 
 /// Parses `1048576`, `512K`, `512KiB`, `20MB`, `2G`, `1TiB` (K/M/G/T are binary, as `du -h`).
-pub fn parse_bytes(text: &str) -> Result<u64, String> {
+pub(crate) fn parse_bytes(text: &str) -> Result<u64, String> {
     let t = text.trim();
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (digits, unit) = t.split_at(split);
@@ -324,7 +324,7 @@ pub struct ConsoleSettings {
 }
 
 /// Subscriptions the hub holds at most, unless told otherwise.
-pub const DEFAULT_MAX_SUBSCRIPTIONS: usize = 10_000;
+pub(crate) const DEFAULT_MAX_SUBSCRIPTIONS: usize = 10_000;
 
 /// Settings of the HTTP service (changes, deltas, hub, metrics).
 #[derive(Debug, Clone)]
@@ -369,7 +369,7 @@ impl Config {
 }
 
 /// The public URL prefix of the service for a site at `base_url`.
-pub fn default_public_url(base_url: &Url) -> Url {
+pub(crate) fn default_public_url(base_url: &Url) -> Url {
     base_url
         .join(".well-known/webcoop/")
         .unwrap_or_else(|_| base_url.clone())

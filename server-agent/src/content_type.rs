@@ -1,7 +1,7 @@
 //! Media types of files, and which are text (versioned for deltas) or binary (tracked only).
 
 /// The media type a web server would send for `path`, from its extension.
-pub fn of_path(path: &str) -> &'static str {
+pub(crate) fn of_path(path: &str) -> &'static str {
     let ext = path.rsplit_once('.').map(|(_, e)| e).unwrap_or("");
     if ext.contains('/') {
         return "application/octet-stream";
@@ -12,7 +12,7 @@ pub fn of_path(path: &str) -> &'static str {
 }
 
 /// Whether a media type is text that deltas and diffs make sense for.
-pub fn is_text(content_type: &str) -> bool {
+pub(crate) fn is_text(content_type: &str) -> bool {
     let essence = content_type.split(';').next().unwrap_or("").trim();
     essence.starts_with("text/")
         || essence.ends_with("+xml")

@@ -10,10 +10,10 @@ use std::time::{Duration, Instant};
 
 /// How long a file may stay open for writing before it is published anyway (writers that
 /// never close, such as logs).
-pub const OPEN_WRITE_LIMIT: Duration = Duration::from_secs(10);
+pub(crate) const OPEN_WRITE_LIMIT: Duration = Duration::from_secs(10);
 
 /// Paths waiting to be looked at.
-pub struct EventQueue {
+pub(crate) struct EventQueue {
     debounce: Duration,
     max_delay: Duration,
     pending: BTreeSet<String>,
@@ -28,7 +28,7 @@ pub struct EventQueue {
 impl EventQueue {
     /// A queue with this quiet window; batches never wait more than a second (or the window,
     /// if longer) after their first event.
-    pub fn new(debounce: Duration) -> Self {
+    pub(crate) fn new(debounce: Duration) -> Self {
         EventQueue {
             debounce,
             max_delay: Duration::from_secs(1).max(debounce),
@@ -42,7 +42,7 @@ impl EventQueue {
 
     /// Paths that changed at `at`; `written` when their content was written (the writer may
     /// still hold them open).
-    pub fn touched(&mut self, paths: Vec<String>, written: bool, at: Instant) {
+    pub(crate) fn touched(&mut self, paths: Vec<String>, written: bool, at: Instant) {
         for p in paths.into_iter().filter(|p| !p.is_empty()) {
             if written {
                 self.writing.insert(p.clone(), at);
@@ -54,7 +54,7 @@ impl EventQueue {
     }
 
     /// A writer closed these files at `at`.
-    pub fn closed(&mut self, paths: Vec<String>, at: Instant) {
+    pub(crate) fn closed(&mut self, paths: Vec<String>, at: Instant) {
         for p in &paths {
             self.writing.remove(p);
             self.retry.remove(p);
@@ -63,7 +63,7 @@ impl EventQueue {
     }
 
     /// Looks at these paths again a little later.
-    pub fn retry(&mut self, paths: Vec<String>) {
+    pub(crate) fn retry(&mut self, paths: Vec<String>) {
         let due = Instant::now() + self.debounce.max(Duration::from_millis(50));
         for p in paths {
             self.retry.insert(p, due);
@@ -71,7 +71,7 @@ impl EventQueue {
     }
 
     /// Drops everything pending (a full rescan covers it).
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.pending.clear();
         self.retry.clear();
         self.first = None;
@@ -79,7 +79,7 @@ impl EventQueue {
     }
 
     /// Whether the coalescing window is over.
-    pub fn ready(&self, now: Instant) -> bool {
+    pub(crate) fn ready(&self, now: Instant) -> bool {
         match (self.first, self.last) {
             (Some(first), Some(last)) => {
                 now >= last + self.debounce || now >= first + self.max_delay
@@ -89,7 +89,7 @@ impl EventQueue {
     }
 
     /// When something next needs doing.
-    pub fn deadline(&self) -> Option<Instant> {
+    pub(crate) fn deadline(&self) -> Option<Instant> {
         let window = match (self.first, self.last) {
             (Some(first), Some(last)) => Some((last + self.debounce).min(first + self.max_delay)),
             _ => None,
@@ -102,7 +102,7 @@ impl EventQueue {
     }
 
     /// The paths to look at now; files still open for writing wait (as retries).
-    pub fn take_ready(&mut self, now: Instant) -> BTreeSet<String> {
+    pub(crate) fn take_ready(&mut self, now: Instant) -> BTreeSet<String> {
         let due: Vec<String> = self
             .retry
             .iter()

@@ -1,26 +1,38 @@
 //! webcoop-agent: runs beside Apache or nginx, keeps an exact inventory of a docroot's public
 //! files and publishes what changed (robots.rdf, sitemaps, a changes feed).
 //!
-//! The `webcoop-agent` binary is a thin shell over [`agent::Agent`].
+//! The `webcoop-agent` binary is a thin shell over [`Agent`]. Its modules are private: what
+//! the binary, the tests, the examples and the fuzz targets use is re-exported here, and the
+//! rest is the crate's own.
 
-pub mod activity;
-pub mod agent;
-pub mod check;
-pub mod config;
-pub mod console;
-pub mod content_type;
-pub mod debounce;
-pub mod inventory;
-pub mod judge;
-pub mod privacy;
-pub mod publish;
-pub mod scan;
-pub(crate) mod secrets;
-pub mod server_config;
-pub mod service;
-pub mod store;
-pub mod urls;
-pub mod watch;
+mod activity;
+mod agent;
+mod check;
+mod config;
+mod console;
+mod content_type;
+mod debounce;
+mod inventory;
+mod judge;
+mod privacy;
+mod publish;
+mod scan;
+mod secrets;
+mod server_config;
+mod service;
+mod store;
+mod urls;
+mod watch;
+
+pub use activity::Activity;
+pub use agent::Agent;
+pub use check::check;
+pub use config::{AgentCommand, Cli, Config};
+pub use console::server::{Setup as ConsoleSetup, start as start_console};
+pub use publish::{ROBOTS_RDF, SITEMAP};
+pub use server_config::{Site, TextKind, hidden_in_text};
+pub use service::{Running, start as start_service, start_with as start_service_with};
+pub use store::Store;
 
 #[cfg(test)]
 mod layers {

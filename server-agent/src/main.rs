@@ -5,9 +5,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
-use webcoop_agent::activity::Activity;
-use webcoop_agent::agent::Agent;
-use webcoop_agent::config::{AgentCommand, Cli, Config};
+use webcoop_agent::Activity;
+use webcoop_agent::Agent;
+use webcoop_agent::{AgentCommand, Cli, Config};
 use webcoop_protocol::clock::Clock;
 
 fn human_bytes(n: u64) -> String {
@@ -69,7 +69,7 @@ fn main() -> ExitCode {
         return forget_versions(&config, &forget);
     }
     if matches!(command, Some(AgentCommand::Check)) {
-        let findings = webcoop_agent::check::check(&config);
+        let findings = webcoop_agent::check(&config);
         for f in &findings {
             println!("{f}");
         }
@@ -94,7 +94,7 @@ fn main() -> ExitCode {
 /// Drops the kept versions of `paths` from the state (beside a running agent too: SQLite's WAL
 /// lets both write, and the service checks a version is still kept before serving a delta).
 fn forget_versions(config: &Config, paths: &[String]) -> ExitCode {
-    let mut store = match webcoop_agent::store::Store::open(&config.state) {
+    let mut store = match webcoop_agent::Store::open(&config.state) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("webcoop-agent: {e}");
@@ -132,8 +132,8 @@ fn print_robots_lines(cli: &Cli) -> ExitCode {
     let join = |p: &str| base.join(p).map(String::from).unwrap_or_default();
     // Sitemap is read by every major crawler; Robots-RDF is an extension record, which
     // RFC 9309 parsers ignore, pointing cooperating crawlers at the full listing.
-    println!("Sitemap: {}", join(webcoop_agent::publish::SITEMAP));
-    println!("Robots-RDF: {}", join(webcoop_agent::publish::ROBOTS_RDF));
+    println!("Sitemap: {}", join(webcoop_agent::SITEMAP));
+    println!("Robots-RDF: {}", join(webcoop_agent::ROBOTS_RDF));
     ExitCode::SUCCESS
 }
 
@@ -192,7 +192,7 @@ fn run(config: Config, clock: Arc<dyn Clock>) -> Result<(), Box<dyn std::error::
             let listener = tokio::net::TcpListener::bind(service.listen)
                 .await
                 .map_err(|e| format!("cannot listen on {}: {e}", service.listen))?;
-            let r = webcoop_agent::service::start_with(
+            let r = webcoop_agent::start_service_with(
                 &config,
                 clock.clone(),
                 listener,
@@ -209,7 +209,7 @@ fn run(config: Config, clock: Arc<dyn Clock>) -> Result<(), Box<dyn std::error::
             running = Some(r);
         }
         if let Some(console) = &config.console {
-            let setup = webcoop_agent::console::server::Setup {
+            let setup = webcoop_agent::ConsoleSetup {
                 docroot: config.docroot.clone(),
                 base_url: config.base_url.to_string(),
                 state: config.state.clone(),
@@ -217,8 +217,7 @@ fn run(config: Config, clock: Arc<dyn Clock>) -> Result<(), Box<dyn std::error::
                 indexnow: config.indexnow.as_ref().map(|i| i.endpoint.to_string()),
             };
             let metrics = running.as_ref().map(|r| r.state.metrics.clone());
-            let addr =
-                webcoop_agent::console::server::start(console, setup, activity, metrics).await?;
+            let addr = webcoop_agent::start_console(console, setup, activity, metrics).await?;
             tracing::info!("console at http://{addr}/");
         }
         let stop = Arc::new(AtomicBool::new(false));

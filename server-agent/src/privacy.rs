@@ -10,7 +10,7 @@ use std::fmt;
 
 /// Why a path is not published.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Exclusion {
+pub(crate) enum Exclusion {
     /// A dotfile or anything in a dot-directory (`.git/`, `.htpasswd`, `.env`, `.well-known/`).
     Hidden,
     /// A version-control directory without a dot (`CVS/`, `RCS/`, `SCCS/`, `_darcs/`).
@@ -84,7 +84,7 @@ const EXECUTED_EXTS: &[&str] = &[
 ];
 
 /// The rules deciding which paths (relative to the docroot, `/`-separated) are public.
-pub struct PublicFilter {
+pub(crate) struct PublicFilter {
     include: Option<GlobSet>,
     exclude: GlobSet,
     robots: Robots,
@@ -139,7 +139,7 @@ enum Robots {
 /// Why a robots.txt is not one, if it is not: RFC 9309 files are UTF-8 lines that are empty,
 /// comments or `name: value` records. An HTML error page, a binary file or a file cut in the
 /// middle of a write would otherwise read as "no rules", and publish everything.
-pub fn robots_txt_problem(txt: &[u8]) -> Option<String> {
+pub(crate) fn robots_txt_problem(txt: &[u8]) -> Option<String> {
     let Ok(text) = std::str::from_utf8(txt) else {
         return Some("it is not UTF-8".into());
     };
@@ -161,7 +161,7 @@ fn truncate(s: &str, max: usize) -> &str {
 }
 
 /// The site's robots.txt as the agent found it.
-pub enum RobotsTxt<'a> {
+pub(crate) enum RobotsTxt<'a> {
     /// There is none, or it is ignored.
     Absent,
     /// Its bytes.
@@ -172,7 +172,7 @@ pub enum RobotsTxt<'a> {
 
 /// Everything a [`PublicFilter`] is built from.
 #[derive(Default)]
-pub struct FilterRules<'a> {
+pub(crate) struct FilterRules<'a> {
     /// `--include` globs (empty: everything).
     pub include: &'a [String],
     /// `--exclude` globs.
@@ -202,8 +202,10 @@ fn executed(name: &str, publish_ext: &[String]) -> bool {
 impl PublicFilter {
     /// Rules from the settings. `robots_txt` is the site's robots.txt, if it has one and it is
     /// to be respected; `own_dir` is where the agent's output directory lies within the docroot
-    /// (`Some("")` when it is the docroot itself, `None` when outside).
-    pub fn new(
+    /// (`Some("")` when it is the docroot itself, `None` when outside). The agent builds its
+    /// filter with [`PublicFilter::from_rules`]; this shorter form is for tests.
+    #[cfg(test)]
+    pub(crate) fn new(
         include: &[String],
         exclude: &[String],
         robots_txt: Option<&[u8]>,
@@ -219,7 +221,7 @@ impl PublicFilter {
     }
 
     /// The filter for `rules`.
-    pub fn from_rules(rules: FilterRules) -> Result<Self, PatternError> {
+    pub(crate) fn from_rules(rules: FilterRules) -> Result<Self, PatternError> {
         let include = if rules.include.is_empty() {
             None
         } else {
@@ -280,12 +282,12 @@ impl PublicFilter {
     }
 
     /// The places the server's rules hide from the judge, for the start-up log.
-    pub fn access(&self) -> &crate::server_config::ServerRules {
+    pub(crate) fn access(&self) -> &crate::server_config::ServerRules {
         &self.access
     }
 
     /// Why the site's robots.txt could not be read, if it could not: nothing is published.
-    pub fn robots_unreadable(&self) -> Option<&str> {
+    pub(crate) fn robots_unreadable(&self) -> Option<&str> {
         match &self.robots {
             Robots::Unreadable(why) => Some(why),
             _ => None,
@@ -293,7 +295,7 @@ impl PublicFilter {
     }
 
     /// Whether a directory may hold public files; a refused directory is not walked at all.
-    pub fn check_dir(&self, rel: &str) -> Result<(), Exclusion> {
+    pub(crate) fn check_dir(&self, rel: &str) -> Result<(), Exclusion> {
         let name = rel.rsplit('/').next().unwrap_or(rel);
         if name.starts_with('.') {
             return Err(Exclusion::Hidden);
@@ -318,7 +320,7 @@ impl PublicFilter {
     }
 
     /// Whether a file is public.
-    pub fn check_file(&self, rel: &str) -> Result<(), Exclusion> {
+    pub(crate) fn check_file(&self, rel: &str) -> Result<(), Exclusion> {
         let mut segments = rel.split('/').peekable();
         while let Some(seg) = segments.next() {
             if seg.starts_with('.') {

@@ -15,7 +15,7 @@ use webcoop_protocol::validator::{Sha256Digest, Sha256Stream};
 /// The status change time moves with permissions, owner and links, which decide whether the
 /// web server can serve the file at all.
 #[derive(Debug, Clone, Copy)]
-pub struct Stat {
+pub(crate) struct Stat {
     /// Bytes.
     pub size: u64,
     /// Nanoseconds since the epoch.
@@ -36,7 +36,7 @@ impl Eq for Stat {}
 
 impl Stat {
     /// From file metadata.
-    pub fn of(meta: &std::fs::Metadata) -> Stat {
+    pub(crate) fn of(meta: &std::fs::Metadata) -> Stat {
         let ns = |s: i64, n: i64| s.saturating_mul(1_000_000_000).saturating_add(n);
         Stat {
             size: meta.len(),
@@ -49,7 +49,7 @@ impl Stat {
 
 /// What a walk found.
 #[derive(Debug, Default)]
-pub struct Walk {
+pub(crate) struct Walk {
     /// Public files, with their stat, in no particular order.
     pub files: Vec<(String, Stat)>,
     /// Files and directories left out by the privacy rules.
@@ -59,7 +59,7 @@ pub struct Walk {
 }
 
 /// The docroot-relative, `/`-separated form of `path`, if it is valid UTF-8 and inside `root`.
-pub fn relative(root: &Path, path: &Path) -> Option<String> {
+pub(crate) fn relative(root: &Path, path: &Path) -> Option<String> {
     let rel = path.strip_prefix(root).ok()?;
     let s = rel.to_str()?;
     Some(s.to_string())
@@ -73,7 +73,7 @@ fn stays_inside(root: &Path, path: &Path) -> bool {
 
 /// One thing a walk found.
 #[derive(Debug)]
-pub enum Found {
+pub(crate) enum Found {
     /// A public file.
     File(String, Stat),
     /// Something that could not be read, in words for the log.
@@ -83,7 +83,7 @@ pub enum Found {
 /// Walks `root/sub` lazily, following symlinks only where they stay inside the docroot and
 /// never entering directories the privacy rules refuse. Owns what it needs, so the caller can
 /// act on each file (and change its own state) as the walk goes.
-pub struct Walker {
+pub(crate) struct Walker {
     inner: Box<dyn Iterator<Item = walkdir::Result<walkdir::DirEntry>>>,
     root: PathBuf,
     filter: Arc<PublicFilter>,
@@ -92,7 +92,7 @@ pub struct Walker {
 
 impl Walker {
     /// A walk of `root/sub` (`sub` = `""` for everything).
-    pub fn new(root: &Path, sub: &str, filter: Arc<PublicFilter>) -> Walker {
+    pub(crate) fn new(root: &Path, sub: &str, filter: Arc<PublicFilter>) -> Walker {
         let start: PathBuf = if sub.is_empty() {
             root.to_path_buf()
         } else {
@@ -142,12 +142,12 @@ impl Walker {
     }
 
     /// Files and directories left out so far.
-    pub fn excluded(&self) -> usize {
+    pub(crate) fn excluded(&self) -> usize {
         self.excluded.borrow().total
     }
 
     /// What was left out so far, and why.
-    pub fn exclusions(&self) -> Exclusions {
+    pub(crate) fn exclusions(&self) -> Exclusions {
         self.excluded.borrow().clone()
     }
 }
@@ -183,7 +183,7 @@ impl Iterator for Walker {
 }
 
 /// Walks `root/sub` into memory (for tests and small walks).
-pub fn walk(root: &Path, sub: &str, filter: Arc<PublicFilter>) -> Walk {
+pub(crate) fn walk(root: &Path, sub: &str, filter: Arc<PublicFilter>) -> Walk {
     let mut walker = Walker::new(root, sub, filter);
     let mut out = Walk::default();
     for found in walker.by_ref() {
@@ -198,7 +198,7 @@ pub fn walk(root: &Path, sub: &str, filter: Arc<PublicFilter>) -> Walk {
 
 /// A file's content as read.
 #[derive(Debug)]
-pub struct Content {
+pub(crate) struct Content {
     /// The stat after reading.
     pub stat: Stat,
     /// The bytes, when small enough to version (at most 64 MiB).
@@ -211,7 +211,7 @@ pub struct Content {
 
 /// Why a file could not be read as a stable version.
 #[derive(Debug)]
-pub enum ReadError {
+pub(crate) enum ReadError {
     /// It is gone.
     Gone,
     /// What the path names now is not a regular file inside the docroot (a symlink swapped in,
@@ -229,7 +229,7 @@ pub enum ReadError {
 /// docroot), and only then is the very same inode opened for reading through it. A symlink
 /// swapped in between a check and the read cannot redirect it, and a FIFO, device or socket
 /// planted under a public name is never opened for I/O.
-pub fn open_confined(
+pub(crate) fn open_confined(
     root: &Path,
     rel: &str,
 ) -> Result<(std::fs::File, std::fs::Metadata), ReadError> {
@@ -268,7 +268,7 @@ pub fn open_confined(
 /// Reads `root/rel` (see [`open_confined`]) and digests it; fails with
 /// [`ReadError::Unstable`] when its size or modification time changed during the read, so a
 /// file still being written is not published.
-pub fn read(root: &Path, rel: &str) -> Result<Content, ReadError> {
+pub(crate) fn read(root: &Path, rel: &str) -> Result<Content, ReadError> {
     let (mut file, meta) = open_confined(root, rel)?;
     let before = Stat::of(&meta);
     let (bytes, sha256, fast) = if before.size <= MAX_VERSION_BYTES as u64 {

@@ -15,10 +15,10 @@ use webcoop_protocol::changes_feed::ChangeKind;
 use webcoop_protocol::validator::Sha256Digest;
 
 /// Change times kept per file.
-pub const HISTORY_LEN: usize = 64;
+pub(crate) const HISTORY_LEN: usize = 64;
 
 /// A state operation that failed.
-pub type StoreError = SqliteError;
+pub(crate) type StoreError = SqliteError;
 
 /// What a failure of the state database tells the operator.
 const HINTS: Hints = Hints {
@@ -34,17 +34,17 @@ fn store_error(path: &Path, source: rusqlite::Error) -> StoreError {
 }
 
 /// Milliseconds since the epoch, the resolution of every stored time.
-pub fn to_ms(t: DateTime<Utc>) -> i64 {
+pub(crate) fn to_ms(t: DateTime<Utc>) -> i64 {
     t.timestamp_millis()
 }
 
 /// The inverse of [`to_ms`].
-pub fn from_ms(ms: i64) -> DateTime<Utc> {
+pub(crate) fn from_ms(ms: i64) -> DateTime<Utc> {
     DateTime::from_timestamp_millis(ms).unwrap_or(DateTime::UNIX_EPOCH)
 }
 
 /// Truncates a time to the stored resolution, so memory and disk always agree.
-pub fn truncate_ms(t: DateTime<Utc>) -> DateTime<Utc> {
+pub(crate) fn truncate_ms(t: DateTime<Utc>) -> DateTime<Utc> {
     from_ms(to_ms(t))
 }
 
@@ -72,7 +72,7 @@ pub struct LoggedChange {
 }
 
 /// Told of every batch of changes once it is saved (the service's hub and IndexNow listen).
-pub type ChangeObserver = Box<dyn FnMut(&[LoggedChange], &Inventory) + Send>;
+pub(crate) type ChangeObserver = Box<dyn FnMut(&[LoggedChange], &Inventory) + Send>;
 
 /// A text version to keep, compressed by the caller (in parallel, off the transaction).
 #[derive(Debug)]

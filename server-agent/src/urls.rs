@@ -25,13 +25,13 @@ const SEGMENT: &AsciiSet = &CONTROLS
 
 /// Appends the URL of docroot path `rel` (`/`-separated, no leading `/`) under `base`
 /// (which ends with `/`).
-pub fn push_url(out: &mut String, base: &Url, rel: &str) {
+pub(crate) fn push_url(out: &mut String, base: &Url, rel: &str) {
     out.push_str(base.as_str());
     push_encoded_path(out, rel);
 }
 
 /// Appends `rel` with each segment percent-encoded.
-pub fn push_encoded_path(out: &mut String, rel: &str) {
+pub(crate) fn push_encoded_path(out: &mut String, rel: &str) {
     for (i, segment) in rel.split('/').enumerate() {
         if i > 0 {
             out.push('/');
@@ -41,7 +41,7 @@ pub fn push_encoded_path(out: &mut String, rel: &str) {
 }
 
 /// The URL of docroot path `rel`.
-pub fn url_of(base: &Url, rel: &str) -> Url {
+pub(crate) fn url_of(base: &Url, rel: &str) -> Url {
     let mut s = String::new();
     push_url(&mut s, base, rel);
     // The base is a valid URL and the path is fully encoded, so this only fails on a bug.

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 /// What the watcher reports.
 #[derive(Debug)]
-pub enum Signal {
+pub(crate) enum Signal {
     /// These paths (absolute) may have changed.
     Paths(Vec<PathBuf>),
     /// These files were written to and may still be open for writing.
@@ -22,14 +22,14 @@ pub enum Signal {
 
 /// A running watcher; events arrive on [`Watcher::signals`], each with the time the watcher
 /// thread received it (so a busy consumer still debounces from when things happened).
-pub struct Watcher {
+pub(crate) struct Watcher {
     _inner: notify::RecommendedWatcher,
     signals: Receiver<(Instant, Signal)>,
 }
 
 /// Why watching could not start.
 #[derive(Debug, thiserror::Error)]
-pub enum WatchError {
+pub(crate) enum WatchError {
     /// The inotify watch limit is reached.
     #[error(
         "the kernel's inotify watch limit is reached (fs.inotify.max_user_watches); raise it, e.g. `sysctl fs.inotify.max_user_watches=1048576`"
@@ -76,7 +76,7 @@ fn classify(result: notify::Result<Event>) -> Option<Signal> {
 
 impl Watcher {
     /// Starts watching `root` recursively.
-    pub fn start(root: &Path) -> Result<Watcher, WatchError> {
+    pub(crate) fn start(root: &Path) -> Result<Watcher, WatchError> {
         let (tx, rx) = channel();
         let mut inner = notify::recommended_watcher(move |result| {
             if let Some(signal) = classify(result) {
@@ -97,14 +97,14 @@ impl Watcher {
     }
 
     /// The stream of signals.
-    pub fn signals(&self) -> &Receiver<(Instant, Signal)> {
+    pub(crate) fn signals(&self) -> &Receiver<(Instant, Signal)> {
         &self.signals
     }
 
     /// Watches one file itself, whatever path it is written through: a file with several
     /// hard links changes without any event in the docroot's directories when written, or
     /// made unreadable, through a link elsewhere.
-    pub fn watch_file(&mut self, path: &Path) -> Result<(), String> {
+    pub(crate) fn watch_file(&mut self, path: &Path) -> Result<(), String> {
         self._inner
             .watch(path, RecursiveMode::NonRecursive)
             .map_err(|e| e.to_string())
@@ -133,20 +133,20 @@ fn fingerprint(path: &Path) -> Option<Fingerprint> {
 /// watched by looking at their metadata: cheap for a handful of files, and it sees every way
 /// they change (in place, renamed over, removed, made unreadable).
 #[derive(Debug, Clone)]
-pub struct FileFingerprints {
+pub(crate) struct FileFingerprints {
     files: Vec<(PathBuf, Option<Fingerprint>)>,
 }
 
 impl FileFingerprints {
     /// The fingerprints of `paths` now.
-    pub fn of(paths: &[PathBuf]) -> FileFingerprints {
+    pub(crate) fn of(paths: &[PathBuf]) -> FileFingerprints {
         FileFingerprints {
             files: paths.iter().map(|p| (p.clone(), fingerprint(p))).collect(),
         }
     }
 
     /// Whether any of them changed since they were taken (or since the last call that said so).
-    pub fn changed(&mut self) -> bool {
+    pub(crate) fn changed(&mut self) -> bool {
         let mut changed = false;
         for (path, print) in &mut self.files {
             let now = fingerprint(path);

@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-use webcoop_agent::agent::Agent;
-use webcoop_agent::config::{Cli, Config};
-use webcoop_agent::service::Running;
+use webcoop_agent::Agent;
+use webcoop_agent::Running;
+use webcoop_agent::{Cli, Config};
 use webcoop_protocol::clock::ManualClock;
 
 pub(crate) const BASE: &str = "https://site.example/";
@@ -125,7 +125,7 @@ impl Site {
         agent.full_scan(false).unwrap();
         agent.publish().unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let running = webcoop_agent::service::start(&self.config, self.clock.clone(), listener)
+        let running = webcoop_agent::start_service(&self.config, self.clock.clone(), listener)
             .await
             .unwrap();
         self.addr = running.local_addr;
@@ -212,7 +212,7 @@ impl Site {
     }
 
     /// What the service noted for the console (IndexNow answers, deliveries).
-    pub(crate) fn activity(&self) -> std::sync::Arc<webcoop_agent::activity::Activity> {
+    pub(crate) fn activity(&self) -> std::sync::Arc<webcoop_agent::Activity> {
         self.running
             .as_ref()
             .map(|r| r.state.activity.clone())

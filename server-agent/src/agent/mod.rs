@@ -129,7 +129,7 @@ struct Read {
     version: Option<NewVersion>,
 }
 
-pub use crate::store::ChangeObserver;
+pub(crate) use crate::store::ChangeObserver;
 
 /// The agent for one docroot.
 pub struct Agent {

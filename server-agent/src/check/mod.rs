@@ -340,7 +340,7 @@ fn hidden_findings(rules: &ServerRules, out: &mut Vec<Finding>) {
 }
 
 /// The robots.txt lines that point crawlers at the agent's documents.
-pub fn robots_lines(config: &Config) -> [String; 2] {
+pub(crate) fn robots_lines(config: &Config) -> [String; 2] {
     let join = |p: &str| {
         config
             .base_url

@@ -2,4 +2,4 @@
 //! what was left out, the hub's subscribers and deliveries, IndexNow's answers. Served from the
 //! binary, guarded like the crawler's (`webcoop_daemon::console::access`).
 
-pub mod server;
+pub(crate) mod server;

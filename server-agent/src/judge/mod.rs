@@ -13,8 +13,8 @@
 mod target;
 mod verdict;
 
-pub use target::Target;
-pub use verdict::{Refusal, Verdict, of_response};
+pub(crate) use target::Target;
+pub(crate) use verdict::{Refusal, Verdict, of_response};
 
 use futures_util::StreamExt;
 use std::sync::Arc;
@@ -24,7 +24,7 @@ use webcoop_protocol::validator::{Sha256Digest, Sha256Stream};
 
 /// One file to judge: its docroot path and what its bytes are.
 #[derive(Debug, Clone)]
-pub struct Ask {
+pub(crate) struct Ask {
     /// The docroot path.
     pub path: String,
     /// SHA-256 of its bytes.
@@ -52,7 +52,7 @@ pub struct JudgeError(String);
 /// Asks the web server about files, several at once, on a runtime of its own (the agent's
 /// reconciliation is synchronous, and may run on a thread of another runtime: it waits on a
 /// channel, never inside this runtime).
-pub struct Judge {
+pub(crate) struct Judge {
     runtime: Option<tokio::runtime::Runtime>,
     client: reqwest::Client,
     target: Arc<Target>,
@@ -61,7 +61,7 @@ pub struct Judge {
 }
 
 /// A batch being judged while the caller does something else.
-pub struct Pending(std::sync::mpsc::Receiver<Vec<Verdict>>);
+pub(crate) struct Pending(std::sync::mpsc::Receiver<Vec<Verdict>>);
 
 impl Drop for Judge {
     fn drop(&mut self) {
@@ -74,7 +74,7 @@ impl Drop for Judge {
 
 impl Judge {
     /// A judge for the site at `base`.
-    pub fn new(base: &Url, settings: &JudgeSettings) -> Result<Judge, JudgeError> {
+    pub(crate) fn new(base: &Url, settings: &JudgeSettings) -> Result<Judge, JudgeError> {
         // reqwest is built without a TLS provider of its own: install ring's once.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let target = Target::new(base, &settings.server_url);
@@ -113,13 +113,13 @@ impl Judge {
     }
 
     /// The origin asked.
-    pub fn origin(&self) -> &str {
+    pub(crate) fn origin(&self) -> &str {
         self.target.origin()
     }
 
     /// Starts judging `asks`; their verdicts come back in the same order from
     /// [`Judge::finish`].
-    pub fn start(&self, asks: Vec<Ask>) -> Pending {
+    pub(crate) fn start(&self, asks: Vec<Ask>) -> Pending {
         let (client, target, n, timeout) = (
             self.client.clone(),
             self.target.clone(),
@@ -158,7 +158,7 @@ impl Judge {
     }
 
     /// The verdicts of a batch started with [`Judge::start`].
-    pub fn finish(&self, pending: Pending) -> Vec<Verdict> {
+    pub(crate) fn finish(&self, pending: Pending) -> Vec<Verdict> {
         pending
             .0
             .recv()
@@ -166,7 +166,7 @@ impl Judge {
     }
 
     /// Judges `asks` and waits for the verdicts, in the same order.
-    pub fn judge(&self, asks: Vec<Ask>) -> Vec<Verdict> {
+    pub(crate) fn judge(&self, asks: Vec<Ask>) -> Vec<Verdict> {
         let n = asks.len();
         let mut verdicts = self.finish(self.start(asks));
         // A failed task leaves one verdict for all: every file gets it.

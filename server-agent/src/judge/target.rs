@@ -5,7 +5,7 @@ use url::{Host, Url};
 
 /// Where and how to ask the web server for a docroot path.
 #[derive(Debug, Clone)]
-pub struct Target {
+pub(crate) struct Target {
     /// The origin requests go to.
     origin: String,
     /// The base URL's path (`/`, or `/site/`).
@@ -19,7 +19,7 @@ pub struct Target {
 
 impl Target {
     /// Requests for the site at `base` sent to `server` (an origin: scheme, host, port).
-    pub fn new(base: &Url, server: &Url) -> Target {
+    pub(crate) fn new(base: &Url, server: &Url) -> Target {
         let site_host = base.host_str().unwrap_or_default().to_string();
         let authority = match base.port() {
             Some(p) => format!("{site_host}:{p}"),
@@ -57,7 +57,7 @@ impl Target {
     }
 
     /// The URL asked for docroot path `rel`.
-    pub fn url_of(&self, rel: &str) -> String {
+    pub(crate) fn url_of(&self, rel: &str) -> String {
         let mut s = String::with_capacity(self.origin.len() + self.base_path.len() + rel.len());
         s.push_str(&self.origin);
         s.push_str(&self.base_path);
@@ -66,17 +66,17 @@ impl Target {
     }
 
     /// The `Host` header to send, when it differs from the URL's.
-    pub fn host_header(&self) -> Option<&str> {
+    pub(crate) fn host_header(&self) -> Option<&str> {
         self.host.as_deref()
     }
 
     /// A name the client must resolve to an address of its own choosing.
-    pub fn resolve(&self) -> Option<&(String, std::net::SocketAddr)> {
+    pub(crate) fn resolve(&self) -> Option<&(String, std::net::SocketAddr)> {
         self.resolve.as_ref()
     }
 
     /// The origin asked, for messages.
-    pub fn origin(&self) -> &str {
+    pub(crate) fn origin(&self) -> &str {
         &self.origin
     }
 }

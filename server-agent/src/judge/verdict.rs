@@ -5,7 +5,7 @@ use std::fmt;
 
 /// The web server's judgment of one file.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// Answered 200 with exactly the file's bytes: the file is what anyone gets.
     Public,
     /// Anything else: the file is not published.
@@ -16,7 +16,7 @@ pub enum Verdict {
 
 /// Why the server's answer refuses a file.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Refusal {
+pub(crate) enum Refusal {
     /// A status other than 200 (and not a redirect).
     Status(u16),
     /// A redirect, and where to.
@@ -46,7 +46,7 @@ impl fmt::Display for Refusal {
 
 impl Refusal {
     /// The reason as stored and shown.
-    pub fn reason(&self) -> String {
+    pub(crate) fn reason(&self) -> String {
         self.to_string()
     }
 }
@@ -54,7 +54,7 @@ impl Refusal {
 /// Reads what a response says: `status`, its `Location`, its `Content-Encoding`, and whether
 /// its body is the file's bytes (`same`, once read). 429 and 503 are a busy server, not a
 /// verdict.
-pub fn of_response(
+pub(crate) fn of_response(
     status: u16,
     location: Option<&str>,
     coding: Option<&str>,

@@ -11,12 +11,12 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Prefix of temporary files (a dotfile: never served as content by the privacy rules).
-pub const TEMP_PREFIX: &str = ".webcoop-tmp.";
+pub(crate) const TEMP_PREFIX: &str = ".webcoop-tmp.";
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// A document being written; becomes visible on [`AtomicFile::commit`], vanishes if dropped.
-pub struct AtomicFile {
+pub(crate) struct AtomicFile {
     tmp: PathBuf,
     dest: PathBuf,
     writer: Option<BufWriter<File>>,
@@ -24,7 +24,7 @@ pub struct AtomicFile {
 
 impl AtomicFile {
     /// Starts writing `dest`, creating its directory if needed.
-    pub fn create(dest: &Path) -> io::Result<AtomicFile> {
+    pub(crate) fn create(dest: &Path) -> io::Result<AtomicFile> {
         let dir = dest.parent().unwrap_or(Path::new("."));
         // Published documents are for everyone, whatever the umask (the unit's is 0077).
         webcoop_daemon::private::create_public_dir(dir)?;
@@ -48,7 +48,7 @@ impl AtomicFile {
 
     /// Flushes and renames over the destination; on failure (a full disk) the temporary file
     /// is removed and the previous document stays.
-    pub fn commit(mut self) -> io::Result<()> {
+    pub(crate) fn commit(mut self) -> io::Result<()> {
         let Some(writer) = self.writer.take() else {
             return Err(io::Error::other("document already committed"));
         };
@@ -91,7 +91,7 @@ impl Drop for AtomicFile {
 impl AtomicFile {
     /// Appends `len` bytes of `src` from `offset`, copied by the kernel (`copy_file_range`)
     /// where the filesystem allows, through a buffer otherwise.
-    pub fn copy_range(&mut self, src: &File, offset: u64, len: u64) -> io::Result<()> {
+    pub(crate) fn copy_range(&mut self, src: &File, offset: u64, len: u64) -> io::Result<()> {
         use std::os::fd::AsRawFd;
         use std::os::unix::fs::FileExt;
         let writer = self
@@ -145,14 +145,14 @@ impl AtomicFile {
 }
 
 /// Writes `bytes` to `dest` atomically.
-pub fn write_atomic(dest: &Path, bytes: &[u8]) -> io::Result<()> {
+pub(crate) fn write_atomic(dest: &Path, bytes: &[u8]) -> io::Result<()> {
     let mut f = AtomicFile::create(dest)?;
     f.write_all(bytes)?;
     f.commit()
 }
 
 /// Removes temporary files a killed run left in `dir`; returns how many.
-pub fn clean_stale(dir: &Path) -> usize {
+pub(crate) fn clean_stale(dir: &Path) -> usize {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return 0;
     };

@@ -11,12 +11,12 @@ use url::Url;
 use webcoop_protocol::changes_feed::{self, ChangeEntry, ChangesFeed};
 
 /// The feed's identity: the changes endpoint, whether served statically or by the agent.
-pub fn feed_id(base: &Url) -> String {
+pub(crate) fn feed_id(base: &Url) -> String {
     format!("{base}.well-known/webcoop/changes")
 }
 
 /// Turns logged changes into feed entries.
-pub fn entries(base: &Url, changes: &[LoggedChange]) -> Vec<ChangeEntry> {
+pub(crate) fn entries(base: &Url, changes: &[LoggedChange]) -> Vec<ChangeEntry> {
     changes
         .iter()
         .map(|c| ChangeEntry {
@@ -35,7 +35,7 @@ pub fn entries(base: &Url, changes: &[LoggedChange]) -> Vec<ChangeEntry> {
 }
 
 /// Writes the feed document of `changes` (oldest first) to `dest`.
-pub fn write_feed(
+pub(crate) fn write_feed(
     dest: &Path,
     base: &Url,
     self_link: Url,

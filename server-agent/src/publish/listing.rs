@@ -22,7 +22,7 @@ use webcoop_protocol::robots_rdf::{
 };
 
 /// What the channel says about the site.
-pub struct ListingContext<'a> {
+pub(crate) struct ListingContext<'a> {
     /// The docroot's URL.
     pub base: &'a Url,
     /// Where robots.rdf is served.
@@ -64,7 +64,7 @@ enum Op<'a> {
 
 /// Writes robots.rdf, splicing from the previous file when it can.
 #[derive(Default)]
-pub struct ListingWriter {
+pub(crate) struct ListingWriter {
     layout: Option<Layout>,
     /// Paths changed since the last publication, and whether each was in it.
     dirty: BTreeMap<String, bool>,
@@ -111,19 +111,19 @@ fn offset(pos: u64) -> io::Result<u32> {
 impl ListingWriter {
     /// Notes that `path` changed; `existed_before` says whether it was in the last listing
     /// (false for a creation). Only the first note of a path since a publication counts.
-    pub fn note(&mut self, path: &str, existed_before: bool) {
+    pub(crate) fn note(&mut self, path: &str, existed_before: bool) {
         self.dirty.entry(path.to_string()).or_insert(existed_before);
     }
 
     /// Forgets the layout: the next publication renders in full.
-    pub fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         self.layout = None;
         self.dirty.clear();
     }
 
     /// Writes the listing into `file`; `previous` is the file it replaces, if any. Returns the
     /// number of bytes written and whether it was spliced.
-    pub fn write(
+    pub(crate) fn write(
         &mut self,
         file: &mut AtomicFile,
         previous: Option<&File>,
@@ -190,7 +190,7 @@ impl ListingWriter {
     }
 
     /// Records the inode of the file once it is in place, so the next splice can recognise it.
-    pub fn committed(&mut self, published: &std::path::Path) {
+    pub(crate) fn committed(&mut self, published: &std::path::Path) {
         if let (Some(layout), Ok(meta)) = (self.layout.as_mut(), std::fs::metadata(published)) {
             layout.ino = meta.ino();
             if meta.len() != layout.len {

@@ -1,10 +1,10 @@
 //! Publishing: robots.rdf, the sitemaps and the static changes feed, each written atomically
 //! into the output directory (the docroot by default) so the web server serves them as files.
 
-pub mod atomic;
-pub mod feed;
-pub mod listing;
-pub mod sitemaps;
+pub(crate) mod atomic;
+pub(crate) mod feed;
+pub(crate) mod listing;
+pub(crate) mod sitemaps;
 
 use crate::inventory::Inventory;
 use crate::store::{Store, StoreError};
@@ -20,11 +20,11 @@ pub const ROBOTS_RDF: &str = "robots.rdf";
 /// File name of the sitemap (urlset or index).
 pub const SITEMAP: &str = "sitemap.xml";
 /// Sitemap parts are `sitemap-N.xml.gz`.
-pub const SITEMAP_PART_PREFIX: &str = "sitemap-";
+pub(crate) const SITEMAP_PART_PREFIX: &str = "sitemap-";
 /// See [`SITEMAP_PART_PREFIX`].
-pub const SITEMAP_PART_SUFFIX: &str = ".xml.gz";
+pub(crate) const SITEMAP_PART_SUFFIX: &str = ".xml.gz";
 /// Where the static changes feed goes, relative to the output directory.
-pub const FEED_PATH: &str = ".well-known/webcoop/changes.atom";
+pub(crate) const FEED_PATH: &str = ".well-known/webcoop/changes.atom";
 
 /// Why publishing failed.
 #[derive(Debug, thiserror::Error)]
@@ -73,7 +73,7 @@ pub struct PublishReport {
 
 /// Where the agent's own service answers, when it runs.
 #[derive(Debug, Clone)]
-pub struct ServiceLinks {
+pub(crate) struct ServiceLinks {
     /// The changes endpoint (`changes?since=`), also the WebSub topic.
     pub changes: Url,
     /// The WebSub hub.
@@ -84,7 +84,7 @@ pub struct ServiceLinks {
 
 impl ServiceLinks {
     /// The endpoints under a service prefix such as `https://www.example.org/.well-known/webcoop/`.
-    pub fn at(prefix: &Url) -> ServiceLinks {
+    pub(crate) fn at(prefix: &Url) -> ServiceLinks {
         let join = |p: &str| prefix.join(p).unwrap_or_else(|_| prefix.clone());
         ServiceLinks {
             changes: join("changes"),
@@ -95,7 +95,7 @@ impl ServiceLinks {
 }
 
 /// Publishes the documents of one site.
-pub struct Publisher {
+pub(crate) struct Publisher {
     out: PathBuf,
     base: Url,
     links: Option<ServiceLinks>,
@@ -106,7 +106,7 @@ pub struct Publisher {
 
 /// Whether the file at `path` was written by us: robots.rdf declares our namespace, sitemaps
 /// carry our generator comment (gzip parts are looked into). `None` when there is no file.
-pub fn written_by_us(path: &Path) -> std::io::Result<Option<bool>> {
+pub(crate) fn written_by_us(path: &Path) -> std::io::Result<Option<bool>> {
     let file = match std::fs::File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -132,7 +132,7 @@ pub fn written_by_us(path: &Path) -> std::io::Result<Option<bool>> {
 
 impl Publisher {
     /// A publisher writing into `out` for the site at `base`.
-    pub fn new(
+    pub(crate) fn new(
         out: &Path,
         base: &Url,
         feed_entries: usize,
@@ -151,7 +151,7 @@ impl Publisher {
 
     /// Refuses to start over documents someone else wrote (unless told to replace them) and
     /// removes temporary files a killed run left.
-    pub fn prepare(&mut self, replace_existing: bool) -> Result<usize, PublishError> {
+    pub(crate) fn prepare(&mut self, replace_existing: bool) -> Result<usize, PublishError> {
         if !replace_existing {
             let mut candidates = vec![self.out.join(ROBOTS_RDF), self.out.join(SITEMAP)];
             candidates.push(
@@ -176,14 +176,14 @@ impl Publisher {
     }
 
     /// The URL robots.rdf is served at.
-    pub fn listing_url(&self) -> Url {
+    pub(crate) fn listing_url(&self) -> Url {
         self.base
             .join(ROBOTS_RDF)
             .unwrap_or_else(|_| self.base.clone())
     }
 
     /// The URL of the static changes feed.
-    pub fn static_feed_url(&self) -> Url {
+    pub(crate) fn static_feed_url(&self) -> Url {
         self.base
             .join(FEED_PATH)
             .unwrap_or_else(|_| self.base.clone())
@@ -191,7 +191,7 @@ impl Publisher {
 
     /// Notes changes committed since the last publication, so robots.rdf is spliced rather
     /// than rendered in full.
-    pub fn note_changes(&mut self, changes: &[crate::store::LoggedChange]) {
+    pub(crate) fn note_changes(&mut self, changes: &[crate::store::LoggedChange]) {
         for c in changes {
             self.listing.note(
                 &c.path,
@@ -201,7 +201,7 @@ impl Publisher {
     }
 
     /// Publishes everything for the current inventory and change log.
-    pub fn publish(
+    pub(crate) fn publish(
         &mut self,
         inventory: &Inventory,
         store: &Store,
@@ -215,7 +215,7 @@ impl Publisher {
     }
 
     /// Publishes the sitemaps.
-    pub fn publish_sitemaps(
+    pub(crate) fn publish_sitemaps(
         &mut self,
         inventory: &Inventory,
         now: DateTime<Utc>,
@@ -227,7 +227,7 @@ impl Publisher {
     }
 
     /// Publishes robots.rdf, then the changes feed: what cooperating crawlers watch.
-    pub fn publish_listing_and_feed(
+    pub(crate) fn publish_listing_and_feed(
         &mut self,
         inventory: &Inventory,
         store: &Store,

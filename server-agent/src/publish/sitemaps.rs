@@ -18,7 +18,7 @@ use webcoop_protocol::sitemap::{
 
 /// Parts hold this many URLs on average by default: well under the protocol's 50,000, and
 /// small enough (about 1 MB) that rewriting the part an edit touches costs milliseconds.
-pub const DEFAULT_PART_URLS: usize = 10_000;
+pub(crate) const DEFAULT_PART_URLS: usize = 10_000;
 
 /// Rendered XML is handed to the file (or compressor) in pieces of this size.
 const FLUSH_AT: usize = 256 << 10;
@@ -34,7 +34,7 @@ pub struct SitemapReport {
 
 /// Remembers each part's fingerprint between publications.
 #[derive(Debug)]
-pub struct SitemapPublisher {
+pub(crate) struct SitemapPublisher {
     part_urls: usize,
     fingerprints: Vec<Option<u64>>,
 }
@@ -51,7 +51,7 @@ fn part_of(path: &str, parts: usize) -> usize {
 
 impl SitemapPublisher {
     /// Parts of about `part_urls` URLs once the site outgrows one file.
-    pub fn new(part_urls: usize) -> Self {
+    pub(crate) fn new(part_urls: usize) -> Self {
         SitemapPublisher {
             part_urls: part_urls.max(1),
             fingerprints: Vec::new(),
@@ -59,12 +59,12 @@ impl SitemapPublisher {
     }
 
     /// Forgets what was written (the files may have been changed behind our back).
-    pub fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         self.fingerprints.clear();
     }
 
     /// Publishes the sitemaps for `inventory` into `dir`.
-    pub fn publish(
+    pub(crate) fn publish(
         &mut self,
         dir: &Path,
         inventory: &Inventory,

@@ -84,7 +84,7 @@ pub struct Site<'a> {
 
 /// Every hidden place of a site, and the configuration files they were read from.
 #[derive(Debug, Clone, Default)]
-pub struct ServerRules {
+pub(crate) struct ServerRules {
     hidden: Vec<Hidden>,
     /// The server configuration files read (watched: a change means new rules).
     sources: Vec<PathBuf>,
@@ -92,12 +92,12 @@ pub struct ServerRules {
 
 impl ServerRules {
     /// No rules.
-    pub fn none() -> ServerRules {
+    pub(crate) fn none() -> ServerRules {
         ServerRules::default()
     }
 
     /// Hides everything (a configuration that cannot be read governs all of the site).
-    pub fn hide_all(&mut self, why: String) {
+    pub(crate) fn hide_all(&mut self, why: String) {
         self.hidden.push(Hidden {
             matcher: Matcher::Prefix("/".into()),
             source: why,
@@ -105,17 +105,17 @@ impl ServerRules {
     }
 
     /// The server configuration files the rules come from, includes too.
-    pub fn sources(&self) -> Vec<PathBuf> {
+    pub(crate) fn sources(&self) -> Vec<PathBuf> {
         self.sources.clone()
     }
 
     /// The hidden places, for the start-up log and `check`.
-    pub fn hidden(&self) -> &[Hidden] {
+    pub(crate) fn hidden(&self) -> &[Hidden] {
         &self.hidden
     }
 
     /// Why a docroot-relative file (`private/a.html`) is hidden, if it is.
-    pub fn hides(&self, rel: &str) -> Option<&Hidden> {
+    pub(crate) fn hides(&self, rel: &str) -> Option<&Hidden> {
         let path = format!("/{rel}");
         let name = rel.rsplit('/').next().unwrap_or(rel);
         self.hidden.iter().find(|r| match &r.matcher {
@@ -129,7 +129,7 @@ impl ServerRules {
     }
 
     /// Why a directory is hidden whole, if it is (rules on file names are checked per file).
-    pub fn hides_dir(&self, rel: &str) -> Option<&Hidden> {
+    pub(crate) fn hides_dir(&self, rel: &str) -> Option<&Hidden> {
         let path = format!("/{rel}/");
         self.hidden.iter().find(|r| match &r.matcher {
             Matcher::Prefix(p) => path.starts_with(p.as_str()),
@@ -139,7 +139,7 @@ impl ServerRules {
 
     /// Adds the rules of every `.htaccess` under `docroot` (symlinks are not followed: the
     /// agent never publishes through a link that leaves the docroot anyway).
-    pub fn add_htaccess_files(&mut self, site: Site) {
+    pub(crate) fn add_htaccess_files(&mut self, site: Site) {
         let walk = walkdir::WalkDir::new(site.docroot)
             .follow_links(false)
             .into_iter();
@@ -166,7 +166,7 @@ impl ServerRules {
 
     /// Adds one `.htaccess` governing the directory `rel_dir` (`""` for the docroot, else
     /// `/sub/dir`).
-    pub fn add_htaccess(&mut self, file: &Path, rel_dir: &str, site: Site) {
+    pub(crate) fn add_htaccess(&mut self, file: &Path, rel_dir: &str, site: Site) {
         let source = |why: &str| format!("{}: {why}", file.display());
         let whole_dir = |why: String| Hidden {
             matcher: Matcher::Prefix(format!("{rel_dir}/")),
@@ -194,7 +194,11 @@ impl ServerRules {
     }
 
     /// Adds the hidden places of an nginx or Apache configuration file and what it includes.
-    pub fn add_server_config(&mut self, file: &Path, site: Site) -> Result<(), ServerConfigError> {
+    pub(crate) fn add_server_config(
+        &mut self,
+        file: &Path,
+        site: Site,
+    ) -> Result<(), ServerConfigError> {
         let err = |reason: String| ServerConfigError {
             path: file.to_path_buf(),
             reason,

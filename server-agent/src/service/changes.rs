@@ -17,9 +17,9 @@ use webcoop_protocol::changes_feed::{self, ChangesFeed, Resync};
 use webcoop_protocol::validator::{EntityTag, IfNoneMatch};
 
 /// Changes per page unless the client asks otherwise.
-pub const DEFAULT_LIMIT: usize = 500;
+pub(crate) const DEFAULT_LIMIT: usize = 500;
 /// Most changes per page.
-pub const MAX_LIMIT: usize = 10_000;
+pub(crate) const MAX_LIMIT: usize = 10_000;
 
 fn parse_query(query: Option<&str>) -> Result<(Option<u64>, usize), String> {
     let mut since = None;
@@ -56,7 +56,7 @@ fn atom(status: StatusCode, etag: Option<&EntityTag>, body: String) -> Response 
 }
 
 /// The endpoint.
-pub async fn changes(
+pub(crate) async fn changes(
     State(s): State<Arc<ServiceState>>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,

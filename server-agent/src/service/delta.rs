@@ -30,13 +30,13 @@ use webcoop_protocol::delta::{self, DEFAULT_LEVEL, DeltaEncoding, DeltaPlan};
 use webcoop_protocol::validator::{IfNoneMatch, Sha256Digest};
 
 /// Largest file the endpoint answers for: bodies and versions are held in memory while encoded.
-pub const MAX_SERVED_BYTES: u64 = 16 << 20;
+pub(crate) const MAX_SERVED_BYTES: u64 = 16 << 20;
 
 /// Path prefix of the endpoint.
-pub const PREFIX: &str = "/.well-known/webcoop/delta/";
+pub(crate) const PREFIX: &str = "/.well-known/webcoop/delta/";
 
 /// The docroot path a request names, if it is a plain one.
-pub fn confine(raw: &str) -> Option<String> {
+pub(crate) fn confine(raw: &str) -> Option<String> {
     let lower = raw.to_ascii_lowercase();
     if raw.is_empty()
         || raw.contains('\\')
@@ -89,7 +89,11 @@ fn response(
 }
 
 /// The endpoint.
-pub async fn delta(State(s): State<Arc<ServiceState>>, uri: Uri, headers: HeaderMap) -> Response {
+pub(crate) async fn delta(
+    State(s): State<Arc<ServiceState>>,
+    uri: Uri,
+    headers: HeaderMap,
+) -> Response {
     let Some(rel) = uri.path().strip_prefix(PREFIX).and_then(confine) else {
         return plain(StatusCode::NOT_FOUND, "not a published resource\n");
     };

@@ -14,11 +14,11 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 
 /// Encodings running at once.
-pub const ENCODERS: usize = 4;
+pub(crate) const ENCODERS: usize = 4;
 /// Longest a request waits for an encoder.
-pub const QUEUE_WAIT: Duration = Duration::from_secs(5);
+pub(crate) const QUEUE_WAIT: Duration = Duration::from_secs(5);
 /// Longest a request waits for its encoding.
-pub const DEADLINE: Duration = Duration::from_secs(10);
+pub(crate) const DEADLINE: Duration = Duration::from_secs(10);
 
 /// Why no encoding came back.
 #[derive(Debug, Clone, thiserror::Error)]

@@ -16,7 +16,7 @@ use tokio::sync::watch;
 use url::Url;
 
 /// Where the cursor is kept.
-pub fn cursor_path(state: &Path) -> PathBuf {
+pub(crate) fn cursor_path(state: &Path) -> PathBuf {
     state.join("indexnow.cursor")
 }
 
@@ -34,16 +34,16 @@ fn save_cursor(path: &Path, seq: u64) {
 }
 
 /// Most URLs per request.
-pub const MAX_URLS: usize = 10_000;
+pub(crate) const MAX_URLS: usize = 10_000;
 
 /// The URL of the key file the agent publishes.
-pub fn key_location(base: &Url, key: &str) -> Url {
+pub(crate) fn key_location(base: &Url, key: &str) -> Url {
     base.join(&format!("{key}.txt"))
         .unwrap_or_else(|_| base.clone())
 }
 
 /// Who pings, where, and what it notes.
-pub struct Pinger {
+pub(crate) struct Pinger {
     /// The endpoint and key.
     pub config: IndexNowConfig,
     /// The site.
@@ -59,7 +59,12 @@ pub struct Pinger {
 /// Posts the URLs of every change after the saved cursor as the log's head moves, until the
 /// head channel closes. Changes within `gather` of each other go in one request. A first run
 /// starts from the head: enabling IndexNow does not ping a site's whole history.
-pub async fn run(pinger: Pinger, reader: Reader, state: PathBuf, mut head: watch::Receiver<u64>) {
+pub(crate) async fn run(
+    pinger: Pinger,
+    reader: Reader,
+    state: PathBuf,
+    mut head: watch::Receiver<u64>,
+) {
     let Pinger {
         config,
         base,

@@ -2,15 +2,15 @@
 //! `changes` (everything since a sequence number), `delta/{path}` (the difference against the
 //! version a client holds), `hub` (WebSub), `metrics` (Prometheus) and `healthz`.
 
-pub mod callback_net;
-pub mod changes;
-pub mod delta;
-pub mod encodings;
-pub mod hub;
-pub mod indexnow;
-pub mod metrics;
-pub mod negotiate;
-pub mod reader;
+pub(crate) mod callback_net;
+pub(crate) mod changes;
+pub(crate) mod delta;
+pub(crate) mod encodings;
+pub(crate) mod hub;
+pub(crate) mod indexnow;
+pub(crate) mod metrics;
+pub(crate) mod negotiate;
+pub(crate) mod reader;
 
 use crate::config::Config;
 use crate::inventory::Inventory;
@@ -63,7 +63,7 @@ pub struct ServiceState {
 }
 
 /// A plain-text answer.
-pub fn plain(status: StatusCode, text: &str) -> Response {
+pub(crate) fn plain(status: StatusCode, text: &str) -> Response {
     (
         status,
         [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
@@ -129,7 +129,7 @@ async fn healthz(State(s): State<Arc<ServiceState>>) -> Response {
 }
 
 /// The routes.
-pub fn router(state: Arc<ServiceState>) -> Router {
+pub(crate) fn router(state: Arc<ServiceState>) -> Router {
     Router::new()
         .route("/.well-known/webcoop/changes", get(changes::changes))
         .route("/.well-known/webcoop/delta/{*path}", get(delta::delta))

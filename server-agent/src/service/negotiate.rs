@@ -3,7 +3,7 @@
 use axum::http::HeaderMap;
 
 /// Whether `token` is in the comma-separated list of header `name`, not refused with `q=0`.
-pub fn accepts(headers: &HeaderMap, name: &str, token: &str) -> bool {
+pub(crate) fn accepts(headers: &HeaderMap, name: &str, token: &str) -> bool {
     headers
         .get_all(name)
         .iter()

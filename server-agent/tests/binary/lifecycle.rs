@@ -154,7 +154,7 @@ fn create_edit_rename_delete_touch_each_say_exactly_what_happened() {
 fn a_file_dated_in_the_future_is_published_not_waited_for() {
     let site = Site::new();
     site.write("index.html", "<h1>home</h1>");
-    let mut agent = site.agent_with(webcoop_agent::config::Cli {
+    let mut agent = site.agent_with(webcoop_agent::Cli {
         debounce_ms: Some(200),
         ..site.cli()
     });

@@ -54,7 +54,7 @@ enum Outcome {
 
 /// Settings of the dispatcher.
 #[derive(Debug, Clone)]
-pub struct DispatchSettings {
+pub(crate) struct DispatchSettings {
     /// How long changes are gathered into one delivery.
     pub window: Duration,
     /// How long a subscriber may keep failing before it is dropped.
@@ -73,7 +73,7 @@ struct Sub {
 }
 
 /// Everything a delivery task needs.
-pub struct DeliveryContext {
+pub(crate) struct DeliveryContext {
     /// HTTP client (no redirects, resolver enforcing the callback policy).
     pub client: reqwest::Client,
     /// The callback policy (checked for IP-literal hosts, which bypass the resolver).
@@ -85,7 +85,7 @@ pub struct DeliveryContext {
 }
 
 /// The dispatcher's state.
-pub struct Dispatcher {
+pub(crate) struct Dispatcher {
     subs: HashMap<String, Sub>,
     store: Arc<Mutex<SubscriptionStore>>,
     dirty: HashSet<String>,
@@ -106,7 +106,7 @@ fn backoff(attempts: u32) -> Duration {
 
 impl Dispatcher {
     /// A dispatcher over the stored subscriptions.
-    pub fn new(
+    pub(crate) fn new(
         store: SubscriptionStore,
         ctx: DeliveryContext,
         settings: DispatchSettings,
@@ -149,7 +149,7 @@ impl Dispatcher {
     }
 
     /// Runs until the head channel closes.
-    pub async fn run(
+    pub(crate) async fn run(
         mut self,
         mut head: watch::Receiver<u64>,
         mut commands: mpsc::Receiver<Command>,

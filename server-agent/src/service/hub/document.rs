@@ -14,11 +14,11 @@ use webcoop_protocol::delta::{self, DEFAULT_LEVEL, DeltaEncoding, DeltaPlan};
 use webcoop_protocol::websub::BodyCoding;
 
 /// Changes per delivery.
-pub const PAGE: usize = 500;
+pub(crate) const PAGE: usize = 500;
 /// A backlog longer than this is replaced by a resync marker.
-pub const MAX_BACKLOG: u64 = 10_000;
+pub(crate) const MAX_BACKLOG: u64 = 10_000;
 /// Deltas up to this size travel inside the delivery.
-pub const MAX_INLINE_DELTA: usize = 8 << 10;
+pub(crate) const MAX_INLINE_DELTA: usize = 8 << 10;
 
 /// One form of a delivery document, compressed once per coding for every subscriber that
 /// shares it.
@@ -63,7 +63,7 @@ impl Form {
 /// A delivery document: the changes after a cursor, as Atom for every subscriber and as CBOR
 /// for those that asked (written when first asked for).
 #[derive(Debug)]
-pub struct Document {
+pub(crate) struct Document {
     feed: ChangesFeed,
     atom: OnceLock<Form>,
     cbor: OnceLock<Form>,
@@ -82,7 +82,7 @@ impl Document {
     }
 
     /// The bytes to send: CBOR or Atom, with `coding`.
-    pub fn body_as(&self, cbor: bool, coding: Option<BodyCoding>) -> Bytes {
+    pub(crate) fn body_as(&self, cbor: bool, coding: Option<BodyCoding>) -> Bytes {
         let form = if cbor {
             self.cbor
                 .get_or_init(|| Form::new(changes_feed::write_cbor(&self.feed).into(), true))
@@ -95,7 +95,7 @@ impl Document {
 }
 
 /// Builds and shares delivery documents.
-pub struct Documents {
+pub(crate) struct Documents {
     reader: Reader,
     encodings: Arc<EncodingCache>,
     clock: Arc<dyn Clock>,
@@ -108,7 +108,7 @@ pub struct Documents {
 
 impl Documents {
     /// A builder for the site at `base`.
-    pub fn new(
+    pub(crate) fn new(
         reader: Reader,
         encodings: Arc<EncodingCache>,
         clock: Arc<dyn Clock>,
@@ -133,7 +133,7 @@ impl Documents {
     }
 
     /// The document taking a subscriber from `cursor` towards `upto`.
-    pub async fn get(&self, cursor: u64, upto: u64) -> Result<Arc<Document>, String> {
+    pub(crate) async fn get(&self, cursor: u64, upto: u64) -> Result<Arc<Document>, String> {
         self.cache
             .try_get_with((cursor, upto), self.build(cursor, upto))
             .await

@@ -1,9 +1,9 @@
 //! The WebSub hub for the changes topic (W3C Recommendation, 23 January 2018).
 
-pub mod dispatch;
-pub mod document;
-pub mod store;
-pub mod subscribe;
+pub(crate) mod dispatch;
+pub(crate) mod document;
+pub(crate) mod store;
+pub(crate) mod subscribe;
 
 use super::callback_net::CallbackPolicy;
 use governor::{DefaultKeyedRateLimiter, Quota};
@@ -16,11 +16,11 @@ use tokio::sync::{Semaphore, mpsc};
 use webcoop_protocol::websub::LeasePolicy;
 
 /// Longest callback URL accepted.
-pub const MAX_CALLBACK_LEN: usize = 2048;
+pub(crate) const MAX_CALLBACK_LEN: usize = 2048;
 /// Largest subscription request body accepted.
-pub const MAX_REQUEST_BYTES: usize = 16 << 10;
+pub(crate) const MAX_REQUEST_BYTES: usize = 16 << 10;
 /// Verifications of intent under way at once; more requests wait for none of them (503).
-pub const MAX_PENDING_VERIFICATIONS: usize = 64;
+pub(crate) const MAX_PENDING_VERIFICATIONS: usize = 64;
 
 /// The current subscriptions as the subscribe endpoint sees them: each callback's secret. The
 /// dispatcher keeps it; the endpoint reads it to enforce the cap and to protect secrets.
@@ -66,7 +66,7 @@ impl Registry {
 
 /// The network a client address belongs to for rate limiting: its /24 (IPv4) or /64 (IPv6),
 /// since one machine holds a whole prefix of addresses as easily as one.
-pub fn client_network(ip: IpAddr) -> IpAddr {
+pub(crate) fn client_network(ip: IpAddr) -> IpAddr {
     match ip {
         IpAddr::V4(v4) => IpAddr::V4(Ipv4Addr::from(u32::from(v4) & 0xFFFF_FF00)),
         IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
@@ -104,7 +104,7 @@ pub struct HubHandle {
 
 /// The content coding a callback's answer asks deliveries to use (RFC 7694 `Accept-Encoding`);
 /// on a tie, zstd for CBOR deliveries and gzip for Atom ones.
-pub fn accepted_coding(
+pub(crate) fn accepted_coding(
     headers: &reqwest::header::HeaderMap,
     cbor: bool,
 ) -> Option<webcoop_protocol::websub::BodyCoding> {
@@ -124,7 +124,7 @@ pub fn accepted_coding(
 }
 
 /// Whether a callback's answer asks for deliveries in CBOR (`Accept` naming its media type).
-pub fn accepts_cbor(headers: &reqwest::header::HeaderMap) -> bool {
+pub(crate) fn accepts_cbor(headers: &reqwest::header::HeaderMap) -> bool {
     headers
         .get_all(reqwest::header::ACCEPT)
         .iter()
@@ -145,14 +145,14 @@ pub fn accepts_cbor(headers: &reqwest::header::HeaderMap) -> bool {
 }
 
 /// Subscription requests allowed per client address: 30 a minute, 10 at once.
-pub fn subscribe_limiter() -> DefaultKeyedRateLimiter<IpAddr> {
+pub(crate) fn subscribe_limiter() -> DefaultKeyedRateLimiter<IpAddr> {
     let per_minute = NonZeroU32::new(30).unwrap_or(NonZeroU32::MIN);
     let burst = NonZeroU32::new(10).unwrap_or(NonZeroU32::MIN);
     governor::RateLimiter::keyed(Quota::per_minute(per_minute).allow_burst(burst))
 }
 
 /// Subscription requests allowed per client network: 120 a minute, 30 at once.
-pub fn network_limiter() -> DefaultKeyedRateLimiter<IpAddr> {
+pub(crate) fn network_limiter() -> DefaultKeyedRateLimiter<IpAddr> {
     let per_minute = NonZeroU32::new(120).unwrap_or(NonZeroU32::MIN);
     let burst = NonZeroU32::new(30).unwrap_or(NonZeroU32::MIN);
     governor::RateLimiter::keyed(Quota::per_minute(per_minute).allow_burst(burst))
@@ -161,7 +161,7 @@ pub fn network_limiter() -> DefaultKeyedRateLimiter<IpAddr> {
 /// The hub's HTTP client: no redirects (the spec counts them as failures), host names resolved
 /// through the callback policy, and no proxy from the environment (a proxy would resolve and
 /// connect on the hub's behalf, past the policy).
-pub fn http_client(policy: &CallbackPolicy) -> reqwest::Result<reqwest::Client> {
+pub(crate) fn http_client(policy: &CallbackPolicy) -> reqwest::Result<reqwest::Client> {
     reqwest::Client::builder()
         .no_proxy()
         .redirect(reqwest::redirect::Policy::none())

@@ -11,7 +11,7 @@ use webcoop_protocol::websub::BodyCoding;
 
 /// One verified subscription.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Subscription {
+pub(crate) struct Subscription {
     /// Where deliveries go.
     pub callback: Url,
     /// The HMAC key of `X-Hub-Signature`.
@@ -29,7 +29,7 @@ pub struct Subscription {
 }
 
 /// The subscriptions database.
-pub struct SubscriptionStore {
+pub(crate) struct SubscriptionStore {
     conn: Connection,
     path: PathBuf,
 }
@@ -44,7 +44,7 @@ pub struct HubStoreError {
 
 impl SubscriptionStore {
     /// Opens (or creates) `dir/hub.sqlite`.
-    pub fn open(dir: &Path) -> Result<Self, HubStoreError> {
+    pub(crate) fn open(dir: &Path) -> Result<Self, HubStoreError> {
         let path = dir.join("hub.sqlite");
         let e = |source| HubStoreError {
             path: path.clone(),
@@ -99,7 +99,7 @@ impl SubscriptionStore {
     }
 
     /// Every subscription.
-    pub fn load(&self) -> Result<Vec<Subscription>, HubStoreError> {
+    pub(crate) fn load(&self) -> Result<Vec<Subscription>, HubStoreError> {
         let mut stmt = self
             .conn
             .prepare(
@@ -140,7 +140,7 @@ impl SubscriptionStore {
 
     /// Saves subscriptions (new, renewed, or with a new cursor) and removes others, in one
     /// transaction.
-    pub fn save(
+    pub(crate) fn save(
         &mut self,
         upserts: &[Subscription],
         removals: &[Url],

@@ -39,7 +39,7 @@ pub(crate) fn client_ip(peer: SocketAddr, headers: &HeaderMap, trusted: &[ipnet:
 }
 
 /// The endpoint.
-pub async fn hub(
+pub(crate) async fn hub(
     State(s): State<Arc<ServiceState>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
