@@ -183,8 +183,8 @@ fn fleet(bin: &Path, n: usize, seeds: &Path, cfg: &Path, dir: &Path, concurrency
 /// Queues `n` URLs (about 45 bytes each, over 1,000 hosts) in a fresh Redis and prints what
 /// each costs in its memory.
 fn redis_memory(n: usize) {
-    use webcoop_crawler::frontier::fleet::queue::SharedQueue;
-    use webcoop_crawler::state::NewUrl;
+    use webcoop_crawler::NewUrl;
+    use webcoop_crawler::fleet::SharedQueue;
     let redis = webcoop_testkit::redis::RedisServer::start(false).expect("redis-server");
     let mut q = SharedQueue::connect(&redis.url(), "mem", "bench").expect("connect");
     let hosts: Vec<_> = (0..1000)
@@ -254,7 +254,7 @@ fn print_rows(rows: &[Row]) {
 /// right after the crawl: the machine's speed drifts, so each crawl is set beside a floor
 /// measured at the same time; and a child's peak RSS as wait4 reports it starts from this
 /// process's own at the fork, which the floor would grow.
-fn floor_of(out: &Path) -> webcoop_crawler::archive::floor::Floor {
+fn floor_of(out: &Path) -> webcoop_crawler::archives::floor::Floor {
     let o = Command::new(std::env::current_exe().expect("this bench's path"))
         .arg("--floor-of")
         .arg(out)
@@ -268,7 +268,7 @@ fn floor_of(out: &Path) -> webcoop_crawler::archive::floor::Floor {
         .collect();
     assert!(o.status.success() && n.len() == 6, "the floor: {text}");
     let ns = |v: u128| Duration::from_nanos(v as u64);
-    webcoop_crawler::archive::floor::Floor {
+    webcoop_crawler::archives::floor::Floor {
         pages: n[0] as u64,
         received: n[1] as u64,
         decoded: n[2] as u64,
@@ -279,7 +279,7 @@ fn floor_of(out: &Path) -> webcoop_crawler::archive::floor::Floor {
 }
 
 /// One row of the floor table.
-fn print_floor(name: &str, f: &webcoop_crawler::archive::floor::Floor, crawl: f64) {
+fn print_floor(name: &str, f: &webcoop_crawler::archives::floor::Floor, crawl: f64) {
     println!(
         "| {name} | {} | {:.1} | {:.3} | {:.3} | {:.3} | {crawl:.3} | {:.2}x |{}",
         f.pages,
@@ -389,9 +389,9 @@ fn main() {
         .collect();
     if let Some(out) = args.get("floor-of") {
         // The bench's sites are on loopback.
-        let f = webcoop_crawler::offline::floor_http::with_http(
+        let f = webcoop_crawler::tools::floor_with_http(
             Path::new(out),
-            webcoop_crawler::archive::warc::DEFAULT_LEVEL,
+            webcoop_crawler::archives::warc::DEFAULT_LEVEL,
             &["127.0.0.0/8".parse().expect("a CIDR")],
         )
         .expect("the floor");

@@ -105,41 +105,39 @@ pub(crate) fn http_values(data: &[u8]) {
     let _ = p::validator::Sha256Digest::from_structured_field(t);
     let _ = p::sniff::sniff(data);
     let now = chrono::DateTime::from_timestamp(1_800_000_000, 0).unwrap_or_default();
-    let politeness = webcoop_crawler::frontier::politeness::Politeness::default();
+    let politeness = webcoop_crawler::parsers::Politeness::default();
     let _ = politeness.retry_after(Some(t), now);
-    let _ = webcoop_crawler::analyze::robots_tag::parse(t.split('\n'), "webcoop-crawl");
+    let _ = webcoop_crawler::parsers::robots_tag::parse(t.split('\n'), "webcoop-crawl");
     if let Ok(base) = Url::parse("http://site.test/.well-known/webcoop/changes") {
-        let _ = webcoop_crawler::coop::discovery::link_header(&base, t);
+        let _ = webcoop_crawler::parsers::link_header(&base, t);
     }
 }
 
 /// robots.txt as the crawler obeys it: rules, Crawl-delay into a politeness delay, pointers.
 pub(crate) fn robots_txt(data: &[u8]) {
-    use webcoop_crawler::frontier::robots::Rules;
+    use webcoop_crawler::parsers::Rules;
     let rules = Rules::from_fetch(Some(200), data, "webcoop-crawl");
     for path in ["/", "/private/x", "/a?b=c", "/%E2%82%AC"] {
         if let Ok(u) = Url::parse(&format!("http://site.test{path}")) {
             let _ = rules.allows(&u);
         }
     }
-    let politeness = webcoop_crawler::frontier::politeness::Politeness::default();
+    let politeness = webcoop_crawler::parsers::Politeness::default();
     let delay = rules.crawl_delay();
     let _ = politeness.too_slow(delay);
     let wait = politeness.delay(delay, Duration::from_millis(5));
     // Whatever the file says, the wait is one the clock can add.
-    assert!(
-        wait <= webcoop_crawler::frontier::politeness::MAX_HONOURED_DELAY.max(politeness.max_delay)
-    );
+    assert!(wait <= webcoop_crawler::parsers::MAX_HONOURED_DELAY.max(politeness.max_delay));
     let _ = std::time::Instant::now().checked_add(wait).is_some();
     let _ = rules.sitemaps();
     if let Ok(robots) = Url::parse("http://site.test/robots.txt") {
-        let _ = webcoop_crawler::coop::discovery::robots_txt_pointers(&robots, data);
+        let _ = webcoop_crawler::parsers::robots_txt_pointers(&robots, data);
     }
 }
 
 /// URLs from links: resolution, normalisation, trap checks and scope.
 pub(crate) fn urls(data: &[u8]) {
-    use webcoop_crawler::analyze::url_norm;
+    use webcoop_crawler::parsers::url_norm;
     let t = text(data);
     let Ok(base) = Url::parse("http://site.test/dir/page.html?x=1") else {
         return;
@@ -154,10 +152,10 @@ pub(crate) fn urls(data: &[u8]) {
         let _ = url_norm::is_dynamic(&u);
         let _ = url_norm::fingerprint(&u);
         let _ = url_norm::origin_key(&u);
-        let policy = webcoop_crawler::analyze::scope::LinkPolicy::new(
-            webcoop_crawler::analyze::scope::Scope::Host,
+        let policy = webcoop_crawler::parsers::LinkPolicy::new(
+            webcoop_crawler::parsers::Scope::Host,
             std::slice::from_ref(&base),
-            webcoop_crawler::analyze::scope::Limits::default(),
+            webcoop_crawler::parsers::Limits::default(),
         );
         let _ = policy.admit(&u, 3);
     }
@@ -166,22 +164,22 @@ pub(crate) fn urls(data: &[u8]) {
 /// Link extraction from HTML (lol_html), with `<base>`, entities and meta robots.
 pub(crate) fn links(data: &[u8]) {
     if let Ok(page) = Url::parse("http://site.test/dir/page.html") {
-        let _ = webcoop_crawler::analyze::links::extract(&page, data);
+        let _ = webcoop_crawler::parsers::extract_links(&page, data);
     }
 }
 
 /// WARC replay after a crash: records read back from whatever the file holds, and the pages'
 /// content decoded from them.
 pub(crate) fn warc(data: &[u8]) {
-    for rec in webcoop_crawler::archive::warc::records_in(data, 0) {
-        let _ = webcoop_crawler::archive::warc::parse_http(&rec.block);
-        let _ = webcoop_crawler::archive::warc::content_of(&rec, 1 << 20);
+    for rec in webcoop_crawler::archives::warc::records_in(data, 0) {
+        let _ = webcoop_crawler::archives::warc::parse_http(&rec.block);
+        let _ = webcoop_crawler::archives::warc::content_of(&rec, 1 << 20);
     }
-    let _ = webcoop_crawler::archive::warc::parse_http(data);
-    let _ = webcoop_crawler::analyze::decode(Some("gzip"), data, true, 1 << 20);
-    let _ = webcoop_crawler::analyze::decode(Some("zstd"), data, true, 1 << 20);
-    let _ = webcoop_crawler::analyze::decode(Some("br"), data, true, 1 << 20);
-    let _ = webcoop_crawler::analyze::decode(Some("deflate"), data, true, 1 << 20);
+    let _ = webcoop_crawler::archives::warc::parse_http(data);
+    let _ = webcoop_crawler::parsers::decode(Some("gzip"), data, true, 1 << 20);
+    let _ = webcoop_crawler::parsers::decode(Some("zstd"), data, true, 1 << 20);
+    let _ = webcoop_crawler::parsers::decode(Some("br"), data, true, 1 << 20);
+    let _ = webcoop_crawler::parsers::decode(Some("deflate"), data, true, 1 << 20);
 }
 
 /// What a target does with one input.

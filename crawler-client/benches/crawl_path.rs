@@ -6,10 +6,10 @@
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
 use url::Url;
-use webcoop_crawler::analyze::links::extract;
-use webcoop_crawler::analyze::scope::{Limits, LinkPolicy, Scope};
-use webcoop_crawler::analyze::{Received, analyze};
-use webcoop_crawler::archive::warc::{self, Exchange};
+use webcoop_crawler::archives::warc::{self, Exchange};
+use webcoop_crawler::parsers::extract_links as extract;
+use webcoop_crawler::parsers::{Limits, LinkPolicy, Scope};
+use webcoop_crawler::parsers::{Received, analyze};
 
 fn page() -> Vec<u8> {
     let mut s = String::from(

@@ -25,16 +25,16 @@ fn clock() -> &'static dyn Clock {
 }
 
 /// Now.
-pub fn now() -> DateTime<Utc> {
+pub(crate) fn now() -> DateTime<Utc> {
     clock().now()
 }
 
 /// Milliseconds since the epoch.
-pub fn now_ms() -> i64 {
+pub(crate) fn now_ms() -> i64 {
     now().timestamp_millis()
 }
 
 /// How long to wait in real time for `ms` milliseconds of the crawler's time to pass.
-pub fn real_wait(ms: i64) -> Duration {
+pub(crate) fn real_wait(ms: i64) -> Duration {
     clock().real_duration(Duration::from_millis(ms.max(0) as u64))
 }

@@ -4,7 +4,7 @@
 use crate::analyze::scope::{Limits, Scope};
 use crate::fetch::FetchLimits;
 use crate::frontier::politeness::Politeness;
-pub use crate::progress::ProgressMode;
+pub(crate) use crate::progress::ProgressMode;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
@@ -13,7 +13,7 @@ use std::time::Duration;
 use url::Url;
 
 /// The default `User-Agent`.
-pub const DEFAULT_USER_AGENT: &str = concat!(
+pub(crate) const DEFAULT_USER_AGENT: &str = concat!(
     "webcoop-crawl/",
     env!("CARGO_PKG_VERSION"),
     " (+https://github.com/webcoop/webcoop)"
@@ -155,7 +155,7 @@ pub struct CrawlArgs {
 /// The TOML file. Durations are in seconds.
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct FileConfig {
+pub(crate) struct FileConfig {
     /// Seeds (URLs).
     pub seeds: Option<Vec<String>>,
     /// See `--max-pages`.
@@ -431,7 +431,7 @@ fn overlaid(args: &CrawlArgs) -> Result<(CrawlArgs, FileConfig), ConfigError> {
 
 /// The settings every process of a fleet shares, as this one was given them (from the config
 /// file and the flags): what a new crawl stores.
-pub fn shared_settings(
+pub(crate) fn shared_settings(
     args: &CrawlArgs,
 ) -> Result<serde_json::Map<String, serde_json::Value>, ConfigError> {
     let (_, file) = overlaid(args)?;
@@ -445,7 +445,7 @@ pub fn shared_settings(
 
 /// The settings of a process joining crawl `crawl`, whose stored shared settings are
 /// `stored`: a shared setting given here with another value is an error that names it.
-pub fn settings_joining(
+pub(crate) fn settings_joining(
     args: &CrawlArgs,
     crawl: &str,
     stored: &serde_json::Map<String, serde_json::Value>,
@@ -585,7 +585,7 @@ fn out_of_range(why: impl Into<String>) -> ConfigError {
 }
 
 /// Parses `HOST=ADDR` (ADDR an IP address, with or without a port).
-pub fn parse_resolve(host: &str, addr: &str) -> Result<(String, SocketAddr), ConfigError> {
+pub(crate) fn parse_resolve(host: &str, addr: &str) -> Result<(String, SocketAddr), ConfigError> {
     let bad = |why| ConfigError::Resolve {
         entry: format!("{host}={addr}"),
         why,
@@ -601,7 +601,7 @@ pub fn parse_resolve(host: &str, addr: &str) -> Result<(String, SocketAddr), Con
 }
 
 /// Reads seeds: each argument is a URL, or a file of URLs.
-pub fn read_seeds(args: &[String]) -> Result<Vec<Url>, ConfigError> {
+pub(crate) fn read_seeds(args: &[String]) -> Result<Vec<Url>, ConfigError> {
     let mut out = Vec::new();
     for arg in args {
         if arg.contains("://") {
@@ -637,7 +637,7 @@ fn seed_url(s: &str, at: &str) -> Result<Url, ConfigError> {
 }
 
 /// Reads a TOML config file.
-pub fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
+pub(crate) fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
     let text = std::fs::read_to_string(path).map_err(|source| ConfigError::FileUnreadable {
         path: path.to_path_buf(),
         source,

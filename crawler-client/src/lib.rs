@@ -1,34 +1,80 @@
 //! webcoop-crawler: an incremental crawler that uses a site's cooperation signals (robots.rdf,
 //! sitemaps, the changes feed, deltas, WebSub push) and polls everywhere else.
 //!
-//! The folders follow the path a URL takes: [`frontier`] (which URL next, and when) ->
-//! `fetch` (the request) -> [`analyze`] (links, digests, what the response says) ->
-//! [`archive`] (WARC records) -> [`state`] (the crawl database). [`coop`], `importance` and
-//! `refresh` feed the frontier; [`engine`] runs the loop that ties them together; the
-//! offline tools (ranking, simulations, `inspect`) live in [`offline`]. The `webcoop-crawl`
-//! binary is a thin shell over these modules; a crawl is [`run`] on the [`Settings`] made from
-//! [`CrawlArgs`].
+//! The folders follow the path a URL takes: `frontier` (which URL next, and when) -> `fetch`
+//! (the request) -> `analyze` (links, digests, what the response says) -> `archive` (WARC
+//! records) -> `state` (the crawl database). `coop`, `importance` and `refresh` feed the
+//! frontier; `engine` runs the loop that ties them together; the offline tools (ranking,
+//! simulations, `inspect`) live in `offline`. The modules are private: a crawl is [`run`] on
+//! the [`Settings`] made from [`CrawlArgs`], and what the binary, the bench, the tests and the
+//! fuzz targets use besides is re-exported below, grouped by what it is for.
 
-pub mod analyze;
-pub mod archive;
-pub mod clock;
-pub mod config;
-pub mod console;
-pub mod coop;
-pub mod engine;
-pub(crate) mod fetch;
-pub mod frontier;
-pub mod ids;
-pub(crate) mod importance;
-pub(crate) mod metrics;
-pub mod offline;
-pub mod progress;
-pub(crate) mod refresh;
-pub mod state;
+mod analyze;
+mod archive;
+mod clock;
+mod config;
+mod console;
+mod coop;
+mod engine;
+mod fetch;
+mod frontier;
+mod ids;
+mod importance;
+mod metrics;
+mod offline;
+mod progress;
+mod refresh;
+mod state;
 
-pub use config::{ConfigError, CrawlArgs, Settings, settings};
-pub use engine::{CrawlError, Report, run};
+pub use clock::install as install_clock;
+pub use config::{ConfigError, ConsoleSettings, CrawlArgs, Settings, read_token_file, settings};
+pub use console::server::run_offline as run_console;
+pub use coop::CoopMode;
+pub use coop::site::{CoopConfig, SiteCoop};
+pub use engine::{CrawlError, Report, join, run};
 pub use ids::{Fp, HostId};
+pub use progress::{ProgressMode, summary};
+pub use state::{COOP_CONFIG_META, Figures, NewUrl, Store, is_running};
+
+/// What a crawl leaves to read: its WARC files, a CDXJ index and WACZ package of them, the
+/// copies it holds, and the floor a crawl that keeps nothing costs.
+pub mod archives {
+    pub use crate::archive::{cdxj, copies, floor, wacz, warc};
+}
+
+/// The parsers a crawl runs over what sites send (for the fuzz targets and tests).
+pub mod parsers {
+    pub use crate::analyze::links::extract as extract_links;
+    pub use crate::analyze::scope::{Limits, LinkPolicy, Scope};
+    pub use crate::analyze::{Analysis, Link, Received, analyze, decode, robots_tag, url_norm};
+    pub use crate::coop::discovery::{link_header, robots_txt_pointers};
+    pub use crate::frontier::politeness::{MAX_HONOURED_DELAY, Politeness};
+    pub use crate::frontier::robots::Rules;
+}
+
+/// WebSub push as a subscriber: the callback server a crawl runs.
+pub mod push {
+    pub use crate::coop::callback::{CallbackEvent, CallbackServer, Expected, token_for};
+}
+
+/// A fleet's shared frontier in Redis.
+pub mod fleet {
+    pub use crate::frontier::fleet::FleetError;
+    pub use crate::frontier::fleet::leases::{Grant, HostLeases};
+    pub use crate::frontier::fleet::queue::{Settle, SharedQueue};
+    pub use crate::frontier::fleet::status::read as status;
+}
+
+/// The offline tools: exact PageRank, OPIC, crawl-order and refresh simulations, `inspect`.
+pub mod tools {
+    pub use crate::offline::floor_http::with_http as floor_with_http;
+    pub use crate::offline::inspect::{InspectOptions, inspect};
+    pub use crate::offline::opic_sim::power_law_graph;
+    pub use crate::offline::{
+        OfflineError, OpicSimArgs, OrderSimArgs, RankArgs, RefreshSimArgs, opic_sim, order_sim,
+        rank, refresh_sim,
+    };
+}
 
 #[cfg(test)]
 mod layers {

@@ -6,14 +6,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use webcoop_crawler::config::CrawlArgs;
-use webcoop_crawler::coop::CoopMode;
-use webcoop_crawler::coop::site::{CoopConfig, SiteCoop};
-use webcoop_crawler::engine;
-use webcoop_crawler::offline;
-use webcoop_crawler::offline::inspect::{InspectOptions, inspect};
-use webcoop_crawler::progress;
-use webcoop_crawler::state::Store;
+use webcoop_crawler::CoopMode;
+use webcoop_crawler::CrawlArgs;
+use webcoop_crawler::Store;
+use webcoop_crawler::tools as offline;
+use webcoop_crawler::tools::{InspectOptions, inspect};
+use webcoop_crawler::{CoopConfig, SiteCoop};
 
 /// An incremental crawler that uses a site's cooperation signals (robots.rdf, sitemaps, the
 /// changes feed, deltas, WebSub push) and polls everywhere else.
@@ -174,14 +172,14 @@ fn watch_signals(stop: Arc<AtomicBool>) {
 fn crawl(args: &CrawlArgs) -> ExitCode {
     match webcoop_protocol::clock::from_options(args.clock_speed, args.clock_anchor) {
         Ok(clock) => {
-            webcoop_crawler::clock::install(clock);
+            webcoop_crawler::install_clock(clock);
         }
         Err(e) => {
             eprintln!("webcoop-crawl: {e}");
             return ExitCode::from(2);
         }
     }
-    let settings = match engine::join(args) {
+    let settings = match webcoop_crawler::join(args) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("webcoop-crawl: {e}");
@@ -190,11 +188,11 @@ fn crawl(args: &CrawlArgs) -> ExitCode {
     };
     let stop = Arc::new(AtomicBool::new(false));
     watch_signals(stop.clone());
-    match engine::run(settings, stop.clone()) {
+    match webcoop_crawler::run(settings, stop.clone()) {
         Ok(report) => {
             print!(
                 "{}",
-                progress::summary(&report.figures, &report.skipped, Some(&report.run))
+                webcoop_crawler::summary(&report.figures, &report.skipped, Some(&report.run))
             );
             if stop.load(Ordering::SeqCst) {
                 ExitCode::from(130)
@@ -211,7 +209,7 @@ fn crawl(args: &CrawlArgs) -> ExitCode {
 
 /// `index --out DIR`: the CDXJ index of the crawl's WARC files.
 fn index(out: &std::path::Path, output: Option<&std::path::Path>, sort: bool) -> ExitCode {
-    use webcoop_crawler::archive::cdxj;
+    use webcoop_crawler::archives::cdxj;
     let written = match output {
         None => {
             let stdout = std::io::stdout();
@@ -248,7 +246,7 @@ fn index(out: &std::path::Path, output: Option<&std::path::Path>, sort: bool) ->
 /// `export --wacz FILE --out DIR`.
 fn export(out: &std::path::Path, to: &std::path::Path) -> ExitCode {
     let software = concat!("webcoop-crawl ", env!("CARGO_PKG_VERSION"));
-    match webcoop_crawler::archive::wacz::export(out, to, software) {
+    match webcoop_crawler::archives::wacz::export(out, to, software) {
         Ok(e) => {
             eprintln!(
                 "webcoop-crawl: {}: {} WARC files, {} captures, {} pages, {} bytes",
@@ -274,8 +272,7 @@ fn console(
     token_file: Option<PathBuf>,
     token: Option<String>,
 ) -> ExitCode {
-    use webcoop_crawler::config::{ConsoleSettings, read_token_file};
-    use webcoop_crawler::console;
+    use webcoop_crawler::{ConsoleSettings, read_token_file};
     if !out.join("crawl.sqlite").exists() {
         eprintln!(
             "webcoop-crawl: {} holds no crawl (no crawl.sqlite)",
@@ -294,7 +291,7 @@ fn console(
         },
         (None, None) => None,
     };
-    if engine::is_running(out) {
+    if webcoop_crawler::is_running(out) {
         eprintln!(
             "webcoop-crawl: note: a crawl is running in {}; its own --console shows it live",
             out.display()
@@ -308,7 +305,7 @@ fn console(
         let _ = tokio::signal::ctrl_c().await;
     };
     let ready = |addr| eprintln!("webcoop-crawl: console at http://{addr}/ (Ctrl-C to stop)");
-    match console::server::run_offline(&settings, out, ready, stop) {
+    match webcoop_crawler::run_console(&settings, out, ready, stop) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("webcoop-crawl: {e}");
@@ -318,7 +315,7 @@ fn console(
 }
 
 fn fleet_status(frontier: &str, crawl: &str, json: bool) -> ExitCode {
-    match webcoop_crawler::frontier::fleet::status::read(frontier, crawl) {
+    match webcoop_crawler::fleet::status(frontier, crawl) {
         Ok(status) => {
             if json {
                 println!("{}", serde_json::to_string(&status).unwrap_or_default());
@@ -342,10 +339,10 @@ fn status(out: &std::path::Path, json: bool) -> ExitCode {
         );
         return ExitCode::FAILURE;
     }
-    let running = engine::is_running(out);
+    let running = webcoop_crawler::is_running(out);
     let read = Store::open_read_only(out).and_then(|s| {
         let config: Option<CoopConfig> = s
-            .meta(engine::COOP_CONFIG_META)?
+            .meta(webcoop_crawler::COOP_CONFIG_META)?
             .and_then(|j| serde_json::from_str(&j).ok());
         Ok((
             s.figures()?,
@@ -381,9 +378,9 @@ fn status(out: &std::path::Path, json: bool) -> ExitCode {
 struct Status<'a> {
     out: &'a std::path::Path,
     running: bool,
-    figures: webcoop_crawler::state::Figures,
+    figures: webcoop_crawler::Figures,
     skipped: Vec<(String, String)>,
-    coop: Vec<(webcoop_crawler::ids::HostId, String, String)>,
+    coop: Vec<(webcoop_crawler::HostId, String, String)>,
     config: CoopConfig,
 }
 
@@ -430,7 +427,10 @@ impl Status<'_> {
                 "no crawl running"
             }
         );
-        print!("{}", progress::summary(&self.figures, &self.skipped, None));
+        print!(
+            "{}",
+            webcoop_crawler::summary(&self.figures, &self.skipped, None)
+        );
         if !self.coop.is_empty() {
             println!("cooperation:");
         }
@@ -457,7 +457,7 @@ impl Status<'_> {
 
 fn copies(out: &std::path::Path, url: Option<&str>) -> ExitCode {
     use std::io::Write;
-    use webcoop_crawler::archive::copies::{self, CopyState};
+    use webcoop_crawler::archives::copies::{self, CopyState};
     if let Some(url) = url {
         return match copies::content(out, url) {
             Ok(Some(body)) => {

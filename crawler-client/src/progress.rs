@@ -22,7 +22,7 @@ pub enum ProgressMode {
 }
 /// The figures shown while a crawl runs.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Snapshot {
+pub(crate) struct Snapshot {
     /// Pages fetched this run.
     pub fetched: u64,
     /// URLs waiting.
@@ -38,7 +38,7 @@ pub struct Snapshot {
 }
 
 /// The progress display.
-pub struct Progress {
+pub(crate) struct Progress {
     bar: Option<ProgressBar>,
     log: bool,
     every: Duration,
@@ -49,7 +49,7 @@ pub struct Progress {
 
 impl Progress {
     /// A display in `mode`.
-    pub fn new(mode: ProgressMode) -> Progress {
+    pub(crate) fn new(mode: ProgressMode) -> Progress {
         let bar = match mode {
             ProgressMode::Bar => true,
             ProgressMode::Auto => std::io::stderr().is_terminal(),
@@ -78,17 +78,17 @@ impl Progress {
     }
 
     /// Whether a new snapshot is due.
-    pub fn due(&self) -> bool {
+    pub(crate) fn due(&self) -> bool {
         self.last.elapsed() >= self.every
     }
 
     /// When the next snapshot is due.
-    pub fn next_due(&self) -> Instant {
+    pub(crate) fn next_due(&self) -> Instant {
         self.last + self.every
     }
 
     /// Shows a snapshot.
-    pub fn show(&mut self, s: &Snapshot) {
+    pub(crate) fn show(&mut self, s: &Snapshot) {
         let dt = self.last.elapsed().as_secs_f64();
         if dt > 0.0 {
             self.rate = (s.fetched.saturating_sub(self.last_fetched)) as f64 / dt;
@@ -113,7 +113,7 @@ impl Progress {
     }
 
     /// Removes the bar.
-    pub fn finish(&self) {
+    pub(crate) fn finish(&self) {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
         }

@@ -615,27 +615,25 @@ fn requests_logged(out: &Path, from: DateTime<Utc>, to: DateTime<Utc>) -> u64 {
 
 /// Deliveries the crawler accepted, summed over its sites, as its state saved them.
 pub(crate) fn pushes_accepted(out: &Path) -> u64 {
-    let Ok(store) = webcoop_crawler::state::Store::open_read_only(out) else {
+    let Ok(store) = webcoop_crawler::Store::open_read_only(out) else {
         return 0;
     };
     store
         .coop_sites()
         .unwrap_or_default()
         .iter()
-        .filter_map(|(_, _, json)| {
-            serde_json::from_str::<webcoop_crawler::coop::site::SiteCoop>(json).ok()
-        })
+        .filter_map(|(_, _, json)| serde_json::from_str::<webcoop_crawler::SiteCoop>(json).ok())
         .map(|site| site.stats.pushes)
         .sum()
 }
 
 /// The crawler's copies: URL to validator.
 pub(crate) fn held(out: &Path) -> HashMap<String, String> {
-    webcoop_crawler::archive::copies::list(out)
+    webcoop_crawler::archives::copies::list(out)
         .unwrap_or_default()
         .into_iter()
         .filter_map(|c| match c.held {
-            webcoop_crawler::archive::copies::CopyState::Copy { validator, .. } => {
+            webcoop_crawler::archives::copies::CopyState::Copy { validator, .. } => {
                 Some((c.url, validator))
             }
             _ => None,
@@ -646,7 +644,7 @@ pub(crate) fn held(out: &Path) -> HashMap<String, String> {
 /// Every page held in the archive (whole 2xx responses and pages rebuilt from deltas): URL,
 /// when, and the validator of its content.
 fn archived(warc_dir: &Path) -> Vec<(String, DateTime<Utc>, String)> {
-    use webcoop_crawler::archive::warc;
+    use webcoop_crawler::archives::warc;
     let mut out = Vec::new();
     let mut files: Vec<PathBuf> = std::fs::read_dir(warc_dir)
         .into_iter()

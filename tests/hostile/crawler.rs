@@ -216,8 +216,8 @@ fn a_site_s_cooperation_speaks_only_for_its_own_origin() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_callback_refuses_forged_pushes_and_hijacking_verifications() {
-    use webcoop_crawler::coop::callback::{CallbackEvent, CallbackServer, Expected, token_for};
-    use webcoop_crawler::ids::HostId;
+    use webcoop_crawler::HostId;
+    use webcoop_crawler::push::{CallbackEvent, CallbackServer, Expected, token_for};
     use webcoop_protocol::websub::{Mode, SignatureAlgorithm, sign};
     let (tx, rx) = std::sync::mpsc::channel::<CallbackEvent>();
     let tx = std::sync::Mutex::new(tx);

@@ -8,7 +8,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use webcoop::servers::http_get;
-use webcoop_crawler::archive::warc;
+use webcoop_crawler::archives::warc;
 use webcoop_testkit::pywb::{Wayback, venv_tool};
 use webcoop_testkit::testweb::{HostSpec, TestWeb};
 use webcoop_testkit::{reference_python, run_ok, warc_files, workspace_bin};

@@ -9,7 +9,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-use webcoop_crawler::archive::warc;
+use webcoop_crawler::archives::warc;
 use webcoop_testkit as testkit;
 use webcoop_testkit::redis::{RedisCluster, RedisServer};
 use webcoop_testkit::testweb::{HostSpec, TestWeb};

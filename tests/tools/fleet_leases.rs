@@ -6,8 +6,8 @@
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use webcoop_crawler::frontier::fleet::FleetError;
-use webcoop_crawler::frontier::fleet::leases::{Grant, HostLeases};
+use webcoop_crawler::fleet::FleetError;
+use webcoop_crawler::fleet::{Grant, HostLeases};
 use webcoop_testkit::redis::{RedisCluster, RedisServer};
 
 const HOLD: Duration = Duration::from_millis(15);

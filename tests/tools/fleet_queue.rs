@@ -6,8 +6,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use webcoop_crawler::frontier::fleet::queue::{Settle, SharedQueue};
-use webcoop_crawler::state::NewUrl;
+use webcoop_crawler::NewUrl;
+use webcoop_crawler::fleet::{Settle, SharedQueue};
 use webcoop_crawler::{Fp, HostId};
 use webcoop_testkit::redis::{RedisCluster, RedisServer};
 

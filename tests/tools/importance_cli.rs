@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 use std::process::Command;
-use webcoop_crawler::offline::opic_sim::power_law_graph;
+use webcoop_crawler::tools::power_law_graph;
 use webcoop_testkit::{reference_python, run_ok, run_reference, workspace_bin};
 
 fn crawl_bin() -> std::path::PathBuf {

@@ -2,13 +2,13 @@
 //! the media type as checked after the fact (servers ignore `Accept`), the content digest that
 //! finds duplicates and changes, and for HTML the links worth following.
 
-pub mod links;
+pub(crate) mod links;
 pub mod robots_tag;
-pub mod scope;
+pub(crate) mod scope;
 pub mod url_norm;
 
 /// The first header field named `name` (case-insensitive) of a list as received.
-pub fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+pub(crate) fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
     headers
         .iter()
         .find(|(n, _)| n.eq_ignore_ascii_case(name))
@@ -39,7 +39,7 @@ pub struct Received<'a> {
 
 impl Received<'_> {
     /// The first header field named `name` (case-insensitive).
-    pub fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         header(self.headers, name)
     }
 }
@@ -57,7 +57,7 @@ pub struct Link {
 
 impl Link {
     /// The link to `url`.
-    pub fn to(url: &Url) -> Link {
+    pub(crate) fn to(url: &Url) -> Link {
         // An http(s) URL without user information begins with its origin: most links then
         // need no second string (a page's hundred links were a hundred allocations each way).
         let prefix = matches!(url.scheme(), "http" | "https")
@@ -71,7 +71,7 @@ impl Link {
     }
 
     /// The link to `url`, with the fingerprint `fp` in place of its own.
-    pub fn with_fp(url: &Url, fp: Fp) -> Link {
+    pub(crate) fn with_fp(url: &Url, fp: Fp) -> Link {
         Link {
             fp,
             ..Link::to(url)
@@ -79,7 +79,7 @@ impl Link {
     }
 
     /// Its host's key: scheme, host and port ([`url_norm::origin_key`]).
-    pub fn origin(&self) -> &str {
+    pub(crate) fn origin(&self) -> &str {
         match &self.origin {
             Some(o) => o,
             None => {

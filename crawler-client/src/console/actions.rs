@@ -10,21 +10,21 @@ use std::path::{Path, PathBuf};
 use url::Url;
 
 /// The log's file name in the crawl directory.
-pub const FILE: &str = "console-actions.jsonl";
+pub(crate) const FILE: &str = "console-actions.jsonl";
 
 /// Most seeds one action adds.
-pub const MAX_SEEDS: usize = 1000;
+pub(crate) const MAX_SEEDS: usize = 1000;
 
 /// Longest URL or origin accepted.
 const MAX_URL_LEN: usize = 2048;
 
 /// Longest delay an operator may set, seconds (a day, as for robots.txt).
-pub const MAX_DELAY_SECS: f64 = 86_400.0;
+pub(crate) const MAX_DELAY_SECS: f64 = 86_400.0;
 
 /// One thing an operator did.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "action", rename_all = "snake_case")]
-pub enum Action {
+pub(crate) enum Action {
     /// No new request starts; those under way finish.
     Pause,
     /// Requests start again.
@@ -55,7 +55,7 @@ pub enum Action {
 
 /// An action as logged: when, from where, what.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Logged {
+pub(crate) struct Logged {
     /// ms since the epoch.
     pub at: i64,
     /// The address it came from (`offline` when the crawl was not running).
@@ -66,7 +66,7 @@ pub struct Logged {
 }
 
 /// An origin as the frontier names hosts, from whatever URL or origin an operator typed.
-pub fn origin_of(text: &str) -> Result<String, String> {
+pub(crate) fn origin_of(text: &str) -> Result<String, String> {
     let text = text.trim();
     if text.len() > MAX_URL_LEN {
         return Err(format!("host is longer than {MAX_URL_LEN} characters"));
@@ -80,7 +80,7 @@ pub fn origin_of(text: &str) -> Result<String, String> {
 
 impl Action {
     /// The action with its hosts as origins and its URLs parsed, or what is wrong with it.
-    pub fn checked(self) -> Result<Action, String> {
+    pub(crate) fn checked(self) -> Result<Action, String> {
         Ok(match self {
             Action::Pause | Action::Resume => self,
             Action::AddSeeds { urls } => {
@@ -126,7 +126,7 @@ impl Action {
 
 /// What the actions so far add up to.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct Controls {
+pub(crate) struct Controls {
     /// Paused.
     pub paused: bool,
     /// Blocked origins.
@@ -139,7 +139,7 @@ pub struct Controls {
 
 impl Controls {
     /// Adds one action.
-    pub fn apply(&mut self, a: &Action) {
+    pub(crate) fn apply(&mut self, a: &Action) {
         match a {
             Action::Pause => self.paused = true,
             Action::Resume => self.paused = false,
@@ -169,20 +169,20 @@ impl Controls {
 }
 
 /// The log of a crawl directory.
-pub struct ActionLog {
+pub(crate) struct ActionLog {
     path: PathBuf,
 }
 
 impl ActionLog {
     /// The log in `dir`.
-    pub fn new(dir: &Path) -> ActionLog {
+    pub(crate) fn new(dir: &Path) -> ActionLog {
         ActionLog {
             path: dir.join(FILE),
         }
     }
 
     /// Appends an action and syncs it to disk.
-    pub fn append(&self, logged: &Logged) -> std::io::Result<()> {
+    pub(crate) fn append(&self, logged: &Logged) -> std::io::Result<()> {
         let mut line = serde_json::to_vec(logged).map_err(std::io::Error::other)?;
         line.push(b'\n');
         let mut f = std::fs::OpenOptions::new()
@@ -195,7 +195,7 @@ impl ActionLog {
 
     /// Every action logged, oldest first; a line that does not read (the tail of a write cut
     /// short by a crash, an edit by hand) is skipped and named.
-    pub fn read(&self) -> std::io::Result<(Vec<Logged>, Vec<String>)> {
+    pub(crate) fn read(&self) -> std::io::Result<(Vec<Logged>, Vec<String>)> {
         let text = match std::fs::read(&self.path) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Default::default()),
@@ -222,7 +222,7 @@ impl ActionLog {
     }
 
     /// What the logged actions add up to.
-    pub fn controls(&self) -> std::io::Result<(Controls, Vec<String>)> {
+    pub(crate) fn controls(&self) -> std::io::Result<(Controls, Vec<String>)> {
         let (actions, problems) = self.read()?;
         let mut c = Controls::default();
         for l in &actions {

@@ -10,14 +10,14 @@ use std::sync::mpsc::{Receiver, Sender};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Seconds of history kept for the charts (an hour at one sample a second).
-pub const HISTORY: usize = 3600;
+pub(crate) const HISTORY: usize = 3600;
 
 /// How long after the last request the console counts as watched, ms.
 const WATCH_MS: i64 = 30_000;
 
 /// One second of the crawl, cumulative counters and gauges.
 #[derive(Debug, Clone, Copy, Default, Serialize)]
-pub struct Sample {
+pub(crate) struct Sample {
     /// ms since the epoch.
     pub t: i64,
     /// Pages fetched by this run.
@@ -36,7 +36,7 @@ pub struct Sample {
 
 /// The crawl now.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct Overview {
+pub(crate) struct Overview {
     /// `running`, `paused`, `stopping` or `finished`.
     pub state: &'static str,
     /// The crawl directory.
@@ -87,7 +87,7 @@ pub struct Overview {
 
 /// A host as the loop sees it.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct HostLive {
+pub(crate) struct HostLive {
     /// Database id.
     pub id: i64,
     /// `scheme://host[:port]`.
@@ -119,7 +119,7 @@ pub struct HostLive {
 
 /// A page of a host's refresh schedule.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct Due {
+pub(crate) struct Due {
     /// The URL.
     pub url: String,
     /// When due, ms since the epoch.
@@ -134,7 +134,7 @@ pub struct Due {
 
 /// What the loop adds to one host's page.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct HostDetail {
+pub(crate) struct HostDetail {
     /// Database id.
     pub id: i64,
     /// Its next due pages.
@@ -145,7 +145,7 @@ pub struct HostDetail {
 
 /// One second of the refresh policy (with `--keep-fresh`).
 #[derive(Debug, Clone, Copy, Default, Serialize)]
-pub struct FreshSample {
+pub(crate) struct FreshSample {
     /// ms since the epoch.
     pub t: i64,
     /// Expected share of pages whose copy is current.
@@ -168,7 +168,7 @@ pub struct FreshSample {
 
 /// Everything the loop publishes.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct View {
+pub(crate) struct View {
     /// The figures now.
     pub overview: Overview,
     /// The last hour, a sample a second.
@@ -182,7 +182,7 @@ pub struct View {
 }
 
 /// The meeting point of the loop and the console.
-pub struct Live {
+pub(crate) struct Live {
     view: Mutex<View>,
     tick: tokio::sync::watch::Sender<u64>,
     actions: Mutex<Sender<Action>>,
@@ -193,7 +193,7 @@ pub struct Live {
 
 impl Live {
     /// A meeting point for the crawl in `dir`; the loop keeps the receiver.
-    pub fn new(dir: &std::path::Path) -> (Arc<Live>, Receiver<Action>) {
+    pub(crate) fn new(dir: &std::path::Path) -> (Arc<Live>, Receiver<Action>) {
         let (tx, rx) = std::sync::mpsc::channel();
         let live = Live {
             view: Mutex::new(View::default()),
@@ -207,23 +207,23 @@ impl Live {
     }
 
     /// The view, to read or change.
-    pub fn view(&self) -> MutexGuard<'_, View> {
+    pub(crate) fn view(&self) -> MutexGuard<'_, View> {
         // A panic elsewhere while holding the lock leaves a view that is still whole.
         self.view.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Tells the event streams that the view changed.
-    pub fn published(&self) {
+    pub(crate) fn published(&self) {
         self.tick.send_modify(|n| *n = n.wrapping_add(1));
     }
 
     /// A receiver woken at each publication.
-    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+    pub(crate) fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
         self.tick.subscribe()
     }
 
     /// Someone looked (at `host`'s page, when given).
-    pub fn touch(&self, now_ms: i64, host: Option<i64>) {
+    pub(crate) fn touch(&self, now_ms: i64, host: Option<i64>) {
         self.watched_at.store(now_ms, Ordering::Relaxed);
         if let Some(h) = host {
             self.watched_host.store(h, Ordering::Relaxed);
@@ -231,18 +231,18 @@ impl Live {
     }
 
     /// Whether someone looked lately.
-    pub fn watched(&self, now_ms: i64) -> bool {
+    pub(crate) fn watched(&self, now_ms: i64) -> bool {
         now_ms - self.watched_at.load(Ordering::Relaxed) < WATCH_MS
     }
 
     /// The host whose page was opened last, if any.
-    pub fn watched_host(&self) -> Option<i64> {
+    pub(crate) fn watched_host(&self) -> Option<i64> {
         let h = self.watched_host.load(Ordering::Relaxed);
         (h >= 0).then_some(h)
     }
 
     /// Logs an action (synced) and hands it to the loop.
-    pub fn act(&self, logged: Logged) -> std::io::Result<()> {
+    pub(crate) fn act(&self, logged: Logged) -> std::io::Result<()> {
         self.log.append(&logged)?;
         let tx = self.actions.lock().unwrap_or_else(|p| p.into_inner());
         // The loop gone means the crawl is ending; the log applies it at the next start.
@@ -252,7 +252,7 @@ impl Live {
 }
 
 /// Appends to a bounded history.
-pub fn push_bounded<T>(q: &mut VecDeque<T>, item: T) {
+pub(crate) fn push_bounded<T>(q: &mut VecDeque<T>, item: T) {
     if q.len() >= HISTORY {
         q.pop_front();
     }

@@ -8,9 +8,9 @@
 //! are appended to `console-actions.jsonl` before the loop is told ([`actions`]), and a start
 //! applies them again: a pause, a block or a delay outlives the process.
 
-pub mod actions;
-pub mod live;
-pub mod server;
+pub(crate) mod actions;
+pub(crate) mod live;
+pub(crate) mod server;
 
 use std::net::SocketAddr;
 

@@ -47,7 +47,7 @@ struct Console {
 }
 
 /// Starts the console of a running crawl on the crawl's runtime; returns where it listens.
-pub fn start_live(
+pub(crate) fn start_live(
     rt: &tokio::runtime::Runtime,
     settings: &ConsoleSettings,
     dir: &std::path::Path,

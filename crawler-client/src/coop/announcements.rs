@@ -291,7 +291,7 @@ impl CoopState {
     }
 
     /// An inline delta could not be used: the page is fetched.
-    pub fn inline_failed(
+    pub(crate) fn inline_failed(
         &mut self,
         r: &mut Reach<'_>,
         host: HostId,

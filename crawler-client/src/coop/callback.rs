@@ -27,10 +27,10 @@ use webcoop_protocol::websub::{
 };
 
 /// Largest delivery accepted.
-pub const MAX_DELIVERY: usize = 16 << 20;
+pub(crate) const MAX_DELIVERY: usize = 16 << 20;
 
 /// How long after sending a request its verification of intent is accepted.
-pub const VERIFY_WINDOW: std::time::Duration = std::time::Duration::from_secs(600);
+pub(crate) const VERIFY_WINDOW: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// The unguessable part of a site's callback path: derived from the subscription's secret, so
 /// it survives a restart as the secret does, and reveals nothing of it.
@@ -63,7 +63,7 @@ struct Shared {
 }
 
 /// Where the server reports what it heard: the loop's channel, or a test's.
-pub type Report = Arc<dyn Fn(CallbackEvent) + Send + Sync>;
+pub(crate) type Report = Arc<dyn Fn(CallbackEvent) + Send + Sync>;
 
 impl Shared {
     fn send(&self, e: CallbackEvent) {

@@ -14,7 +14,7 @@ impl CoopState {
     /// `Last-Modified` to the second, nginx's ETag of mtime and size), and a 304 would then
     /// hide a second edit within the same second and count against an honest site. A site not
     /// believed gets conditional visits: its claims must not cost whole bodies.
-    pub fn announced_change(&self, fp: Fp) -> bool {
+    pub(crate) fn announced_change(&self, fp: Fp) -> bool {
         self.claims.get(&fp).is_some_and(|(host, c)| {
             *c == Claim::Changed
                 && self
@@ -25,7 +25,7 @@ impl CoopState {
     }
 
     /// The delta to fetch for a revisit of a changed page, if one is planned.
-    pub fn delta_plan(&mut self, fp: Fp) -> Option<DeltaPlan> {
+    pub(crate) fn delta_plan(&mut self, fp: Fp) -> Option<DeltaPlan> {
         if !self.config.uses_deltas() {
             return None;
         }
@@ -34,7 +34,7 @@ impl CoopState {
 
     /// After a visit: the site's claim about the page is weighed, and a page of a covering
     /// site is left to its announcements.
-    pub fn visited(
+    pub(crate) fn visited(
         &mut self,
         r: &mut Reach<'_>,
         host: HostId,

@@ -43,7 +43,7 @@ pub fn robots_txt_pointers(robots_url: &Url, body: &[u8]) -> Pointers {
 
 /// The delta endpoint of a resource, by the agent's convention: the changes endpoint's
 /// directory, `delta/`, and the resource's path (RFC 3986 encoding kept as it is).
-pub fn delta_url(changes: &Url, resource: &Url) -> Option<Url> {
+pub(crate) fn delta_url(changes: &Url, resource: &Url) -> Option<Url> {
     if changes.origin() != resource.origin() {
         return None;
     }
@@ -56,7 +56,7 @@ pub fn delta_url(changes: &Url, resource: &Url) -> Option<Url> {
 
 /// The dynamic changes endpoint (`changes`) and not the static feed (`changes.atom`): only the
 /// endpoint answers `?since=`.
-pub fn is_changes_endpoint(url: &Url) -> bool {
+pub(crate) fn is_changes_endpoint(url: &Url) -> bool {
     url.path().ends_with("/changes")
 }
 

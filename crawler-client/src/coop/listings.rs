@@ -19,7 +19,13 @@ const MAX_BAD_SITEMAPS: usize = 10;
 
 impl CoopState {
     /// robots.txt was read: look for what the site offers.
-    pub fn discover(&mut self, r: &mut Reach<'_>, host: HostId, status: Option<u16>, body: &[u8]) {
+    pub(crate) fn discover(
+        &mut self,
+        r: &mut Reach<'_>,
+        host: HostId,
+        status: Option<u16>,
+        body: &[u8],
+    ) {
         if self.config.mode == CoopMode::Off {
             return;
         }

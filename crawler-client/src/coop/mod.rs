@@ -11,11 +11,11 @@
 //! rest to the loop ([`Effects`]). The requests run on the async runtime (`requests`); the
 //! WebSub callback server is `callback`.
 
-pub mod callback;
-pub mod discovery;
+pub(crate) mod callback;
+pub(crate) mod discovery;
 pub(crate) mod poll_rate;
 pub(crate) mod requests;
-pub mod site;
+pub(crate) mod site;
 pub(crate) mod trust;
 
 mod announcements;
@@ -29,9 +29,9 @@ pub(crate) mod state;
 #[cfg(test)]
 mod tests;
 
-pub use crate::frontier::{CoopJob, MetaKind};
-pub use polls::tick_period;
-pub use state::{CoopState, Effects, InlineDelta, KnownPages, Reach};
+pub(crate) use crate::frontier::{CoopJob, MetaKind};
+pub(crate) use polls::tick_period;
+pub(crate) use state::{CoopState, Effects, KnownPages, Reach};
 
 use url::Url;
 

@@ -13,7 +13,7 @@ use url::Url;
 
 impl CoopState {
     /// Polls that are due, subscriptions to make or renew; at most every 100 ms.
-    pub fn tick(&mut self, r: &mut Reach<'_>) {
+    pub(crate) fn tick(&mut self, r: &mut Reach<'_>) {
         let now = Instant::now();
         if self.config.mode == CoopMode::Off || self.next_tick.is_some_and(|t| t > now) {
             return;
@@ -40,7 +40,7 @@ impl CoopState {
     }
 
     /// When the next poll is due (ms), for the loop's sleep.
-    pub fn next_due(&self, keeping_fresh: bool) -> Option<i64> {
+    pub(crate) fn next_due(&self, keeping_fresh: bool) -> Option<i64> {
         if !keeping_fresh {
             return None;
         }
@@ -88,7 +88,7 @@ impl CoopState {
     }
 
     /// A cooperation request ended (the loop has logged and archived it).
-    pub fn answered(
+    pub(crate) fn answered(
         &mut self,
         r: &mut Reach<'_>,
         host: HostId,
@@ -276,6 +276,6 @@ impl CoopState {
 
 /// How often metadata polls are looked at: every second of the crawler's time, within 5 ms
 /// and 100 ms of real time.
-pub fn tick_period() -> Duration {
+pub(crate) fn tick_period() -> Duration {
     crate::clock::real_wait(1000).clamp(Duration::from_millis(5), Duration::from_millis(100))
 }

@@ -37,7 +37,7 @@ fn subscription_due(sub: Option<&Subscription>, at: i64, lease_ms: i64) -> bool 
 impl CoopState {
     /// A page names a WebSub hub: where its site has no changes feed to subscribe to, the
     /// page's topic is subscribed to instead.
-    pub fn page_hub(&mut self, r: &mut Reach<'_>, host: HostId, hub: &Url, topic: &Url) {
+    pub(crate) fn page_hub(&mut self, r: &mut Reach<'_>, host: HostId, hub: &Url, topic: &Url) {
         if self.config.mode < CoopMode::Push || self.callback.is_none() {
             return;
         }
@@ -183,7 +183,7 @@ impl CoopState {
     }
 
     /// The callback server heard from a hub.
-    pub fn callback_event(&mut self, r: &mut Reach<'_>, event: CallbackEvent) {
+    pub(crate) fn callback_event(&mut self, r: &mut Reach<'_>, event: CallbackEvent) {
         match event {
             CallbackEvent::Verified {
                 host,
@@ -288,7 +288,7 @@ impl CoopState {
 
     /// Ends every subscription (the crawl stops): each hub is expected to verify an
     /// unsubscription, and the requests to send it are returned as `(host, hub, form)`.
-    pub fn unsubscribe_requests(&mut self) -> Vec<(HostId, Url, String)> {
+    pub(crate) fn unsubscribe_requests(&mut self) -> Vec<(HostId, Url, String)> {
         let Some(server) = self.callback.as_ref() else {
             return Vec::new();
         };

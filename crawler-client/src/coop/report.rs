@@ -6,7 +6,7 @@ use crate::frontier::Frontier;
 
 impl CoopState {
     /// One figure line per cooperating site, for the log at the end.
-    pub fn report(&self, frontier: &Frontier) {
+    pub(crate) fn report(&self, frontier: &Frontier) {
         for (id, site) in &self.sites {
             let level = site.level(self.config.mode, self.config.failures_to_degrade);
             if level == Level::None && site.stats.meta_requests == 0 {

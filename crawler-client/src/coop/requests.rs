@@ -141,7 +141,7 @@ async fn post_hub(ctx: &Context, hub: &Url, form: &str) -> Result<CoopFetched, F
 
 /// How a changed page is to be fetched as a delta.
 #[derive(Debug, Clone)]
-pub struct DeltaPlan {
+pub(crate) struct DeltaPlan {
     /// The delta endpoint of the page.
     pub url: Url,
     /// The validator the site announced for the new version, if it did.

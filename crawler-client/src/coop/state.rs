@@ -36,7 +36,7 @@ pub(crate) struct Walk {
 }
 
 /// The crawl's cooperation state.
-pub struct CoopState {
+pub(crate) struct CoopState {
     pub(crate) config: CoopConfig,
     pub(crate) sites: HashMap<HostId, SiteCoop>,
     pub(crate) dirty: HashSet<HostId>,
@@ -51,7 +51,7 @@ pub struct CoopState {
 
 /// The pages held, as cooperation needs them: to tell a listed URL already visited from one
 /// only queued, and to build a delta on the copy held.
-pub trait KnownPages {
+pub(crate) trait KnownPages {
     /// What was held of the page, if it was visited; a failed lookup is logged and counts as
     /// not visited (the claim is then weighed at the page's next visit instead).
     fn known(&self, fp: Fp) -> Option<KnownPage>;
@@ -60,7 +60,7 @@ pub trait KnownPages {
 /// What a cooperation decision reaches: the frontier (to queue polls and revisits), the
 /// refresh schedule (to announce and cover pages), the pages held, the crawl's link policy,
 /// and the effects left to the loop.
-pub struct Reach<'a> {
+pub(crate) struct Reach<'a> {
     /// The frontier.
     pub frontier: &'a mut Frontier,
     /// The refresh schedule, when the crawl keeps pages fresh.
@@ -85,7 +85,7 @@ impl Reach<'_> {
 
 /// A page to rebuild from a delta the site pushed inline with its announcement.
 #[derive(Debug)]
-pub struct InlineDelta {
+pub(crate) struct InlineDelta {
     /// The site.
     pub host: HostId,
     /// The page.
@@ -101,7 +101,7 @@ pub struct InlineDelta {
 /// What cooperation leaves to the loop: it owns the queue of new URLs, the batch, the log,
 /// the runtime and the run's figures.
 #[derive(Debug, Default)]
-pub struct Effects {
+pub(crate) struct Effects {
     /// URLs a site listed that the crawl has not seen: to queue (depth 1).
     pub links: Vec<Link>,
     /// Pages the site announced deleted: to record, with their log line.
@@ -116,7 +116,7 @@ pub struct Effects {
 
 impl CoopState {
     /// No site known yet; `seed` drives the sampling of checks.
-    pub fn new(config: CoopConfig, seed: u64) -> CoopState {
+    pub(crate) fn new(config: CoopConfig, seed: u64) -> CoopState {
         CoopState {
             config,
             sites: HashMap::new(),
@@ -133,7 +133,7 @@ impl CoopState {
 
     /// Takes the sites' saved state (`(host, origin, json)` rows); an unreadable one is
     /// discovered again.
-    pub fn load(&mut self, rows: Vec<(HostId, String, String)>) {
+    pub(crate) fn load(&mut self, rows: Vec<(HostId, String, String)>) {
         for (id, origin, json) in rows {
             match serde_json::from_str::<SiteCoop>(&json) {
                 Ok(site) => {
@@ -148,7 +148,7 @@ impl CoopState {
 
     /// The WebSub callback server to subscribe with (push mode). Subscriptions of an earlier
     /// run stay valid: their deliveries are expected.
-    pub fn attach_callback(&mut self, server: CallbackServer) {
+    pub(crate) fn attach_callback(&mut self, server: CallbackServer) {
         for (id, site) in &self.sites {
             if let Some(sub) = site
                 .subscription
@@ -177,7 +177,7 @@ impl CoopState {
     }
 
     /// Every site's figures added up.
-    pub fn totals(&self) -> super::site::CoopStats {
+    pub(crate) fn totals(&self) -> super::site::CoopStats {
         let mut t = super::site::CoopStats::default();
         for s in self.sites.values() {
             let s = &s.stats;
@@ -196,7 +196,7 @@ impl CoopState {
     }
 
     /// A site's state, if it has any.
-    pub fn site_state(&self, host: HostId) -> Option<&SiteCoop> {
+    pub(crate) fn site_state(&self, host: HostId) -> Option<&SiteCoop> {
         self.sites.get(&host)
     }
 
@@ -243,14 +243,14 @@ impl CoopState {
     }
 
     /// Whether a host's announcements stand in for polling its pages.
-    pub fn covers(&self, host: HostId) -> bool {
+    pub(crate) fn covers(&self, host: HostId) -> bool {
         self.sites
             .get(&host)
             .is_some_and(|s| s.covers(&self.config))
     }
 
     /// The sites' cooperation to save with the next batch.
-    pub fn to_save(&mut self) -> Vec<(HostId, String)> {
+    pub(crate) fn take_unsaved(&mut self) -> Vec<(HostId, String)> {
         let dirty: Vec<HostId> = self.dirty.drain().collect();
         dirty
             .into_iter()

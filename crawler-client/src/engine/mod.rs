@@ -52,10 +52,8 @@ use std::time::{Duration, Instant};
 use unsaved::Unsaved;
 use url::Url;
 
-pub use crate::clock::now_ms;
-pub use crate::state::{COOP_CONFIG_META, is_running};
 pub use fleet::join;
-pub use open::lock;
+pub(crate) use open::lock;
 
 /// Why a crawl stopped with an error.
 #[derive(Debug, thiserror::Error)]

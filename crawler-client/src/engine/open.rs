@@ -32,7 +32,7 @@ use webcoop_netguard::{GuardedResolver, NetPolicy, ResolveError};
 const CRAWL_DELAY_SKIP: &str = "Crawl-delay";
 
 /// Takes the crawl directory's lock, so two crawls never write one state.
-pub fn lock(out: &Path) -> Result<File, CrawlError> {
+pub(crate) fn lock(out: &Path) -> Result<File, CrawlError> {
     crate::state::lock(out).map_err(|e| match e {
         crate::state::LockError::Locked(dir) => CrawlError::Locked(dir),
         crate::state::LockError::File { path, source } => file_error(&path)(source),

@@ -30,7 +30,7 @@ impl Engine {
             .sync()
             .map_err(|e| file_error(self.warc.dir())(e))?;
         let new_urls = self.frontier.drain_pending();
-        let coop = self.coop.to_save();
+        let coop = self.coop.take_unsaved();
         let batch = self.unsaved.batch_mut();
         batch.warc = warc;
         batch.new_urls = new_urls;

@@ -108,7 +108,7 @@ impl FetchResponse {
 
 /// Why a fetch produced no response.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum FetchError {
+pub(crate) enum FetchError {
     /// No connection or no answer in time.
     #[error("timed out")]
     Timeout,

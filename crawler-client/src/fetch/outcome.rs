@@ -28,7 +28,7 @@ pub(crate) enum Source {
 
 /// The archive record of a response: to be appended, or already in the archive (replay).
 #[derive(Debug, Clone)]
-pub enum RecordSlot {
+pub(crate) enum RecordSlot {
     /// Built, not yet written.
     New(Record),
     /// Already in the archive.
@@ -180,7 +180,7 @@ impl Context {
 
 /// A metadata response, decoded.
 #[derive(Debug, Clone)]
-pub struct CoopFetched {
+pub(crate) struct CoopFetched {
     /// Status code (after no redirect: metadata does not move).
     pub status: u16,
     /// Response headers.
@@ -195,14 +195,14 @@ pub struct CoopFetched {
 
 impl CoopFetched {
     /// The first header named `name`.
-    pub fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         crate::analyze::header(&self.headers, name)
     }
 }
 
 /// What became of a delta, for the crawl log and the site's figures.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum DeltaUse {
+pub(crate) enum DeltaUse {
     /// Applied and verified; the bytes it took on the wire (0 when pushed inline).
     Applied(u64),
     /// The server answered the delta request with the whole new version (the delta would

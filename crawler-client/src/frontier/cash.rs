@@ -10,7 +10,7 @@ use std::collections::HashMap;
 
 /// The cash book.
 #[derive(Debug, Clone)]
-pub struct CashBook {
+pub(crate) struct CashBook {
     keys: HashMap<Fp, f64>,
     u: f64,
     virtual_cash: f64,
@@ -20,7 +20,7 @@ pub struct CashBook {
 
 /// The scalar part of the book, saved with each batch.
 #[derive(Debug, Clone, Copy, PartialEq, Default, serde::Serialize, serde::Deserialize)]
-pub struct CashTotals {
+pub(crate) struct CashTotals {
     /// Credit per page from the virtual page.
     pub u: f64,
     /// The virtual page's cash.
@@ -32,7 +32,7 @@ pub struct CashTotals {
 impl CashBook {
     /// A book over `keys` (from the store) with its saved totals; `eps` of a page's cash goes to
     /// the virtual page.
-    pub fn new(keys: HashMap<Fp, f64>, totals: CashTotals, eps: f64) -> Self {
+    pub(crate) fn new(keys: HashMap<Fp, f64>, totals: CashTotals, eps: f64) -> Self {
         CashBook {
             keys,
             u: totals.u,
@@ -43,7 +43,7 @@ impl CashBook {
     }
 
     /// The totals to save.
-    pub fn totals(&self) -> CashTotals {
+    pub(crate) fn totals(&self) -> CashTotals {
         CashTotals {
             u: self.u,
             virtual_cash: self.virtual_cash,
@@ -52,27 +52,22 @@ impl CashBook {
     }
 
     /// The key a URL would get if discovered now (no cash).
-    pub fn zero_key(&self) -> f64 {
+    pub(crate) fn zero_key(&self) -> f64 {
         -self.u
     }
 
     /// Whether a URL is known.
-    pub fn contains(&self, fp: Fp) -> bool {
+    pub(crate) fn contains(&self, fp: Fp) -> bool {
         self.keys.contains_key(&fp)
     }
 
     /// URLs known.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.keys.len()
     }
 
-    /// Whether no URL is known.
-    pub fn is_empty(&self) -> bool {
-        self.keys.is_empty()
-    }
-
     /// Adds a URL with no cash; returns its key, or None if it was known.
-    pub fn discover(&mut self, fp: Fp) -> Option<f64> {
+    pub(crate) fn discover(&mut self, fp: Fp) -> Option<f64> {
         let key = self.zero_key();
         match self.keys.entry(fp) {
             std::collections::hash_map::Entry::Occupied(_) => None,
@@ -81,23 +76,23 @@ impl CashBook {
     }
 
     /// The key of a known URL.
-    pub fn key(&self, fp: Fp) -> Option<f64> {
+    pub(crate) fn key(&self, fp: Fp) -> Option<f64> {
         self.keys.get(&fp).copied()
     }
 
     /// The cash of a URL (0 if unknown).
-    pub fn cash(&self, fp: Fp) -> f64 {
+    pub(crate) fn cash(&self, fp: Fp) -> f64 {
         self.keys.get(&fp).map_or(0.0, |k| k + self.u)
     }
 
     /// The clock G.
-    pub fn clock(&self) -> f64 {
+    pub(crate) fn clock(&self) -> f64 {
         self.clock
     }
 
     /// Gives each of these known URLs an equal share of `total` cash (the seeds of a new crawl;
     /// the total cash of the system is 1).
-    pub fn endow(&mut self, fps: &[Fp], total: f64) {
+    pub(crate) fn endow(&mut self, fps: &[Fp], total: f64) {
         let known: Vec<Fp> = fps.iter().copied().filter(|f| self.contains(*f)).collect();
         if known.is_empty() {
             return;
@@ -113,7 +108,7 @@ impl CashBook {
     /// A page was read: its cash goes to the clock and is shared among its known children
     /// (`1 - eps` of it) and the virtual page (the rest, or all of it without children).
     /// Returns the cash the page had.
-    pub fn read(&mut self, fp: Fp, children: &[Fp]) -> f64 {
+    pub(crate) fn read(&mut self, fp: Fp, children: &[Fp]) -> f64 {
         let cash = self.cash(fp);
         if let Some(k) = self.keys.get_mut(&fp) {
             *k = -self.u;
@@ -138,7 +133,7 @@ impl CashBook {
     }
 
     /// The virtual page is read: its cash goes to every known URL equally.
-    pub fn spread_virtual(&mut self) {
+    pub(crate) fn spread_virtual(&mut self) {
         if self.keys.is_empty() || self.virtual_cash <= 0.0 {
             return;
         }
@@ -149,7 +144,7 @@ impl CashBook {
 
     /// The sum of all cash, URLs and virtual page (1 in a crawl that started with this code,
     /// up to rounding; less after a crash lost unsaved cash).
-    pub fn total(&self) -> f64 {
+    pub(crate) fn total(&self) -> f64 {
         self.keys.values().map(|k| k + self.u).sum::<f64>() + self.virtual_cash
     }
 }

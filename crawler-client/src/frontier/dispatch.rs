@@ -8,7 +8,7 @@ use url::Url;
 
 /// What to do next.
 #[derive(Debug, Clone)]
-pub enum Dispatch {
+pub(crate) enum Dispatch {
     /// Look up the host's address first (politeness keyed by address).
     Resolve(HostId),
     /// Fetch the host's robots.txt first.
@@ -21,7 +21,7 @@ pub enum Dispatch {
 
 impl Dispatch {
     /// The host it goes to.
-    pub fn host(&self) -> HostId {
+    pub(crate) fn host(&self) -> HostId {
         match self {
             Dispatch::Resolve(h) | Dispatch::Robots(h) | Dispatch::Coop(h, _) => *h,
             Dispatch::Page(q) => q.host,
@@ -31,7 +31,7 @@ impl Dispatch {
 
 /// A request the crawl makes to a host on cooperation's behalf, under the host's politeness.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CoopJob {
+pub(crate) enum CoopJob {
     /// GET a metadata document, conditionally when validators are held.
     Fetch {
         /// What it is.
@@ -56,7 +56,7 @@ pub enum CoopJob {
 
 /// Kinds of metadata document.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MetaKind {
+pub(crate) enum MetaKind {
     /// robots.rdf.
     Listing,
     /// A sitemap or sitemap index (part of a walk).
@@ -67,7 +67,7 @@ pub enum MetaKind {
 
 impl MetaKind {
     /// The name used in the crawl log.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             MetaKind::Listing => "robots.rdf",
             MetaKind::Sitemap => "sitemap",

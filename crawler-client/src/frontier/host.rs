@@ -11,7 +11,7 @@ use std::time::Instant;
 
 /// A host's robots.txt, as far as the frontier is concerned.
 #[derive(Debug, Clone)]
-pub enum RobotsState {
+pub(crate) enum RobotsState {
     /// Not fetched yet, or expired.
     Unknown,
     /// Being fetched.
@@ -22,7 +22,7 @@ pub enum RobotsState {
 
 /// One host.
 #[derive(Debug)]
-pub struct Host {
+pub(crate) struct Host {
     /// Database id.
     pub id: HostId,
     /// `scheme://host[:port]`.
@@ -107,17 +107,17 @@ impl Host {
     }
 
     /// Whether it has URLs waiting.
-    pub fn has_queue(&self) -> bool {
+    pub(crate) fn has_queue(&self) -> bool {
         !self.buffer.is_empty() || self.queued > 0 || !self.coop.is_empty()
     }
 
     /// Whether a cooperation request waits.
-    pub fn coop_waiting(&self) -> bool {
+    pub(crate) fn coop_waiting(&self) -> bool {
         !self.coop.is_empty()
     }
 
     /// URLs waiting.
-    pub fn waiting(&self) -> u64 {
+    pub(crate) fn waiting(&self) -> u64 {
         self.queued + self.buffer.len() as u64
     }
 }

@@ -9,22 +9,22 @@
 
 pub(crate) mod cash;
 mod dispatch;
-pub mod fleet;
+pub(crate) mod fleet;
 mod host;
 mod operator;
-pub mod politeness;
-pub mod queue_store;
-pub mod robots;
-pub mod servers;
-pub mod shared;
+pub(crate) mod politeness;
+pub(crate) mod queue_store;
+pub(crate) mod robots;
+pub(crate) mod servers;
+pub(crate) mod shared;
 
 use crate::frontier::cash::{CashBook, CashTotals};
 use crate::frontier::robots::Rules;
 use crate::ids::{Fp, HostId};
 use crate::state::{HostRecord, NewUrl, Queued};
-pub use dispatch::{CoopJob, Dispatch, MetaKind};
+pub(crate) use dispatch::{CoopJob, Dispatch, MetaKind};
 use host::ByCash;
-pub use host::{Host, RobotsState};
+pub(crate) use host::{Host, RobotsState};
 use queue_store::{CASH_META, QueueStore};
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, HashMap, HashSet};
@@ -40,7 +40,7 @@ const REFILL_WINDOW: usize = 4;
 const REVISIT_PRIORITY: f64 = 1e300;
 
 /// Most URLs queued for one host (at 48 bytes each in memory, about 48 MB).
-pub const MAX_QUEUED_PER_HOST: u64 = 1_000_000;
+pub(crate) const MAX_QUEUED_PER_HOST: u64 = 1_000_000;
 
 /// A request of `h` is no longer under way: one fewer beyond its connections if it had more.
 fn land(h: &mut Host, per_host: usize, surplus: &mut usize) {
@@ -59,7 +59,7 @@ fn better(a: &Queued, b: &Queued) -> Ordering {
 }
 
 /// The frontier.
-pub struct Frontier {
+pub(crate) struct Frontier {
     hosts: HashMap<HostId, Host>,
     by_origin: HashMap<String, HostId>,
     heap: BinaryHeap<Reverse<(Instant, HostId)>>,
@@ -90,7 +90,7 @@ impl Frontier {
     /// The frontier over `store`'s queue, seen-set and hosts. `host_state` gives each stored
     /// host its robots.txt state, skip reason and first allowed time; `eps` is the share of a
     /// page's cash that goes to OPIC's virtual page.
-    pub fn load<S: QueueStore>(
+    pub(crate) fn load<S: QueueStore>(
         store: &S,
         per_host: usize,
         eps: f64,
@@ -148,23 +148,23 @@ impl Frontier {
     /// Makes this the frontier of one process of a fleet: what it finds is only saved (to be
     /// offered to the shared queue), and it serves only the hosts it is given with
     /// [`Frontier::lease`], with the rows the store's `next_for_host` takes for it.
-    pub fn share(&mut self) {
+    pub(crate) fn share(&mut self) {
         self.shared = true;
     }
 
     /// Keys politeness by server address (`--politeness-key ip`): each host's address is
     /// looked up before its first request ([`Dispatch::Resolve`]).
-    pub fn by_address(&mut self) {
+    pub(crate) fn by_address(&mut self) {
         self.by_address = true;
     }
 
     /// Whether politeness is keyed by server address.
-    pub fn keyed_by_address(&self) -> bool {
+    pub(crate) fn keyed_by_address(&self) -> bool {
         self.by_address
     }
 
     /// A host's address was looked up (none when it could not be: it is then paced alone).
-    pub fn resolved(&mut self, id: HostId, ip: Option<std::net::IpAddr>) {
+    pub(crate) fn resolved(&mut self, id: HostId, ip: Option<std::net::IpAddr>) {
         if let Some(h) = self.hosts.get_mut(&id) {
             land(h, self.per_host, &mut self.surplus);
             h.address = servers::Address::Known(ip);
@@ -172,14 +172,9 @@ impl Frontier {
         self.schedule(id);
     }
 
-    /// Whether this is a fleet's frontier.
-    pub fn is_shared(&self) -> bool {
-        self.shared
-    }
-
     /// A host whose lease this process took, with `queued` URLs waiting in the shared queue,
     /// its robots.txt as known, and when it may first be contacted.
-    pub fn lease(
+    pub(crate) fn lease(
         &mut self,
         id: HostId,
         origin: &str,
@@ -200,7 +195,7 @@ impl Frontier {
 
     /// The lease of a host ended: it is no longer served; returns the URLs it held in memory
     /// (to give back).
-    pub fn unlease(&mut self, id: HostId) -> Vec<Queued> {
+    pub(crate) fn unlease(&mut self, id: HostId) -> Vec<Queued> {
         let Some(h) = self.hosts.get_mut(&id) else {
             return Vec::new();
         };
@@ -212,7 +207,7 @@ impl Frontier {
     }
 
     /// More URLs arrived in the shared queue of a host held.
-    pub fn add_queued(&mut self, id: HostId, n: u64) {
+    pub(crate) fn add_queued(&mut self, id: HostId, n: u64) {
         if let Some(h) = self.hosts.get_mut(&id)
             && h.leased
         {
@@ -223,7 +218,7 @@ impl Frontier {
 
     /// The hosts leased, each with whether it is idle: nothing under way, nothing waiting
     /// (or given up), and its next allowed time.
-    pub fn leased(&self) -> Vec<(HostId, bool, Instant)> {
+    pub(crate) fn leased(&self) -> Vec<(HostId, bool, Instant)> {
         self.hosts
             .values()
             .filter(|h| h.leased)
@@ -235,7 +230,7 @@ impl Frontier {
     }
 
     /// Knows a host by an id given elsewhere (a fleet's).
-    pub fn known(&mut self, id: HostId, origin: &str) {
+    pub(crate) fn known(&mut self, id: HostId, origin: &str) {
         if !self.hosts.contains_key(&id) {
             self.by_origin.insert(origin.to_string(), id);
             let mut host = Host::new(id, origin.to_string(), 0, Instant::now());
@@ -245,22 +240,26 @@ impl Frontier {
     }
 
     /// The id of a host known by its origin.
-    pub fn id_of(&self, origin: &str) -> Option<HostId> {
+    pub(crate) fn id_of(&self, origin: &str) -> Option<HostId> {
         self.by_origin.get(origin).copied()
     }
 
     /// The host record.
-    pub fn host(&self, id: HostId) -> Option<&Host> {
+    pub(crate) fn host(&self, id: HostId) -> Option<&Host> {
         self.hosts.get(&id)
     }
 
     /// The host record, to change (call [`Frontier::schedule`] after).
-    pub fn host_mut(&mut self, id: HostId) -> Option<&mut Host> {
+    pub(crate) fn host_mut(&mut self, id: HostId) -> Option<&mut Host> {
         self.hosts.get_mut(&id)
     }
 
     /// The id of the host with `origin`, added if new.
-    pub fn host_for<S: QueueStore>(&mut self, store: &S, origin: &str) -> Result<HostId, S::Error> {
+    pub(crate) fn host_for<S: QueueStore>(
+        &mut self,
+        store: &S,
+        origin: &str,
+    ) -> Result<HostId, S::Error> {
         if let Some(id) = self.by_origin.get(origin) {
             return Ok(*id);
         }
@@ -273,22 +272,22 @@ impl Frontier {
     }
 
     /// Whether a URL with this fingerprint was ever queued.
-    pub fn seen(&self, fp: Fp) -> bool {
+    pub(crate) fn seen(&self, fp: Fp) -> bool {
         self.cash.contains(fp)
     }
 
     /// Fingerprints in the seen-set.
-    pub fn seen_len(&self) -> usize {
+    pub(crate) fn seen_len(&self) -> usize {
         self.cash.len()
     }
 
     /// The OPIC cash book.
-    pub fn cash(&self) -> &CashBook {
+    pub(crate) fn cash(&self) -> &CashBook {
         &self.cash
     }
 
     /// The seeds of a crawl that has read nothing yet share the system's cash.
-    pub fn endow_seeds(&mut self, fps: &[Fp]) {
+    pub(crate) fn endow_seeds(&mut self, fps: &[Fp]) {
         if self.cash.clock() == 0.0 && self.cash.total() < 1e-9 {
             self.cash.endow(fps, 1.0);
             for fp in fps {
@@ -299,7 +298,7 @@ impl Frontier {
 
     /// A page was read with these links: its cash goes to them (see `CashBook::read`), and
     /// queued ones move up in their host's order. Returns the cash the page had.
-    pub fn read_cash(&mut self, fp: Fp, children: &[Fp]) -> f64 {
+    pub(crate) fn read_cash(&mut self, fp: Fp, children: &[Fp]) -> f64 {
         let cash = self.cash.read(fp, children);
         for c in children {
             self.reprioritise(*c);
@@ -308,7 +307,7 @@ impl Frontier {
     }
 
     /// Saves the cash totals with the next batch; the virtual page's cash is shared out first.
-    pub fn cash_meta(&mut self) -> (String, String) {
+    pub(crate) fn cash_meta(&mut self) -> (String, String) {
         self.cash.spread_virtual();
         (
             CASH_META.to_string(),
@@ -342,7 +341,14 @@ impl Frontier {
     }
 
     /// Queues a URL of a known host unless already seen; returns whether it was new.
-    pub fn push(&mut self, host: HostId, url: String, fp: Fp, depth: u32, hops: u32) -> bool {
+    pub(crate) fn push(
+        &mut self,
+        host: HostId,
+        url: String,
+        fp: Fp,
+        depth: u32,
+        hops: u32,
+    ) -> bool {
         // A site generating links without end (or a sitemap listing millions) fills its own
         // queue only up to the cap; what is left out is found again once there is room.
         match self.hosts.get(&host) {
@@ -358,7 +364,7 @@ impl Frontier {
     }
 
     /// Queues a cooperation request to a host (unless the same one already waits).
-    pub fn push_coop(&mut self, host: HostId, job: CoopJob) {
+    pub(crate) fn push_coop(&mut self, host: HostId, job: CoopJob) {
         if let Some(h) = self.hosts.get_mut(&host) {
             if h.coop.contains(&job) {
                 return;
@@ -369,12 +375,13 @@ impl Frontier {
     }
 
     /// Sets the most URLs one host may have queued (default [`MAX_QUEUED_PER_HOST`]).
-    pub fn set_queue_cap(&mut self, cap: u64) {
+    #[cfg(test)]
+    pub(crate) fn set_queue_cap(&mut self, cap: u64) {
         self.queue_cap = cap.max(1);
     }
 
     /// Drops the cooperation requests of a host that `which` selects; returns how many.
-    pub fn drop_coop(&mut self, host: HostId, which: impl Fn(&CoopJob) -> bool) -> usize {
+    pub(crate) fn drop_coop(&mut self, host: HostId, which: impl Fn(&CoopJob) -> bool) -> usize {
         let Some(h) = self.hosts.get_mut(&host) else {
             return 0;
         };
@@ -384,7 +391,7 @@ impl Frontier {
     }
 
     /// Queues a page visited before, to refresh it, ahead of new URLs of its host.
-    pub fn push_revisit(&mut self, host: HostId, url: String, fp: Fp, depth: u32) {
+    pub(crate) fn push_revisit(&mut self, host: HostId, url: String, fp: Fp, depth: u32) {
         if self.hosts.contains_key(&host) {
             self.enqueue(host, url, fp, depth, 0, REVISIT_PRIORITY, true);
         }
@@ -453,17 +460,17 @@ impl Frontier {
     }
 
     /// Whether a URL was found since the last saved batch.
-    pub fn is_pending(&self, fp: Fp) -> bool {
+    pub(crate) fn is_pending(&self, fp: Fp) -> bool {
         self.pending_at.contains_key(&fp)
     }
 
     /// New URLs not saved yet.
-    pub fn pending_len(&self) -> usize {
+    pub(crate) fn pending_len(&self) -> usize {
         self.pending.len()
     }
 
     /// Takes the new URLs to save in the next batch. Call [`Frontier::saved`] once it is.
-    pub fn drain_pending(&mut self) -> Vec<NewUrl> {
+    pub(crate) fn drain_pending(&mut self) -> Vec<NewUrl> {
         self.pending_at.clear();
         let pending = std::mem::take(&mut self.pending);
         self.with_saved.extend(pending.iter().map(|u| u.host));
@@ -471,7 +478,7 @@ impl Frontier {
     }
 
     /// The batch holding the drained URLs and these settled rows (`(host, seq)`) was saved.
-    pub fn saved(&mut self, settled: &[(HostId, i64)]) {
+    pub(crate) fn saved(&mut self, settled: &[(HostId, i64)]) {
         for id in self.with_unsaved.drain() {
             if let Some(h) = self.hosts.get_mut(&id) {
                 h.unsaved.clear();
@@ -491,7 +498,7 @@ impl Frontier {
     }
 
     /// Puts a host in the heap if it has work and room and is not already there.
-    pub fn schedule(&mut self, id: HostId) {
+    pub(crate) fn schedule(&mut self, id: HostId) {
         let Some(h) = self.hosts.get_mut(&id) else {
             return;
         };
@@ -514,7 +521,7 @@ impl Frontier {
     }
 
     /// When the next host becomes eligible.
-    pub fn next_wakeup(&self) -> Option<Instant> {
+    pub(crate) fn next_wakeup(&self) -> Option<Instant> {
         if !self.ready.is_empty() {
             return Some(Instant::now());
         }
@@ -522,19 +529,20 @@ impl Frontier {
     }
 
     /// Whether any host has work left (queued or under way).
-    pub fn has_work(&self) -> bool {
+    pub(crate) fn has_work(&self) -> bool {
         self.hosts
             .values()
             .any(|h| h.in_flight > 0 || (h.skipped.is_none() && !h.blocked && h.has_queue()))
     }
 
     /// Requests under way.
-    pub fn in_flight(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn in_flight(&self) -> usize {
         self.hosts.values().map(|h| h.in_flight).sum()
     }
 
     /// Hosts with work.
-    pub fn active_hosts(&self) -> usize {
+    pub(crate) fn active_hosts(&self) -> usize {
         self.hosts
             .values()
             .filter(|h| h.in_flight > 0 || (h.skipped.is_none() && !h.blocked && h.has_queue()))
@@ -542,7 +550,7 @@ impl Frontier {
     }
 
     /// URLs waiting, over all hosts that are crawled.
-    pub fn queued(&self) -> u64 {
+    pub(crate) fn queued(&self) -> u64 {
         self.hosts
             .values()
             .filter(|h| h.skipped.is_none())
@@ -551,12 +559,12 @@ impl Frontier {
     }
 
     /// Hosts known.
-    pub fn host_count(&self) -> usize {
+    pub(crate) fn host_count(&self) -> usize {
         self.hosts.len()
     }
 
     /// The next thing to fetch from a host whose time has come, if any.
-    pub fn next<S: QueueStore>(
+    pub(crate) fn next<S: QueueStore>(
         &mut self,
         store: &S,
         now: Instant,
@@ -722,7 +730,7 @@ impl Frontier {
     }
 
     /// A request to a host ended; it may be contacted again no earlier than `not_before`.
-    pub fn finished(&mut self, id: HostId, not_before: Instant) {
+    pub(crate) fn finished(&mut self, id: HostId, not_before: Instant) {
         let mut ip = None;
         if let Some(h) = self.hosts.get_mut(&id) {
             land(h, self.per_host, &mut self.surplus);
@@ -745,7 +753,7 @@ impl Frontier {
     }
 
     /// A robots.txt fetch ended with these rules, valid until `expires`.
-    pub fn robots_known(&mut self, id: HostId, rules: Rules, expires: Instant) {
+    pub(crate) fn robots_known(&mut self, id: HostId, rules: Rules, expires: Instant) {
         if let Some(h) = self.hosts.get_mut(&id) {
             h.robots = RobotsState::Known(rules, expires);
         }
@@ -754,7 +762,7 @@ impl Frontier {
     /// A page handed out came back unfetched (its host's lane was halted): it is no longer
     /// under way, and goes back to its host's buffer in its place (ahead of what was not
     /// handed out, in the order handed out among those that came back).
-    pub fn returned(&mut self, job: Queued) {
+    pub(crate) fn returned(&mut self, job: Queued) {
         let host = job.host;
         if let Some(h) = self.hosts.get_mut(&host) {
             land(h, self.per_host, &mut self.surplus);
@@ -771,7 +779,7 @@ impl Frontier {
 
     /// How many requests a host may be handed beyond its connections (while its delay is
     /// zero, they wait on the fetching side and start as soon as one under way ends).
-    pub fn set_lookahead(&mut self, id: HostId, n: usize) {
+    pub(crate) fn set_lookahead(&mut self, id: HostId, n: usize) {
         if let Some(h) = self.hosts.get_mut(&id)
             && h.lookahead != n
         {
@@ -782,12 +790,12 @@ impl Frontier {
 
     /// Requests handed out beyond their hosts' connections: they wait on the fetching side
     /// and do not count against the crawl's concurrency.
-    pub fn surplus(&self) -> usize {
+    pub(crate) fn surplus(&self) -> usize {
         self.surplus
     }
 
     /// A URL goes back to the front of its host's queue, to be tried again.
-    pub fn requeue(&mut self, job: Queued) {
+    pub(crate) fn requeue(&mut self, job: Queued) {
         let host = job.host;
         if let Some(h) = self.hosts.get_mut(&host) {
             h.taken.remove(&job.seq);
@@ -797,7 +805,7 @@ impl Frontier {
     }
 
     /// The queue row of a URL found since the last saved batch, by fingerprint.
-    pub fn unsaved_row(&self, fp: Fp) -> Option<Queued> {
+    pub(crate) fn unsaved_row(&self, fp: Fp) -> Option<Queued> {
         self.pending.iter().find(|u| u.fp == fp).map(|u| Queued {
             seq: u.seq,
             host: u.host,
@@ -813,7 +821,7 @@ impl Frontier {
 
     /// Takes a queued row out of turn (its result is already known: a replayed record), so it
     /// is not handed out again.
-    pub fn claim(&mut self, host: HostId, seq: i64) {
+    pub(crate) fn claim(&mut self, host: HostId, seq: i64) {
         let Some(h) = self.hosts.get_mut(&host) else {
             return;
         };
@@ -835,7 +843,7 @@ impl Frontier {
     }
 
     /// Drops everything a host has waiting (it is given up on; the store records why).
-    pub fn abandon(&mut self, id: HostId, reason: String) {
+    pub(crate) fn abandon(&mut self, id: HostId, reason: String) {
         if let Some(h) = self.hosts.get_mut(&id) {
             h.buffer.clear();
             h.unsaved.clear();
@@ -847,7 +855,7 @@ impl Frontier {
     }
 
     /// The robots.txt rules of a host, if known and fresh.
-    pub fn rules(&self, id: HostId, now: Instant) -> Option<&Rules> {
+    pub(crate) fn rules(&self, id: HostId, now: Instant) -> Option<&Rules> {
         match &self.hosts.get(&id)?.robots {
             RobotsState::Known(rules, expires) if *expires > now => Some(rules),
             _ => None,

@@ -27,7 +27,7 @@ impl OperatorSet {
 
 impl Frontier {
     /// Blocks or unblocks the host with `origin` (known or not yet).
-    pub fn set_blocked(&mut self, origin: &str, blocked: bool) {
+    pub(crate) fn set_blocked(&mut self, origin: &str, blocked: bool) {
         if blocked {
             self.operator.blocked.insert(origin.to_string());
         } else {
@@ -44,7 +44,7 @@ impl Frontier {
     }
 
     /// Sets the delay of the host with `origin`, or gives it back to the policy (`None`).
-    pub fn set_delay(&mut self, origin: &str, delay: Option<Duration>) {
+    pub(crate) fn set_delay(&mut self, origin: &str, delay: Option<Duration>) {
         match delay {
             Some(d) => self.operator.delays.insert(origin.to_string(), d),
             None => self.operator.delays.remove(origin),
@@ -57,12 +57,12 @@ impl Frontier {
     }
 
     /// Whether a blocked host still has URLs waiting.
-    pub fn blocked_with_work(&self) -> bool {
+    pub(crate) fn blocked_with_work(&self) -> bool {
         self.hosts.values().any(|h| h.blocked && h.has_queue())
     }
 
     /// Every host, for the console.
-    pub fn hosts(&self) -> impl Iterator<Item = &Host> {
+    pub(crate) fn hosts(&self) -> impl Iterator<Item = &Host> {
         self.hosts.values()
     }
 }

@@ -46,7 +46,7 @@ pub const MAX_HONOURED_DELAY: Duration = Duration::from_secs(86_400);
 
 /// Seconds a site asked for, as a duration: NaN and negatives are nothing, and anything past
 /// [`MAX_HONOURED_DELAY`] (infinity and `1e30` included) is that bound, never a panic.
-pub fn site_seconds(secs: f64) -> Duration {
+pub(crate) fn site_seconds(secs: f64) -> Duration {
     if secs.is_nan() || secs <= 0.0 {
         return Duration::ZERO;
     }

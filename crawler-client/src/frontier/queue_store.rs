@@ -8,7 +8,7 @@ use crate::state::{HostRecord, Queued, Store, StoreError};
 use std::collections::{HashMap, HashSet};
 
 /// The saved queue, seen-set and hosts, as the frontier reads them.
-pub trait QueueStore {
+pub(crate) trait QueueStore {
     /// What a read can fail with.
     type Error;
     /// The saved OPIC cash totals (JSON), if a batch saved them.
@@ -36,7 +36,7 @@ pub trait QueueStore {
 }
 
 /// Where the frontier saves its cash totals among the crawl's remembered values.
-pub const CASH_META: &str = "opic_cash";
+pub(crate) const CASH_META: &str = "opic_cash";
 
 impl QueueStore for Store {
     type Error = StoreError;

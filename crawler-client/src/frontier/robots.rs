@@ -6,7 +6,7 @@ use std::sync::Arc;
 use url::Url;
 
 /// RFC 9309's minimum parse limit, which we also use as our maximum.
-pub const MAX_BYTES: usize = 500 << 10;
+pub(crate) const MAX_BYTES: usize = 500 << 10;
 
 /// The rules for one host.
 #[derive(Clone)]
@@ -83,7 +83,7 @@ impl Rules {
 
 /// The product token robots.txt groups are matched against: the user agent's first word
 /// without its version.
-pub fn product_token(user_agent: &str) -> String {
+pub(crate) fn product_token(user_agent: &str) -> String {
     user_agent
         .split(['/', ' '])
         .next()

@@ -31,7 +31,7 @@ pub enum PolitenessKey {
 
 /// Where a host's address lookup stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Address {
+pub(crate) enum Address {
     /// Not looked up.
     #[default]
     Unknown,
@@ -43,7 +43,7 @@ pub enum Address {
 
 impl Address {
     /// The address its politeness is keyed by, if any.
-    pub fn ip(self) -> Option<IpAddr> {
+    pub(crate) fn ip(self) -> Option<IpAddr> {
         match self {
             Address::Known(ip) => ip,
             _ => None,
@@ -61,7 +61,7 @@ struct Server {
 
 /// Whether a request to a host of a server may start now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Gate {
+pub(crate) enum Gate {
     /// Yes.
     Go,
     /// Not before this instant.
@@ -72,7 +72,7 @@ pub enum Gate {
 
 /// The servers of a crawl keyed by address.
 #[derive(Debug, Default)]
-pub struct Servers {
+pub(crate) struct Servers {
     by_ip: HashMap<IpAddr, Server>,
 }
 
@@ -80,7 +80,7 @@ impl Servers {
     /// Whether `host` of server `ip` may be contacted at `now`, with `limit` connections to
     /// the server; a host turned away for a full server is remembered, to be woken when a
     /// request ends.
-    pub fn gate(&mut self, ip: IpAddr, host: HostId, now: Instant, limit: usize) -> Gate {
+    pub(crate) fn gate(&mut self, ip: IpAddr, host: HostId, now: Instant, limit: usize) -> Gate {
         let s = self.by_ip.entry(ip).or_insert(Server {
             next_allowed: now,
             in_flight: 0,
@@ -99,7 +99,7 @@ impl Servers {
     }
 
     /// A request to the server started.
-    pub fn started(&mut self, ip: IpAddr) {
+    pub(crate) fn started(&mut self, ip: IpAddr) {
         if let Some(s) = self.by_ip.get_mut(&ip) {
             s.in_flight += 1;
         }
@@ -107,18 +107,13 @@ impl Servers {
 
     /// A request to the server ended; it may be contacted again no earlier than `not_before`.
     /// Returns the hosts that waited for a connection.
-    pub fn ended(&mut self, ip: IpAddr, not_before: Instant) -> Vec<HostId> {
+    pub(crate) fn ended(&mut self, ip: IpAddr, not_before: Instant) -> Vec<HostId> {
         let Some(s) = self.by_ip.get_mut(&ip) else {
             return Vec::new();
         };
         s.in_flight = s.in_flight.saturating_sub(1);
         s.next_allowed = s.next_allowed.max(not_before);
         std::mem::take(&mut s.waiting)
-    }
-
-    /// When the server may next be contacted.
-    pub fn next_allowed(&self, ip: IpAddr) -> Option<Instant> {
-        self.by_ip.get(&ip).map(|s| s.next_allowed)
     }
 }
 

@@ -7,7 +7,7 @@
 //! docs/ARCHITECTURE.md.
 
 use super::fleet::FleetError;
-pub use super::fleet::leases::Grant;
+pub(crate) use super::fleet::leases::Grant;
 use super::fleet::members::Heartbeat;
 use super::queue_store::QueueStore;
 use crate::ids::{Fp, HostId};
@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 /// A queue (host) this process now works on: what the frontier needs to start on it.
 #[derive(Debug, Clone)]
-pub struct Claimed {
+pub(crate) struct Claimed {
     /// Its id.
     pub host: HostId,
     /// `scheme://host[:port]`.
@@ -35,7 +35,7 @@ pub struct Claimed {
 /// A page of the refresh schedule as the fleet shares it, so that a host's next holder
 /// revisits what its last one kept fresh.
 #[derive(Debug, Clone, PartialEq)]
-pub struct TrackedPage {
+pub(crate) struct TrackedPage {
     /// Its fingerprint.
     pub fp: Fp,
     /// Its URL.
@@ -49,7 +49,7 @@ pub struct TrackedPage {
 }
 
 /// A frontier shared by a fleet, as one process uses it.
-pub trait SharedFrontier {
+pub(crate) trait SharedFrontier {
     /// The queue of a host, the same in every process (URLFrontier: a URL's `key`).
     fn queue_key(&mut self, origin: &str) -> Result<HostId, FleetError>;
     /// Takes queues with work, best first, up to this process's share of them, at most `cap`
@@ -125,11 +125,11 @@ pub trait SharedFrontier {
 /// The shared frontier as the in-process frontier reads it: the URLs of a queue held are
 /// taken as they are read. Only what a refill and a new host's id need is served; the rest
 /// of a crawl's state stays in the process's own store.
-pub struct Taking<'a>(RefCell<&'a mut dyn SharedFrontier>);
+pub(crate) struct Taking<'a>(RefCell<&'a mut dyn SharedFrontier>);
 
 impl<'a> Taking<'a> {
     /// The queue of `shared`, for one call of the frontier.
-    pub fn new(shared: &'a mut dyn SharedFrontier) -> Taking<'a> {
+    pub(crate) fn new(shared: &'a mut dyn SharedFrontier) -> Taking<'a> {
         Taking(RefCell::new(shared))
     }
 }

@@ -2,8 +2,8 @@
 //! `order-sim` and `refresh-sim`, each printing a plain table to standard output; and the
 //! floor's HTTP part (`floor_http`), a measurement for the crawl benchmark.
 
-pub mod floor_http;
-pub mod inspect;
+pub(crate) mod floor_http;
+pub(crate) mod inspect;
 pub mod opic_sim;
 pub mod order_sim;
 pub mod refresh_sim;

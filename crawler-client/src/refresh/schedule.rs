@@ -11,16 +11,14 @@ use std::collections::{BinaryHeap, HashMap};
 
 /// What a site said about a page.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Announcement {
+pub(crate) enum Announcement {
     /// It changed at this time (ms since the epoch).
     ChangedAt(i64),
-    /// It has not changed since this time (ms), as of now.
-    UnchangedSince(i64),
 }
 
 /// A page the schedule tracks.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Tracked {
+pub(crate) struct Tracked {
     /// Host id.
     pub host: HostId,
     /// The URL.
@@ -59,7 +57,7 @@ pub struct ScheduleConfig {
 
 /// How fresh the schedule expects the copies to be.
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
-pub struct Freshness {
+pub(crate) struct Freshness {
     /// Expected share of pages whose copy is current, when any is tracked.
     pub estimate: Option<f64>,
     /// Pages the crawler polls.
@@ -71,7 +69,7 @@ pub struct Freshness {
 }
 
 /// The schedule.
-pub struct Schedule {
+pub(crate) struct Schedule {
     config: ScheduleConfig,
     alloc: Allocation,
     pages: HashMap<Fp, Tracked>,
@@ -82,7 +80,7 @@ pub struct Schedule {
 
 impl Schedule {
     /// An empty schedule.
-    pub fn new(config: ScheduleConfig) -> Self {
+    pub(crate) fn new(config: ScheduleConfig) -> Self {
         Schedule {
             alloc: Allocation::new(config.policy, config.budget.unwrap_or(0.0)),
             config,
@@ -94,27 +92,22 @@ impl Schedule {
     }
 
     /// Pages tracked.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.pages.len()
     }
 
-    /// Whether no page is tracked.
-    pub fn is_empty(&self) -> bool {
-        self.pages.is_empty()
-    }
-
     /// The visit budget in use, per second.
-    pub fn budget(&self) -> f64 {
+    pub(crate) fn budget(&self) -> f64 {
         self.alloc.budget()
     }
 
     /// A tracked page.
-    pub fn page(&self, fp: Fp) -> Option<&Tracked> {
+    pub(crate) fn page(&self, fp: Fp) -> Option<&Tracked> {
         self.pages.get(&fp)
     }
 
     /// Re-solves the allocation for the pages as they are now.
-    pub fn solve(&mut self) {
+    pub(crate) fn solve(&mut self) {
         if self.config.budget.is_none() {
             // Covered pages are paid for by their sites' announcements, not by the budget.
             let polled = self.pages.len() - self.covered;
@@ -127,7 +120,7 @@ impl Schedule {
 
     /// Takes back pages from an earlier run (their `due` is ignored): counts them all, solves
     /// once, then plans each from its last visit.
-    pub fn restore(&mut self, pages: impl IntoIterator<Item = (Fp, Tracked)>) {
+    pub(crate) fn restore(&mut self, pages: impl IntoIterator<Item = (Fp, Tracked)>) {
         for (fp, p) in pages {
             let p = Tracked {
                 covered: false,
@@ -155,7 +148,7 @@ impl Schedule {
     #[allow(clippy::too_many_arguments)]
     /// Records a visit at `at` (ms) of a page (tracked or new) with its current estimates, and
     /// plans the next one.
-    pub fn visited(
+    pub(crate) fn visited(
         &mut self,
         fp: Fp,
         host: HostId,
@@ -219,7 +212,7 @@ impl Schedule {
     }
 
     /// A site's announcement about a page, at `now` (ms). Returns whether the page became due.
-    pub fn announce(&mut self, fp: Fp, what: Announcement, now: i64) -> bool {
+    pub(crate) fn announce(&mut self, fp: Fp, what: Announcement, now: i64) -> bool {
         let Some(p) = self.pages.get_mut(&fp) else {
             return false;
         };
@@ -230,23 +223,12 @@ impl Schedule {
                 true
             }
             Announcement::ChangedAt(_) => false,
-            Announcement::UnchangedSince(t) if t <= p.last => {
-                let (rate, weight) = (p.rate, p.weight);
-                let due = now + self.interval_ms(rate, weight);
-                if let Some(p) = self.pages.get_mut(&fp) {
-                    p.last = now;
-                    p.due = due;
-                }
-                self.heap.push(Reverse((due, fp)));
-                false
-            }
-            Announcement::UnchangedSince(_) => false,
         }
     }
 
     /// Leaves a page to its site's announcements: it is due only after the longest interval,
     /// as a safety net, unless an announcement makes it due sooner.
-    pub fn cover(&mut self, fp: Fp) {
+    pub(crate) fn cover(&mut self, fp: Fp) {
         let max_ms = (self.config.max_interval_secs * 1000.0) as i64;
         if let Some(p) = self.pages.get_mut(&fp) {
             if !p.covered {
@@ -265,7 +247,7 @@ impl Schedule {
 
     /// Covers (or, with `covered` false, plans again by their own estimates) every page of a
     /// host: its site started or stopped answering for them.
-    pub fn set_host_covered(&mut self, host: HostId, covered: bool) {
+    pub(crate) fn set_host_covered(&mut self, host: HostId, covered: bool) {
         let max_ms = (self.config.max_interval_secs * 1000.0) as i64;
         for p in self.pages.values_mut().filter(|p| p.host == host) {
             if p.covered != covered {
@@ -302,7 +284,7 @@ impl Schedule {
     }
 
     /// The pages of a host.
-    pub fn pages_of(&self, host: HostId) -> Vec<Fp> {
+    pub(crate) fn pages_of(&self, host: HostId) -> Vec<Fp> {
         let mut fps: Vec<Fp> = self
             .pages
             .iter()
@@ -317,7 +299,7 @@ impl Schedule {
     /// Poisson estimate `e^(-rate * age)` of no change since its visit; a page left to its
     /// site's announcements counts as current (the site tells of each change). With the pages
     /// due and the counts of each kind.
-    pub fn freshness(&self, now: i64) -> Freshness {
+    pub(crate) fn freshness(&self, now: i64) -> Freshness {
         let mut f = Freshness::default();
         let mut sum = 0.0;
         for p in self.pages.values() {
@@ -338,7 +320,7 @@ impl Schedule {
     }
 
     /// Pages left to their sites' announcements, by host.
-    pub fn covered_per_host(&self) -> HashMap<HostId, usize> {
+    pub(crate) fn covered_per_host(&self) -> HashMap<HostId, usize> {
         let mut m = HashMap::new();
         for p in self.pages.values().filter(|p| p.covered) {
             *m.entry(p.host).or_insert(0) += 1;
@@ -347,7 +329,7 @@ impl Schedule {
     }
 
     /// A host's pages with when each is due, soonest first, at most `limit`.
-    pub fn due_of(&self, host: HostId, limit: usize) -> Vec<Tracked> {
+    pub(crate) fn due_of(&self, host: HostId, limit: usize) -> Vec<Tracked> {
         let mut pages: Vec<Tracked> = self
             .pages
             .values()
@@ -360,7 +342,7 @@ impl Schedule {
     }
 
     /// Stops tracking a page (deleted).
-    pub fn remove(&mut self, fp: Fp) {
+    pub(crate) fn remove(&mut self, fp: Fp) {
         if let Some(old) = self.pages.remove(&fp) {
             self.untrack(&old);
         }
@@ -376,14 +358,14 @@ impl Schedule {
     }
 
     /// When the next page is due (ms).
-    pub fn next_due(&mut self) -> Option<i64> {
+    pub(crate) fn next_due(&mut self) -> Option<i64> {
         self.drop_stale();
         self.heap.peek().map(|Reverse((due, _))| *due)
     }
 
     /// Takes up to `limit` pages due at `now` (ms), earliest first. A taken page is due again
     /// only after its next visit is recorded (or `now + max_interval` if it never is).
-    pub fn take_due(&mut self, now: i64, limit: usize) -> Vec<(Fp, Tracked)> {
+    pub(crate) fn take_due(&mut self, now: i64, limit: usize) -> Vec<(Fp, Tracked)> {
         let mut out = Vec::new();
         while out.len() < limit {
             self.drop_stale();
@@ -526,6 +508,7 @@ mod tests {
         let mut s = Schedule::new(config(Policy::Uniform));
         s.restore([(Fp(1), tracked("http://e/a", 0.01, 1000))]);
         let planned = s.page(Fp(1)).unwrap().due;
+        assert!(planned > 1000, "due after the visit");
         assert!(
             !s.announce(Fp(1), Announcement::ChangedAt(500), 2000),
             "old news"
@@ -533,8 +516,6 @@ mod tests {
         assert!(s.announce(Fp(1), Announcement::ChangedAt(1500), 2000));
         assert_eq!(s.take_due(2000, 10).len(), 1);
         s.visited(Fp(1), HostId(1), "http://e/a", 0, 2000, None, 1.0);
-        assert!(!s.announce(Fp(1), Announcement::UnchangedSince(1500), 50_000));
-        assert_eq!(s.page(Fp(1)).unwrap().due, 50_000 + (planned - 1000));
         assert!(
             !s.announce(Fp(99), Announcement::ChangedAt(1), 1),
             "unknown page"

@@ -18,7 +18,7 @@ const REFRESH_PASS_META: &str = "refresh_pass";
 
 /// Why the crawl directory could not be taken.
 #[derive(Debug, thiserror::Error)]
-pub enum LockError {
+pub(crate) enum LockError {
     /// Another crawl holds it.
     #[error("{0} is in use by another webcoop-crawl process")]
     Locked(PathBuf),
@@ -35,7 +35,7 @@ pub enum LockError {
 /// Takes the crawl directory's lock, so two crawls never write one state; creates the
 /// directory private to this user (it holds the crawler's subscription secrets), and names
 /// an existing one others can read.
-pub fn lock(out: &Path) -> Result<File, LockError> {
+pub(crate) fn lock(out: &Path) -> Result<File, LockError> {
     let file_error = |path: &Path| {
         let path = path.to_path_buf();
         move |source| LockError::File { path, source }

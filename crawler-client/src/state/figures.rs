@@ -3,7 +3,7 @@
 use super::{DISALLOWED, Store, StoreError};
 
 /// The `meta` key of the count of connections refused by the network guard, over all runs.
-pub const NET_REFUSED: &str = "net_refused";
+pub(crate) const NET_REFUSED: &str = "net_refused";
 
 impl Store {
     /// The figures `status` and the final summary print.

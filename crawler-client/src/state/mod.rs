@@ -21,13 +21,16 @@ mod pages;
 mod rows;
 mod schema;
 
-pub use browse::{HostFigures, PageVisit};
-pub use checkpoint::Checkpointer;
-pub use directory::{COOP_CONFIG_META, LockError, is_running, lock};
-pub use figures::{Figures, NET_REFUSED};
-pub use rows::{
-    Batch, CopyRow, GiveUp, HostRecord, HostUpdate, KnownPage, NewUrl, PageRecord, Queued,
-    RefreshablePage,
+pub(crate) use browse::HostFigures;
+// The crate's surface (re-exported at its root) apart from what only the crate uses.
+pub use directory::{COOP_CONFIG_META, is_running};
+pub use figures::Figures;
+pub use rows::NewUrl;
+
+pub(crate) use directory::{LockError, lock};
+pub(crate) use figures::NET_REFUSED;
+pub(crate) use rows::{
+    Batch, CopyRow, GiveUp, HostRecord, HostUpdate, KnownPage, PageRecord, Queued, RefreshablePage,
 };
 
 use crate::ids::{Fp, HostId};
@@ -39,10 +42,10 @@ use std::path::{Path, PathBuf};
 use webcoop_daemon::sqlite_error::{Hints, SqliteError};
 
 /// The `error` of a page robots.txt forbids.
-pub const DISALLOWED: &str = "disallowed by robots.txt";
+pub(crate) const DISALLOWED: &str = "disallowed by robots.txt";
 
 /// A failure of the crawl database.
-pub type StoreError = SqliteError;
+pub(crate) type StoreError = SqliteError;
 
 /// What a failure of the crawl database tells the operator.
 const HINTS: Hints = Hints {

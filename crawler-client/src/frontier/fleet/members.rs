@@ -39,17 +39,17 @@ pub struct Heartbeat {
 }
 
 /// A heartbeat older than this is a dead process's (it renews far more often).
-pub const STALE_MS: i64 = 15_000;
+pub(crate) const STALE_MS: i64 = 15_000;
 
 /// The members of one crawl.
-pub struct Members {
+pub(crate) struct Members {
     link: RedisLink,
     crawl: String,
 }
 
 impl Members {
     /// Connects to the frontier at `url` for crawl `crawl`.
-    pub fn connect(url: &str, crawl: &str) -> Result<Members, FleetError> {
+    pub(crate) fn connect(url: &str, crawl: &str) -> Result<Members, FleetError> {
         Ok(Members {
             link: connect(url, crawl)?,
             crawl: crawl.to_string(),
@@ -57,7 +57,7 @@ impl Members {
     }
 
     /// The connection, to wait out a pause with Ctrl-C.
-    pub fn link(&mut self) -> &mut RedisLink {
+    pub(crate) fn link(&mut self) -> &mut RedisLink {
         &mut self.link
     }
 
@@ -67,7 +67,7 @@ impl Members {
 
     /// The crawl's shared settings: `given` if this process starts the crawl, else those
     /// stored by the one that did. Returns them and whether the crawl is new.
-    pub fn settings(
+    pub(crate) fn settings(
         &mut self,
         given: &serde_json::Map<String, serde_json::Value>,
     ) -> Result<(serde_json::Map<String, serde_json::Value>, bool), FleetError> {
@@ -98,7 +98,7 @@ impl Members {
 
     /// The crawl's seeds: those given here are added to the ones every process gave (the
     /// scope of a crawl is its seeds').
-    pub fn seeds(&mut self, given: &[String]) -> Result<Vec<String>, FleetError> {
+    pub(crate) fn seeds(&mut self, given: &[String]) -> Result<Vec<String>, FleetError> {
         let key = self.key("seeds");
         if !given.is_empty() {
             self.link
@@ -112,7 +112,7 @@ impl Members {
     }
 
     /// Says how this process is, stamped with the server's clock.
-    pub fn beat(&mut self, name: &str, beat: &Heartbeat) -> Result<(), FleetError> {
+    pub(crate) fn beat(&mut self, name: &str, beat: &Heartbeat) -> Result<(), FleetError> {
         let key = self.key("members");
         let now = self.server_ms()?;
         let text = serde_json::to_string(&Heartbeat {
@@ -130,13 +130,13 @@ impl Members {
     }
 
     /// The Redis server's time, ms since the epoch.
-    pub fn server_ms(&mut self) -> Result<i64, FleetError> {
+    pub(crate) fn server_ms(&mut self) -> Result<i64, FleetError> {
         let (s, us): (i64, i64) = self.link.run(|con| redis::cmd("TIME").query(con))?;
         Ok(s * 1000 + us / 1000)
     }
 
     /// Every process that ever joined, with its last heartbeat, and the server's time.
-    pub fn all(&mut self) -> Result<(Vec<(String, Heartbeat)>, i64), FleetError> {
+    pub(crate) fn all(&mut self) -> Result<(Vec<(String, Heartbeat)>, i64), FleetError> {
         let key = self.key("members");
         let raw: Vec<(String, String)> = self
             .link
@@ -151,7 +151,7 @@ impl Members {
     }
 
     /// Whether another live process holds hosts or requests (work may still come from it).
-    pub fn others_busy(&mut self, me: &str) -> Result<bool, FleetError> {
+    pub(crate) fn others_busy(&mut self, me: &str) -> Result<bool, FleetError> {
         let (all, now) = self.all()?;
         Ok(all.iter().any(|(name, b)| {
             name != me
@@ -162,7 +162,7 @@ impl Members {
     }
 
     /// How many processes are alive.
-    pub fn alive(&mut self) -> Result<usize, FleetError> {
+    pub(crate) fn alive(&mut self) -> Result<usize, FleetError> {
         let (all, now) = self.all()?;
         Ok(all
             .iter()

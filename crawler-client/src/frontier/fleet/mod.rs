@@ -15,12 +15,12 @@ macro_rules! server_now {
     };
 }
 
-pub mod leases;
-pub mod members;
-pub mod process;
-pub mod queue;
-pub mod redis_link;
-pub mod status;
+pub(crate) mod leases;
+pub(crate) mod members;
+pub(crate) mod process;
+pub(crate) mod queue;
+pub(crate) mod redis_link;
+pub(crate) mod status;
 
 use redis_link::RedisLink;
 
@@ -70,7 +70,7 @@ pub(crate) fn connect(url: &str, crawl: &str) -> Result<RedisLink, FleetError> {
 }
 
 /// The frontier's address as logs and errors show it: a password in it is hidden.
-pub fn shown(url: &str) -> String {
+pub(crate) fn shown(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_string();
     };

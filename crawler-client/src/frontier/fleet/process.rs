@@ -20,10 +20,6 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-/// How long a host lease lasts unless the crawl says otherwise; it is renewed when a third
-/// of it has passed.
-pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
-
 /// Rows stay taken until settled or reclaimed by the host's next holder: their own lease only
 /// bounds what a holder that lost its host lease unnoticed could keep.
 const ROW_LEASE: Duration = Duration::from_secs(24 * 3600);
@@ -40,7 +36,7 @@ struct HostLease {
 }
 
 /// This process's part of a fleet.
-pub struct FleetProcess {
+pub(crate) struct FleetProcess {
     name: String,
     crawl: String,
     queue: SharedQueue,
@@ -86,7 +82,7 @@ impl FleetProcess {
     /// read by one process serves the others, `expired_delay` the wait after a lease whose
     /// holder died, `lease` how long a host lease lasts unrenewed. A call waiting for an
     /// unreachable Redis gives up once `stop` is set.
-    pub fn join(
+    pub(crate) fn join(
         url: &str,
         crawl: &str,
         name: &str,
@@ -115,11 +111,6 @@ impl FleetProcess {
             looked: None,
             share: 1,
         })
-    }
-
-    /// This process's name in the fleet.
-    pub fn name(&self) -> &str {
-        &self.name
     }
 
     /// Queues what this process found, each URL in its host's shared queue unless some process
