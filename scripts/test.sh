@@ -91,27 +91,20 @@ if [ ! -d target/debug ] && [ -n "$free_mb" ] && [ "$free_mb" -lt "$need_mb" ]; 
     exit 1
 fi
 
-# --- checks ----------------------------------------------------------------------------------
-say "cargo fmt --check"
-cargo fmt --all -- --check
-say "cargo clippy --all-targets -D warnings (with and without the outside-tools tier)"
-cargo clippy --workspace --all-targets --features webcoop/outside-tools -- -D warnings
-cargo clippy -p webcoop --all-targets -- -D warnings
-say "building the tests and the binaries they run"
-tests=(cargo test --workspace --features webcoop/outside-tools)
-"${tests[@]}" --no-run "$@"
-# The binaries the tests (and the package step) run, in the same build: tests find them fresh.
-cargo build -p webcoop-agent -p webcoop-crawler --bins
-
-# --- fuzz build, beside the tests -----------------------------------------------------------
-# The tests mostly wait on servers and sockets: the fuzz targets (nightly, sanitizer, release)
-# build meanwhile at the lowest priority, so the tests keep the CPU whenever they want it.
+# --- builds beside the checks and the tests ------------------------------------------------
+# The fuzz targets (nightly, with the address sanitizer) build from the start at the lowest
+# priority: they take the CPU the lints and the test build leave while they link, and the
+# tests, which mostly wait on servers and sockets. They build unoptimised (`--dev`, with debug
+# assertions and overflow checks): the 10 s runs here are a smoke test, and an optimised build
+# of every dependency would cost CI more than everything else; long runs use -O (fuzz/README.md).
+# A failing step stops the script; what runs beside it stops with it.
+trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
 fuzz_secs="${WEBCOOP_FUZZ_SECONDS:-10}"
 fuzz_build=""
 fuzz_log=$(mktemp)
 if [ "$fuzz_secs" != 0 ] && rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
     command -v cargo-fuzz >/dev/null || cargo install --quiet --locked cargo-fuzz
-    nice -n 19 cargo +nightly fuzz build -O >"$fuzz_log" 2>&1 &
+    nice -n 19 cargo +nightly fuzz build --dev >"$fuzz_log" 2>&1 &
     fuzz_build=$!
 fi
 
@@ -125,6 +118,18 @@ if [ -n "$packages" ] && ! command -v cargo-deb >/dev/null; then
     nice -n 19 cargo install --quiet cargo-deb --locked --version 3.8.0 >"$deb_log" 2>&1 &
     deb_install=$!
 fi
+
+# --- checks ----------------------------------------------------------------------------------
+say "cargo fmt --check"
+cargo fmt --all -- --check
+say "cargo clippy --all-targets -D warnings (with and without the outside-tools tier)"
+cargo clippy --workspace --all-targets --features webcoop/outside-tools -- -D warnings
+cargo clippy -p webcoop --all-targets -- -D warnings
+say "building the tests and the binaries they run"
+tests=(cargo test --workspace --features webcoop/outside-tools)
+"${tests[@]}" --no-run "$@"
+# The binaries the tests (and the package step) run, in the same build: tests find them fresh.
+cargo build -p webcoop-agent -p webcoop-crawler --bins
 
 say "cargo test --workspace --features webcoop/outside-tools"
 "${tests[@]}" "$@"
@@ -148,7 +153,7 @@ if [ -n "$fuzz_build" ]; then
         local target=$1
         mkdir -p "$corpus/$target"
         # New inputs go to the cache; the seeds are read, never written.
-        if ! cargo +nightly fuzz run -O "$target" "$corpus/$target" "$PWD/fuzz/seeds/$target" -- \
+        if ! cargo +nightly fuzz run --dev "$target" "$corpus/$target" "$PWD/fuzz/seeds/$target" -- \
             -max_total_time="$fuzz_secs" -rss_limit_mb=2048 -max_len=65536 \
             >"$logs/$target.log" 2>&1; then
             tail -n 40 "$logs/$target.log" >&2
@@ -157,7 +162,7 @@ if [ -n "$fuzz_build" ]; then
         fi
         grep -h '^Done' "$logs/$target.log" | sed "s/^/$target: /"
         if [ "$(ls "$corpus/$target" | wc -l)" -gt 5000 ]; then
-            cargo +nightly fuzz cmin -O "$target" "$corpus/$target" >/dev/null 2>&1 || true
+            cargo +nightly fuzz cmin --dev "$target" "$corpus/$target" >/dev/null 2>&1 || true
         fi
     }
     pending=()
