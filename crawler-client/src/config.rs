@@ -82,12 +82,7 @@ pub struct CrawlArgs {
     pub console_token_file: Option<PathBuf>,
     /// The console's token itself (prefer --console-token-file: a command line is visible to
     /// every user of the machine).
-    #[arg(
-        long,
-        value_name = "TOKEN",
-        env = "WEBCOOP_CONSOLE_TOKEN",
-        hide_env_values = true
-    )]
+    #[arg(long, value_name = "TOKEN")]
     pub console_token: Option<String>,
     /// Revisit every page fetched before, with conditional requests (once per pass: a pass
     /// under way is resumed, not restarted).

@@ -56,12 +56,7 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         console_token_file: Option<PathBuf>,
         /// The token itself.
-        #[arg(
-            long,
-            value_name = "TOKEN",
-            env = "WEBCOOP_CONSOLE_TOKEN",
-            hide_env_values = true
-        )]
+        #[arg(long, value_name = "TOKEN")]
         console_token: Option<String>,
     },
     /// Write the CDXJ index of a crawl's WARC files (the lines pywb's cdxj-indexer writes for
@@ -518,17 +513,25 @@ fn tune_malloc() {
     }
 }
 
+/// The command line, every option also readable from `WEBCOOP_CRAWL_<OPTION>` (the rule of both
+/// binaries, `webcoop_daemon::command_line`).
+fn command() -> clap::Command {
+    let cli = <Cli as clap::CommandFactory>::command();
+    webcoop_daemon::command_line::with_environment(cli, "WEBCOOP_CRAWL_", &[])
+}
+
 fn main() -> ExitCode {
     tune_malloc();
-    if let Some(code) =
-        webcoop_daemon::generated_docs::generate_if_asked(<Cli as clap::CommandFactory>::command())
-    {
+    if let Some(code) = webcoop_daemon::generated_docs::generate_if_asked(command()) {
         return code;
     }
     // The crawl directory holds subscription secrets: what the crawler writes is its user's
     // alone, whatever umask it was started with.
     webcoop_daemon::private::private_umask();
-    let cli = Cli::parse();
+    let cli = match <Cli as clap::FromArgMatches>::from_arg_matches(&command().get_matches()) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(

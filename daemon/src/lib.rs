@@ -1,8 +1,10 @@
 //! What the agent and the crawler share as long-running services, beyond the wire formats of
 //! `webcoop-protocol`: state only their user may read ([`private`]), the live consoles' access
 //! rules, assets and HTTP pieces ([`console`]), their databases' errors ([`sqlite_error`]),
-//! and the man pages and completions generated from their command lines ([`generated_docs`]).
+//! the man pages and completions generated from their command lines ([`generated_docs`]), and
+//! the one rule for their environment variables ([`command_line`]).
 
+pub mod command_line;
 pub mod console;
 pub mod generated_docs;
 pub mod private;

@@ -12,82 +12,78 @@ use url::Url;
 #[command(name = "webcoop-agent", version, about, long_about = None)]
 pub struct Cli {
     /// The directory the web server serves.
-    #[arg(long, env = "WEBCOOP_DOCROOT")]
+    #[arg(long)]
     pub docroot: Option<PathBuf>,
     /// The public URL of the docroot, e.g. https://www.example.org/.
-    #[arg(long, env = "WEBCOOP_BASE_URL")]
+    #[arg(long)]
     pub base_url: Option<String>,
     /// Where the agent keeps its inventory, change log and versions (default: DOCROOT.webcoop
     /// beside the docroot, never inside it).
-    #[arg(long, env = "WEBCOOP_STATE")]
+    #[arg(long)]
     pub state: Option<PathBuf>,
     /// Where the published documents go (default: the docroot).
-    #[arg(long, env = "WEBCOOP_OUT")]
+    #[arg(long)]
     pub out: Option<PathBuf>,
     /// Publish only paths matching one of these globs (relative to the docroot, `**` allowed).
-    #[arg(long = "include", env = "WEBCOOP_INCLUDE", value_delimiter = ',')]
+    #[arg(long = "include", value_delimiter = ',')]
     pub include: Vec<String>,
     /// Never publish paths matching these globs.
-    #[arg(long = "exclude", env = "WEBCOOP_EXCLUDE", value_delimiter = ',')]
+    #[arg(long = "exclude", value_delimiter = ',')]
     pub exclude: Vec<String>,
     /// A TOML file with any of these settings (keys as the long options, with `_`).
-    #[arg(long, env = "WEBCOOP_CONFIG")]
+    #[arg(long)]
     pub config: Option<PathBuf>,
     /// Publish once and exit (for cron) instead of watching.
-    #[arg(long, env = "WEBCOOP_ONCE")]
+    #[arg(long)]
     pub once: bool,
     /// List paths the site's own robots.txt disallows (by default they are left out).
-    #[arg(long, env = "WEBCOOP_IGNORE_ROBOTS_TXT")]
+    #[arg(long)]
     pub ignore_robots_txt: bool,
     /// Replace a robots.rdf or sitemap.xml in the output directory that the agent did not write.
-    #[arg(long, env = "WEBCOOP_REPLACE_EXISTING")]
+    #[arg(long)]
     pub replace_existing: bool,
     /// Versions kept per text resource, for deltas [default: 5].
-    #[arg(long, env = "WEBCOOP_VERSIONS")]
+    #[arg(long)]
     pub versions: Option<usize>,
     /// Disk budget of the kept versions, e.g. 512MiB or 2G [default: 1GiB].
-    #[arg(long, env = "WEBCOOP_VERSIONS_BUDGET", value_parser = parse_bytes)]
+    #[arg(long, value_parser = parse_bytes)]
     pub versions_budget: Option<u64>,
     /// Quiet time after a change before publishing, in milliseconds [default: 100].
-    #[arg(long, env = "WEBCOOP_DEBOUNCE_MS")]
+    #[arg(long)]
     pub debounce_ms: Option<u64>,
     /// Seconds between full rescans that catch what the watcher missed [default: 3600].
-    #[arg(long, env = "WEBCOOP_RESCAN_INTERVAL")]
+    #[arg(long)]
     pub rescan_interval: Option<u64>,
     /// Changes listed in the static changes feed [default: 500].
-    #[arg(long, env = "WEBCOOP_FEED_ENTRIES")]
+    #[arg(long)]
     pub feed_entries: Option<usize>,
     /// Changes kept in the change log [default: 100000].
-    #[arg(long, env = "WEBCOOP_RETAIN_CHANGES")]
+    #[arg(long)]
     pub retain_changes: Option<usize>,
     /// URLs per sitemap part once the site outgrows one sitemap file [default: 10000, at most
     /// 50000].
-    #[arg(long, env = "WEBCOOP_SITEMAP_PART_URLS")]
+    #[arg(long)]
     pub sitemap_part_urls: Option<usize>,
     /// Serve the changes, delta, hub and metrics endpoints on this address (e.g.
     /// 127.0.0.1:8081), for the web server to proxy under /.well-known/webcoop/.
-    #[arg(long, env = "WEBCOOP_LISTEN")]
+    #[arg(long)]
     pub listen: Option<String>,
     /// Serve the webmaster's console on this address (never the public listener; loopback
     /// unless a token guards it), e.g. 127.0.0.1:8082.
-    #[arg(long, env = "WEBCOOP_CONSOLE")]
+    #[arg(long)]
     pub console: Option<String>,
     /// File whose first line is the console's token (required off loopback).
-    #[arg(long, env = "WEBCOOP_CONSOLE_TOKEN_FILE")]
+    #[arg(long)]
     pub console_token_file: Option<PathBuf>,
     /// The public URL of those endpoints [default: BASE_URL/.well-known/webcoop/].
-    #[arg(long, env = "WEBCOOP_PUBLIC_URL")]
+    #[arg(long)]
     pub public_url: Option<String>,
     /// Let the hub call back subscribers in this network although it is loopback, private or
     /// link-local (repeatable; e.g. 10.0.0.0/8).
-    #[arg(
-        long = "allow-callback-net",
-        env = "WEBCOOP_ALLOW_CALLBACK_NET",
-        value_delimiter = ','
-    )]
+    #[arg(long = "allow-callback-net", value_delimiter = ',')]
     pub allow_callback_net: Vec<String>,
     /// How long the hub gathers changes into one delivery, in milliseconds [default: 1000].
-    #[arg(long, env = "WEBCOOP_HUB_WINDOW_MS")]
+    #[arg(long)]
     pub hub_window_ms: Option<u64>,
     /// Run time this many times faster (dates in what the agent publishes), for webcoop-bench.
     #[arg(long, value_name = "X")]
@@ -97,67 +93,51 @@ pub struct Cli {
     #[arg(long, value_name = "MS", requires = "clock_speed")]
     pub clock_anchor: Option<i64>,
     /// Seconds a subscriber may keep failing before its subscription is dropped [default: 86400].
-    #[arg(long, env = "WEBCOOP_HUB_DROP_AFTER")]
+    #[arg(long)]
     pub hub_drop_after: Option<u64>,
     /// Post changed URLs to this IndexNow endpoint (e.g. https://api.indexnow.org/indexnow).
-    #[arg(long, env = "WEBCOOP_INDEXNOW_ENDPOINT", requires = "indexnow_key")]
+    #[arg(long, requires = "indexnow_key")]
     pub indexnow_endpoint: Option<String>,
     /// The site's IndexNow key (8 to 128 letters, digits or dashes); the agent publishes it as
     /// KEY.txt.
-    #[arg(long, env = "WEBCOOP_INDEXNOW_KEY", requires = "indexnow_endpoint")]
+    #[arg(long, requires = "indexnow_endpoint")]
     pub indexnow_key: Option<String>,
     /// Print the robots.txt lines that point crawlers at what the agent publishes, and exit.
     #[arg(long)]
     pub print_robots_lines: bool,
     /// Most subscriptions the hub holds [default: 10000].
-    #[arg(long, env = "WEBCOOP_HUB_MAX_SUBSCRIPTIONS")]
+    #[arg(long)]
     pub hub_max_subscriptions: Option<usize>,
     /// Publish files with this extension although web servers run or hide it by default
     /// (`py`, `zip`, `log`...; repeat or separate with commas).
-    #[arg(
-        long = "publish-ext",
-        env = "WEBCOOP_PUBLISH_EXT",
-        value_delimiter = ','
-    )]
+    #[arg(long = "publish-ext", value_delimiter = ',')]
     pub publish_ext: Vec<String>,
     /// The web server's configuration (nginx or Apache): its protected locations
     /// (`auth_basic`, `deny all`, `internal`, `Require`) are never published. Repeatable.
-    #[arg(
-        long = "server-config",
-        env = "WEBCOOP_SERVER_CONFIG",
-        value_delimiter = ','
-    )]
+    #[arg(long = "server-config", value_delimiter = ',')]
     pub server_config: Vec<PathBuf>,
     /// Where the agent asks the web server for each file before publishing it, as an
     /// anonymous client would (default: the base URL's origin; in production typically a
     /// loopback address such as http://127.0.0.1:80, asked with the site's Host).
-    #[arg(long, env = "WEBCOOP_SERVER_URL")]
+    #[arg(long)]
     pub server_url: Option<String>,
     /// Requests to the web server at once while judging files [default: 4].
-    #[arg(long, env = "WEBCOOP_JUDGE_CONNECTIONS")]
+    #[arg(long)]
     pub judge_connections: Option<usize>,
     /// Seconds within which every file is judged again [default: 86400].
-    #[arg(long, env = "WEBCOOP_JUDGE_EVERY")]
+    #[arg(long)]
     pub judge_every: Option<u64>,
     /// Most requests per second when judging files again (after a change of the server's
     /// configuration, or on the rolling schedule) [default: 200].
-    #[arg(long, env = "WEBCOOP_JUDGE_RATE")]
+    #[arg(long)]
     pub judge_rate: Option<f64>,
     /// A web server directive the agent does not know, declared to serve every client alike
     /// (repeatable); without it, a location using one is not published.
-    #[arg(
-        long = "trust-directive",
-        env = "WEBCOOP_TRUST_DIRECTIVE",
-        value_delimiter = ','
-    )]
+    #[arg(long = "trust-directive", value_delimiter = ',')]
     pub trust_directive: Vec<String>,
     /// A reverse proxy whose X-Forwarded-For the hub believes for its rate limits (repeatable;
     /// e.g. 127.0.0.1/32 when nginx on this machine proxies the agent).
-    #[arg(
-        long = "trusted-proxy",
-        env = "WEBCOOP_TRUSTED_PROXY",
-        value_delimiter = ','
-    )]
+    #[arg(long = "trusted-proxy", value_delimiter = ',')]
     pub trusted_proxy: Vec<String>,
     /// Drop every kept version of these docroot paths (a secret published by mistake), then
     /// exit: no delta can reveal them afterwards.

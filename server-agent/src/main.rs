@@ -1,6 +1,5 @@
 //! `webcoop-agent`: the agent's command line.
 
-use clap::Parser;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,16 +24,29 @@ fn human_bytes(n: u64) -> String {
     }
 }
 
+/// The command line, every option also readable from `WEBCOOP_<OPTION>` (the rule of both
+/// binaries, `webcoop_daemon::command_line`).
+/// Not the actions that print or change something once.
+fn command() -> clap::Command {
+    let cli = <Cli as clap::CommandFactory>::command();
+    webcoop_daemon::command_line::with_environment(
+        cli,
+        "WEBCOOP_",
+        &["--print-robots-lines", "--forget-versions"],
+    )
+}
+
 fn main() -> ExitCode {
-    if let Some(code) =
-        webcoop_daemon::generated_docs::generate_if_asked(<Cli as clap::CommandFactory>::command())
-    {
+    if let Some(code) = webcoop_daemon::generated_docs::generate_if_asked(command()) {
         return code;
     }
     // State is private whatever umask the agent was started with; published documents are
     // opened up one by one.
     webcoop_daemon::private::private_umask();
-    let cli = Cli::parse();
+    let cli = match <Cli as clap::FromArgMatches>::from_arg_matches(&command().get_matches()) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("WEBCOOP_LOG")

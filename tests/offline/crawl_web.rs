@@ -549,6 +549,54 @@ fn a_page_budget_is_kept_over_runs() {
 }
 
 #[test]
+fn every_option_may_come_from_the_environment_and_the_command_line_wins() {
+    let web = TestWeb::start(vec![HostSpec::new("env.test", 30).robots(Robots::NotFound)]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("crawl");
+    let seed = format!("{}/", web.origin("env.test"));
+    let o = crawl_command(&web, &out, QUICK, &[])
+        .env("WEBCOOP_CRAWL_SEEDS", &seed)
+        .env("WEBCOOP_CRAWL_MAX_PAGES", "3")
+        .env("WEBCOOP_CRAWL_DELAY_MIN", "0")
+        .env("WEBCOOP_CRAWL_DELAY_FACTOR", "0")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(status_json(&out)["fetched"], 3);
+    // The command line beats the environment.
+    let o = crawl_command(&web, &out, QUICK, &["--max-pages", "5"])
+        .env("WEBCOOP_CRAWL_MAX_PAGES", "4")
+        .env("WEBCOOP_CRAWL_DELAY_MIN", "0")
+        .env("WEBCOOP_CRAWL_DELAY_FACTOR", "0")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(status_json(&out)["fetched"], 5);
+    // A bad value is named with its variable; `--help` names variables, never their values.
+    let o = Command::new(crawl_bin())
+        .args(["crawl", "--out"])
+        .arg(&out)
+        .env("WEBCOOP_CRAWL_MAX_PAGES", "many")
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("many") && err.contains("--max-pages"), "{err}");
+    let help = Command::new(crawl_bin())
+        .args(["crawl", "--help"])
+        .env(
+            "WEBCOOP_CRAWL_CONSOLE_TOKEN",
+            "s3cret-s3cret-s3cret-s3cret-s3cret",
+        )
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(help.contains("[env: WEBCOOP_CRAWL_MAX_DEPTH"), "{help}");
+    assert!(help.contains("WEBCOOP_CRAWL_CONSOLE_TOKEN"), "{help}");
+    assert!(!help.contains("s3cret"), "{help}");
+}
+
+#[test]
 fn bad_input_is_named() {
     let dir = tempfile::tempdir().unwrap();
     let run = |args: &[&str]| {
