@@ -104,7 +104,10 @@ fuzz_build=""
 fuzz_log=$(mktemp)
 if [ "$fuzz_secs" != 0 ] && rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
     command -v cargo-fuzz >/dev/null || cargo install --quiet --locked cargo-fuzz
-    nice -n 19 cargo +nightly fuzz build --dev >"$fuzz_log" 2>&1 &
+    (
+        nice -n 19 cargo +nightly fuzz build --dev
+        printf 'fuzz targets built at %d:%02d\n' $((SECONDS / 60)) $((SECONDS % 60))
+    ) >"$fuzz_log" 2>&1 &
     fuzz_build=$!
 fi
 
@@ -146,6 +149,7 @@ if [ -n "$fuzz_build" ]; then
         echo "error: cargo +nightly fuzz build failed" >&2
         exit 1
     fi
+    tail -n 1 "$fuzz_log"
     corpus="${WEBCOOP_FUZZ_CORPUS:-$HOME/.cache/webcoop/fuzz-corpus}"
     logs=$(mktemp -d)
     # Two targets at a time: libFuzzer runs one process per target, and there are two cores.
@@ -161,7 +165,9 @@ if [ -n "$fuzz_build" ]; then
             return 1
         fi
         grep -h '^Done' "$logs/$target.log" | sed "s/^/$target: /"
-        if [ "$(ls "$corpus/$target" | wc -l)" -gt 5000 ]; then
+        # An unoptimised target reads a few thousand inputs for longer than it fuzzes: the
+        # cache is kept minimal (inputs that add coverage) past a thousand.
+        if [ "$(ls "$corpus/$target" | wc -l)" -gt 1000 ]; then
             cargo +nightly fuzz cmin --dev "$target" "$corpus/$target" >/dev/null 2>&1 || true
         fi
     }

@@ -19,67 +19,24 @@ pub(crate) const DEFAULT_USER_AGENT: &str = concat!(
     " (+https://github.com/webcoop/webcoop)"
 );
 
-/// `webcoop-crawl crawl` options.
+/// `webcoop-crawl crawl`: what is this run's own (the directory, the configuration file, a
+/// refresh pass, a fleet to join...) and, flattened in, every setting of the crawl.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct CrawlArgs {
-    /// Seed URLs, or files with one URL per line (`#` starts a comment). May be left out
-    /// when resuming: the seeds of the first run are remembered.
-    #[arg(long, num_args = 1.., value_name = "FILE|URL")]
-    pub seeds: Vec<String>,
+    /// Every setting of the crawl: a flag, a `WEBCOOP_CRAWL_*` variable and a key of the file.
+    #[command(flatten)]
+    pub options: CrawlOptions,
     /// Directory of the crawl: state (crawl.sqlite), WARC files (warc/), crawl.log.
     /// Running again on the same directory resumes.
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
-    /// Stop after this many pages fetched (over all runs on this directory).
-    #[arg(long, value_name = "N")]
-    pub max_pages: Option<u64>,
-    /// Deepest static page, in links from a seed [default: 15; dynamic pages: 5].
-    #[arg(long, value_name = "N")]
-    pub max_depth: Option<u32>,
-    /// Which links to follow: host (the seeds' hosts), domain (and their subdomains), any,
-    /// or a regular expression URLs must match [default: host].
-    #[arg(long, value_name = "host|domain|any|REGEX")]
-    pub scope: Option<String>,
-    /// Shortest delay between two requests to one host, in seconds [default: 1].
-    #[arg(long, value_name = "SECS")]
-    pub delay_min: Option<f64>,
-    /// Delay as a multiple of the host's last response time [default: 5].
-    #[arg(long, value_name = "X")]
-    pub delay_factor: Option<f64>,
-    /// What politeness is keyed by: host (each host name), or ip (host names on one server
-    /// address share its delay and connection limit) [default: host].
-    #[arg(long, value_enum, value_name = "host|ip")]
-    pub politeness_key: Option<crate::frontier::servers::PolitenessKey>,
-    /// Connections per host: raise only for sites you own or have permission for [default: 1].
-    #[arg(long, value_name = "N")]
-    pub per_host_connections: Option<usize>,
-    /// Connections over all hosts [default: 128].
-    #[arg(long, value_name = "N")]
-    pub concurrency: Option<usize>,
-    /// The User-Agent sent, whose first word is matched against robots.txt groups.
-    #[arg(long, value_name = "UA")]
-    pub user_agent: Option<String>,
-    /// Per-request time limit in seconds [default: 30].
-    #[arg(long, value_name = "SECS")]
-    pub timeout: Option<f64>,
+    /// TOML file with the crawl's settings, keys as the options with `_` (docs/CRAWLER.md).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
     /// Send requests for HOST to ADDR instead of resolving it (repeatable), like curl's
-    /// --resolve.
+    /// --resolve; the file's `[resolve]` table adds to these.
     #[arg(long, value_name = "HOST=ADDR")]
     pub resolve: Vec<String>,
-    /// Let the crawler connect to this network although it is loopback, private, link-local
-    /// or otherwise not public (repeatable; e.g. 10.0.0.0/8). Without it, every connection
-    /// to such an address (pages, redirects, robots.txt, sitemaps, hubs) is refused.
-    #[arg(long, value_name = "CIDR")]
-    pub allow_net: Vec<String>,
-    /// Serve Prometheus metrics at http://ADDR/metrics.
-    #[arg(long, value_name = "ADDR")]
-    pub metrics: Option<SocketAddr>,
-    /// Serve the live console at http://ADDR/ (loopback unless a token guards it).
-    #[arg(long, value_name = "ADDR")]
-    pub console: Option<SocketAddr>,
-    /// File whose first line is the console's token (required off loopback).
-    #[arg(long, value_name = "FILE")]
-    pub console_token_file: Option<PathBuf>,
     /// The console's token itself (prefer --console-token-file: a command line is visible to
     /// every user of the machine).
     #[arg(long, value_name = "TOKEN")]
@@ -88,22 +45,6 @@ pub struct CrawlArgs {
     /// under way is resumed, not restarted).
     #[arg(long)]
     pub refresh: bool,
-    /// Keep running after discovery and revisit known pages when the refresh policy says they
-    /// are due (until stopped, or --run-for).
-    #[arg(long)]
-    pub keep_fresh: bool,
-    /// How the refresh budget is shared among pages (with --keep-fresh).
-    #[arg(long, value_enum)]
-    pub refresh_policy: Option<crate::refresh::allocation::Policy>,
-    /// Refresh budget, visits per hour (default: every page once per --refresh-cycle).
-    #[arg(long, value_name = "PER_HOUR")]
-    pub refresh_budget: Option<f64>,
-    /// Average time between visits of a page when no budget is given, seconds.
-    #[arg(long, value_name = "SECS")]
-    pub refresh_cycle: Option<f64>,
-    /// Largest share of requests spent on refreshes while new URLs wait (0 to 1).
-    #[arg(long, value_name = "SHARE")]
-    pub refresh_share: Option<f64>,
     /// Stop after this many seconds (the crawl resumes on the next run).
     #[arg(long, value_name = "SECS")]
     pub run_for: Option<f64>,
@@ -115,22 +56,6 @@ pub struct CrawlArgs {
     /// real time, so the crawler and the agent agree [default: the start].
     #[arg(long, value_name = "MS", requires = "clock_speed")]
     pub clock_anchor: Option<i64>,
-    /// The most cooperation used where a site offers it: off (poll everything), meta
-    /// (robots.rdf, sitemaps, the changes feed), delta (and fetch changed pages as deltas),
-    /// push (and subscribe to the site's WebSub hub) [default: push].
-    #[arg(long, value_enum, value_name = "MODE")]
-    pub coop: Option<crate::coop::CoopMode>,
-    /// Address of the WebSub callback server (push mode), e.g. 0.0.0.0:8090 or
-    /// 127.0.0.1:0; without it no hub is subscribed to and changes are polled.
-    #[arg(long, value_name = "ADDR")]
-    pub callback_listen: Option<SocketAddr>,
-    /// The callback server's base URL as the sites see it (behind NAT or a proxy)
-    /// [default: http://ADDR/websub with the address listened on].
-    #[arg(long, value_name = "URL")]
-    pub callback_url: Option<Url>,
-    /// TOML file with further settings (see docs/CRAWLER.md).
-    #[arg(long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
     /// Join (or start) a crawl that several processes share, its frontier in Redis:
     /// redis://HOST:PORT/DB, or redis+cluster://H1:P1,H2:P2,... for a Redis Cluster.
     #[arg(long, value_name = "URL", requires = "crawl")]
@@ -147,127 +72,289 @@ pub struct CrawlArgs {
     pub progress: ProgressMode,
 }
 
-/// The TOML file. Durations are in seconds.
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+/// Every setting of a crawl, each stated once: the field is the option (`--max-depth`), the
+/// key of the `--config` file (`max_depth`) and, by the rule of both binaries, the variable
+/// `WEBCOOP_CRAWL_MAX_DEPTH`; its doc comment is the help of all three. Unset is `None`: the
+/// command line, then the environment, then the file, then [`CrawlOptions::defaults`], which
+/// takes each from the component the setting belongs to and which `--help` shows. Durations
+/// are in seconds. Whether a
+/// fleet shares a setting is said by [`PER_PROCESS`], checked against these fields by a test.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, clap::Args)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct FileConfig {
-    /// Seeds (URLs).
+pub struct CrawlOptions {
+    /// Seed URLs, or files with one URL per line (`#` starts a comment). May be left out when
+    /// resuming: the seeds of the first run are remembered. The file's are added to these.
+    #[arg(long, num_args = 1.., value_name = "FILE|URL")]
     pub seeds: Option<Vec<String>>,
-    /// See `--max-pages`.
+    /// Stop after this many pages fetched (over all runs on this directory).
+    #[arg(long, value_name = "N")]
     pub max_pages: Option<u64>,
-    /// See `--refresh-policy`.
-    pub refresh_policy: Option<crate::refresh::allocation::Policy>,
-    /// See `--refresh-budget`.
-    pub refresh_budget: Option<f64>,
-    /// See `--refresh-cycle`.
-    pub refresh_cycle: Option<f64>,
-    /// See `--refresh-share`.
-    pub refresh_share: Option<f64>,
-    /// Shortest time between two visits of a page, seconds.
-    pub refresh_min_interval: Option<f64>,
-    /// OPIC: share of a page's cash that goes to the virtual page (PageRank damping 1 - eps).
-    pub opic_eps: Option<f64>,
-    /// Adaptive OPIC: the interpolation window, in units of the clock G.
-    pub opic_window: Option<f64>,
-    /// See `--max-depth`.
+    /// Deepest static page, in links from a seed.
+    #[arg(long, value_name = "N")]
     pub max_depth: Option<u32>,
-    /// Deepest dynamic page.
+    /// Deepest dynamic page (a URL with a query), in links from a seed.
+    #[arg(long, value_name = "N")]
     pub max_dynamic_depth: Option<u32>,
-    /// See `--scope`.
+    /// Which links to follow: host (the seeds' hosts), domain (and their subdomains), any,
+    /// or a regular expression URLs must match.
+    #[arg(long, value_name = "host|domain|any|REGEX")]
     pub scope: Option<String>,
-    /// See `--delay-min`.
-    pub delay_min: Option<f64>,
-    /// See `--delay-factor`.
-    pub delay_factor: Option<f64>,
-    /// Longest delay the response-time rule sets.
-    pub delay_max: Option<f64>,
-    /// Longest robots.txt `Crawl-delay` honoured; hosts asking more are skipped.
-    pub crawl_delay_cap: Option<f64>,
-    /// See `--per-host-connections`.
-    pub per_host_connections: Option<usize>,
-    /// See `--concurrency`.
-    pub concurrency: Option<usize>,
-    /// See `--user-agent`.
-    pub user_agent: Option<String>,
-    /// See `--timeout`.
-    pub timeout: Option<f64>,
-    /// Time allowed to connect.
-    pub connect_timeout: Option<f64>,
-    /// Slowest transfer accepted, bytes per second (after the first five seconds).
-    pub min_speed: Option<u64>,
-    /// Largest body kept, bytes.
-    pub max_body: Option<usize>,
-    /// Longest URL followed.
+    /// Longest URL followed, bytes.
+    #[arg(long, value_name = "BYTES")]
     pub max_url_length: Option<usize>,
+    /// Shortest delay between two requests to one host, in seconds.
+    #[arg(long, value_name = "SECS")]
+    pub delay_min: Option<f64>,
+    /// Delay as a multiple of the host's last response time.
+    #[arg(long, value_name = "X")]
+    pub delay_factor: Option<f64>,
+    /// Longest delay the response-time rule sets, seconds (robots.txt may ask for more).
+    #[arg(long, value_name = "SECS")]
+    pub delay_max: Option<f64>,
+    /// Longest robots.txt `Crawl-delay` honoured, seconds; hosts asking more are skipped.
+    #[arg(long, value_name = "SECS")]
+    pub crawl_delay_cap: Option<f64>,
+    /// What politeness is keyed by: host (each host name), or ip (host names on one server
+    /// address share its delay and connection limit).
+    #[arg(long, value_enum, value_name = "host|ip")]
+    pub politeness_key: Option<crate::frontier::servers::PolitenessKey>,
+    /// Connections per host: raise only for sites you own or have permission for.
+    #[arg(long, value_name = "N")]
+    pub per_host_connections: Option<usize>,
+    /// Connections over all hosts.
+    #[arg(long, value_name = "N")]
+    pub concurrency: Option<usize>,
+    /// The User-Agent sent, whose first word is matched against robots.txt groups.
+    #[arg(long, value_name = "UA")]
+    pub user_agent: Option<String>,
+    /// Per-request time limit in seconds.
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<f64>,
+    /// Time allowed to connect, seconds.
+    #[arg(long, value_name = "SECS")]
+    pub connect_timeout: Option<f64>,
+    /// Slowest transfer accepted, bytes per second after the first five seconds.
+    #[arg(long, value_name = "BYTES")]
+    pub min_speed: Option<u64>,
+    /// Largest body kept, bytes; a longer one is cut and marked truncated.
+    #[arg(long, value_name = "BYTES")]
+    pub max_body: Option<usize>,
     /// Redirects followed from one URL.
+    #[arg(long, value_name = "N")]
     pub max_redirects: Option<u32>,
     /// Attempts per URL before it is given up.
+    #[arg(long, value_name = "N")]
     pub max_attempts: Option<u32>,
-    /// First parking time of a failing host; it doubles with each further failure.
+    /// First parking time of a failing host, seconds; it doubles with each further failure.
+    #[arg(long, value_name = "SECS")]
     pub park_base: Option<f64>,
-    /// Longest parking time.
+    /// Longest parking time, seconds.
+    #[arg(long, value_name = "SECS")]
     pub park_max: Option<f64>,
     /// Consecutive failures after which a host is given up on.
+    #[arg(long, value_name = "N")]
     pub host_give_up: Option<u32>,
-    /// How long robots.txt is kept.
+    /// How long robots.txt is kept, seconds.
+    #[arg(long, value_name = "SECS")]
     pub robots_ttl: Option<f64>,
     /// Size at which WARC files rotate, bytes.
+    #[arg(long, value_name = "BYTES")]
     pub warc_max_size: Option<u64>,
     /// WARC file name prefix.
+    #[arg(long, value_name = "PREFIX")]
     pub warc_prefix: Option<String>,
-    /// gzip level of WARC records (0-9; 6 by default, 1 for speed).
+    /// gzip level of WARC records, 0 to 9 (1 for speed).
+    #[arg(long, value_name = "0-9")]
     pub warc_gzip_level: Option<u32>,
-    /// Longest time between two saves of the state.
+    /// Longest time between two saves of the state, seconds.
+    #[arg(long, value_name = "SECS")]
     pub commit_interval: Option<f64>,
-    /// Revisits ask "changed since?" (`If-None-Match`, `If-Modified-Since`) [default: true];
-    /// false refetches every page whole, as the bench's plain polling does.
-    pub conditional: Option<bool>,
     /// Results per save of the state at most.
+    #[arg(long, value_name = "N")]
     pub commit_results: Option<usize>,
-    /// Threads that fetch and analyse pages.
+    /// Revisits ask "changed since?" (`If-None-Match`, `If-Modified-Since`); false refetches
+    /// every page whole, as the bench's plain polling does.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    pub conditional: Option<bool>,
+    /// Threads that fetch and analyse pages (by default one fewer than the cores, at least one).
+    #[arg(long, value_name = "N")]
     pub fetch_threads: Option<usize>,
-    /// Host name to address overrides.
+    /// Host name to address overrides (the file's `[resolve]` table; on the command line,
+    /// `--resolve HOST=ADDR`).
+    #[arg(skip)]
     pub resolve: Option<BTreeMap<String, String>>,
-    /// See `--allow-net`.
+    /// Let the crawler connect to this network although it is loopback, private, link-local
+    /// or otherwise not public (repeatable; e.g. 10.0.0.0/8). Without it, every connection
+    /// to such an address (pages, redirects, robots.txt, sitemaps, hubs) is refused.
+    #[arg(long, value_name = "CIDR")]
     pub allow_net: Option<Vec<String>>,
-    /// See `--metrics`.
+    /// Serve Prometheus metrics at http://ADDR/metrics.
+    #[arg(long, value_name = "ADDR")]
     pub metrics: Option<SocketAddr>,
-    /// See `--console`.
+    /// Serve the live console at http://ADDR/ (loopback unless a token guards it).
+    #[arg(long, value_name = "ADDR")]
     pub console: Option<SocketAddr>,
-    /// See `--console-token-file`.
+    /// File whose first line is the console's token (required off loopback).
+    #[arg(long, value_name = "FILE")]
     pub console_token_file: Option<PathBuf>,
-    /// See `--coop`.
-    pub coop: Option<crate::coop::CoopMode>,
-    /// Largest acceptable probability that the picture of a site is outdated (0.05).
-    pub coop_max_outdated: Option<f64>,
-    /// Shortest time between metadata polls of a site, seconds (1).
-    pub coop_poll_min: Option<f64>,
-    /// Longest time between metadata polls of a site, seconds (3600).
-    pub coop_poll_max: Option<f64>,
-    /// Time between backup polls of a pushed changes feed, seconds (600), doubled after each
-    /// one that finds nothing the hub missed.
-    pub coop_backup_poll: Option<f64>,
-    /// The longest that time grows to, seconds (21600).
-    pub coop_backup_poll_max: Option<f64>,
-    /// Trust below which a site's claims are ignored (0.5).
-    pub coop_trust_min: Option<f64>,
-    /// Share of pages announced unchanged that are fetched to check the claim (0.02).
-    pub coop_check_share: Option<f64>,
-    /// See `CoopConfig::deltas`.
-    pub coop_deltas: Option<bool>,
-    /// Lease asked of WebSub hubs, seconds (86400).
-    pub hub_lease: Option<u64>,
-    /// See `--callback-listen`.
-    pub callback_listen: Option<SocketAddr>,
-    /// See `--callback-url`.
-    pub callback_url: Option<String>,
-    /// See `--keep-fresh`.
+    /// Keep running after discovery and revisit known pages when the refresh policy says they
+    /// are due (until stopped, or --run-for).
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
     pub keep_fresh: Option<bool>,
-    /// See `--politeness-key`.
-    pub politeness_key: Option<crate::frontier::servers::PolitenessKey>,
+    /// How the refresh budget is shared among pages (with --keep-fresh).
+    #[arg(long, value_enum)]
+    pub refresh_policy: Option<crate::refresh::allocation::Policy>,
+    /// Refresh budget, visits per hour (unset: every page once per --refresh-cycle).
+    #[arg(long, value_name = "PER_HOUR")]
+    pub refresh_budget: Option<f64>,
+    /// Average time between visits of a page when no budget is given, seconds.
+    #[arg(long, value_name = "SECS")]
+    pub refresh_cycle: Option<f64>,
+    /// Largest share of requests spent on refreshes while new URLs wait, 0 to 1.
+    #[arg(long, value_name = "SHARE")]
+    pub refresh_share: Option<f64>,
+    /// Shortest time between two visits of a page, seconds (unset: a hundredth of the
+    /// cycle, at most 60).
+    #[arg(long, value_name = "SECS")]
+    pub refresh_min_interval: Option<f64>,
+    /// OPIC: share of a page's cash that goes to the virtual page (PageRank damping 1 - eps).
+    #[arg(long, value_name = "EPS")]
+    pub opic_eps: Option<f64>,
+    /// Adaptive OPIC: the interpolation window, in units of the clock G.
+    #[arg(long, value_name = "G")]
+    pub opic_window: Option<f64>,
+    /// The most cooperation used where a site offers it: off (poll everything), meta
+    /// (robots.rdf, sitemaps, the changes feed), delta (and fetch changed pages as deltas),
+    /// push (and subscribe to the site's WebSub hub).
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub coop: Option<crate::coop::CoopMode>,
+    /// Largest acceptable probability that the picture of a site is outdated.
+    #[arg(long, value_name = "P")]
+    pub coop_max_outdated: Option<f64>,
+    /// Shortest time between metadata polls of a site, seconds.
+    #[arg(long, value_name = "SECS")]
+    pub coop_poll_min: Option<f64>,
+    /// Longest time between metadata polls of a site, seconds.
+    #[arg(long, value_name = "SECS")]
+    pub coop_poll_max: Option<f64>,
+    /// Time between backup polls of a pushed changes feed, seconds, doubled after each one
+    /// that finds nothing the hub missed.
+    #[arg(long, value_name = "SECS")]
+    pub coop_backup_poll: Option<f64>,
+    /// The longest that time grows to, seconds.
+    #[arg(long, value_name = "SECS")]
+    pub coop_backup_poll_max: Option<f64>,
+    /// Trust below which a site's claims are ignored.
+    #[arg(long, value_name = "T")]
+    pub coop_trust_min: Option<f64>,
+    /// Share of pages announced unchanged that are fetched to check the claim.
+    #[arg(long, value_name = "SHARE")]
+    pub coop_check_share: Option<f64>,
+    /// Fetch changed pages as deltas where a site offers them (delta and push modes).
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    pub coop_deltas: Option<bool>,
+    /// Lease asked of WebSub hubs, seconds.
+    #[arg(long, value_name = "SECS")]
+    pub hub_lease: Option<u64>,
+    /// Address of the WebSub callback server (push mode), e.g. 0.0.0.0:8090 or
+    /// 127.0.0.1:0; without it no hub is subscribed to and changes are polled.
+    #[arg(long, value_name = "ADDR")]
+    pub callback_listen: Option<SocketAddr>,
+    /// The callback server's base URL as the sites see it, behind NAT or a proxy (unset:
+    /// http://ADDR/websub with the address listened on).
+    #[arg(long, value_name = "URL")]
+    pub callback_url: Option<String>,
     /// In a fleet: how long a host lease lasts unrenewed, seconds (what a dead process costs
     /// its hosts).
+    #[arg(long, value_name = "SECS")]
     pub fleet_lease: Option<f64>,
+}
+
+impl CrawlOptions {
+    /// Every setting's default, each taken from the component it belongs to (politeness,
+    /// fetching, scope, cooperation...) or stated here when the setting is the crawl's own:
+    /// the one place a default is written, which `--help` shows.
+    pub fn defaults() -> CrawlOptions {
+        let limits = Limits::default();
+        let p = Politeness::default();
+        let f = FetchLimits::default();
+        let c = crate::coop::site::CoopConfig::default();
+        CrawlOptions {
+            max_depth: Some(limits.max_depth),
+            max_dynamic_depth: Some(limits.max_dynamic_depth),
+            max_url_length: Some(limits.max_url_len),
+            scope: Some("host".into()),
+            delay_min: Some(p.min_delay.as_secs_f64()),
+            delay_factor: Some(p.factor),
+            delay_max: Some(p.max_delay.as_secs_f64()),
+            crawl_delay_cap: Some(p.crawl_delay_cap.as_secs_f64()),
+            park_base: Some(p.park_base.as_secs_f64()),
+            park_max: Some(p.max_park.as_secs_f64()),
+            politeness_key: Some(crate::frontier::servers::PolitenessKey::default()),
+            per_host_connections: Some(1),
+            concurrency: Some(128),
+            user_agent: Some(DEFAULT_USER_AGENT.into()),
+            timeout: Some(f.timeout.as_secs_f64()),
+            connect_timeout: Some(f.connect_timeout.as_secs_f64()),
+            min_speed: Some(f.min_speed),
+            max_body: Some(f.max_body),
+            max_redirects: Some(5),
+            max_attempts: Some(3),
+            host_give_up: Some(10),
+            robots_ttl: Some(86_400.0),
+            warc_max_size: Some(1 << 30),
+            warc_prefix: Some("webcoop".into()),
+            warc_gzip_level: Some(crate::archive::warc::DEFAULT_LEVEL),
+            commit_interval: Some(1.0),
+            commit_results: Some(2000),
+            conditional: Some(true),
+            fetch_threads: Some(default_fetch_threads()),
+            keep_fresh: Some(false),
+            refresh_policy: Some(crate::refresh::allocation::Policy::default()),
+            refresh_cycle: Some(86_400.0),
+            refresh_share: Some(0.5),
+            opic_eps: Some(0.15),
+            opic_window: Some(3.0),
+            coop: Some(c.mode),
+            coop_max_outdated: Some(c.max_outdated),
+            coop_poll_min: Some(c.poll_min),
+            coop_poll_max: Some(c.poll_max),
+            coop_backup_poll: Some(c.backup_poll),
+            coop_backup_poll_max: Some(c.backup_poll_max),
+            coop_trust_min: Some(c.trust_min),
+            coop_check_share: Some(c.check_share),
+            coop_deltas: Some(c.deltas),
+            hub_lease: Some(c.lease_secs),
+            fleet_lease: Some(30.0),
+            ..CrawlOptions::default()
+        }
+    }
+
+    /// These settings, each unset one taken from `under`.
+    fn over(&self, under: &CrawlOptions) -> Result<CrawlOptions, ConfigError> {
+        let mut merged = as_map(under);
+        merged.extend(as_map(self).into_iter().filter(|(_, v)| !v.is_null()));
+        serde_json::from_value(serde_json::Value::Object(merged))
+            .map_err(|e| out_of_range(format!("the settings: {e}")))
+    }
+}
+
+/// `cmd` (the crawler's command line) with each setting's default at the end of its help, as
+/// [`CrawlOptions::defaults`] has it.
+pub fn help_with_defaults(cmd: clap::Command) -> clap::Command {
+    let defaults = as_map(&CrawlOptions::defaults());
+    cmd.mut_subcommand("crawl", |crawl| {
+        crawl.mut_args(|arg| {
+            let shown = match defaults.get(arg.get_id().as_str()) {
+                Some(serde_json::Value::String(s)) => s.clone(),
+                Some(serde_json::Value::Null) | None => return arg,
+                Some(v) => v.to_string(),
+            };
+            let help = arg.get_help().map(|h| h.to_string()).unwrap_or_default();
+            let help = format!("{} [default: {shown}]", help.trim_end_matches('.'));
+            arg.help(help)
+        })
+    })
 }
 
 /// Everything a crawl runs with.
@@ -384,44 +471,32 @@ const PER_PROCESS: &[&str] = &[
     "callback_url",
 ];
 
-/// The flags as the config file's settings: each flag given replaces the file's value, so
-/// that one document says what the crawl runs with.
-fn overlaid(args: &CrawlArgs) -> Result<(CrawlArgs, FileConfig), ConfigError> {
-    let mut file = match &args.config {
+/// The file's settings with the command line's (and the environment's) over them: one
+/// document of what the crawl runs with. Seeds add up: the file's follow the command line's.
+fn overlaid(args: &CrawlArgs) -> Result<(CrawlArgs, CrawlOptions), ConfigError> {
+    let file = match &args.config {
         Some(p) => read_file(p)?,
-        None => FileConfig::default(),
+        None => CrawlOptions::default(),
     };
     let mut a = args.clone();
     a.config = None;
-    macro_rules! flags_win {
-        ($($f:ident),*) => {$(
-            if a.$f.is_some() {
-                file.$f = a.$f.take();
-            }
-        )*};
+    let given = std::mem::take(&mut a.options);
+    let mut seeds = given.seeds.clone().unwrap_or_default();
+    seeds.extend(file.seeds.clone().unwrap_or_default());
+    let mut merged = as_map(&file);
+    merged.extend(as_map(&given).into_iter().filter(|(_, v)| !v.is_null()));
+    let mut options: CrawlOptions = serde_json::from_value(serde_json::Value::Object(merged))
+        .map_err(|e| out_of_range(format!("the settings: {e}")))?;
+    options.seeds = (!seeds.is_empty()).then_some(seeds);
+    Ok((a, options))
+}
+
+/// The options as a JSON object, by key.
+fn as_map(options: &CrawlOptions) -> serde_json::Map<String, serde_json::Value> {
+    match serde_json::to_value(options) {
+        Ok(serde_json::Value::Object(m)) => m,
+        _ => serde_json::Map::new(),
     }
-    flags_win!(
-        max_depth,
-        scope,
-        delay_min,
-        delay_factor,
-        politeness_key,
-        per_host_connections,
-        user_agent,
-        refresh_policy,
-        refresh_budget,
-        refresh_cycle,
-        refresh_share,
-        coop
-    );
-    if a.keep_fresh {
-        file.keep_fresh = Some(true);
-        a.keep_fresh = false;
-    }
-    if !a.allow_net.is_empty() {
-        file.allow_net = Some(std::mem::take(&mut a.allow_net));
-    }
-    Ok((a, file))
 }
 
 /// The settings every process of a fleet shares, as this one was given them (from the config
@@ -430,10 +505,7 @@ pub(crate) fn shared_settings(
     args: &CrawlArgs,
 ) -> Result<serde_json::Map<String, serde_json::Value>, ConfigError> {
     let (_, file) = overlaid(args)?;
-    let mut map = match serde_json::to_value(&file) {
-        Ok(serde_json::Value::Object(m)) => m,
-        _ => serde_json::Map::new(),
-    };
+    let mut map = as_map(&file);
     map.retain(|k, v| !PER_PROCESS.contains(&k.as_str()) && !v.is_null());
     Ok(map)
 }
@@ -457,13 +529,10 @@ pub(crate) fn settings_joining(
         }
     }
     let (a, file) = overlaid(args)?;
-    let mut merged = match serde_json::to_value(&file) {
-        Ok(serde_json::Value::Object(m)) => m,
-        _ => serde_json::Map::new(),
-    };
+    let mut merged = as_map(&file);
     merged.retain(|k, _| PER_PROCESS.contains(&k.as_str()));
     merged.extend(stored.clone());
-    let file: FileConfig = serde_json::from_value(serde_json::Value::Object(merged))
+    let file: CrawlOptions = serde_json::from_value(serde_json::Value::Object(merged))
         .map_err(|e| out_of_range(format!("the settings stored with crawl {crawl:?}: {e}")))?;
     settings_from(&a, file)
 }
@@ -632,12 +701,12 @@ fn seed_url(s: &str, at: &str) -> Result<Url, ConfigError> {
 }
 
 /// Reads a TOML config file.
-pub(crate) fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
+pub(crate) fn read_file(path: &Path) -> Result<CrawlOptions, ConfigError> {
     let text = std::fs::read_to_string(path).map_err(|source| ConfigError::FileUnreadable {
         path: path.to_path_buf(),
         source,
     })?;
-    let mut file: FileConfig =
+    let mut file: CrawlOptions =
         toml::from_str(&text).map_err(|source| ConfigError::FileInvalid {
             path: path.to_path_buf(),
             source,
@@ -671,27 +740,18 @@ pub fn settings(args: &CrawlArgs) -> Result<Settings, ConfigError> {
     settings_from(&args, file)
 }
 
-fn settings_from(args: &CrawlArgs, file: FileConfig) -> Result<Settings, ConfigError> {
-    let mut seed_args = args.seeds.clone();
-    seed_args.extend(file.seeds.clone().unwrap_or_default());
-    let seeds = read_seeds(&seed_args)?;
-    let scope: Scope = args
-        .scope
-        .as_deref()
-        .or(file.scope.as_deref())
-        .unwrap_or("host")
-        .parse()?;
-    let per_host = args
-        .per_host_connections
-        .or(file.per_host_connections)
-        .unwrap_or(1);
-    let concurrency = args.concurrency.or(file.concurrency).unwrap_or(128);
+fn settings_from(args: &CrawlArgs, given: CrawlOptions) -> Result<Settings, ConfigError> {
+    let file = given.over(&CrawlOptions::defaults())?;
+    let seeds = read_seeds(file.seeds.as_deref().unwrap_or_default())?;
+    let scope: Scope = file.scope.as_deref().unwrap_or_default().parse()?;
+    let per_host = file.per_host_connections.unwrap_or_default();
+    let concurrency = file.concurrency.unwrap_or_default();
     if per_host == 0 || concurrency == 0 {
         return Err(out_of_range(
             "--per-host-connections and --concurrency must be at least 1",
         ));
     }
-    let fetch_threads = file.fetch_threads.unwrap_or_else(default_fetch_threads);
+    let fetch_threads = file.fetch_threads.unwrap_or_default();
     if !(1..=MAX_FETCH_THREADS).contains(&fetch_threads) {
         return Err(out_of_range(format!(
             "fetch_threads must be 1 to {MAX_FETCH_THREADS}, not {fetch_threads}"
@@ -703,60 +763,50 @@ fn settings_from(args: &CrawlArgs, file: FileConfig) -> Result<Settings, ConfigE
              --keep-fresh, whose schedule the fleet shares",
         ));
     }
-    let refresh_share = args.refresh_share.or(file.refresh_share).unwrap_or(0.5);
+    let refresh_share = file.refresh_share.unwrap_or_default();
     if !(0.0..=1.0).contains(&refresh_share) {
         return Err(out_of_range(format!(
             "--refresh-share {refresh_share} is not between 0 and 1"
         )));
     }
-    let opic_eps = file.opic_eps.unwrap_or(0.15);
-    let opic_window = file.opic_window.unwrap_or(3.0);
+    let opic_eps = file.opic_eps.unwrap_or_default();
+    let opic_window = file.opic_window.unwrap_or_default();
     if !(0.0 < opic_eps && opic_eps < 1.0) || opic_window <= 0.0 {
         return Err(out_of_range(
             "opic_eps must be in (0, 1) and opic_window positive",
         ));
     }
     Ok(Settings {
-        coop: coop_config(args, &file)?,
-        callback: callback(args, &file)?,
+        coop: coop_config(&file)?,
+        callback: callback(&file)?,
         out: args.out.clone(),
         seeds,
-        max_pages: args.max_pages.or(file.max_pages),
+        max_pages: file.max_pages,
         scope,
-        limits: limits(args, &file),
-        politeness: politeness(args, &file)?,
+        limits: limits(&file),
+        politeness: politeness(&file)?,
         politeness_key: file.politeness_key.unwrap_or_default(),
         per_host,
         concurrency,
-        user_agent: args
-            .user_agent
-            .clone()
-            .or(file.user_agent.clone())
-            .unwrap_or_else(|| DEFAULT_USER_AGENT.to_string()),
-        fetch: fetch_limits(args, &file)?,
-        max_redirects: file.max_redirects.unwrap_or(5),
-        max_attempts: file.max_attempts.unwrap_or(3).max(1),
-        host_give_up: file.host_give_up.unwrap_or(10).max(1),
-        robots_ttl: secs("robots_ttl", file.robots_ttl.unwrap_or(86_400.0))?,
-        warc_max_size: file.warc_max_size.unwrap_or(1 << 30),
-        warc_prefix: file
-            .warc_prefix
-            .clone()
-            .unwrap_or_else(|| "webcoop".to_string()),
-        warc_level: file
-            .warc_gzip_level
-            .unwrap_or(crate::archive::warc::DEFAULT_LEVEL)
-            .min(9),
-        commit_interval: secs("commit_interval", file.commit_interval.unwrap_or(1.0))?,
-        conditional: file.conditional.unwrap_or(true),
-        commit_results: file.commit_results.unwrap_or(2000).max(1),
+        user_agent: file.user_agent.clone().unwrap_or_default(),
+        fetch: fetch_limits(&file)?,
+        max_redirects: file.max_redirects.unwrap_or_default(),
+        max_attempts: file.max_attempts.unwrap_or_default().max(1),
+        host_give_up: file.host_give_up.unwrap_or_default().max(1),
+        robots_ttl: secs("robots_ttl", file.robots_ttl.unwrap_or_default())?,
+        warc_max_size: file.warc_max_size.unwrap_or_default(),
+        warc_prefix: file.warc_prefix.clone().unwrap_or_default(),
+        warc_level: file.warc_gzip_level.unwrap_or_default().min(9),
+        commit_interval: secs("commit_interval", file.commit_interval.unwrap_or_default())?,
+        conditional: file.conditional.unwrap_or_default(),
+        commit_results: file.commit_results.unwrap_or_default().max(1),
         fetch_threads,
         resolve: resolve(args, &file)?,
         allow_net: allow_net(&file)?,
-        metrics: args.metrics.or(file.metrics),
+        metrics: file.metrics,
         console: console(args, &file)?,
         refresh: args.refresh,
-        keep_fresh: keep_fresh(args, &file)?,
+        keep_fresh: keep_fresh(&file)?,
         refresh_share,
         run_for: args.run_for.map(|s| secs("--run-for", s)).transpose()?,
         opic_eps,
@@ -768,7 +818,7 @@ fn settings_from(args: &CrawlArgs, file: FileConfig) -> Result<Settings, ConfigE
                 frontier: frontier.clone(),
                 crawl: args.crawl.clone().unwrap_or_default(),
                 process: args.process.clone(),
-                lease: secs("fleet_lease", file.fleet_lease.unwrap_or(30.0).max(1.0))?,
+                lease: secs("fleet_lease", file.fleet_lease.unwrap_or_default().max(1.0))?,
             }),
         },
     })
@@ -776,14 +826,11 @@ fn settings_from(args: &CrawlArgs, file: FileConfig) -> Result<Settings, ConfigE
 
 /// The console's settings: its address, and its token from the flag, the environment or a
 /// file (checked, with the address, before anything else starts).
-fn console(args: &CrawlArgs, file: &FileConfig) -> Result<Option<ConsoleSettings>, ConfigError> {
-    let Some(addr) = args.console.or(file.console) else {
+fn console(args: &CrawlArgs, file: &CrawlOptions) -> Result<Option<ConsoleSettings>, ConfigError> {
+    let Some(addr) = file.console else {
         return Ok(None);
     };
-    let file_token = args
-        .console_token_file
-        .as_ref()
-        .or(file.console_token_file.as_ref());
+    let file_token = file.console_token_file.as_ref();
     let token = match (&args.console_token, file_token) {
         (Some(t), _) => Some(t.trim().to_string()),
         (None, Some(path)) => Some(read_token_file(path)?),
@@ -793,74 +840,42 @@ fn console(args: &CrawlArgs, file: &FileConfig) -> Result<Option<ConsoleSettings
     Ok(Some(ConsoleSettings { addr, token }))
 }
 
-fn limits(args: &CrawlArgs, file: &FileConfig) -> Limits {
-    let defaults = Limits::default();
+fn limits(file: &CrawlOptions) -> Limits {
     Limits {
-        max_url_len: file.max_url_length.unwrap_or(defaults.max_url_len),
-        max_depth: args
-            .max_depth
-            .or(file.max_depth)
-            .unwrap_or(defaults.max_depth),
-        max_dynamic_depth: file.max_dynamic_depth.unwrap_or(defaults.max_dynamic_depth),
+        max_url_len: file.max_url_length.unwrap_or_default(),
+        max_depth: file.max_depth.unwrap_or_default(),
+        max_dynamic_depth: file.max_dynamic_depth.unwrap_or_default(),
     }
 }
 
-fn politeness(args: &CrawlArgs, file: &FileConfig) -> Result<Politeness, ConfigError> {
+fn politeness(file: &CrawlOptions) -> Result<Politeness, ConfigError> {
     let p = Politeness::default();
     Ok(Politeness {
-        min_delay: secs(
-            "delay_min",
-            args.delay_min
-                .or(file.delay_min)
-                .unwrap_or(p.min_delay.as_secs_f64()),
-        )?,
-        factor: args
-            .delay_factor
-            .or(file.delay_factor)
-            .unwrap_or(p.factor)
-            .max(0.0),
-        max_delay: secs(
-            "delay_max",
-            file.delay_max.unwrap_or(p.max_delay.as_secs_f64()),
-        )?,
-        crawl_delay_cap: secs(
-            "crawl_delay_cap",
-            file.crawl_delay_cap
-                .unwrap_or(p.crawl_delay_cap.as_secs_f64()),
-        )?,
-        park_base: secs(
-            "park_base",
-            file.park_base.unwrap_or(p.park_base.as_secs_f64()),
-        )?,
-        max_park: secs(
-            "park_max",
-            file.park_max.unwrap_or(p.max_park.as_secs_f64()),
-        )?,
+        min_delay: secs("delay_min", file.delay_min.unwrap_or_default())?,
+        factor: file.delay_factor.unwrap_or_default().max(0.0),
+        max_delay: secs("delay_max", file.delay_max.unwrap_or_default())?,
+        crawl_delay_cap: secs("crawl_delay_cap", file.crawl_delay_cap.unwrap_or_default())?,
+        park_base: secs("park_base", file.park_base.unwrap_or_default())?,
+        max_park: secs("park_max", file.park_max.unwrap_or_default())?,
         max_retry_after: p.max_retry_after,
     })
 }
 
-fn fetch_limits(args: &CrawlArgs, file: &FileConfig) -> Result<FetchLimits, ConfigError> {
+fn fetch_limits(file: &CrawlOptions) -> Result<FetchLimits, ConfigError> {
     let f = FetchLimits::default();
     Ok(FetchLimits {
-        max_body: file.max_body.unwrap_or(f.max_body).max(1),
-        timeout: secs(
-            "timeout",
-            args.timeout
-                .or(file.timeout)
-                .unwrap_or(f.timeout.as_secs_f64()),
-        )?,
-        connect_timeout: secs(
-            "connect_timeout",
-            file.connect_timeout
-                .unwrap_or(f.connect_timeout.as_secs_f64()),
-        )?,
-        min_speed: file.min_speed.unwrap_or(f.min_speed),
+        max_body: file.max_body.unwrap_or_default().max(1),
+        timeout: secs("timeout", file.timeout.unwrap_or_default())?,
+        connect_timeout: secs("connect_timeout", file.connect_timeout.unwrap_or_default())?,
+        min_speed: file.min_speed.unwrap_or_default(),
         grace: f.grace,
     })
 }
 
-fn resolve(args: &CrawlArgs, file: &FileConfig) -> Result<Vec<(String, SocketAddr)>, ConfigError> {
+fn resolve(
+    args: &CrawlArgs,
+    file: &CrawlOptions,
+) -> Result<Vec<(String, SocketAddr)>, ConfigError> {
     let mut resolve = Vec::new();
     for r in &args.resolve {
         let (host, addr) = r.split_once('=').ok_or_else(|| ConfigError::Resolve {
@@ -876,7 +891,7 @@ fn resolve(args: &CrawlArgs, file: &FileConfig) -> Result<Vec<(String, SocketAdd
 }
 
 /// The networks of `--allow-net` (already moved into the file's settings by [`overlaid`]).
-fn allow_net(file: &FileConfig) -> Result<Vec<ipnet::IpNet>, ConfigError> {
+fn allow_net(file: &CrawlOptions) -> Result<Vec<ipnet::IpNet>, ConfigError> {
     file.allow_net
         .iter()
         .flatten()
@@ -891,25 +906,18 @@ fn allow_net(file: &FileConfig) -> Result<Vec<ipnet::IpNet>, ConfigError> {
 }
 
 fn keep_fresh(
-    args: &CrawlArgs,
-    file: &FileConfig,
+    file: &CrawlOptions,
 ) -> Result<Option<crate::refresh::schedule::ScheduleConfig>, ConfigError> {
-    let cycle = args
-        .refresh_cycle
-        .or(file.refresh_cycle)
-        .unwrap_or(86_400.0);
-    let budget = args.refresh_budget.or(file.refresh_budget);
+    let cycle = file.refresh_cycle.unwrap_or_default();
+    let budget = file.refresh_budget;
     if cycle <= 0.0 || budget.is_some_and(|b| b <= 0.0) {
         return Err(out_of_range(
             "--refresh-cycle and --refresh-budget must be positive",
         ));
     }
-    Ok((args.keep_fresh || file.keep_fresh == Some(true)).then(|| {
-        crate::refresh::schedule::ScheduleConfig {
-            policy: args
-                .refresh_policy
-                .or(file.refresh_policy)
-                .unwrap_or(crate::refresh::allocation::Policy::Optimal),
+    Ok(
+        (file.keep_fresh == Some(true)).then(|| crate::refresh::schedule::ScheduleConfig {
+            policy: file.refresh_policy.unwrap_or_default(),
             budget: budget.map(|b| b / 3600.0),
             cycle_secs: cycle,
             min_interval_secs: file
@@ -917,27 +925,24 @@ fn keep_fresh(
                 .unwrap_or((cycle / 100.0).min(60.0)),
             max_interval_secs: cycle * 30.0,
             prior_rate: 1.0 / cycle,
-        }
-    }))
+        }),
+    )
 }
 
-fn coop_config(
-    args: &CrawlArgs,
-    file: &FileConfig,
-) -> Result<crate::coop::site::CoopConfig, ConfigError> {
+fn coop_config(file: &CrawlOptions) -> Result<crate::coop::site::CoopConfig, ConfigError> {
     let d = crate::coop::site::CoopConfig::default();
     let coop = crate::coop::site::CoopConfig {
-        mode: args.coop.or(file.coop).unwrap_or(d.mode),
-        max_outdated: file.coop_max_outdated.unwrap_or(d.max_outdated),
-        poll_min: file.coop_poll_min.unwrap_or(d.poll_min),
-        poll_max: file.coop_poll_max.unwrap_or(d.poll_max),
-        backup_poll: file.coop_backup_poll.unwrap_or(d.backup_poll),
-        backup_poll_max: file.coop_backup_poll_max.unwrap_or(d.backup_poll_max),
-        trust_min: file.coop_trust_min.unwrap_or(d.trust_min),
-        check_share: file.coop_check_share.unwrap_or(d.check_share),
-        lease_secs: file.hub_lease.unwrap_or(d.lease_secs),
+        mode: file.coop.unwrap_or_default(),
+        max_outdated: file.coop_max_outdated.unwrap_or_default(),
+        poll_min: file.coop_poll_min.unwrap_or_default(),
+        poll_max: file.coop_poll_max.unwrap_or_default(),
+        backup_poll: file.coop_backup_poll.unwrap_or_default(),
+        backup_poll_max: file.coop_backup_poll_max.unwrap_or_default(),
+        trust_min: file.coop_trust_min.unwrap_or_default(),
+        check_share: file.coop_check_share.unwrap_or_default(),
+        lease_secs: file.hub_lease.unwrap_or_default(),
         failures_to_degrade: d.failures_to_degrade,
-        deltas: file.coop_deltas.unwrap_or(d.deltas),
+        deltas: file.coop_deltas.unwrap_or_default(),
     };
     if !(0.0 < coop.max_outdated && coop.max_outdated < 1.0) {
         return Err(out_of_range(format!(
@@ -970,16 +975,10 @@ fn coop_config(
     Ok(coop)
 }
 
-fn callback(
-    args: &CrawlArgs,
-    file: &FileConfig,
-) -> Result<Option<(SocketAddr, Option<Url>)>, ConfigError> {
-    let callback_url = match (&args.callback_url, &file.callback_url) {
-        (Some(u), _) => Some(u.clone()),
-        (None, Some(u)) => {
-            Some(Url::parse(u).map_err(|e| out_of_range(format!("callback_url {u}: {e}")))?)
-        }
-        (None, None) => None,
+fn callback(file: &CrawlOptions) -> Result<Option<(SocketAddr, Option<Url>)>, ConfigError> {
+    let callback_url = match &file.callback_url {
+        Some(u) => Some(Url::parse(u).map_err(|e| out_of_range(format!("callback_url {u}: {e}")))?),
+        None => None,
     };
     if let Some(u) = &callback_url
         && !matches!(u.scheme(), "http" | "https")
@@ -988,10 +987,7 @@ fn callback(
             "--callback-url {u}: must be an http(s) URL"
         )));
     }
-    let callback = args
-        .callback_listen
-        .or(file.callback_listen)
-        .map(|a| (a, callback_url.clone()));
+    let callback = file.callback_listen.map(|a| (a, callback_url.clone()));
     if callback.is_none() && callback_url.is_some() {
         return Err(out_of_range(
             "--callback-url needs --callback-listen (where the callback server listens)",
@@ -1020,12 +1016,15 @@ mod tests {
         )
         .unwrap();
         let args = CrawlArgs {
-            seeds: vec![
-                seeds.to_string_lossy().into_owned(),
-                "https://c.test/".into(),
-            ],
+            options: CrawlOptions {
+                seeds: Some(vec![
+                    seeds.to_string_lossy().into_owned(),
+                    "https://c.test/".into(),
+                ]),
+                concurrency: Some(3),
+                ..Default::default()
+            },
             out: dir.path().join("out"),
-            concurrency: Some(3),
             config: Some(cfg),
             resolve: vec!["b.test=127.0.0.2:8080".into()],
             ..Default::default()
@@ -1083,6 +1082,40 @@ mod tests {
     }
 
     #[test]
+    fn every_setting_is_a_flag_a_file_key_and_a_variable_and_per_process_names_settings() {
+        use clap::CommandFactory;
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            options: CrawlOptions,
+        }
+        let cmd = Cli::command();
+        let flags: Vec<String> = cmd
+            .get_arguments()
+            .map(|a| a.get_id().to_string())
+            .collect();
+        let keys: Vec<String> = as_map(&CrawlOptions::default()).keys().cloned().collect();
+        for key in &keys {
+            assert!(
+                flags.contains(key) || key == "resolve",
+                "{key} is a key of the file but no option"
+            );
+        }
+        for p in PER_PROCESS {
+            assert!(
+                keys.iter().any(|k| k == p),
+                "PER_PROCESS names {p}, not a setting"
+            );
+        }
+        // A flag given as a boolean option reads as the file does.
+        let m = cmd.try_get_matches_from(["t", "--keep-fresh", "--conditional", "false"]);
+        let o = <Cli as clap::FromArgMatches>::from_arg_matches(&m.unwrap())
+            .unwrap()
+            .options;
+        assert_eq!((o.keep_fresh, o.conditional), (Some(true), Some(false)));
+    }
+
+    #[test]
     fn bad_settings_are_named() {
         let dir = tempfile::tempdir().unwrap();
         let base = CrawlArgs {
@@ -1094,16 +1127,19 @@ mod tests {
             f(&mut a);
             settings(&a).unwrap_err().to_string()
         };
-        assert!(with(&|a| a.seeds = vec!["ftp://x/".into()]).contains("seed ftp://x/"));
         assert!(
-            with(&|a| a.seeds = vec!["/no/such/file".into()]).contains("seed file /no/such/file")
+            with(&|a| a.options.seeds = Some(vec!["ftp://x/".into()])).contains("seed ftp://x/")
         );
-        assert!(with(&|a| a.delay_min = Some(-1.0)).contains("delay_min"));
+        assert!(
+            with(&|a| a.options.seeds = Some(vec!["/no/such/file".into()]))
+                .contains("seed file /no/such/file")
+        );
+        assert!(with(&|a| a.options.delay_min = Some(-1.0)).contains("delay_min"));
         assert!(with(&|a| a.resolve = vec!["x.test".into()]).contains("HOST=ADDR"));
         assert!(
             with(&|a| a.resolve = vec!["x.test=localhost".into()]).contains("not an IP address")
         );
-        assert!(with(&|a| a.scope = Some("(".into())).contains("regular expression"));
+        assert!(with(&|a| a.options.scope = Some("(".into())).contains("regular expression"));
         let cfg = dir.path().join("bad.toml");
         std::fs::write(&cfg, "delay_minimum = 3\n").unwrap();
         assert!(with(&|a| a.config = Some(cfg.clone())).contains("unknown field `delay_minimum`"));

@@ -27,7 +27,10 @@ mod refresh;
 mod state;
 
 pub use clock::install as install_clock;
-pub use config::{ConfigError, ConsoleSettings, CrawlArgs, Settings, read_token_file, settings};
+pub use config::{
+    ConfigError, ConsoleSettings, CrawlArgs, CrawlOptions, Settings, help_with_defaults,
+    read_token_file, settings,
+};
 pub use console::server::run_offline as run_console;
 pub use coop::CoopMode;
 pub use coop::site::{CoopConfig, SiteCoop};

@@ -514,9 +514,9 @@ fn tune_malloc() {
 }
 
 /// The command line, every option also readable from `WEBCOOP_CRAWL_<OPTION>` (the rule of both
-/// binaries, `webcoop_daemon::command_line`).
+/// binaries, `webcoop_daemon::command_line`), each setting's help ending with its default.
 fn command() -> clap::Command {
-    let cli = <Cli as clap::CommandFactory>::command();
+    let cli = webcoop_crawler::help_with_defaults(<Cli as clap::CommandFactory>::command());
     webcoop_daemon::command_line::with_environment(cli, "WEBCOOP_CRAWL_", &[])
 }
 

@@ -17,7 +17,15 @@ use std::collections::HashMap;
 
 /// A revisit policy.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    clap::ValueEnum,
+    serde::Serialize,
+    serde::Deserialize,
 )]
 #[serde(rename_all = "kebab-case")]
 pub enum Policy {
@@ -28,6 +36,7 @@ pub enum Policy {
     /// Xyleme's square-root rule.
     Sqrt,
     /// Maximum importance-weighted freshness (Cho & Garcia-Molina).
+    #[default]
     Optimal,
 }
 
