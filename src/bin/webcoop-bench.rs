@@ -108,7 +108,20 @@ fn binaries() -> Result<(PathBuf, PathBuf), String> {
     } else {
         "release"
     };
-    let status = std::process::Command::new(cargo)
+    let mut command = std::process::Command::new(cargo);
+    // `cargo run` gives this process the variables of its package (CARGO_PKG_NAME...); ring's
+    // build script watches some of them, so passing them on rebuilt ring and everything above
+    // it (two minutes in release). Cargo's own configuration variables stay.
+    for (key, _) in std::env::vars_os() {
+        let key = key.to_string_lossy();
+        let config = ["CARGO_HOME", "CARGO_BUILD_", "CARGO_PROFILE_", "CARGO_NET_"]
+            .iter()
+            .any(|p| key.starts_with(p));
+        if (key.starts_with("CARGO_") && !config) || key == "OUT_DIR" {
+            command.env_remove(key.as_ref());
+        }
+    }
+    let status = command
         .args(["build", "--quiet", "--profile", profile])
         // The same packages as the build that made this binary (webcoop depends on both), so
         // cargo resolves the same features and finds every crate already compiled.
