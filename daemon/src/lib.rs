@@ -2,10 +2,12 @@
 //! `webcoop-protocol`: state only their user may read ([`private`]), the live consoles' access
 //! rules, assets and HTTP pieces ([`console`]), their databases' errors ([`sqlite_error`]),
 //! the man pages and completions generated from their command lines ([`generated_docs`]), and
-//! the one rule for their environment variables ([`command_line`]).
+//! the one rule for their environment variables ([`command_line`]) and the merging of their
+//! settings' layers ([`layered`]).
 
 pub mod command_line;
 pub mod console;
 pub mod generated_docs;
+pub mod layered;
 pub mod private;
 pub mod sqlite_error;

@@ -27,7 +27,9 @@ mod watch;
 pub use activity::Activity;
 pub use agent::Agent;
 pub use check::check;
-pub use config::{AgentCommand, Cli, Config};
+pub use config::{
+    AgentCommand, AgentOptions, ByteSize, Cli, Config, ConfigError, help_with_defaults,
+};
 pub use console::server::{Setup as ConsoleSetup, start as start_console};
 pub use publish::{ROBOTS_RDF, SITEMAP};
 pub use server_config::{Site, TextKind, hidden_in_text};

@@ -28,7 +28,7 @@ fn human_bytes(n: u64) -> String {
 /// binaries, `webcoop_daemon::command_line`).
 /// Not the actions that print or change something once.
 fn command() -> clap::Command {
-    let cli = <Cli as clap::CommandFactory>::command();
+    let cli = webcoop_agent::help_with_defaults(<Cli as clap::CommandFactory>::command());
     webcoop_daemon::command_line::with_environment(
         cli,
         "WEBCOOP_",
@@ -128,7 +128,14 @@ fn forget_versions(config: &Config, paths: &[String]) -> ExitCode {
 
 /// The lines a webmaster adds to robots.txt so crawlers find what the agent publishes.
 fn print_robots_lines(cli: &Cli) -> ExitCode {
-    let Some(base) = cli
+    let options = match cli.merged() {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("webcoop-agent: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let Some(base) = options
         .base_url
         .as_deref()
         .and_then(|b| url::Url::parse(b).ok())

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use webcoop_agent::Agent;
 use webcoop_agent::Running;
-use webcoop_agent::{Cli, Config};
+use webcoop_agent::{AgentOptions, Config};
 use webcoop_protocol::clock::ManualClock;
 
 pub(crate) const BASE: &str = "https://site.example/";
@@ -60,23 +60,23 @@ pub(crate) fn install_tls_provider() {
 }
 
 fn config_for(docroot: &Path, state: &Path, server: &str, options: &Options) -> Config {
-    let cli = Cli {
+    let cli = AgentOptions {
         docroot: Some(docroot.to_path_buf()),
         server_url: Some(server.to_string()),
         base_url: Some(BASE.into()),
         state: Some(state.to_path_buf()),
         debounce_ms: Some(30),
         listen: Some("127.0.0.1:0".into()),
-        allow_callback_net: vec!["127.0.0.0/8".into()],
+        allow_callback_net: Some(vec!["127.0.0.0/8".into()]),
         hub_window_ms: Some(options.hub_window_ms),
         hub_drop_after: options.drop_after,
         retain_changes: options.retain_changes,
         feed_entries: options.feed_entries,
         indexnow_endpoint: options.indexnow.as_ref().map(|(e, _)| e.clone()),
         indexnow_key: options.indexnow.as_ref().map(|(_, k)| k.clone()),
-        ..Cli::default()
+        ..AgentOptions::default()
     };
-    let mut config = Config::from_cli(cli).unwrap();
+    let mut config = Config::from_options(cli).unwrap();
     if let Some(s) = config.service.as_mut() {
         s.delivery_timeout = options.delivery_timeout;
     }

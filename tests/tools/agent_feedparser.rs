@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::Arc;
 use webcoop_agent::Agent;
-use webcoop_agent::{Cli, Config};
+use webcoop_agent::{AgentOptions, Config};
 use webcoop_protocol::changes_feed::{self, FeedLimits};
 use webcoop_protocol::clock::ManualClock;
 use webcoop_protocol::robots_rdf::{self, RdfLimits};
@@ -109,15 +109,15 @@ fn feedparser_sees_every_kind_of_edit() {
         Utc.timestamp_opt(1_800_000_000, 0).unwrap(),
     ));
     let server = webcoop_testkit::static_site::StaticServer::serve(&www);
-    let cli = Cli {
+    let cli = AgentOptions {
         docroot: Some(www.clone()),
         base_url: Some(BASE.into()),
         state: Some(tmp.path().join("state")),
         debounce_ms: Some(0),
         server_url: Some(server.url()),
-        ..Cli::default()
+        ..AgentOptions::default()
     };
-    let mut agent = Agent::open(Config::from_cli(cli).unwrap(), clock.clone()).unwrap();
+    let mut agent = Agent::open(Config::from_options(cli).unwrap(), clock.clone()).unwrap();
     agent.full_scan(false).unwrap();
     agent.publish().unwrap();
     check(&python, &www, "baseline", &["index.html"], None);

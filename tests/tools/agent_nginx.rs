@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use webcoop::servers::{Nginx, example_nginx_conf, http_get};
 use webcoop_agent::Agent;
-use webcoop_agent::{Cli, Config};
+use webcoop_agent::{AgentOptions, Config};
 use webcoop_protocol::changes_feed::{self, ChangeKind, FeedLimits};
 use webcoop_protocol::clock::SystemClock;
 use webcoop_protocol::robots_rdf::{self, RdfLimits};
@@ -56,14 +56,14 @@ fn http11_get(addr: std::net::SocketAddr, path: &str, extra: &str) -> (String, V
 }
 
 fn agent_for(docroot: &Path, state: &Path, base: &str) -> Agent {
-    let cli = Cli {
+    let cli = AgentOptions {
         docroot: Some(docroot.to_path_buf()),
         base_url: Some(base.to_string()),
         state: Some(state.to_path_buf()),
         debounce_ms: Some(50),
-        ..Cli::default()
+        ..AgentOptions::default()
     };
-    Agent::open(Config::from_cli(cli).unwrap(), Arc::new(SystemClock)).unwrap()
+    Agent::open(Config::from_options(cli).unwrap(), Arc::new(SystemClock)).unwrap()
 }
 
 #[test]

@@ -11,6 +11,8 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+pub(super) use webcoop_daemon::layered::as_map;
+use webcoop_daemon::layered::overlay;
 
 /// The default `User-Agent`.
 pub(crate) const DEFAULT_USER_AGENT: &str = concat!(
@@ -332,28 +334,15 @@ impl CrawlOptions {
 
     /// These settings, each unset one taken from `under`.
     pub(super) fn over(&self, under: &CrawlOptions) -> Result<CrawlOptions, ConfigError> {
-        let mut merged = as_map(under);
-        merged.extend(as_map(self).into_iter().filter(|(_, v)| !v.is_null()));
-        serde_json::from_value(serde_json::Value::Object(merged))
-            .map_err(|e| out_of_range(format!("the settings: {e}")))
+        overlay(self, under).map_err(|e| out_of_range(format!("the settings: {e}")))
     }
 }
 
 /// `cmd` (the crawler's command line) with each setting's default at the end of its help, as
 /// [`CrawlOptions::defaults`] has it.
 pub fn help_with_defaults(cmd: clap::Command) -> clap::Command {
-    let defaults = as_map(&CrawlOptions::defaults());
     cmd.mut_subcommand("crawl", |crawl| {
-        crawl.mut_args(|arg| {
-            let shown = match defaults.get(arg.get_id().as_str()) {
-                Some(serde_json::Value::String(s)) => s.clone(),
-                Some(serde_json::Value::Null) | None => return arg,
-                Some(v) => v.to_string(),
-            };
-            let help = arg.get_help().map(|h| h.to_string()).unwrap_or_default();
-            let help = format!("{} [default: {shown}]", help.trim_end_matches('.'));
-            arg.help(help)
-        })
+        webcoop_daemon::layered::help_with_defaults(crawl, &CrawlOptions::defaults())
     })
 }
 
@@ -393,20 +382,9 @@ pub(super) fn overlaid(args: &CrawlArgs) -> Result<(CrawlArgs, CrawlOptions), Co
     let given = std::mem::take(&mut a.options);
     let mut seeds = given.seeds.clone().unwrap_or_default();
     seeds.extend(file.seeds.clone().unwrap_or_default());
-    let mut merged = as_map(&file);
-    merged.extend(as_map(&given).into_iter().filter(|(_, v)| !v.is_null()));
-    let mut options: CrawlOptions = serde_json::from_value(serde_json::Value::Object(merged))
-        .map_err(|e| out_of_range(format!("the settings: {e}")))?;
+    let mut options = given.over(&file)?;
     options.seeds = (!seeds.is_empty()).then_some(seeds);
     Ok((a, options))
-}
-
-/// The options as a JSON object, by key.
-pub(super) fn as_map(options: &CrawlOptions) -> serde_json::Map<String, serde_json::Value> {
-    match serde_json::to_value(options) {
-        Ok(serde_json::Value::Object(m)) => m,
-        _ => serde_json::Map::new(),
-    }
 }
 
 /// Reads a TOML config file.

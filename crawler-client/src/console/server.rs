@@ -30,7 +30,14 @@ use std::time::Duration;
 use webcoop_daemon::console::access::{self, Gate};
 use webcoop_daemon::console::http::{self, LazyStore};
 
-const PAGE: &str = include_str!("assets/crawl.html");
+/// The console's page, its body from `assets/crawl.html`.
+static PAGE: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    webcoop_daemon::console::assets::page(
+        "webcoop-crawl",
+        "crawl.js",
+        include_str!("assets/crawl.html"),
+    )
+});
 const SCRIPT: &str = include_str!("assets/crawl.js");
 
 /// Largest action body accepted (a thousand seeds of 2 KB, with room).
@@ -127,7 +134,7 @@ fn bind(
 
 async fn serve(listener: tokio::net::TcpListener, console: Arc<Console>) {
     let app = http::with_shared_assets(axum::Router::new())
-        .route("/", get(|| async { http::page(PAGE) }))
+        .route("/", get(|| async { http::page(PAGE.as_str()) }))
         .route(
             "/assets/crawl.js",
             get(|| async { http::asset("text/javascript", SCRIPT) }),

@@ -33,18 +33,16 @@ mod unsaved;
 use crate::archive::warc::WarcWriter;
 use crate::config::Settings;
 use crate::coop::CoopState;
-use crate::fetch::lane::Lane;
 use crate::fetch::outbox::{Inbox, Outbox};
 use crate::fetch::outcome::Context;
 use crate::frontier::Frontier;
-use crate::ids::HostId;
 use crate::metrics::CrawlMetrics;
 use crate::progress::RunFigures;
 use crate::refresh::schedule::Schedule;
 use crate::state::{Figures, Store, StoreError};
 use crawl_log::CrawlLog;
 use in_flight::InFlight;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -172,7 +170,7 @@ struct Engine {
     tx: Outbox,
     rx: Inbox,
     /// Each host's page requests on the fetching side, while it has any.
-    lanes: HashMap<HostId, Arc<Lane>>,
+    lanes: lanes::Lanes,
     unsaved: Unsaved,
     /// Every content digest held, to find duplicates.
     digests: HashSet<u64>,

@@ -20,7 +20,7 @@ use crate::frontier::{Frontier, RobotsState};
 use crate::metrics::{self, CrawlMetrics};
 use crate::refresh::schedule::{Schedule, Tracked};
 use crate::state::{HostRecord, Store};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::fs::File;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -255,7 +255,7 @@ impl Engine {
             warc,
             tx,
             rx,
-            lanes: HashMap::new(),
+            lanes: super::lanes::Lanes::new(s.per_host),
             unsaved: Unsaved::default(),
             digests,
             in_flight: InFlight::default(),

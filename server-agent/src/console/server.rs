@@ -27,7 +27,14 @@ use std::time::Duration;
 use webcoop_daemon::console::access::{self, Gate};
 use webcoop_daemon::console::http::{self, LazyStore};
 
-const PAGE: &str = include_str!("assets/agent.html");
+/// The console's page, its body from `assets/agent.html`.
+static PAGE: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    webcoop_daemon::console::assets::page(
+        "webcoop-agent",
+        "agent.js",
+        include_str!("assets/agent.html"),
+    )
+});
 const SCRIPT: &str = include_str!("assets/agent.js");
 
 /// What the console shows of the agent's setup.
@@ -82,7 +89,7 @@ pub async fn start(
     });
     tokio::spawn(sample(console.clone()));
     let app = http::with_shared_assets(axum::Router::new())
-        .route("/", get(|| async { http::page(PAGE) }))
+        .route("/", get(|| async { http::page(PAGE.as_str()) }))
         .route(
             "/assets/agent.js",
             get(|| async { http::asset("text/javascript", SCRIPT) }),

@@ -154,7 +154,7 @@ fn create_edit_rename_delete_touch_each_say_exactly_what_happened() {
 fn a_file_dated_in_the_future_is_published_not_waited_for() {
     let site = Site::new();
     site.write("index.html", "<h1>home</h1>");
-    let mut agent = site.agent_with(webcoop_agent::Cli {
+    let mut agent = site.agent_with(webcoop_agent::AgentOptions {
         debounce_ms: Some(200),
         ..site.cli()
     });
@@ -347,7 +347,7 @@ fn robots_txt_disallow_lines_shape_the_listing_and_follow_its_edits() {
     assert!(site.listed().contains_key(&url("private/secret.html")));
 
     let mut cli = site.cli();
-    cli.ignore_robots_txt = true;
+    cli.ignore_robots_txt = Some(true);
     drop(agent);
     site.write("robots.txt", "User-agent: *\nDisallow: /\n");
     let mut agent = site.agent_with(cli);

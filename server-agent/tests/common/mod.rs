@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use webcoop_agent::Agent;
-use webcoop_agent::{Cli, Config};
+use webcoop_agent::{AgentOptions, Config};
 use webcoop_protocol::changes_feed::{self, ChangesFeed, FeedLimits};
 use webcoop_protocol::clock::ManualClock;
 use webcoop_protocol::robots_rdf::{self, RdfLimits, RobotsRdf};
@@ -41,19 +41,19 @@ impl Site {
         }
     }
 
-    pub(crate) fn cli(&self) -> Cli {
-        Cli {
+    pub(crate) fn cli(&self) -> AgentOptions {
+        AgentOptions {
             docroot: Some(self.docroot.clone()),
             base_url: Some(BASE.into()),
             state: Some(self.tmp.path().join("state")),
             debounce_ms: Some(0),
             server_url: Some(self.server.url()),
-            ..Cli::default()
+            ..AgentOptions::default()
         }
     }
 
-    pub(crate) fn agent_with(&self, cli: Cli) -> Agent {
-        Agent::open(Config::from_cli(cli).unwrap(), self.clock.clone()).unwrap()
+    pub(crate) fn agent_with(&self, cli: AgentOptions) -> Agent {
+        Agent::open(Config::from_options(cli).unwrap(), self.clock.clone()).unwrap()
     }
 
     /// An agent on this site, after its start-up scan and publication.

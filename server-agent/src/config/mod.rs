@@ -1,0 +1,587 @@
+//! The agent's settings: the command line, then `WEBCOOP_*` variables, then a TOML file
+//! (`--config`), then the defaults, checked before anything runs so a mistake is one clear line.
+//!
+//! `options` holds every setting once (option, variable, file key, default); this module turns
+//! them into the checked [`Config`] the agent runs with; `checks` tests each path, URL and
+//! network; `error` names what was wrong.
+
+mod checks;
+mod error;
+mod options;
+
+pub use error::ConfigError;
+pub use options::{AgentOptions, ByteSize};
+
+use checks::{
+    check_base_url, check_docroot, check_server_url, cidrs, default_state_dir, prepare_dir,
+};
+use clap::Parser;
+use std::path::PathBuf;
+use std::time::Duration;
+use url::Url;
+use webcoop_daemon::layered::overlay;
+
+/// Watches a docroot and publishes what changed: robots.rdf, sitemaps and a changes feed.
+#[derive(Debug, Parser, Default)]
+#[command(name = "webcoop-agent", version, about, long_about = None)]
+pub struct Cli {
+    /// Every setting of the agent: a flag, a `WEBCOOP_*` variable and a key of the file.
+    #[command(flatten)]
+    pub options: AgentOptions,
+    /// A TOML file with any of these settings (keys as the long options, with `_`; relative
+    /// paths in it are relative to the file).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Print the robots.txt lines that point crawlers at what the agent publishes, and exit.
+    #[arg(long)]
+    pub print_robots_lines: bool,
+    /// Run time this many times faster (dates in what the agent publishes), for webcoop-bench.
+    #[arg(long, value_name = "X")]
+    pub clock_speed: Option<f64>,
+    /// With --clock-speed: the moment (ms since the epoch) at which the scaled time equals the
+    /// real time, so several processes agree [default: the start].
+    #[arg(long, value_name = "MS", requires = "clock_speed")]
+    pub clock_anchor: Option<i64>,
+    /// Drop every kept version of these docroot paths (a secret published by mistake), then
+    /// exit: no delta can reveal them afterwards.
+    #[arg(long = "forget-versions", value_name = "PATH")]
+    pub forget_versions: Vec<String>,
+    /// What to do instead of publishing and watching.
+    #[command(subcommand)]
+    pub command: Option<AgentCommand>,
+}
+
+/// The agent's command line with each setting's default at the end of its help, as
+/// [`AgentOptions::defaults`] has it.
+pub fn help_with_defaults(cmd: clap::Command) -> clap::Command {
+    webcoop_daemon::layered::help_with_defaults(cmd, &AgentOptions::defaults())
+}
+
+/// The agent's one-off commands.
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum AgentCommand {
+    /// Check the agent's settings and the web server's configuration (--server-config): says
+    /// what is right and what to change; exit status 0 only when a crawler can use everything
+    /// the agent publishes.
+    Check,
+    /// Drop every kept version of these docroot paths (a secret published by mistake), so no
+    /// delta can reveal them; the same as --forget-versions.
+    Forget {
+        /// Docroot-relative paths, as listed (`private/config.html`).
+        #[arg(required = true)]
+        paths: Vec<String>,
+    },
+}
+/// Validated settings.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The docroot, canonical.
+    pub docroot: PathBuf,
+    /// The docroot's public URL, ending with `/`.
+    pub base_url: Url,
+    /// The state directory (exists and is writable).
+    pub state: PathBuf,
+    /// The output directory (exists and is writable).
+    pub out: PathBuf,
+    /// Include globs (empty: everything).
+    pub include: Vec<String>,
+    /// Exclude globs.
+    pub exclude: Vec<String>,
+    /// Extensions published although web servers run or hide them.
+    pub publish_ext: Vec<String>,
+    /// Web server configurations whose protected locations are never published.
+    pub server_config: Vec<PathBuf>,
+    /// How the web server is asked about each file.
+    pub judge: crate::judge::JudgeSettings,
+    /// Time within which every file is judged again.
+    pub judge_every: Duration,
+    /// Most requests per second when judging again.
+    pub judge_rate: f64,
+    /// Server directives declared to serve every client alike.
+    pub trust_directives: Vec<String>,
+    /// Publish once and exit.
+    pub once: bool,
+    /// Whether the site's robots.txt is ignored for the listing.
+    pub ignore_robots_txt: bool,
+    /// Replace documents the agent did not write.
+    pub replace_existing: bool,
+    /// Versions kept per text resource.
+    pub versions: usize,
+    /// Disk budget of the versions.
+    pub versions_budget: u64,
+    /// Quiet time before publishing.
+    pub debounce: Duration,
+    /// Time between safety rescans.
+    pub rescan_interval: Duration,
+    /// Entries of the static changes feed.
+    pub feed_entries: usize,
+    /// Changes kept in the log.
+    pub retain_changes: usize,
+    /// URLs per sitemap part.
+    pub sitemap_part_urls: usize,
+    /// The service, when it runs.
+    pub service: Option<ServiceConfig>,
+    /// IndexNow pings, when configured.
+    pub indexnow: Option<IndexNowConfig>,
+    /// The console, when it is served.
+    pub console: Option<ConsoleSettings>,
+}
+
+/// Where the console listens and the token that guards it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConsoleSettings {
+    /// The address.
+    pub addr: std::net::SocketAddr,
+    /// The token every request must carry (required off loopback).
+    pub token: Option<String>,
+}
+
+/// Subscriptions the hub holds at most, unless told otherwise.
+pub(crate) const DEFAULT_MAX_SUBSCRIPTIONS: usize = 10_000;
+
+/// Settings of the HTTP service (changes, deltas, hub, metrics).
+#[derive(Debug, Clone)]
+pub struct ServiceConfig {
+    /// Where it listens.
+    pub listen: std::net::SocketAddr,
+    /// Its public URL prefix (ends with `/`), e.g. `https://www.example.org/.well-known/webcoop/`.
+    pub public_url: Url,
+    /// Networks the hub may call back although they are not public.
+    pub allow_callback_nets: Vec<ipnet::IpNet>,
+    /// How long the hub gathers changes into one delivery.
+    pub hub_window: Duration,
+    /// How long a subscriber may keep failing before it is dropped.
+    pub hub_drop_after: Duration,
+    /// Time limit of a delivery or verification of intent.
+    pub delivery_timeout: Duration,
+    /// Most subscriptions the hub holds.
+    pub max_subscriptions: usize,
+    /// Proxies whose `X-Forwarded-For` the hub believes.
+    pub trusted_proxies: Vec<ipnet::IpNet>,
+}
+
+/// Settings of IndexNow pings.
+#[derive(Debug, Clone)]
+pub struct IndexNowConfig {
+    /// Where to post.
+    pub endpoint: Url,
+    /// The site's key.
+    pub key: String,
+}
+
+impl Config {
+    /// The site as the web server's configuration sees it.
+    pub fn server_site(&self) -> crate::server_config::Site<'_> {
+        crate::server_config::Site {
+            docroot: &self.docroot,
+            base_path: self.base_url.path(),
+            host: self.base_url.host_str().unwrap_or_default(),
+            trusted: &self.trust_directives,
+        }
+    }
+}
+
+/// The public URL prefix of the service for a site at `base_url`.
+pub(crate) fn default_public_url(base_url: &Url) -> Url {
+    base_url
+        .join(".well-known/webcoop/")
+        .unwrap_or_else(|_| base_url.clone())
+}
+
+/// The value of a setting that [`AgentOptions::defaults`] gives, or an error naming it.
+fn given<T>(value: Option<T>, key: &str) -> Result<T, ConfigError> {
+    value.ok_or_else(|| ConfigError::Value(format!("{key} has no value and no default")))
+}
+
+impl Cli {
+    /// The settings of the command line and the environment over the `--config` file's.
+    pub fn merged(&self) -> Result<AgentOptions, ConfigError> {
+        let file = match &self.config {
+            Some(path) => options::read_file(path)?,
+            None => AgentOptions::default(),
+        };
+        layered(&self.options, &file)
+    }
+}
+
+/// `over`'s settings, each unset one taken from `under`.
+fn layered(over: &AgentOptions, under: &AgentOptions) -> Result<AgentOptions, ConfigError> {
+    overlay(over, under).map_err(|e| ConfigError::Value(format!("the settings: {e}")))
+}
+
+impl Config {
+    /// Checks the settings of a command line with its `--config` file under it.
+    pub fn from_cli(cli: Cli) -> Result<Config, ConfigError> {
+        Config::from_options(cli.merged()?)
+    }
+
+    /// Checks every path, URL, network and number of `o`, each unset one taken from
+    /// [`AgentOptions::defaults`].
+    pub fn from_options(o: AgentOptions) -> Result<Config, ConfigError> {
+        let o = layered(&o, &AgentOptions::defaults())?;
+        let docroot = o.docroot.ok_or(ConfigError::Missing(
+            "the docroot",
+            "docroot",
+            "DOCROOT",
+            "docroot",
+        ))?;
+        let docroot = check_docroot(&docroot)?;
+        let base_url = o.base_url.ok_or(ConfigError::Missing(
+            "the base URL",
+            "base-url",
+            "BASE_URL",
+            "base_url",
+        ))?;
+        let base_url = check_base_url(&base_url)?;
+
+        let state = match o.state {
+            Some(s) => s,
+            None => default_state_dir(&docroot)?,
+        };
+        let state = prepare_dir("state", &state, true)?;
+        if state.starts_with(&docroot) {
+            return Err(ConfigError::Directory {
+                what: "state",
+                path: state,
+                reason: "is inside the docroot, where the web server would publish it".into(),
+            });
+        }
+        let out = prepare_dir("output", &o.out.unwrap_or_else(|| docroot.clone()), false)?;
+
+        let versions_budget = given(o.versions_budget, "versions_budget")?.0;
+        let debounce_ms = given(o.debounce_ms, "debounce_ms")?;
+        if debounce_ms > 60_000 {
+            return Err(ConfigError::Value(format!(
+                "debounce of {debounce_ms} ms is over a minute; changes must publish within a second or so"
+            )));
+        }
+        let feed_entries = given(o.feed_entries, "feed_entries")?;
+        let retain_changes = given(o.retain_changes, "retain_changes")?;
+        if feed_entries == 0 || retain_changes < feed_entries {
+            return Err(ConfigError::Value(format!(
+                "feed entries ({feed_entries}) must be at least 1 and at most the retained changes ({retain_changes})"
+            )));
+        }
+        let sitemap_part_urls = given(o.sitemap_part_urls, "sitemap_part_urls")?;
+        if !(1..=50_000).contains(&sitemap_part_urls) {
+            return Err(ConfigError::Value(format!(
+                "sitemap parts hold 1 to 50,000 URLs (the protocol's limit), not {sitemap_part_urls}"
+            )));
+        }
+        let service = match o.listen {
+            None => None,
+            Some(listen) => {
+                let listen = listen.parse().map_err(|e| {
+                    ConfigError::Value(format!(
+                        "--listen {listen:?}: {e} (expected an address such as 127.0.0.1:8081)"
+                    ))
+                })?;
+                let public_url = match o.public_url {
+                    Some(u) => check_base_url(&u)?,
+                    None => default_public_url(&base_url),
+                };
+                let allow_callback_nets = cidrs(
+                    "--allow-callback-net",
+                    &o.allow_callback_net.unwrap_or_default(),
+                )?;
+                let trusted_proxies =
+                    cidrs("--trusted-proxy", &o.trusted_proxy.unwrap_or_default())?;
+                Some(ServiceConfig {
+                    listen,
+                    public_url,
+                    allow_callback_nets,
+                    hub_window: Duration::from_millis(given(o.hub_window_ms, "hub_window_ms")?),
+                    hub_drop_after: Duration::from_secs(given(o.hub_drop_after, "hub_drop_after")?),
+                    delivery_timeout: Duration::from_secs(10),
+                    max_subscriptions: given(o.hub_max_subscriptions, "hub_max_subscriptions")?,
+                    trusted_proxies,
+                })
+            }
+        };
+        let indexnow = match (o.indexnow_endpoint, o.indexnow_key) {
+            (Some(endpoint), Some(key)) => {
+                let endpoint = Url::parse(&endpoint).map_err(|e| {
+                    ConfigError::Value(format!("--indexnow-endpoint {endpoint:?}: {e}"))
+                })?;
+                if !(8..=128).contains(&key.len())
+                    || !key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                {
+                    return Err(ConfigError::Value(format!(
+                        "--indexnow-key {key:?}: IndexNow keys are 8 to 128 letters, digits or dashes"
+                    )));
+                }
+                Some(IndexNowConfig { endpoint, key })
+            }
+            (None, None) => None,
+            _ => {
+                return Err(ConfigError::Value(
+                    "IndexNow needs both --indexnow-endpoint and --indexnow-key".into(),
+                ));
+            }
+        };
+        let console = match o.console {
+            None => None,
+            Some(addr) => {
+                let addr: std::net::SocketAddr = addr.parse().map_err(|e| {
+                    ConfigError::Value(format!(
+                        "--console {addr:?}: {e} (expected an address such as 127.0.0.1:8082)"
+                    ))
+                })?;
+                if service.as_ref().is_some_and(|s| s.listen == addr) {
+                    return Err(ConfigError::Value(
+                        "--console must not be the public --listen address".into(),
+                    ));
+                }
+                let token = match o.console_token_file {
+                    None => None,
+                    Some(path) => {
+                        let text = std::fs::read_to_string(&path).map_err(|e| {
+                            ConfigError::Value(format!(
+                                "--console-token-file {}: {e}",
+                                path.display()
+                            ))
+                        })?;
+                        Some(text.lines().next().unwrap_or("").trim().to_string())
+                    }
+                };
+                webcoop_daemon::console::access::check_bind(addr.ip(), token.as_deref())
+                    .map_err(|e| ConfigError::Value(e.to_string()))?;
+                Some(ConsoleSettings { addr, token })
+            }
+        };
+        let server_url = match o.server_url {
+            Some(u) => check_server_url(&u)?,
+            None => Url::parse(&base_url.origin().ascii_serialization()).map_err(|e| {
+                ConfigError::Value(format!("the base URL's origin is not a URL: {e}"))
+            })?,
+        };
+        let connections = given(o.judge_connections, "judge_connections")?;
+        if !(1..=64).contains(&connections) {
+            return Err(ConfigError::Value(format!(
+                "--judge-connections {connections}: between 1 and 64"
+            )));
+        }
+        let judge_every = given(o.judge_every, "judge_every")?;
+        if !(60..=30 * 86_400).contains(&judge_every) {
+            return Err(ConfigError::Value(format!(
+                "--judge-every {judge_every}: between 60 s and 30 days"
+            )));
+        }
+        let judge_rate = given(o.judge_rate, "judge_rate")?;
+        if !(judge_rate.is_finite() && (0.1..=100_000.0).contains(&judge_rate)) {
+            return Err(ConfigError::Value(format!(
+                "--judge-rate {judge_rate}: between 0.1 and 100000 requests per second"
+            )));
+        }
+        let trust_directives: Vec<String> = o
+            .trust_directive
+            .unwrap_or_default()
+            .into_iter()
+            .map(|d| d.trim().to_ascii_lowercase())
+            .filter(|d| !d.is_empty())
+            .collect();
+        let once = given(o.once, "once")?;
+        if (service.is_some() || console.is_some()) && once {
+            return Err(ConfigError::Value(
+                "--once publishes and exits, --listen and --console serve: choose one".into(),
+            ));
+        }
+        Ok(Config {
+            docroot,
+            base_url,
+            state,
+            out,
+            include: o.include.unwrap_or_default(),
+            exclude: o.exclude.unwrap_or_default(),
+            publish_ext: o.publish_ext.unwrap_or_default(),
+            server_config: o.server_config.unwrap_or_default(),
+            judge: crate::judge::JudgeSettings {
+                server_url,
+                connections,
+                timeout: Duration::from_secs(10),
+            },
+            judge_every: Duration::from_secs(judge_every),
+            judge_rate,
+            trust_directives,
+            once,
+            ignore_robots_txt: given(o.ignore_robots_txt, "ignore_robots_txt")?,
+            replace_existing: given(o.replace_existing, "replace_existing")?,
+            versions: given(o.versions, "versions")?,
+            versions_budget,
+            debounce: Duration::from_millis(debounce_ms),
+            rescan_interval: Duration::from_secs(
+                given(o.rescan_interval, "rescan_interval")?.max(1),
+            ),
+            feed_entries,
+            retain_changes,
+            sitemap_part_urls,
+            service,
+            indexnow,
+            console,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn cli(docroot: &Path, base: &str) -> AgentOptions {
+        AgentOptions {
+            docroot: Some(docroot.to_path_buf()),
+            base_url: Some(base.into()),
+            ..AgentOptions::default()
+        }
+    }
+
+    #[test]
+    fn startup_errors_name_the_problem() {
+        let tmp = tempfile::tempdir().unwrap();
+        let site = tmp.path().join("site");
+        std::fs::create_dir(&site).unwrap();
+
+        let e =
+            Config::from_options(cli(&tmp.path().join("missing"), "https://e.org/")).unwrap_err();
+        assert!(e.to_string().contains("does not exist"), "{e}");
+        let file = tmp.path().join("file");
+        std::fs::write(&file, "x").unwrap();
+        let e = Config::from_options(cli(&file, "https://e.org/")).unwrap_err();
+        assert!(e.to_string().contains("is not a directory"), "{e}");
+        let e = Config::from_options(cli(&site, "/relative/")).unwrap_err();
+        assert!(e.to_string().contains("is not absolute"), "{e}");
+        let e = Config::from_options(cli(&site, "ftp://e.org/")).unwrap_err();
+        assert!(e.to_string().contains("http or https"), "{e}");
+        let e = Config::from_options(AgentOptions::default()).unwrap_err();
+        assert!(e.to_string().contains("--docroot"), "{e}");
+
+        let mut inside = cli(&site, "https://e.org/");
+        inside.state = Some(site.join("state"));
+        let e = Config::from_options(inside).unwrap_err();
+        assert!(e.to_string().contains("inside the docroot"), "{e}");
+
+        let ok = Config::from_options(cli(&site, "https://e.org/docs")).unwrap();
+        assert_eq!(ok.base_url.as_str(), "https://e.org/docs/");
+        assert_eq!(
+            ok.state,
+            tmp.path().canonicalize().unwrap().join("site.webcoop")
+        );
+        assert_eq!(ok.out, ok.docroot);
+        assert_eq!(ok.versions, 5);
+    }
+
+    #[test]
+    fn unwritable_state_dir_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let site = tmp.path().join("site");
+        std::fs::create_dir(&site).unwrap();
+        let blocker = tmp.path().join("blocker");
+        std::fs::write(&blocker, "a file where a directory should be").unwrap();
+        let mut c = cli(&site, "https://e.org/");
+        c.state = Some(blocker.join("state"));
+        let e = Config::from_options(c).unwrap_err();
+        assert!(e.to_string().starts_with("state directory"), "{e}");
+    }
+
+    #[test]
+    fn config_file_fills_what_the_command_line_leaves_out() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir(tmp.path().join("www")).unwrap();
+        let path = tmp.path().join("agent.toml");
+        std::fs::write(
+            &path,
+            "docroot = \"www\"\nbase_url = \"https://file.example/\"\nexclude = [\"drafts/**\"]\nversions_budget = \"64MiB\"\nversions = 3\n",
+        )
+        .unwrap();
+        let c = Config::from_cli(Cli {
+            config: Some(path.clone()),
+            options: AgentOptions {
+                versions: Some(7),
+                ..AgentOptions::default()
+            },
+            ..Cli::default()
+        })
+        .unwrap();
+        assert_eq!(c.docroot, tmp.path().join("www").canonicalize().unwrap());
+        assert_eq!(c.base_url.as_str(), "https://file.example/");
+        assert_eq!(c.exclude, ["drafts/**"]);
+        assert_eq!(c.versions_budget, 64 << 20);
+        assert_eq!(c.versions, 7, "the command line wins over the file");
+
+        std::fs::write(
+            &path,
+            "docroot = \"www\"\nbase_url = \"https://e/\"\nbogus = 1\n",
+        )
+        .unwrap();
+        let e = Config::from_cli(Cli {
+            config: Some(path),
+            ..Cli::default()
+        })
+        .unwrap_err();
+        assert!(e.to_string().contains("bogus"), "{e}");
+    }
+
+    #[test]
+    fn flags_the_environment_and_the_file_layer_in_that_order() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir(tmp.path().join("www")).unwrap();
+        let path = tmp.path().join("agent.toml");
+        std::fs::write(
+            &path,
+            "docroot = \"www\"\nbase_url = \"https://file.example/\"\nonce = true\ninclude = [\"a/**\"]\n",
+        )
+        .unwrap();
+        let parse = |args: &[&str]| {
+            let cmd = webcoop_daemon::command_line::with_environment(
+                <Cli as clap::CommandFactory>::command(),
+                "WEBCOOP_TEST_LAYERS_",
+                &[],
+            );
+            let matches = cmd.try_get_matches_from(args).unwrap();
+            let cli = <Cli as clap::FromArgMatches>::from_arg_matches(&matches).unwrap();
+            Config::from_cli(cli).unwrap()
+        };
+        let file = path.to_str().unwrap();
+        let c = parse(&["agent", "--config", file]);
+        assert!(c.once, "from the file");
+        assert_eq!(c.include, ["a/**"]);
+        assert_eq!(c.versions, 5, "the default");
+        let c = parse(&[
+            "agent",
+            "--config",
+            file,
+            "--once=false",
+            "--include",
+            "b,c",
+            "--include",
+            "d",
+        ]);
+        assert!(
+            !c.once,
+            "the command line's false wins over the file's true"
+        );
+        assert_eq!(
+            c.include,
+            ["b", "c", "d"],
+            "a list given replaces the file's"
+        );
+        // SAFETY: no other test reads this variable's name, which is this test's own.
+        unsafe { std::env::set_var("WEBCOOP_TEST_LAYERS_VERSIONS", "9") };
+        let c = parse(&["agent", "--config", file]);
+        assert_eq!(
+            c.versions, 9,
+            "the environment over the file and the default"
+        );
+        let c = parse(&["agent", "--config", file, "--versions", "2"]);
+        assert_eq!(c.versions, 2, "the command line over the environment");
+        // The subcommand is not a boolean's value: `--once check` is refused by clap's
+        // require_equals rather than read as `--once=check`.
+        let cmd = <Cli as clap::CommandFactory>::command();
+        let m = cmd
+            .try_get_matches_from(["agent", "--once", "check"])
+            .unwrap();
+        let cli = <Cli as clap::FromArgMatches>::from_arg_matches(&m).unwrap();
+        assert_eq!(cli.options.once, Some(true));
+        assert!(matches!(cli.command, Some(AgentCommand::Check)));
+    }
+}
