@@ -182,6 +182,24 @@ pub(crate) fn warc(data: &[u8]) {
     let _ = webcoop_crawler::parsers::decode(Some("deflate"), data, true, 1 << 20);
 }
 
+/// A site's snapshot (IIPC WARC-zstd) from a site: its frames, dictionary and records read as
+/// the crawler reads them, each record as the snapshot's `warcinfo` and as a page.
+pub(crate) fn snapshot(data: &[u8]) {
+    use webcoop_protocol::snapshot::{Entry, SnapshotInfo};
+    use webcoop_protocol::warc::{ZstdWarcReader, record};
+    let _ = record::parse(data);
+    let Ok(reader) = ZstdWarcReader::new(data, 1 << 20) else {
+        return;
+    };
+    for located in reader.take(10_000) {
+        let Ok(l) = located else {
+            break;
+        };
+        let _ = SnapshotInfo::from_record(&l.record);
+        let _ = Entry::from_record(l.record);
+    }
+}
+
 /// What a target does with one input.
 pub(crate) type Target = fn(&[u8]);
 
@@ -216,5 +234,6 @@ pub(crate) const TARGETS: &[(&str, Target)] = &[
     ("urls", urls),
     ("links", links),
     ("warc", warc),
+    ("snapshot", snapshot),
     ("server_config", server_config),
 ];

@@ -76,7 +76,8 @@ pub fn make_public(file: &std::fs::File) -> io::Result<()> {
 pub fn create_public_dir(dir: &Path) -> io::Result<()> {
     let mut missing = Vec::new();
     let mut d = dir;
-    while !d.exists() {
+    // A relative path ends in the empty path, the working directory, which exists.
+    while !d.as_os_str().is_empty() && !d.exists() {
         missing.push(d.to_path_buf());
         match d.parent() {
             Some(p) => d = p,

@@ -29,6 +29,7 @@ fn rdf_doc() -> RobotsRdf {
             update_base: None,
             changes: Some(base.join(".well-known/webcoop/changes").unwrap()),
             hub: None,
+            snapshot: None,
             seq: Some(N as u64),
         },
         items: (0..N)

@@ -24,8 +24,10 @@ pub mod error;
 pub mod namespaces;
 pub mod robots_rdf;
 pub mod sitemap;
+pub mod snapshot;
 pub mod sniff;
 pub mod validator;
+pub mod warc;
 pub mod websub;
 
 mod xml_read;

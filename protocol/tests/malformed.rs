@@ -35,6 +35,7 @@ fn rdf(n: usize) -> String {
             update_base: None,
             changes: None,
             hub: None,
+            snapshot: None,
             seq: Some(1),
         },
         items: (0..n)

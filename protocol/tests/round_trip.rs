@@ -146,6 +146,7 @@ fn channel() -> impl Strategy<Value = Channel> {
         (
             prop::option::of(url()),
             prop::option::of(url()),
+            prop::option::of(url()),
             prop::option::of(any::<u64>()),
         ),
     )
@@ -153,7 +154,7 @@ fn channel() -> impl Strategy<Value = Channel> {
             |(
                 (about, title, link, description, date),
                 (update_period, update_frequency, update_base),
-                (changes, hub, seq),
+                (changes, hub, snapshot, seq),
             )| Channel {
                 about,
                 title,
@@ -165,6 +166,7 @@ fn channel() -> impl Strategy<Value = Channel> {
                 update_base,
                 changes,
                 hub,
+                snapshot,
                 seq,
             },
         )
@@ -333,7 +335,7 @@ proptest! {
         updated in time(),
         (self_link, hub, next) in (url(), prop::option::of(url()), prop::option::of(url())),
         head_seq in prop::option::of(any::<u64>()),
-        resync in prop::option::of((any::<u64>(), url())),
+        resync in prop::option::of((any::<u64>(), url(), prop::option::of(url()))),
     ) {
         let feed = ChangesFeed {
             id,
@@ -343,7 +345,7 @@ proptest! {
             hub,
             next,
             head_seq,
-            resync: resync.map(|(since, listing)| Resync { since, listing }),
+            resync: resync.map(|(since, listing, snapshot)| Resync { since, listing, snapshot }),
             entries,
         };
         let xml = changes_feed::write(&feed);

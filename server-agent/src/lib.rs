@@ -20,6 +20,7 @@ mod scan;
 mod secrets;
 mod server_config;
 mod service;
+mod snapshot;
 mod store;
 mod urls;
 mod watch;
@@ -34,6 +35,7 @@ pub use console::server::{Setup as ConsoleSetup, start as start_console};
 pub use publish::{ROBOTS_RDF, SITEMAP};
 pub use server_config::{Site, TextKind, hidden_in_text};
 pub use service::{Running, start as start_service, start_with as start_service_with};
+pub use snapshot::BuiltSnapshot;
 pub use store::Store;
 
 #[cfg(test)]

@@ -94,7 +94,8 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         };
     }
-    match run(config, clock) {
+    let snapshot_now = matches!(command, Some(AgentCommand::Snapshot));
+    match run(config, clock, snapshot_now) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("webcoop-agent: {e}");
@@ -156,12 +157,16 @@ fn print_robots_lines(cli: &Cli) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn run(config: Config, clock: Arc<dyn Clock>) -> Result<(), Box<dyn std::error::Error>> {
+fn run(
+    config: Config,
+    clock: Arc<dyn Clock>,
+    snapshot_now: bool,
+) -> Result<(), Box<dyn std::error::Error>> {
     let start = Instant::now();
     let mut agent = Agent::open(config.clone(), clock.clone())?;
     let activity = Arc::new(Activity::default());
     agent.record_activity(activity.clone());
-    if !config.once {
+    if !config.once && !snapshot_now {
         // Events during the start-up scan queue up instead of being lost.
         agent.start_watching();
     }
@@ -185,7 +190,25 @@ fn run(config: Config, clock: Arc<dyn Clock>) -> Result<(), Box<dyn std::error::
         human_bytes(report.listing_bytes),
         start.elapsed().as_millis()
     );
-    if config.once {
+    if snapshot_now || (config.once && agent.snapshot_due()?) {
+        match agent.build_snapshot() {
+            Ok(built) => println!(
+                "snapshot {}: {} files ({}) in {} ({:.2}x), {} left out, {:.1} s",
+                built.path.display(),
+                built.records,
+                human_bytes(built.content_bytes),
+                human_bytes(built.file_bytes),
+                built.file_bytes as f64 / built.content_bytes.max(1) as f64,
+                built.left_out,
+                built.elapsed.as_secs_f64()
+            ),
+            Err(e) if snapshot_now => return Err(e.into()),
+            // The documents are published: without a new snapshot crawlers fetch pages (or
+            // the previous snapshot, then the changes since), and the next run tries again.
+            Err(e) => tracing::error!("{e}; the snapshot is built again at the next run"),
+        }
+    }
+    if config.once || snapshot_now {
         if let Some(why) = scan.unreachable {
             return Err(format!(
                 "{} files not published: the web server could not judge them ({why}); run again once it answers",

@@ -139,6 +139,7 @@ fn listing(site: &str, items: Vec<(String, Option<String>)>, changes: &str, hub:
             update_base: None,
             changes: Some(Url::parse(changes).unwrap()),
             hub: Some(Url::parse(hub).unwrap()),
+            snapshot: None,
             seq: Some(1),
         },
         items: items

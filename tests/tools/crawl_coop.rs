@@ -331,7 +331,12 @@ fn archived_as_rebuilt(out: &Path, how: &str) {
     let rebuilt: Vec<&warc::StoredRecord> = records
         .iter()
         .filter(|r| {
-            r.header("WARC-Type") == Some("resource") && r.header("WARC-Refers-To").is_some()
+            r.header("WARC-Type") == Some("resource")
+                && r.header("WARC-Refers-To").is_some()
+                // Pages read from the site's snapshot refer to the snapshot, not to a delta.
+                && !r
+                    .header("WARC-Webcoop-Delta")
+                    .is_some_and(|h| h.starts_with("snapshot"))
         })
         .collect();
     assert!(!rebuilt.is_empty(), "no page archived as rebuilt");
@@ -1030,4 +1035,71 @@ fn a_fleet_keeps_a_pushing_site_exact_with_one_subscription() {
     );
     let _ = nix_term(&survivor.0);
     let _ = survivor.0.wait();
+}
+
+/// The crawl.log lines of requests the crawler made (pages read from a snapshot are logged
+/// too, saying so).
+fn requests_in(log: &str) -> usize {
+    log.lines()
+        .filter(|l| !l.is_empty() && !l.contains("from the site's snapshot"))
+        .count()
+}
+
+#[test]
+fn a_first_visit_takes_the_whole_site_from_its_snapshot_in_a_few_requests() {
+    let Some(site) = Site::start(80) else {
+        return;
+    };
+    wait_for(
+        "robots.rdf naming a snapshot",
+        Duration::from_secs(30),
+        || {
+            webcoop::servers::http_get(site.nginx.addr, "/robots.rdf", &[])
+                .is_ok_and(|r| String::from_utf8_lossy(&r.body).contains("wc:snapshot"))
+        },
+    );
+    let out = site.tmp.path().join("crawl-snapshot");
+    let o = run_ok(
+        Command::new(workspace_bin("webcoop-crawler", "webcoop-crawl"))
+            .arg("crawl")
+            .args(["--allow-net", "127.0.0.0/8", "--progress", "quiet"])
+            .args(["--delay-min", "0", "--delay-factor", "0"])
+            .arg("--seeds")
+            .arg(site.nginx.url())
+            .arg("--out")
+            .arg(&out),
+    );
+    let log = log_of(&out);
+    assert_eq!(
+        held(&out),
+        site.truth(),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let taken = log
+        .lines()
+        .filter(|l| l.contains("from the site's snapshot"))
+        .count();
+    let requests = requests_in(&log);
+    eprintln!("first visit: {requests} requests, {taken} pages from the snapshot");
+    // robots.txt, robots.rdf, the snapshot, the seed page (queued before the listing came),
+    // three pages fetched again to check the snapshot: no request per page.
+    assert!(taken >= 78, "{taken} pages from the snapshot:\n{log}");
+    assert!(requests <= 10, "{requests} requests:\n{log}");
+    let coop = coop_of(&out, &site.nginx.url());
+    assert!(coop.to_string().contains("from_snapshot"), "{coop}");
+    // The archive says where each page came from, and warcio checks every record.
+    let records = warcio_records(&out);
+    let from_snapshot = records
+        .iter()
+        .filter(|(kind, uri)| kind == "resource" && uri.ends_with(".html"))
+        .count();
+    if reference_python().is_some() {
+        assert!(from_snapshot >= 78, "{records:?}");
+    }
+    // The snapshot file was removed once read: its pages are in the crawl's own archive.
+    let left: Vec<_> = std::fs::read_dir(out.join("snapshots"))
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "{left:?}");
 }

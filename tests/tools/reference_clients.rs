@@ -77,6 +77,11 @@ fn sample_rdf() -> RobotsRdf {
             update_base: Some(t(0)),
             changes: Some(site().join(".well-known/webcoop/changes").unwrap()),
             hub: Some(site().join(".well-known/webcoop/hub").unwrap()),
+            snapshot: Some(
+                site()
+                    .join(".well-known/webcoop/snapshot/snapshot-000000000042.warc.zst")
+                    .unwrap(),
+            ),
             seq: Some(42),
         },
         items,
@@ -191,6 +196,11 @@ fn sample_feed() -> ChangesFeed {
         resync: Some(Resync {
             since: 99,
             listing: site().join("robots.rdf").unwrap(),
+            snapshot: Some(
+                site()
+                    .join(".well-known/webcoop/snapshot/snapshot-000000000042.warc.zst")
+                    .unwrap(),
+            ),
         }),
         entries,
     }

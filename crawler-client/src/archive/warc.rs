@@ -22,19 +22,9 @@ pub fn digest(bytes: &[u8]) -> String {
 }
 
 fn record_id() -> String {
-    let mut b = [0u8; 16];
-    rand::fill(&mut b);
-    b[6] = (b[6] & 0x0f) | 0x40;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    let h = data_encoding::HEXLOWER.encode(&b);
-    format!(
-        "<urn:uuid:{}-{}-{}-{}-{}>",
-        &h[0..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..32]
-    )
+    let mut random = [0u8; 16];
+    rand::fill(&mut random);
+    webcoop_protocol::warc::record::record_id(random)
 }
 
 fn date(t: DateTime<Utc>) -> String {
@@ -62,18 +52,12 @@ fn build(headers: &[(&str, String)], block: &[&[u8]], level: u32) -> Record {
         .find(|(n, _)| *n == "WARC-Record-ID")
         .map(|(_, v)| v.clone())
         .unwrap_or_default();
-    let mut head = String::from("WARC/1.1\r\n");
-    for (n, v) in headers {
-        head.push_str(n);
-        head.push_str(": ");
-        head.push_str(v);
-        head.push_str("\r\n");
-    }
-    head.push_str(&format!("Content-Length: {len}\r\n\r\n"));
+    let fields: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
+    let head = webcoop_protocol::warc::record::head(&fields, len as u64);
     let mut parts: Vec<&[u8]> = Vec::with_capacity(block.len() + 2);
     parts.push(head.as_bytes());
     parts.extend_from_slice(block);
-    parts.push(b"\r\n\r\n");
+    parts.push(webcoop_protocol::warc::record::END);
     Record {
         bytes: gzip_member(&parts, level),
         id,
@@ -268,7 +252,8 @@ pub fn revisit(
     build(&headers, &[http_head.as_bytes()], level)
 }
 
-/// The field naming how a `resource` record's content was made from a delta.
+/// The field naming how a `resource` record's content was made: rebuilt from a delta, or read
+/// from a snapshot of the whole site.
 pub const DELTA_FIELD: &str = "WARC-Webcoop-Delta";
 
 /// Content that was not received as it stands: a page rebuilt from a delta, or a delta that

@@ -355,6 +355,7 @@ fn coop_config(file: &CrawlOptions) -> Result<crate::coop::site::CoopConfig, Con
         lease_secs: file.hub_lease.unwrap_or_default(),
         failures_to_degrade: d.failures_to_degrade,
         deltas: file.coop_deltas.unwrap_or_default(),
+        snapshots: file.coop_snapshots.unwrap_or_default(),
     };
     if !(0.0 < coop.max_outdated && coop.max_outdated < 1.0) {
         return Err(out_of_range(format!(

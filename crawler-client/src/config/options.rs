@@ -255,6 +255,10 @@ pub struct CrawlOptions {
     /// Fetch changed pages as deltas where a site offers them (delta and push modes).
     #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
     pub coop_deltas: Option<bool>,
+    /// On a first visit, fetch the snapshot of the whole site a listing names (one request
+    /// instead of one per page; every page checked against the listing).
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    pub coop_snapshots: Option<bool>,
     /// Lease asked of WebSub hubs, seconds.
     #[arg(long, value_name = "SECS")]
     pub hub_lease: Option<u64>,
@@ -326,6 +330,7 @@ impl CrawlOptions {
             coop_trust_min: Some(c.trust_min),
             coop_check_share: Some(c.check_share),
             coop_deltas: Some(c.deltas),
+            coop_snapshots: Some(c.snapshots),
             hub_lease: Some(c.lease_secs),
             fleet_lease: Some(30.0),
             ..CrawlOptions::default()

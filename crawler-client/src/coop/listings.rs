@@ -4,6 +4,7 @@
 use super::announcements::{Reading, Said};
 use super::discovery::{delta_url, is_changes_endpoint, link_header, robots_txt_pointers};
 use super::poll_rate::pace_from_dates;
+use super::snapshots::Listed;
 use super::state::{CoopState, Reach, Walk};
 use super::trust::{lastmods_stamped, shared_moment};
 use super::{CoopJob, CoopMode, MetaError, MetaKind};
@@ -189,6 +190,7 @@ impl CoopState {
         let mut moved = 0;
         let changes = self.sites.get(&host).and_then(|s| s.changes.clone());
         let changes = changes.and_then(|c| Url::parse(&c).ok());
+        let mut list = Vec::with_capacity(doc.items.len());
         for item in &doc.items {
             if !self.own_page(r, host, &item.url) {
                 continue;
@@ -202,14 +204,22 @@ impl CoopState {
             if last_poll.is_some_and(|t| modified > t) {
                 moved += 1;
             }
-            let said = Said {
-                url: &item.url,
-                modified: Some(modified),
+            list.push(Listed {
+                url: item.url.clone(),
+                modified,
                 etag: item.etag.as_ref().map(ToString::to_string),
                 delta: plan,
-                inline: None,
-            };
-            self.listed(r, host, said, reading);
+            });
+        }
+        let list = if first {
+            self.take_snapshot(r, host, doc.channel.snapshot.as_ref(), list)
+                .err()
+                .unwrap_or_default()
+        } else {
+            list
+        };
+        for l in &list {
+            self.listed(r, host, l.said(), reading);
         }
         if let Some(secs) = secs {
             self.site(host).count.observe(moved, secs);

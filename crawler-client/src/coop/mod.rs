@@ -24,6 +24,8 @@ mod listings;
 mod polls;
 mod push;
 mod report;
+mod snapshot_fetch;
+mod snapshots;
 pub(crate) mod state;
 
 #[cfg(test)]

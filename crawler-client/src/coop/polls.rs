@@ -168,7 +168,12 @@ impl CoopState {
                     self.sitemap_fed(r, host, None);
                 }
                 MetaKind::Changes => {}
+                MetaKind::Snapshot => self.snapshot_ended(r, host, Some(why.to_string())),
             }
+            return;
+        }
+        if kind == MetaKind::Snapshot {
+            self.snapshot_ended(r, host, Some(why.to_string()));
             return;
         }
         if kind == MetaKind::Sitemap {
@@ -232,6 +237,10 @@ impl CoopState {
             }
             (MetaKind::Sitemap, 200) => {
                 self.sitemap_fed(r, host, Some((url, &got)));
+                Ok(())
+            }
+            (MetaKind::Snapshot, 200) => {
+                self.snapshot_ended(r, host, None);
                 Ok(())
             }
             (_, status) => Err(MetaError::Status {

@@ -29,6 +29,8 @@ fn decoded_max(kind: MetaKind) -> usize {
         MetaKind::Sitemap => webcoop_protocol::sitemap::MAX_BYTES as usize,
         MetaKind::Listing => 128 << 20,
         MetaKind::Changes => 32 << 20,
+        // Streamed to a file instead (`snapshot_fetch`).
+        MetaKind::Snapshot => 0,
     }
 }
 
@@ -37,6 +39,15 @@ const HUB_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Makes a cooperation request and sends the outcome.
 pub(crate) async fn run(ctx: Arc<Context>, host: HostId, job: CoopJob, tx: Outbox) {
+    if let CoopJob::Fetch {
+        kind: MetaKind::Snapshot,
+        url,
+        ..
+    } = &job
+    {
+        let url = url.clone();
+        return super::snapshot_fetch::run(ctx, host, job, url, tx).await;
+    }
     let start = Instant::now();
     let result = match &job {
         CoopJob::Fetch {

@@ -50,13 +50,19 @@ pub struct CoopStats {
     /// URLs the site's documents named on another origin it does not speak for (ignored).
     #[serde(default)]
     pub foreign: u64,
+    /// Pages taken from a snapshot of the site instead of fetched one by one.
+    #[serde(default)]
+    pub from_snapshot: u64,
+    /// Pages of a snapshot that robots.rdf lists with another digest (not taken).
+    #[serde(default)]
+    pub refuted: u64,
 }
 
 impl std::fmt::Display for CoopStats {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} metadata requests ({} bytes, {} not modified), {} changes announced, {} pushes, {} deltas ({} fell back), {} checks, {} foreign URLs ignored",
+            "{} metadata requests ({} bytes, {} not modified), {} changes announced, {} pushes, {} deltas ({} fell back), {} checks, {} foreign URLs ignored, {} pages from a snapshot ({} refuted)",
             self.meta_requests,
             self.meta_bytes,
             self.not_modified,
@@ -65,7 +71,9 @@ impl std::fmt::Display for CoopStats {
             self.deltas,
             self.delta_fallbacks,
             self.checks,
-            self.foreign
+            self.foreign,
+            self.from_snapshot,
+            self.refuted
         )
     }
 }
@@ -153,6 +161,9 @@ pub struct CoopConfig {
     /// the bench's comparison).
     #[serde(default = "yes")]
     pub deltas: bool,
+    /// Whether a snapshot of the whole site a listing names is fetched on a first visit.
+    #[serde(default = "yes")]
+    pub snapshots: bool,
 }
 
 fn yes() -> bool {
@@ -184,6 +195,7 @@ impl Default for CoopConfig {
             lease_secs: 86_400,
             failures_to_degrade: 2,
             deltas: true,
+            snapshots: true,
         }
     }
 }

@@ -47,6 +47,8 @@ pub(crate) struct CoopState {
     pub(crate) callback: Option<CallbackServer>,
     pub(crate) next_tick: Option<Instant>,
     pub(crate) rng: u64,
+    /// Snapshots being fetched, by host.
+    pub(crate) snapshots: HashMap<HostId, super::snapshots::PendingSnapshot>,
 }
 
 /// The pages held, as cooperation needs them: to tell a listed URL already visited from one
@@ -128,6 +130,7 @@ impl CoopState {
             callback: None,
             next_tick: None,
             rng: seed | 1,
+            snapshots: HashMap::new(),
         }
     }
 

@@ -9,7 +9,7 @@ use crate::clock::now_ms;
 use crate::coop::callback::CallbackEvent;
 use crate::coop::{CoopJob, CoopState, Effects, KnownPages, Reach};
 use crate::fetch::FetchError;
-use crate::fetch::outcome::{CoopFetched, Outcome};
+use crate::fetch::outcome::{CoopFetched, Fetched, Outcome, Source};
 use crate::frontier::robots::Rules;
 use crate::ids::{Fp, HostId};
 use crate::state::{KnownPage, Queued, Store};
@@ -153,6 +153,31 @@ impl Engine {
         });
         self.with_coop(|c, r| c.answered(r, host, job, result));
         Ok(())
+    }
+
+    /// A page read from a site's snapshot: recorded as fetched if the site's listing agrees
+    /// with its digest and nothing else queued it first; dropped otherwise (the listing then
+    /// queues it).
+    pub(super) fn snapshot_page(
+        &mut self,
+        job: Queued,
+        result: Result<Box<Fetched>, FetchError>,
+    ) -> Result<(), CrawlError> {
+        let Ok(f) = result else {
+            return Ok(());
+        };
+        let bytes = f.size;
+        let _ = self.ctx.snapshot_backlog.fetch_update(
+            std::sync::atomic::Ordering::Relaxed,
+            std::sync::atomic::Ordering::Relaxed,
+            |b| Some(b.saturating_sub(bytes)),
+        );
+        let validator = f.analysis.validator.as_deref();
+        if self.frontier.seen(job.fp) || !self.coop.snapshot_page(job.host, &job.url, validator) {
+            return Ok(());
+        }
+        self.frontier.mark_seen(job.fp);
+        self.handle_page(job, Ok(f), Duration::ZERO, Source::Snapshot)
     }
 
     /// Ends every subscription (the crawl stops): asks each hub, and waits briefly for the

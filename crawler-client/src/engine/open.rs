@@ -248,6 +248,7 @@ impl Engine {
                 warc_dir,
                 conditional: s.conditional,
                 resolve: s.resolve.clone(),
+                snapshot_backlog: Default::default(),
             }),
             rt,
             store,

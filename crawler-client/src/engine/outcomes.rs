@@ -29,6 +29,12 @@ impl Engine {
             Outcome::Page {
                 job,
                 result,
+                source: Source::Snapshot,
+                ..
+            } => self.snapshot_page(job, result),
+            Outcome::Page {
+                job,
+                result,
                 elapsed,
                 source,
             } => {
@@ -258,7 +264,7 @@ impl Engine {
         }
     }
 
-    fn handle_page(
+    pub(super) fn handle_page(
         &mut self,
         mut job: Queued,
         result: Result<Box<Fetched>, FetchError>,

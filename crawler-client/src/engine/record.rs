@@ -21,6 +21,9 @@ pub(super) struct Visit<'a> {
     pub(super) changed: bool,
     pub(super) last_modified: Option<&'a str>,
     pub(super) known: Option<&'a KnownPage>,
+    /// Read from a site's snapshot, in the snapshot's order rather than the links': no cash
+    /// has reached it yet, so its importance starts at the even share of every known URL.
+    pub(super) from_snapshot: bool,
 }
 
 /// The log's words for what became of a delta.
@@ -52,6 +55,10 @@ fn note(
     if let Some(d) = &f.delta {
         note.push_str(if note.is_empty() { "" } else { "; " });
         note.push_str(&delta_note(d));
+    }
+    if source == Source::Snapshot {
+        note.push_str(if note.is_empty() { "" } else { "; " });
+        note.push_str("from the site's snapshot");
     }
     if source == Source::Replayed {
         note.push_str(if note.is_empty() {
@@ -104,7 +111,7 @@ impl Engine {
             }
         }
         let (importance, changes_seen) = if ok || f.status == 304 {
-            self.visited(job, &f, &children)
+            self.visited(job, &f, &children, source)
         } else {
             (None, None)
         };
@@ -202,6 +209,7 @@ impl Engine {
         job: &Queued,
         f: &Fetched,
         children: &[Fp],
+        source: Source,
     ) -> (Option<(f64, f64)>, Option<(String, f64)>) {
         let a = &f.analysis;
         let visit = Visit {
@@ -209,6 +217,7 @@ impl Engine {
             changed: f.changed,
             last_modified: a.last_modified.as_deref(),
             known: f.known.as_ref(),
+            from_snapshot: source == Source::Snapshot,
         };
         let learnt = self.learn(job, &visit, children);
         if f.known.is_some() {
@@ -263,6 +272,7 @@ impl Engine {
             changed,
             last_modified,
             known,
+            from_snapshot,
         } = *visit;
         let (history, read_at) = known.map_or((0.0, 0.0), |k| k.importance);
         let cash = self.frontier.read_cash(job.fp, children);
@@ -291,7 +301,10 @@ impl Engine {
             .keep_fresh
             .map_or(1.0 / 86_400.0, |c| c.prior_rate);
         let rate = seen.rate(prior);
-        let weight = self.importance(job.fp, (history, clock_before));
+        let mut weight = self.importance(job.fp, (history, clock_before));
+        if from_snapshot {
+            weight = weight.max(1.0 / self.frontier.seen_len().max(1) as f64);
+        }
         if let Some(schedule) = &mut self.schedule {
             let rate = (seen.intervals > 0).then_some(rate);
             schedule.visited(job.fp, job.host, &job.url, job.depth, at, rate, weight);
@@ -330,6 +343,9 @@ impl Engine {
             return;
         }
         match self.host_for(link.origin()) {
+            // A link to a page the site's snapshot being read lists: it comes from the
+            // snapshot, or the listing queues it when the snapshot ends.
+            Ok(host) if self.coop.snapshot_lists(host, &link.url) => {}
             Ok(host) => {
                 if self
                     .frontier

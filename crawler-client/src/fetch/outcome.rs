@@ -24,6 +24,8 @@ pub(crate) enum Source {
     Replayed,
     /// Built from a delta the site pushed inline, without a request.
     Pushed,
+    /// Read from a snapshot of the whole site, fetched in one request.
+    Snapshot,
 }
 
 /// The archive record of a response: to be appended, or already in the archive (replay).
@@ -161,6 +163,8 @@ pub(crate) struct Context {
     pub conditional: bool,
     /// Addresses given with `--resolve`, which lookups use first.
     pub resolve: Vec<(String, std::net::SocketAddr)>,
+    /// Bytes of snapshot pages sent to the loop and not yet recorded.
+    pub snapshot_backlog: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Context {
@@ -174,6 +178,7 @@ impl Context {
             warc_dir: self.warc_dir.clone(),
             conditional: self.conditional,
             resolve: self.resolve.clone(),
+            snapshot_backlog: self.snapshot_backlog.clone(),
         }
     }
 }

@@ -63,6 +63,8 @@ pub(crate) enum MetaKind {
     Sitemap,
     /// A page of the changes feed.
     Changes,
+    /// A snapshot of the whole site (one file, its pages read from it).
+    Snapshot,
 }
 
 impl MetaKind {
@@ -72,6 +74,7 @@ impl MetaKind {
             MetaKind::Listing => "robots.rdf",
             MetaKind::Sitemap => "sitemap",
             MetaKind::Changes => "changes",
+            MetaKind::Snapshot => "snapshot",
         }
     }
 }

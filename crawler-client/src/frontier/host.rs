@@ -63,6 +63,9 @@ pub(crate) struct Host {
     pub address: super::servers::Address,
     /// Blocked from the console: nothing is fetched, its URLs stay queued.
     pub blocked: bool,
+    /// Its pages wait while a snapshot of the site is fetched and read (its cooperation
+    /// requests go on).
+    pub holding: bool,
     /// The delay set from the console, in place of the policy's.
     pub delay_set: Option<std::time::Duration>,
     /// The delay after its last request, and why it is that long.
@@ -91,6 +94,7 @@ impl Host {
             leased: false,
             address: super::servers::Address::Unknown,
             blocked: false,
+            holding: false,
             delay_set: None,
             delay: (
                 std::time::Duration::ZERO,

@@ -152,6 +152,11 @@ impl Frontier {
         self.shared = true;
     }
 
+    /// Whether this is the frontier of one process of a fleet.
+    pub(crate) fn is_shared(&self) -> bool {
+        self.shared
+    }
+
     /// Keys politeness by server address (`--politeness-key ip`): each host's address is
     /// looked up before its first request ([`Dispatch::Resolve`]).
     pub(crate) fn by_address(&mut self) {
@@ -361,6 +366,22 @@ impl Frontier {
         };
         self.enqueue(host, url, fp, depth, hops, priority, false);
         true
+    }
+
+    /// Holds the host's pages (a snapshot of its site is being read), or lets them go.
+    pub(crate) fn hold_pages(&mut self, id: HostId, hold: bool) {
+        if let Some(h) = self.hosts.get_mut(&id) {
+            h.holding = hold;
+        }
+        if !hold {
+            self.schedule(id);
+        }
+    }
+
+    /// Marks a URL seen without queueing it (its page came from a snapshot); false when it
+    /// was seen already.
+    pub(crate) fn mark_seen(&mut self, fp: Fp) -> bool {
+        self.cash.discover(fp).is_some()
     }
 
     /// Queues a cooperation request to a host (unless the same one already waits).
@@ -637,6 +658,10 @@ impl Frontier {
                 self.started(ip);
                 self.schedule(id);
                 return Ok(Some(Dispatch::Coop(id, job)));
+            }
+            if h.holding {
+                // Scheduled again when the hold ends.
+                continue;
             }
             if h.buffer.is_empty() {
                 self.refill(store, id)?;

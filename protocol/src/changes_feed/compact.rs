@@ -343,6 +343,9 @@ pub fn parse_cbor(bytes: &[u8], limits: &FeedLimits) -> Result<ChangesFeed, Pars
                 Ok::<_, ParseError>(Resync {
                     since,
                     listing: url("resync", "listing", &listing)?,
+                    // The compact form carries no snapshot: a subscriber told to resync reads
+                    // the Atom page, which names it.
+                    snapshot: None,
                 })
             })
             .transpose()?,
@@ -505,6 +508,7 @@ mod tests {
         feed.resync = Some(Resync {
             since: 7,
             listing: Url::parse("https://docs.example/robots.rdf").unwrap(),
+            snapshot: None,
         });
         let bytes = write_cbor(&feed);
         assert_eq!(parse_cbor(&bytes, &FeedLimits::default()).unwrap(), feed);

@@ -53,6 +53,9 @@ pub struct Resync {
     pub since: u64,
     /// Where the full listing (robots.rdf) is.
     pub listing: Url,
+    /// The newest snapshot of the whole site, when one is published: a client that fell
+    /// behind fetches it in one request, then follows the changes after its sequence number.
+    pub snapshot: Option<Url>,
 }
 
 /// What happened to a resource.

@@ -170,6 +170,9 @@ pub fn parse(bytes: &[u8], limits: &FeedLimits) -> Result<ChangesFeed, ParseErro
                                 .parse()
                                 .map_err(|e| bad("feed", "wc:resync since", since, e))?,
                             listing: url("feed", "wc:resync href", href)?,
+                            snapshot: attr(attrs, None, "snapshot")
+                                .map(|s| url("feed", "wc:resync snapshot", s))
+                                .transpose()?,
                         });
                     }
                     _ => {}

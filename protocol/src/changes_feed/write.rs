@@ -46,6 +46,10 @@ pub fn write(feed: &ChangesFeed) -> String {
         out.push_str(&resync.since.to_string());
         out.push_str("\" href=\"");
         push_attr(&mut out, resync.listing.as_str());
+        if let Some(snapshot) = &resync.snapshot {
+            out.push_str("\" snapshot=\"");
+            push_attr(&mut out, snapshot.as_str());
+        }
         out.push_str("\"/>\n");
     }
     for entry in &feed.entries {

@@ -55,6 +55,9 @@ pub struct Channel {
     pub changes: Option<Url>,
     /// `wc:hub`: the WebSub hub that pushes the changes feed.
     pub hub: Option<Url>,
+    /// `wc:snapshot`: the newest snapshot of the whole site (`.warc.zst`, see
+    /// [`crate::snapshot`]), for a crawler's first visit.
+    pub snapshot: Option<Url>,
     /// `wc:seq`: sequence number of the last change this listing reflects; a client that resyncs
     /// from this document continues the changes feed after it.
     pub seq: Option<u64>,

@@ -61,6 +61,7 @@ struct ChannelDraft {
     update_base: Option<DateTime<Utc>>,
     changes: Option<Url>,
     hub: Option<Url>,
+    snapshot: Option<Url>,
     seq: Option<u64>,
 }
 
@@ -184,6 +185,11 @@ pub fn parse(bytes: &[u8], limits: &RdfLimits) -> Result<RobotsRdf, ParseError> 
                         (Section::Channel, Ns::Webcoop, "hub") => {
                             if let (Some(c), Some(r)) = (channel.as_mut(), resource) {
                                 c.hub = Some(parse_url("channel", "wc:hub", r)?);
+                            }
+                        }
+                        (Section::Channel, Ns::Webcoop, "snapshot") => {
+                            if let (Some(c), Some(r)) = (channel.as_mut(), resource) {
+                                c.snapshot = Some(parse_url("channel", "wc:snapshot", r)?);
                             }
                         }
                         (Section::Item(item), Ns::Webcoop, "delta") => {
@@ -349,6 +355,7 @@ fn finish_channel(d: ChannelDraft) -> Result<Channel, ParseError> {
         update_base: d.update_base,
         changes: d.changes,
         hub: d.hub,
+        snapshot: d.snapshot,
         seq: d.seq,
     })
 }

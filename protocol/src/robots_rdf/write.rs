@@ -68,6 +68,9 @@ pub fn write_head(out: &mut String, channel: &Channel) {
     if let Some(hub) = &channel.hub {
         empty_with_attr(out, "  ", "wc:hub", "rdf:resource", hub.as_str());
     }
+    if let Some(snapshot) = &channel.snapshot {
+        empty_with_attr(out, "  ", "wc:snapshot", "rdf:resource", snapshot.as_str());
+    }
     if let Some(seq) = channel.seq {
         leaf(out, "  ", "wc:seq", &seq.to_string());
     }

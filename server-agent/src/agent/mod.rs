@@ -8,6 +8,7 @@
 //! when the server's rules change ([`judging`]); [`watch_loop`] drives it all while watching.
 
 mod judging;
+mod snapshots;
 mod watch_loop;
 
 use crate::activity::{Activity, Exclusions, Publication};
@@ -156,6 +157,8 @@ pub struct Agent {
     waiting: BTreeSet<String>,
     /// Files with more than one hard link, found by the scans.
     linked: BTreeSet<String>,
+    /// The snapshot being built, if any.
+    snapshots: snapshots::Snapshots,
 }
 
 fn own_dir_within(docroot: &Path, out: &Path) -> Option<String> {
@@ -316,6 +319,7 @@ impl Agent {
             forced_pending: false,
             waiting: BTreeSet::new(),
             linked: BTreeSet::new(),
+            snapshots: snapshots::Snapshots::default(),
         })
     }
 

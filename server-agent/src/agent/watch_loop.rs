@@ -150,6 +150,8 @@ impl Agent {
                     }
                 }
             }
+            self.finish_snapshot()?;
+            self.start_snapshot_if_due()?;
             let now = Instant::now();
             let mut deadline = queue
                 .deadline()

@@ -60,6 +60,9 @@ pub fn help_with_defaults(cmd: clap::Command) -> clap::Command {
 /// The agent's one-off commands.
 #[derive(Debug, Clone, clap::Subcommand)]
 pub enum AgentCommand {
+    /// Publish, then build a snapshot of the whole site (one .warc.zst and its CDXJ index
+    /// under .well-known/webcoop/snapshot/), advertise it in robots.rdf, and exit.
+    Snapshot,
     /// Check the agent's settings and the web server's configuration (--server-config): says
     /// what is right and what to change; exit status 0 only when a crawler can use everything
     /// the agent publishes.
@@ -125,6 +128,19 @@ pub struct Config {
     pub indexnow: Option<IndexNowConfig>,
     /// The console, when it is served.
     pub console: Option<ConsoleSettings>,
+    /// Snapshots of the whole site, when they are published.
+    pub snapshots: Option<SnapshotSettings>,
+}
+
+/// When snapshots of the whole site are rebuilt, and how hard they are compressed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SnapshotSettings {
+    /// Share of the site's bytes changed since the last snapshot that calls for a new one.
+    pub share: f64,
+    /// Longest time a snapshot stays when anything changed.
+    pub every: Duration,
+    /// zstd level.
+    pub level: i32,
 }
 
 /// Where the console listens and the token that guards it.
@@ -380,6 +396,33 @@ impl Config {
             .map(|d| d.trim().to_ascii_lowercase())
             .filter(|d| !d.is_empty())
             .collect();
+        let snapshots = if given(o.snapshots, "snapshots")? {
+            let share = given(o.snapshot_share, "snapshot_share")?;
+            if !(share.is_finite() && (0.0..=1.0).contains(&share)) {
+                return Err(ConfigError::Value(format!(
+                    "--snapshot-share {share}: a share between 0 and 1"
+                )));
+            }
+            let every = given(o.snapshot_every, "snapshot_every")?;
+            if !(60..=365 * 86_400).contains(&every) {
+                return Err(ConfigError::Value(format!(
+                    "--snapshot-every {every}: between 60 s and a year"
+                )));
+            }
+            let level = given(o.snapshot_level, "snapshot_level")?;
+            if !(1..=19).contains(&level) {
+                return Err(ConfigError::Value(format!(
+                    "--snapshot-level {level}: between 1 and 19"
+                )));
+            }
+            Some(SnapshotSettings {
+                share,
+                every: Duration::from_secs(every),
+                level,
+            })
+        } else {
+            None
+        };
         let once = given(o.once, "once")?;
         if (service.is_some() || console.is_some()) && once {
             return Err(ConfigError::Value(
@@ -418,6 +461,7 @@ impl Config {
             service,
             indexnow,
             console,
+            snapshots,
         })
     }
 }

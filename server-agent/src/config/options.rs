@@ -124,6 +124,20 @@ pub struct AgentOptions {
     /// (repeatable); without it, a location using one is not published.
     #[arg(long, value_delimiter = ',', value_name = "DIRECTIVE")]
     pub trust_directive: Option<Vec<String>>,
+    /// Publish a snapshot of the whole site (one .warc.zst a crawler fetches in one request
+    /// on its first visit) under .well-known/webcoop/snapshot/.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub snapshots: Option<bool>,
+    /// Build a new snapshot once the files changed since the last one hold this share of the
+    /// site's bytes (0 to 1).
+    #[arg(long, value_name = "SHARE")]
+    pub snapshot_share: Option<f64>,
+    /// Build a new snapshot at least this often when anything changed, seconds.
+    #[arg(long, value_name = "SECS")]
+    pub snapshot_every: Option<u64>,
+    /// zstd level of snapshots (1 to 19; higher is smaller and slower to build).
+    #[arg(long, value_name = "N")]
+    pub snapshot_level: Option<i32>,
     /// A reverse proxy whose X-Forwarded-For the hub believes for its rate limits (repeatable;
     /// e.g. 127.0.0.1/32 when nginx on this machine proxies the agent).
     #[arg(long, value_delimiter = ',', value_name = "CIDR")]
@@ -153,6 +167,10 @@ impl AgentOptions {
             judge_connections: Some(4),
             judge_every: Some(86_400),
             judge_rate: Some(200.0),
+            snapshots: Some(true),
+            snapshot_share: Some(0.1),
+            snapshot_every: Some(86_400),
+            snapshot_level: Some(crate::snapshot::DEFAULT_LEVEL),
             ..AgentOptions::default()
         }
     }

@@ -31,6 +31,8 @@ pub(crate) struct ListingContext<'a> {
     pub changes: Option<Url>,
     /// The WebSub hub.
     pub hub: Option<Url>,
+    /// The newest snapshot of the whole site.
+    pub snapshot: Option<Url>,
     /// Prefix of delta links (`.../delta/`), when the delta service runs.
     pub delta_base: Option<Url>,
     /// Newest change reflected.
@@ -295,6 +297,7 @@ fn channel(ctx: &ListingContext<'_>) -> Channel {
         update_base: None,
         changes: ctx.changes.clone(),
         hub: ctx.hub.clone(),
+        snapshot: ctx.snapshot.clone(),
         seq: Some(ctx.seq),
     }
 }
@@ -357,6 +360,7 @@ mod tests {
             about: base.join("robots.rdf").unwrap(),
             changes: None,
             hub: None,
+            snapshot: None,
             delta_base: delta.then(|| base.join(".well-known/webcoop/delta/").unwrap()),
             seq,
             date: Utc.timestamp_opt(1_800_000_000 + seq as i64, 0).unwrap(),

@@ -5,6 +5,7 @@ pub(crate) mod atomic;
 pub(crate) mod feed;
 pub(crate) mod listing;
 pub(crate) mod sitemaps;
+pub(crate) mod snapshot;
 
 use crate::inventory::Inventory;
 use crate::store::{Store, StoreError};
@@ -102,6 +103,8 @@ pub(crate) struct Publisher {
     feed_entries: usize,
     listing: listing::ListingWriter,
     sitemaps: sitemaps::SitemapPublisher,
+    /// The sequence number of the snapshot robots.rdf advertises.
+    snapshot: Option<u64>,
 }
 
 /// Whether the file at `path` was written by us: robots.rdf declares our namespace, sitemaps
@@ -146,6 +149,7 @@ impl Publisher {
             feed_entries,
             listing: listing::ListingWriter::default(),
             sitemaps: sitemaps::SitemapPublisher::new(sitemap_part_urls),
+            snapshot: snapshot::newest(out),
         }
     }
 
@@ -172,7 +176,19 @@ impl Publisher {
         self.listing.reset();
         let feed_dir = self.out.join(FEED_PATH);
         let feed_dir = feed_dir.parent().unwrap_or(&self.out);
-        Ok(atomic::clean_stale(&self.out) + atomic::clean_stale(feed_dir))
+        Ok(atomic::clean_stale(&self.out)
+            + atomic::clean_stale(feed_dir)
+            + atomic::clean_stale(&snapshot::directory(&self.out)))
+    }
+
+    /// Advertises the snapshot at `sequence` from the next publication on.
+    pub(crate) fn set_snapshot(&mut self, sequence: Option<u64>) {
+        self.snapshot = sequence;
+    }
+
+    /// The sequence number of the snapshot advertised.
+    pub(crate) fn snapshot(&self) -> Option<u64> {
+        self.snapshot
     }
 
     /// The URL robots.rdf is served at.
@@ -251,6 +267,7 @@ impl Publisher {
                     .map_or_else(|| self.static_feed_url(), |l| l.changes.clone()),
             ),
             hub: self.links.as_ref().map(|l| l.hub.clone()),
+            snapshot: self.snapshot.map(|s| snapshot::url_of(&self.base, s)),
             delta_base: self.links.as_ref().map(|l| l.delta.clone()),
             seq: head_seq,
             date: now,

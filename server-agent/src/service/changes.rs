@@ -100,6 +100,11 @@ pub(crate) async fn changes(
         feed.resync = Some(Resync {
             since,
             listing: s.listing_url.clone(),
+            snapshot: s
+                .snapshots_in
+                .as_deref()
+                .and_then(crate::publish::snapshot::newest)
+                .map(|seq| crate::publish::snapshot::url_of(&s.base_url, seq)),
         });
         return atom(StatusCode::GONE, None, changes_feed::write(&feed));
     }

@@ -56,6 +56,8 @@ pub struct ServiceState {
     pub hub_url: Url,
     /// robots.rdf, where clients resync.
     pub listing_url: Url,
+    /// The output directory, when snapshots are published there: a 410 names the newest.
+    pub snapshots_in: Option<std::path::PathBuf>,
     /// `Link` header every answer carries.
     pub link: HeaderValue,
     /// What the agent did lately, for its console.
@@ -271,6 +273,7 @@ pub async fn start_with(
         metrics: metrics.clone(),
         clock: clock.clone(),
         base_url: config.base_url.clone(),
+        snapshots_in: config.snapshots.as_ref().map(|_| config.out.clone()),
         topic: links.changes.clone(),
         hub_url: links.hub.clone(),
         listing_url: listing_url.clone(),

@@ -358,3 +358,55 @@ fn a_server_url_that_is_not_an_origin_is_refused() {
         assert!(stderr(&o).contains("--server-url"), "{bad}: {}", stderr(&o));
     }
 }
+
+#[test]
+fn relative_paths_are_the_working_directory_s_and_a_snapshot_is_built_on_request() {
+    let tmp = tempfile::tempdir().unwrap();
+    let www = tmp.path().join("www");
+    std::fs::create_dir(&www).unwrap();
+    for i in 0..30 {
+        std::fs::write(
+            www.join(format!("p{i}.html")),
+            format!(
+                "<!doctype html><title>{i}</title><nav><a href=/>home</a></nav><p>page {i}</p>"
+            ),
+        )
+        .unwrap();
+    }
+    let server = StaticServer::serve(&www);
+    // `out` and `state` do not exist yet and are named relative to the working directory.
+    let o = run(agent()
+        .current_dir(tmp.path())
+        .args(["--docroot", "www", "--out", "out", "--state", "state"])
+        .args([
+            "--base-url",
+            "http://www.example.test/",
+            "--server-url",
+            &server.url(),
+        ])
+        .arg("snapshot"));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let said = String::from_utf8_lossy(&o.stdout);
+    assert!(said.contains("30 files"), "{said}");
+    let dir = tmp.path().join("out/.well-known/webcoop/snapshot");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "snapshot-000000000000.cdxj",
+            "snapshot-000000000000.warc.zst"
+        ]
+    );
+    let rdf = std::fs::read_to_string(tmp.path().join("out/robots.rdf")).unwrap();
+    assert!(
+        rdf.contains(
+            "http://www.example.test/.well-known/webcoop/snapshot/snapshot-000000000000.warc.zst"
+        ),
+        "{rdf}"
+    );
+}

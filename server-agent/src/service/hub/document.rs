@@ -166,6 +166,8 @@ impl Documents {
             feed.resync = Some(Resync {
                 since: cursor,
                 listing: self.listing.clone(),
+                // A subscriber told to resync reads robots.rdf, which names the snapshot.
+                snapshot: None,
             });
             return Ok(Arc::new(Document::new(feed, upto)));
         }

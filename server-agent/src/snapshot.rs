@@ -1,0 +1,213 @@
+//! Building a snapshot of the whole site (see `webcoop_protocol::snapshot`): every published
+//! file at one sequence number, in one `.warc.zst` beside the other published documents, with
+//! its CDXJ index. A file whose content is no longer the one the inventory holds at that sequence is
+//! left out (the crawler fetches what the listing names and the snapshot lacks), so a snapshot
+//! never claims a version it does not hold. Written atomically: the index first names a
+//! complete file, and the previous snapshot stays until the new one is complete.
+
+use crate::content_type;
+use crate::publish::atomic::AtomicFile;
+use crate::publish::snapshot::directory;
+use crate::scan::{ReadError, open_confined};
+use chrono::{DateTime, Utc};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use url::Url;
+use webcoop_protocol::snapshot::{self, Entry, SnapshotInfo};
+use webcoop_protocol::validator::Sha256Digest;
+use webcoop_protocol::warc::cdxj::Line;
+use webcoop_protocol::warc::{ZstdWarcWriter, train_dictionary};
+
+/// The zstd level of snapshots unless configured.
+pub(crate) const DEFAULT_LEVEL: i32 = 12;
+/// Largest file put in a snapshot; larger ones are fetched on their own.
+pub(crate) const MAX_RECORD: u64 = 64 << 20;
+/// Size of the dictionary trained on the site's pages (zstd's own default).
+const DICTIONARY_BYTES: usize = 112_640;
+/// Bytes of text files the dictionary is trained on at most.
+const TRAINING_BYTES: usize = 8 << 20;
+
+/// What a snapshot is made of: each file's docroot path and the digest the inventory holds.
+pub(crate) struct Plan {
+    /// The change-log sequence number the inventory is at.
+    pub sequence: u64,
+    /// The files, in path order.
+    pub files: Vec<(String, Sha256Digest, u64)>,
+}
+
+/// A snapshot written.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BuiltSnapshot {
+    /// Its sequence number.
+    pub sequence: u64,
+    /// Its file.
+    pub path: PathBuf,
+    /// Resources in it.
+    pub records: u64,
+    /// Files left out (changed since, gone, too large, not readable).
+    pub left_out: u64,
+    /// Bytes of the files in it.
+    pub content_bytes: u64,
+    /// Bytes of the file.
+    pub file_bytes: u64,
+    /// Time taken.
+    pub elapsed: Duration,
+}
+
+/// Reads `rel` for the snapshot: its content if it still has `sha256`.
+fn content(docroot: &Path, rel: &str, sha256: &Sha256Digest, size: u64) -> Option<Vec<u8>> {
+    if size > MAX_RECORD {
+        return None;
+    }
+    let (file, _) = match open_confined(docroot, rel) {
+        Ok(f) => f,
+        Err(ReadError::Gone | ReadError::NotPublic(_) | ReadError::Unstable) => return None,
+        Err(ReadError::Io(e)) => {
+            tracing::warn!("snapshot: {rel}: {e}; left out");
+            return None;
+        }
+    };
+    let mut bytes = Vec::with_capacity(size as usize);
+    file.take(MAX_RECORD + 1).read_to_end(&mut bytes).ok()?;
+    (Sha256Digest::of(&bytes) == *sha256).then_some(bytes)
+}
+
+/// A dictionary trained on text files spread over the site.
+fn dictionary(docroot: &Path, plan: &Plan) -> Option<Vec<u8>> {
+    let texts: Vec<&(String, Sha256Digest, u64)> = plan
+        .files
+        .iter()
+        .filter(|(rel, _, size)| {
+            *size <= 1 << 20 && content_type::is_text(content_type::of_path(rel))
+        })
+        .collect();
+    let total: u64 = texts.iter().map(|(_, _, s)| *s).sum();
+    let step = (total / TRAINING_BYTES as u64).max(1) as usize;
+    let mut samples = Vec::new();
+    let mut taken = 0usize;
+    for (rel, sha, size) in texts.iter().step_by(step.min(texts.len().max(1))) {
+        if taken >= TRAINING_BYTES {
+            break;
+        }
+        if let Some(bytes) = content(docroot, rel, sha, *size) {
+            taken += bytes.len();
+            samples.push(bytes);
+        }
+    }
+    // Below a few dozen samples zstd cannot train; the file is then written without one.
+    if samples.len() < 16 {
+        return None;
+    }
+    let refs: Vec<&[u8]> = samples.iter().map(Vec::as_slice).collect();
+    train_dictionary(&refs, DICTIONARY_BYTES)
+}
+
+/// Writes the snapshot of `plan` into `out` for the site at `base`, compressed at `level`.
+pub(crate) fn build(
+    docroot: &Path,
+    out: &Path,
+    base: &Url,
+    plan: &Plan,
+    level: i32,
+    now: DateTime<Utc>,
+) -> std::io::Result<BuiltSnapshot> {
+    let started = Instant::now();
+    let dir = directory(out);
+    let path = dir.join(snapshot::file_name(plan.sequence));
+    let dict = dictionary(docroot, plan);
+    let mut file = ZstdWarcWriter::new(AtomicFile::create(&path)?, dict.as_deref(), level)?;
+    let info = SnapshotInfo {
+        site: base.to_string(),
+        sequence: plan.sequence,
+    };
+    let date = snapshot::warc_date(now);
+    let id = record_id();
+    file.append(
+        &[
+            ("WARC-Type", "warcinfo"),
+            ("WARC-Record-ID", &id),
+            ("WARC-Date", &date),
+            ("WARC-Filename", &snapshot::file_name(plan.sequence)),
+            ("Content-Type", "application/warc-fields"),
+        ],
+        info.block(concat!("webcoop-agent/", env!("CARGO_PKG_VERSION")))
+            .as_bytes(),
+    )?;
+    let name = snapshot::file_name(plan.sequence);
+    let mut lines = Vec::with_capacity(plan.files.len());
+    let (mut records, mut left_out, mut content_bytes) = (0u64, 0u64, 0u64);
+    for (rel, sha256, size) in &plan.files {
+        let Some(body) = content(docroot, rel, sha256, *size) else {
+            left_out += 1;
+            continue;
+        };
+        let entry = Entry {
+            url: crate::urls::url_of(base, rel).to_string(),
+            content_type: content_type::of_path(rel).to_string(),
+            sha256: *sha256,
+            body,
+        };
+        let fields = entry.fields(&record_id(), now);
+        let borrowed: Vec<(&str, &str)> = fields.iter().map(|(n, v)| (*n, v.as_str())).collect();
+        let (offset, length) = file.append(&borrowed, &entry.body)?;
+        lines.push(Line::new(
+            &entry.url,
+            &date,
+            &[
+                ("url", entry.url.clone()),
+                ("mime", entry.content_type.clone()),
+                ("digest", snapshot::digest_field(sha256)),
+                ("length", length.to_string()),
+                ("offset", offset.to_string()),
+                ("filename", name.clone()),
+            ],
+        ));
+        records += 1;
+        content_bytes += entry.body.len() as u64;
+    }
+    let file_bytes = file.written();
+    file.finish()?.commit()?;
+    lines.sort();
+    let mut index = AtomicFile::create(&dir.join(snapshot::index_name(plan.sequence)))?;
+    for l in &lines {
+        use std::io::Write;
+        writeln!(index, "{l}")?;
+    }
+    index.commit()?;
+    remove_older(&dir, plan.sequence);
+    Ok(BuiltSnapshot {
+        sequence: plan.sequence,
+        path,
+        records,
+        left_out,
+        content_bytes,
+        file_bytes,
+        elapsed: started.elapsed(),
+    })
+}
+
+/// Removes the snapshots before the one preceding `newest`: the previous one stays for the
+/// crawlers still downloading it (a resumed download must find the same file).
+fn remove_older(dir: &Path, newest: u64) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut sequences: Vec<u64> = entries
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str().and_then(snapshot::sequence_of))
+        .filter(|s| *s < newest)
+        .collect();
+    sequences.sort_unstable();
+    sequences.dedup();
+    sequences.pop();
+    for seq in sequences {
+        let _ = std::fs::remove_file(dir.join(snapshot::index_name(seq)));
+        let _ = std::fs::remove_file(dir.join(snapshot::file_name(seq)));
+    }
+}
+
+/// A fresh `WARC-Record-ID`.
+fn record_id() -> String {
+    webcoop_protocol::warc::record::record_id(rand::random())
+}
