@@ -24,8 +24,11 @@ agent=target/release/webcoop-agent
 crawl=target/release/webcoop-crawl
 work=$(mktemp -d)
 trap 'kill $(cat "$work"/nginx.pid 2>/dev/null) $agent_pid 2>/dev/null || true; rm -rf "$work"' EXIT
-# A copy, so the agent's documents land beside the pages and not in /usr/share.
+# A copy, so the agent's documents land beside the pages and not in /usr/share; nginx's
+# workers (another user) must be able to enter it.
+chmod 755 "$work"
 cp -rL "$docroot" "$work/www"
+chmod -R a+rX "$work/www"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 agent_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 sed -e "s|listen 80;|listen 127.0.0.1:$port;|" -e "s|root /var/www/example;|root $work/www;|" \
@@ -49,9 +52,14 @@ base="http://127.0.0.1:$port/"
 "$agent" --docroot "$work/www" --state "$work/state" --base-url "$base" \
     --listen "127.0.0.1:$agent_port" --allow-callback-net 127.0.0.0/8 2> "$work/agent.log" &
 agent_pid=$!
-/usr/bin/time -f "%e %U %S %M" -o "$work/agent.time" true
-for _ in $(seq 600); do
-    curl -s "${base}robots.rdf" | grep -q "wc:snapshot" && break
+for i in $(seq 600); do
+    # (grep reads all: with -q, curl would die of SIGPIPE and pipefail call it a failure)
+    curl -s "${base}robots.rdf" | grep "wc:snapshot" >/dev/null && break
+    if [ "$i" = 600 ]; then
+        echo "no snapshot in robots.rdf after 5 minutes; the agent said:" >&2
+        tail -5 "$work/agent.log" >&2
+        exit 1
+    fi
     sleep 0.5
 done
 grep -o 'snapshot published.*' "$work/agent.log" | tail -1
@@ -63,7 +71,7 @@ run() { # name, extra crawler options
     kill -USR1 "$(cat "$work/nginx.pid")"
     /usr/bin/time -f "%e %U %S %M" -o "$work/$name.time" \
         "$crawl" crawl --seeds "$base" --out "$out" --allow-net 127.0.0.0/8 --progress quiet \
-        --delay-min 0 --delay-factor 0 --per-host-connections 4 "$@" 2> "$work/$name.err"
+        --delay-min 0 --delay-factor 0 --per-host-connections 4 "$@" > "$work/$name.out" 2> "$work/$name.err"
     sleep 0.2
     local requests bytes_out bytes_in pages
     requests=$(wc -l < "$work/access.log")
@@ -99,6 +107,10 @@ echo
 echo "| crawl | requests | bytes sent by nginx | bytes of requests | pages held | wall s | CPU s | peak RSS MB |"
 echo "|---|---:|---:|---:|---:|---:|---:|---:|"
 for round in $(seq "$rounds"); do
-    run per-page --coop off
+    # Every file robots.rdf lists, each its own gzip'd request: the per-page first crawl of
+    # the same resources the snapshot holds.
+    run listed-per-page --coop-snapshots false
     run snapshot
+    # Cooperation off: only what links reach (HTML pages), for scale.
+    run links-only --coop off
 done

@@ -359,6 +359,12 @@ fn archived_as_rebuilt(out: &Path, how: &str) {
                 .starts_with("text/html")
         );
     }
+    replays_resources(out);
+}
+
+/// The crawl's archive checked by warcio, indexed as cdxj-indexer indexes it, and each HTML
+/// page archived as a `resource` replayed by pywb with exactly its content.
+fn replays_resources(out: &Path) {
     let types = warcio_records(out);
     let Some(python) = reference_python() else {
         return;
@@ -409,7 +415,10 @@ fn archived_as_rebuilt(out: &Path, how: &str) {
         );
         replayed += 1;
     }
-    assert!(replayed >= 1, "no rebuilt page replayed:\n{ours}");
+    assert!(
+        replayed >= 1,
+        "no page archived as a resource replayed:\n{ours}"
+    );
 }
 
 #[test]
@@ -1097,6 +1106,8 @@ fn a_first_visit_takes_the_whole_site_from_its_snapshot_in_a_few_requests() {
     if reference_python().is_some() {
         assert!(from_snapshot >= 78, "{records:?}");
     }
+    // pywb replays the pages taken from the snapshot, byte for byte.
+    replays_resources(&out);
     // The snapshot file was removed once read: its pages are in the crawl's own archive.
     let left: Vec<_> = std::fs::read_dir(out.join("snapshots"))
         .map(|d| d.flatten().map(|e| e.path()).collect())

@@ -10,7 +10,7 @@ use super::CoopJob;
 use crate::analyze::Link;
 use crate::archive::warc;
 use crate::fetch::outbox::Outbox;
-use crate::fetch::outcome::{Context, CoopFetched, Outcome, RecordSlot, Source};
+use crate::fetch::outcome::{Context, CoopFetched, Outcome, Source};
 use crate::fetch::{FetchError, FetchResponse, tasks};
 use crate::ids::HostId;
 use crate::state::Queued;
@@ -225,49 +225,76 @@ fn send_pages(
         .unwrap_or_default()
         .to_string();
     let info = SnapshotInfo::from_record(&first.record).map_err(bad)?;
-    let mut pages = 0u64;
-    let result = loop {
-        let located = match reader.next_record() {
-            Ok(Some(l)) => l,
-            Ok(None) => break Ok(()),
-            Err(e) => break Err(bad(e)),
-        };
-        let entry = match Entry::from_record(located.record) {
-            Ok(e) => e,
-            Err(e) => break Err(bad(e)),
-        };
-        let Ok(page) = Url::parse(&entry.url) else {
-            continue;
-        };
-        while ctx.snapshot_backlog.load(Ordering::Relaxed) > BACKLOG {
-            std::thread::sleep(Duration::from_millis(5));
+    // The records are decoded here, in order; analysing each page and compressing its
+    // record (most of the work: a gzip'd copy of every page for the crawl's archive) runs on
+    // one thread per core beside it.
+    let workers = std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .clamp(1, 4);
+    let pages = std::sync::atomic::AtomicU64::new(0);
+    let (entries, taken) = std::sync::mpsc::sync_channel::<(Url, Entry, u64)>(workers * 4);
+    let taken = std::sync::Mutex::new(taken);
+    let result = std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| {
+                loop {
+                    let next = match taken.lock() {
+                        Ok(rx) => rx.recv(),
+                        Err(_) => return,
+                    };
+                    let Ok((page, entry, offset)) = next else {
+                        return;
+                    };
+                    let how = format!("snapshot; sequence={}; offset={offset}", info.sequence);
+                    let fetched = page_of(ctx, &page, &entry, &info_id, url, &how);
+                    let link = Link::to(&page);
+                    tx.send(Outcome::Page {
+                        job: Queued {
+                            seq: 0,
+                            host,
+                            fp: link.fp,
+                            url: link.url,
+                            depth: 1,
+                            hops: 0,
+                            attempts: 0,
+                            priority: 0.0,
+                            revisit: false,
+                        },
+                        result: Ok(Box::new(fetched)),
+                        elapsed: Duration::ZERO,
+                        source: Source::Snapshot,
+                    });
+                    pages.fetch_add(1, Ordering::Relaxed);
+                }
+            });
         }
-        let how = format!(
-            "snapshot; sequence={}; offset={}",
-            info.sequence, located.offset
-        );
-        let fetched = page_of(ctx, &page, &entry, &info_id, url, &how);
-        ctx.snapshot_backlog
-            .fetch_add(entry.body.len() as u64, Ordering::Relaxed);
-        let link = Link::to(&page);
-        tx.send(Outcome::Page {
-            job: Queued {
-                seq: 0,
-                host,
-                fp: link.fp,
-                url: link.url,
-                depth: 1,
-                hops: 0,
-                attempts: 0,
-                priority: 0.0,
-                revisit: false,
-            },
-            result: Ok(Box::new(fetched)),
-            elapsed: Duration::ZERO,
-            source: Source::Snapshot,
-        });
-        pages += 1;
-    };
+        let read = loop {
+            let located = match reader.next_record() {
+                Ok(Some(l)) => l,
+                Ok(None) => break Ok(()),
+                Err(e) => break Err(bad(e)),
+            };
+            let entry = match Entry::from_record(located.record) {
+                Ok(e) => e,
+                Err(e) => break Err(bad(e)),
+            };
+            let Ok(page) = Url::parse(&entry.url) else {
+                continue;
+            };
+            while ctx.snapshot_backlog.load(Ordering::Relaxed) > BACKLOG {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            ctx.snapshot_backlog
+                .fetch_add(entry.body.len() as u64, Ordering::Relaxed);
+            if entries.send((page, entry, located.offset)).is_err() {
+                break Ok(());
+            }
+        };
+        // The workers end once the channel is closed and empty.
+        drop(entries);
+        read
+    });
+    let pages = pages.into_inner();
     let _ = std::fs::remove_file(path);
     result.map(|()| (info, pages))
 }
@@ -299,24 +326,24 @@ fn page_of(
         remote: None,
         request_head: String::new(),
     };
-    let mut f = tasks::examine(
+    tasks::examine_archived(
         &resp,
         1,
         None,
         &ctx.policy,
         ctx.limits.max_body,
-        ctx.warc_level,
-    );
-    f.record = RecordSlot::New(warc::resource(
-        &warc::Resource {
-            uri: page.as_str(),
-            at: now,
-            content_type: &entry.content_type,
-            body: &entry.body,
-            refers_to: Some((info_id, snapshot.as_str())),
-            how,
+        |_, _, _| {
+            warc::resource(
+                &warc::Resource {
+                    uri: page.as_str(),
+                    at: now,
+                    content_type: &entry.content_type,
+                    body: &entry.body,
+                    refers_to: Some((info_id, snapshot.as_str())),
+                    how,
+                },
+                ctx.warc_level,
+            )
         },
-        ctx.warc_level,
-    ));
-    f
+    )
 }

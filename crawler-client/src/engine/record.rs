@@ -138,7 +138,15 @@ impl Engine {
         let content = (ok && !f.unchanged && duplicate_of.is_none() && !f.truncated)
             .then(|| (pos.file.clone(), pos.offset));
         let at = f.fetched_at.timestamp_millis();
-        self.count_response(f.status, f.size);
+        // A page read from a snapshot crossed no wire of its own: the snapshot's bytes count.
+        self.count_response(
+            f.status,
+            if source == Source::Snapshot {
+                0
+            } else {
+                f.size
+            },
+        );
         self.unsaved.finished(
             job.seq,
             PageRecord {

@@ -30,6 +30,65 @@ pub(crate) fn examine(
     decode_limit: usize,
     level: u32,
 ) -> Fetched {
+    examine_archived(
+        resp,
+        depth,
+        known,
+        policy,
+        decode_limit,
+        |unchanged, http_head, payload_digest| {
+            let uri = resp.url.as_str();
+            let previous =
+                known.map(|k| (uri, chrono::DateTime::from_timestamp_millis(k.fetched_at)));
+            if resp.status == 304 {
+                warc::revisit(
+                    uri,
+                    resp.fetched_at,
+                    http_head,
+                    RevisitProfile::ServerNotModified,
+                    None,
+                    previous.unwrap_or((uri, None)),
+                    level,
+                )
+            } else if unchanged {
+                warc::revisit(
+                    uri,
+                    resp.fetched_at,
+                    http_head,
+                    RevisitProfile::IdenticalPayloadDigest,
+                    Some(payload_digest),
+                    previous.unwrap_or((uri, None)),
+                    level,
+                )
+            } else {
+                warc::response(
+                    &warc::Exchange {
+                        uri,
+                        at: resp.fetched_at,
+                        ip: fetch::ip_of(resp),
+                        http_head,
+                        body: &resp.body,
+                        payload_digest,
+                        truncated: resp.truncated,
+                    },
+                    level,
+                )
+            }
+        },
+    )
+}
+
+/// The analysis of a page response, archived by `archive` (given whether the content is the
+/// copy held, the HTTP head and the payload digest): the record is compressed once, by
+/// whoever knows what it must say.
+pub(crate) fn examine_archived(
+    resp: &FetchResponse,
+    depth: u32,
+    known: Option<&KnownPage>,
+    policy: &LinkPolicy,
+    decode_limit: usize,
+    archive: impl FnOnce(bool, &str, &str) -> warc::Record,
+) -> Fetched {
     let received = Received {
         url: &resp.url,
         status: resp.status,
@@ -40,46 +99,11 @@ pub(crate) fn examine(
     let analysis = analyze::analyze(received, depth, policy, decode_limit);
     let http_head = resp.response_head();
     let payload_digest = warc::digest(&resp.body);
-    let uri = resp.url.as_str();
-    let previous = known.map(|k| (uri, chrono::DateTime::from_timestamp_millis(k.fetched_at)));
     let held = known.and_then(|k| k.digest);
     let ok = (200..300).contains(&resp.status) && analysis.digest.is_some();
     let unchanged = ok && held == analysis.digest;
     let changed = ok && held.is_some() && held != analysis.digest;
-    let record = if resp.status == 304 {
-        warc::revisit(
-            uri,
-            resp.fetched_at,
-            &http_head,
-            RevisitProfile::ServerNotModified,
-            None,
-            previous.unwrap_or((uri, None)),
-            level,
-        )
-    } else if unchanged {
-        warc::revisit(
-            uri,
-            resp.fetched_at,
-            &http_head,
-            RevisitProfile::IdenticalPayloadDigest,
-            Some(&payload_digest),
-            previous.unwrap_or((uri, None)),
-            level,
-        )
-    } else {
-        warc::response(
-            &warc::Exchange {
-                uri,
-                at: resp.fetched_at,
-                ip: fetch::ip_of(resp),
-                http_head: &http_head,
-                body: &resp.body,
-                payload_digest: &payload_digest,
-                truncated: resp.truncated,
-            },
-            level,
-        )
-    };
+    let record = archive(unchanged, &http_head, &payload_digest);
     Fetched {
         status: resp.status,
         analysis,
