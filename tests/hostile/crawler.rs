@@ -614,3 +614,163 @@ fn a_running_crawler_s_callback_cannot_be_hijacked_or_fed_forged_pushes() {
     assert_eq!(stats["pushes"], 1, "{stats}");
     assert_eq!(stats["bad_signatures"], 2, "{stats}");
 }
+
+/// A snapshot whose records are written as the standard says, for a hostile site's use.
+fn snapshot_file(site: &str, records: &[(&str, &[u8])], tail: &[u8]) -> Vec<u8> {
+    use webcoop_protocol::snapshot::{Entry, SnapshotInfo};
+    use webcoop_protocol::validator::Sha256Digest;
+    let at = Utc.timestamp_opt(1_790_000_000, 0).unwrap();
+    let mut w = webcoop_protocol::warc::ZstdWarcWriter::new(Vec::new(), None, 3).unwrap();
+    let info = SnapshotInfo {
+        site: format!("{site}/"),
+        sequence: 1,
+    };
+    w.append(
+        &[
+            ("WARC-Type", "warcinfo"),
+            ("WARC-Record-ID", "<urn:uuid:0>"),
+        ],
+        info.block("hostile").as_bytes(),
+    )
+    .unwrap();
+    for (url, body) in records {
+        let e = Entry {
+            url: url.to_string(),
+            content_type: "text/html".into(),
+            sha256: Sha256Digest::of(body),
+            body: body.to_vec(),
+        };
+        let fields = e.fields("<urn:uuid:1>", at);
+        let fields: Vec<(&str, &str)> = fields.iter().map(|(n, v)| (*n, v.as_str())).collect();
+        w.append(&fields, body).unwrap();
+    }
+    let mut bytes = w.finish().unwrap();
+    bytes.extend_from_slice(tail);
+    bytes
+}
+
+#[test]
+fn a_snapshot_that_lies_or_breaks_off_costs_only_the_pages_it_lied_about() {
+    use webcoop_protocol::validator::Sha256Digest;
+    let web = HostileWeb::start();
+    let (site, victim) = (web.origin("site.test"), web.origin("victim.test"));
+    let pages = [
+        ("/a.html", "<p>a, true</p>"),
+        ("/b.html", "<p>b, true</p>"),
+        ("/c.html", "<p>c, true</p>"),
+    ];
+    web.set(
+        "site.test",
+        "/robots.txt",
+        Canned::ok("text/plain", "User-agent: *\nAllow: /\n"),
+    );
+    web.set("site.test", "/", Canned::ok("text/html", "<p>home</p>"));
+    for (path, body) in pages {
+        web.set("site.test", path, Canned::ok("text/html", body));
+    }
+    let snapshot_url =
+        format!("{site}/.well-known/webcoop/snapshot/snapshot-000000000001.warc.zst");
+    // The listing is honest; the snapshot is not: b's record carries other content (with a
+    // digest that matches it, so only the listing can tell), another origin's page rides
+    // along, and the file breaks off in a frame that claims to be a 4 GiB record.
+    let mut doc = webcoop_protocol::robots_rdf::parse(
+        listing(
+            &site,
+            pages
+                .iter()
+                .map(|(p, _)| (format!("{site}{p}"), None))
+                .collect(),
+            &format!("{site}/.well-known/webcoop/changes"),
+            &format!("{site}/.well-known/webcoop/hub"),
+        )
+        .as_bytes(),
+        &Default::default(),
+    )
+    .unwrap();
+    for (item, (_, body)) in doc.items.iter_mut().zip(pages) {
+        item.etag = Some(Sha256Digest::of(body.as_bytes()).etag());
+        item.size = Some(body.len() as u64);
+    }
+    doc.channel.snapshot = Some(Url::parse(&snapshot_url).unwrap());
+    web.set(
+        "site.test",
+        "/robots.rdf",
+        Canned::ok(
+            "application/rdf+xml",
+            webcoop_protocol::robots_rdf::write(&doc),
+        ),
+    );
+    let mut huge = vec![0x28, 0xb5, 0x2f, 0xfd, 0x84, 0x00];
+    huge.extend_from_slice(&u32::MAX.to_le_bytes());
+    let file = snapshot_file(
+        &site,
+        &[
+            (&format!("{site}/a.html"), b"<p>a, true</p>"),
+            (&format!("{site}/b.html"), b"<p>b, forged</p>"),
+            (&format!("{victim}/x.html"), b"<p>not this site's</p>"),
+        ],
+        &huge,
+    );
+    web.set(
+        "site.test",
+        "/.well-known/webcoop/snapshot/snapshot-000000000001.warc.zst",
+        Canned::ok("application/zstd", file),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("crawl");
+    let mut args: Vec<String> = [
+        "--seeds",
+        &format!("{site}/"),
+        "--delay-min",
+        "0",
+        "--delay-factor",
+        "0",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.extend(web.resolve_args(&["site.test", "victim.test"]));
+    let o = crawl(&out, &args);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    assert!(stderr.contains("snapshot not used"), "{stderr}");
+    let log = web.log();
+    assert!(
+        log.iter()
+            .any(|l| l.contains("/snapshot/snapshot-000000000001")),
+        "the snapshot was fetched: {log:?}"
+    );
+    assert!(
+        !log.iter().any(|l| l.starts_with("victim.test")),
+        "the snapshot steered the crawler: {log:?}"
+    );
+    // Every listed page is held with its true content: a from the snapshot (and fetched once
+    // to check it), b and c fetched because the snapshot lied about b and broke off before c.
+    let copies = Command::new(crawl_bin())
+        .args(["copies", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let copies = String::from_utf8_lossy(&copies.stdout);
+    for (path, body) in pages {
+        let line = format!("{} {site}{path}", Sha256Digest::of(body.as_bytes()).etag());
+        assert!(copies.contains(&line), "{line} not in:\n{copies}");
+    }
+    assert!(
+        !copies.contains("forged") && !copies.contains("victim"),
+        "{copies}"
+    );
+    let requested = |p: &str| {
+        log.iter()
+            .filter(|l| l.starts_with(&format!("site.test {p}")))
+            .count()
+    };
+    assert_eq!(requested("/b.html"), 1, "{log:?}");
+    assert_eq!(requested("/c.html"), 1, "{log:?}");
+    let stats = status_json(&out)["cooperation"]
+        .as_array()
+        .and_then(|a| a.iter().find(|s| s["origin"] == site.as_str()).cloned())
+        .unwrap_or_default();
+    assert_eq!(stats["stats"]["from_snapshot"], 1, "{stats}");
+    assert_eq!(stats["stats"]["refuted"], 1, "{stats}");
+}
