@@ -19,6 +19,9 @@ pub(crate) struct Snapshots {
     failed_at: Option<Instant>,
     /// When it was last asked whether one is due (the change log is read to answer).
     checked_at: Option<Instant>,
+    /// The snapshot and the newest change whose bytes in between were last counted and found
+    /// short of the share: the log is read again only once a change came.
+    counted: Option<(u64, u64)>,
 }
 
 /// Time between two looks at whether a snapshot is due.
@@ -41,7 +44,7 @@ impl Agent {
     }
 
     /// Whether a new snapshot is due (snapshots configured, none being built).
-    pub fn snapshot_due(&self) -> Result<bool, AgentError> {
+    pub fn snapshot_due(&mut self) -> Result<bool, AgentError> {
         let Some(settings) = &self.config.snapshots else {
             return Ok(false);
         };
@@ -72,6 +75,10 @@ impl Agent {
         if age >= settings.every {
             return Ok(true);
         }
+        if self.snapshots.counted == Some((last, head)) {
+            return Ok(false);
+        }
+        let share = settings.share;
         // The bytes of the files changed since, as they are now (a file changed twice counts once).
         let mut changed: Vec<String> = Vec::new();
         let mut since = last;
@@ -90,7 +97,11 @@ impl Agent {
             .map(|p| self.inventory.get(p).map_or(0, |e| e.size))
             .sum();
         let total = self.inventory.total_bytes().max(1);
-        Ok(bytes as f64 >= settings.share * total as f64)
+        let due = bytes as f64 >= share * total as f64;
+        if !due {
+            self.snapshots.counted = Some((last, head));
+        }
+        Ok(due)
     }
 
     /// Builds a snapshot now, on this thread, and republishes robots.rdf naming it.
