@@ -42,6 +42,11 @@ impl StaticServer {
             let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
                 return;
             };
+            // Headers and a file's body go out in two writes: without NODELAY, Nagle holds
+            // the body until the client's delayed ACK, tens of milliseconds per request.
+            let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+                let _ = tcp.set_nodelay(true);
+            });
             let app = axum::Router::new().fallback_service(service);
             let _ = axum::serve(listener, app).await;
         });
