@@ -7,6 +7,8 @@
 //! - [`sitemap`]: sitemaps.org 0.9 `urlset`/`sitemapindex`, split into gzip parts, and a bounded
 //!   parser with a depth-limited walker for index trees;
 //! - [`changes_feed`]: the Atom feed of changes with sequence numbers, tombstones and inline deltas;
+//! - [`snapshot`] and [`batch`]: a whole site, or a page of changes with their content, as WARC;
+//! - [`warc`]: WARC 1.1 records, WARC-zstd files and CDXJ lines;
 //! - [`delta`]: RFC 9842 `dcz` deltas, unified diffs and change summaries;
 //! - [`websub`]: WebSub subscription parameters, verification of intent, `X-Hub-Signature`;
 //! - [`validator`] and [`dates`]: entity tags, digests, W3C-DTF and HTTP dates;
@@ -15,6 +17,7 @@
 //!
 //! `docs/PROTOCOL.md` describes the same contract for implementers in other languages.
 
+pub mod batch;
 pub mod changes_feed;
 pub mod clock;
 pub mod compression;

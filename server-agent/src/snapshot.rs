@@ -208,6 +208,6 @@ fn remove_older(dir: &Path, newest: u64) {
 }
 
 /// A fresh `WARC-Record-ID`.
-fn record_id() -> String {
+pub(crate) fn record_id() -> String {
     webcoop_protocol::warc::record::record_id(rand::random())
 }

@@ -2,7 +2,7 @@
 //! conditional GETs; delta chains decoded by the protocol crate, stock `zstd --patch-from`
 //! and GNU patch; traversal attempts; one encoding for many requests.
 
-use crate::common::{Options, Site};
+use crate::common::{self, Options, Site};
 use std::collections::BTreeSet;
 use std::process::Command;
 use webcoop::servers::http_get;
@@ -543,4 +543,128 @@ async fn changed_urls_are_posted_to_indexnow_in_batches() {
         !rdf.contains(key),
         "the key file is not a public resource of the listing"
     );
+}
+
+/// A page of text `kib` KiB long, different for each `seed`.
+fn filler(seed: usize, kib: usize) -> String {
+    let mut s = String::with_capacity(kib << 10);
+    let mut i = 0usize;
+    while s.len() < kib << 10 {
+        s.push_str(&format!(
+            "<p>{seed}:{i} {}</p>\n",
+            i.wrapping_mul(2_654_435_761) ^ seed
+        ));
+        i += 1;
+    }
+    s
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_carries_the_changed_pages_in_one_compressed_response_paged_by_size() {
+    use webcoop_protocol::batch;
+    let site = Site::start(&[("index.html", "home")], Options::default()).await;
+    let start = site.head().await;
+    // Ten pages of 1.5 MiB (the batch's budget is 8 MiB of content), one page changed twice,
+    // one created and deleted.
+    for i in 0..10 {
+        site.write(&format!("big{i}.html"), &filler(i, 1536));
+    }
+    site.write("twice.html", "first");
+    site.wait_head(start + 11).await;
+    site.write("twice.html", "second");
+    site.write("gone.html", "soon gone");
+    site.wait_head(start + 13).await;
+    std::fs::remove_file(site.docroot.join("gone.html")).unwrap();
+    site.wait_head(start + 14).await;
+
+    let mut url = site.url(&format!("changes?since={start}&bodies=1"));
+    let mut changes = Vec::new();
+    let mut pages: std::collections::BTreeMap<String, Vec<u8>> = Default::default();
+    let mut responses = 0;
+    let mut wire = 0usize;
+    loop {
+        let r = site
+            .client
+            .get(&url)
+            .header("accept-encoding", "zstd")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        assert_eq!(r.headers()["content-type"], batch::MEDIA_TYPE);
+        let etag = r.headers()["etag"].to_str().unwrap().to_string();
+        let raw = http_get(
+            site.addr,
+            &format!(
+                "/.well-known/webcoop/{}",
+                url.split("/.well-known/webcoop/").nth(1).unwrap()
+            ),
+            &[("Accept-Encoding", "zstd")],
+        )
+        .unwrap();
+        assert_eq!(raw.header("content-encoding"), Some("zstd"));
+        wire += raw.body.len();
+        let b = batch::parse(&r.bytes().await.unwrap(), 16 << 20).unwrap();
+        responses += 1;
+        changes.extend(
+            b.feed
+                .entries
+                .iter()
+                .map(|e| (e.seq, e.kind, e.url.path().to_string())),
+        );
+        for e in b.entries {
+            assert!(
+                pages.insert(e.url.clone(), e.body).is_none(),
+                "{} twice",
+                e.url
+            );
+        }
+        // The same page again, with its tag: 304.
+        let again = site
+            .client
+            .get(&url)
+            .header("if-none-match", &etag)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(again.status(), 304);
+        match b.feed.next {
+            Some(next) => {
+                assert!(next.query().unwrap().contains("bodies=1"), "{next}");
+                url = site.url(&format!("changes?{}", next.query().unwrap()));
+            }
+            None => break,
+        }
+    }
+    assert_eq!(
+        responses, 2,
+        "8 MiB of content in the first, the rest in the second"
+    );
+    assert_eq!(
+        changes.iter().map(|c| c.0).collect::<Vec<_>>(),
+        (start + 1..=start + 14).collect::<Vec<_>>()
+    );
+    // Every page the site publishes now, with its bytes; the twice-changed one at its
+    // last version, the deleted one not at all.
+    for i in 0..10 {
+        assert_eq!(
+            pages[&format!("{}big{i}.html", common::BASE)],
+            filler(i, 1536).into_bytes()
+        );
+    }
+    assert_eq!(pages[&format!("{}twice.html", common::BASE)], b"second");
+    assert_eq!(pages.len(), 11);
+    // 15 MiB of distinct text crossed the wire compressed.
+    assert!(wire < 8 << 20, "{wire} bytes on the wire");
+
+    for (query, param) in [("bodies=yes", "bodies"), ("bodies=1&limit=0", "limit")] {
+        let r = site
+            .client
+            .get(site.url(&format!("changes?since=0&{query}")))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 400, "{query}");
+        assert!(r.text().await.unwrap().starts_with(param), "{query}");
+    }
 }

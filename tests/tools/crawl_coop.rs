@@ -85,6 +85,12 @@ impl Site {
     }
 
     fn start_agent(&mut self) {
+        self.start_agent_with(&[]);
+    }
+
+    /// Starts the agent (again) on the same state, with `extra` arguments.
+    fn start_agent_with(&mut self, extra: &[&str]) {
+        self.agent = None;
         let child = Command::new(workspace_bin("webcoop-agent", "webcoop-agent"))
             .arg("--docroot")
             .arg(&self.www)
@@ -102,8 +108,12 @@ impl Site {
                 "--debounce-ms",
                 "50",
             ])
+            .args(extra)
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(
+                std::fs::File::create(self.tmp.path().join("agent.err"))
+                    .map_or(Stdio::null(), Stdio::from),
+            )
             .spawn()
             .unwrap();
         self.agent = Some(Killed(child));
@@ -111,7 +121,11 @@ impl Site {
         while webcoop::servers::http_get(self.nginx.addr, "/.well-known/webcoop/healthz", &[])
             .map_or(true, |r| r.status != 200)
         {
-            assert!(Instant::now() < deadline, "the agent did not come up");
+            assert!(
+                Instant::now() < deadline,
+                "the agent did not come up: {}",
+                std::fs::read_to_string(self.tmp.path().join("agent.err")).unwrap_or_default()
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
     }
@@ -1113,4 +1127,160 @@ fn a_first_visit_takes_the_whole_site_from_its_snapshot_in_a_few_requests() {
         .map(|d| d.flatten().map(|e| e.path()).collect())
         .unwrap_or_default();
     assert!(left.is_empty(), "{left:?}");
+}
+
+/// Stops a crawler as an operator would, and waits for it.
+fn stop(c: &mut Killed, what: &str) {
+    let _ = nix_term(&c.0);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while c.0.try_wait().unwrap().is_none() {
+        assert!(
+            Instant::now() < deadline,
+            "{what}: the crawler did not stop"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_crawler_that_was_away_catches_up_on_100_changes_in_one_batch() {
+    let Some(site) = Site::start(150) else {
+        return;
+    };
+    let out = site.tmp.path().join("crawl-away");
+    // Checks of the site's claims are a share of what it says: none here, so the requests
+    // counted are the catching up alone.
+    let quiet = ["--coop-check-share", "0"];
+    let mut c = crawler(&site, &out, "meta", 60, &quiet);
+    wait_for("the first crawl", Duration::from_secs(30), || {
+        held(&out) == site.truth()
+    });
+    stop(&mut c, "the first run");
+    let before = log_of(&out).lines().count();
+    // Away: 100 pages change.
+    for i in 1..=100 {
+        site.write(
+            &format!("p{i}.html"),
+            &page(i, "changed while the crawler was away"),
+        );
+    }
+    let truth = site.truth();
+    wait_for("the agent's 100 changes", Duration::from_secs(20), || {
+        webcoop::servers::http_get(site.nginx.addr, "/robots.rdf", &[]).is_ok_and(|r| {
+            let listing = String::from_utf8_lossy(&r.body).into_owned();
+            truth
+                .values()
+                .all(|tag| listing.contains(tag.trim_matches('"')))
+        })
+    });
+    let mut c = crawler(&site, &out, "meta", 60, &quiet);
+    wait_for("catching up", Duration::from_secs(30), || {
+        held(&out) == truth
+    });
+    let log = log_of(&out);
+    stop(&mut c, "the second run");
+    let run: Vec<&str> = log.lines().skip(before).collect();
+    let taken = run
+        .iter()
+        .filter(|l| l.contains("from a batch of the site's changes"))
+        .count();
+    let requests: Vec<&&str> = run
+        .iter()
+        .filter(|l| !l.contains("from a batch of the site's changes"))
+        .collect();
+    eprintln!(
+        "catching up on 100 changes: {} requests, {taken} pages from batches",
+        requests.len()
+    );
+    assert_eq!(
+        taken,
+        100,
+        "{}\n{}",
+        requests
+            .iter()
+            .map(|l| format!("{l}\n"))
+            .collect::<String>(),
+        messages_of(&out)
+    );
+    assert!(
+        requests.len() <= 3,
+        "{} requests to catch up:\n{}",
+        requests.len(),
+        requests
+            .iter()
+            .map(|l| format!("{l}\n"))
+            .collect::<String>()
+    );
+    assert!(
+        coop_of(&out, &site.nginx.url())
+            .to_string()
+            .contains("\"from_batch\":100")
+    );
+    // The archive says where each page came from, and pywb replays them byte for byte.
+    replays_resources(&out);
+}
+
+#[test]
+fn a_crawler_away_longer_than_the_site_s_history_takes_its_snapshot_again() {
+    let Some(mut site) = Site::start(150) else {
+        return;
+    };
+    let out = site.tmp.path().join("crawl-long-away");
+    let quiet = ["--coop-check-share", "0"];
+    let mut c = crawler(&site, &out, "meta", 60, &quiet);
+    wait_for("the first crawl", Duration::from_secs(30), || {
+        held(&out) == site.truth()
+    });
+    stop(&mut c, "the first run");
+    let before = log_of(&out).lines().count();
+    // The site keeps 20 changes of history; 100 pages change while the crawler is away, and
+    // the agent makes a new snapshot (they are two thirds of the site's bytes).
+    site.start_agent_with(&["--retain-changes", "20", "--feed-entries", "20"]);
+    for i in 1..=100 {
+        site.write(
+            &format!("p{i}.html"),
+            &page(i, "changed while the crawler was far away"),
+        );
+    }
+    let truth = site.truth();
+    wait_for(
+        "the agent's changes and new snapshot",
+        Duration::from_secs(30),
+        || {
+            webcoop::servers::http_get(site.nginx.addr, "/robots.rdf", &[]).is_ok_and(|r| {
+                let listing = String::from_utf8_lossy(&r.body).into_owned();
+                truth
+                    .values()
+                    .all(|tag| listing.contains(tag.trim_matches('"')))
+                    && listing.contains("wc:snapshot")
+                    && !listing.contains("snapshot-000000000000")
+            })
+        },
+    );
+    let mut c = crawler(&site, &out, "meta", 60, &quiet);
+    wait_for("catching up", Duration::from_secs(30), || {
+        held(&out) == truth
+    });
+    let log = log_of(&out);
+    stop(&mut c, "the second run");
+    let run: Vec<&str> = log.lines().skip(before).collect();
+    let from_snapshot = |l: &str| l.contains("from the site's snapshot");
+    let taken = run.iter().filter(|l| from_snapshot(l)).count();
+    let requests: Vec<&&str> = run.iter().filter(|l| !from_snapshot(l)).collect();
+    let listing = |r: &[&&str]| r.iter().map(|l| format!("{l}\n")).collect::<String>();
+    eprintln!(
+        "away past the history: {} requests, {taken} pages from the snapshot",
+        requests.len()
+    );
+    // The changes feed answers 410, robots.rdf is read again and the snapshot fetched: the
+    // changed pages come from it, the others are held already.
+    assert!(
+        requests
+            .iter()
+            .any(|l| l.contains("/.well-known/webcoop/changes") && l.contains(" 410 ")),
+        "{}",
+        listing(&requests)
+    );
+    assert_eq!(taken, 100, "{}\n{}", listing(&requests), messages_of(&out));
+    assert!(requests.len() <= 4, "{}", listing(&requests));
 }

@@ -356,6 +356,7 @@ fn coop_config(file: &CrawlOptions) -> Result<crate::coop::site::CoopConfig, Con
         failures_to_degrade: d.failures_to_degrade,
         deltas: file.coop_deltas.unwrap_or_default(),
         snapshots: file.coop_snapshots.unwrap_or_default(),
+        batches: file.coop_batches.unwrap_or_default(),
     };
     if !(0.0 < coop.max_outdated && coop.max_outdated < 1.0) {
         return Err(out_of_range(format!(

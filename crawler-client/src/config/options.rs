@@ -259,6 +259,10 @@ pub struct CrawlOptions {
     /// instead of one per page; every page checked against the listing).
     #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
     pub coop_snapshots: Option<bool>,
+    /// Ask a believed site's changes with the changed pages' content, in one response per
+    /// page of changes (batches), instead of fetching each changed page.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    pub coop_batches: Option<bool>,
     /// Lease asked of WebSub hubs, seconds.
     #[arg(long, value_name = "SECS")]
     pub hub_lease: Option<u64>,
@@ -331,6 +335,7 @@ impl CrawlOptions {
             coop_check_share: Some(c.check_share),
             coop_deltas: Some(c.deltas),
             coop_snapshots: Some(c.snapshots),
+            coop_batches: Some(c.batches),
             hub_lease: Some(c.lease_secs),
             fleet_lease: Some(30.0),
             ..CrawlOptions::default()

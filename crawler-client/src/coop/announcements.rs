@@ -11,6 +11,7 @@ use crate::fetch::outcome::CoopFetched;
 use crate::ids::{Fp, HostId};
 use crate::refresh::schedule::Announcement;
 use crate::state::PageRecord;
+use std::collections::HashSet;
 use url::Url;
 use webcoop_protocol::changes_feed::{self, ChangeEntry, ChangeKind, ChangesFeed, FeedLimits};
 
@@ -58,7 +59,7 @@ impl CoopState {
             site.changes_etag = got.header("etag").map(str::to_string);
             site.last_poll = Some(now_ms());
         }
-        self.apply_feed(r, host, feed, secs, pushed);
+        self.apply_feed(r, host, feed, secs, pushed, &HashSet::new());
         Ok(())
     }
 
@@ -69,6 +70,7 @@ impl CoopState {
         feed: ChangesFeed,
         secs: Option<f64>,
         pushed: bool,
+        taken: &HashSet<String>,
     ) {
         if let Some(resync) = &feed.resync {
             tracing::info!(
@@ -112,6 +114,10 @@ impl CoopState {
         }
         let n = entries.len() as u64;
         for e in &entries {
+            // Read from a batch with its content: recorded as it is, nothing to fetch.
+            if e.kind != ChangeKind::Deleted && taken.contains(e.url.as_str()) {
+                continue;
+            }
             self.announced(r, host, e);
         }
         let site = self.site(host);

@@ -211,8 +211,9 @@ impl CoopState {
                 delta: plan,
             });
         }
-        let list = if first {
-            self.take_snapshot(r, host, doc.channel.snapshot.as_ref(), list)
+        let resyncing = std::mem::take(&mut self.site(host).resyncing);
+        let list = if first || resyncing {
+            self.take_snapshot(r, host, doc.channel.snapshot.as_ref(), list, reading)
                 .err()
                 .unwrap_or_default()
         } else {

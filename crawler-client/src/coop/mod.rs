@@ -19,12 +19,13 @@ pub(crate) mod site;
 pub(crate) mod trust;
 
 mod announcements;
+pub(crate) mod batches;
 mod claims;
 mod listings;
 mod polls;
 mod push;
 mod report;
-mod snapshot_fetch;
+pub(crate) mod snapshot_fetch;
 mod snapshots;
 pub(crate) mod state;
 
@@ -62,6 +63,9 @@ pub(crate) enum MetaError {
     /// The changes feed (polled or pushed) does not parse.
     #[error("changes feed: {0}")]
     Feed(Box<webcoop_protocol::ParseError>),
+    /// A batch of changes does not read.
+    #[error("{0}")]
+    Batch(Box<webcoop_protocol::batch::BatchError>),
 }
 
 /// The most cooperation the crawler may use (`--coop`), so that modes can be compared.

@@ -52,12 +52,17 @@ impl CoopState {
     }
 
     pub(crate) fn poll_job(&mut self, r: &mut Reach<'_>, host: HostId) -> Option<CoopJob> {
+        let bodies = self.asks_bodies(r, host);
         let site = self.sites.get(&host)?;
         if let (Some(changes), Some(cursor)) = (&site.changes, site.cursor) {
             let mut url = Url::parse(changes).ok()?;
             url.query_pairs_mut()
                 .clear()
                 .append_pair("since", &cursor.to_string());
+            if bodies {
+                url.query_pairs_mut()
+                    .append_pair(webcoop_protocol::batch::BODIES_PARAM, "1");
+            }
             return Some(CoopJob::Fetch {
                 kind: MetaKind::Changes,
                 url,
@@ -226,6 +231,9 @@ impl CoopState {
                 Ok(())
             }
             (MetaKind::Listing, 200) => self.listing_answered(r, host, url, &got, secs),
+            (MetaKind::Changes, 200) if Self::is_batch(&got) => {
+                self.batch_answered(r, host, url, &got, secs)
+            }
             (MetaKind::Changes, 200) => self.changes_answered(r, host, &got, secs, false),
             (MetaKind::Changes, 410) => {
                 tracing::info!(
@@ -254,6 +262,7 @@ impl CoopState {
         let listing = {
             let site = self.site(host);
             site.cursor = None;
+            site.resyncing = true;
             site.changes_etag = None;
             site.listing_validators = (None, None);
             site.listing.clone()

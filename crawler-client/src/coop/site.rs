@@ -56,13 +56,16 @@ pub struct CoopStats {
     /// Pages of a snapshot that robots.rdf lists with another digest (not taken).
     #[serde(default)]
     pub refuted: u64,
+    /// Changed pages taken from a batch of changes instead of fetched one by one.
+    #[serde(default)]
+    pub from_batch: u64,
 }
 
 impl std::fmt::Display for CoopStats {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} metadata requests ({} bytes, {} not modified), {} changes announced, {} pushes, {} deltas ({} fell back), {} checks, {} foreign URLs ignored, {} pages from a snapshot ({} refuted)",
+            "{} metadata requests ({} bytes, {} not modified), {} changes announced, {} pushes, {} deltas ({} fell back), {} checks, {} foreign URLs ignored, {} pages from a snapshot ({} refuted), {} from batches",
             self.meta_requests,
             self.meta_bytes,
             self.not_modified,
@@ -73,7 +76,8 @@ impl std::fmt::Display for CoopStats {
             self.checks,
             self.foreign,
             self.from_snapshot,
-            self.refuted
+            self.refuted,
+            self.from_batch
         )
     }
 }
@@ -97,6 +101,13 @@ pub struct SiteCoop {
     pub hub: Option<String>,
     /// Sequence number of the last change applied.
     pub cursor: Option<u64>,
+    /// The changes feed no longer reaches back to the cursor (410): the next reading of the
+    /// listing may take the site's snapshot, as a first visit does.
+    #[serde(default)]
+    pub resyncing: bool,
+    /// A batch of its changes did not read: they are asked without content from then on.
+    #[serde(default)]
+    pub no_batches: bool,
     /// Validators of the listing (`ETag`, `Last-Modified`) for conditional polls.
     pub listing_validators: (Option<String>, Option<String>),
     /// Validators of the root sitemap.
@@ -164,6 +175,9 @@ pub struct CoopConfig {
     /// Whether a snapshot of the whole site a listing names is fetched on a first visit.
     #[serde(default = "yes")]
     pub snapshots: bool,
+    /// Whether the changes of a believed site are asked with their pages' content (batches).
+    #[serde(default = "yes")]
+    pub batches: bool,
 }
 
 fn yes() -> bool {
@@ -196,6 +210,7 @@ impl Default for CoopConfig {
             failures_to_degrade: 2,
             deltas: true,
             snapshots: true,
+            batches: true,
         }
     }
 }

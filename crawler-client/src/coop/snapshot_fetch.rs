@@ -246,7 +246,7 @@ fn send_pages(
                         return;
                     };
                     let how = format!("snapshot; sequence={}; offset={offset}", info.sequence);
-                    let fetched = page_of(ctx, &page, &entry, &info_id, url, &how);
+                    let fetched = page_of(ctx, &page, &entry, None, 1, Some((&info_id, url)), &how);
                     let link = Link::to(&page);
                     tx.send(Outcome::Page {
                         job: Queued {
@@ -299,14 +299,15 @@ fn send_pages(
     result.map(|()| (info, pages))
 }
 
-/// The page of a snapshot entry, examined as a response would be, archived as a `resource`
-/// record referring to the snapshot it came from.
-fn page_of(
+/// The page of a snapshot's or a batch's entry, examined as a response would be (against the
+/// copy held, if any), archived as a `resource` record referring to the record it came from.
+pub(crate) fn page_of(
     ctx: &Context,
     page: &Url,
     entry: &Entry,
-    info_id: &str,
-    snapshot: &Url,
+    known: Option<&crate::state::KnownPage>,
+    depth: u32,
+    from: Option<(&str, &Url)>,
     how: &str,
 ) -> crate::fetch::outcome::Fetched {
     let now = crate::clock::now();
@@ -328,8 +329,8 @@ fn page_of(
     };
     tasks::examine_archived(
         &resp,
-        1,
-        None,
+        depth,
+        known,
         &ctx.policy,
         ctx.limits.max_body,
         |_, _, _| {
@@ -339,7 +340,7 @@ fn page_of(
                     at: now,
                     content_type: &entry.content_type,
                     body: &entry.body,
-                    refers_to: Some((info_id, snapshot.as_str())),
+                    refers_to: from.map(|(id, url)| (id, url.as_str())),
                     how,
                 },
                 ctx.warc_level,

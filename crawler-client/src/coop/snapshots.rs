@@ -13,7 +13,7 @@ use crate::ids::HostId;
 use std::collections::HashMap;
 use url::Url;
 
-/// Pages taken from a snapshot that are fetched again to check it.
+/// Pages taken from a snapshot that are fetched again to check it (unless checks are off).
 pub(crate) const CHECKS: usize = 3;
 
 /// A URL robots.rdf lists, as its list is acted on.
@@ -43,7 +43,7 @@ impl Listed {
 }
 
 /// A snapshot being fetched, with the list it is checked against.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct PendingSnapshot {
     /// The listed URLs.
     list: Vec<Listed>,
@@ -51,17 +51,22 @@ pub(crate) struct PendingSnapshot {
     tags: HashMap<String, Option<String>>,
     /// URLs taken from the snapshot.
     taken: Vec<Link>,
+    /// How the list is read once the snapshot ended: a first visit's, or a resync's (whose
+    /// claims are weighed like any update).
+    reading: Reading,
 }
 
 impl CoopState {
-    /// On a first reading of robots.rdf: fetches the snapshot it names instead of acting on
-    /// its list now, if snapshots are used and the site speaks for it. Returns whether it did.
+    /// On a first reading of robots.rdf, or one after the changes feed lost the crawl's
+    /// cursor: fetches the snapshot it names instead of acting on its list now, if snapshots
+    /// are used and the site speaks for it. Gives the list back when it did not.
     pub(crate) fn take_snapshot(
         &mut self,
         r: &mut Reach<'_>,
         host: HostId,
         snapshot: Option<&Url>,
         list: Vec<Listed>,
+        reading: Reading,
     ) -> Result<(), Vec<Listed>> {
         let Some(url) = snapshot else {
             return Err(list);
@@ -88,6 +93,7 @@ impl CoopState {
                 list,
                 tags,
                 taken: Vec::new(),
+                reading,
             },
         );
         r.frontier.hold_pages(host, true);
@@ -158,8 +164,12 @@ impl CoopState {
                 p.list.len().saturating_sub(p.taken.len())
             ),
         }
-        for l in &p.list {
-            self.listed(r, host, l.said(), Reading::First);
+        // What was taken is held as the listing says: only the rest is weighed (the pages
+        // taken may not be saved yet, so the copies held would look older).
+        let taken: std::collections::HashSet<&str> =
+            p.taken.iter().map(|l| l.url.as_str()).collect();
+        for l in p.list.iter().filter(|l| !taken.contains(l.url.as_str())) {
+            self.listed(r, host, l.said(), p.reading);
         }
         let step = (p.taken.len() / CHECKS).max(1);
         let offset = if p.taken.is_empty() {
@@ -167,7 +177,13 @@ impl CoopState {
         } else {
             (self.rng as usize) % step
         };
-        for link in p.taken.iter().skip(offset).step_by(step).take(CHECKS) {
+        // An operator who turned checks off (a share of 0) gets none here either.
+        let checks = if self.config.check_share > 0.0 {
+            CHECKS
+        } else {
+            0
+        };
+        for link in p.taken.iter().skip(offset).step_by(step).take(checks) {
             self.claims.insert(link.fp, (host, Claim::Unchanged));
             self.site(host).stats.checks += 1;
             self.due_now(r, host, link);

@@ -110,6 +110,8 @@ pub(crate) struct Effects {
     pub gone: Vec<PageRecord>,
     /// Pages to rebuild from inline deltas.
     pub inline: Vec<InlineDelta>,
+    /// Pages read from batches, to record.
+    pub batch: Vec<super::batches::BatchPage>,
     /// Deliveries that arrived.
     pub pushes: u64,
     /// Bytes that arrived outside requests (pushed documents).
@@ -250,6 +252,15 @@ impl CoopState {
         self.sites
             .get(&host)
             .is_some_and(|s| s.covers(&self.config))
+    }
+
+    /// The hosts whose announcements stand in for polling their pages.
+    pub(crate) fn covered_hosts(&self) -> Vec<HostId> {
+        self.sites
+            .iter()
+            .filter(|(_, s)| s.covers(&self.config))
+            .map(|(id, _)| *id)
+            .collect()
     }
 
     /// The sites' cooperation to save with the next batch.

@@ -308,7 +308,8 @@ fn polls_are_paced_by_answers_and_failures_hand_the_site_back_to_polling() {
         panic!("a fetch")
     };
     assert_eq!((h, kind), (host, MetaKind::Changes));
-    assert_eq!(url.as_str(), format!("{CHANGES}?since=10"));
+    // A believed site is asked for the changed pages' content too (a batch).
+    assert_eq!(url.as_str(), format!("{CHANGES}?since=10&bodies=1"));
     w.frontier.finished(host, Instant::now());
     // Nothing changed: the next poll is planned at the site's interval, not sooner.
     w.poll_changes(Ok(not_modified()));
@@ -359,4 +360,109 @@ fn a_pushed_inline_delta_for_a_held_copy_is_applied_without_a_request() {
     assert_eq!(stats.delta_fallbacks, 1);
     w.decide(|c, r| c.visited(r, host, a, true, Some(&DeltaUse::Pushed)));
     assert_eq!(w.coop.site_state(w.host).unwrap().stats.deltas, 1);
+}
+
+/// The site's changes with the content of `pages` (URL, body), as a batch.
+fn batch_of(entries: Vec<ChangeEntry>, pages: &[(&str, &[u8])]) -> CoopFetched {
+    use webcoop_protocol::snapshot::Entry;
+    use webcoop_protocol::validator::Sha256Digest;
+    let feed = World::feed(entries);
+    let content: Vec<Entry> = pages
+        .iter()
+        .map(|(url, body)| Entry {
+            url: (*url).to_string(),
+            content_type: "text/html".into(),
+            sha256: Sha256Digest::of(body),
+            body: body.to_vec(),
+        })
+        .collect();
+    let mut n = 0u8;
+    let body = webcoop_protocol::batch::write(CHANGES, &feed.body, &content, Utc::now(), || {
+        n += 1;
+        webcoop_protocol::warc::record::record_id([n; 16])
+    });
+    CoopFetched {
+        status: 200,
+        headers: vec![("content-type".into(), "application/warc".into())],
+        size: body.len() as u64,
+        body,
+        record: None,
+    }
+}
+
+#[test]
+fn a_batch_gives_the_pages_its_changes_vouch_for_and_the_rest_is_fetched() {
+    use webcoop_protocol::validator::Sha256Digest;
+    let tag = |b: &[u8]| Sha256Digest::of(b).etag().to_string();
+    let mut w = World::new(CoopConfig::default());
+    let a = w.held_page("/a", 60_000, "\"sha256-old-a\"");
+    let b = w.held_page("/b", 60_000, "\"sha256-old-b\"");
+    let a_url = format!("{SITE}/a");
+    let b_url = format!("{SITE}/b");
+    let out = w.poll_changes(Ok(batch_of(
+        vec![
+            change(11, ChangeKind::Modified, "/a", Some(&tag(b"new a"))),
+            // The change names one digest, the batch carries other bytes: a lie.
+            change(12, ChangeKind::Modified, "/b", Some(&tag(b"new b"))),
+            change(13, ChangeKind::Created, "/c", Some(&tag(b"new c"))),
+            {
+                let mut e = change(14, ChangeKind::Created, "/x", Some(&tag(b"elsewhere")));
+                e.url = Url::parse("http://other.test/x").unwrap();
+                e
+            },
+        ],
+        &[
+            (&a_url, b"new a"),
+            (&b_url, b"not what the change says"),
+            (&format!("{SITE}/c"), b"new c"),
+            ("http://other.test/x", b"elsewhere"),
+        ],
+    )));
+    let taken: Vec<(&str, bool)> = out
+        .batch
+        .iter()
+        .map(|p| (p.link.url.as_str(), p.known.is_some()))
+        .collect();
+    assert_eq!(
+        taken,
+        [
+            (a_url.as_str(), true),
+            (format!("{SITE}/c").as_str(), false)
+        ]
+    );
+    let site = w.coop.site_state(w.host).unwrap();
+    assert_eq!((site.stats.from_batch, site.stats.refuted), (2, 1));
+    assert_eq!(site.cursor, Some(14));
+    assert!(
+        site.stats.foreign >= 1,
+        "another origin's page is not taken"
+    );
+    // The page whose content was refused is fetched as announced; the one taken is not.
+    assert!(w.due(b) <= now_ms(), "b is fetched");
+    assert!(w.due(a) > now_ms() + 3_600_000, "a came with the batch");
+
+    // A site no longer believed: nothing is taken from its batches.
+    let mut w = World::new(CoopConfig::default());
+    w.held_page("/a", 60_000, "\"sha256-old-a\"");
+    w.coop.sites.get_mut(&w.host).unwrap().trust.refute(50.0);
+    let out = w.poll_changes(Ok(batch_of(
+        vec![change(11, ChangeKind::Modified, "/a", Some(&tag(b"new a")))],
+        &[(&a_url, b"new a")],
+    )));
+    assert!(out.batch.is_empty());
+    // A batch that does not read is a failed poll, and the site's changes are asked without
+    // content from then on.
+    let mut w = World::new(CoopConfig::default());
+    let mut broken = batch_of(vec![], &[(&a_url, b"more pages than changes")]);
+    broken.body.truncate(broken.body.len() - 3);
+    w.poll_changes(Ok(broken));
+    let site = w.coop.site_state(w.host).unwrap();
+    assert_eq!(site.failures, 1);
+    assert!(site.no_batches);
+    let host = w.host;
+    let (job, _) = w.decide(|c, r| c.poll_job(r, host));
+    let Some(CoopJob::Fetch { url, .. }) = job else {
+        panic!("a poll")
+    };
+    assert_eq!(url.as_str(), format!("{CHANGES}?since=10"));
 }

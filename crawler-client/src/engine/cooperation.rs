@@ -6,6 +6,7 @@
 use super::crawl_log::Entry;
 use super::{CrawlError, Engine};
 use crate::clock::now_ms;
+use crate::coop::batches::BatchPage;
 use crate::coop::callback::CallbackEvent;
 use crate::coop::{CoopJob, CoopState, Effects, KnownPages, Reach};
 use crate::fetch::FetchError;
@@ -96,6 +97,9 @@ impl Engine {
                 }
             });
         }
+        for b in out.batch {
+            self.read_from_batch(b);
+        }
         self.run.pushes += out.pushes;
         self.run.bytes += out.bytes;
     }
@@ -172,12 +176,98 @@ impl Engine {
             std::sync::atomic::Ordering::Relaxed,
             |b| Some(b.saturating_sub(bytes)),
         );
+        let mut f = f;
+        let mut job = job;
+        // Read again after a resync: a page held is taken only if the snapshot has another
+        // version of it (the listing's claims weigh the rest), one only queued is fetched.
+        let held = if self.frontier.seen(job.fp) {
+            match self.store.known(job.fp) {
+                Some(k) if k.digest.is_some() && k.digest != f.analysis.digest => Some(k),
+                _ => return Ok(()),
+            }
+        } else {
+            None
+        };
         let validator = f.analysis.validator.as_deref();
-        if self.frontier.seen(job.fp) || !self.coop.snapshot_page(job.host, &job.url, validator) {
+        if !self.coop.snapshot_page(job.host, &job.url, validator) {
             return Ok(());
         }
-        self.frontier.mark_seen(job.fp);
+        match held {
+            Some(k) => {
+                f.changed = true;
+                f.known = Some(k);
+                job.revisit = true;
+            }
+            None => {
+                self.frontier.mark_seen(job.fp);
+            }
+        }
         self.handle_page(job, Ok(f), Duration::ZERO, Source::Snapshot)
+    }
+
+    /// Examines a page a batch carried, off the loop, and hands it back as an outcome.
+    fn read_from_batch(&mut self, b: BatchPage) {
+        let Ok(page) = Url::parse(&b.link.url) else {
+            return;
+        };
+        let job = Queued {
+            seq: 0,
+            host: b.host,
+            fp: b.link.fp,
+            url: b.link.url.clone(),
+            depth: b.depth,
+            hops: 0,
+            attempts: 0,
+            priority: 0.0,
+            revisit: b.known.is_some(),
+        };
+        let ctx = self.ctx.clone();
+        let tx = self.tx.clone();
+        self.rt.spawn_blocking(move || {
+            let (batch, id) = &b.from;
+            let how = format!("batch; {batch}");
+            let f = crate::coop::snapshot_fetch::page_of(
+                &ctx,
+                &page,
+                &b.entry,
+                b.known.as_ref(),
+                b.depth,
+                id.as_deref().map(|id| (id, batch)),
+                &how,
+            );
+            tx.send(Outcome::Page {
+                job,
+                result: Ok(Box::new(f)),
+                elapsed: Duration::ZERO,
+                source: Source::Batch,
+            });
+        });
+    }
+
+    /// A page read from a batch: recorded unless something else recorded it first or it was
+    /// forgotten meanwhile; now and then fetched again to check the site.
+    pub(super) fn batch_page(
+        &mut self,
+        job: Queued,
+        result: Result<Box<Fetched>, FetchError>,
+    ) -> Result<(), CrawlError> {
+        let Ok(f) = result else {
+            return Ok(());
+        };
+        if self.frontier.seen(job.fp) {
+            let held = self.store.known(job.fp);
+            if held.is_none()
+                || held.map(|k| k.validator) != f.known.as_ref().map(|k| k.validator.clone())
+            {
+                return Ok(()); // queued meanwhile, or recorded since the batch was read
+            }
+        } else {
+            self.frontier.mark_seen(job.fp);
+        }
+        let (host, fp, url) = (job.host, job.fp, job.url.clone());
+        self.handle_page(job, Ok(f), Duration::ZERO, Source::Batch)?;
+        self.with_coop(|c, r| c.batch_recorded(r, host, fp, &url));
+        Ok(())
     }
 
     /// Ends every subscription (the crawl stops): asks each hub, and waits briefly for the

@@ -277,6 +277,13 @@ impl Engine {
             settings: s,
         };
         e.schedule = e.restore_schedule()?;
+        // A site that answered for its pages before the restart still does until it stops:
+        // its pages wait for its announcements instead of being fetched on resuming.
+        if let Some(schedule) = e.schedule.as_mut() {
+            for host in e.coop.covered_hosts() {
+                schedule.set_host_covered(host, true);
+            }
+        }
         Ok((e, seeds, metrics_addr))
     }
 

@@ -35,6 +35,12 @@ impl Engine {
             Outcome::Page {
                 job,
                 result,
+                source: Source::Batch,
+                ..
+            } => self.batch_page(job, result),
+            Outcome::Page {
+                job,
+                result,
                 elapsed,
                 source,
             } => {

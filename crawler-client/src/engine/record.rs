@@ -56,9 +56,13 @@ fn note(
         note.push_str(if note.is_empty() { "" } else { "; " });
         note.push_str(&delta_note(d));
     }
-    if source == Source::Snapshot {
+    if source.in_a_document() {
         note.push_str(if note.is_empty() { "" } else { "; " });
-        note.push_str("from the site's snapshot");
+        note.push_str(if source == Source::Snapshot {
+            "from the site's snapshot"
+        } else {
+            "from a batch of the site's changes"
+        });
     }
     if source == Source::Replayed {
         note.push_str(if note.is_empty() {
@@ -139,14 +143,7 @@ impl Engine {
             .then(|| (pos.file.clone(), pos.offset));
         let at = f.fetched_at.timestamp_millis();
         // A page read from a snapshot crossed no wire of its own: the snapshot's bytes count.
-        self.count_response(
-            f.status,
-            if source == Source::Snapshot {
-                0
-            } else {
-                f.size
-            },
-        );
+        self.count_response(f.status, if source.in_a_document() { 0 } else { f.size });
         self.unsaved.finished(
             job.seq,
             PageRecord {

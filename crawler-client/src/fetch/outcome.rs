@@ -26,6 +26,15 @@ pub(crate) enum Source {
     Pushed,
     /// Read from a snapshot of the whole site, fetched in one request.
     Snapshot,
+    /// Read from a batch of changes with their pages' content.
+    Batch,
+}
+
+impl Source {
+    /// Whether the page came inside a document of the site's, not by a request of its own.
+    pub(crate) fn in_a_document(self) -> bool {
+        matches!(self, Source::Snapshot | Source::Batch)
+    }
 }
 
 /// The archive record of a response: to be appended, or already in the archive (replay).

@@ -68,6 +68,17 @@ impl Record {
 
 /// Reads one whole record, and nothing after it: `bytes` is exactly a record.
 pub fn parse(bytes: &[u8]) -> Result<Record, WarcError> {
+    let (record, used) = next(bytes)?;
+    if used != bytes.len() {
+        return Err(WarcError::Record(
+            "Content-Length is not the length of the block before the record's end",
+        ));
+    }
+    Ok(record)
+}
+
+/// Reads the record `bytes` starts with; returns it and the bytes it took.
+pub fn next(bytes: &[u8]) -> Result<(Record, usize), WarcError> {
     let head_end = bytes
         .windows(4)
         .take(MAX_HEAD)
@@ -101,15 +112,24 @@ pub fn parse(bytes: &[u8]) -> Result<Record, WarcError> {
         .ok_or(WarcError::Record("no Content-Length, or not a number"))?;
     let block_start = head_end + 4;
     let rest = &bytes[block_start..];
-    if (rest.len() as u64) != length.saturating_add(END.len() as u64) || !rest.ends_with(END) {
+    let block_end = usize::try_from(length)
+        .ok()
+        .filter(|&l| l.saturating_add(END.len()) <= rest.len())
+        .ok_or(WarcError::Record(
+            "Content-Length is more than the bytes left",
+        ))?;
+    if &rest[block_end..block_end + END.len()] != END {
         return Err(WarcError::Record(
             "Content-Length is not the length of the block before the record's end",
         ));
     }
-    Ok(Record {
-        fields,
-        block: rest[..rest.len() - END.len()].to_vec(),
-    })
+    Ok((
+        Record {
+            fields,
+            block: rest[..block_end].to_vec(),
+        },
+        block_start + block_end + END.len(),
+    ))
 }
 
 #[cfg(test)]
@@ -147,5 +167,28 @@ mod tests {
         assert!(parse(b"WARC/1.1\r\nno colon\r\nContent-Length: 0\r\n\r\n\r\n\r\n").is_err());
         assert!(parse(&[0xff; 100]).is_err());
         assert!(parse(b"").is_err());
+    }
+
+    #[test]
+    fn records_in_a_row_read_one_at_a_time() {
+        let mut bytes = record(&[("WARC-Type", "metadata")], b"one");
+        let first = bytes.len();
+        bytes.extend(record(&[("WARC-Type", "resource")], b"two"));
+        let (a, used) = next(&bytes).unwrap();
+        assert_eq!((a.block.as_slice(), used), (&b"one"[..], first));
+        let (b, used) = next(&bytes[first..]).unwrap();
+        assert_eq!(
+            (b.block.as_slice(), used),
+            (&b"two"[..], bytes.len() - first)
+        );
+        assert!(parse(&bytes).is_err(), "two records are not one");
+        assert!(
+            next(&bytes[..bytes.len() - 2]).is_ok(),
+            "the first is whole"
+        );
+        assert!(
+            next(&bytes[first..bytes.len() - 2]).is_err(),
+            "the second is torn"
+        );
     }
 }

@@ -5,14 +5,20 @@
 //! `since` older than the retained history (or newer than anything the agent ever issued, as
 //! after a restore) answers 410 Gone with a resync marker pointing at robots.rdf. The answer's
 //! entity tag covers the page and the newest sequence number, so an idle site costs a 304.
+//! With `bodies=1` the page comes as a batch, with the content of the pages it names
+//! ([`super::batch`]).
 
 use super::{ServiceState, plain};
 use crate::publish::feed::{entries, feed_id};
+use crate::store::LoggedChange;
 use axum::body::Body;
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::Response;
+use chrono::{DateTime, Utc};
 use std::sync::Arc;
+use url::Url;
+use webcoop_protocol::batch;
 use webcoop_protocol::changes_feed::{self, ChangesFeed, Resync};
 use webcoop_protocol::validator::{EntityTag, IfNoneMatch};
 
@@ -21,27 +27,48 @@ pub(crate) const DEFAULT_LIMIT: usize = 500;
 /// Most changes per page.
 pub(crate) const MAX_LIMIT: usize = 10_000;
 
-fn parse_query(query: Option<&str>) -> Result<(Option<u64>, usize), String> {
-    let mut since = None;
-    let mut limit = DEFAULT_LIMIT;
+/// What a request asks.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Query {
+    /// The last change the client has.
+    pub since: Option<u64>,
+    /// Changes per page.
+    pub limit: usize,
+    /// Whether the content of the pages comes too.
+    pub bodies: bool,
+}
+
+fn parse_query(query: Option<&str>) -> Result<Query, String> {
+    let mut q = Query {
+        since: None,
+        limit: DEFAULT_LIMIT,
+        bodies: false,
+    };
     for (k, v) in form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
         match k.as_ref() {
             "since" => {
-                since = Some(v.parse::<u64>().map_err(|_| {
+                q.since = Some(v.parse::<u64>().map_err(|_| {
                     format!("since={v:?} is not a sequence number (an integer from 0)")
                 })?)
             }
             "limit" => {
-                limit = v
+                q.limit = v
                     .parse::<usize>()
                     .ok()
                     .filter(|l| (1..=MAX_LIMIT).contains(l))
                     .ok_or_else(|| format!("limit={v:?} is not a number from 1 to {MAX_LIMIT}"))?
             }
+            batch::BODIES_PARAM => {
+                q.bodies = match v.as_ref() {
+                    "1" | "true" => true,
+                    "0" | "false" => false,
+                    _ => return Err(format!("bodies={v:?} is not 1 or 0")),
+                }
+            }
             _ => {}
         }
     }
-    Ok((since, limit))
+    Ok(q)
 }
 
 fn atom(status: StatusCode, etag: Option<&EntityTag>, body: String) -> Response {
@@ -61,7 +88,11 @@ pub(crate) async fn changes(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Response {
-    let (since, limit) = match parse_query(query.as_deref()) {
+    let Query {
+        since,
+        limit,
+        bodies,
+    } = match parse_query(query.as_deref()) {
         Ok(q) => q,
         Err(message) => return plain(StatusCode::BAD_REQUEST, &format!("{message}\n")),
     };
@@ -84,19 +115,8 @@ pub(crate) async fn changes(
         Ok(w) => w,
         Err(e) => return plain(StatusCode::SERVICE_UNAVAILABLE, &format!("{e}\n")),
     };
-    let now = s.clock.now();
-    let mut feed = ChangesFeed {
-        id: feed_id(&s.base_url),
-        title: format!("Changes of {}", s.base_url.host_str().unwrap_or("the site")),
-        updated: page.last().map_or(now, |c| c.time),
-        self_link: s.topic.clone(),
-        hub: Some(s.hub_url.clone()),
-        next: None,
-        head_seq: Some(head),
-        resync: None,
-        entries: Vec::new(),
-    };
     if gone {
+        let mut feed = page_feed(&s, head, s.clock.now());
         feed.resync = Some(Resync {
             since,
             listing: s.listing_url.clone(),
@@ -108,35 +128,87 @@ pub(crate) async fn changes(
         });
         return atom(StatusCode::GONE, None, changes_feed::write(&feed));
     }
-    let last = page.last().map_or(since, |c| c.seq);
-    if page.len() == limit && last < head {
-        let mut next = s.topic.clone();
-        next.query_pairs_mut()
-            .append_pair("since", &last.to_string())
-            .append_pair("limit", &limit.to_string());
-        feed.next = Some(next);
+    if bodies {
+        return super::batch::respond(s, since, limit, head, page, &headers).await;
     }
-    let etag = EntityTag::strong(format!("c{since}-{limit}-{last}-{head}")).unwrap_or_else(|_| {
+    let last = page.last().map_or(since, |c| c.seq);
+    let etag = page_etag('c', since, limit, last, head);
+    if not_modified(&headers, &etag) {
+        return unchanged(&etag);
+    }
+    let mut feed = page_feed(&s, head, page.last().map_or(s.clock.now(), |c| c.time));
+    feed.next = next_link(&s, since, limit, &page, head, false);
+    feed.entries = entries(&s.base_url, &page);
+    atom(StatusCode::OK, Some(&etag), changes_feed::write(&feed))
+}
+
+/// The feed of a page of changes, without its entries, `updated` at `at`.
+pub(crate) fn page_feed(s: &ServiceState, head: u64, at: DateTime<Utc>) -> ChangesFeed {
+    ChangesFeed {
+        id: feed_id(&s.base_url),
+        title: format!("Changes of {}", s.base_url.host_str().unwrap_or("the site")),
+        updated: at,
+        self_link: s.topic.clone(),
+        hub: Some(s.hub_url.clone()),
+        next: None,
+        head_seq: Some(head),
+        resync: None,
+        entries: Vec::new(),
+    }
+}
+
+/// Where the changes after `page` are, if it is full and more follow.
+pub(crate) fn next_link(
+    s: &ServiceState,
+    since: u64,
+    limit: usize,
+    page: &[LoggedChange],
+    head: u64,
+    bodies: bool,
+) -> Option<Url> {
+    let last = page.last().map_or(since, |c| c.seq);
+    if last >= head || page.len() < limit && !bodies {
+        return None;
+    }
+    let mut next = s.topic.clone();
+    {
+        let mut q = next.query_pairs_mut();
+        q.append_pair("since", &last.to_string())
+            .append_pair("limit", &limit.to_string());
+        if bodies {
+            q.append_pair(batch::BODIES_PARAM, "1");
+        }
+    }
+    Some(next)
+}
+
+/// The entity tag of a page: what it starts after, its size, where it ends and the head.
+pub(crate) fn page_etag(kind: char, since: u64, limit: usize, last: u64, head: u64) -> EntityTag {
+    EntityTag::strong(format!("{kind}{since}-{limit}-{last}-{head}")).unwrap_or_else(|_| {
         EntityTag {
             weak: true,
             tag: String::new(),
         }
-    });
-    let current = headers
+    })
+}
+
+/// Whether the client's `If-None-Match` names `etag`.
+pub(crate) fn not_modified(headers: &HeaderMap, etag: &EntityTag) -> bool {
+    headers
         .get(header::IF_NONE_MATCH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| IfNoneMatch::parse(v).ok())
-        .is_some_and(|inm| inm.matches(&etag));
-    if current {
-        return Response::builder()
-            .status(StatusCode::NOT_MODIFIED)
-            .header(header::ETAG, etag.to_string())
-            .header(header::CACHE_CONTROL, "no-cache")
-            .body(Body::empty())
-            .unwrap_or_default();
-    }
-    feed.entries = entries(&s.base_url, &page);
-    atom(StatusCode::OK, Some(&etag), changes_feed::write(&feed))
+        .is_some_and(|inm| inm.matches(etag))
+}
+
+/// 304 Not Modified.
+pub(crate) fn unchanged(etag: &EntityTag) -> Response {
+    Response::builder()
+        .status(StatusCode::NOT_MODIFIED)
+        .header(header::ETAG, etag.to_string())
+        .header(header::CACHE_CONTROL, "no-cache")
+        .body(Body::empty())
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -145,8 +217,27 @@ mod tests {
 
     #[test]
     fn bad_parameters_are_named() {
-        assert_eq!(parse_query(None), Ok((None, DEFAULT_LIMIT)));
-        assert_eq!(parse_query(Some("since=5&limit=10&x=y")), Ok((Some(5), 10)));
+        assert_eq!(
+            parse_query(None),
+            Ok(Query {
+                since: None,
+                limit: DEFAULT_LIMIT,
+                bodies: false
+            })
+        );
+        assert_eq!(
+            parse_query(Some("since=5&limit=10&x=y&bodies=1")),
+            Ok(Query {
+                since: Some(5),
+                limit: 10,
+                bodies: true
+            })
+        );
+        assert!(
+            parse_query(Some("bodies=yes"))
+                .unwrap_err()
+                .starts_with("bodies=")
+        );
         assert!(
             parse_query(Some("since=-1"))
                 .unwrap_err()

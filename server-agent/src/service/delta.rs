@@ -240,33 +240,7 @@ async fn full_body(
     let reader = s.reader.clone();
     let root = s.reader.docroot().to_path_buf();
     let rel = rel.to_string();
-    let p = path.clone();
-    // Text versions are kept; anything else is read from the docroot (only paths the
-    // inventory holds get here), opened so that a link swapped in cannot lead outside it.
-    let load = move || -> Result<Option<Vec<u8>>, String> {
-        if let Some(kept) = reader
-            .blocking(|st| st.version(&p, &current))
-            .map_err(|e| e.to_string())?
-        {
-            return Ok(Some(kept));
-        }
-        let (file, meta) = match crate::scan::open_confined(&root, &rel) {
-            Ok(f) => f,
-            Err(crate::scan::ReadError::NotPublic(why)) => return Err(why),
-            Err(_) => return Ok(None),
-        };
-        if meta.len() > MAX_SERVED_BYTES {
-            return Ok(None);
-        }
-        let mut bytes = Vec::with_capacity(meta.len() as usize);
-        std::io::Read::read_to_end(
-            &mut std::io::Read::take(file, MAX_SERVED_BYTES + 1),
-            &mut bytes,
-        )
-        .map_err(|e| e.to_string())?;
-        // Changed since the inventory was written: the next change entry will say so.
-        Ok((Sha256Digest::of(&bytes) == current).then_some(bytes))
-    };
+    let load = move || super::bodies::published(&reader, &root, &rel, &current, MAX_SERVED_BYTES);
     let key = Key {
         path,
         base: None,

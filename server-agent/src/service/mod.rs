@@ -2,6 +2,8 @@
 //! `changes` (everything since a sequence number), `delta/{path}` (the difference against the
 //! version a client holds), `hub` (WebSub), `metrics` (Prometheus) and `healthz`.
 
+pub(crate) mod batch;
+pub(crate) mod bodies;
 pub(crate) mod callback_net;
 pub(crate) mod changes;
 pub(crate) mod delta;

@@ -1,0 +1,163 @@
+//! Batches: a believed site's changes asked with the content of the changed pages
+//! (`changes?since=N&bodies=1`, [`webcoop_protocol::batch`]), so a crawler that was away
+//! catches up in one request per page of changes instead of one per changed page. A page is
+//! taken only if the change the batch lists for it names the digest its content has; anything
+//! else is announced as usual and fetched. A few pages taken are fetched again once recorded,
+//! to check the site, as any claim is.
+
+use super::state::{Claim, CoopState, Reach};
+use super::{CoopMode, MetaError};
+use crate::analyze::Link;
+use crate::clock::now_ms;
+use crate::fetch::outcome::{CoopFetched, RecordSlot};
+use crate::ids::{Fp, HostId};
+use crate::state::KnownPage;
+use std::collections::{HashMap, HashSet};
+use url::Url;
+use webcoop_protocol::batch;
+use webcoop_protocol::changes_feed::ChangeKind;
+use webcoop_protocol::snapshot::Entry;
+
+/// A page read from a batch, for the loop to examine and record without a request.
+#[derive(Debug)]
+pub(crate) struct BatchPage {
+    /// The site.
+    pub host: HostId,
+    /// The page.
+    pub link: Link,
+    /// Its depth in the crawl.
+    pub depth: u32,
+    /// The copy held, if it was visited.
+    pub known: Option<KnownPage>,
+    /// Its content as the batch carries it.
+    pub entry: Entry,
+    /// The batch it came from, and its record in the crawl's archive.
+    pub from: (Url, Option<String>),
+}
+
+impl CoopState {
+    /// Whether the changes of `host` are asked with their pages' content.
+    pub(crate) fn asks_bodies(&self, r: &Reach<'_>, host: HostId) -> bool {
+        self.config.batches
+            && self.config.mode != CoopMode::Off
+            && !r.frontier.is_shared()
+            && self
+                .sites
+                .get(&host)
+                .is_some_and(|s| !s.no_batches && s.trust.believed(self.config.trust_min))
+    }
+
+    /// Whether an answer of the changes endpoint is a batch.
+    pub(crate) fn is_batch(got: &CoopFetched) -> bool {
+        got.header("content-type")
+            .and_then(|t| t.split(';').next())
+            .is_some_and(|t| t.trim().eq_ignore_ascii_case(batch::MEDIA_TYPE))
+    }
+
+    /// A batch answered: the pages it carries that its changes vouch for are handed to the
+    /// loop, and its changes applied (those pages then need no fetch).
+    pub(crate) fn batch_answered(
+        &mut self,
+        r: &mut Reach<'_>,
+        host: HostId,
+        url: &Url,
+        got: &CoopFetched,
+        secs: Option<f64>,
+    ) -> Result<(), MetaError> {
+        let b = match batch::parse(&got.body, batch::MAX_CONTENT_BYTES as usize) {
+            Ok(b) => b,
+            Err(e) => {
+                tracing::warn!(
+                    "{}: {url}: {e}; asking its changes without content from now on",
+                    r.origin(host)
+                );
+                self.site(host).no_batches = true;
+                return Err(MetaError::Batch(Box::new(e)));
+            }
+        };
+        let archived = match &got.record {
+            Some(RecordSlot::New(rec)) => Some(rec.id.clone()),
+            _ => None,
+        };
+        let mut taken = HashSet::new();
+        if self.asks_bodies(r, host) {
+            let last: HashMap<&str, (ChangeKind, Option<String>)> = b
+                .feed
+                .entries
+                .iter()
+                .map(|e| {
+                    (
+                        e.url.as_str(),
+                        (e.kind, e.etag.as_ref().map(ToString::to_string)),
+                    )
+                })
+                .collect();
+            let mut pages = Vec::new();
+            for entry in b.entries {
+                let vouched = last.get(entry.url.as_str()).is_some_and(|(kind, tag)| {
+                    *kind != ChangeKind::Deleted
+                        && tag.as_deref() == Some(&entry.sha256.etag().to_string())
+                });
+                if !vouched {
+                    self.site(host).stats.refuted += 1;
+                    continue;
+                }
+                pages.push(entry);
+            }
+            for entry in pages {
+                let Ok(page) = Url::parse(&entry.url) else {
+                    continue;
+                };
+                if !self.own_page(r, host, &page) || r.policy.admit(&page, 1).is_err() {
+                    continue;
+                }
+                let link = Link::to(&page);
+                let known = r.pages.known(link.fp);
+                if r.frontier.seen(link.fp) && known.is_none() {
+                    continue; // queued: fetched as usual
+                }
+                taken.insert(entry.url.clone());
+                let tag = entry.sha256.etag().to_string();
+                if known
+                    .as_ref()
+                    .is_some_and(|k| k.validator.as_deref() == Some(&tag))
+                {
+                    continue; // held already (pushed, or fetched since)
+                }
+                let depth = r
+                    .schedule
+                    .as_deref()
+                    .and_then(|s| s.page(link.fp))
+                    .map_or(1, |p| p.depth);
+                self.site(host).stats.from_batch += 1;
+                r.out.batch.push(BatchPage {
+                    host,
+                    link,
+                    depth,
+                    known,
+                    entry,
+                    from: (url.clone(), archived.clone()),
+                });
+            }
+        }
+        let site = self.site(host);
+        site.changes_etag = got.header("etag").map(str::to_string);
+        site.last_poll = Some(now_ms());
+        self.apply_feed(r, host, b.feed, secs, false, &taken);
+        Ok(())
+    }
+
+    /// A page taken from a batch was recorded: it is fetched again to check the site, now
+    /// and then, as any claim is.
+    pub(crate) fn batch_recorded(&mut self, r: &mut Reach<'_>, host: HostId, fp: Fp, url: &str) {
+        if !self.chance(self.config.check_share) {
+            return;
+        }
+        let Ok(u) = Url::parse(url) else {
+            return;
+        };
+        self.claims.insert(fp, (host, Claim::Unchanged));
+        self.site(host).stats.checks += 1;
+        self.due_now(r, host, &Link::with_fp(&u, fp));
+    }
+}
