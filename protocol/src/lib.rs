@@ -9,6 +9,7 @@
 //! - [`changes_feed`]: the Atom feed of changes with sequence numbers, tombstones and inline deltas;
 //! - [`snapshot`] and [`batch`]: a whole site, or a page of changes with their content, as WARC;
 //! - [`warc`]: WARC 1.1 records, WARC-zstd files and CDXJ lines;
+//! - [`resourcesync`]: ResourceSync source description, capability, resource and change lists;
 //! - [`delta`]: RFC 9842 `dcz` deltas, unified diffs and change summaries;
 //! - [`websub`]: WebSub subscription parameters, verification of intent, `X-Hub-Signature`;
 //! - [`validator`] and [`dates`]: entity tags, digests, W3C-DTF and HTTP dates;
@@ -25,6 +26,7 @@ pub mod dates;
 pub mod delta;
 pub mod error;
 pub mod namespaces;
+pub mod resourcesync;
 pub mod robots_rdf;
 pub mod sitemap;
 pub mod snapshot;

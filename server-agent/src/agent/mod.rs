@@ -285,6 +285,7 @@ impl Agent {
             config.sitemap_part_urls,
             links,
         );
+        publisher.set_resourcesync(config.resourcesync);
         let stale = publisher.prepare(config.replace_existing)?;
         if let (Some(name), Some(indexnow)) = (indexnow_key_file(&config), &config.indexnow) {
             // IndexNow checks the key at the site: the file holds the key and nothing else.

@@ -243,7 +243,10 @@ impl Agent {
                     let done = self
                         .publisher
                         .publish_listing_and_feed(&self.inventory, &self.store, at)
-                        .and_then(|_| self.publisher.publish_sitemaps(&self.inventory, at));
+                        .and_then(|_| {
+                            self.publisher
+                                .publish_sitemaps(&self.inventory, &self.store, at)
+                        });
                     republish = match done {
                         Ok(_) => {
                             tracing::info!("published the documents that could not be written");
@@ -254,9 +257,11 @@ impl Agent {
                     };
                 } else if sitemaps_stale.take().is_some() {
                     let started = Instant::now();
-                    let done = self
-                        .publisher
-                        .publish_sitemaps(&self.inventory, truncate_ms(self.clock.now()));
+                    let done = self.publisher.publish_sitemaps(
+                        &self.inventory,
+                        &self.store,
+                        truncate_ms(self.clock.now()),
+                    );
                     let noted = done.as_ref().map(|_| None).map_err(|e| e.to_string());
                     self.note_publication("sitemaps", started.elapsed(), noted);
                     if let Err(e) = done {

@@ -130,6 +130,8 @@ pub struct Config {
     pub console: Option<ConsoleSettings>,
     /// Snapshots of the whole site, when they are published.
     pub snapshots: Option<SnapshotSettings>,
+    /// Whether the ResourceSync documents are published.
+    pub resourcesync: bool,
 }
 
 /// When snapshots of the whole site are rebuilt, and how hard they are compressed.
@@ -462,6 +464,7 @@ impl Config {
             indexnow,
             console,
             snapshots,
+            resourcesync: given(o.resourcesync, "resourcesync")?,
         })
     }
 }

@@ -128,6 +128,10 @@ pub struct AgentOptions {
     /// on its first visit) under .well-known/webcoop/snapshot/.
     #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
     pub snapshots: Option<bool>,
+    /// Publish the ResourceSync documents (ANSI/NISO Z39.99): a Source Description at
+    /// /.well-known/resourcesync naming a Capability List, a Resource List and a Change List.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub resourcesync: Option<bool>,
     /// Build a new snapshot once the files changed since the last one hold this share of the
     /// site's bytes (0 to 1).
     #[arg(long, value_name = "SHARE")]
@@ -168,6 +172,7 @@ impl AgentOptions {
             judge_every: Some(86_400),
             judge_rate: Some(200.0),
             snapshots: Some(true),
+            resourcesync: Some(true),
             snapshot_share: Some(0.1),
             snapshot_every: Some(86_400),
             snapshot_level: Some(crate::snapshot::DEFAULT_LEVEL),

@@ -4,6 +4,7 @@
 pub(crate) mod atomic;
 pub(crate) mod feed;
 pub(crate) mod listing;
+pub(crate) mod resourcesync;
 pub(crate) mod sitemaps;
 pub(crate) mod snapshot;
 
@@ -105,6 +106,8 @@ pub(crate) struct Publisher {
     sitemaps: sitemaps::SitemapPublisher,
     /// The sequence number of the snapshot robots.rdf advertises.
     snapshot: Option<u64>,
+    /// Whether the ResourceSync documents are published.
+    resourcesync: bool,
 }
 
 /// Whether the file at `path` was written by us: robots.rdf declares our namespace, sitemaps
@@ -150,6 +153,7 @@ impl Publisher {
             listing: listing::ListingWriter::default(),
             sitemaps: sitemaps::SitemapPublisher::new(sitemap_part_urls),
             snapshot: snapshot::newest(out),
+            resourcesync: false,
         }
     }
 
@@ -184,6 +188,11 @@ impl Publisher {
     /// Advertises the snapshot at `sequence` from the next publication on.
     pub(crate) fn set_snapshot(&mut self, sequence: Option<u64>) {
         self.snapshot = sequence;
+    }
+
+    /// Publishes the ResourceSync documents too (or no longer).
+    pub(crate) fn set_resourcesync(&mut self, on: bool) {
+        self.resourcesync = on;
     }
 
     /// The sequence number of the snapshot advertised.
@@ -225,21 +234,35 @@ impl Publisher {
     ) -> Result<PublishReport, PublishError> {
         let start = Instant::now();
         let mut report = self.publish_listing_and_feed(inventory, store, now)?;
-        report.sitemaps = self.publish_sitemaps(inventory, now)?;
+        report.sitemaps = self.publish_sitemaps(inventory, store, now)?;
         report.total_time = start.elapsed();
         Ok(report)
     }
 
-    /// Publishes the sitemaps.
+    /// Publishes the documents of the whole site that may wait a little behind robots.rdf:
+    /// the sitemaps and the ResourceSync lists.
     pub(crate) fn publish_sitemaps(
         &mut self,
         inventory: &Inventory,
+        store: &Store,
         now: DateTime<Utc>,
     ) -> Result<sitemaps::SitemapReport, PublishError> {
         let path = self.out.join(SITEMAP);
-        self.sitemaps
+        let report = self
+            .sitemaps
             .publish(&self.out, inventory, &self.base, now)
-            .map_err(|source| PublishError::Write { path, source })
+            .map_err(|source| PublishError::Write { path, source })?;
+        if self.resourcesync {
+            let hub = self.links.as_ref().map(|l| &l.hub);
+            resourcesync::publish(&self.out, &self.base, hub, false, inventory, store, now)
+                .map_err(|e| match e {
+                    resourcesync::ResourceSyncError::Write(path, source) => {
+                        PublishError::Write { path, source }
+                    }
+                    resourcesync::ResourceSyncError::Store(e) => PublishError::Store(e),
+                })?;
+        }
+        Ok(report)
     }
 
     /// Publishes robots.rdf, then the changes feed: what cooperating crawlers watch.
