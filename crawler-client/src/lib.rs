@@ -55,6 +55,11 @@ pub mod parsers {
     pub use crate::frontier::robots::Rules;
 }
 
+/// The crawl log's notes, to tell requests from pages read from what a site sent.
+pub mod crawl_log {
+    pub use crate::engine::crawl_log::{FROM_BATCH, FROM_SNAPSHOT, PUSHED_INLINE, is_request};
+}
+
 /// WebSub push as a subscriber: the callback server a crawl runs.
 pub mod push {
     pub use crate::coop::callback::{CallbackEvent, CallbackServer, Expected, token_for};

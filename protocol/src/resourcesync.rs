@@ -46,6 +46,10 @@ pub enum Capability {
     ResourceDump,
     /// The manifest of a Resource Dump's package.
     ResourceDumpManifest,
+    /// A Change Notification channel (the topic a WebSub hub pushes change notifications on).
+    ChangeListNotification,
+    /// A Framework Notification: a document of the framework itself changed.
+    FrameworkNotification,
 }
 
 impl Capability {
@@ -58,6 +62,8 @@ impl Capability {
             Capability::ChangeList => "changelist",
             Capability::ResourceDump => "resourcedump",
             Capability::ResourceDumpManifest => "resourcedump-manifest",
+            Capability::ChangeListNotification => "changelist-notification",
+            Capability::FrameworkNotification => "framework-notification",
         }
     }
 }
@@ -163,17 +169,20 @@ pub fn source_description(capability_list: &str) -> String {
     out
 }
 
-/// A Capability List: `up` is the Source Description, `hub` the WebSub hub announcing changes.
+/// A Capability List: `up` is the Source Description; a notification channel names the
+/// WebSub `hub` its topic is pushed by.
 pub fn capability_list(up: &str, hub: Option<&str>, entries: &[(Capability, &str)]) -> String {
     let mut out = String::from(HEAD);
     push_ln(&mut out, "  ", "up", up);
-    if let Some(hub) = hub {
-        push_ln(&mut out, "  ", "hub", hub);
-    }
     push_md(&mut out, "  ", &[("capability", "capabilitylist")]);
     for (capability, loc) in entries {
         push_loc(&mut out, loc);
         push_md(&mut out, "    ", &[("capability", capability.as_str())]);
+        if let (Capability::ChangeListNotification | Capability::FrameworkNotification, Some(hub)) =
+            (capability, hub)
+        {
+            push_ln(&mut out, "    ", "hub", hub);
+        }
         out.push_str("  </url>\n");
     }
     out.push_str(TAIL);
@@ -246,8 +255,44 @@ pub fn change_list(up: &str, from: DateTime<Utc>, changes: &[ChangeItem]) -> Str
         "  ",
         &[("capability", "changelist"), ("from", &seconds(from))],
     );
+    push_changes(&mut out, changes);
+    out.push_str(TAIL);
+    out
+}
+
+/// A Change Notification (ResourceSync Change Notification 1.0.1): `changes` as a hub pushes
+/// them on a `changelist-notification` channel.
+pub fn change_notification(changes: &[ChangeItem]) -> String {
+    let mut out = String::from(HEAD);
+    push_md(&mut out, "  ", &[("capability", "changelist-notification")]);
+    push_changes(&mut out, changes);
+    out.push_str(TAIL);
+    out
+}
+
+/// A Framework Notification: the document at `loc` (of `capability`) was updated at `at`; a
+/// destination that missed changes reads it again (a new Resource List after a gap).
+pub fn framework_notification(loc: &str, capability: Capability, at: DateTime<Utc>) -> String {
+    let mut out = String::from(HEAD);
+    push_md(&mut out, "  ", &[("capability", "framework-notification")]);
+    push_loc(&mut out, loc);
+    push_md(
+        &mut out,
+        "    ",
+        &[
+            ("capability", capability.as_str()),
+            ("change", "updated"),
+            ("datetime", &seconds(at)),
+        ],
+    );
+    out.push_str("  </url>\n");
+    out.push_str(TAIL);
+    out
+}
+
+fn push_changes(out: &mut String, changes: &[ChangeItem]) {
     for c in changes {
-        push_loc(&mut out, &c.loc);
+        push_loc(out, &c.loc);
         let datetime = seconds(c.datetime);
         out.push_str("    <lastmod>");
         out.push_str(&datetime);
@@ -256,7 +301,7 @@ pub fn change_list(up: &str, from: DateTime<Utc>, changes: &[ChangeItem]) -> Str
             Some((sha, length, media_type)) => {
                 let (hash, length) = (hash(sha), length.to_string());
                 push_md(
-                    &mut out,
+                    out,
                     "    ",
                     &[
                         ("change", c.change.as_str()),
@@ -268,15 +313,13 @@ pub fn change_list(up: &str, from: DateTime<Utc>, changes: &[ChangeItem]) -> Str
                 );
             }
             None => push_md(
-                &mut out,
+                out,
                 "    ",
                 &[("change", c.change.as_str()), ("datetime", &datetime)],
             ),
         }
         out.push_str("  </url>\n");
     }
-    out.push_str(TAIL);
-    out
 }
 
 /// A Resource Dump: one package (a ZIP file at `package`, of `length` bytes and digest `sha`)

@@ -606,7 +606,7 @@ pub(crate) fn stop(mut crawler: Killed) {
 fn requests_logged(out: &Path, from: DateTime<Utc>, to: DateTime<Utc>) -> u64 {
     let log = std::fs::read_to_string(out.join("crawl.log")).unwrap_or_default();
     log.lines()
-        .filter(|l| !l.contains("delta pushed inline"))
+        .filter(|l| webcoop_crawler::crawl_log::is_request(l))
         .filter_map(|l| l.split(' ').next())
         .filter_map(|t| DateTime::parse_from_rfc3339(t).ok())
         .filter(|t| *t >= from && *t < to)

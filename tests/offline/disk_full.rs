@@ -131,6 +131,8 @@ fn an_agent_whose_disk_fills_keeps_the_published_documents_and_catches_up() {
             .arg(&state)
             .arg("--out")
             .arg(out_disk.path())
+            // The disk is sized for robots.rdf, the sitemap and the feed alone.
+            .arg("--resourcesync=false")
             .arg("--once")
             .output()
             .unwrap()
@@ -203,6 +205,7 @@ fn a_watching_agent_publishes_what_it_could_not_write_once_there_is_space_withou
             .arg(state.path().join("state"))
             .arg("--out")
             .arg(out_disk.path())
+            .arg("--resourcesync=false")
             .args(["--debounce-ms", "20"])
             .stderr(std::fs::File::create(&log_path).unwrap())
             .spawn()

@@ -682,3 +682,107 @@ async fn a_subscriber_that_refuses_the_cbor_it_asked_for_gets_atom_again() {
     assert_eq!(d.headers["content-type"], "application/atom+xml");
     assert_eq!(delivered(&d).entries.len(), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resourcesync_change_notifications_are_pushed_on_their_own_topic() {
+    let options = Options {
+        retain_changes: Some(10),
+        feed_entries: Some(5),
+        ..Options::default()
+    };
+    let site = Site::start(&[("index.html", "home")], options).await;
+    let topic = "https://site.example/.well-known/webcoop/resourcesync-notifications".to_string();
+    // The topic names its hub and itself, as WebSub discovery reads it.
+    let r = site
+        .client
+        .get(site.url("resourcesync-notifications"))
+        .send()
+        .await
+        .unwrap();
+    let link = r.headers()["link"].to_str().unwrap().to_string();
+    assert!(
+        link.contains("rel=\"hub\"") && link.contains(&format!("<{topic}>; rel=\"self\"")),
+        "{link}"
+    );
+    let sub = Subscriber::start().await;
+    let callback = sub.callback("rs");
+    let (status, text) = site
+        .hub_request(&[
+            ("hub.mode", "subscribe"),
+            ("hub.callback", callback.as_str()),
+            ("hub.topic", topic.as_str()),
+        ])
+        .await;
+    assert_eq!(status, 202, "{text}");
+    sub.wait("rs", SECS(10), "verification of intent", |c| {
+        !c.verifications.is_empty()
+    })
+    .await;
+    assert_eq!(
+        sub.with("rs", |c| c.verifications[0]["hub.topic"].clone()),
+        topic
+    );
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    site.write("news.html", "<p>news</p>");
+    sub.wait("rs", SECS(10), "a notification", |c| {
+        !c.deliveries.is_empty()
+    })
+    .await;
+    let d = sub.with("rs", |c| c.deliveries[0].clone());
+    assert_eq!(d.headers["content-type"], "application/xml");
+    let link = d.headers["link"].to_str().unwrap();
+    assert!(link.contains(&format!("<{topic}>; rel=\"self\"")), "{link}");
+    let body = String::from_utf8(d.body.to_vec()).unwrap();
+    assert!(
+        body.contains("<rs:md capability=\"changelist-notification\"/>"),
+        "{body}"
+    );
+    assert!(
+        body.contains("<loc>https://site.example/news.html</loc>"),
+        "{body}"
+    );
+    let sha = Sha256Digest::of(b"<p>news</p>").to_hex();
+    assert!(body.contains("change=\"created\""), "{body}");
+    assert!(body.contains(&format!("hash=\"sha-256:{sha}\"")), "{body}");
+
+    // Away for longer than the history: a Framework Notification sends it to the Resource List.
+    sub.set("rs", Verify::Echo, Deliver::Unavailable);
+    for i in 0..30 {
+        site.write(&format!("p{i}.html"), "x");
+    }
+    site.wait_head(31).await;
+    sub.wait("rs", SECS(10), "a failed attempt", |c| c.attempts >= 2)
+        .await;
+    sub.set("rs", Verify::Echo, Deliver::Ok);
+    sub.wait("rs", SECS(20), "a second notification", |c| {
+        c.deliveries.len() >= 2
+    })
+    .await;
+    let body = sub.with("rs", |c| {
+        String::from_utf8(c.deliveries[1].body.to_vec()).unwrap()
+    });
+    assert!(
+        body.contains("capability=\"framework-notification\""),
+        "{body}"
+    );
+    assert!(
+        body.contains(
+            "<loc>https://site.example/.well-known/webcoop/resourcesync/resourcelist.xml</loc>"
+        ),
+        "{body}"
+    );
+    // A topic the hub does not have is refused, naming both it has.
+    let (status, text) = site
+        .hub_request(&[
+            ("hub.mode", "subscribe"),
+            ("hub.callback", callback.as_str()),
+            (
+                "hub.topic",
+                "https://site.example/.well-known/webcoop/other",
+            ),
+        ])
+        .await;
+    assert_eq!(status, 400);
+    assert!(text.contains("resourcesync-notifications"), "{text}");
+}

@@ -1060,11 +1060,11 @@ fn a_fleet_keeps_a_pushing_site_exact_with_one_subscription() {
     let _ = survivor.0.wait();
 }
 
-/// The crawl.log lines of requests the crawler made (pages read from a snapshot are logged
-/// too, saying so).
+/// The crawl.log lines of requests the crawler made (pages read from a snapshot or a batch
+/// are logged too, saying so).
 fn requests_in(log: &str) -> usize {
     log.lines()
-        .filter(|l| !l.is_empty() && !l.contains("from the site's snapshot"))
+        .filter(|l| webcoop_crawler::crawl_log::is_request(l))
         .count()
 }
 
@@ -1101,7 +1101,7 @@ fn a_first_visit_takes_the_whole_site_from_its_snapshot_in_a_few_requests() {
     );
     let taken = log
         .lines()
-        .filter(|l| l.contains("from the site's snapshot"))
+        .filter(|l| l.contains(webcoop_crawler::crawl_log::FROM_SNAPSHOT))
         .count();
     let requests = requests_in(&log);
     eprintln!("first visit: {requests} requests, {taken} pages from the snapshot");
@@ -1182,11 +1182,11 @@ fn a_crawler_that_was_away_catches_up_on_100_changes_in_one_batch() {
     let run: Vec<&str> = log.lines().skip(before).collect();
     let taken = run
         .iter()
-        .filter(|l| l.contains("from a batch of the site's changes"))
+        .filter(|l| l.contains(webcoop_crawler::crawl_log::FROM_BATCH))
         .count();
     let requests: Vec<&&str> = run
         .iter()
-        .filter(|l| !l.contains("from a batch of the site's changes"))
+        .filter(|l| webcoop_crawler::crawl_log::is_request(l))
         .collect();
     eprintln!(
         "catching up on 100 changes: {} requests, {taken} pages from batches",
@@ -1264,9 +1264,14 @@ fn a_crawler_away_longer_than_the_site_s_history_takes_its_snapshot_again() {
     let log = log_of(&out);
     stop(&mut c, "the second run");
     let run: Vec<&str> = log.lines().skip(before).collect();
-    let from_snapshot = |l: &str| l.contains("from the site's snapshot");
-    let taken = run.iter().filter(|l| from_snapshot(l)).count();
-    let requests: Vec<&&str> = run.iter().filter(|l| !from_snapshot(l)).collect();
+    let taken = run
+        .iter()
+        .filter(|l| l.contains(webcoop_crawler::crawl_log::FROM_SNAPSHOT))
+        .count();
+    let requests: Vec<&&str> = run
+        .iter()
+        .filter(|l| webcoop_crawler::crawl_log::is_request(l))
+        .collect();
     let listing = |r: &[&&str]| r.iter().map(|l| format!("{l}\n")).collect::<String>();
     eprintln!(
         "away past the history: {} requests, {taken} pages from the snapshot",

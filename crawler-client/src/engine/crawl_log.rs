@@ -8,6 +8,22 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+/// The note of a page read from the site's snapshot.
+pub const FROM_SNAPSHOT: &str = "from the site's snapshot";
+/// The note of a page read from a batch of the site's changes.
+pub const FROM_BATCH: &str = "from a batch of the site's changes";
+/// The note of a page rebuilt from a delta the site's hub pushed.
+pub const PUSHED_INLINE: &str = "delta pushed inline, applied and verified";
+
+/// Whether a line of the log is a request the crawler made, rather than a page it read from
+/// something the site sent (its snapshot, a batch, a pushed delta).
+pub fn is_request(line: &str) -> bool {
+    !line.is_empty()
+        && ![FROM_SNAPSHOT, FROM_BATCH, PUSHED_INLINE]
+            .iter()
+            .any(|note| line.contains(note))
+}
+
 /// One line of the log: `time status size url depth hops type elapsed note`, `-` where a
 /// field does not apply.
 #[derive(Debug, Default)]

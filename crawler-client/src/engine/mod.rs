@@ -16,7 +16,7 @@
 
 mod console;
 mod cooperation;
-mod crawl_log;
+pub(crate) mod crawl_log;
 mod crawl_loop;
 mod fleet;
 mod in_flight;

@@ -30,7 +30,7 @@ pub(super) struct Visit<'a> {
 fn delta_note(d: &DeltaUse) -> String {
     match d {
         DeltaUse::Applied(bytes) => format!("delta applied and verified ({bytes} bytes)"),
-        DeltaUse::Pushed => "delta pushed inline, applied and verified".into(),
+        DeltaUse::Pushed => super::crawl_log::PUSHED_INLINE.into(),
         DeltaUse::Whole => "delta asked, whole body sent".into(),
         DeltaUse::Fallback(why) => format!("delta not used: {why}"),
     }
@@ -59,9 +59,9 @@ fn note(
     if source.in_a_document() {
         note.push_str(if note.is_empty() { "" } else { "; " });
         note.push_str(if source == Source::Snapshot {
-            "from the site's snapshot"
+            super::crawl_log::FROM_SNAPSHOT
         } else {
-            "from a batch of the site's changes"
+            super::crawl_log::FROM_BATCH
         });
     }
     if source == Source::Replayed {

@@ -25,6 +25,8 @@ pub const SITEMAP: &str = "sitemap.xml";
 pub(crate) const SITEMAP_PART_PREFIX: &str = "sitemap-";
 /// See [`SITEMAP_PART_PREFIX`].
 pub(crate) const SITEMAP_PART_SUFFIX: &str = ".xml.gz";
+/// The ResourceSync notification topic, under the service prefix.
+pub(crate) const RESOURCESYNC_TOPIC: &str = "resourcesync-notifications";
 /// Where the static changes feed goes, relative to the output directory.
 pub(crate) const FEED_PATH: &str = ".well-known/webcoop/changes.atom";
 
@@ -82,6 +84,8 @@ pub(crate) struct ServiceLinks {
     pub hub: Url,
     /// Prefix of delta links (`delta/`).
     pub delta: Url,
+    /// The topic of ResourceSync Change Notifications, pushed by the same hub.
+    pub resourcesync_topic: Url,
 }
 
 impl ServiceLinks {
@@ -92,6 +96,7 @@ impl ServiceLinks {
             changes: join("changes"),
             hub: join("hub"),
             delta: join("delta/"),
+            resourcesync_topic: join(RESOURCESYNC_TOPIC),
         }
     }
 }
@@ -253,8 +258,8 @@ impl Publisher {
             .publish(&self.out, inventory, &self.base, now)
             .map_err(|source| PublishError::Write { path, source })?;
         if self.resourcesync {
-            let hub = self.links.as_ref().map(|l| &l.hub);
-            resourcesync::publish(&self.out, &self.base, hub, false, inventory, store, now)
+            let push = self.links.as_ref().map(|l| (&l.hub, &l.resourcesync_topic));
+            resourcesync::publish(&self.out, &self.base, push, false, inventory, store, now)
                 .map_err(|e| match e {
                     resourcesync::ResourceSyncError::Write(path, source) => {
                         PublishError::Write { path, source }

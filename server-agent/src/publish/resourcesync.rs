@@ -75,12 +75,12 @@ fn resource(base: &Url, path: &str, e: &crate::inventory::FileEntry) -> Resource
     }
 }
 
-/// Writes every document but the dump's; `hub` announces changes, `dump` says whether a
-/// Resource Dump is published.
+/// Writes every document but the dump's; `push` is the WebSub hub and the topic it pushes
+/// change notifications on, `dump` says whether a Resource Dump is published.
 pub(crate) fn publish(
     out: &Path,
     base: &Url,
-    hub: Option<&Url>,
+    push: Option<(&Url, &Url)>,
     dump: bool,
     inventory: &Inventory,
     store: &Store,
@@ -96,6 +96,9 @@ pub(crate) fn publish(
     if dump {
         capabilities.push((Capability::ResourceDump, urls.dump.as_str()));
     }
+    if let Some((_, topic)) = push {
+        capabilities.push((Capability::ChangeListNotification, topic.as_str()));
+    }
     write(
         out.join(SOURCE_DESCRIPTION),
         &rs::source_description(urls.capabilities.as_str()),
@@ -104,7 +107,7 @@ pub(crate) fn publish(
         dir.join(CAPABILITY_LIST),
         &rs::capability_list(
             urls.description.as_str(),
-            hub.map(Url::as_str),
+            push.map(|(hub, _)| hub.as_str()),
             &capabilities,
         ),
     )?;

@@ -54,6 +54,8 @@ pub struct ServiceState {
     pub base_url: Url,
     /// The changes endpoint: the WebSub topic.
     pub topic: Url,
+    /// The topic of ResourceSync Change Notifications.
+    pub resourcesync_topic: Url,
     /// The hub endpoint.
     pub hub_url: Url,
     /// robots.rdf, where clients resync.
@@ -132,10 +134,33 @@ async fn healthz(State(s): State<Arc<ServiceState>>) -> Response {
     }
 }
 
+/// The ResourceSync notification topic, as WebSub discovery reads it: its hub and itself.
+async fn resourcesync_topic(State(s): State<Arc<ServiceState>>) -> Response {
+    let link = format!(
+        "<{}>; rel=\"hub\", <{}>; rel=\"self\"",
+        s.hub_url, s.resourcesync_topic
+    );
+    let mut r = plain(
+        StatusCode::OK,
+        "ResourceSync change notifications: subscribe at the hub this answer links to\n",
+    );
+    if let Ok(v) = HeaderValue::from_str(&link) {
+        r.headers_mut().insert(header::LINK, v);
+    }
+    r
+}
+
 /// The routes.
 pub(crate) fn router(state: Arc<ServiceState>) -> Router {
     Router::new()
         .route("/.well-known/webcoop/changes", get(changes::changes))
+        .route(
+            &format!(
+                "/.well-known/webcoop/{}",
+                crate::publish::RESOURCESYNC_TOPIC
+            ),
+            get(resourcesync_topic),
+        )
         .route("/.well-known/webcoop/delta/{*path}", get(delta::delta))
         .route(
             "/.well-known/webcoop/hub",
@@ -277,6 +302,7 @@ pub async fn start_with(
         base_url: config.base_url.clone(),
         snapshots_in: config.snapshots.as_ref().map(|_| config.out.clone()),
         topic: links.changes.clone(),
+        resourcesync_topic: links.resourcesync_topic.clone(),
         hub_url: links.hub.clone(),
         listing_url: listing_url.clone(),
         link: link.clone(),
@@ -300,6 +326,10 @@ pub async fn start_with(
             policy,
             documents,
             link: link.to_str().unwrap_or_default().to_string(),
+            resourcesync_link: format!(
+                "<{}>; rel=\"hub\", <{}>; rel=\"self\"",
+                links.hub, links.resourcesync_topic
+            ),
         },
         DispatchSettings {
             window: service.hub_window,

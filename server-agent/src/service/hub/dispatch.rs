@@ -10,7 +10,7 @@
 
 use super::super::callback_net::CallbackPolicy;
 use super::super::metrics::{Metrics, OutcomeLabels};
-use super::document::Documents;
+use super::document::{Documents, Format};
 use super::store::{Subscription, SubscriptionStore};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -33,8 +33,8 @@ pub enum Command {
         lease_expires: chrono::DateTime<chrono::Utc>,
         /// The compression the callback accepts.
         coding: Option<BodyCoding>,
-        /// Whether it asked for CBOR.
-        cbor: bool,
+        /// What deliveries are sent as.
+        format: Format,
     },
     /// A verified unsubscription.
     Unsubscribe(Url),
@@ -80,8 +80,10 @@ pub(crate) struct DeliveryContext {
     pub policy: CallbackPolicy,
     /// The documents.
     pub documents: Documents,
-    /// The `Link` header every delivery carries.
+    /// The `Link` header every delivery of the changes topic carries.
     pub link: String,
+    /// The one of the ResourceSync topic.
+    pub resourcesync_link: String,
 }
 
 /// The dispatcher's state.
@@ -235,7 +237,7 @@ impl Dispatcher {
                 secret,
                 lease_expires,
                 coding,
-                cbor,
+                format,
             } => {
                 let key = callback.to_string();
                 self.registry.set(&key, secret.clone());
@@ -245,13 +247,13 @@ impl Dispatcher {
                         sub.rec.secret = secret;
                         sub.rec.lease_expires = lease_expires;
                         sub.rec.coding = coding;
-                        sub.rec.cbor = cbor;
+                        sub.rec.format = format;
                     }
                     None => {
                         tracing::info!(
                             %callback,
                             coding = coding.map_or("none", BodyCoding::token),
-                            format = if cbor { "cbor" } else { "atom" },
+                            format = format.media_type(),
                             "subscribed"
                         );
                         self.subs.insert(
@@ -264,7 +266,7 @@ impl Dispatcher {
                                     cursor: head,
                                     failing_since: None,
                                     coding,
-                                    cbor,
+                                    format,
                                 },
                                 in_flight: false,
                                 next_attempt: Instant::now(),
@@ -329,7 +331,7 @@ impl Dispatcher {
             sub.rec.callback.clone(),
             sub.rec.secret.clone(),
             sub.rec.cursor,
-            (sub.rec.coding, sub.rec.cbor),
+            (sub.rec.coding, sub.rec.format),
             self.settings.timeout,
         );
         tokio::spawn(async move {
@@ -369,13 +371,13 @@ impl Dispatcher {
                 sub.next_attempt = Instant::now();
                 self.dirty.insert(key.to_string());
             }
-            Outcome::Unsupported(_) if sub.rec.cbor => {
+            Outcome::Unsupported(_) if sub.rec.format == Format::Cbor => {
                 // A subscriber that asked for CBOR and then refused it gets Atom from now on.
                 tracing::info!(
                     callback = key,
                     "the subscriber refused CBOR (415); sending Atom again"
                 );
-                sub.rec.cbor = false;
+                sub.rec.format = Format::Atom;
                 sub.next_attempt = Instant::now();
                 self.dirty.insert(key.to_string());
             }
@@ -483,7 +485,7 @@ async fn deliver(
     callback: &Url,
     secret: Option<&str>,
     (cursor, upto): (u64, u64),
-    (coding, cbor): (Option<BodyCoding>, bool),
+    (coding, format): (Option<BodyCoding>, Format),
     timeout: Duration,
 ) -> Outcome {
     let doc = match ctx.documents.get(cursor, upto).await {
@@ -493,18 +495,18 @@ async fn deliver(
     if let Err(e) = ctx.policy.check(callback).await {
         return Outcome::Failed(e);
     }
-    let body = doc.body_as(cbor, coding);
-    let media_type = if cbor {
-        webcoop_protocol::changes_feed::CBOR_MEDIA_TYPE
+    let body = doc.body_as(format, coding);
+    let link = if format == Format::ResourceSync {
+        &ctx.resourcesync_link
     } else {
-        "application/atom+xml"
+        &ctx.link
     };
     let mut request = ctx
         .client
         .post(callback.clone())
         .timeout(timeout)
-        .header(reqwest::header::CONTENT_TYPE, media_type)
-        .header(reqwest::header::LINK, &ctx.link);
+        .header(reqwest::header::CONTENT_TYPE, format.media_type())
+        .header(reqwest::header::LINK, link);
     if let Some(coding) = coding {
         request = request.header(reqwest::header::CONTENT_ENCODING, coding.token());
     }
@@ -519,7 +521,7 @@ async fn deliver(
         Ok(r) if r.status().is_success() => Outcome::Delivered { upto: doc.upto },
         Ok(r) if r.status() == reqwest::StatusCode::GONE => Outcome::Gone,
         Ok(r) if r.status() == reqwest::StatusCode::UNSUPPORTED_MEDIA_TYPE => {
-            Outcome::Unsupported(super::accepted_coding(r.headers(), cbor))
+            Outcome::Unsupported(super::accepted_coding(r.headers(), format == Format::Cbor))
         }
         Ok(r) => Outcome::Failed(format!("answered {}", r.status())),
         Err(e) => Outcome::Failed(e.to_string()),

@@ -1,6 +1,9 @@
 //! What a delivery carries: an Atom document of the changes after a subscriber's cursor, built
 //! once per (cursor, end) and shared by every subscriber at that cursor, with small dcz deltas
 //! inline. A backlog too long (or older than the retained history) becomes a resync marker.
+//! The same changes go as CBOR to subscribers that asked for it, and as a ResourceSync Change
+//! Notification to those of the ResourceSync topic (a lost cursor there is a Framework
+//! Notification naming the Resource List to read again).
 
 use super::super::encodings::{Encoded, EncodingCache, Key, Kind};
 use super::super::reader::Reader;
@@ -19,6 +22,46 @@ pub(crate) const PAGE: usize = 500;
 pub(crate) const MAX_BACKLOG: u64 = 10_000;
 /// Deltas up to this size travel inside the delivery.
 pub(crate) const MAX_INLINE_DELTA: usize = 8 << 10;
+
+/// What a subscriber gets its deliveries as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// The changes feed in Atom (WebSub's default for a feed topic).
+    Atom,
+    /// The changes feed in CBOR (the subscriber asked for it).
+    Cbor,
+    /// ResourceSync Change Notifications (a subscriber of the ResourceSync topic).
+    ResourceSync,
+}
+
+impl Format {
+    /// Its media type.
+    pub(crate) fn media_type(self) -> &'static str {
+        match self {
+            Format::Atom => "application/atom+xml",
+            Format::Cbor => changes_feed::CBOR_MEDIA_TYPE,
+            Format::ResourceSync => "application/xml",
+        }
+    }
+
+    /// Its name in the subscriptions database (none for Atom, as before formats existed).
+    pub(crate) fn stored(self) -> Option<&'static str> {
+        match self {
+            Format::Atom => None,
+            Format::Cbor => Some("cbor"),
+            Format::ResourceSync => Some("resourcesync"),
+        }
+    }
+
+    /// The format stored as `name`.
+    pub(crate) fn from_stored(name: Option<&str>) -> Format {
+        match name {
+            Some("cbor") => Format::Cbor,
+            Some("resourcesync") => Format::ResourceSync,
+            _ => Format::Atom,
+        }
+    }
+}
 
 /// One form of a delivery document, compressed once per coding for every subscriber that
 /// shares it.
@@ -67,30 +110,82 @@ pub(crate) struct Document {
     feed: ChangesFeed,
     atom: OnceLock<Form>,
     cbor: OnceLock<Form>,
+    resourcesync: OnceLock<Form>,
+    /// The Resource List a ResourceSync subscriber reads again after a gap.
+    resource_list: Url,
     /// The subscriber's cursor once it has this document.
     pub upto: u64,
 }
 
 impl Document {
-    fn new(feed: ChangesFeed, upto: u64) -> Document {
+    fn new(feed: ChangesFeed, upto: u64, resource_list: Url) -> Document {
         Document {
             feed,
             atom: OnceLock::new(),
             cbor: OnceLock::new(),
+            resourcesync: OnceLock::new(),
+            resource_list,
             upto,
         }
     }
 
-    /// The bytes to send: CBOR or Atom, with `coding`.
-    pub(crate) fn body_as(&self, cbor: bool, coding: Option<BodyCoding>) -> Bytes {
-        let form = if cbor {
-            self.cbor
-                .get_or_init(|| Form::new(changes_feed::write_cbor(&self.feed).into(), true))
-        } else {
-            self.atom
-                .get_or_init(|| Form::new(changes_feed::write(&self.feed).into(), false))
+    /// The bytes to send in `format`, with `coding`.
+    pub(crate) fn body_as(&self, format: Format, coding: Option<BodyCoding>) -> Bytes {
+        let form = match format {
+            Format::Cbor => self
+                .cbor
+                .get_or_init(|| Form::new(changes_feed::write_cbor(&self.feed).into(), true)),
+            Format::Atom => self
+                .atom
+                .get_or_init(|| Form::new(changes_feed::write(&self.feed).into(), false)),
+            Format::ResourceSync => self
+                .resourcesync
+                .get_or_init(|| Form::new(self.notification().into(), false)),
         };
         form.coded(coding)
+    }
+
+    /// The ResourceSync Change Notification of these changes, or the Framework Notification
+    /// that sends a subscriber back to the Resource List.
+    fn notification(&self) -> String {
+        use webcoop_protocol::resourcesync::{self as rs, Capability, Change, ChangeItem};
+        use webcoop_protocol::validator::Sha256Digest;
+        if self.feed.resync.is_some() {
+            return rs::framework_notification(
+                self.resource_list.as_str(),
+                Capability::ResourceList,
+                self.feed.updated,
+            );
+        }
+        let items: Vec<ChangeItem> = self
+            .feed
+            .entries
+            .iter()
+            .map(|e| ChangeItem {
+                loc: e.url.to_string(),
+                change: match e.kind {
+                    ChangeKind::Created => Change::Created,
+                    ChangeKind::Modified => Change::Updated,
+                    ChangeKind::Deleted => Change::Deleted,
+                },
+                datetime: e.time,
+                content: e
+                    .etag
+                    .as_ref()
+                    .and_then(Sha256Digest::from_etag)
+                    .filter(|_| e.kind != ChangeKind::Deleted)
+                    .map(|sha| {
+                        (
+                            sha,
+                            e.size.unwrap_or(0),
+                            e.content_type
+                                .clone()
+                                .unwrap_or_else(|| "application/octet-stream".into()),
+                        )
+                    }),
+            })
+            .collect();
+        rs::change_notification(&items)
     }
 }
 
@@ -103,6 +198,7 @@ pub(crate) struct Documents {
     topic: Url,
     hub: Url,
     listing: Url,
+    resource_list: Url,
     cache: moka::future::Cache<(u64, u64), Arc<Document>>,
 }
 
@@ -117,6 +213,7 @@ impl Documents {
         hub: Url,
         listing: Url,
     ) -> Self {
+        let base_for_list = base.clone();
         Documents {
             reader,
             encodings,
@@ -125,6 +222,13 @@ impl Documents {
             topic,
             hub,
             listing,
+            resource_list: base_for_list
+                .join(&format!(
+                    "{}{}",
+                    webcoop_protocol::resourcesync::DIRECTORY,
+                    webcoop_protocol::resourcesync::RESOURCE_LIST
+                ))
+                .unwrap_or(base_for_list),
             cache: moka::future::Cache::builder()
                 .max_capacity(256)
                 .time_to_live(std::time::Duration::from_secs(60))
@@ -169,7 +273,11 @@ impl Documents {
                 // A subscriber told to resync reads robots.rdf, which names the snapshot.
                 snapshot: None,
             });
-            return Ok(Arc::new(Document::new(feed, upto)));
+            return Ok(Arc::new(Document::new(
+                feed,
+                upto,
+                self.resource_list.clone(),
+            )));
         }
         let page: Vec<_> = page.into_iter().filter(|c| c.seq <= upto).collect();
         let reached = page.last().map_or(upto, |c| c.seq);
@@ -192,7 +300,11 @@ impl Documents {
             feed.updated = last.time;
         }
         feed.entries = list;
-        Ok(Arc::new(Document::new(feed, reached)))
+        Ok(Arc::new(Document::new(
+            feed,
+            reached,
+            self.resource_list.clone(),
+        )))
     }
 
     /// The dcz delta of a change when both versions are kept and it is small.

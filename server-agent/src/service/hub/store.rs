@@ -2,6 +2,7 @@
 //! lease, the cursor (last sequence number delivered) and the content coding the callback
 //! accepts for deliveries.
 
+use super::document::Format;
 use crate::store::{from_ms, to_ms};
 use chrono::{DateTime, Utc};
 use rusqlite::{Connection, params};
@@ -24,8 +25,8 @@ pub(crate) struct Subscription {
     pub failing_since: Option<DateTime<Utc>>,
     /// How deliveries are compressed (RFC 7694), if the callback asked.
     pub coding: Option<BodyCoding>,
-    /// Deliveries in CBOR rather than Atom (the callback asked for it).
-    pub cbor: bool,
+    /// What deliveries are sent as (CBOR if the callback asked; ResourceSync for its topic).
+    pub format: Format,
 }
 
 /// The subscriptions database.
@@ -131,7 +132,7 @@ impl SubscriptionStore {
                     cursor: cursor.max(0) as u64,
                     failing_since: failing.map(from_ms),
                     coding: coding.as_deref().and_then(BodyCoding::parse),
-                    cbor: format.as_deref() == Some("cbor"),
+                    format: Format::from_stored(format.as_deref()),
                 });
             }
         }
@@ -168,7 +169,7 @@ impl SubscriptionStore {
                     s.cursor as i64,
                     s.failing_since.map(to_ms),
                     s.coding.map(BodyCoding::token),
-                    s.cbor.then_some("cbor")
+                    s.format.stored()
                 ])
                 .map_err(e)?;
             }
@@ -198,7 +199,7 @@ mod tests {
             cursor: 42,
             failing_since: None,
             coding: Some(BodyCoding::Zstd),
-            cbor: true,
+            format: Format::Cbor,
         };
         let mut store = SubscriptionStore::open(dir.path()).unwrap();
         store.save(std::slice::from_ref(&sub), &[]).unwrap();
@@ -227,8 +228,8 @@ mod tests {
         let subs = store.load().unwrap();
         assert_eq!(subs.len(), 1);
         assert_eq!(
-            (subs[0].cursor, subs[0].coding, subs[0].cbor),
-            (7, None, false)
+            (subs[0].cursor, subs[0].coding, subs[0].format),
+            (7, None, Format::Atom)
         );
     }
 }

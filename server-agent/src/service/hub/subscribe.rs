@@ -5,6 +5,7 @@
 
 use super::super::{ServiceState, plain};
 use super::dispatch::Command;
+use super::document::Format;
 use axum::extract::{ConnectInfo, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -119,12 +120,12 @@ pub(crate) async fn hub(
             _ => {}
         }
     }
-    if request.topic != s.topic {
+    if request.topic != s.topic && request.topic != s.resourcesync_topic {
         return plain(
             StatusCode::BAD_REQUEST,
             &format!(
-                "hub.topic {} is not a topic of this hub; subscribe to {}\n",
-                request.topic, s.topic
+                "hub.topic {} is not a topic of this hub; subscribe to {} (webcoop changes) or {} (ResourceSync change notifications)\n",
+                request.topic, s.topic, s.resourcesync_topic
             ),
         );
     }
@@ -205,7 +206,13 @@ async fn verify(s: Arc<ServiceState>, request: SubscriptionRequest) {
             lease_expires: s.clock.now()
                 + chrono::Duration::seconds(lease.min(i64::MAX as u64) as i64),
             coding,
-            cbor,
+            format: if request.topic == s.resourcesync_topic {
+                Format::ResourceSync
+            } else if cbor {
+                Format::Cbor
+            } else {
+                Format::Atom
+            },
         },
         _ => Command::Unsubscribe(request.callback),
     };
