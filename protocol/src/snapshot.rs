@@ -125,6 +125,19 @@ impl Entry {
 
     /// Reads a `resource` record of a snapshot; its content must have the digest it claims.
     pub fn from_record(r: Record) -> Result<Entry, WarcError> {
+        let e = Entry::from_record_claimed(r)?;
+        if Sha256Digest::of(&e.body) != e.sha256 {
+            return Err(WarcError::Record(
+                "a resource record whose content is not its digest's",
+            ));
+        }
+        Ok(e)
+    }
+
+    /// Reads a `resource` record with the digest it claims, unchecked: for a reader that
+    /// checks each content against another authority anyway (the crawler holds every page
+    /// to the digest the site's listing gives), so the content is hashed once, not twice.
+    pub fn from_record_claimed(r: Record) -> Result<Entry, WarcError> {
         if r.field("WARC-Type") != Some("resource") {
             return Err(WarcError::Record(
                 "a snapshot record that is not a resource",
@@ -147,16 +160,10 @@ impl Entry {
             .ok_or(WarcError::Record(
                 "a resource record without a sha256 payload digest",
             ))?;
-        let sha256 = Sha256Digest::of(&r.block);
-        if sha256 != claimed {
-            return Err(WarcError::Record(
-                "a resource record whose content is not its digest's",
-            ));
-        }
         Ok(Entry {
             url,
             content_type,
-            sha256,
+            sha256: claimed,
             body: r.block,
         })
     }

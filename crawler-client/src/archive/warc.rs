@@ -277,7 +277,11 @@ pub struct Resource<'a> {
 /// A `resource` record: content made or received outside an HTTP exchange, saying how, so
 /// replay tools show it and an archivist can tell it was never sent whole.
 pub fn resource(r: &Resource<'_>, level: u32) -> Record {
-    let payload = digest(r.body);
+    resource_digested(r, digest(r.body), level)
+}
+
+/// As [`resource`], with the payload's digest already computed (by [`digest`]).
+pub fn resource_digested(r: &Resource<'_>, payload: String, level: u32) -> Record {
     let mut headers = vec![
         ("WARC-Type", "resource".to_string()),
         ("WARC-Record-ID", record_id()),
