@@ -3,6 +3,7 @@
 
 pub mod castillo;
 pub mod changes;
+pub mod first_crawl;
 pub mod freshness;
 pub mod plot;
 pub mod proxy;

@@ -1,7 +1,8 @@
 //! The bench's web server when nginx is not asked for: static files from the docroot (with
 //! `Last-Modified` and conditional GET, by tower-http's `ServeDir`, gzip for clients that
 //! ask), and
-//! `/.well-known/webcoop/` passed to the agent, as the shipped nginx server block does.
+//! `/.well-known/webcoop/` passed to the agent, as the shipped nginx server block does, but
+//! for the files the agent writes there (snapshots, ResourceSync lists), served as files.
 
 use axum::body::Body;
 use axum::extract::State;
@@ -38,7 +39,10 @@ pub async fn start(docroot: &Path, agent: Option<SocketAddr>) -> std::io::Result
         .fallback_service(ServeDir::new(docroot).append_index_html_on_directories(true))
         .layer(tower_http::compression::CompressionLayer::new().gzip(true))
         .layer(axum::middleware::map_request(gzip_only));
+    let written = |dir: &str| ServeDir::new(docroot.join(".well-known/webcoop").join(dir));
     let app = axum::Router::new()
+        .nest_service("/.well-known/webcoop/snapshot", written("snapshot"))
+        .nest_service("/.well-known/webcoop/resourcesync", written("resourcesync"))
         .route("/.well-known/webcoop/{*rest}", axum::routing::any(pass))
         .with_state(Upstream { agent, client })
         .fallback_service(files);

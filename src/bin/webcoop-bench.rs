@@ -40,11 +40,18 @@ struct Args {
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// A fixed experiment instead of the modes: `castillo-2004` (the thesis's 249-page site,
-    /// HEAD per page against one robots.rdf, and what webcoop adds), or `release` (a real
+    /// HEAD per page against one robots.rdf, and what webcoop adds), `release` (a real
     /// site's release, `--old` then `--new`, through push with deltas, against the floor of
-    /// its deltas and new pages).
-    #[arg(long, value_parser = ["castillo-2004", "release"])]
+    /// its deltas and new pages), or `first-crawl` (a crawler's first visit, one request per
+    /// page against the site's snapshot; `--site DIR` or a generated site of `--pages`).
+    #[arg(long, value_parser = ["castillo-2004", "release", "first-crawl"])]
     preset: Option<String>,
+    /// `first-crawl`: the docroot to serve (copied), e.g. /usr/share/doc/python3.11/html.
+    #[arg(long, requires = "preset")]
+    site: Option<PathBuf>,
+    /// `first-crawl`: rounds, each crawling page by page, then by the snapshot.
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
     /// `release`: the site before the release (a docroot).
     #[arg(long, requires = "preset")]
     old: Option<PathBuf>,
@@ -360,6 +367,45 @@ fn release(
     std::fs::write(out.join("release.json"), json).map_err(|e| format!("release.json: {e}"))
 }
 
+fn first_crawl(
+    args: &Args,
+    out: &Path,
+    agent: PathBuf,
+    crawler: PathBuf,
+    nginx: Option<PathBuf>,
+) -> Result<(), String> {
+    use webcoop::bench::first_crawl;
+    if let Some(site) = &args.site
+        && !site.is_dir()
+    {
+        return Err(format!("--site {}: not a directory", site.display()));
+    }
+    if !(1..=50).contains(&args.rounds) {
+        return Err(format!("--rounds {}: between 1 and 50", args.rounds));
+    }
+    let cfg = first_crawl::FirstCrawlConfig {
+        site: args.site.clone(),
+        pages: args.pages,
+        seed: args.seed,
+        rounds: args.rounds,
+        work: out.join("runs"),
+        agent,
+        crawler,
+        nginx,
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("runtime: {e}"))?;
+    let result = rt.block_on(first_crawl::run(&cfg))?;
+    let t = first_crawl::table(&result);
+    print!("{t}");
+    std::fs::write(out.join("first-crawl.md"), &t).map_err(|e| format!("first-crawl.md: {e}"))?;
+    let json = serde_json::to_string_pretty(&result).map_err(|e| e.to_string())?;
+    std::fs::write(out.join("first-crawl.json"), json).map_err(|e| format!("first-crawl.json: {e}"))
+}
+
 fn main() -> ExitCode {
     let args = Args::parse();
     // The workspace's one TLS provider; loopback needs none, but reqwest insists on one.
@@ -405,6 +451,7 @@ fn run(args: &Args) -> Result<(), String> {
         .map_err(|e| format!("{}: {e}", args.out.display()))?;
     match args.preset.as_deref() {
         Some("release") => return release(args, &out, agent, crawler, nginx),
+        Some("first-crawl") => return first_crawl(args, &out, agent, crawler, nginx),
         Some(_) => return castillo(args, &out, agent, crawler, nginx),
         None => {}
     }

@@ -9,17 +9,28 @@ use webcoop_testkit::run_ok;
 
 const PHP: &[u8] = b"<?php $db_password=\"hunter2\"; ?>\n";
 
-/// The paths robots.rdf, the sitemap and the changes feed must never name, and the delta
-/// endpoint never answer for.
+/// The paths robots.rdf, the sitemap, the changes feed and the ResourceSync lists must never
+/// name, the delta endpoint never answer for, and a batch never carry.
 pub(crate) fn assert_never_published(site: &AgentSite, paths: &[&str]) {
     let listed = site.listed();
-    let sitemap = String::from_utf8_lossy(&site.get("/sitemap.xml", &[]).body).into_owned();
+    let text = |path: &str| String::from_utf8_lossy(&site.get(path, &[]).body).into_owned();
+    let sitemap = text("/sitemap.xml");
     let feed = site.feed_text();
+    let resources = text("/.well-known/webcoop/resourcesync/resourcelist.xml");
+    let changes = text("/.well-known/webcoop/resourcesync/changelist.xml");
+    let batch = text("/.well-known/webcoop/changes?since=0&bodies=1&limit=10000");
+    assert!(!batch.contains("hunter2"), "a batch carries a secret");
     for p in paths {
         assert!(!listed.iter().any(|l| l == p), "{p} is listed: {listed:?}");
         let url = format!("{}{p}", site.nginx.url());
         assert!(!sitemap.contains(&url), "{p} is in the sitemap");
         assert!(!feed.contains(&url), "{p} is in the changes feed");
+        assert!(!resources.contains(&url), "{p} is in the resource list");
+        assert!(!changes.contains(&url), "{p} is in the change list");
+        assert!(
+            !batch.contains(&format!("WARC-Target-URI: {url}\r\n")),
+            "{p} is in a batch"
+        );
         let r = site.get(&format!("/.well-known/webcoop/delta/{p}"), &[]);
         assert_eq!(r.status, 404, "delta/{p} answered {}", r.status);
         assert!(

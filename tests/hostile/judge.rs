@@ -82,6 +82,12 @@ fn files_the_web_server_cannot_read_are_never_published() {
     wait_for(20, "open/page.html to leave the listing", || {
         site.listed() == ["index.html"]
     });
+    // A batch from before it left names its creation, and carries its content no more.
+    let batch = site.get("/.well-known/webcoop/changes?since=0&bodies=1", &[]);
+    assert_eq!(batch.status, 200);
+    let batch = String::from_utf8_lossy(&batch.body).into_owned();
+    assert!(batch.contains("open/page.html"), "{batch}");
+    assert!(!batch.contains("a page anyone reads"), "{batch}");
     chmod(&site.www.join("open/page.html"), 0o644);
     wait_for(20, "open/page.html to come back", || {
         site.listed() == ["index.html", "open/page.html"]
