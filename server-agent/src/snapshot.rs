@@ -7,6 +7,7 @@
 
 use crate::content_type;
 use crate::publish::atomic::AtomicFile;
+use crate::publish::resource_dump::DumpWriter;
 use crate::publish::snapshot::directory;
 use crate::scan::{ReadError, open_confined};
 use chrono::{DateTime, Utc};
@@ -14,6 +15,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use url::Url;
+use webcoop_protocol::resourcesync::Resource;
 use webcoop_protocol::snapshot::{self, Entry, SnapshotInfo};
 use webcoop_protocol::validator::Sha256Digest;
 use webcoop_protocol::warc::cdxj::Line;
@@ -32,8 +34,10 @@ const TRAINING_BYTES: usize = 8 << 20;
 pub(crate) struct Plan {
     /// The change-log sequence number the inventory is at.
     pub sequence: u64,
-    /// The files, in path order.
-    pub files: Vec<(String, Sha256Digest, u64)>,
+    /// The files, in path order: path, digest, size, when it last changed.
+    pub files: Vec<(String, Sha256Digest, u64, DateTime<Utc>)>,
+    /// Whether a ResourceSync Resource Dump of the same files is written beside.
+    pub dump: bool,
 }
 
 /// A snapshot written.
@@ -75,18 +79,18 @@ fn content(docroot: &Path, rel: &str, sha256: &Sha256Digest, size: u64) -> Optio
 
 /// A dictionary trained on text files spread over the site.
 fn dictionary(docroot: &Path, plan: &Plan) -> Option<Vec<u8>> {
-    let texts: Vec<&(String, Sha256Digest, u64)> = plan
+    let texts: Vec<&(String, Sha256Digest, u64, DateTime<Utc>)> = plan
         .files
         .iter()
-        .filter(|(rel, _, size)| {
+        .filter(|(rel, _, size, _)| {
             *size <= 1 << 20 && content_type::is_text(content_type::of_path(rel))
         })
         .collect();
-    let total: u64 = texts.iter().map(|(_, _, s)| *s).sum();
+    let total: u64 = texts.iter().map(|(_, _, s, _)| *s).sum();
     let step = (total / TRAINING_BYTES as u64).max(1) as usize;
     let mut samples = Vec::new();
     let mut taken = 0usize;
-    for (rel, sha, size) in texts.iter().step_by(step.min(texts.len().max(1))) {
+    for (rel, sha, size, _) in texts.iter().step_by(step.min(texts.len().max(1))) {
         if taken >= TRAINING_BYTES {
             break;
         }
@@ -137,11 +141,26 @@ pub(crate) fn build(
     let name = snapshot::file_name(plan.sequence);
     let mut lines = Vec::with_capacity(plan.files.len());
     let (mut records, mut left_out, mut content_bytes) = (0u64, 0u64, 0u64);
-    for (rel, sha256, size) in &plan.files {
+    let mut dump = if plan.dump {
+        Some(DumpWriter::create(out, plan.sequence)?)
+    } else {
+        None
+    };
+    for (rel, sha256, size, modified) in &plan.files {
         let Some(body) = content(docroot, rel, sha256, *size) else {
             left_out += 1;
             continue;
         };
+        if let Some(d) = dump.as_mut() {
+            let resource = Resource {
+                loc: crate::urls::url_of(base, rel).to_string(),
+                lastmod: *modified,
+                sha256: *sha256,
+                length: body.len() as u64,
+                media_type: content_type::of_path(rel).to_string(),
+            };
+            d.add(rel, resource, &body)?;
+        }
         let entry = Entry {
             url: crate::urls::url_of(base, rel).to_string(),
             content_type: content_type::of_path(rel).to_string(),
@@ -175,6 +194,9 @@ pub(crate) fn build(
         writeln!(index, "{l}")?;
     }
     index.commit()?;
+    if let Some(d) = dump {
+        d.finish(base, now)?;
+    }
     remove_older(&dir, plan.sequence);
     Ok(BuiltSnapshot {
         sequence: plan.sequence,

@@ -285,7 +285,10 @@ impl Agent {
             config.sitemap_part_urls,
             links,
         );
-        publisher.set_resourcesync(config.resourcesync);
+        publisher.set_resourcesync(
+            config.resourcesync,
+            config.snapshots.as_ref().is_some_and(|s| s.resource_dump),
+        );
         let stale = publisher.prepare(config.replace_existing)?;
         if let (Some(name), Some(indexnow)) = (indexnow_key_file(&config), &config.indexnow) {
             // IndexNow checks the key at the site: the file holds the key and nothing else.

@@ -38,8 +38,14 @@ impl Agent {
             files: self
                 .inventory
                 .iter()
-                .map(|(p, e)| (p.to_string(), e.sha256, e.size))
+                .map(|(p, e)| (p.to_string(), e.sha256, e.size, e.modified))
                 .collect(),
+            dump: self.config.resourcesync
+                && self
+                    .config
+                    .snapshots
+                    .as_ref()
+                    .is_some_and(|s| s.resource_dump),
         })
     }
 

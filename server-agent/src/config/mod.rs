@@ -143,6 +143,8 @@ pub struct SnapshotSettings {
     pub every: Duration,
     /// zstd level.
     pub level: i32,
+    /// Whether a ResourceSync Resource Dump (a ZIP package) is built beside each snapshot.
+    pub resource_dump: bool,
 }
 
 /// Where the console listens and the token that guards it.
@@ -421,6 +423,7 @@ impl Config {
                 share,
                 every: Duration::from_secs(every),
                 level,
+                resource_dump: given(o.resource_dump, "resource_dump")?,
             })
         } else {
             None

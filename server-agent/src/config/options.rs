@@ -132,6 +132,11 @@ pub struct AgentOptions {
     /// /.well-known/resourcesync naming a Capability List, a Resource List and a Change List.
     #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
     pub resourcesync: Option<bool>,
+    /// With snapshots and ResourceSync: build a Resource Dump beside each snapshot (the same
+    /// files in a ZIP package with its manifest, for ResourceSync clients; doubles the disk
+    /// the snapshots take).
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub resource_dump: Option<bool>,
     /// Build a new snapshot once the files changed since the last one hold this share of the
     /// site's bytes (0 to 1).
     #[arg(long, value_name = "SHARE")]
@@ -173,6 +178,7 @@ impl AgentOptions {
             judge_rate: Some(200.0),
             snapshots: Some(true),
             resourcesync: Some(true),
+            resource_dump: Some(false),
             snapshot_share: Some(0.1),
             snapshot_every: Some(86_400),
             snapshot_level: Some(crate::snapshot::DEFAULT_LEVEL),

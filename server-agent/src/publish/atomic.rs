@@ -79,6 +79,16 @@ impl Write for AtomicFile {
     }
 }
 
+// A ZIP package writes its central directory after seeking back over its entries' headers.
+impl std::io::Seek for AtomicFile {
+    fn seek(&mut self, pos: std::io::SeekFrom) -> io::Result<u64> {
+        match &mut self.writer {
+            Some(w) => w.seek(pos),
+            None => Err(io::Error::other("document already committed")),
+        }
+    }
+}
+
 impl Drop for AtomicFile {
     fn drop(&mut self) {
         if self.writer.is_some() {

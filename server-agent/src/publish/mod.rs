@@ -4,6 +4,7 @@
 pub(crate) mod atomic;
 pub(crate) mod feed;
 pub(crate) mod listing;
+pub(crate) mod resource_dump;
 pub(crate) mod resourcesync;
 pub(crate) mod sitemaps;
 pub(crate) mod snapshot;
@@ -111,8 +112,8 @@ pub(crate) struct Publisher {
     sitemaps: sitemaps::SitemapPublisher,
     /// The sequence number of the snapshot robots.rdf advertises.
     snapshot: Option<u64>,
-    /// Whether the ResourceSync documents are published.
-    resourcesync: bool,
+    /// Whether the ResourceSync documents are published, and a Resource Dump with them.
+    resourcesync: (bool, bool),
 }
 
 /// Whether the file at `path` was written by us: robots.rdf declares our namespace, sitemaps
@@ -158,7 +159,7 @@ impl Publisher {
             listing: listing::ListingWriter::default(),
             sitemaps: sitemaps::SitemapPublisher::new(sitemap_part_urls),
             snapshot: snapshot::newest(out),
-            resourcesync: false,
+            resourcesync: (false, false),
         }
     }
 
@@ -195,9 +196,10 @@ impl Publisher {
         self.snapshot = sequence;
     }
 
-    /// Publishes the ResourceSync documents too (or no longer).
-    pub(crate) fn set_resourcesync(&mut self, on: bool) {
-        self.resourcesync = on;
+    /// Publishes the ResourceSync documents too (or no longer), and names the Resource Dump
+    /// built beside the snapshots (`dump`) once there is one.
+    pub(crate) fn set_resourcesync(&mut self, on: bool, dump: bool) {
+        self.resourcesync = (on, dump);
     }
 
     /// The sequence number of the snapshot advertised.
@@ -257,9 +259,13 @@ impl Publisher {
             .sitemaps
             .publish(&self.out, inventory, &self.base, now)
             .map_err(|source| PublishError::Write { path, source })?;
-        if self.resourcesync {
+        if let (true, dump_wanted) = self.resourcesync {
             let push = self.links.as_ref().map(|l| (&l.hub, &l.resourcesync_topic));
-            resourcesync::publish(&self.out, &self.base, push, false, inventory, store, now)
+            let dump = dump_wanted
+                && resourcesync::directory(&self.out)
+                    .join(webcoop_protocol::resourcesync::RESOURCE_DUMP)
+                    .exists();
+            resourcesync::publish(&self.out, &self.base, push, dump, inventory, store, now)
                 .map_err(|e| match e {
                     resourcesync::ResourceSyncError::Write(path, source) => {
                         PublishError::Write { path, source }
