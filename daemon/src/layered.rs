@@ -14,8 +14,24 @@ pub fn as_map<T: Serialize>(settings: &T) -> serde_json::Map<String, serde_json:
     }
 }
 
+/// The settings of `over` that are numbers but not finite (`NaN`, `inf`): JSON has no such
+/// numbers, so merging would take them for unset and give the default instead.
+fn non_finite<T: Serialize>(over: &T) -> Vec<String> {
+    match toml::Value::try_from(over) {
+        Ok(toml::Value::Table(t)) => t
+            .into_iter()
+            .filter(|(_, v)| matches!(v, toml::Value::Float(f) if !f.is_finite()))
+            .map(|(k, v)| format!("{k} = {v}"))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
 /// `over`'s settings, each unset one taken from `under`.
 pub fn overlay<T: Serialize + DeserializeOwned>(over: &T, under: &T) -> Result<T, String> {
+    if let Some(bad) = non_finite(over).first() {
+        return Err(format!("{bad}: not a finite number"));
+    }
     let mut merged = as_map(under);
     merged.extend(as_map(over).into_iter().filter(|(_, v)| !v.is_null()));
     serde_json::from_value(serde_json::Value::Object(merged)).map_err(|e| e.to_string())
@@ -53,6 +69,33 @@ mod tests {
         /// Nets.
         #[arg(long)]
         nets: Option<Vec<String>>,
+        /// Share.
+        #[arg(long)]
+        share: Option<f64>,
+    }
+
+    #[test]
+    fn a_number_that_is_not_finite_is_refused_not_taken_for_unset() {
+        let file = Options {
+            share: Some(0.5),
+            ..Options::default()
+        };
+        for bad in [f64::NAN, f64::INFINITY] {
+            let given = Options {
+                share: Some(bad),
+                ..Options::default()
+            };
+            let e = overlay(&given, &file).unwrap_err();
+            assert!(
+                e.starts_with("share = ") && e.ends_with("not a finite number"),
+                "{e}"
+            );
+        }
+        let fine = Options {
+            share: Some(0.25),
+            ..Options::default()
+        };
+        assert_eq!(overlay(&fine, &file).unwrap().share, Some(0.25));
     }
 
     #[test]
@@ -65,6 +108,7 @@ mod tests {
             depth: Some(9),
             name: Some("file".into()),
             nets: None,
+            share: None,
         };
         let merged = overlay(&given, &file).unwrap();
         assert_eq!(
@@ -72,7 +116,8 @@ mod tests {
             Options {
                 depth: Some(3),
                 name: Some("file".into()),
-                nets: None
+                nets: None,
+                share: None,
             }
         );
     }
@@ -84,6 +129,7 @@ mod tests {
             depth: Some(5),
             name: Some("x".into()),
             nets: None,
+            share: None,
         };
         let cmd = help_with_defaults(cmd, &defaults);
         let help = |id: &str| {

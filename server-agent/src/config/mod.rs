@@ -521,6 +521,45 @@ mod tests {
     }
 
     #[test]
+    fn snapshot_settings_out_of_range_are_named() {
+        let tmp = tempfile::tempdir().unwrap();
+        let site = tmp.path().join("site");
+        std::fs::create_dir(&site).unwrap();
+        let with = |f: &dyn Fn(&mut AgentOptions)| {
+            let mut o = cli(&site, "https://e.org/");
+            f(&mut o);
+            Config::from_options(o)
+        };
+        for (set, named) in [
+            (
+                &(|o: &mut AgentOptions| o.snapshot_share = Some(1.5))
+                    as &dyn Fn(&mut AgentOptions),
+                "--snapshot-share 1.5",
+            ),
+            // JSON, through which settings are layered, has no NaN: named, not defaulted.
+            (
+                &|o| o.snapshot_share = Some(f64::NAN),
+                "snapshot_share = nan: not a finite number",
+            ),
+            (&|o| o.snapshot_every = Some(10), "--snapshot-every 10"),
+            (&|o| o.snapshot_level = Some(0), "--snapshot-level 0"),
+            (&|o| o.snapshot_level = Some(22), "--snapshot-level 22"),
+        ] {
+            let e = with(set).unwrap_err().to_string();
+            assert!(e.contains(named), "{named}: {e}");
+        }
+        // Out-of-range values of a feature turned off are not looked at.
+        let off = with(&|o| {
+            o.snapshots = Some(false);
+            o.snapshot_level = Some(99);
+        })
+        .unwrap();
+        assert!(off.snapshots.is_none());
+        let dump = with(&|o| o.resource_dump = Some(true)).unwrap();
+        assert!(dump.snapshots.is_some_and(|s| s.resource_dump) && dump.resourcesync);
+    }
+
+    #[test]
     fn unwritable_state_dir_is_refused() {
         let tmp = tempfile::tempdir().unwrap();
         let site = tmp.path().join("site");
