@@ -1149,9 +1149,10 @@ fn a_crawler_that_was_away_catches_up_on_100_changes_in_one_batch() {
     };
     let out = site.tmp.path().join("crawl-away");
     // Checks of the site's claims are a share of what it says: none here, so the requests
-    // counted are the catching up alone.
+    // counted are the catching up alone. Delta mode: once caught up, a changed page would come
+    // as a delta; catching up, the pages come in the batch.
     let quiet = ["--coop-check-share", "0"];
-    let mut c = crawler(&site, &out, "meta", 60, &quiet);
+    let mut c = crawler(&site, &out, "delta", 60, &quiet);
     wait_for("the first crawl", Duration::from_secs(30), || {
         held(&out) == site.truth()
     });
@@ -1173,7 +1174,7 @@ fn a_crawler_that_was_away_catches_up_on_100_changes_in_one_batch() {
                 .all(|tag| listing.contains(tag.trim_matches('"')))
         })
     });
-    let mut c = crawler(&site, &out, "meta", 60, &quiet);
+    let mut c = crawler(&site, &out, "delta", 60, &quiet);
     wait_for("catching up", Duration::from_secs(30), || {
         held(&out) == truth
     });

@@ -132,6 +132,9 @@ impl CoopState {
             .head_seq
             .zip(site.cursor)
             .is_some_and(|(head, c)| head > c);
+        if !pushed {
+            site.catching_up = behind;
+        }
         if !pushed
             && behind
             && let Some(next) = feed.next

@@ -36,15 +36,18 @@ pub(crate) struct BatchPage {
 }
 
 impl CoopState {
-    /// Whether the changes of `host` are asked with their pages' content.
+    /// Whether the changes of `host` are asked with their pages' content: always where no
+    /// deltas are used, else while catching up (a delta is smaller than a page, but a crawl
+    /// that was away would ask one per changed page).
     pub(crate) fn asks_bodies(&self, r: &Reach<'_>, host: HostId) -> bool {
         self.config.batches
             && self.config.mode != CoopMode::Off
             && !r.frontier.is_shared()
-            && self
-                .sites
-                .get(&host)
-                .is_some_and(|s| !s.no_batches && s.trust.believed(self.config.trust_min))
+            && self.sites.get(&host).is_some_and(|s| {
+                !s.no_batches
+                    && s.trust.believed(self.config.trust_min)
+                    && (s.catching_up || !self.config.uses_deltas())
+            })
     }
 
     /// Whether an answer of the changes endpoint is a batch.

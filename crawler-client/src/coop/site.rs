@@ -108,6 +108,11 @@ pub struct SiteCoop {
     /// A batch of its changes did not read: they are asked without content from then on.
     #[serde(default)]
     pub no_batches: bool,
+    /// Catching up: the crawl (re)started since its changes were last followed to the head, or
+    /// the feed says more follow. Its changes then come with the pages' content (a batch);
+    /// once caught up, changed pages come as deltas where the mode uses them.
+    #[serde(skip, default = "yes")]
+    pub catching_up: bool,
     /// Validators of the listing (`ETag`, `Last-Modified`) for conditional polls.
     pub listing_validators: (Option<String>, Option<String>),
     /// Validators of the root sitemap.

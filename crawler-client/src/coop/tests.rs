@@ -308,8 +308,8 @@ fn polls_are_paced_by_answers_and_failures_hand_the_site_back_to_polling() {
         panic!("a fetch")
     };
     assert_eq!((h, kind), (host, MetaKind::Changes));
-    // A believed site is asked for the changed pages' content too (a batch).
-    assert_eq!(url.as_str(), format!("{CHANGES}?since=10&bodies=1"));
+    // Caught up, with deltas in use: the changes alone (a changed page comes as a delta).
+    assert_eq!(url.as_str(), format!("{CHANGES}?since=10"));
     w.frontier.finished(host, Instant::now());
     // Nothing changed: the next poll is planned at the site's interval, not sooner.
     w.poll_changes(Ok(not_modified()));
@@ -395,6 +395,8 @@ fn a_batch_gives_the_pages_its_changes_vouch_for_and_the_rest_is_fetched() {
     use webcoop_protocol::validator::Sha256Digest;
     let tag = |b: &[u8]| Sha256Digest::of(b).etag().to_string();
     let mut w = World::new(CoopConfig::default());
+    // Back after a restart: catching up.
+    w.coop.sites.get_mut(&w.host).unwrap().catching_up = true;
     let a = w.held_page("/a", 60_000, "\"sha256-old-a\"");
     let b = w.held_page("/b", 60_000, "\"sha256-old-b\"");
     let a_url = format!("{SITE}/a");
@@ -443,6 +445,7 @@ fn a_batch_gives_the_pages_its_changes_vouch_for_and_the_rest_is_fetched() {
 
     // A site no longer believed: nothing is taken from its batches.
     let mut w = World::new(CoopConfig::default());
+    w.coop.sites.get_mut(&w.host).unwrap().catching_up = true;
     w.held_page("/a", 60_000, "\"sha256-old-a\"");
     w.coop.sites.get_mut(&w.host).unwrap().trust.refute(50.0);
     let out = w.poll_changes(Ok(batch_of(
@@ -453,6 +456,7 @@ fn a_batch_gives_the_pages_its_changes_vouch_for_and_the_rest_is_fetched() {
     // A batch that does not read is a failed poll, and the site's changes are asked without
     // content from then on.
     let mut w = World::new(CoopConfig::default());
+    w.coop.sites.get_mut(&w.host).unwrap().catching_up = true;
     let mut broken = batch_of(vec![], &[(&a_url, b"more pages than changes")]);
     broken.body.truncate(broken.body.len() - 3);
     w.poll_changes(Ok(broken));
