@@ -40,6 +40,7 @@ impl CoopState {
         } else {
             Default::default()
         };
+        let first = !self.sites.get(&host).is_some_and(|s| s.discovered);
         let rediscover = {
             let site = self.site(host);
             let sitemaps: Vec<String> = pointers.sitemaps.iter().map(|u| u.to_string()).collect();
@@ -64,6 +65,12 @@ impl CoopState {
             .robots_rdf
             .or_else(|| root.join("/robots.rdf").ok());
         if let Some(url) = listing {
+            // On a first visit the site's pages wait for its listing: a page fetched (or
+            // queued by the links of one) before robots.rdf names a snapshot would be a
+            // request the snapshot saves.
+            if first && self.config.snapshots && !r.frontier.is_shared() {
+                r.frontier.hold_pages(host, true);
+            }
             self.fetch_listing(r, host, url);
         }
     }
@@ -213,9 +220,13 @@ impl CoopState {
         }
         let resyncing = std::mem::take(&mut self.site(host).resyncing);
         let list = if first || resyncing {
-            self.take_snapshot(r, host, doc.channel.snapshot.as_ref(), list, reading)
-                .err()
-                .unwrap_or_default()
+            match self.take_snapshot(r, host, doc.channel.snapshot.as_ref(), list, reading) {
+                Ok(()) => Vec::new(),
+                Err(list) => {
+                    r.frontier.hold_pages(host, false);
+                    list
+                }
+            }
         } else {
             list
         };

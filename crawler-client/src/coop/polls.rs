@@ -163,9 +163,10 @@ impl CoopState {
         let discovering = !self.sites.get(&host).is_some_and(|s| s.discovered);
         if discovering {
             match kind {
-                // No listing: sitemaps, then nothing.
+                // No listing: sitemaps, then nothing; the pages held for it go.
                 MetaKind::Listing => {
                     tracing::debug!("{origin}: no robots.rdf ({why})");
+                    r.frontier.hold_pages(host, false);
                     self.start_walks(r, host);
                 }
                 MetaKind::Sitemap => {
