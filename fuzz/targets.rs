@@ -183,11 +183,14 @@ pub(crate) fn warc(data: &[u8]) {
 }
 
 /// A site's snapshot (IIPC WARC-zstd) from a site: its frames, dictionary and records read as
-/// the crawler reads them, each record as the snapshot's `warcinfo` and as a page.
+/// the crawler reads them, each record as the snapshot's `warcinfo` and as a page; and the
+/// same bytes as a batch of changes (plain WARC records, the changes page first).
 pub(crate) fn snapshot(data: &[u8]) {
     use webcoop_protocol::snapshot::{Entry, SnapshotInfo};
     use webcoop_protocol::warc::{ZstdWarcReader, record};
     let _ = record::parse(data);
+    // A batch of changes is plain WARC records read the same way.
+    let _ = webcoop_protocol::batch::parse(data, 1 << 20);
     let Ok(reader) = ZstdWarcReader::new(data, 1 << 20) else {
         return;
     };

@@ -181,6 +181,26 @@ mod tests {
     }
 
     #[test]
+    fn a_batch_the_agent_served_reads_back() {
+        // `changes?since=0&bodies=1` of a running agent after an edit, a deletion and a
+        // creation (also a seed of the fuzz target that reads batches).
+        let bytes = include_bytes!("../../fuzz/seeds/snapshot/batch-3-changes.warc");
+        let b = parse(bytes, 1 << 20).unwrap();
+        let urls: Vec<&str> = b.entries.iter().map(|e| e.url.as_str()).collect();
+        assert_eq!(
+            urls,
+            [
+                "http://127.0.0.1:18093/a.html",
+                "http://127.0.0.1:18093/c.html"
+            ]
+        );
+        assert_eq!(b.entries[0].body, b"<p>one, edited</p>\n");
+        assert!(b.feed.entries.iter().any(
+            |e| e.url.path() == "/b.html" && e.kind == crate::changes_feed::ChangeKind::Deleted
+        ));
+    }
+
+    #[test]
     fn a_batch_that_lies_is_refused_by_name() {
         let atom = changes_feed::write(&feed(1));
         let at = Utc.timestamp_opt(1_800_000_000, 0).unwrap();
