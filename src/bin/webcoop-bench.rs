@@ -150,6 +150,16 @@ fn binaries() -> Result<(PathBuf, PathBuf), String> {
     }
 }
 
+/// A runtime of one worker: a run's proxies and servers run on it while its own thread waits
+/// for processes.
+fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("runtime: {e}"))
+}
+
 fn fmt_bytes(b: f64) -> String {
     match b {
         b if b >= 1e6 => format!("{:.2} MB", b / 1e6),
@@ -265,11 +275,7 @@ fn castillo(
         nginx,
         history: Vec::new(),
     };
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .map_err(|e| format!("runtime: {e}"))?;
+    let rt = runtime()?;
     let checks = rt.block_on(castillo::run(&cfg))?;
     let mut t = String::from(
         "| method (249 pages) | requests | bytes | per page | time | thesis: per page | thesis: time |\n|---|---:|---:|---:|---:|---:|---|\n",
@@ -354,11 +360,7 @@ fn release(
         crawler,
         nginx,
     };
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .map_err(|e| format!("runtime: {e}"))?;
+    let rt = runtime()?;
     let result = rt.block_on(release::run(&cfg))?;
     let t = release::table(&result);
     print!("{t}");
@@ -393,11 +395,7 @@ fn first_crawl(
         crawler,
         nginx,
     };
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .map_err(|e| format!("runtime: {e}"))?;
+    let rt = runtime()?;
     let result = rt.block_on(first_crawl::run(&cfg))?;
     let t = first_crawl::table(&result);
     print!("{t}");
@@ -502,11 +500,7 @@ fn run(args: &Args) -> Result<(), String> {
     let one = |mode: Mode| -> Result<ModeResult, String> {
         // A runtime per mode: its proxies and servers run on its worker while the mode's
         // own thread waits for processes.
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .map_err(|e| format!("runtime: {e}"))?;
+        let rt = runtime()?;
         eprintln!("webcoop-bench: {} ...", mode.name());
         rt.block_on(run_mode(&cfg, mode, &edits))
             .map_err(|e| format!("{}: {e}", mode.name()))

@@ -249,17 +249,7 @@ fn send_pages(
                     let fetched = page_of(ctx, &page, &entry, None, 1, Some((&info_id, url)), &how);
                     let link = Link::to(&page);
                     tx.send(Outcome::Page {
-                        job: Queued {
-                            seq: 0,
-                            host,
-                            fp: link.fp,
-                            url: link.url,
-                            depth: 1,
-                            hops: 0,
-                            attempts: 0,
-                            priority: 0.0,
-                            revisit: false,
-                        },
+                        job: Queued::unqueued(host, link.fp, link.url, 1, false),
                         result: Ok(Box::new(fetched)),
                         elapsed: Duration::ZERO,
                         source: Source::Snapshot,

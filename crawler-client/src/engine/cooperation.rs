@@ -73,17 +73,7 @@ impl Engine {
             let Ok(page) = Url::parse(&d.link.url) else {
                 continue;
             };
-            let job = Queued {
-                seq: 0,
-                host: d.host,
-                fp: d.link.fp,
-                url: d.link.url.clone(),
-                depth: d.depth,
-                hops: 0,
-                attempts: 0,
-                priority: 0.0,
-                revisit: true,
-            };
+            let job = Queued::unqueued(d.host, d.link.fp, d.link.url.clone(), d.depth, true);
             let ctx = self.ctx.clone();
             let tx = self.tx.clone();
             let fallback = self.tx.clone();
@@ -210,17 +200,13 @@ impl Engine {
         let Ok(page) = Url::parse(&b.link.url) else {
             return;
         };
-        let job = Queued {
-            seq: 0,
-            host: b.host,
-            fp: b.link.fp,
-            url: b.link.url.clone(),
-            depth: b.depth,
-            hops: 0,
-            attempts: 0,
-            priority: 0.0,
-            revisit: b.known.is_some(),
-        };
+        let job = Queued::unqueued(
+            b.host,
+            b.link.fp,
+            b.link.url.clone(),
+            b.depth,
+            b.known.is_some(),
+        );
         let ctx = self.ctx.clone();
         let tx = self.tx.clone();
         self.rt.spawn_blocking(move || {

@@ -27,6 +27,24 @@ pub struct Queued {
     pub revisit: bool,
 }
 
+impl Queued {
+    /// A page that came without a request of its own (from a snapshot, a batch or a pushed
+    /// delta): in no queue row, never attempted.
+    pub(crate) fn unqueued(host: HostId, fp: Fp, url: String, depth: u32, revisit: bool) -> Queued {
+        Queued {
+            seq: 0,
+            host,
+            url,
+            fp,
+            depth,
+            hops: 0,
+            attempts: 0,
+            priority: 0.0,
+            revisit,
+        }
+    }
+}
+
 pub(super) fn queued(r: &Row<'_>) -> rusqlite::Result<Queued> {
     Ok(Queued {
         seq: r.get(0)?,
