@@ -19,6 +19,7 @@
 //! `docs/PROTOCOL.md` describes the same contract for implementers in other languages.
 
 pub mod batch;
+pub mod bot_auth;
 pub mod changes_feed;
 pub mod clock;
 pub mod compression;
@@ -31,6 +32,7 @@ pub mod robots_rdf;
 pub mod sitemap;
 pub mod snapshot;
 pub mod sniff;
+pub mod usage;
 pub mod validator;
 pub mod warc;
 pub mod websub;
