@@ -72,6 +72,10 @@ enum Command {
         #[arg(long)]
         sort: bool,
     },
+    /// The crawler's signing keys (Web Bot Auth): make, rotate and retire them, and write the
+    /// key directory and Signature Agent Card a web server publishes for them.
+    #[command(subcommand)]
+    Keys(webcoop_crawler::KeysCommand),
     /// Pack a crawl into a WACZ (WARC files, CDXJ index, pages list, datapackage.json with
     /// digests) that ReplayWeb.page opens and `wacz validate` accepts.
     Export {
@@ -543,6 +547,13 @@ fn main() -> ExitCode {
         Command::Crawl(args) => crawl(&args),
         Command::Index { out, output, sort } => index(&out, output.as_deref(), sort),
         Command::Export { out, wacz } => export(&out, &wacz),
+        Command::Keys(command) => match webcoop_crawler::run_keys(&command) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("webcoop-crawl keys: {e}");
+                ExitCode::from(2)
+            }
+        },
         Command::Console {
             out,
             listen,

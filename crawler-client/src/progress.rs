@@ -171,6 +171,13 @@ pub fn summary(f: &Figures, skipped: &[(String, String)], run: Option<&RunFigure
         f.failures,
         f.disallowed
     );
+    if f.usage_skipped + f.usage_not_kept > 0 {
+        let _ = writeln!(
+            s,
+            "usage preferences: {} pages skipped, {} fetched and not kept (the site refuses the crawl's purpose)",
+            f.usage_skipped, f.usage_not_kept
+        );
+    }
     let _ = writeln!(
         s,
         "duplicates: {}  changes seen on revisits: {}",

@@ -77,6 +77,7 @@ fn one_page(url: &Url, http: &warc::HttpMessage, level: u32) -> u64 {
             body: &http.body,
             payload_digest: &payload,
             truncated: false,
+            usage: None,
         },
         level,
     );

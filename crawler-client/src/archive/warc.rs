@@ -139,7 +139,13 @@ pub struct Exchange<'a> {
     pub payload_digest: &'a str,
     /// Whether the body was cut at the size limit.
     pub truncated: bool,
+    /// The usage preferences that applied (aipref form), if the site stated any.
+    pub usage: Option<&'a str>,
 }
+
+/// The WARC field naming the usage preferences a capture was made under (aipref form:
+/// `search=y, train-ai=n`), from robots.txt, the `Content-Usage` header and the site's agent.
+pub const USAGE_FIELD: &str = "WARC-Webcoop-Content-Usage";
 
 /// A `response` record: the HTTP head and body as received.
 pub fn response(x: &Exchange<'_>, level: u32) -> Record {
@@ -151,6 +157,7 @@ pub fn response(x: &Exchange<'_>, level: u32) -> Record {
         body,
         payload_digest,
         truncated,
+        usage,
     } = *x;
     let block_digest = {
         let mut h = Sha1::new();
@@ -175,6 +182,9 @@ pub fn response(x: &Exchange<'_>, level: u32) -> Record {
     }
     if truncated {
         headers.push(("WARC-Truncated", "length".to_string()));
+    }
+    if let Some(usage) = usage {
+        headers.push((USAGE_FIELD, usage.to_string()));
     }
     build(
         &headers,
@@ -754,6 +764,7 @@ pub(crate) fn test_response(uri: &str, head: &str, body: &[u8], level: u32) -> R
         body,
         payload_digest: &digest(body),
         truncated: false,
+        usage: None,
     };
     response(&x, level)
 }

@@ -129,6 +129,22 @@ pub struct CrawlOptions {
     /// The User-Agent sent, whose first word is matched against robots.txt groups.
     #[arg(long, value_name = "UA")]
     pub user_agent: Option<String>,
+    /// Sign requests (Web Bot Auth) with the Ed25519 keys of this key file, made by
+    /// `webcoop-crawl keys new`; read again when it changes, so keys rotate during a crawl.
+    #[arg(long, value_name = "FILE", requires = "signature_agent")]
+    pub signing_key: Option<PathBuf>,
+    /// The origin (https://HOST) whose /.well-known/http-message-signatures-directory
+    /// publishes the signing keys (`webcoop-crawl keys directory` writes it).
+    #[arg(long, value_name = "URL")]
+    pub signature_agent: Option<String>,
+    /// Which requests are signed: always, or only to sites that asked (Accept-Signature).
+    #[arg(long, value_enum, value_name = "always|asked")]
+    pub sign_requests: Option<crate::identity::signer::SignWhen>,
+    /// What the crawl is for (repeatable): search, ai-input, ai-train. Pages whose site says
+    /// (robots.txt Content-Usage or Content-Signal, the Content-Usage header, its agent) that
+    /// they may not be used so are skipped. Unset: nothing is skipped, preferences recorded.
+    #[arg(long, value_name = "PURPOSE")]
+    pub purpose: Option<Vec<String>>,
     /// Per-request time limit in seconds.
     #[arg(long, value_name = "SECS")]
     pub timeout: Option<f64>,
@@ -304,6 +320,7 @@ impl CrawlOptions {
             per_host_connections: Some(1),
             concurrency: Some(128),
             user_agent: Some(DEFAULT_USER_AGENT.into()),
+            sign_requests: Some(crate::identity::signer::SignWhen::default()),
             timeout: Some(f.timeout.as_secs_f64()),
             connect_timeout: Some(f.connect_timeout.as_secs_f64()),
             min_speed: Some(f.min_speed),
@@ -376,6 +393,7 @@ pub(super) const PER_PROCESS: &[&str] = &[
     "metrics",
     "console",
     "console_token_file",
+    "signing_key",
     "callback_listen",
     "callback_url",
 ];
@@ -419,6 +437,9 @@ pub(super) fn read_file(path: &Path) -> Result<CrawlOptions, ConfigError> {
         }
     };
     if let Some(p) = file.console_token_file.as_mut() {
+        *p = beside(p);
+    }
+    if let Some(p) = file.signing_key.as_mut() {
         *p = beside(p);
     }
     for seed in file.seeds.iter_mut().flatten() {

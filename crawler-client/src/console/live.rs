@@ -59,8 +59,12 @@ pub(crate) struct Overview {
     pub hosts_active: usize,
     /// Requests under way.
     pub in_flight: usize,
-    /// Errors by kind (`4xx`, `5xx`, `failed`, `disallowed`, `retries`, `refused`).
+    /// Errors by kind (`4xx`, `5xx`, `failed`, `disallowed`, `retries`, `refused`) and pages
+    /// the site's usage preferences refuse for the crawl's purposes (`usage`).
     pub errors: BTreeMap<&'static str, u64>,
+    /// Requests signed (Web Bot Auth) by this run.
+    #[serde(default)]
+    pub signed: u64,
     /// The latest connections refused because they led inside a network, and why.
     pub refusals: Vec<String>,
     /// Body bytes received by this run.

@@ -203,6 +203,7 @@ async fn overview(State(c): State<Arc<Console>>) -> Response {
                 "errors": {
                     "4xx": figures.client_errors, "5xx": figures.server_errors,
                     "failed": figures.failures, "disallowed": figures.disallowed,
+                    "usage": figures.usage_skipped + figures.usage_not_kept,
                 },
                 "disk_free": super::disk_free(&c.dir),
                 "paused": controls.paused,

@@ -445,8 +445,8 @@ pub(crate) fn examined(
         depth,
         Some(known),
         &ctx.policy,
-        ctx.limits.max_body,
-        ctx.warc_level,
+        (ctx.limits.max_body, ctx.warc_level),
+        webcoop_protocol::usage::Prefs::NONE,
     );
     f.delta = Some(how);
     if let Some(d) = derivation {

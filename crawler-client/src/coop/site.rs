@@ -101,6 +101,9 @@ pub struct SiteCoop {
     pub hub: Option<String>,
     /// Sequence number of the last change applied.
     pub cursor: Option<u64>,
+    /// The usage preferences the site's agent states (aipref form) in its listing or feed.
+    #[serde(default)]
+    pub usage: Option<String>,
     /// The changes feed no longer reaches back to the cursor (410): the next reading of the
     /// listing may take the site's snapshot, as a first visit does.
     #[serde(default)]

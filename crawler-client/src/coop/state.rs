@@ -119,6 +119,15 @@ pub(crate) struct Effects {
 }
 
 impl CoopState {
+    /// The usage preferences `host`'s agent states, if any.
+    pub(crate) fn usage_of(&self, host: HostId) -> webcoop_protocol::usage::Prefs {
+        self.sites
+            .get(&host)
+            .and_then(|s| s.usage.as_deref())
+            .and_then(|u| webcoop_protocol::usage::Prefs::parse_aipref(u, &mut Vec::new()).ok())
+            .unwrap_or_default()
+    }
+
     /// No site known yet; `seed` drives the sampling of checks.
     pub(crate) fn new(config: CoopConfig, seed: u64) -> CoopState {
         CoopState {

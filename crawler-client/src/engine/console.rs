@@ -274,7 +274,7 @@ impl Engine {
     fn overview(&self, state: &'static str, now: &Sample, c: &Console) -> Overview {
         let m = &self.metrics;
         let mut errors = BTreeMap::new();
-        for kind in ["4xx", "5xx", "failed", "disallowed"] {
+        for kind in ["4xx", "5xx", "failed", "disallowed", "usage"] {
             let n = m
                 .fetches
                 .get_or_create(&crate::metrics::OutcomeLabels { outcome: kind });
@@ -317,6 +317,7 @@ impl Engine {
             in_flight: now.in_flight,
             errors,
             refusals: refusals.latest().iter().map(ToString::to_string).collect(),
+            signed: self.ctx.client.signed(),
             bytes: self.run.bytes,
             warc_bytes: m.warc_bytes.get(),
             disk_free: crate::console::disk_free(&self.settings.out),

@@ -299,13 +299,19 @@ impl Engine {
                 return Ok(());
             }
         };
-        let allowed = self
-            .frontier
-            .rules(job.host, now)
-            .is_some_and(|r| r.allows(&url));
-        if !allowed {
+        let rules = self.frontier.rules(job.host, now);
+        if !rules.is_some_and(|r| r.allows(&url)) {
             self.metrics.fetch("disallowed");
             self.final_without_fetch(job, state::DISALLOWED.to_string(), now);
+            return Ok(());
+        }
+        let usage = rules
+            .map(|r| r.usage_at(&url))
+            .unwrap_or_default()
+            .strictest(self.coop.usage_of(job.host));
+        if let Some(p) = usage.refuses(&self.settings.purposes) {
+            self.metrics.fetch("usage");
+            self.final_without_fetch(job, state::usage_skipped(p.as_str()), now);
             return Ok(());
         }
         // Only a revisit has validators to send (a new URL has no record yet).
@@ -337,7 +343,7 @@ impl Engine {
             job,
             url,
             known,
-            conditional,
+            (conditional, usage),
             lane,
             self.tx.clone(),
         ));

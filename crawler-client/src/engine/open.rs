@@ -224,7 +224,14 @@ impl Engine {
             s.resolve.clone(),
         );
         refuse_seeds_inside(&rt, &guard, &seeds)?;
-        let client = fetch::client(&s.user_agent, &s.fetch, guard, s.per_host)
+        let signer = match &s.signing {
+            Some(settings) => Some(Arc::new(
+                crate::identity::signer::Signer::new(settings.clone())
+                    .map_err(|e| start_error("the signing keys")(std::io::Error::other(e).into()))?,
+            )),
+            None => None,
+        };
+        let client = fetch::client(&s.user_agent, &s.fetch, guard, s.per_host, signer)
             .map_err(|e| start_error("the HTTP client")(e.into()))?;
         let metrics = Arc::new(CrawlMetrics::default());
         let metrics_addr = serve_metrics(&rt, s.metrics, &metrics)?;
@@ -249,6 +256,7 @@ impl Engine {
                 conditional: s.conditional,
                 resolve: s.resolve.clone(),
                 snapshot_backlog: Default::default(),
+                purposes: s.purposes.clone(),
             }),
             rt,
             store,

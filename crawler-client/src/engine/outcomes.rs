@@ -208,6 +208,13 @@ impl Engine {
         let crawl_delay = rules.crawl_delay();
         let politeness = self.settings.politeness;
         let origin = self.origin(host);
+        // One line per reading of the file, whatever it holds: junk never floods the log.
+        if let [first, ..] = rules.usage_problems() {
+            tracing::info!(
+                "{origin}/robots.txt: {} usage preference line(s) not understood, first {first}",
+                rules.usage_problems().len()
+            );
+        }
         if let Some(h) = self.frontier.host_mut(host) {
             h.failures = 0;
             if politeness.too_slow(crawl_delay) {
@@ -341,6 +348,37 @@ impl Engine {
         let now = Instant::now();
         let at = now_ms();
         let host = job.host;
+        if let FetchError::UsageRefused(_) = err {
+            // An answer, not a failure: recorded as final, nothing of it kept.
+            self.metrics.fetch("usage");
+            self.fetched_total += 1;
+            self.log.write(&Entry {
+                at,
+                url: &job.url,
+                depth: job.depth,
+                hops: job.hops,
+                elapsed,
+                note: &err.to_string(),
+                ..Default::default()
+            });
+            self.unsaved.finished(
+                job.seq,
+                PageRecord {
+                    url: job.url.clone(),
+                    fp: job.fp,
+                    host,
+                    depth: job.depth,
+                    error: Some(err.to_string()),
+                    fetched_at: at,
+                    ..Default::default()
+                },
+            );
+            if freed {
+                let delay = self.host_delay(host, None, elapsed);
+                self.request_ended(host, now + delay);
+            }
+            return;
+        }
         let failures = self.host_failed(host);
         job.attempts += 1;
         self.log.write(&Entry {

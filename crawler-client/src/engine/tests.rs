@@ -108,7 +108,14 @@ fn page_answer(
     body: &str,
 ) -> Outcome {
     let resp = response(&job.url, status, headers, body);
-    let f = tasks::examine(&resp, job.depth, None, &e.ctx.policy, 1 << 20, 1);
+    let f = tasks::examine(
+        &resp,
+        job.depth,
+        None,
+        &e.ctx.policy,
+        (1 << 20, 1),
+        webcoop_protocol::usage::Prefs::NONE,
+    );
     Outcome::Page {
         job: job.clone(),
         result: Ok(Box::new(f)),

@@ -10,10 +10,13 @@ pub(crate) mod tasks;
 
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
+use crate::identity::signer::Signer;
 use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use url::Url;
 use webcoop_netguard::{GuardedResolver, ResolveError};
+use webcoop_protocol::bot_auth::sign::SignatureHeaders;
 
 /// Limits of one fetch.
 #[derive(Debug, Clone, Copy)]
@@ -122,6 +125,9 @@ pub(crate) enum FetchError {
     /// connection was made.
     #[error("refused: {0}")]
     Refused(String),
+    /// The response's `Content-Usage` header refuses a purpose of the crawl: not kept.
+    #[error("not kept: its Content-Usage header refuses {0}")]
+    UsageRefused(&'static str),
     /// Anything else.
     #[error("{0}")]
     Other(String),
@@ -133,19 +139,42 @@ pub(crate) enum FetchError {
 pub(crate) struct Net {
     client: reqwest::Client,
     guard: GuardedResolver,
+    signer: Option<Arc<Signer>>,
 }
 
 impl Net {
-    /// A GET of `url`, if its destination is allowed.
+    /// A GET of `url`, if its destination is allowed, signed when the crawler signs.
     pub(crate) fn get(&self, url: Url) -> Result<reqwest::RequestBuilder, FetchError> {
-        self.check(&url)?;
-        Ok(self.client.get(url))
+        Ok(self.signed_get(url)?.0)
     }
 
-    /// A POST to `url`, if its destination is allowed.
+    /// [`Net::get`], with the signature headers it carries (for the record of the request).
+    pub(crate) fn signed_get(
+        &self,
+        url: Url,
+    ) -> Result<(reqwest::RequestBuilder, Option<SignatureHeaders>), FetchError> {
+        self.check(&url)?;
+        let signature = self.signer.as_ref().and_then(|s| s.headers_for(&url));
+        Ok((sign(self.client.get(url), signature.as_ref()), signature))
+    }
+
+    /// A POST to `url`, if its destination is allowed, signed when the crawler signs.
     pub(crate) fn post(&self, url: Url) -> Result<reqwest::RequestBuilder, FetchError> {
         self.check(&url)?;
-        Ok(self.client.post(url))
+        let signature = self.signer.as_ref().and_then(|s| s.headers_for(&url));
+        Ok(sign(self.client.post(url), signature.as_ref()))
+    }
+
+    /// Notes a site's `Accept-Signature`; whether the request should now go again, signed.
+    pub(crate) fn asked_to_sign(&self, url: &Url) -> bool {
+        self.signer.as_ref().is_some_and(|s| s.asked_by(url))
+    }
+
+    /// Requests signed so far.
+    pub(crate) fn signed(&self) -> u64 {
+        self.signer
+            .as_ref()
+            .map_or(0, |s| s.signed.load(std::sync::atomic::Ordering::Relaxed))
     }
 
     fn check(&self, url: &Url) -> Result<(), FetchError> {
@@ -160,6 +189,16 @@ impl Net {
     }
 }
 
+fn sign(
+    mut builder: reqwest::RequestBuilder,
+    signature: Option<&SignatureHeaders>,
+) -> reqwest::RequestBuilder {
+    for (name, value) in signature.iter().flat_map(|h| h.pairs()) {
+        builder = builder.header(name, value);
+    }
+    builder
+}
+
 /// Builds the crawler's HTTP client: no redirects, no automatic decompression (bodies are
 /// archived as received), host overrides for tests and private setups, and every address
 /// checked against the networks the operator allows (the overrides too).
@@ -168,6 +207,7 @@ pub(crate) fn client(
     limits: &FetchLimits,
     guard: GuardedResolver,
     per_host: usize,
+    signer: Option<Arc<Signer>>,
 ) -> reqwest::Result<Net> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let client = reqwest::Client::builder()
@@ -181,9 +221,13 @@ pub(crate) fn client(
         .pool_max_idle_per_host(per_host.max(1))
         .pool_idle_timeout(Duration::from_secs(15))
         .no_proxy()
-        .dns_resolver(std::sync::Arc::new(guard.clone()))
+        .dns_resolver(Arc::new(guard.clone()))
         .build()?;
-    Ok(Net { client, guard })
+    Ok(Net {
+        client,
+        guard,
+        signer,
+    })
 }
 
 /// What a failed request means: a refusal by the guard (found in the error's chain), a
@@ -205,18 +249,35 @@ pub(crate) fn classify(e: &reqwest::Error) -> FetchError {
     }
 }
 
-/// Fetches `request`.
+/// Fetches `request`; once more, signed, when the site refused it asking for a signature
+/// (`Accept-Signature` on a 401, 403 or 429) and the crawler signs only where asked.
+pub(crate) async fn fetch(
+    client: &Net,
+    request: &FetchRequest,
+    limits: &FetchLimits,
+) -> Result<FetchResponse, FetchError> {
+    let first = fetch_once(client, request, limits).await?;
+    let refused = matches!(first.status, 401 | 403 | 429);
+    if first.header("accept-signature").is_some()
+        && client.asked_to_sign(&request.url)
+        && refused
+    {
+        return fetch_once(client, request, limits).await;
+    }
+    Ok(first)
+}
+
 // One function: a request's life (headers, send, status, streamed body under the size and
 // speed limits, the record of what was sent) is one sequence over one set of timers.
-pub(crate) async fn fetch(
+async fn fetch_once(
     client: &Net,
     request: &FetchRequest,
     limits: &FetchLimits,
 ) -> Result<FetchResponse, FetchError> {
     let fetched_at = crate::clock::now();
     let start = Instant::now();
-    let mut builder = client
-        .get(request.url.clone())?
+    let (builder, signature) = client.signed_get(request.url.clone())?;
+    let mut builder = builder
         .timeout(limits.timeout)
         .header(
             reqwest::header::ACCEPT,
@@ -237,6 +298,9 @@ pub(crate) async fn fetch(
         request.url.host_str().unwrap_or_default()
     ));
     request_head.push_str(&format!("Accept-Encoding: {accept_encoding}\r\n"));
+    for (n, v) in signature.iter().flat_map(|h| h.pairs()) {
+        request_head.push_str(&format!("{n}: {v}\r\n"));
+    }
     for (n, v) in &request.headers {
         if !n.eq_ignore_ascii_case("accept-encoding") {
             builder = builder.header(*n, v);
@@ -357,7 +421,7 @@ mod tests {
             webcoop_netguard::NetPolicy::new(vec!["127.0.0.0/8".parse().unwrap()], "--allow-net"),
             Vec::new(),
         );
-        let client = client("test/1", &limits, open, 1).unwrap();
+        let client = client("test/1", &limits, open, 1, None).unwrap();
         let request = FetchRequest {
             url: Url::parse(&format!("http://{addr}/")).unwrap(),
             etag: None,
@@ -380,7 +444,7 @@ mod tests {
             vec![("inside.test".into(), addr)],
         );
         let limits = FetchLimits::default();
-        let net = client("test/1", &limits, strict, 1).unwrap();
+        let net = client("test/1", &limits, strict, 1, None).unwrap();
         for url in [
             format!("http://inside.test:{}/", addr.port()),
             format!("http://{addr}/"),

@@ -174,6 +174,8 @@ pub(crate) struct Context {
     pub resolve: Vec<(String, std::net::SocketAddr)>,
     /// Bytes of snapshot pages sent to the loop and not yet recorded.
     pub snapshot_backlog: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    /// What the crawl is for: responses whose usage preferences refuse it are not kept.
+    pub purposes: Vec<webcoop_protocol::usage::Purpose>,
 }
 
 impl Context {
@@ -188,6 +190,7 @@ impl Context {
             conditional: self.conditional,
             resolve: self.resolve.clone(),
             snapshot_backlog: self.snapshot_backlog.clone(),
+            purposes: self.purposes.clone(),
         }
     }
 }

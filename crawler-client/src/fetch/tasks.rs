@@ -14,6 +14,7 @@ use crate::state::{KnownPage, Queued};
 use std::sync::Arc;
 use std::time::Instant;
 use url::Url;
+use webcoop_protocol::usage::Prefs;
 
 /// Redirects followed for robots.txt (RFC 9309 asks for at least five).
 pub(crate) const ROBOTS_REDIRECTS: u32 = 5;
@@ -21,15 +22,29 @@ pub(crate) const ROBOTS_REDIRECTS: u32 = 5;
 /// Bodies larger than this are analysed on the blocking pool, not on an async worker.
 const INLINE_ANALYSIS: usize = 64 << 10;
 
-/// Builds the analysis and archive record of a page response.
+/// The usage preferences a response was received under: those stated before the request
+/// (`stated`: robots.txt, the site's agent) and its own `Content-Usage` header, the most
+/// restrictive winning. A header that cannot be read states nothing.
+pub(crate) fn usage_of(resp: &FetchResponse, stated: Prefs) -> Prefs {
+    let header = resp
+        .header("content-usage")
+        .and_then(|v| Prefs::parse_aipref(v, &mut Vec::new()).ok())
+        .unwrap_or_default();
+    stated.strictest(header)
+}
+
+/// Builds the analysis and archive record of a page response, which names the usage
+/// preferences that applied.
 pub(crate) fn examine(
     resp: &FetchResponse,
     depth: u32,
     known: Option<&KnownPage>,
     policy: &LinkPolicy,
-    decode_limit: usize,
-    level: u32,
+    (decode_limit, level): (usize, u32),
+    usage: Prefs,
 ) -> Fetched {
+    let usage = usage_of(resp, usage);
+    let usage = (!usage.is_empty()).then(|| usage.to_aipref());
     examine_archived(
         resp,
         depth,
@@ -70,6 +85,7 @@ pub(crate) fn examine(
                         body: &resp.body,
                         payload_digest,
                         truncated: resp.truncated,
+                        usage: usage.as_deref(),
                     },
                     level,
                 )
@@ -130,7 +146,7 @@ pub(crate) async fn page(
     job: Queued,
     url: Url,
     known: Option<KnownPage>,
-    conditional: bool,
+    (conditional, usage): (bool, Prefs),
     (lane, ticket): (Arc<Lane>, Ticket),
     tx: Outbox,
 ) {
@@ -153,8 +169,15 @@ pub(crate) async fn page(
     // The connection is free once the body is in: the next request may start.
     drop(permit);
     let elapsed = start.elapsed();
+    let refused = fetched
+        .as_ref()
+        .ok()
+        .and_then(|resp| usage_of(resp, usage).refuses(&ctx.purposes));
     let result = match fetched {
         Err(e) => Err(e),
+        Ok(_) if refused.is_some() => Err(FetchError::UsageRefused(
+            refused.map_or("", |p| p.as_str()),
+        )),
         Ok(resp) => {
             let depth = job.depth;
             let inline = resp.body.len() <= INLINE_ANALYSIS;
@@ -165,8 +188,8 @@ pub(crate) async fn page(
                     depth,
                     known.as_ref(),
                     &ctx.policy,
-                    ctx.limits.max_body,
-                    ctx.warc_level,
+                    (ctx.limits.max_body, ctx.warc_level),
+                    usage,
                 ))
             };
             if inline {
@@ -226,6 +249,7 @@ pub(crate) fn archived(resp: &FetchResponse, level: u32) -> warc::Record {
             body: &resp.body,
             payload_digest: &payload_digest,
             truncated: resp.truncated,
+            usage: None,
         },
         level,
     )

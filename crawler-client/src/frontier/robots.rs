@@ -1,9 +1,12 @@
 //! robots.txt as RFC 9309 has a crawler treat it: parsed once per host (texting_robots),
 //! kept 24 hours; a 4xx (or more than five redirects) means no rules (allow all), a 5xx or no
 //! answer means complete disallow until it can be fetched again; at most 500 KiB is parsed.
+//! The same file's usage preferences (`Content-Usage`, `Content-Signal`) are read beside the
+//! rules, for the crawler's product token.
 
 use std::sync::Arc;
 use url::Url;
+use webcoop_protocol::usage::{Prefs, RobotsUsage};
 
 /// RFC 9309's minimum parse limit, which we also use as our maximum.
 pub(crate) const MAX_BYTES: usize = 500 << 10;
@@ -12,17 +15,24 @@ pub(crate) const MAX_BYTES: usize = 500 << 10;
 #[derive(Clone)]
 pub enum Rules {
     /// A robots.txt that parsed.
-    Parsed(Arc<texting_robots::Robot>),
+    Parsed(Arc<Parsed>),
     /// No robots.txt (4xx): everything allowed.
     AllowAll,
     /// The server failed (5xx, no answer): nothing allowed for now.
     DisallowAll,
 }
 
+/// A parsed robots.txt: its rules and its usage preferences.
+pub struct Parsed {
+    robot: texting_robots::Robot,
+    usage: RobotsUsage,
+    token: String,
+}
+
 impl std::fmt::Debug for Rules {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Rules::Parsed(r) => write!(f, "Parsed(delay={:?})", r.delay),
+            Rules::Parsed(r) => write!(f, "Parsed(delay={:?})", r.robot.delay),
             Rules::AllowAll => f.write_str("AllowAll"),
             Rules::DisallowAll => f.write_str("DisallowAll"),
         }
@@ -36,7 +46,11 @@ impl Rules {
             Some(200..=299) => {
                 let body = &body[..body.len().min(MAX_BYTES)];
                 match texting_robots::Robot::new(agent, body) {
-                    Ok(robot) => Rules::Parsed(Arc::new(robot)),
+                    Ok(robot) => Rules::Parsed(Arc::new(Parsed {
+                        robot,
+                        usage: RobotsUsage::parse(&String::from_utf8_lossy(body)),
+                        token: product_token(agent),
+                    })),
                     // Unparseable content is treated as no rules, like an empty file.
                     Err(_) => Rules::AllowAll,
                 }
@@ -57,7 +71,7 @@ impl Rules {
                     path.push('?');
                     path.push_str(q);
                 }
-                r.allowed(&path)
+                r.robot.allowed(&path)
             }
             Rules::AllowAll => true,
             Rules::DisallowAll => false,
@@ -67,7 +81,7 @@ impl Rules {
     /// The `Crawl-delay` in seconds, if given.
     pub fn crawl_delay(&self) -> Option<f64> {
         match self {
-            Rules::Parsed(r) => r.delay.map(f64::from),
+            Rules::Parsed(r) => r.robot.delay.map(f64::from),
             _ => None,
         }
     }
@@ -75,8 +89,24 @@ impl Rules {
     /// `Sitemap:` lines.
     pub fn sitemaps(&self) -> Vec<String> {
         match self {
-            Rules::Parsed(r) => r.sitemaps.clone(),
+            Rules::Parsed(r) => r.robot.sitemaps.clone(),
             _ => Vec::new(),
+        }
+    }
+
+    /// The usage preferences robots.txt states for `url`, for this crawler.
+    pub fn usage_at(&self, url: &Url) -> Prefs {
+        match self {
+            Rules::Parsed(r) => r.usage.at(&r.token, url.path()),
+            _ => Prefs::NONE,
+        }
+    }
+
+    /// Usage lines robots.txt has that could not be read (a few, for one log line).
+    pub fn usage_problems(&self) -> &[String] {
+        match self {
+            Rules::Parsed(r) => &r.usage.problems,
+            _ => &[],
         }
     }
 }

@@ -1,6 +1,6 @@
 //! The figures `status` and the final summary print.
 
-use super::{DISALLOWED, Store, StoreError};
+use super::{DISALLOWED, Store, StoreError, USAGE_NOT_KEPT, USAGE_SKIPPED};
 
 /// The `meta` key of the count of connections refused by the network guard, over all runs.
 pub(crate) const NET_REFUSED: &str = "net_refused";
@@ -55,6 +55,22 @@ impl Store {
         f.hosts = count("SELECT COUNT(*) FROM hosts")?;
         f.hosts_skipped = count("SELECT COUNT(*) FROM hosts WHERE skipped IS NOT NULL")?;
         f.warc_bytes = count("SELECT COALESCE(SUM(committed), 0) FROM warc")?;
+        let prefixed = |prefix: &str| -> Result<u64, StoreError> {
+            self.conn
+                .query_row(
+                    "SELECT COUNT(*) FROM pages WHERE substr(error, 1, length(?1)) = ?1",
+                    [prefix],
+                    |r| r.get::<_, i64>(0),
+                )
+                .map(|v| v.max(0) as u64)
+                .map_err(|e| self.err(e))
+        };
+        f.usage_skipped = prefixed(USAGE_SKIPPED)?;
+        f.usage_not_kept = prefixed(USAGE_NOT_KEPT)?;
+        // Neither is a failure: the site answered, or said beforehand, what it allows.
+        f.failures = f
+            .failures
+            .saturating_sub(f.usage_skipped + f.usage_not_kept);
         f.net_refused = self
             .meta(NET_REFUSED)?
             .and_then(|v| v.parse().ok())
@@ -91,6 +107,10 @@ pub struct Figures {
     pub failures: u64,
     /// Forbidden by robots.txt.
     pub disallowed: u64,
+    /// Skipped, unfetched, because the site's usage preferences refuse the crawl's purpose.
+    pub usage_skipped: u64,
+    /// Fetched and not kept: the response's `Content-Usage` header refuses the purpose.
+    pub usage_not_kept: u64,
     /// Exact duplicates of another page.
     pub duplicates: u64,
     /// Changes seen on revisits.
@@ -114,9 +134,10 @@ pub struct Figures {
 }
 
 impl Figures {
-    /// Requests that got a response or failed (not those robots.txt forbade).
+    /// Requests that got a response or failed (not those robots.txt or usage preferences
+    /// forbade).
     pub fn fetched(&self) -> u64 {
-        self.pages - self.disallowed
+        self.pages - self.disallowed - self.usage_skipped
     }
 
     /// Responses that are errors or no response at all.

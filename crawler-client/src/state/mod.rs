@@ -43,6 +43,15 @@ use webcoop_daemon::sqlite_error::{Hints, SqliteError};
 
 /// The `error` of a page robots.txt forbids.
 pub(crate) const DISALLOWED: &str = "disallowed by robots.txt";
+/// How the record of a page skipped for the site's usage preferences begins.
+pub(crate) const USAGE_SKIPPED: &str = "skipped: the site's usage preferences refuse ";
+/// How the record of a page fetched and not kept for its `Content-Usage` header begins.
+pub(crate) const USAGE_NOT_KEPT: &str = "not kept: its Content-Usage header refuses ";
+
+/// The record of a page skipped because the site refuses `purpose`.
+pub(crate) fn usage_skipped(purpose: &str) -> String {
+    format!("{USAGE_SKIPPED}{purpose}")
+}
 
 /// A failure of the crawl database.
 pub(crate) type StoreError = SqliteError;

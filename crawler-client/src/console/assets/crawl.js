@@ -31,6 +31,7 @@
       card("disk free", fmt.bytes(o.disk_free), "card-disk"),
       card("ETA", o.eta_secs ? fmt.secs(o.eta_secs) : "–", "card-eta"),
     );
+    if (o.signed) $("cards").append(card("requests signed", fmt.num(o.signed), "card-signed"));
     chart($("chart-pages"), [{ name: "pages/s", points: pages }]);
     chart($("chart-bytes"), [{ name: "bytes/s", points: rate(samples, "bytes") }], { format: fmt.bytes });
     chart($("chart-queue"), [
