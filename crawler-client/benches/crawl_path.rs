@@ -64,6 +64,7 @@ fn bench(c: &mut Criterion) {
                     body: &html,
                     payload_digest: &digest,
                     truncated: false,
+                    usage: None,
                 };
                 black_box(warc::response(&x, level)).bytes.len()
             })

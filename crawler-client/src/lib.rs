@@ -18,13 +18,13 @@ mod coop;
 mod engine;
 mod fetch;
 mod frontier;
-mod identity;
 mod ids;
 mod importance;
 mod metrics;
 mod offline;
 mod progress;
 mod refresh;
+mod signing;
 mod state;
 
 pub use clock::install as install_clock;
@@ -36,10 +36,10 @@ pub use console::server::run_offline as run_console;
 pub use coop::CoopMode;
 pub use coop::site::{CoopConfig, SiteCoop};
 pub use engine::{CrawlError, Report, join, run};
-pub use identity::keys_command::{KeysCommand, run as run_keys};
-pub use identity::signer::SignWhen;
 pub use ids::{Fp, HostId};
+pub use offline::keys::{KeysCommand, run as run_keys};
 pub use progress::{ProgressMode, summary};
+pub use signing::SignWhen;
 pub use state::{COOP_CONFIG_META, Figures, NewUrl, Store, is_running};
 
 /// What a crawl leaves to read: its WARC files, a CDXJ index and WACZ package of them, the

@@ -31,6 +31,7 @@ fn rdf_doc() -> RobotsRdf {
             hub: None,
             snapshot: None,
             seq: Some(N as u64),
+            content_usage: None,
         },
         items: (0..N)
             .map(|i| {

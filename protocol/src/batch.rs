@@ -137,6 +137,7 @@ mod tests {
             next: None,
             head_seq: Some(n),
             resync: None,
+            content_usage: None,
             entries: (1..=n)
                 .map(|i| ChangeEntry::new(i, ChangeKind::Modified, url(&format!("{i}.html")), at))
                 .collect(),

@@ -17,6 +17,8 @@ pub const DIRECTORY: &str = ".well-known/webcoop/snapshot/";
 pub const SITE_FIELD: &str = "webcoop-site";
 /// The `warcinfo` field naming the change-log sequence number the snapshot is at.
 pub const SEQUENCE_FIELD: &str = "webcoop-sequence";
+/// The `warcinfo` field stating what the site's content may be used for (aipref vocabulary).
+pub const CONTENT_USAGE_FIELD: &str = "webcoop-content-usage";
 
 /// The snapshot file at `sequence`: names sort in sequence order.
 pub fn file_name(sequence: u64) -> String {
@@ -56,15 +58,23 @@ pub struct SnapshotInfo {
     pub site: String,
     /// The change-log sequence number the snapshot is at.
     pub sequence: u64,
+    /// What the site's content may be used for, as its webmaster states it.
+    pub content_usage: Option<String>,
 }
 
 impl SnapshotInfo {
     /// The `warcinfo` block (`application/warc-fields`).
     pub fn block(&self, software: &str) -> String {
-        format!(
+        let mut block = format!(
             "software: {software}\r\nformat: WARC File Format 1.1\r\nconformsTo: http://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/\r\n{SITE_FIELD}: {}\r\n{SEQUENCE_FIELD}: {}\r\n",
             self.site, self.sequence
-        )
+        );
+        if let Some(usage) = &self.content_usage {
+            // One line: a value with a line break would end the field.
+            let usage: String = usage.chars().filter(|c| !c.is_control()).collect();
+            block.push_str(&format!("{CONTENT_USAGE_FIELD}: {usage}\r\n"));
+        }
+        block
     }
 
     /// Reads the first record of a snapshot.
@@ -90,6 +100,7 @@ impl SnapshotInfo {
         Ok(SnapshotInfo {
             site: field(SITE_FIELD).ok_or(WarcError::Record("the warcinfo names no site"))?,
             sequence: number(SEQUENCE_FIELD, "the warcinfo has no sequence number")?,
+            content_usage: field(CONTENT_USAGE_FIELD).map(|u| u.chars().take(1024).collect()),
         })
     }
 }
@@ -185,6 +196,7 @@ mod tests {
         let info = SnapshotInfo {
             site: "https://e.org/".into(),
             sequence: 42,
+            content_usage: Some("search=y, train-ai=n".into()),
         };
         let entries: Vec<Entry> = ["a", "b"]
             .iter()

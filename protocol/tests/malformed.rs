@@ -37,6 +37,7 @@ fn rdf(n: usize) -> String {
             hub: None,
             snapshot: None,
             seq: Some(1),
+            content_usage: None,
         },
         items: (0..n)
             .map(|i| RdfItem {
@@ -70,6 +71,7 @@ fn every_truncation_of_every_format_is_an_error_not_a_panic() {
         next: None,
         head_seq: None,
         resync: None,
+        content_usage: None,
         entries: vec![ChangeEntry::new(
             1,
             ChangeKind::Created,

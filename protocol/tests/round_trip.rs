@@ -168,6 +168,8 @@ fn channel() -> impl Strategy<Value = Channel> {
                 hub,
                 snapshot,
                 seq,
+                content_usage: seq
+                    .map(|n| format!("search=y, train-ai={}", if n % 2 == 0 { "n" } else { "y" })),
             },
         )
 }
@@ -346,6 +348,7 @@ proptest! {
             next,
             head_seq,
             resync: resync.map(|(since, listing, snapshot)| Resync { since, listing, snapshot }),
+            content_usage: None,
             entries,
         };
         let xml = changes_feed::write(&feed);

@@ -108,8 +108,26 @@ pub struct DeliverySample {
     pub subscriptions: i64,
 }
 
+/// A crawler seen with a verified signature.
+#[derive(Debug, Clone, Serialize)]
+pub struct SeenIdentity {
+    /// Its key directory.
+    pub directory: String,
+    /// The key it signed with last.
+    pub keyid: String,
+    /// Requests verified.
+    pub requests: u64,
+    /// ms since the epoch.
+    pub last_seen: i64,
+}
+
+/// Identities listed at most (the metrics say how many requests the rest made).
+const IDENTITIES: usize = 500;
+
 #[derive(Debug, Default, Serialize)]
 struct Inner {
+    identities: BTreeMap<String, SeenIdentity>,
+    refused_signatures: VecDeque<(i64, String)>,
     publications: VecDeque<Publication>,
     exclusions: Exclusions,
     judge: JudgeStatus,
@@ -180,6 +198,45 @@ impl Activity {
     /// Notes the delivery counters now.
     pub fn sample(&self, s: DeliverySample) {
         bounded(&mut self.inner().deliveries, s, SAMPLES);
+    }
+
+    /// Notes a request verified as `directory`'s, signed with `keyid`.
+    pub fn identity_seen(&self, directory: &str, keyid: &str, at: Option<i64>) {
+        let at = at.unwrap_or_else(|| chrono::Utc::now().timestamp_millis());
+        let mut i = self.inner();
+        if !i.identities.contains_key(directory) && i.identities.len() >= IDENTITIES {
+            return;
+        }
+        let e = i
+            .identities
+            .entry(directory.to_string())
+            .or_insert_with(|| SeenIdentity {
+                directory: directory.to_string(),
+                keyid: keyid.to_string(),
+                requests: 0,
+                last_seen: at,
+            });
+        e.requests += 1;
+        e.last_seen = at;
+        if e.keyid != keyid {
+            e.keyid = keyid.to_string();
+        }
+    }
+
+    /// Notes a signature that was not accepted, and why.
+    pub fn identity_refused(&self, why: &str) {
+        let at = chrono::Utc::now().timestamp_millis();
+        let why: String = why.chars().take(300).collect();
+        bounded(&mut self.inner().refused_signatures, (at, why), KEEP);
+    }
+
+    /// Crawlers seen with verified signatures, and the latest signatures refused.
+    pub fn identities(&self) -> (Vec<SeenIdentity>, Vec<(i64, String)>) {
+        let i = self.inner();
+        (
+            i.identities.values().cloned().collect(),
+            i.refused_signatures.iter().cloned().collect(),
+        )
     }
 
     /// Publications, newest last.

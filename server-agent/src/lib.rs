@@ -28,6 +28,7 @@ mod watch;
 pub use activity::Activity;
 pub use agent::Agent;
 pub use check::check;
+pub use config::identity::{IdentityPolicy, Subscribers};
 pub use config::{
     AgentCommand, AgentOptions, ByteSize, Cli, Config, ConfigError, help_with_defaults,
 };

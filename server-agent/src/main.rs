@@ -257,6 +257,7 @@ fn run(
                 state: config.state.clone(),
                 service: config.service.as_ref().map(|s| s.public_url.to_string()),
                 indexnow: config.indexnow.as_ref().map(|i| i.endpoint.to_string()),
+                identity: config.service.as_ref().map(|s| s.identity.clone()),
             };
             let metrics = running.as_ref().map(|r| r.state.metrics.clone());
             let addr = webcoop_agent::start_console(console, setup, activity, metrics).await?;

@@ -107,13 +107,14 @@ fn dictionary(docroot: &Path, plan: &Plan) -> Option<Vec<u8>> {
     train_dictionary(&refs, DICTIONARY_BYTES)
 }
 
-/// Writes the snapshot of `plan` into `out` for the site at `base`, compressed at `level`.
+/// Writes the snapshot of `plan` into `out` for the site at `base`, compressed at `level`,
+/// its warcinfo stating the site's usage preferences (`content_usage`).
 pub(crate) fn build(
     docroot: &Path,
     out: &Path,
     base: &Url,
     plan: &Plan,
-    level: i32,
+    (level, content_usage): (i32, Option<&str>),
     now: DateTime<Utc>,
 ) -> std::io::Result<BuiltSnapshot> {
     let started = Instant::now();
@@ -124,6 +125,7 @@ pub(crate) fn build(
     let info = SnapshotInfo {
         site: base.to_string(),
         sequence: plan.sequence,
+        content_usage: content_usage.map(str::to_string),
     };
     let date = snapshot::warc_date(now);
     let id = record_id();

@@ -141,6 +141,7 @@ fn listing(site: &str, items: Vec<(String, Option<String>)>, changes: &str, hub:
             hub: Some(Url::parse(hub).unwrap()),
             snapshot: None,
             seq: Some(1),
+            content_usage: None,
         },
         items: items
             .into_iter()
@@ -478,6 +479,7 @@ fn pushing_site(web: &HostileWeb) -> String {
         next: None,
         head_seq: Some(1),
         resync: None,
+        content_usage: None,
         entries: Vec::new(),
     };
     web.set(
@@ -624,6 +626,7 @@ fn snapshot_file(site: &str, records: &[(&str, &[u8])], tail: &[u8]) -> Vec<u8> 
     let info = SnapshotInfo {
         site: format!("{site}/"),
         sequence: 1,
+        content_usage: None,
     };
     w.append(
         &[

@@ -83,6 +83,7 @@ fn sample_rdf() -> RobotsRdf {
                     .unwrap(),
             ),
             seq: Some(42),
+            content_usage: None,
         },
         items,
     }
@@ -202,6 +203,7 @@ fn sample_feed() -> ChangesFeed {
                     .unwrap(),
             ),
         }),
+        content_usage: Some("search=y, train-ai=n".into()),
         entries,
     }
 }

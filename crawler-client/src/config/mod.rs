@@ -16,7 +16,6 @@ pub use inputs::read_token_file;
 pub(crate) use inputs::{parse_resolve, read_seeds};
 use options::overlaid;
 pub use options::{CrawlArgs, CrawlOptions, help_with_defaults};
-pub(crate) use options::DEFAULT_USER_AGENT;
 pub(crate) use shared::{settings_joining, shared_settings};
 
 use crate::analyze::scope::{Limits, Scope};
@@ -103,7 +102,7 @@ pub struct Settings {
     /// The shared frontier this process works on, when it is one of a fleet.
     pub fleet: Option<FleetSettings>,
     /// How requests are signed (Web Bot Auth), when they are.
-    pub signing: Option<crate::identity::signer::SigningSettings>,
+    pub signing: Option<crate::signing::SigningSettings>,
     /// What the crawl is for: pages the site's usage preferences refuse for these are skipped.
     pub purposes: Vec<webcoop_protocol::usage::Purpose>,
 }
@@ -244,18 +243,16 @@ fn settings_from(args: &CrawlArgs, given: CrawlOptions) -> Result<Settings, Conf
 }
 
 /// The signer's settings: a key file and the origin that publishes its keys.
-fn signing(
-    file: &CrawlOptions,
-) -> Result<Option<crate::identity::signer::SigningSettings>, ConfigError> {
+fn signing(file: &CrawlOptions) -> Result<Option<crate::signing::SigningSettings>, ConfigError> {
     let Some(key_file) = file.signing_key.clone() else {
         return Ok(None);
     };
     let agent = file.signature_agent.as_deref().ok_or_else(|| {
         out_of_range("--signing-key needs --signature-agent (where the keys are published)")
     })?;
-    Ok(Some(crate::identity::signer::SigningSettings {
+    Ok(Some(crate::signing::SigningSettings {
         key_file,
-        agent: crate::identity::signer::check_agent(agent).map_err(out_of_range)?,
+        agent: crate::signing::check_agent(agent).map_err(out_of_range)?,
         when: file.sign_requests.unwrap_or_default(),
     }))
 }
@@ -264,8 +261,9 @@ fn signing(
 fn purposes(file: &CrawlOptions) -> Result<Vec<webcoop_protocol::usage::Purpose>, ConfigError> {
     let mut out = Vec::new();
     for p in file.purpose.iter().flatten() {
-        let purpose: webcoop_protocol::usage::Purpose =
-            p.parse().map_err(|e| out_of_range(format!("--purpose: {e}")))?;
+        let purpose: webcoop_protocol::usage::Purpose = p
+            .parse()
+            .map_err(|e| out_of_range(format!("--purpose: {e}")))?;
         if !out.contains(&purpose) {
             out.push(purpose);
         }

@@ -14,12 +14,7 @@ use std::path::{Path, PathBuf};
 pub(super) use webcoop_daemon::layered::as_map;
 use webcoop_daemon::layered::overlay;
 
-/// The default `User-Agent`.
-pub(crate) const DEFAULT_USER_AGENT: &str = concat!(
-    "webcoop-crawl/",
-    env!("CARGO_PKG_VERSION"),
-    " (+https://github.com/webcoop/webcoop)"
-);
+use crate::fetch::DEFAULT_USER_AGENT;
 
 /// `webcoop-crawl crawl`: what is this run's own (the directory, the configuration file, a
 /// refresh pass, a fleet to join...) and, flattened in, every setting of the crawl.
@@ -139,7 +134,7 @@ pub struct CrawlOptions {
     pub signature_agent: Option<String>,
     /// Which requests are signed: always, or only to sites that asked (Accept-Signature).
     #[arg(long, value_enum, value_name = "always|asked")]
-    pub sign_requests: Option<crate::identity::signer::SignWhen>,
+    pub sign_requests: Option<crate::signing::SignWhen>,
     /// What the crawl is for (repeatable): search, ai-input, ai-train. Pages whose site says
     /// (robots.txt Content-Usage or Content-Signal, the Content-Usage header, its agent) that
     /// they may not be used so are skipped. Unset: nothing is skipped, preferences recorded.
@@ -320,7 +315,7 @@ impl CrawlOptions {
             per_host_connections: Some(1),
             concurrency: Some(128),
             user_agent: Some(DEFAULT_USER_AGENT.into()),
-            sign_requests: Some(crate::identity::signer::SignWhen::default()),
+            sign_requests: Some(crate::signing::SignWhen::default()),
             timeout: Some(f.timeout.as_secs_f64()),
             connect_timeout: Some(f.connect_timeout.as_secs_f64()),
             min_speed: Some(f.min_speed),

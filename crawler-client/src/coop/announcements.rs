@@ -121,6 +121,9 @@ impl CoopState {
             self.announced(r, host, e);
         }
         let site = self.site(host);
+        if feed.content_usage.is_some() {
+            site.usage = feed.content_usage.clone();
+        }
         if let Some(last) = entries.last() {
             site.cursor = Some(last.seq);
         }

@@ -192,6 +192,9 @@ impl CoopState {
             );
             site.discovered = true;
             site.last_poll = Some(now_ms());
+            // What the site's agent says its content may be used for: only ever adds to what
+            // robots.txt says (the most restrictive wins), so a site can restrict only itself.
+            site.usage = doc.channel.content_usage.clone();
         }
         self.take_offers(r, host, url, got, &doc);
         let mut moved = 0;

@@ -124,7 +124,15 @@ impl CoopState {
         self.sites
             .get(&host)
             .and_then(|s| s.usage.as_deref())
-            .and_then(|u| webcoop_protocol::usage::Prefs::parse_aipref(u, &mut Vec::new()).ok())
+            .map(|u| {
+                // A statement that cannot be read might be a refusal: it refuses everything.
+                webcoop_protocol::usage::Prefs::parse_aipref(u, &mut Vec::new()).unwrap_or_else(
+                    |_| {
+                        webcoop_protocol::usage::Prefs::parse_aipref("bots=n", &mut Vec::new())
+                            .unwrap_or_default()
+                    },
+                )
+            })
             .unwrap_or_default()
     }
 

@@ -146,6 +146,7 @@ impl World {
             next: None,
             head_seq: entries.last().map(|e| e.seq),
             resync: None,
+            content_usage: None,
             entries,
         };
         let body = changes_feed::write(&feed).into_bytes();

@@ -15,6 +15,7 @@ use crate::state::{self, PageRecord, Queued};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use url::Url;
+use webcoop_protocol::usage::Prefs;
 
 /// Where the loop is: running, or stopping since when.
 struct Pace {
@@ -305,10 +306,7 @@ impl Engine {
             self.final_without_fetch(job, state::DISALLOWED.to_string(), now);
             return Ok(());
         }
-        let usage = rules
-            .map(|r| r.usage_at(&url))
-            .unwrap_or_default()
-            .strictest(self.coop.usage_of(job.host));
+        let usage = self.usage_stated(job.host, &url, now);
         if let Some(p) = usage.refuses(&self.settings.purposes) {
             self.metrics.fetch("usage");
             self.final_without_fetch(job, state::usage_skipped(p.as_str()), now);
@@ -351,6 +349,16 @@ impl Engine {
     }
 
     /// A URL ends without a request (robots.txt forbids it, it does not parse).
+    /// The usage preferences stated for `url` before any request: robots.txt's for this
+    /// crawler and the site's agent's, the most restrictive winning.
+    pub(super) fn usage_stated(&self, host: crate::ids::HostId, url: &Url, now: Instant) -> Prefs {
+        self.frontier
+            .rules(host, now)
+            .map(|r| r.usage_at(url))
+            .unwrap_or_default()
+            .strictest(self.coop.usage_of(host))
+    }
+
     fn final_without_fetch(&mut self, job: Queued, error: String, now: Instant) {
         let at = now_ms();
         self.log.write(&Entry {

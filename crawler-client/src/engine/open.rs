@@ -226,8 +226,9 @@ impl Engine {
         refuse_seeds_inside(&rt, &guard, &seeds)?;
         let signer = match &s.signing {
             Some(settings) => Some(Arc::new(
-                crate::identity::signer::Signer::new(settings.clone())
-                    .map_err(|e| start_error("the signing keys")(std::io::Error::other(e).into()))?,
+                crate::signing::Signer::new(settings.clone()).map_err(|e| {
+                    start_error("the signing keys")(std::io::Error::other(e).into())
+                })?,
             )),
             None => None,
         };

@@ -298,6 +298,38 @@ impl Engine {
         };
         let now = Instant::now();
         let at = now_ms();
+        // A page that came without a request of its own (a snapshot, a batch) was never
+        // asked about: the site's preferences are weighed now.
+        if !freed
+            && let Ok(url) = url::Url::parse(&job.url)
+            && let Some(p) = self
+                .usage_stated(job.host, &url, now)
+                .refuses(&self.settings.purposes)
+        {
+            self.metrics.fetch("usage");
+            let error = crate::state::usage_skipped(p.as_str());
+            self.log.write(&Entry {
+                at,
+                url: &job.url,
+                depth: job.depth,
+                hops: job.hops,
+                note: &error,
+                ..Default::default()
+            });
+            self.unsaved.finished(
+                job.seq,
+                PageRecord {
+                    url: job.url.clone(),
+                    fp: job.fp,
+                    host: job.host,
+                    depth: job.depth,
+                    error: Some(error),
+                    fetched_at: at,
+                    ..Default::default()
+                },
+            );
+            return Ok(());
+        }
         let host = job.host;
         if self.frontier.host(host).is_some_and(|h| h.failures > 0) {
             if let Some(h) = self.frontier.host_mut(host) {

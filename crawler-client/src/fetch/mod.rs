@@ -8,15 +8,22 @@ pub(crate) mod outbox;
 pub(crate) mod outcome;
 pub(crate) mod tasks;
 
+use crate::signing::Signer;
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
-use crate::identity::signer::Signer;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use url::Url;
 use webcoop_netguard::{GuardedResolver, ResolveError};
 use webcoop_protocol::bot_auth::sign::SignatureHeaders;
+
+/// The default `User-Agent`.
+pub(crate) const DEFAULT_USER_AGENT: &str = concat!(
+    "webcoop-crawl/",
+    env!("CARGO_PKG_VERSION"),
+    " (+https://github.com/webcoop/webcoop)"
+);
 
 /// Limits of one fetch.
 #[derive(Debug, Clone, Copy)]
@@ -258,10 +265,7 @@ pub(crate) async fn fetch(
 ) -> Result<FetchResponse, FetchError> {
     let first = fetch_once(client, request, limits).await?;
     let refused = matches!(first.status, 401 | 403 | 429);
-    if first.header("accept-signature").is_some()
-        && client.asked_to_sign(&request.url)
-        && refused
-    {
+    if first.header("accept-signature").is_some() && client.asked_to_sign(&request.url) && refused {
         return fetch_once(client, request, limits).await;
     }
     Ok(first)
@@ -277,12 +281,10 @@ async fn fetch_once(
     let fetched_at = crate::clock::now();
     let start = Instant::now();
     let (builder, signature) = client.signed_get(request.url.clone())?;
-    let mut builder = builder
-        .timeout(limits.timeout)
-        .header(
-            reqwest::header::ACCEPT,
-            "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
-        );
+    let mut builder = builder.timeout(limits.timeout).header(
+        reqwest::header::ACCEPT,
+        "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
+    );
     let accept_encoding = request
         .headers
         .iter()

@@ -175,9 +175,9 @@ pub(crate) async fn page(
         .and_then(|resp| usage_of(resp, usage).refuses(&ctx.purposes));
     let result = match fetched {
         Err(e) => Err(e),
-        Ok(_) if refused.is_some() => Err(FetchError::UsageRefused(
-            refused.map_or("", |p| p.as_str()),
-        )),
+        Ok(_) if refused.is_some() => {
+            Err(FetchError::UsageRefused(refused.map_or("", |p| p.as_str())))
+        }
         Ok(resp) => {
             let depth = job.depth;
             let inline = resp.body.len() <= INLINE_ANALYSIS;

@@ -27,7 +27,8 @@ pub fn with_http(out: &Path, level: u32, allow_net: &[ipnet::IpNet]) -> io::Resu
         webcoop_netguard::NetPolicy::new(allow_net.to_vec(), "--allow-net"),
         Vec::new(),
     );
-    let client = fetch::client("webcoop-floor/1", &limits, guard, 1, None).map_err(io::Error::other)?;
+    let client =
+        fetch::client("webcoop-floor/1", &limits, guard, 1, None).map_err(io::Error::other)?;
     for (url, digest) in pages {
         let request = fetch::FetchRequest {
             url,

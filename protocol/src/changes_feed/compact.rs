@@ -349,6 +349,8 @@ pub fn parse_cbor(bytes: &[u8], limits: &FeedLimits) -> Result<ChangesFeed, Pars
                 })
             })
             .transpose()?,
+        // Like the snapshot, the usage preferences are in the Atom form and robots.rdf.
+        content_usage: None,
         entries: Vec::with_capacity(entries.0.len()),
         self_link,
     };
@@ -470,6 +472,7 @@ mod tests {
             next: None,
             head_seq: Some(50),
             resync: None,
+            content_usage: None,
             entries: vec![modified, created, deleted],
         }
     }

@@ -41,6 +41,8 @@ pub struct ChangesFeed {
     pub head_seq: Option<u64>,
     /// `wc:resync`: changes after a point could not be delivered; the client must catch up.
     pub resync: Option<Resync>,
+    /// `wc:contentUsage`: what the site's content may be used for (aipref vocabulary).
+    pub content_usage: Option<String>,
     /// The changes, in document order (the agent writes them oldest first).
     pub entries: Vec<ChangeEntry>,
 }

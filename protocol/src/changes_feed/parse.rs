@@ -76,6 +76,7 @@ struct FeedDraft {
     next: Option<Url>,
     head_seq: Option<u64>,
     resync: Option<Resync>,
+    content_usage: Option<String>,
 }
 
 #[derive(Default)]
@@ -237,6 +238,9 @@ pub fn parse(bytes: &[u8], limits: &FeedLimits) -> Result<ChangesFeed, ParseErro
                                 .map_err(|e| bad("feed", "<wc:headSeq>", text, e))?,
                         )
                     }
+                    (Ns::Webcoop, "contentUsage") => {
+                        feed.content_usage = Some(text.trim().chars().take(1024).collect())
+                    }
                     _ => {}
                 },
                 3 => {
@@ -319,6 +323,7 @@ pub fn parse(bytes: &[u8], limits: &FeedLimits) -> Result<ChangesFeed, ParseErro
         next: feed.next,
         head_seq: feed.head_seq,
         resync: feed.resync,
+        content_usage: feed.content_usage,
         entries,
     })
 }

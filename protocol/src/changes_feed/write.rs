@@ -41,6 +41,9 @@ pub fn write(feed: &ChangesFeed) -> String {
     if let Some(head) = feed.head_seq {
         leaf(&mut out, "  ", "wc:headSeq", &head.to_string());
     }
+    if let Some(usage) = &feed.content_usage {
+        leaf(&mut out, "  ", "wc:contentUsage", usage);
+    }
     if let Some(resync) = &feed.resync {
         out.push_str("  <wc:resync since=\"");
         out.push_str(&resync.since.to_string());

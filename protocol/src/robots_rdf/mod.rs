@@ -61,6 +61,9 @@ pub struct Channel {
     /// `wc:seq`: sequence number of the last change this listing reflects; a client that resyncs
     /// from this document continues the changes feed after it.
     pub seq: Option<u64>,
+    /// `wc:contentUsage`: what the site's content may be used for, in the aipref vocabulary
+    /// (`search=y, train-ai=n`), as the webmaster states it ([`crate::usage`]).
+    pub content_usage: Option<String>,
 }
 
 /// mod_syndication's `sy:updatePeriod`.

@@ -63,6 +63,7 @@ struct ChannelDraft {
     hub: Option<Url>,
     snapshot: Option<Url>,
     seq: Option<u64>,
+    content_usage: Option<String>,
 }
 
 struct ItemDraft {
@@ -286,6 +287,9 @@ fn channel_field(c: &mut ChannelDraft, ns: Ns, local: &str, text: &str) -> Resul
         (Ns::Sy, "updateBase") => {
             c.update_base = Some(parse_date("channel", "<sy:updateBase>", text)?)
         }
+        (Ns::Webcoop, "contentUsage") => {
+            c.content_usage = Some(text.trim().chars().take(1024).collect())
+        }
         (Ns::Webcoop, "seq") => {
             c.seq = Some(
                 text.trim()
@@ -357,6 +361,7 @@ fn finish_channel(d: ChannelDraft) -> Result<Channel, ParseError> {
         hub: d.hub,
         snapshot: d.snapshot,
         seq: d.seq,
+        content_usage: d.content_usage,
     })
 }
 

@@ -74,6 +74,9 @@ pub fn write_head(out: &mut String, channel: &Channel) {
     if let Some(seq) = channel.seq {
         leaf(out, "  ", "wc:seq", &seq.to_string());
     }
+    if let Some(usage) = &channel.content_usage {
+        leaf(out, "  ", "wc:contentUsage", usage);
+    }
     out.push_str("  <items>\n    <rdf:Seq>\n");
 }
 

@@ -285,6 +285,7 @@ impl Agent {
             config.sitemap_part_urls,
             links,
         );
+        publisher.set_content_usage(config.content_usage.map(|p| p.to_aipref()));
         publisher.set_resourcesync(
             config.resourcesync,
             config.snapshots.as_ref().is_some_and(|s| s.resource_dump),

@@ -119,12 +119,13 @@ impl Agent {
             .map_or(snapshot::DEFAULT_LEVEL, |s| s.level);
         let plan = self.snapshot_plan()?;
         let now = self.clock.now();
+        let usage = self.config.content_usage.map(|p| p.to_aipref());
         let built = snapshot::build(
             &self.config.docroot,
             &self.config.out,
             &self.config.base_url,
             &plan,
-            level,
+            (level, usage.as_deref()),
             now,
         )
         .map_err(|source| self.snapshot_error(plan.sequence, source))?;
@@ -157,13 +158,14 @@ impl Agent {
             .as_ref()
             .map_or(snapshot::DEFAULT_LEVEL, |s| s.level);
         let now = self.clock.now();
+        let usage = self.config.content_usage.map(|p| p.to_aipref());
         tracing::info!(
             sequence = plan.sequence,
             files = plan.files.len(),
             "building a snapshot"
         );
         self.snapshots.building = Some(std::thread::spawn(move || {
-            snapshot::build(&docroot, &out, &base, &plan, level, now)
+            snapshot::build(&docroot, &out, &base, &plan, (level, usage.as_deref()), now)
         }));
         Ok(())
     }

@@ -7,6 +7,7 @@
 
 mod checks;
 mod error;
+pub(crate) mod identity;
 mod options;
 
 pub use error::ConfigError;
@@ -132,6 +133,8 @@ pub struct Config {
     pub snapshots: Option<SnapshotSettings>,
     /// Whether the ResourceSync documents are published.
     pub resourcesync: bool,
+    /// What the site's content may be used for, as the webmaster states it.
+    pub content_usage: Option<webcoop_protocol::usage::Prefs>,
 }
 
 /// When snapshots of the whole site are rebuilt, and how hard they are compressed.
@@ -178,6 +181,63 @@ pub struct ServiceConfig {
     pub max_subscriptions: usize,
     /// Proxies whose `X-Forwarded-For` the hub believes.
     pub trusted_proxies: Vec<ipnet::IpNet>,
+    /// The policy on who is asking (Web Bot Auth).
+    pub identity: identity::IdentityPolicy,
+}
+
+/// The webmaster's usage preferences: every term known, or none taken.
+fn content_usage(
+    text: Option<&str>,
+) -> Result<Option<webcoop_protocol::usage::Prefs>, ConfigError> {
+    let Some(text) = text else { return Ok(None) };
+    let mut unknown = Vec::new();
+    let prefs = webcoop_protocol::usage::Prefs::parse_aipref(text, &mut unknown)
+        .map_err(|e| ConfigError::Value(format!("--content-usage {text:?}: {e}")))?;
+    if let Some(term) = unknown.first() {
+        return Err(ConfigError::Value(format!(
+            "--content-usage {text:?}: unknown term {term:?} (search, ai-use, train-ai, train-genai, bots)"
+        )));
+    }
+    Ok(Some(prefs))
+}
+
+/// The identity policy from its options: signers must be origins, rates above zero.
+fn identity_policy(
+    subscribers: Option<identity::Subscribers>,
+    signers: Vec<String>,
+    rate_verified: Option<u32>,
+    rate_unverified: Option<u32>,
+) -> Result<identity::IdentityPolicy, ConfigError> {
+    let signers = signers
+        .iter()
+        .map(|s| {
+            let url = Url::parse(s)
+                .map_err(|e| ConfigError::Value(format!("--hub-signer {s:?}: {e}")))?;
+            if !matches!(url.scheme(), "https" | "http")
+                || !matches!(url.path(), "" | "/")
+                || url.query().is_some()
+            {
+                return Err(ConfigError::Value(format!(
+                    "--hub-signer {s:?} is not an origin (https://HOST[:PORT])"
+                )));
+            }
+            Ok(url)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let rate = |name: &str, v: Option<u32>| match v {
+        None => Ok(None),
+        Some(n) => std::num::NonZeroU32::new(n).map(Some).ok_or_else(|| {
+            ConfigError::Value(format!(
+                "--{name} 0: a rate is at least 1 a minute (leave it unset for none)"
+            ))
+        }),
+    };
+    Ok(identity::IdentityPolicy {
+        subscribers: subscribers.unwrap_or_default(),
+        signers,
+        rate_verified: rate("rate-verified", rate_verified)?,
+        rate_unverified: rate("rate-unverified", rate_unverified)?,
+    })
 }
 
 /// Settings of IndexNow pings.
@@ -315,6 +375,12 @@ impl Config {
                     delivery_timeout: Duration::from_secs(10),
                     max_subscriptions: given(o.hub_max_subscriptions, "hub_max_subscriptions")?,
                     trusted_proxies,
+                    identity: identity_policy(
+                        o.hub_subscribers,
+                        o.hub_signer.unwrap_or_default(),
+                        o.rate_verified,
+                        o.rate_unverified,
+                    )?,
                 })
             }
         };
@@ -468,6 +534,7 @@ impl Config {
             console,
             snapshots,
             resourcesync: given(o.resourcesync, "resourcesync")?,
+            content_usage: content_usage(o.content_usage.as_deref())?,
         })
     }
 }

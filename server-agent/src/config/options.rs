@@ -147,6 +147,27 @@ pub struct AgentOptions {
     /// zstd level of snapshots (1 to 19; higher is smaller and slower to build).
     #[arg(long, value_name = "N")]
     pub snapshot_level: Option<i32>,
+    /// Who may subscribe to the hub: any (WebSub as specified) or verified (crawlers whose
+    /// request carries a Web Bot Auth signature that verifies against their key directory).
+    #[arg(long, value_enum, value_name = "any|verified")]
+    pub hub_subscribers: Option<super::identity::Subscribers>,
+    /// Only this crawler may subscribe (repeatable): the origin publishing its key directory,
+    /// as its Signature-Agent names it (e.g. https://crawler.example).
+    #[arg(long, value_delimiter = ',', value_name = "URL")]
+    pub hub_signer: Option<Vec<String>>,
+    /// Requests per minute each verified crawler may make to changes, deltas and (through
+    /// the web server's auth_request) snapshots [default: no limit].
+    #[arg(long, value_name = "PER_MIN")]
+    pub rate_verified: Option<u32>,
+    /// Requests per minute each address without a verified signature may make there
+    /// [default: no limit].
+    #[arg(long, value_name = "PER_MIN")]
+    pub rate_unverified: Option<u32>,
+    /// What the site's content may be used for, in the aipref vocabulary (e.g.
+    /// "search=y, train-ai=n"): carried in robots.rdf, the changes feed and snapshots, and
+    /// compared with robots.txt by `check`.
+    #[arg(long, value_name = "PREFS")]
+    pub content_usage: Option<String>,
     /// A reverse proxy whose X-Forwarded-For the hub believes for its rate limits (repeatable;
     /// e.g. 127.0.0.1/32 when nginx on this machine proxies the agent).
     #[arg(long, value_delimiter = ',', value_name = "CIDR")]

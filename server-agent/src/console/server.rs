@@ -50,6 +50,8 @@ pub struct Setup {
     pub service: Option<String>,
     /// The IndexNow endpoint, when configured.
     pub indexnow: Option<String>,
+    /// The policy on who is asking, when the service runs.
+    pub identity: Option<crate::config::identity::IdentityPolicy>,
 }
 
 struct Console {
@@ -99,6 +101,7 @@ pub async fn start(
         .route("/api/excluded", get(excluded))
         .route("/api/hub", get(hub))
         .route("/api/indexnow", get(indexnow))
+        .route("/api/identities", get(identities))
         .route("/api/events", get(events))
         .fallback(|| async { http::error(StatusCode::NOT_FOUND, "no such page of the console") })
         .layer(axum::middleware::from_fn_with_state(console.clone(), gate))
@@ -265,6 +268,28 @@ async fn indexnow(State(c): State<Arc<Console>>) -> Response {
     let mut pings = c.activity.pings();
     pings.reverse();
     Json(json!({ "configured": c.setup.indexnow, "pings": pings })).into_response()
+}
+
+async fn identities(State(c): State<Arc<Console>>) -> Response {
+    let (verified, refused) = c.activity.identities();
+    let refused: Vec<Value> = refused
+        .into_iter()
+        .rev()
+        .map(|(at, why)| json!({ "at": at, "why": why }))
+        .collect();
+    let policy = c.setup.identity.clone().unwrap_or_default();
+    Json(json!({
+        "subscribers": match policy.subscribers {
+            crate::config::identity::Subscribers::Any => if policy.signers.is_empty() { "anyone" } else { "listed crawlers" },
+            crate::config::identity::Subscribers::Verified => if policy.signers.is_empty() { "verified crawlers" } else { "listed crawlers" },
+        },
+        "signers": policy.signers.iter().map(|u| u.to_string()).collect::<Vec<_>>(),
+        "rate_verified": policy.rate_verified.map(|n| n.get()),
+        "rate_unverified": policy.rate_unverified.map(|n| n.get()),
+        "verified": verified,
+        "refused": refused,
+    }))
+    .into_response()
 }
 
 async fn events(State(c): State<Arc<Console>>) -> Response {

@@ -38,10 +38,9 @@ pub(crate) fn entries(base: &Url, changes: &[LoggedChange]) -> Vec<ChangeEntry> 
 pub(crate) fn write_feed(
     dest: &Path,
     base: &Url,
-    self_link: Url,
-    hub: Option<Url>,
+    (self_link, hub): (Url, Option<Url>),
     changes: &[LoggedChange],
-    head_seq: u64,
+    (head_seq, content_usage): (u64, Option<String>),
     now: DateTime<Utc>,
 ) -> io::Result<()> {
     let feed = ChangesFeed {
@@ -53,6 +52,7 @@ pub(crate) fn write_feed(
         next: None,
         head_seq: Some(head_seq),
         resync: None,
+        content_usage,
         entries: entries(base, changes),
     };
     write_atomic(dest, changes_feed::write(&feed).as_bytes())

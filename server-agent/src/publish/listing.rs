@@ -39,6 +39,8 @@ pub(crate) struct ListingContext<'a> {
     pub seq: u64,
     /// Generation time.
     pub date: DateTime<Utc>,
+    /// The site's usage preferences (aipref form).
+    pub content_usage: Option<String>,
 }
 
 const FLUSH_AT: usize = 256 << 10;
@@ -299,6 +301,7 @@ fn channel(ctx: &ListingContext<'_>) -> Channel {
         hub: ctx.hub.clone(),
         snapshot: ctx.snapshot.clone(),
         seq: Some(ctx.seq),
+        content_usage: ctx.content_usage.clone(),
     }
 }
 
@@ -364,6 +367,7 @@ mod tests {
             delta_base: delta.then(|| base.join(".well-known/webcoop/delta/").unwrap()),
             seq,
             date: Utc.timestamp_opt(1_800_000_000 + seq as i64, 0).unwrap(),
+            content_usage: None,
         }
     }
 

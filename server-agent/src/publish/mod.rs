@@ -114,6 +114,8 @@ pub(crate) struct Publisher {
     snapshot: Option<u64>,
     /// Whether the ResourceSync documents are published, and a Resource Dump with them.
     resourcesync: (bool, bool),
+    /// The site's usage preferences (aipref form), stated in robots.rdf and the feed.
+    content_usage: Option<String>,
 }
 
 /// Whether the file at `path` was written by us: robots.rdf declares our namespace, sitemaps
@@ -160,7 +162,13 @@ impl Publisher {
             sitemaps: sitemaps::SitemapPublisher::new(sitemap_part_urls),
             snapshot: snapshot::newest(out),
             resourcesync: (false, false),
+            content_usage: None,
         }
+    }
+
+    /// States the site's usage preferences in robots.rdf and the changes feed.
+    pub(crate) fn set_content_usage(&mut self, usage: Option<String>) {
+        self.content_usage = usage;
     }
 
     /// Refuses to start over documents someone else wrote (unless told to replace them) and
@@ -305,6 +313,7 @@ impl Publisher {
             delta_base: self.links.as_ref().map(|l| l.delta.clone()),
             seq: head_seq,
             date: now,
+            content_usage: self.content_usage.clone(),
         };
         let written = self
             .listing
@@ -330,10 +339,9 @@ impl Publisher {
         feed::write_feed(
             &feed_path,
             &self.base,
-            self.static_feed_url(),
-            hub,
+            (self.static_feed_url(), hub),
             &changes,
-            head_seq,
+            (head_seq, self.content_usage.clone()),
             now,
         )
         .map_err(err(&feed_path))?;

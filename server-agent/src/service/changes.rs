@@ -153,6 +153,7 @@ pub(crate) fn page_feed(s: &ServiceState, head: u64, at: DateTime<Utc>) -> Chang
         next: None,
         head_seq: Some(head),
         resync: None,
+        content_usage: s.content_usage.clone(),
         entries: Vec::new(),
     }
 }

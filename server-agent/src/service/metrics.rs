@@ -22,6 +22,27 @@ pub struct OutcomeLabels {
     pub outcome: &'static str,
 }
 
+/// Labels of signature outcomes.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct SignatureLabels {
+    /// `unsigned`, `verified`, `invalid` or `unverified`.
+    pub outcome: &'static str,
+}
+
+/// Labels of requests by verified identity.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct IdentityLabels {
+    /// The key directory a verified crawler publishes, `other` past the first
+    /// [`MAX_IDENTITIES`], `none` for requests without a verified signature.
+    pub identity: String,
+    /// `changes`, `delta`, `hub` or `snapshot`.
+    pub endpoint: &'static str,
+}
+
+/// Identities named in the metrics; the rest count as `other`, so that no client can grow
+/// the metrics without bound.
+pub(crate) const MAX_IDENTITIES: usize = 100;
+
 /// Everything the service counts.
 pub struct Metrics {
     registry: Registry,
@@ -43,6 +64,15 @@ pub struct Metrics {
     pub encodings: Counter,
     /// Deliveries that failed and were scheduled again.
     pub retries: Counter,
+    /// Requests by what their signature came to.
+    pub signatures: Family<SignatureLabels, Counter>,
+    /// Requests by verified identity and endpoint.
+    pub identities: Family<IdentityLabels, Counter>,
+    /// Requests refused by a rate, by signature outcome.
+    pub rate_limited: Family<SignatureLabels, Counter>,
+    /// Key directories fetched (the rest came from the cache).
+    pub directory_fetches: Counter,
+    named: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
 impl Default for Metrics {
@@ -59,6 +89,11 @@ impl Default for Metrics {
             bytes_served: Family::default(),
             encodings: Counter::default(),
             retries: Counter::default(),
+            signatures: Family::default(),
+            identities: Family::default(),
+            rate_limited: Family::default(),
+            directory_fetches: Counter::default(),
+            named: Default::default(),
         };
         registry.register("files", "Public files in the inventory", m.files.clone());
         registry.register(
@@ -101,11 +136,64 @@ impl Default for Metrics {
             "WebSub deliveries that failed and were scheduled again",
             m.retries.clone(),
         );
+        registry.register(
+            "signed_requests",
+            "Requests by what their Web Bot Auth signature came to",
+            m.signatures.clone(),
+        );
+        registry.register(
+            "identity_requests",
+            "Requests by verified crawler (its key directory) and endpoint",
+            m.identities.clone(),
+        );
+        registry.register(
+            "rate_limited",
+            "Requests refused by a rate, by signature outcome",
+            m.rate_limited.clone(),
+        );
+        registry.register(
+            "key_directory_fetches",
+            "Web Bot Auth key directories fetched (not served from the cache)",
+            m.directory_fetches.clone(),
+        );
         Metrics { registry, ..m }
     }
 }
 
 impl Metrics {
+    /// Counts a request's signature outcome.
+    pub fn signatures(&self, outcome: &'static str) {
+        self.signatures
+            .get_or_create(&SignatureLabels { outcome })
+            .inc();
+    }
+
+    /// Counts a request to `endpoint` by `identity` (a verified crawler's directory).
+    pub fn identity_request(&self, identity: Option<&str>, endpoint: &'static str) {
+        let identity = match identity {
+            None => "none".to_string(),
+            Some(id) => {
+                let mut named = self.named.lock().unwrap_or_else(|p| p.into_inner());
+                if named.contains(id) || named.len() < MAX_IDENTITIES {
+                    named.insert(id.to_string());
+                    id.to_string()
+                } else {
+                    "other".to_string()
+                }
+            }
+        };
+        self.identities
+            .get_or_create(&IdentityLabels { identity, endpoint })
+            .inc();
+    }
+
+    /// Counts a request refused by a rate.
+    pub fn rate_limited(&self, outcome: &'static str) {
+        self.rate_limited
+            .get_or_create(&SignatureLabels { outcome })
+            .inc();
+    }
+
     /// The text exposition of every metric.
     pub fn render(&self) -> String {
         let mut out = String::new();

@@ -9,6 +9,7 @@ pub(crate) mod changes;
 pub(crate) mod delta;
 pub(crate) mod encodings;
 pub(crate) mod hub;
+pub(crate) mod identity;
 pub(crate) mod indexnow;
 pub(crate) mod metrics;
 pub(crate) mod negotiate;
@@ -66,6 +67,10 @@ pub struct ServiceState {
     pub link: HeaderValue,
     /// What the agent did lately, for its console.
     pub activity: Arc<crate::activity::Activity>,
+    /// Who is asking (Web Bot Auth) and the policy on it.
+    pub(crate) identities: identity::Identities,
+    /// The site's usage preferences (aipref form), stated in every changes page.
+    pub content_usage: Option<String>,
 }
 
 /// A plain-text answer.
@@ -86,6 +91,7 @@ fn endpoint_of(path: &str) -> &'static str {
         "hub" => "hub",
         "metrics" => "metrics",
         "healthz" => "healthz",
+        "authorize" => "authorize",
         _ => "other",
     }
 }
@@ -169,7 +175,15 @@ pub(crate) fn router(state: Arc<ServiceState>) -> Router {
         )
         .route("/.well-known/webcoop/metrics", get(metrics_endpoint))
         .route("/.well-known/webcoop/healthz", get(healthz))
+        .route(
+            "/.well-known/webcoop/authorize",
+            get(identity::authorize).head(identity::authorize),
+        )
         .fallback(|| async { plain(StatusCode::NOT_FOUND, "not a webcoop endpoint\n") })
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            identity::identify,
+        ))
         .layer(axum::middleware::from_fn_with_state(state.clone(), track))
         .with_state(state)
 }
@@ -307,10 +321,21 @@ pub async fn start_with(
         listing_url: listing_url.clone(),
         link: link.clone(),
         activity: activity.clone(),
+        content_usage: config.content_usage.map(|p| p.to_aipref()),
+        identities: identity::Identities::new(
+            service.identity.clone(),
+            &config.base_url,
+            identity::directories::Directories::new(
+                client.clone(),
+                policy.clone(),
+                service.allow_callback_nets.clone(),
+                metrics.directory_fetches.clone(),
+            ),
+        ),
     });
 
     let reader_for_indexnow = reader.clone();
-    let documents = hub::document::Documents::new(
+    let mut documents = hub::document::Documents::new(
         reader,
         encodings,
         clock.clone(),
@@ -319,6 +344,7 @@ pub async fn start_with(
         links.hub.clone(),
         listing_url,
     );
+    documents.content_usage = config.content_usage.map(|p| p.to_aipref());
     let dispatcher = Dispatcher::new(
         hub::store::SubscriptionStore::open(&config.state)?,
         hub::dispatch::DeliveryContext {

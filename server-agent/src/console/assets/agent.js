@@ -4,7 +4,7 @@
 (() => {
   const { el, api, stream, fmt, chart, rate, table, route, say, card } = wc;
   const $ = (id) => document.getElementById(id);
-  const states = { pub: { sort: "at" }, changes: { sort: "seq" }, reasons: { sort: "n" }, excl: { sort: "path", asc: true }, subs: { sort: "lag" }, pings: { sort: "at" } };
+  const states = { pub: { sort: "at" }, changes: { sort: "seq" }, reasons: { sort: "n" }, excl: { sort: "path", asc: true }, subs: { sort: "lag" }, pings: { sort: "at" }, crawlers: { sort: "requests" }, refusedSigs: { sort: "at" } };
   let deliveries = [];
 
   async function loadOverview() {
@@ -108,10 +108,26 @@
     ], d.pings, states.pings, (r) => r.outcome !== "accepted" ? "bad" : "");
   }
 
+  async function loadCrawlers() {
+    const d = await api("/api/identities");
+    $("crawlers-note").textContent = "Policy: hub subscriptions from " + d.subscribers + (d.signers.length ? " (" + d.signers.join(", ") + ")" : "") +
+      "; rate per verified crawler " + (d.rate_verified || "unlimited") + "/min, per other address " + (d.rate_unverified || "unlimited") + "/min.";
+    table($("crawlers-table"), [
+      { key: "directory", label: "key directory", wrap: true },
+      { key: "keyid", label: "key" },
+      { key: "requests", label: "requests", num: true },
+      { key: "last_seen", label: "last seen", fmt: fmt.time },
+    ], d.verified, states.crawlers);
+    table($("refused-table"), [
+      { key: "at", label: "time", fmt: fmt.time },
+      { key: "why", label: "why", wrap: true },
+    ], d.refused, states.refusedSigs, () => "bad");
+  }
+
   $("change-filter").addEventListener("input", (e) => { states.changes.filter = e.target.value; loadChanges(); });
   $("excluded-filter").addEventListener("input", (e) => { states.excl.filter = e.target.value; loadExcluded(); });
 
-  const loaders = { overview: loadOverview, changes: loadChanges, excluded: loadExcluded, hub: loadHub, indexnow: loadIndexNow };
+  const loaders = { overview: loadOverview, changes: loadChanges, excluded: loadExcluded, hub: loadHub, indexnow: loadIndexNow, crawlers: loadCrawlers };
   function show() {
     const [tab] = route();
     const load = loaders[tab];

@@ -200,6 +200,8 @@ pub(crate) struct Documents {
     listing: Url,
     resource_list: Url,
     cache: moka::future::Cache<(u64, u64), Arc<Document>>,
+    /// The site's usage preferences, stated in every pushed Atom document.
+    pub(crate) content_usage: Option<String>,
 }
 
 impl Documents {
@@ -229,6 +231,7 @@ impl Documents {
                     webcoop_protocol::resourcesync::RESOURCE_LIST
                 ))
                 .unwrap_or(base_for_list),
+            content_usage: None,
             cache: moka::future::Cache::builder()
                 .max_capacity(256)
                 .time_to_live(std::time::Duration::from_secs(60))
@@ -263,6 +266,7 @@ impl Documents {
             next: None,
             head_seq: Some(upto),
             resync: None,
+            content_usage: self.content_usage.clone(),
             entries: Vec::new(),
         };
         let lost = oldest.is_some_and(|o| cursor + 1 < o);

@@ -70,7 +70,7 @@ pub enum KeysCommand {
         #[arg(long, value_name = "URI")]
         contact: Vec<String>,
         /// The User-Agent it sends.
-        #[arg(long, default_value = crate::config::DEFAULT_USER_AGENT)]
+        #[arg(long, default_value = crate::fetch::DEFAULT_USER_AGENT)]
         user_agent: String,
         /// What it collects for (search, ai-input, ai-train).
         #[arg(long)]
@@ -94,16 +94,23 @@ fn read(path: &Path) -> Result<KeySet, String> {
 
 /// Writes `text` to `path` through a temporary file and a rename, private when `secret`.
 fn write_atomic(path: &Path, text: &str, secret: bool) -> Result<(), String> {
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let mut tmp =
+        tempfile::NamedTempFile::new_in(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     if !secret {
         use std::os::unix::fs::PermissionsExt;
-        let _ = tmp.as_file().set_permissions(std::fs::Permissions::from_mode(0o644));
+        let _ = tmp
+            .as_file()
+            .set_permissions(std::fs::Permissions::from_mode(0o644));
     }
     tmp.write_all(text.as_bytes())
         .and_then(|()| tmp.as_file().sync_all())
         .map_err(|e| format!("{}: {e}", path.display()))?;
-    tmp.persist(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    tmp.persist(path)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(())
 }
 
@@ -164,8 +171,16 @@ pub fn run(command: &KeysCommand) -> Result<(), String> {
             let active = set.active(now()).map(|k| k.keyid);
             for k in &set.keys {
                 let id = k.thumbprint();
-                let mark = if active.as_deref() == Some(id.as_str()) { " (signing)" } else { "" };
-                println!("{id}  from {}  until {}{mark}", when(k.nbf, "always"), when(k.exp, "retired"));
+                let mark = if active.as_deref() == Some(id.as_str()) {
+                    " (signing)"
+                } else {
+                    ""
+                };
+                println!(
+                    "{id}  from {}  until {}{mark}",
+                    when(k.nbf, "always"),
+                    when(k.exp, "retired")
+                );
             }
             Ok(())
         }
@@ -184,7 +199,7 @@ pub fn run(command: &KeysCommand) -> Result<(), String> {
             output,
         } => {
             let set = read(key_file)?;
-            let agent = super::signer::check_agent(signature_agent)?;
+            let agent = crate::signing::check_agent(signature_agent)?;
             let directory = agent
                 .join(webcoop_protocol::bot_auth::DIRECTORY_PATH)
                 .map_err(|e| e.to_string())?;

@@ -19,7 +19,17 @@ pub(crate) const LIFETIME_SECS: i64 = 300;
 const RELOAD_CHECK: Duration = Duration::from_secs(1);
 
 /// Which requests are signed.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    clap::ValueEnum,
+    serde::Serialize,
+    serde::Deserialize,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum SignWhen {
     /// Every request.
