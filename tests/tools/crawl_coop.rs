@@ -18,15 +18,15 @@ use webcoop_testkit::pywb::{Wayback, venv_tool};
 use webcoop_testkit::testweb::{HostSpec, Sitemap, TestWeb};
 use webcoop_testkit::{reference_python, run_ok, tool, warc_files, warcio_records, workspace_bin};
 
-struct Site {
-    tmp: tempfile::TempDir,
-    www: PathBuf,
-    nginx: Nginx,
+pub(super) struct Site {
+    pub(super) tmp: tempfile::TempDir,
+    pub(super) www: PathBuf,
+    pub(super) nginx: Nginx,
     agent: Option<Killed>,
     agent_port: u16,
 }
 
-fn page(i: usize, words: &str) -> String {
+pub(super) fn page(i: usize, words: &str) -> String {
     // Pages of a few kilobytes with links, so deltas are worth sending and inline.
     let filler: String = (0..120).map(|k| format!("word{k} ")).collect();
     format!(
@@ -44,13 +44,32 @@ fn free_port() -> u16 {
 }
 
 impl Site {
-    fn start(pages: usize) -> Option<Site> {
+    pub(super) fn start(pages: usize) -> Option<Site> {
         Site::start_with(pages, |_| {})
+    }
+
+    /// A site whose nginx configuration is the shipped one edited by `conf`, whose agent runs
+    /// with `agent_args`.
+    pub(super) fn start_conf(
+        pages: usize,
+        conf: impl FnOnce(String) -> String,
+        agent_args: &[&str],
+    ) -> Option<Site> {
+        Site::start_inner(pages, |_| {}, conf, agent_args)
     }
 
     /// A site whose docroot `prepare` may change (file dates, say) before the agent first
     /// scans it.
     fn start_with(pages: usize, prepare: impl FnOnce(&Path)) -> Option<Site> {
+        Site::start_inner(pages, prepare, |c| c, &[])
+    }
+
+    fn start_inner(
+        pages: usize,
+        prepare: impl FnOnce(&Path),
+        conf: impl FnOnce(String) -> String,
+        agent_args: &[&str],
+    ) -> Option<Site> {
         let nginx_bin = tool("nginx")?;
         let tmp = tempfile::tempdir().unwrap();
         let www = tmp.path().join("www");
@@ -63,7 +82,7 @@ impl Site {
         let agent_port = free_port();
         let nginx = Nginx::start_proxying(
             &nginx_bin,
-            &example_nginx_conf(),
+            &conf(example_nginx_conf()),
             &www,
             Some(([127, 0, 0, 1], agent_port).into()),
         );
@@ -80,7 +99,7 @@ impl Site {
             .unwrap();
         std::fs::write(site.www.join("robots.txt"), &lines.stdout).unwrap();
         prepare(&site.www);
-        site.start_agent();
+        site.start_agent_with(agent_args);
         Some(site)
     }
 
@@ -130,12 +149,12 @@ impl Site {
         }
     }
 
-    fn write(&self, rel: &str, content: &str) {
+    pub(super) fn write(&self, rel: &str, content: &str) {
         std::fs::write(self.www.join(rel), content).unwrap();
     }
 
     /// Every public page of the docroot with the validator of its content.
-    fn truth(&self) -> BTreeMap<String, String> {
+    pub(super) fn truth(&self) -> BTreeMap<String, String> {
         let mut out = BTreeMap::new();
         for e in std::fs::read_dir(&self.www).unwrap().flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
@@ -152,7 +171,7 @@ impl Site {
 }
 
 /// The crawler's copies of the `.html` pages: URL to validator; gone pages left out.
-fn held(out: &Path) -> BTreeMap<String, String> {
+pub(super) fn held(out: &Path) -> BTreeMap<String, String> {
     held_urls(out)
         .into_iter()
         .filter(|(u, _)| u.ends_with(".html"))
@@ -171,14 +190,14 @@ fn held_urls(out: &Path) -> BTreeMap<String, String> {
         .collect()
 }
 
-fn crawler(site: &Site, out: &Path, mode: &str, run_for: u32, extra: &[&str]) -> Killed {
+pub(super) fn crawler(site: &Site, out: &Path, mode: &str, run_for: u32, extra: &[&str]) -> Killed {
     let extra: Vec<String> = extra.iter().map(|a| a.to_string()).collect();
     crawl_seeds(&[site.nginx.url()], out, mode, run_for, 2, &extra)
 }
 
 /// The crawler binary in `mode`, keeping its copies fresh (every page once per `cycle`
 /// seconds on its own schedule), with test-sized intervals.
-fn crawl_seeds(
+pub(super) fn crawl_seeds(
     seeds: &[String],
     out: &Path,
     mode: &str,
@@ -224,7 +243,7 @@ fn crawl_seeds(
     Killed(child)
 }
 
-fn status_json(out: &Path) -> serde_json::Value {
+pub(super) fn status_json(out: &Path) -> serde_json::Value {
     let status = Command::new(workspace_bin("webcoop-crawler", "webcoop-crawl"))
         .args(["status", "--json", "--out"])
         .arg(out)
@@ -242,7 +261,7 @@ fn coop_of(out: &Path, origin: &str) -> serde_json::Value {
         .unwrap_or_default()
 }
 
-fn wait_for(what: &str, limit: Duration, mut ok: impl FnMut() -> bool) -> Duration {
+pub(super) fn wait_for(what: &str, limit: Duration, mut ok: impl FnMut() -> bool) -> Duration {
     let start = Instant::now();
     while !ok() {
         assert!(start.elapsed() < limit, "{what}: not within {limit:?}");
@@ -251,12 +270,12 @@ fn wait_for(what: &str, limit: Duration, mut ok: impl FnMut() -> bool) -> Durati
     start.elapsed()
 }
 
-fn log_of(out: &Path) -> String {
+pub(super) fn log_of(out: &Path) -> String {
     std::fs::read_to_string(out.join("crawl.log")).unwrap_or_default()
 }
 
 /// What the crawler said on stderr.
-fn messages_of(out: &Path) -> String {
+pub(super) fn messages_of(out: &Path) -> String {
     std::fs::read_to_string(out.with_extension("err")).unwrap_or_default()
 }
 

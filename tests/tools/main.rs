@@ -21,3 +21,4 @@ mod fleet_leases;
 mod fleet_queue;
 mod importance_cli;
 mod reference_clients;
+mod web_bot_auth;

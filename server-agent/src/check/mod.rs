@@ -7,6 +7,7 @@
 //! why, and the state directory's permissions.
 
 mod judge_sample;
+mod usage;
 
 use crate::config::Config;
 use crate::server_config::{ServerRules, looks_like_apache, nginx};
@@ -180,7 +181,7 @@ fn check_nginx(config: &Config, file: &Path, out: &mut Vec<Finding>) {
                 };
                 out.push(Finding::fix(
                     format!("{name}: /.well-known/webcoop/ is {found}, but the agent listens on {addr}"),
-                    format!("add: location ^~ /.well-known/webcoop/ {{ proxy_pass http://{addr}; proxy_set_header Host $host; proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for; }}"),
+                    format!("add: location ^~ /.well-known/webcoop/ {{ proxy_pass http://{addr}; proxy_set_header Host $http_host; proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for; }}"),
                 ));
             }
         }
@@ -432,6 +433,7 @@ pub fn check(config: &Config) -> Vec<Finding> {
             "fix robots.txt",
         ));
     }
+    usage::check(config.content_usage, &text, &mut out);
     // The web server as the judge.
     judge_sample::check(config, &mut out);
     // The web server's configuration.

@@ -280,7 +280,13 @@ pub(crate) async fn identify(
         } else {
             "too many requests from this address; a crawler with a verified signature (Web Bot Auth) has its own rate"
         };
-        return refused(StatusCode::TOO_MANY_REQUESTS, why, !verified);
+        // nginx's auth_request passes on only 401 and 403 (anything else is its own 500).
+        let status = if endpoint == "snapshot" {
+            StatusCode::FORBIDDEN
+        } else {
+            StatusCode::TOO_MANY_REQUESTS
+        };
+        return refused(status, why, !verified);
     }
     next.run(request).await
 }
