@@ -111,6 +111,34 @@ pub(crate) fn http_values(data: &[u8]) {
     if let Ok(base) = Url::parse("http://site.test/.well-known/webcoop/changes") {
         let _ = webcoop_crawler::parsers::link_header(&base, t);
     }
+    // Content-Usage, and a Web Bot Auth claim whose three headers are the input's lines.
+    let _ = p::usage::Prefs::parse_aipref(t, &mut Vec::new());
+    let _ = p::usage::Prefs::parse_content_signal(t, &mut Vec::new());
+    let mut lines = t.splitn(3, '\n');
+    let (a, b, c) = (
+        lines.next().unwrap_or(""),
+        lines.next().unwrap_or(""),
+        lines.next().unwrap_or(""),
+    );
+    let headers = [
+        ("signature-agent", a),
+        ("signature-input", b),
+        ("signature", c),
+    ];
+    let view = p::bot_auth::verify::RequestView {
+        scheme: "https",
+        authority: "site.test",
+        method: "GET",
+        path: "/",
+        query: None,
+        headers: &headers,
+    };
+    if let p::bot_auth::verify::Reading::Claim(claim) =
+        p::bot_auth::verify::read(&view, "site.test", 1_800_000_000, true)
+    {
+        let _ = claim.verify(&p::bot_auth::directory::Directory::default(), 1_800_000_000);
+    }
+    let _ = p::bot_auth::directory::Directory::parse(data);
 }
 
 /// robots.txt as the crawler obeys it: rules, Crawl-delay into a politeness delay, pointers.
@@ -130,6 +158,11 @@ pub(crate) fn robots_txt(data: &[u8]) {
     assert!(wait <= webcoop_crawler::parsers::MAX_HONOURED_DELAY.max(politeness.max_delay));
     let _ = std::time::Instant::now().checked_add(wait).is_some();
     let _ = rules.sitemaps();
+    for path in ["/", "/a/b", "/%E2%82%AC/"] {
+        if let Ok(u) = Url::parse(&format!("http://site.test{path}")) {
+            let _ = rules.usage_at(&u);
+        }
+    }
     if let Ok(robots) = Url::parse("http://site.test/robots.txt") {
         let _ = webcoop_crawler::parsers::robots_txt_pointers(&robots, data);
     }

@@ -16,6 +16,7 @@ mod console_agent;
 mod console_crawl;
 mod crawl_coop;
 mod crawl_nginx;
+mod crawl_usage;
 mod fleet_crawl;
 mod fleet_leases;
 mod fleet_queue;
