@@ -9,7 +9,8 @@
 //! `--console 1`: again with its console watched;
 //! `--docroot DIR [--seed-path PATH] [--runs 3]`: a real site on one host instead, on nginx,
 //! beside wget and the floor of its pages' library calls and HTTP exchanges; `--floor-of OUT`:
-//! that floor alone, for a crawl whose site still serves it). `--fleet` adds a fleet of that
+//! that floor alone, for a crawl whose site still serves it; `--signed 1`: each run followed
+//! by the same crawl signing every request, Web Bot Auth). `--fleet` adds a fleet of that
 //! many processes on a local `redis-server` for each number given; `--redis-memory N` measures
 //! what N queued URLs cost in Redis.
 
@@ -300,7 +301,7 @@ fn print_floor(name: &str, f: &webcoop_crawler::archives::floor::Floor, crawl: f
 /// crawled from PATH by webcoop-crawl (4 connections, politeness off, default WARC settings)
 /// and by `wget -r`; the crawl's CPU per page beside its floor, the same pages through the
 /// same library calls on one thread (`archive::floor`).
-fn single_host(docroot: &Path, seed_path: &str, runs: usize) {
+fn single_host(docroot: &Path, seed_path: &str, runs: usize, signed: bool) {
     let nginx = testkit::tool("nginx").expect("nginx (apt-get install nginx-light)");
     let server =
         webcoop::servers::Nginx::start(&nginx, &webcoop::servers::example_nginx_conf(), docroot);
@@ -309,37 +310,60 @@ fn single_host(docroot: &Path, seed_path: &str, runs: usize) {
     let bin = testkit::workspace_bin("webcoop-crawler", "webcoop-crawl");
     let mut rows = Vec::new();
     let mut floors = Vec::new();
-    for i in 0..runs {
-        let out = tmp.path().join(format!("crawl-{i}"));
-        let m = measured(
-            Command::new(&bin)
-                .args([
-                    "crawl",
-                    "--allow-net",
-                    "127.0.0.0/8",
-                    "--progress",
-                    "quiet",
-                    "--coop",
-                    "off",
-                ])
-                .args(["--delay-min", "0", "--delay-factor", "0"])
-                .args(["--per-host-connections", "4", "--seeds", &seed, "--out"])
-                .arg(&out),
-            None,
-        );
-        let status = Command::new(&bin)
-            .args(["status", "--json", "--out"])
-            .arg(&out)
+    // With --signed 1, every run is followed by the same crawl signing each request (Web Bot
+    // Auth), interleaved so that the machine's drift touches both alike.
+    let key_file = tmp.path().join("keys.json");
+    if signed {
+        let made = Command::new(&bin)
+            .args(["keys", "new", "--key-file"])
+            .arg(&key_file)
             .output()
-            .expect("status");
-        let st: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap_or_default();
-        rows.push(Row {
-            name: format!("webcoop-crawl, run {}", i + 1),
-            pages: st["ok"].as_u64().unwrap_or(0),
-            bytes: st["bytes"].as_u64().unwrap_or(0),
-            m,
-        });
-        floors.push(floor_of(&out));
+            .expect("keys new");
+        assert!(made.status.success(), "keys new failed");
+    }
+    let kinds: &[bool] = if signed { &[false, true] } else { &[false] };
+    for i in 0..runs {
+        for &signing in kinds {
+            let out = tmp.path().join(format!("crawl-{i}-{signing}"));
+            let mut cmd = Command::new(&bin);
+            cmd.args([
+                "crawl",
+                "--allow-net",
+                "127.0.0.0/8",
+                "--progress",
+                "quiet",
+                "--coop",
+                "off",
+            ])
+            .args(["--delay-min", "0", "--delay-factor", "0"])
+            .args(["--per-host-connections", "4", "--seeds", &seed, "--out"])
+            .arg(&out);
+            if signing {
+                cmd.arg("--signing-key")
+                    .arg(&key_file)
+                    .args(["--signature-agent", "https://crawler.example"]);
+            }
+            let m = measured(&mut cmd, None);
+            let status = Command::new(&bin)
+                .args(["status", "--json", "--out"])
+                .arg(&out)
+                .output()
+                .expect("status");
+            let st: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap_or_default();
+            rows.push(Row {
+                name: format!(
+                    "webcoop-crawl{}, run {}",
+                    if signing { " signing" } else { "" },
+                    i + 1
+                ),
+                pages: st["ok"].as_u64().unwrap_or(0),
+                bytes: st["bytes"].as_u64().unwrap_or(0),
+                m,
+            });
+            if !signing {
+                floors.push(floor_of(&out));
+            }
+        }
     }
     if testkit::tool("wget").is_some() {
         let mirror = tmp.path().join("wget");
@@ -372,7 +396,8 @@ fn single_host(docroot: &Path, seed_path: &str, runs: usize) {
 | run | pages | decoded MB | floor: calls | floor: HTTP | floor ms/page | crawl ms/page | crawl / floor |"
     );
     println!("|---|---:|---:|---:|---:|---:|---:|---:|");
-    for (i, (f, r)) in floors.iter().zip(&rows).enumerate() {
+    let unsigned = rows.iter().filter(|r| !r.name.contains("signing"));
+    for (i, (f, r)) in floors.iter().zip(unsigned).enumerate() {
         print_floor(
             &format!("{}", i + 1),
             f,
@@ -412,7 +437,13 @@ fn main() {
     }
     if let Some(docroot) = args.get("docroot") {
         let runs = arg(&args, "runs", "3").parse().expect("--runs N");
-        single_host(Path::new(docroot), &arg(&args, "seed-path", "/"), runs);
+        let signed = arg(&args, "signed", "0") == "1";
+        single_host(
+            Path::new(docroot),
+            &arg(&args, "seed-path", "/"),
+            runs,
+            signed,
+        );
         return;
     }
     let hosts: usize = arg(&args, "hosts", "200").parse().expect("--hosts N");

@@ -69,6 +69,9 @@ impl Prefs {
     /// Nothing stated.
     pub const NONE: Prefs = Prefs([None; 3]);
 
+    /// Every purpose refused: what a statement that cannot be read may mean.
+    pub const REFUSE_ALL: Prefs = Prefs([Some(false); 3]);
+
     /// What is stated for `purpose`.
     pub fn get(&self, purpose: Purpose) -> Option<bool> {
         self.0[purpose.index()]

@@ -119,6 +119,12 @@ fn a_signed_crawl_verifies_with_an_independent_verifier_and_keys_rotate_during_i
         .filter(|l| l.contains("\"ua\":\"webcoop-crawl/"))
         .map(|l| format!("{l}\n"))
         .collect();
+    assert!(
+        crawler_lines
+            .lines()
+            .any(|l| l.contains("\"uri\":\"/p151.html\"") && l.contains("\"status\":301")),
+        "the redirect was followed"
+    );
     let crawler_log = tmp.path().join("crawler.log");
     std::fs::write(&crawler_log, &crawler_lines).unwrap();
     let summary: Value = serde_json::from_str(&run_reference(

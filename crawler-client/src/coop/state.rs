@@ -126,12 +126,8 @@ impl CoopState {
             .and_then(|s| s.usage.as_deref())
             .map(|u| {
                 // A statement that cannot be read might be a refusal: it refuses everything.
-                webcoop_protocol::usage::Prefs::parse_aipref(u, &mut Vec::new()).unwrap_or_else(
-                    |_| {
-                        webcoop_protocol::usage::Prefs::parse_aipref("bots=n", &mut Vec::new())
-                            .unwrap_or_default()
-                    },
-                )
+                webcoop_protocol::usage::Prefs::parse_aipref(u, &mut Vec::new())
+                    .unwrap_or(webcoop_protocol::usage::Prefs::REFUSE_ALL)
             })
             .unwrap_or_default()
     }
