@@ -143,7 +143,37 @@ fn a_webmaster_sees_what_is_published_excluded_subscribed_and_delivered() {
         assert!(paths.contains(p), "{p} missing: {paths}");
     }
 
-    // A crawler subscribes in push mode; its subscription shows up on the hub's page.
+    // A crawler subscribes in push mode, signing its requests (its key directory on a web
+    // server of its own); its subscription shows up on the hub's page, and the crawler on the
+    // Crawlers page.
+    let keys_root = tmp.path().join("crawler-origin");
+    std::fs::create_dir_all(keys_root.join(".well-known")).unwrap();
+    let key_file = tmp.path().join("keys.json");
+    for args in [
+        vec!["keys", "new", "--key-file", key_file.to_str().unwrap()],
+        vec![
+            "keys",
+            "directory",
+            "--key-file",
+            key_file.to_str().unwrap(),
+            "--output",
+            keys_root
+                .join(".well-known/http-message-signatures-directory")
+                .to_str()
+                .unwrap(),
+        ],
+    ] {
+        let o = Command::new(workspace_bin("webcoop-crawler", "webcoop-crawl"))
+            .args(&args)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{args:?}");
+    }
+    let key_origin = Nginx::start(
+        &nginx_bin,
+        "server {\n    listen 80;\n    root /unused;\n}\n",
+        &keys_root,
+    );
     let out = tmp.path().join("crawl");
     let config = tmp.path().join("crawl.toml");
     std::fs::write(
@@ -181,6 +211,10 @@ fn a_webmaster_sees_what_is_published_excluded_subscribed_and_delivered() {
             "quiet",
             "--console",
             "127.0.0.1:0",
+            "--signing-key",
+            key_file.to_str().unwrap(),
+            "--signature-agent",
+            &format!("http://{}", key_origin.addr),
         ])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -223,6 +257,21 @@ fn a_webmaster_sees_what_is_published_excluded_subscribed_and_delivered() {
     b.shoot("agent-console-hub.png");
 
     // The change itself, with its sequence number.
+    // The crawler, known by its key directory.
+    b.click("nav a[href='#crawlers']");
+    b.wait_text(
+        "the verified crawler",
+        "#crawlers-table",
+        Duration::from_secs(10),
+        |t| {
+            t.contains(&format!(
+                "{}/.well-known/http-message-signatures-directory",
+                key_origin.addr
+            ))
+        },
+    );
+    b.shoot("agent-console-crawlers.png");
+
     b.click("nav a[href='#changes']");
     b.wait_text(
         "the change",

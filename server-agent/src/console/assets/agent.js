@@ -111,7 +111,7 @@
   async function loadCrawlers() {
     const d = await api("/api/identities");
     $("crawlers-note").textContent = "Policy: hub subscriptions from " + d.subscribers + (d.signers.length ? " (" + d.signers.join(", ") + ")" : "") +
-      "; rate per verified crawler " + (d.rate_verified || "unlimited") + "/min, per other address " + (d.rate_unverified || "unlimited") + "/min.";
+      "; rate per verified crawler " + (d.rate_verified ? d.rate_verified + "/min" : "unlimited") + ", per other address " + (d.rate_unverified ? d.rate_unverified + "/min" : "unlimited") + ".";
     table($("crawlers-table"), [
       { key: "directory", label: "key directory", wrap: true },
       { key: "keyid", label: "key" },
