@@ -4,9 +4,10 @@
 # wget if missing; prints a markdown table.
 #
 # Usage: scripts/crawl-bench.sh [--hosts 200] [--pages 500] [--page-bytes 2000] [--others-seconds 60]
-#        scripts/crawl-bench.sh --docroot DIR [--seed-path /std/index.html] [--runs 3]
+#        scripts/crawl-bench.sh --docroot DIR [--seed-path /std/index.html] [--runs 3] [--signed 1]
 #        (a real site on one host with nginx: CPU per page and peak RSS beside wget, and the
-#        floor: the same pages through the same library calls on one thread)
+#        floor: the same pages through the same library calls on one thread; --signed 1: each
+#        run beside the same crawl signing every request, Web Bot Auth, in alternating order)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v wget >/dev/null; then

@@ -130,6 +130,55 @@ fn formats(c: &mut Criterion) {
         b.iter(|| black_box(summarize(old.as_bytes(), new.as_bytes())))
     });
     group.finish();
+
+    // Web Bot Auth: what signing costs the crawler per request, and verifying the agent.
+    let mut keys = webcoop_protocol::bot_auth::keys::KeySet::default();
+    keys.add([7; 32], 0);
+    let key = keys.active(1_800_000_000).unwrap();
+    let params = webcoop_protocol::bot_auth::sign::SignParams {
+        agent: "https://crawler.example",
+        created: 1_800_000_000,
+        lifetime: 300,
+        nonce: "bm9uY2Ugbm9uY2Ugbm9uY2Ugbm9uY2U=",
+    };
+    let mut group = c.benchmark_group("web bot auth");
+    group.bench_function("sign a request", |b| {
+        b.iter(|| {
+            black_box(webcoop_protocol::bot_auth::sign::sign(
+                &key,
+                "docs.example.org",
+                params,
+            ))
+        })
+    });
+    let headers = webcoop_protocol::bot_auth::sign::sign(&key, "docs.example.org", params).unwrap();
+    let dir_text = webcoop_protocol::bot_auth::directory::Directory::write(&keys.public(0));
+    let dir = webcoop_protocol::bot_auth::directory::Directory::parse(dir_text.as_bytes()).unwrap();
+    group.bench_function("verify a request", |b| {
+        b.iter(|| {
+            let pairs = headers.pairs();
+            let view = webcoop_protocol::bot_auth::verify::RequestView {
+                scheme: "https",
+                authority: "docs.example.org",
+                method: "GET",
+                path: "/",
+                query: None,
+                headers: &pairs,
+            };
+            match webcoop_protocol::bot_auth::verify::read(
+                &view,
+                "docs.example.org",
+                1_800_000_010,
+                false,
+            ) {
+                webcoop_protocol::bot_auth::verify::Reading::Claim(c) => {
+                    black_box(c.verify(&dir, 1_800_000_010).is_ok())
+                }
+                _ => false,
+            }
+        })
+    });
+    group.finish();
 }
 
 criterion_group!(benches, formats);

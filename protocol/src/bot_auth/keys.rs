@@ -155,6 +155,16 @@ impl KeySet {
         kid
     }
 
+    /// When the key to sign with may next change after `now` (a key's `nbf` or `exp` passing).
+    pub fn next_change(&self, now: i64) -> Option<i64> {
+        self.keys
+            .iter()
+            .flat_map(|k| [k.nbf, k.exp])
+            .flatten()
+            .filter(|t| *t > now)
+            .min()
+    }
+
     /// The key to sign with at `now`: the newest that is valid then.
     pub fn active(&self, now: i64) -> Option<ActiveKey> {
         self.keys
