@@ -16,12 +16,13 @@ use webcoop_testkit::{reference_python, run_ok, run_reference, tool, workspace_b
 /// Every request nginx answers, with the headers a signature lives in, one JSON line each.
 const LOG_FORMAT: &str = r#"log_format wba escape=json '{"host":"$http_host","uri":"$request_uri","method":"$request_method","status":$status,"ua":"$http_user_agent","sig":"$http_signature","input":"$http_signature_input","agent":"$http_signature_agent"}';"#;
 
-/// The shipped server block, logging every request to `log`.
+/// The shipped server block, logging every request to `log`; the last page's link (to a page
+/// that does not exist) redirects to the first, so a redirect's hop is signed too.
 fn logged(conf: String, log: &Path) -> String {
     conf.replacen(
         "server {",
         &format!(
-            "{LOG_FORMAT}\nserver {{\n    access_log {} wba;",
+            "{LOG_FORMAT}\nserver {{\n    access_log {} wba;\n    location = /p151.html {{ return 301 /p1.html; }}",
             log.display()
         ),
         1,
@@ -110,6 +111,9 @@ fn a_signed_crawl_verifies_with_an_independent_verifier_and_keys_rotate_during_i
         Duration::from_secs(15),
         || log_of(&out).contains("202 "),
     );
+    wait_for("the redirect", Duration::from_secs(15), || {
+        log_of(&out).contains("p151.html")
+    });
     drop(c);
 
     // Only the crawler's requests: the agent asks nginx about its files too, unsigned.
@@ -123,7 +127,13 @@ fn a_signed_crawl_verifies_with_an_independent_verifier_and_keys_rotate_during_i
         crawler_lines
             .lines()
             .any(|l| l.contains("\"uri\":\"/p151.html\"") && l.contains("\"status\":301")),
-        "the redirect was followed"
+        "the redirect was followed: {}",
+        std::fs::read_to_string(&log)
+            .unwrap()
+            .lines()
+            .filter(|l| l.contains("p151"))
+            .collect::<Vec<_>>()
+            .join("\n")
     );
     let crawler_log = tmp.path().join("crawler.log");
     std::fs::write(&crawler_log, &crawler_lines).unwrap();
@@ -402,4 +412,126 @@ fn the_agent_verifies_an_independent_signer_and_refuses_the_hostile() {
         text.contains("webcoop_rate_limited_total{outcome=\"unsigned\"} 2"),
         "{text}"
     );
+}
+
+/// `--sign-requests asked`: nothing is signed until a site answers with `Accept-Signature`;
+/// the refused request goes again at once, signed, and so does everything after it there.
+#[test]
+fn a_crawler_that_signs_when_asked_signs_where_a_site_asks() {
+    let (Some(python), Some(nginx)) = (reference_python(), tool("nginx")) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let www = tmp.path().join("www");
+    std::fs::create_dir_all(www.join("members")).unwrap();
+    let page = |links: &[&str]| {
+        let a: String = links
+            .iter()
+            .map(|l| format!("<a href=\"{l}\">{l}</a>"))
+            .collect();
+        format!("<html><body>{a}</body></html>")
+    };
+    std::fs::write(
+        www.join("index.html"),
+        page(&["/a.html", "/members/m.html"]),
+    )
+    .unwrap();
+    std::fs::write(www.join("a.html"), page(&["/b.html"])).unwrap();
+    std::fs::write(www.join("b.html"), page(&[])).unwrap();
+    std::fs::write(www.join("members/m.html"), page(&["/c.html"])).unwrap();
+    std::fs::write(www.join("c.html"), page(&[])).unwrap();
+    let log = tmp.path().join("access.log");
+    let conf = format!(
+        "{LOG_FORMAT}\nserver {{\n    listen 80;\n    root /unused;\n    access_log {} wba;\n    location /members/ {{\n        if ($http_signature = \"\") {{\n            add_header Accept-Signature '{}' always;\n            return 403;\n        }}\n    }}\n}}\n",
+        log.display(),
+        r#"sig1=("@authority" "signature-agent";key="sig1");created;expires;tag="web-bot-auth""#
+    );
+    let site = Nginx::start(&nginx, &conf, &www);
+    let root = tmp.path().join("crawler-origin");
+    let origin = key_origin(&nginx, &root, "");
+    let key_file = tmp.path().join("keys.json");
+    keys(&["new".as_ref(), "--key-file".as_ref(), key_file.as_os_str()]);
+    keys(&[
+        "directory".as_ref(),
+        "--key-file".as_ref(),
+        key_file.as_os_str(),
+        "--output".as_ref(),
+        directory_path(&root).as_os_str(),
+    ]);
+    let out = tmp.path().join("crawl");
+    run_ok(
+        Command::new(workspace_bin("webcoop-crawler", "webcoop-crawl"))
+            .args(["crawl", "--allow-net", "127.0.0.0/8", "--coop", "off"])
+            .args([
+                "--delay-min",
+                "0",
+                "--delay-factor",
+                "0",
+                "--progress",
+                "quiet",
+            ])
+            .args(["--sign-requests", "asked", "--signing-key"])
+            .arg(&key_file)
+            .args(["--signature-agent", &format!("http://{}", origin.addr)])
+            .arg("--seeds")
+            .arg(format!("{}index.html", site.url()))
+            .arg("--out")
+            .arg(&out),
+    );
+    let lines: Vec<Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let seen: Vec<(String, u64, bool)> = lines
+        .iter()
+        .map(|v| {
+            (
+                v["uri"].as_str().unwrap().to_string(),
+                v["status"].as_u64().unwrap(),
+                !v["sig"].as_str().unwrap().is_empty(),
+            )
+        })
+        .collect();
+    let asked = seen
+        .iter()
+        .position(|(u, s, signed)| u == "/members/m.html" && *s == 403 && !signed)
+        .unwrap_or_else(|| panic!("refused unsigned first: {seen:?}"));
+    assert_eq!(
+        seen[asked + 1],
+        ("/members/m.html".to_string(), 200, true),
+        "sent again at once, signed: {seen:?}"
+    );
+    assert!(
+        seen[..asked].iter().all(|(_, _, signed)| !signed),
+        "{seen:?}"
+    );
+    assert!(
+        seen[asked + 1..].iter().all(|(_, _, signed)| *signed),
+        "{seen:?}"
+    );
+    assert!(
+        seen.iter().any(|(u, s, _)| u == "/c.html" && *s == 200),
+        "{seen:?}"
+    );
+    // What was signed verifies with the independent implementation.
+    let signed_lines: String = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.contains("\"sig\":\"\""))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let signed_log = tmp.path().join("signed.log");
+    std::fs::write(&signed_log, signed_lines).unwrap();
+    let summary: Value = serde_json::from_str(&run_reference(
+        &python,
+        "web_bot_auth.py",
+        &[
+            "verify-log".as_ref(),
+            signed_log.as_os_str(),
+            directory_path(&root).as_os_str(),
+        ],
+    ))
+    .unwrap();
+    assert_eq!(summary["verified"], summary["total"], "{summary}");
 }
