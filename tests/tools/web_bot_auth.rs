@@ -338,6 +338,22 @@ fn the_agent_verifies_an_independent_signer_and_refuses_the_hostile() {
     assert_eq!(status, 403, "{body}");
     assert!(body.contains("not this site"), "{body}");
 
+    // A key the directory does not publish.
+    let stranger = tmp.path().join("stranger.json");
+    run_reference(
+        &python,
+        "web_bot_auth.py",
+        &[
+            "keygen".as_ref(),
+            stranger.as_os_str(),
+            tmp.path().join("stranger-directory.json").as_os_str(),
+        ],
+    );
+    let h = signed(&python, &stranger, "POST", &hub, &good_agent, None);
+    let (status, body, _) = subscribe(&site, &host, &h);
+    assert_eq!(status, 403, "{body}");
+    assert!(body.contains("holds no valid key"), "{body}");
+
     // Directories that must not be believed: one that redirects, one too large, one at an
     // address the operator did not allow.
     let redirecting = key_origin(

@@ -18,8 +18,9 @@ const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long a failure is remembered before the directory is asked again.
 const NEGATIVE: Duration = Duration::from_secs(60);
 /// A key unknown to a fresh copy makes it fetched again, at most this often (a new key
-/// signing before the copy expired: rotation).
-const UNKNOWN_KEY_REFETCH: Duration = Duration::from_secs(30);
+/// signing before the copy expired: rotation; more often would let anyone naming random keys
+/// make the agent hammer a directory).
+const UNKNOWN_KEY_REFETCH: Duration = Duration::from_secs(5);
 /// Freshness bounds of a copy.
 const MIN_FRESH: Duration = Duration::from_secs(60);
 const MAX_FRESH: Duration = Duration::from_secs(86_400);

@@ -148,6 +148,11 @@ impl Identities {
             Ok(d) => d,
             Err(why) => return Identity::Unverified(why),
         };
+        if dir.key(&keyid, now).is_none() {
+            // Not proof of a forgery: a key added to the directory since the copy was fetched
+            // is known after the next fetch (at most every few seconds).
+            return Identity::Unverified(format!("{directory} holds no valid key {keyid} (yet)"));
+        }
         if let Err(e) = claim.verify(&dir, now) {
             return Identity::Invalid(e.to_string());
         }
