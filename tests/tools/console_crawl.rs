@@ -391,6 +391,31 @@ fn the_console_wants_its_token_and_refuses_what_a_hostile_page_would_send() {
     );
     // Still alive and still answering after all of it.
     assert_eq!(get("/api/overview", &auth).status, 200);
+    // The host table's paging takes only what it understands: a huge page is cut to 500, an
+    // unknown or hostile sort is the default one, a negative offset none.
+    let r = get(
+        "/api/hosts?limit=999999999999&offset=-5&sort=origin;DROP%20TABLE%20hosts&dir=sideways&q=%27%25",
+        &auth,
+    );
+    assert_eq!(r.status, 200);
+    let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+    assert_eq!(
+        (
+            &v["limit"],
+            &v["offset"],
+            &v["sort"],
+            &v["dir"],
+            &v["total"]
+        ),
+        (
+            &serde_json::json!(500),
+            &serde_json::json!(0),
+            &serde_json::json!("fetched"),
+            &serde_json::json!("desc"),
+            &serde_json::json!(0)
+        ),
+        "{v}"
+    );
     let log = std::fs::read_to_string(out.join("console-actions.jsonl")).unwrap_or_default();
     assert!(
         !log.contains("format_disk") && !log.contains("passwd"),

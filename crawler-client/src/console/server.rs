@@ -12,9 +12,9 @@ use super::live::{HostLive, Live};
 use crate::config::ConsoleSettings;
 use crate::coop::CoopMode;
 use crate::coop::site::{CoopConfig, SiteCoop};
-use crate::state::{HostFigures, Store};
+use crate::state::{HostFigures, HostQuery, HostSort, Store};
 use axum::Json;
-use axum::extract::{ConnectInfo, Path, Request, State};
+use axum::extract::{ConnectInfo, Path, Query, Request, State};
 use axum::http::StatusCode;
 use axum::middleware::Next;
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -225,9 +225,41 @@ fn coop_config(s: &Store) -> CoopConfig {
         .unwrap_or_default()
 }
 
-async fn hosts(State(c): State<Arc<Console>>) -> Response {
-    let read = with_store(&c, |s| Ok((s.host_figures()?, coop_config(s)))).await;
-    let (saved, config) = match read {
+/// Rows of the host table given at most per request.
+const MAX_HOST_ROWS: u64 = 500;
+
+/// `?sort=COLUMN&dir=asc|desc&q=TEXT&offset=N&limit=N`: the host table sorted, filtered and
+/// cut by the database, so that a crawl of 100,000 hosts sends a page, not all of them.
+/// Columns only the running crawl knows (state, delay) are not sortable here; the answer says
+/// which sort it used.
+async fn hosts(
+    State(c): State<Arc<Console>>,
+    Query(params): Query<HashMap<String, String>>,
+) -> Response {
+    let sort = params
+        .get("sort")
+        .and_then(|s| HostSort::of(s))
+        .unwrap_or(HostSort::Fetched);
+    let query = HostQuery {
+        sort,
+        descending: params.get("dir").is_none_or(|d| d != "asc"),
+        filter: params
+            .get("q")
+            .map(|q| q.chars().take(200).collect())
+            .unwrap_or_default(),
+        offset: params
+            .get("offset")
+            .and_then(|o| o.parse().ok())
+            .unwrap_or(0),
+        limit: params
+            .get("limit")
+            .and_then(|l| l.parse().ok())
+            .unwrap_or(100)
+            .clamp(1, MAX_HOST_ROWS),
+    };
+    let (offset, limit, descending) = (query.offset, query.limit, query.descending);
+    let read = with_store(&c, move |s| Ok((s.host_page(&query)?, coop_config(s)))).await;
+    let ((saved, total), config) = match read {
         Ok(r) => r,
         Err(r) => return r,
     };
@@ -240,7 +272,16 @@ async fn hosts(State(c): State<Arc<Console>>) -> Response {
         .into_iter()
         .map(|f| host_row(f, &live, &blocked, &config, now))
         .collect();
-    Json(json!({ "hosts": rows, "live": c.live.is_some() })).into_response()
+    Json(json!({
+        "hosts": rows,
+        "live": c.live.is_some(),
+        "total": total,
+        "offset": offset,
+        "limit": limit,
+        "sort": sort.column(),
+        "dir": if descending { "desc" } else { "asc" },
+    }))
+    .into_response()
 }
 
 /// A host's row: saved figures, and the loop's view of it when the crawl runs.

@@ -4,6 +4,61 @@
 use super::{DISALLOWED, Store, StoreError};
 use serde::Serialize;
 
+/// What the database sorts hosts by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostSort {
+    /// Order of discovery.
+    Id,
+    /// The origin's text.
+    Origin,
+    /// URLs waiting.
+    Queued,
+    /// URLs recorded.
+    Fetched,
+    /// Errors.
+    Errors,
+}
+
+impl HostSort {
+    /// The sort a console column names; `None` for columns only the running crawl knows.
+    pub fn of(column: &str) -> Option<HostSort> {
+        match column {
+            "id" => Some(HostSort::Id),
+            "origin" => Some(HostSort::Origin),
+            "queued" => Some(HostSort::Queued),
+            "fetched" => Some(HostSort::Fetched),
+            "errors" => Some(HostSort::Errors),
+            _ => None,
+        }
+    }
+
+    /// The column's name.
+    pub fn column(self) -> &'static str {
+        match self {
+            HostSort::Id => "id",
+            HostSort::Origin => "origin",
+            HostSort::Queued => "queued",
+            HostSort::Fetched => "fetched",
+            HostSort::Errors => "errors",
+        }
+    }
+}
+
+/// A page of the host table.
+#[derive(Debug, Clone)]
+pub struct HostQuery {
+    /// The order.
+    pub sort: HostSort,
+    /// Largest first.
+    pub descending: bool,
+    /// A piece of the origin, any case (empty: all).
+    pub filter: String,
+    /// Rows skipped.
+    pub offset: u64,
+    /// Rows given.
+    pub limit: u64,
+}
+
 /// A host's saved figures.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct HostFigures {
@@ -55,7 +110,40 @@ pub struct PageVisit {
 impl Store {
     /// Every host with its saved figures (one pass over pages and queue).
     pub fn host_figures(&self) -> Result<Vec<HostFigures>, StoreError> {
-        self.rows(
+        Ok(self
+            .host_page(&HostQuery {
+                sort: HostSort::Id,
+                descending: false,
+                filter: String::new(),
+                offset: 0,
+                limit: i64::MAX as u64,
+            })?
+            .0)
+    }
+
+    /// One page of hosts as the console asks it: those whose origin contains the filter,
+    /// sorted and cut by the database, with how many match in all.
+    pub fn host_page(&self, q: &HostQuery) -> Result<(Vec<HostFigures>, u64), StoreError> {
+        // The order is one of a fixed set of columns, never text from the request.
+        let order = match q.sort {
+            HostSort::Id => "h.id",
+            HostSort::Origin => "h.origin",
+            HostSort::Queued => "COALESCE(q.n, 0)",
+            HostSort::Fetched => "COALESCE(p.n, 0)",
+            HostSort::Errors => "COALESCE(p.bad, 0)",
+        };
+        let dir = if q.descending { "DESC" } else { "ASC" };
+        let filter = q.filter.to_ascii_lowercase();
+        let total = self
+            .conn
+            .query_row(
+                "SELECT COUNT(*) FROM hosts WHERE ?1 = '' OR instr(lower(origin), ?1) > 0",
+                [&filter],
+                |r| r.get::<_, i64>(0),
+            )
+            .map_err(|e| self.err(e))?
+            .max(0) as u64;
+        let sql = format!(
             "SELECT h.id, h.origin, COALESCE(q.n, 0), COALESCE(p.n, 0), COALESCE(p.bad, 0),
                     h.robots_status, h.robots_fetched, h.skipped, h.parked_until, h.failures, h.coop
              FROM hosts h
@@ -63,8 +151,15 @@ impl Store {
              LEFT JOIN (SELECT host, COUNT(*) AS n,
                                SUM(status >= 400 OR (status IS NULL AND error != ?1)) AS bad
                         FROM pages GROUP BY host) p ON p.host = h.id
-             ORDER BY h.id",
-            [DISALLOWED],
+             WHERE ?2 = '' OR instr(lower(h.origin), ?2) > 0
+             ORDER BY {order} {dir}, h.id
+             LIMIT ?3 OFFSET ?4"
+        );
+        let limit = i64::try_from(q.limit).unwrap_or(i64::MAX);
+        let offset = i64::try_from(q.offset).unwrap_or(i64::MAX);
+        let rows = self.rows(
+            &sql,
+            rusqlite::params![DISALLOWED, filter, limit, offset],
             |r| {
                 let coop: Option<String> = r.get(10)?;
                 Ok(HostFigures {
@@ -81,7 +176,8 @@ impl Store {
                     coop: coop.and_then(|c| serde_json::from_str(&c).ok()),
                 })
             },
-        )
+        )?;
+        Ok((rows, total))
     }
 
     /// A host's most recent visits, newest first.
@@ -103,5 +199,98 @@ impl Store {
                 })
             },
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A crawl that knows 100,000 hosts: host `i` has `i % 7` queued URLs and `i % 5` pages,
+    /// one of them an error when `i % 5 == 4`.
+    fn store_of_many_hosts(dir: &std::path::Path) -> Store {
+        let s = Store::open(dir).unwrap();
+        s.conn.execute_batch("BEGIN").unwrap();
+        {
+            let mut host = s
+                .conn
+                .prepare("INSERT INTO hosts (id, origin) VALUES (?1, ?2)")
+                .unwrap();
+            let mut queue = s
+                .conn
+                .prepare("INSERT INTO queue (host, url, fp, depth) VALUES (?1, ?2, ?3, 1)")
+                .unwrap();
+            let mut page = s
+                .conn
+                .prepare(
+                    "INSERT INTO pages (fp, url, host, depth, status, fetched_at, first_fetched, last_changed)
+                     VALUES (?1, ?2, ?3, 1, ?4, 0, 0, 0)",
+                )
+                .unwrap();
+            for i in 1..=100_000i64 {
+                host.execute(rusqlite::params![i, format!("http://h{i:06}.test")])
+                    .unwrap();
+                for k in 0..(i % 7) {
+                    queue
+                        .execute(rusqlite::params![i, format!("q{k}"), i * 10 + k])
+                        .unwrap();
+                }
+                for k in 0..(i % 5) {
+                    let status = if k == 3 { 500 } else { 200 };
+                    page.execute(rusqlite::params![i * 10 + k, format!("p{k}"), i, status])
+                        .unwrap();
+                }
+            }
+        }
+        s.conn.execute_batch("COMMIT").unwrap();
+        s
+    }
+
+    #[test]
+    fn the_host_table_is_sorted_filtered_and_paged_by_the_database() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = store_of_many_hosts(dir.path());
+        let page = |sort, descending, filter: &str, offset, limit| {
+            s.host_page(&HostQuery {
+                sort,
+                descending,
+                filter: filter.into(),
+                offset,
+                limit,
+            })
+            .unwrap()
+        };
+        let (rows, total) = page(HostSort::Origin, false, "", 0, 100);
+        assert_eq!((rows.len(), total), (100, 100_000));
+        assert_eq!(rows[0].origin, "http://h000001.test");
+        let (rows, _) = page(HostSort::Origin, true, "", 100, 3);
+        assert_eq!(
+            rows.iter().map(|r| r.origin.as_str()).collect::<Vec<_>>(),
+            [
+                "http://h099900.test",
+                "http://h099899.test",
+                "http://h099898.test"
+            ]
+        );
+        // By a figure the database counts: the most queued first, ties by id.
+        let (rows, _) = page(HostSort::Queued, true, "", 0, 2);
+        assert_eq!((rows[0].id, rows[0].queued), (6, 6));
+        assert_eq!((rows[1].id, rows[1].queued), (13, 6));
+        let (rows, _) = page(HostSort::Errors, true, "", 0, 1);
+        assert_eq!((rows[0].id, rows[0].fetched, rows[0].errors), (4, 4, 1));
+        // A filter, in any case, counted as a whole.
+        let (rows, total) = page(HostSort::Fetched, true, "H0999", 0, 500);
+        assert_eq!(total, 100);
+        assert!(rows.iter().all(|r| r.origin.contains("h0999")));
+        assert_eq!(rows[0].fetched, 4);
+        // Past the end, and a filter that is SQL: nothing, never an error.
+        assert!(page(HostSort::Id, false, "", 200_000, 10).0.is_empty());
+        assert_eq!(
+            page(HostSort::Id, false, "'; DROP TABLE hosts; --", 0, 10).1,
+            0
+        );
+        assert_eq!(page(HostSort::Id, false, "%", 0, 10).1, 0);
+        assert_eq!(HostSort::of("state"), None);
+        assert_eq!(HostSort::of("errors").map(HostSort::column), Some("errors"));
     }
 }

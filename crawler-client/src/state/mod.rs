@@ -21,7 +21,7 @@ mod pages;
 mod rows;
 mod schema;
 
-pub(crate) use browse::HostFigures;
+pub(crate) use browse::{HostFigures, HostQuery, HostSort};
 // The crate's surface (re-exported at its root) apart from what only the crate uses.
 pub use directory::{COOP_CONFIG_META, is_running};
 pub use figures::Figures;

@@ -54,8 +54,15 @@
     drawOverview();
   }
 
+  // The server sorts and pages the hosts: a crawl may know 100,000 of them.
+  hostState.pageSize = 100;
+  hostState.reload = () => loadHosts().catch((e) => say($("msg"), e.message, true));
   async function loadHosts() {
-    const d = await api("/api/hosts");
+    const q = new URLSearchParams({ sort: hostState.sort, dir: hostState.asc ? "asc" : "desc", q: hostState.filter || "", offset: hostState.offset || 0, limit: hostState.pageSize });
+    const d = await api("/api/hosts?" + q);
+    hostState.total = d.total;
+    hostState.sort = d.sort;
+    hostState.asc = d.dir === "asc";
     table($("hosts-table"), [
       { key: "origin", label: "host", link: (r) => "#host/" + r.id, wrap: true },
       { key: "state", label: "state" },
@@ -170,7 +177,7 @@
     const url = $("seed-url").value.trim();
     if (url && await act({ action: "add_seeds", urls: [url] }, $("msg"))) $("seed-url").value = "";
   });
-  $("host-filter").addEventListener("input", (e) => { hostState.filter = e.target.value; loadHosts(); });
+  $("host-filter").addEventListener("input", (e) => { hostState.filter = e.target.value; hostState.offset = 0; loadHosts(); });
   $("block").addEventListener("click", () => act({ action: "block", host: hostOrigin }, $("host-msg")).then(() => loadHost(hostId)));
   $("unblock").addEventListener("click", () => act({ action: "unblock", host: hostOrigin }, $("host-msg")).then(() => loadHost(hostId)));
   $("set-delay").addEventListener("click", () => {

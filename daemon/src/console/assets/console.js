@@ -125,25 +125,27 @@ const wc = (() => {
   }
 
   // A sortable, filterable table. columns: [{key, label, num, fmt, link}]; state keeps the
-  // sort and the filter across refreshes.
+  // sort and the filter across refreshes. With state.reload the server sorts, filters and
+  // pages (state.total rows in all, from state.offset): a click asks it again.
   function table(box, columns, rows, state, rowClass) {
     state.sort = state.sort || columns[0].key;
+    const server = typeof state.reload === "function";
     const f = (state.filter || "").toLowerCase();
-    let shown = f ? rows.filter((r) => columns.some((c) => String(r[c.key] ?? "").toLowerCase().includes(f))) : rows.slice();
+    let shown = f && !server ? rows.filter((r) => columns.some((c) => String(r[c.key] ?? "").toLowerCase().includes(f))) : rows.slice();
     const dir = state.asc ? 1 : -1;
-    shown.sort((a, b) => {
+    if (!server) shown.sort((a, b) => {
       const x = a[state.sort], y = b[state.sort];
       if (x === y) return 0;
       if (x === null || x === undefined) return 1;
       if (y === null || y === undefined) return -1;
       return (x < y ? -1 : 1) * dir;
     });
-    const limit = state.limit || 500;
+    const limit = server ? shown.length : (state.limit || 500);
     const head = el("tr", {}, ...columns.map((c) => el("th", {
       class: (c.num ? "num " : "") + (state.sort === c.key ? "sorted" + (state.asc ? " asc" : "") : ""),
       onclick: () => {
         if (state.sort === c.key) state.asc = !state.asc; else { state.sort = c.key; state.asc = !c.num; }
-        table(box, columns, rows, state, rowClass);
+        if (server) { state.offset = 0; state.reload(); } else table(box, columns, rows, state, rowClass);
       },
     }, c.label)));
     const body = shown.slice(0, limit).map((r) => el("tr", { class: rowClass ? rowClass(r) : "" },
@@ -154,7 +156,19 @@ const wc = (() => {
         return cell;
       })));
     const t = el("table", {}, el("thead", {}, head), el("tbody", {}, ...body));
-    const note = shown.length > limit ? el("p", { class: "muted" }, `first ${limit} of ${shown.length}`) : "";
+    let note = shown.length > limit ? el("p", { class: "muted" }, `first ${limit} of ${shown.length}`) : "";
+    if (server) {
+      const from = state.offset || 0, total = state.total || 0, page = state.pageSize || 100;
+      const button = (cls, off, to, label) => {
+        const attrs = { type: "button", class: cls, onclick: () => { state.offset = Math.max(0, to); state.reload(); } };
+        if (off) attrs.disabled = "";
+        return el("button", attrs, label);
+      };
+      note = el("p", { class: "muted pager" },
+        button("prev", from === 0, from - page, "previous"),
+        ` ${total ? from + 1 : 0}–${from + shown.length} of ${total} `,
+        button("next", from + shown.length >= total, from + page, "next"));
+    }
     box.replaceChildren(el("div", { class: "scroll" }, t), note);
   }
 
