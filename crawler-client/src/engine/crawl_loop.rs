@@ -348,7 +348,6 @@ impl Engine {
         Ok(())
     }
 
-    /// A URL ends without a request (robots.txt forbids it, it does not parse).
     /// The usage preferences stated for `url` before any request: robots.txt's for this
     /// crawler and the site's agent's, the most restrictive winning.
     pub(super) fn usage_stated(&self, host: crate::ids::HostId, url: &Url, now: Instant) -> Prefs {
@@ -359,13 +358,28 @@ impl Engine {
             .strictest(self.coop.usage_of(host))
     }
 
+    /// A URL ends without a request (robots.txt or usage preferences forbid it, it does not
+    /// parse).
     fn final_without_fetch(&mut self, job: Queued, error: String, now: Instant) {
+        self.recorded_without_content(&job, error, Duration::ZERO);
+        self.request_ended(job.host, now);
+    }
+
+    /// A URL's final record that holds nothing of the page: the crawl log's line and the
+    /// page's row, with why.
+    pub(super) fn recorded_without_content(
+        &mut self,
+        job: &Queued,
+        error: String,
+        elapsed: Duration,
+    ) {
         let at = now_ms();
         self.log.write(&Entry {
             at,
             url: &job.url,
             depth: job.depth,
             hops: job.hops,
+            elapsed,
             note: &error,
             ..Default::default()
         });
@@ -381,6 +395,5 @@ impl Engine {
                 ..Default::default()
             },
         );
-        self.request_ended(job.host, now);
     }
 }

@@ -307,27 +307,7 @@ impl Engine {
                 .refuses(&self.settings.purposes)
         {
             self.metrics.fetch("usage");
-            let error = crate::state::usage_skipped(p.as_str());
-            self.log.write(&Entry {
-                at,
-                url: &job.url,
-                depth: job.depth,
-                hops: job.hops,
-                note: &error,
-                ..Default::default()
-            });
-            self.unsaved.finished(
-                job.seq,
-                PageRecord {
-                    url: job.url.clone(),
-                    fp: job.fp,
-                    host: job.host,
-                    depth: job.depth,
-                    error: Some(error),
-                    fetched_at: at,
-                    ..Default::default()
-                },
-            );
+            self.recorded_without_content(&job, crate::state::usage_skipped(p.as_str()), elapsed);
             return Ok(());
         }
         let host = job.host;
@@ -384,27 +364,7 @@ impl Engine {
             // An answer, not a failure: recorded as final, nothing of it kept.
             self.metrics.fetch("usage");
             self.fetched_total += 1;
-            self.log.write(&Entry {
-                at,
-                url: &job.url,
-                depth: job.depth,
-                hops: job.hops,
-                elapsed,
-                note: &err.to_string(),
-                ..Default::default()
-            });
-            self.unsaved.finished(
-                job.seq,
-                PageRecord {
-                    url: job.url.clone(),
-                    fp: job.fp,
-                    host,
-                    depth: job.depth,
-                    error: Some(err.to_string()),
-                    fetched_at: at,
-                    ..Default::default()
-                },
-            );
+            self.recorded_without_content(&job, err.to_string(), elapsed);
             if freed {
                 let delay = self.host_delay(host, None, elapsed);
                 self.request_ended(host, now + delay);

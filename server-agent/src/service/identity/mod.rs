@@ -250,12 +250,22 @@ pub(crate) async fn identify(
         return next.run(request).await;
     };
     let ids = &s.identities;
-    let (method, uri, headers) = (
-        request.method().clone(),
-        request.uri().clone(),
-        request.headers().clone(),
-    );
-    let who = ids.identify(&method, &uri, &headers).await;
+    let signed = request
+        .headers()
+        .keys()
+        .any(|n| n.as_str().starts_with("signature"));
+    // An unsigned request (most) is known at once; a signed one may wait for its directory,
+    // across which the request itself cannot be held.
+    let who = if signed {
+        let (method, uri, headers) = (
+            request.method().clone(),
+            request.uri().clone(),
+            request.headers().clone(),
+        );
+        ids.identify(&method, &uri, &headers).await
+    } else {
+        Identity::Unsigned
+    };
     s.metrics.signatures(who.outcome());
     let name = match &who {
         Identity::Verified { directory, .. } => Some(directory.as_str()),
@@ -270,9 +280,9 @@ pub(crate) async fn identify(
         }
         Identity::Unsigned => {}
     }
-    let client = super::hub::subscribe::client_ip(peer, &headers, &s.hub.trusted_proxies);
+    let client = super::hub::subscribe::client_ip(peer, request.headers(), &s.hub.trusted_proxies);
     if endpoint == "hub"
-        && method == axum::http::Method::POST
+        && request.method() == axum::http::Method::POST
         && let Some(why) = ids.refuses_subscription(&who)
     {
         return refused(StatusCode::FORBIDDEN, &why, true);
