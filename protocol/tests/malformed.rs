@@ -783,3 +783,25 @@ fn deltas_for_the_wrong_base_or_damaged_fail_cleanly() {
         Err(DeltaError::PatchFailed(_))
     ));
 }
+
+#[test]
+fn a_huge_or_hostile_content_usage_statement_is_kept_bounded_and_escaped() {
+    let huge = "search=n, ".repeat(50_000);
+    let xml = rdf(1).replacen(
+        "<wc:seq>",
+        &format!("<wc:contentUsage>{huge}</wc:contentUsage>\n  <wc:seq>"),
+        1,
+    );
+    let doc = parse_rdf(&xml).unwrap();
+    assert_eq!(doc.channel.content_usage.unwrap().chars().count(), 1024);
+    // Markup in the statement is text, written escaped and read back as it was.
+    let t = Utc.timestamp_opt(1_700_000_000, 0).unwrap();
+    let mut d = parse_rdf(&rdf(1)).unwrap();
+    d.channel.content_usage = Some("search=n</wc:contentUsage><item>".into());
+    d.channel.date = Some(t);
+    let back = parse_rdf(&robots_rdf::write(&d)).unwrap();
+    assert_eq!(
+        back.channel.content_usage.as_deref(),
+        Some("search=n</wc:contentUsage><item>")
+    );
+}

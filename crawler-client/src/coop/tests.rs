@@ -471,3 +471,22 @@ fn a_batch_gives_the_pages_its_changes_vouch_for_and_the_rest_is_fetched() {
     };
     assert_eq!(url.as_str(), format!("{CHANGES}?since=10"));
 }
+
+#[test]
+fn a_sites_stated_usage_preferences_only_ever_restrict_and_junk_refuses_everything() {
+    use webcoop_protocol::usage::{Prefs, Purpose};
+    let mut w = World::new(CoopConfig::default());
+    let host = w.host;
+    assert_eq!(w.coop.usage_of(host), Prefs::NONE, "nothing stated");
+    w.coop.site(host).usage = Some("search=y, train-ai=n".into());
+    let stated = w.coop.usage_of(host);
+    assert!(stated.allows(Purpose::Search) && !stated.allows(Purpose::AiTrain));
+    // What cannot be read might be a refusal: it refuses every purpose.
+    for junk in ["train-ai=maybe", "\u{0}\u{1}", "search", ""] {
+        w.coop.site(host).usage = Some(junk.into());
+        assert_eq!(w.coop.usage_of(host), Prefs::REFUSE_ALL, "{junk:?}");
+    }
+    // A term no one knows is ignored, not a refusal.
+    w.coop.site(host).usage = Some("future-term=n, search=y".into());
+    assert!(w.coop.usage_of(host).allows(Purpose::AiTrain));
+}
