@@ -343,8 +343,11 @@ fn a_change_of_the_server_s_rules_is_judged_at_once() {
         "    location = /retired.html { return 410; }\n    # The agent's service",
         1,
     );
-    std::fs::write(&conf, &refused).unwrap();
+    // nginx answers the new rule before the agent can read the file: otherwise the agent may
+    // judge between the write and the reload, hear the old answer, and (as designed) ask again
+    // only at its follow-up a minute later (a CI run saw that race).
     site.nginx.reload(&refused);
+    std::fs::write(&conf, &refused).unwrap();
     wait_for(20, "retired.html to leave the listing", || {
         !site.listed().contains(&"retired.html".to_string())
     });
