@@ -17,35 +17,35 @@ const EXCLUDED_LISTED: usize = 500;
 
 /// One publication.
 #[derive(Debug, Clone, Serialize)]
-pub struct Publication {
+pub(crate) struct Publication {
     /// ms since the epoch.
-    pub at: i64,
+    pub(crate) at: i64,
     /// `all`, `listing and feed` or `sitemaps`.
-    pub what: &'static str,
+    pub(crate) what: &'static str,
     /// How long it took, ms.
-    pub ms: f64,
+    pub(crate) ms: f64,
     /// Bytes of robots.rdf, when it was written.
-    pub listing_bytes: Option<u64>,
+    pub(crate) listing_bytes: Option<u64>,
     /// The change sequence number it published up to.
-    pub head: Option<u64>,
+    pub(crate) head: Option<u64>,
     /// The error, if it failed.
-    pub error: Option<String>,
+    pub(crate) error: Option<String>,
 }
 
 /// What scans left out.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct Exclusions {
+pub(crate) struct Exclusions {
     /// Files and directories left out.
-    pub total: usize,
+    pub(crate) total: usize,
     /// How many for each reason.
-    pub by_reason: BTreeMap<String, usize>,
+    pub(crate) by_reason: BTreeMap<String, usize>,
     /// The first paths left out, with the reason.
-    pub paths: Vec<(String, String)>,
+    pub(crate) paths: Vec<(String, String)>,
 }
 
 impl Exclusions {
     /// Counts one path left out.
-    pub fn add(&mut self, rel: &str, why: &str) {
+    pub(crate) fn add(&mut self, rel: &str, why: &str) {
         self.total += 1;
         *self.by_reason.entry(why.to_string()).or_insert(0) += 1;
         if self.paths.len() < EXCLUDED_LISTED {
@@ -54,7 +54,7 @@ impl Exclusions {
     }
 
     /// Adds another scan's.
-    pub fn merge(&mut self, other: Exclusions) {
+    pub(crate) fn merge(&mut self, other: Exclusions) {
         for (rel, why) in &other.paths {
             if self.paths.len() < EXCLUDED_LISTED && !self.paths.iter().any(|(p, _)| p == rel) {
                 self.paths.push((rel.clone(), why.clone()));
@@ -69,22 +69,22 @@ impl Exclusions {
 
 /// The web server as the judge, for the console: where it is asked, and whether it answers.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct JudgeStatus {
+pub(crate) struct JudgeStatus {
     /// The origin asked (`--server-url`).
-    pub server: String,
+    pub(crate) server: String,
     /// Files asked about since the start.
-    pub asked: u64,
+    pub(crate) asked: u64,
     /// When it last could not be asked (ms since the epoch) and why, while that lasts.
-    pub unreachable: Option<(i64, String)>,
+    pub(crate) unreachable: Option<(i64, String)>,
     /// Files waiting for its word.
-    pub waiting: usize,
+    pub(crate) waiting: usize,
 }
 
 /// One IndexNow request.
 #[derive(Debug, Clone, Serialize)]
 pub struct Ping {
     /// ms since the epoch.
-    pub at: i64,
+    pub(crate) at: i64,
     /// URLs in it.
     pub urls: usize,
     /// The endpoint's status, when it answered.
@@ -95,30 +95,30 @@ pub struct Ping {
 
 /// Deliveries so far at one moment.
 #[derive(Debug, Clone, Copy, Default, Serialize)]
-pub struct DeliverySample {
+pub(crate) struct DeliverySample {
     /// ms since the epoch.
-    pub t: i64,
+    pub(crate) t: i64,
     /// Delivered.
-    pub ok: u64,
+    pub(crate) ok: u64,
     /// Failed.
-    pub failed: u64,
+    pub(crate) failed: u64,
     /// Retries scheduled.
-    pub retries: u64,
+    pub(crate) retries: u64,
     /// Subscriptions.
-    pub subscriptions: i64,
+    pub(crate) subscriptions: i64,
 }
 
 /// A crawler seen with a verified signature.
 #[derive(Debug, Clone, Serialize)]
-pub struct SeenIdentity {
+pub(crate) struct SeenIdentity {
     /// Its key directory.
-    pub directory: String,
+    pub(crate) directory: String,
     /// The key it signed with last.
-    pub keyid: String,
+    pub(crate) keyid: String,
     /// Requests verified.
-    pub requests: u64,
+    pub(crate) requests: u64,
     /// ms since the epoch.
-    pub last_seen: i64,
+    pub(crate) last_seen: i64,
 }
 
 /// Identities listed at most (the metrics say how many requests the rest made).
@@ -152,22 +152,22 @@ impl Activity {
     }
 
     /// Notes a publication.
-    pub fn published(&self, p: Publication) {
+    pub(crate) fn published(&self, p: Publication) {
         bounded(&mut self.inner().publications, p, KEEP);
     }
 
     /// What a whole scan left out (replaces what earlier scans found).
-    pub fn scanned(&self, e: Exclusions) {
+    pub(crate) fn scanned(&self, e: Exclusions) {
         self.inner().exclusions = e;
     }
 
     /// What a scan of some paths left out (added to the last whole scan's).
-    pub fn scanned_some(&self, e: Exclusions) {
+    pub(crate) fn scanned_some(&self, e: Exclusions) {
         self.inner().exclusions.merge(e);
     }
 
     /// Notes that the web server was asked about `asked` files and answered.
-    pub fn judged(&self, server: &str, asked: u64, waiting: usize) {
+    pub(crate) fn judged(&self, server: &str, asked: u64, waiting: usize) {
         let mut i = self.inner();
         i.judge.server = server.to_string();
         i.judge.asked += asked;
@@ -176,7 +176,7 @@ impl Activity {
     }
 
     /// Notes that the web server could not be asked, and why.
-    pub fn judge_unreachable(&self, server: &str, at: i64, why: &str, waiting: usize) {
+    pub(crate) fn judge_unreachable(&self, server: &str, at: i64, why: &str, waiting: usize) {
         let mut i = self.inner();
         i.judge.server = server.to_string();
         i.judge.waiting = waiting;
@@ -186,22 +186,22 @@ impl Activity {
     }
 
     /// The judge's state.
-    pub fn judge(&self) -> JudgeStatus {
+    pub(crate) fn judge(&self) -> JudgeStatus {
         self.inner().judge.clone()
     }
 
     /// Notes an IndexNow request.
-    pub fn pinged(&self, p: Ping) {
+    pub(crate) fn pinged(&self, p: Ping) {
         bounded(&mut self.inner().pings, p, KEEP);
     }
 
     /// Notes the delivery counters now.
-    pub fn sample(&self, s: DeliverySample) {
+    pub(crate) fn sample(&self, s: DeliverySample) {
         bounded(&mut self.inner().deliveries, s, SAMPLES);
     }
 
     /// Notes a request verified as `directory`'s, signed with `keyid`.
-    pub fn identity_seen(&self, directory: &str, keyid: &str, at: Option<i64>) {
+    pub(crate) fn identity_seen(&self, directory: &str, keyid: &str, at: Option<i64>) {
         let at = at.unwrap_or_else(|| chrono::Utc::now().timestamp_millis());
         let mut i = self.inner();
         if !i.identities.contains_key(directory) && i.identities.len() >= IDENTITIES {
@@ -224,14 +224,14 @@ impl Activity {
     }
 
     /// Notes a signature that was not accepted, and why.
-    pub fn identity_refused(&self, why: &str) {
+    pub(crate) fn identity_refused(&self, why: &str) {
         let at = chrono::Utc::now().timestamp_millis();
         let why: String = why.chars().take(300).collect();
         bounded(&mut self.inner().refused_signatures, (at, why), KEEP);
     }
 
     /// Crawlers seen with verified signatures, and the latest signatures refused.
-    pub fn identities(&self) -> (Vec<SeenIdentity>, Vec<(i64, String)>) {
+    pub(crate) fn identities(&self) -> (Vec<SeenIdentity>, Vec<(i64, String)>) {
         let i = self.inner();
         (
             i.identities.values().cloned().collect(),
@@ -240,12 +240,12 @@ impl Activity {
     }
 
     /// Publications, newest last.
-    pub fn publications(&self) -> Vec<Publication> {
+    pub(crate) fn publications(&self) -> Vec<Publication> {
         self.inner().publications.iter().cloned().collect()
     }
 
     /// What the scans left out.
-    pub fn exclusions(&self) -> Exclusions {
+    pub(crate) fn exclusions(&self) -> Exclusions {
         self.inner().exclusions.clone()
     }
 
@@ -255,12 +255,12 @@ impl Activity {
     }
 
     /// Delivery samples, oldest first.
-    pub fn deliveries(&self) -> Vec<DeliverySample> {
+    pub(crate) fn deliveries(&self) -> Vec<DeliverySample> {
         self.inner().deliveries.iter().copied().collect()
     }
 
     /// The newest delivery sample.
-    pub fn last_delivery(&self) -> Option<DeliverySample> {
+    pub(crate) fn last_delivery(&self) -> Option<DeliverySample> {
         self.inner().deliveries.back().copied()
     }
 }

@@ -8,23 +8,23 @@ use webcoop_protocol::validator::Sha256Digest;
 
 /// What the agent knows of one public file.
 #[derive(Debug, Clone, PartialEq)]
-pub struct FileEntry {
+pub(crate) struct FileEntry {
     /// Bytes.
-    pub size: u64,
+    pub(crate) size: u64,
     /// Modification time of the file (nanoseconds since the epoch), for the quick "unchanged"
     /// check; the content decides whether it really changed.
-    pub mtime_ns: i64,
+    pub(crate) mtime_ns: i64,
     /// Status change time (nanoseconds since the epoch): a change of permissions, owner or
     /// links, after which the web server must judge the file again.
-    pub ctime_ns: i64,
+    pub(crate) ctime_ns: i64,
     /// SHA-256 of the content: the strong validator.
-    pub sha256: Sha256Digest,
+    pub(crate) sha256: Sha256Digest,
     /// XXH3-64 of the content: the cheap "did it change" check.
-    pub fast: u64,
+    pub(crate) fast: u64,
     /// When its content last changed.
-    pub modified: DateTime<Utc>,
+    pub(crate) modified: DateTime<Utc>,
     /// Found by the scan under way (deletions are what a scan did not find).
-    pub seen: bool,
+    pub(crate) seen: bool,
 }
 
 /// Every public file, by path relative to the docroot (`/`-separated), in path order.
@@ -37,7 +37,7 @@ pub struct Inventory {
 impl Inventory {
     /// An inventory built in one go from entries (in any order): the map's nodes are filled
     /// completely, where one-by-one sorted inserts leave them half empty.
-    pub fn from_entries(entries: Vec<(Box<str>, FileEntry)>) -> Inventory {
+    pub(crate) fn from_entries(entries: Vec<(Box<str>, FileEntry)>) -> Inventory {
         let total_bytes = entries.iter().map(|(_, e)| e.size).sum();
         Inventory {
             files: entries.into_iter().collect(),
@@ -46,33 +46,33 @@ impl Inventory {
     }
 
     /// The entry of `path`.
-    pub fn get(&self, path: &str) -> Option<&FileEntry> {
+    pub(crate) fn get(&self, path: &str) -> Option<&FileEntry> {
         self.files.get(path)
     }
 
     /// The entry of `path`, to change in place (only what does not affect the totals).
-    pub fn mark_seen(&mut self, path: &str) -> Option<&FileEntry> {
+    pub(crate) fn mark_seen(&mut self, path: &str) -> Option<&FileEntry> {
         let e = self.files.get_mut(path)?;
         e.seen = true;
         Some(e)
     }
 
     /// Clears the seen marks of every entry (before a full scan).
-    pub fn clear_seen(&mut self) {
+    pub(crate) fn clear_seen(&mut self) {
         for e in self.files.values_mut() {
             e.seen = false;
         }
     }
 
     /// Clears the seen mark of one entry.
-    pub fn clear_seen_of(&mut self, path: &str) {
+    pub(crate) fn clear_seen_of(&mut self, path: &str) {
         if let Some(e) = self.files.get_mut(path) {
             e.seen = false;
         }
     }
 
     /// Adds or replaces an entry.
-    pub fn insert(&mut self, path: &str, entry: FileEntry) {
+    pub(crate) fn insert(&mut self, path: &str, entry: FileEntry) {
         self.total_bytes += entry.size;
         if let Some(old) = self.files.insert(path.into(), entry) {
             self.total_bytes -= old.size;
@@ -80,19 +80,19 @@ impl Inventory {
     }
 
     /// Removes an entry.
-    pub fn remove(&mut self, path: &str) -> Option<FileEntry> {
+    pub(crate) fn remove(&mut self, path: &str) -> Option<FileEntry> {
         let old = self.files.remove(path)?;
         self.total_bytes -= old.size;
         Some(old)
     }
 
     /// Entries in path order.
-    pub fn iter(&self) -> impl Iterator<Item = (&str, &FileEntry)> {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&str, &FileEntry)> {
         self.files.iter().map(|(k, v)| (k.as_ref(), v))
     }
 
     /// Paths at or below directory `dir` (`""` for all).
-    pub fn paths_under<'a>(&'a self, dir: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+    pub(crate) fn paths_under<'a>(&'a self, dir: &'a str) -> impl Iterator<Item = &'a str> + 'a {
         let prefix = if dir.is_empty() {
             String::new()
         } else {
@@ -115,18 +115,13 @@ impl Inventory {
     }
 
     /// Whether there are none.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.files.is_empty()
     }
 
     /// Bytes of all files.
     pub fn total_bytes(&self) -> u64 {
         self.total_bytes
-    }
-
-    /// The newest modification time.
-    pub fn newest(&self) -> Option<DateTime<Utc>> {
-        self.files.values().map(|e| e.modified).max()
     }
 }
 

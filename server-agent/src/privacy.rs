@@ -66,11 +66,11 @@ impl fmt::Display for Exclusion {
 #[error("bad {kind} pattern {pattern:?}: {reason}")]
 pub struct PatternError {
     /// `--include` or `--exclude`.
-    pub kind: &'static str,
+    pub(crate) kind: &'static str,
     /// The glob.
-    pub pattern: String,
+    pub(crate) pattern: String,
     /// Why.
-    pub reason: String,
+    pub(crate) reason: String,
 }
 
 const VCS_DIRS: &[&str] = &["CVS", "RCS", "SCCS", "_darcs", "_MTN", "{arch}"];
@@ -174,19 +174,19 @@ pub(crate) enum RobotsTxt<'a> {
 #[derive(Default)]
 pub(crate) struct FilterRules<'a> {
     /// `--include` globs (empty: everything).
-    pub include: &'a [String],
+    pub(crate) include: &'a [String],
     /// `--exclude` globs.
-    pub exclude: &'a [String],
+    pub(crate) exclude: &'a [String],
     /// Extensions published although the server would run or hide them (`--publish-ext`).
-    pub publish_ext: &'a [String],
+    pub(crate) publish_ext: &'a [String],
     /// The site's robots.txt.
-    pub robots_txt: Option<RobotsTxt<'a>>,
+    pub(crate) robots_txt: Option<RobotsTxt<'a>>,
     /// Where the output directory lies within the docroot (`Some("")` when it is the docroot).
-    pub own_dir: Option<&'a str>,
+    pub(crate) own_dir: Option<&'a str>,
     /// More files the agent writes there (the IndexNow key file).
-    pub own_files: &'a [String],
+    pub(crate) own_files: &'a [String],
     /// Places the server's rules hide from the judge.
-    pub access: crate::server_config::ServerRules,
+    pub(crate) access: crate::server_config::ServerRules,
 }
 
 /// Whether a file name has an extension the web server runs, anywhere after its first dot.

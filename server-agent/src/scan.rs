@@ -17,13 +17,13 @@ use webcoop_protocol::validator::{Sha256Digest, Sha256Stream};
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Stat {
     /// Bytes.
-    pub size: u64,
+    pub(crate) size: u64,
     /// Nanoseconds since the epoch.
-    pub mtime_ns: i64,
+    pub(crate) mtime_ns: i64,
     /// Nanoseconds since the epoch.
-    pub ctime_ns: i64,
+    pub(crate) ctime_ns: i64,
     /// Hard links to the file (not compared: a change of links moves the status change time).
-    pub links: u64,
+    pub(crate) links: u64,
 }
 
 impl PartialEq for Stat {
@@ -51,11 +51,11 @@ impl Stat {
 #[derive(Debug, Default)]
 pub(crate) struct Walk {
     /// Public files, with their stat, in no particular order.
-    pub files: Vec<(String, Stat)>,
+    pub(crate) files: Vec<(String, Stat)>,
     /// Files and directories left out by the privacy rules.
-    pub excluded: usize,
+    pub(crate) excluded: usize,
     /// Things that could not be read, in words for the log.
-    pub problems: Vec<String>,
+    pub(crate) problems: Vec<String>,
 }
 
 /// The docroot-relative, `/`-separated form of `path`, if it is valid UTF-8 and inside `root`.
@@ -200,13 +200,13 @@ pub(crate) fn walk(root: &Path, sub: &str, filter: Arc<PublicFilter>) -> Walk {
 #[derive(Debug)]
 pub(crate) struct Content {
     /// The stat after reading.
-    pub stat: Stat,
+    pub(crate) stat: Stat,
     /// The bytes, when small enough to version (at most 64 MiB).
-    pub bytes: Option<Vec<u8>>,
+    pub(crate) bytes: Option<Vec<u8>>,
     /// SHA-256.
-    pub sha256: Sha256Digest,
+    pub(crate) sha256: Sha256Digest,
     /// XXH3-64.
-    pub fast: u64,
+    pub(crate) fast: u64,
 }
 
 /// Why a file could not be read as a stable version.

@@ -33,18 +33,18 @@ const TRAINING_BYTES: usize = 8 << 20;
 /// What a snapshot is made of: each file's docroot path and the digest the inventory holds.
 pub(crate) struct Plan {
     /// The change-log sequence number the inventory is at.
-    pub sequence: u64,
+    pub(crate) sequence: u64,
     /// The files, in path order: path, digest, size, when it last changed.
-    pub files: Vec<(String, Sha256Digest, u64, DateTime<Utc>)>,
+    pub(crate) files: Vec<(String, Sha256Digest, u64, DateTime<Utc>)>,
     /// Whether a ResourceSync Resource Dump of the same files is written beside.
-    pub dump: bool,
+    pub(crate) dump: bool,
 }
 
 /// A snapshot written.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BuiltSnapshot {
     /// Its sequence number.
-    pub sequence: u64,
+    pub(crate) sequence: u64,
     /// Its file.
     pub path: PathBuf,
     /// Resources in it.

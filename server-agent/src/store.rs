@@ -52,23 +52,23 @@ pub(crate) fn truncate_ms(t: DateTime<Utc>) -> DateTime<Utc> {
 #[derive(Debug, Clone, PartialEq)]
 pub struct LoggedChange {
     /// Its sequence number.
-    pub seq: u64,
+    pub(crate) seq: u64,
     /// What happened.
     pub kind: ChangeKind,
     /// The docroot path.
     pub path: String,
     /// When it was seen.
-    pub time: DateTime<Utc>,
+    pub(crate) time: DateTime<Utc>,
     /// The new version.
-    pub sha256: Option<Sha256Digest>,
+    pub(crate) sha256: Option<Sha256Digest>,
     /// The version replaced.
-    pub prev_sha256: Option<Sha256Digest>,
+    pub(crate) prev_sha256: Option<Sha256Digest>,
     /// Bytes of the new version.
-    pub size: Option<u64>,
+    pub(crate) size: Option<u64>,
     /// Media type of the new version.
-    pub content_type: Option<String>,
+    pub(crate) content_type: Option<String>,
     /// Fraction of the text changed.
-    pub changed: Option<f64>,
+    pub(crate) changed: Option<f64>,
 }
 
 /// Told of every batch of changes once it is saved (the service's hub and IndexNow listen).
@@ -76,15 +76,15 @@ pub(crate) type ChangeObserver = Box<dyn FnMut(&[LoggedChange], &Inventory) + Se
 
 /// A text version to keep, compressed by the caller (in parallel, off the transaction).
 #[derive(Debug)]
-pub struct NewVersion {
+pub(crate) struct NewVersion {
     /// The file.
     pub path: String,
     /// The version's digest.
-    pub sha256: Sha256Digest,
+    pub(crate) sha256: Sha256Digest,
     /// Its size uncompressed.
-    pub size: u64,
+    pub(crate) size: u64,
     /// Its content, zstd-compressed.
-    pub compressed: Vec<u8>,
+    pub(crate) compressed: Vec<u8>,
 }
 
 thread_local! {
@@ -110,7 +110,7 @@ fn compress_version(content: &[u8]) -> Vec<u8> {
 
 impl NewVersion {
     /// Compresses `content` for keeping.
-    pub fn of(path: &str, sha256: Sha256Digest, content: &[u8]) -> NewVersion {
+    pub(crate) fn of(path: &str, sha256: Sha256Digest, content: &[u8]) -> NewVersion {
         NewVersion {
             path: path.to_string(),
             sha256,
@@ -122,27 +122,27 @@ impl NewVersion {
 
 /// Everything one reconciliation found, to be saved at once.
 #[derive(Debug, Default)]
-pub struct Batch {
+pub(crate) struct Batch {
     /// Files to add or update, with the change time to append to their history and count as a
     /// change (none for a touch or a baseline entry).
-    pub upserts: Vec<(String, FileEntry, Option<DateTime<Utc>>)>,
+    pub(crate) upserts: Vec<(String, FileEntry, Option<DateTime<Utc>>)>,
     /// Files gone.
-    pub deletions: Vec<String>,
+    pub(crate) deletions: Vec<String>,
     /// Changes to log (their `seq` is assigned on commit).
-    pub changes: Vec<LoggedChange>,
+    pub(crate) changes: Vec<LoggedChange>,
     /// Text versions to keep.
-    pub versions: Vec<NewVersion>,
+    pub(crate) versions: Vec<NewVersion>,
     /// Files the web server refused, with what was judged.
-    pub refusals: Vec<(String, RefusedFile)>,
+    pub(crate) refusals: Vec<(String, RefusedFile)>,
     /// Files no longer refused (public now, or gone).
-    pub unrefused: Vec<String>,
+    pub(crate) unrefused: Vec<String>,
     /// Public files judged again, and public still.
-    pub rejudged: Vec<String>,
+    pub(crate) rejudged: Vec<String>,
 }
 
 impl Batch {
     /// Whether there is nothing to save.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.upserts.is_empty()
             && self.deletions.is_empty()
             && self.changes.is_empty()
@@ -155,13 +155,13 @@ impl Batch {
 
 /// How many versions to keep, within what disk budget.
 #[derive(Debug, Clone, Copy)]
-pub struct Retention {
+pub(crate) struct Retention {
     /// Versions kept per text resource.
-    pub versions_per_file: usize,
+    pub(crate) versions_per_file: usize,
     /// Total bytes of compressed versions.
-    pub versions_budget: u64,
+    pub(crate) versions_budget: u64,
     /// Changes kept in the log.
-    pub changes: usize,
+    pub(crate) changes: usize,
 }
 
 /// The state database.
@@ -266,28 +266,28 @@ const LATE_INDEXES: &str = "CREATE INDEX IF NOT EXISTS files_by_judged ON files 
 
 /// A file the web server refused, as judged: what was asked about, and the answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RefusedFile {
+pub(crate) struct RefusedFile {
     /// Bytes, when judged.
-    pub size: u64,
+    pub(crate) size: u64,
     /// Modification time, when judged.
-    pub mtime_ns: i64,
+    pub(crate) mtime_ns: i64,
     /// Status change time, when judged (permissions, owner, links).
-    pub ctime_ns: i64,
+    pub(crate) ctime_ns: i64,
     /// SHA-256 of the bytes judged.
-    pub sha256: Sha256Digest,
+    pub(crate) sha256: Sha256Digest,
     /// Why it is not published, as the log and the console say it.
-    pub reason: String,
+    pub(crate) reason: String,
 }
 
 /// A file due to be judged again, and whether it is public now.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Due {
+pub(crate) struct Due {
     /// The docroot path.
     pub path: String,
     /// Listed (public) now, or refused now.
-    pub public: bool,
+    pub(crate) public: bool,
     /// When it was last judged (ms; 0: never, or asked again by a change of the rules).
-    pub judged: i64,
+    pub(crate) judged: i64,
 }
 
 /// Adds the columns an older state lacks, then the indexes on them.
@@ -337,7 +337,7 @@ impl Store {
 
     /// Opens the database of `dir` for reading only, beside a running agent (WAL lets readers
     /// and the writer work at the same time).
-    pub fn open_read_only(dir: &Path) -> Result<Store, StoreError> {
+    pub(crate) fn open_read_only(dir: &Path) -> Result<Store, StoreError> {
         let path = dir.join("agent.sqlite");
         let conn = Connection::open_with_flags(
             &path,
@@ -354,7 +354,7 @@ impl Store {
     }
 
     /// What the state says of `path` now: validator, size and last modification.
-    pub fn file(
+    pub(crate) fn file(
         &self,
         path: &str,
     ) -> Result<Option<(Sha256Digest, u64, DateTime<Utc>)>, StoreError> {
@@ -373,7 +373,7 @@ impl Store {
     }
 
     /// Number of public files.
-    pub fn file_count(&self) -> Result<u64, StoreError> {
+    pub(crate) fn file_count(&self) -> Result<u64, StoreError> {
         let n: i64 = self
             .conn
             .query_row("SELECT COUNT(*) FROM files", [], |r| r.get(0))
@@ -386,7 +386,7 @@ impl Store {
     }
 
     /// A setting remembered across runs.
-    pub fn meta(&self, key: &str) -> Result<Option<String>, StoreError> {
+    pub(crate) fn meta(&self, key: &str) -> Result<Option<String>, StoreError> {
         self.conn
             .query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
             .optional()
@@ -394,7 +394,7 @@ impl Store {
     }
 
     /// Remembers a setting.
-    pub fn set_meta(&self, key: &str, value: &str) -> Result<(), StoreError> {
+    pub(crate) fn set_meta(&self, key: &str, value: &str) -> Result<(), StoreError> {
         self.conn
             .execute(
                 "INSERT INTO meta (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
@@ -405,7 +405,7 @@ impl Store {
     }
 
     /// The inventory as last committed.
-    pub fn load_inventory(&self) -> Result<Inventory, StoreError> {
+    pub(crate) fn load_inventory(&self) -> Result<Inventory, StoreError> {
         // Sized exactly: the vector becomes the map's input, and doubling would leave a third
         // of it as slack at the memory peak of the start.
         let count: i64 = self
@@ -455,7 +455,7 @@ impl Store {
     }
 
     /// Saves a batch in one transaction; returns it with sequence numbers assigned.
-    pub fn commit(
+    pub(crate) fn commit(
         &mut self,
         mut batch: Batch,
         now: DateTime<Utc>,
@@ -666,7 +666,7 @@ impl Store {
     }
 
     /// The oldest sequence number still in the log.
-    pub fn oldest_seq(&self) -> Result<Option<u64>, StoreError> {
+    pub(crate) fn oldest_seq(&self) -> Result<Option<u64>, StoreError> {
         let seq: Option<i64> = self
             .conn
             .query_row("SELECT MIN(seq) FROM changes", [], |r| r.get(0))
@@ -695,7 +695,7 @@ impl Store {
     }
 
     /// The newest `limit` changes, oldest first.
-    pub fn recent_changes(&self, limit: usize) -> Result<Vec<LoggedChange>, StoreError> {
+    pub(crate) fn recent_changes(&self, limit: usize) -> Result<Vec<LoggedChange>, StoreError> {
         let mut changes = self.changes_where(
             "SELECT seq, path, kind, time, sha256, prev_sha256, size, content_type, changed FROM changes ORDER BY seq DESC LIMIT ?1",
             &[limit as i64],
@@ -705,7 +705,11 @@ impl Store {
     }
 
     /// Up to `limit` changes after `since`, oldest first.
-    pub fn changes_since(&self, since: u64, limit: usize) -> Result<Vec<LoggedChange>, StoreError> {
+    pub(crate) fn changes_since(
+        &self,
+        since: u64,
+        limit: usize,
+    ) -> Result<Vec<LoggedChange>, StoreError> {
         self.changes_where(
             "SELECT seq, path, kind, time, sha256, prev_sha256, size, content_type, changed FROM changes WHERE seq > ?1 ORDER BY seq LIMIT ?2",
             &[since.min(i64::MAX as u64) as i64, limit as i64],
@@ -727,7 +731,7 @@ impl Store {
     }
 
     /// Whether a version of `path` is kept.
-    pub fn has_version(&self, path: &str, sha: &Sha256Digest) -> Result<bool, StoreError> {
+    pub(crate) fn has_version(&self, path: &str, sha: &Sha256Digest) -> Result<bool, StoreError> {
         self.conn
             .query_row(
                 "SELECT 1 FROM versions WHERE path = ?1 AND sha256 = ?2",
@@ -775,12 +779,12 @@ impl Store {
     }
 
     /// Compressed bytes of all kept versions.
-    pub fn versions_bytes(&self) -> u64 {
+    pub(crate) fn versions_bytes(&self) -> u64 {
         self.versions_bytes
     }
 
     /// The files the web server refused, as last judged.
-    pub fn load_refused(&self) -> Result<HashMap<Box<str>, RefusedFile>, StoreError> {
+    pub(crate) fn load_refused(&self) -> Result<HashMap<Box<str>, RefusedFile>, StoreError> {
         let mut stmt = self
             .conn
             .prepare("SELECT path, size, mtime_ns, ctime_ns, sha256, reason FROM refused")
@@ -817,7 +821,7 @@ impl Store {
     }
 
     /// Listed files the web server never judged (a state written before the judge).
-    pub fn unjudged(&self) -> Result<Vec<String>, StoreError> {
+    pub(crate) fn unjudged(&self) -> Result<Vec<String>, StoreError> {
         let mut stmt = self
             .conn
             .prepare("SELECT path FROM files WHERE judged = 0")
@@ -827,7 +831,7 @@ impl Store {
     }
 
     /// The `limit` files judged longest ago (listed or refused), oldest first.
-    pub fn due_for_judging(&self, limit: usize) -> Result<Vec<Due>, StoreError> {
+    pub(crate) fn due_for_judging(&self, limit: usize) -> Result<Vec<Due>, StoreError> {
         let mut stmt = self
             .conn
             .prepare_cached(
@@ -851,7 +855,7 @@ impl Store {
 
     /// Asks for every file at or under `dir` (`""` for all) to be judged again first: the
     /// rules that govern them changed.
-    pub fn judge_again_under(&self, dir: &str) -> Result<usize, StoreError> {
+    pub(crate) fn judge_again_under(&self, dir: &str) -> Result<usize, StoreError> {
         let prefix = format!("{dir}/");
         let mut n = 0;
         for table in ["files", "refused"] {

@@ -151,12 +151,12 @@ impl Agent {
     }
 
     /// Whether files wait to be judged again before the others (their rules changed).
-    pub fn judging_forced(&self) -> bool {
+    pub(crate) fn judging_forced(&self) -> bool {
         self.forced_pending
     }
 
     /// Asks for every file to be judged again first (the server's configuration changed).
-    pub fn judge_all_again(&mut self) -> Result<(), AgentError> {
+    pub(crate) fn judge_all_again(&mut self) -> Result<(), AgentError> {
         self.store.judge_again_under("")?;
         self.forced_pending = true;
         Ok(())
@@ -167,15 +167,8 @@ impl Agent {
         self.refused.len()
     }
 
-    /// The files the web server refused, with the reason.
-    pub fn refused_files(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.refused
-            .iter()
-            .map(|(p, r)| (p.as_ref(), r.reason.as_str()))
-    }
-
     /// Public and refused files: how many the rolling schedule must cover.
-    pub fn judged_files(&self) -> usize {
+    pub(crate) fn judged_files(&self) -> usize {
         self.inventory.len() + self.refused.len()
     }
 }

@@ -71,7 +71,7 @@ pub enum AgentError {
 #[derive(Debug, Default)]
 pub struct Reconciled {
     /// Public files seen (full scans) or looked at (partial ones).
-    pub files_seen: usize,
+    pub(crate) files_seen: usize,
     /// Files and directories left out by the privacy rules.
     pub excluded: usize,
     /// Changes logged, with sequence numbers.
@@ -85,9 +85,9 @@ pub struct Reconciled {
     /// Whether this run only recorded the baseline (first run ever: nothing is announced).
     pub baseline: bool,
     /// Files the web server was asked about in this pass.
-    pub judged: usize,
+    pub(crate) judged: usize,
     /// Files the web server refused when asked in this pass.
-    pub refused: usize,
+    pub(crate) refused: usize,
     /// Files the web server could not be asked about: nothing of them changed, they wait.
     pub deferred: Vec<String>,
     /// Why the web server could not be asked, when it could not.
@@ -380,11 +380,6 @@ impl Agent {
         &self.store
     }
 
-    /// The settings.
-    pub fn config(&self) -> &Config {
-        &self.config
-    }
-
     fn begin(&self, live: bool) -> Pass {
         Pass {
             now: truncate_ms(self.clock.now()),
@@ -410,7 +405,7 @@ impl Agent {
     }
 
     /// A full scan that reads and judges every file again, changed or not.
-    pub fn full_scan_judging_all(&mut self, live: bool) -> Result<Reconciled, AgentError> {
+    pub(crate) fn full_scan_judging_all(&mut self, live: bool) -> Result<Reconciled, AgentError> {
         self.scan_all(live, true)
     }
 

@@ -264,8 +264,15 @@ impl Agent {
                     );
                     let noted = done.as_ref().map(|_| None).map_err(|e| e.to_string());
                     self.note_publication("sitemaps", started.elapsed(), noted);
-                    if let Err(e) = done {
-                        republish = Some(publish_failed(&e, republish.map(|(_, p)| p)));
+                    match done {
+                        Ok(report) => tracing::debug!(
+                            parts = report.parts,
+                            rewritten = report.rewritten,
+                            "sitemaps published"
+                        ),
+                        Err(e) => {
+                            republish = Some(publish_failed(&e, republish.map(|(_, p)| p)));
+                        }
                     }
                 } else if !judging.paused(now) {
                     // Quiet: judge a few files again.

@@ -20,9 +20,9 @@ pub struct Finding {
     /// Whether it is right as it is.
     pub ok: bool,
     /// What was looked at and found.
-    pub what: String,
+    pub(crate) what: String,
     /// What to change, when it is not right.
-    pub fix: Option<String>,
+    pub(crate) fix: Option<String>,
 }
 
 impl Finding {

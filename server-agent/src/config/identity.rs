@@ -29,12 +29,12 @@ pub enum Subscribers {
 #[derive(Debug, Clone, Default)]
 pub struct IdentityPolicy {
     /// Who may subscribe.
-    pub subscribers: Subscribers,
+    pub(crate) subscribers: Subscribers,
     /// Signers allowed to subscribe (origins publishing their key directory); when any are
     /// named, only they may.
-    pub signers: Vec<Url>,
+    pub(crate) signers: Vec<Url>,
     /// Requests per minute for each verified crawler on changes, deltas and snapshots.
-    pub rate_verified: Option<NonZeroU32>,
+    pub(crate) rate_verified: Option<NonZeroU32>,
     /// Requests per minute for each address without a verified signature there.
-    pub rate_unverified: Option<NonZeroU32>,
+    pub(crate) rate_unverified: Option<NonZeroU32>,
 }

@@ -28,11 +28,11 @@ use webcoop_daemon::layered::overlay;
 pub struct Cli {
     /// Every setting of the agent: a flag, a `WEBCOOP_*` variable and a key of the file.
     #[command(flatten)]
-    pub options: AgentOptions,
+    pub(crate) options: AgentOptions,
     /// A TOML file with any of these settings (keys as the long options, with `_`; relative
     /// paths in it are relative to the file).
     #[arg(long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
+    pub(crate) config: Option<PathBuf>,
     /// Print the robots.txt lines that point crawlers at what the agent publishes, and exit.
     #[arg(long)]
     pub print_robots_lines: bool,
@@ -86,43 +86,43 @@ pub struct Config {
     /// The state directory (exists and is writable).
     pub state: PathBuf,
     /// The output directory (exists and is writable).
-    pub out: PathBuf,
+    pub(crate) out: PathBuf,
     /// Include globs (empty: everything).
-    pub include: Vec<String>,
+    pub(crate) include: Vec<String>,
     /// Exclude globs.
-    pub exclude: Vec<String>,
+    pub(crate) exclude: Vec<String>,
     /// Extensions published although web servers run or hide them.
-    pub publish_ext: Vec<String>,
+    pub(crate) publish_ext: Vec<String>,
     /// Web server configurations whose protected locations are never published.
-    pub server_config: Vec<PathBuf>,
+    pub(crate) server_config: Vec<PathBuf>,
     /// How the web server is asked about each file.
     pub judge: crate::judge::JudgeSettings,
     /// Time within which every file is judged again.
-    pub judge_every: Duration,
+    pub(crate) judge_every: Duration,
     /// Most requests per second when judging again.
-    pub judge_rate: f64,
+    pub(crate) judge_rate: f64,
     /// Server directives declared to serve every client alike.
-    pub trust_directives: Vec<String>,
+    pub(crate) trust_directives: Vec<String>,
     /// Publish once and exit.
     pub once: bool,
     /// Whether the site's robots.txt is ignored for the listing.
-    pub ignore_robots_txt: bool,
+    pub(crate) ignore_robots_txt: bool,
     /// Replace documents the agent did not write.
-    pub replace_existing: bool,
+    pub(crate) replace_existing: bool,
     /// Versions kept per text resource.
-    pub versions: usize,
+    pub(crate) versions: usize,
     /// Disk budget of the versions.
-    pub versions_budget: u64,
+    pub(crate) versions_budget: u64,
     /// Quiet time before publishing.
-    pub debounce: Duration,
+    pub(crate) debounce: Duration,
     /// Time between safety rescans.
-    pub rescan_interval: Duration,
+    pub(crate) rescan_interval: Duration,
     /// Entries of the static changes feed.
-    pub feed_entries: usize,
+    pub(crate) feed_entries: usize,
     /// Changes kept in the log.
-    pub retain_changes: usize,
+    pub(crate) retain_changes: usize,
     /// URLs per sitemap part.
-    pub sitemap_part_urls: usize,
+    pub(crate) sitemap_part_urls: usize,
     /// The service, when it runs.
     pub service: Option<ServiceConfig>,
     /// IndexNow pings, when configured.
@@ -130,33 +130,33 @@ pub struct Config {
     /// The console, when it is served.
     pub console: Option<ConsoleSettings>,
     /// Snapshots of the whole site, when they are published.
-    pub snapshots: Option<SnapshotSettings>,
+    pub(crate) snapshots: Option<SnapshotSettings>,
     /// Whether the ResourceSync documents are published.
-    pub resourcesync: bool,
+    pub(crate) resourcesync: bool,
     /// What the site's content may be used for, as the webmaster states it.
-    pub content_usage: Option<webcoop_protocol::usage::Prefs>,
+    pub(crate) content_usage: Option<webcoop_protocol::usage::Prefs>,
 }
 
 /// When snapshots of the whole site are rebuilt, and how hard they are compressed.
 #[derive(Debug, Clone, PartialEq)]
-pub struct SnapshotSettings {
+pub(crate) struct SnapshotSettings {
     /// Share of the site's bytes changed since the last snapshot that calls for a new one.
-    pub share: f64,
+    pub(crate) share: f64,
     /// Longest time a snapshot stays when anything changed.
-    pub every: Duration,
+    pub(crate) every: Duration,
     /// zstd level.
-    pub level: i32,
+    pub(crate) level: i32,
     /// Whether a ResourceSync Resource Dump (a ZIP package) is built beside each snapshot.
-    pub resource_dump: bool,
+    pub(crate) resource_dump: bool,
 }
 
 /// Where the console listens and the token that guards it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConsoleSettings {
     /// The address.
-    pub addr: std::net::SocketAddr,
+    pub(crate) addr: std::net::SocketAddr,
     /// The token every request must carry (required off loopback).
-    pub token: Option<String>,
+    pub(crate) token: Option<String>,
 }
 
 /// Subscriptions the hub holds at most, unless told otherwise.
@@ -170,17 +170,17 @@ pub struct ServiceConfig {
     /// Its public URL prefix (ends with `/`), e.g. `https://www.example.org/.well-known/webcoop/`.
     pub public_url: Url,
     /// Networks the hub may call back although they are not public.
-    pub allow_callback_nets: Vec<ipnet::IpNet>,
+    pub(crate) allow_callback_nets: Vec<ipnet::IpNet>,
     /// How long the hub gathers changes into one delivery.
-    pub hub_window: Duration,
+    pub(crate) hub_window: Duration,
     /// How long a subscriber may keep failing before it is dropped.
-    pub hub_drop_after: Duration,
+    pub(crate) hub_drop_after: Duration,
     /// Time limit of a delivery or verification of intent.
     pub delivery_timeout: Duration,
     /// Most subscriptions the hub holds.
-    pub max_subscriptions: usize,
+    pub(crate) max_subscriptions: usize,
     /// Proxies whose `X-Forwarded-For` the hub believes.
-    pub trusted_proxies: Vec<ipnet::IpNet>,
+    pub(crate) trusted_proxies: Vec<ipnet::IpNet>,
     /// The policy on who is asking (Web Bot Auth).
     pub identity: identity::IdentityPolicy,
 }
@@ -246,12 +246,12 @@ pub struct IndexNowConfig {
     /// Where to post.
     pub endpoint: Url,
     /// The site's key.
-    pub key: String,
+    pub(crate) key: String,
 }
 
 impl Config {
     /// The site as the web server's configuration sees it.
-    pub fn server_site(&self) -> crate::server_config::Site<'_> {
+    pub(crate) fn server_site(&self) -> crate::server_config::Site<'_> {
         crate::server_config::Site {
             docroot: &self.docroot,
             base_path: self.base_url.path(),

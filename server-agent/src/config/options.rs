@@ -179,7 +179,7 @@ impl AgentOptions {
     /// one place a default is written, which `--help` shows. Settings whose default follows
     /// from another (the state beside the docroot, the public URL under the base URL) stay
     /// unset here and say so in their help.
-    pub fn defaults() -> AgentOptions {
+    pub(crate) fn defaults() -> AgentOptions {
         AgentOptions {
             once: Some(false),
             ignore_robots_txt: Some(false),

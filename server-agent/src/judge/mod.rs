@@ -26,11 +26,11 @@ use webcoop_protocol::validator::{Sha256Digest, Sha256Stream};
 #[derive(Debug, Clone)]
 pub(crate) struct Ask {
     /// The docroot path.
-    pub path: String,
+    pub(crate) path: String,
     /// SHA-256 of its bytes.
-    pub sha256: Sha256Digest,
+    pub(crate) sha256: Sha256Digest,
     /// Its size.
-    pub size: u64,
+    pub(crate) size: u64,
 }
 
 /// How the judge asks.
@@ -39,9 +39,9 @@ pub struct JudgeSettings {
     /// The origin of the web server (`--server-url`).
     pub server_url: Url,
     /// Connections to it at once.
-    pub connections: usize,
+    pub(crate) connections: usize,
     /// Time allowed for one answer.
-    pub timeout: Duration,
+    pub(crate) timeout: Duration,
 }
 
 /// Why the judge could not start.

@@ -24,23 +24,23 @@ use webcoop_protocol::robots_rdf::{
 /// What the channel says about the site.
 pub(crate) struct ListingContext<'a> {
     /// The docroot's URL.
-    pub base: &'a Url,
+    pub(crate) base: &'a Url,
     /// Where robots.rdf is served.
-    pub about: Url,
+    pub(crate) about: Url,
     /// The changes feed.
-    pub changes: Option<Url>,
+    pub(crate) changes: Option<Url>,
     /// The WebSub hub.
-    pub hub: Option<Url>,
+    pub(crate) hub: Option<Url>,
     /// The newest snapshot of the whole site.
-    pub snapshot: Option<Url>,
+    pub(crate) snapshot: Option<Url>,
     /// Prefix of delta links (`.../delta/`), when the delta service runs.
-    pub delta_base: Option<Url>,
+    pub(crate) delta_base: Option<Url>,
     /// Newest change reflected.
-    pub seq: u64,
+    pub(crate) seq: u64,
     /// Generation time.
-    pub date: DateTime<Utc>,
+    pub(crate) date: DateTime<Utc>,
     /// The site's usage preferences (aipref form).
-    pub content_usage: Option<String>,
+    pub(crate) content_usage: Option<String>,
 }
 
 const FLUSH_AT: usize = 256 << 10;

@@ -67,26 +67,26 @@ pub struct PublishReport {
     /// Bytes of robots.rdf.
     pub listing_bytes: u64,
     /// Whether robots.rdf was spliced from the previous one (rather than rendered in full).
-    pub spliced: bool,
+    pub(crate) spliced: bool,
     /// Time until robots.rdf was in place.
-    pub listing_time: Duration,
+    pub(crate) listing_time: Duration,
     /// Total time.
-    pub total_time: Duration,
+    pub(crate) total_time: Duration,
     /// Sitemap parts (0: a single urlset) and how many were rewritten.
-    pub sitemaps: sitemaps::SitemapReport,
+    pub(crate) sitemaps: sitemaps::SitemapReport,
 }
 
 /// Where the agent's own service answers, when it runs.
 #[derive(Debug, Clone)]
 pub(crate) struct ServiceLinks {
     /// The changes endpoint (`changes?since=`), also the WebSub topic.
-    pub changes: Url,
+    pub(crate) changes: Url,
     /// The WebSub hub.
-    pub hub: Url,
+    pub(crate) hub: Url,
     /// Prefix of delta links (`delta/`).
-    pub delta: Url,
+    pub(crate) delta: Url,
     /// The topic of ResourceSync Change Notifications, pushed by the same hub.
-    pub resourcesync_topic: Url,
+    pub(crate) resourcesync_topic: Url,
 }
 
 impl ServiceLinks {

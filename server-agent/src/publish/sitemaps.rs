@@ -25,11 +25,11 @@ const FLUSH_AT: usize = 256 << 10;
 
 /// What a publication of the sitemaps did.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct SitemapReport {
+pub(crate) struct SitemapReport {
     /// Parts (0 for a single urlset).
-    pub parts: usize,
+    pub(crate) parts: usize,
     /// Parts rewritten this time.
-    pub rewritten: usize,
+    pub(crate) rewritten: usize,
 }
 
 /// Remembers each part's fingerprint between publications.

@@ -42,7 +42,7 @@ pub(crate) enum Matcher {
 pub struct Hidden {
     matcher: Matcher,
     /// Where the rule was read, and why it hides (`site.conf:12: allow depends on who asks`).
-    pub source: String,
+    pub(crate) source: String,
 }
 
 impl fmt::Display for Hidden {
@@ -63,9 +63,9 @@ impl fmt::Display for Hidden {
 #[error("--server-config {path}: {reason}")]
 pub struct ServerConfigError {
     /// The file.
-    pub path: PathBuf,
+    pub(crate) path: PathBuf,
     /// What is wrong, with the line.
-    pub reason: String,
+    pub(crate) reason: String,
 }
 
 /// The site as the configuration sees it: its docroot, its URL's path and host, and the

@@ -15,17 +15,17 @@ const MAX_INCLUDE_DEPTH: usize = 16;
 #[derive(Debug, Clone)]
 pub(crate) struct Directive {
     /// Its name.
-    pub name: String,
+    pub(crate) name: String,
     /// Its arguments, unquoted.
-    pub args: Vec<String>,
+    pub(crate) args: Vec<String>,
     /// The file it was read from.
-    pub file: Arc<str>,
+    pub(crate) file: Arc<str>,
     /// Its line there.
-    pub line: usize,
+    pub(crate) line: usize,
     /// Its block, when it has one.
-    pub block: Option<Vec<Directive>>,
+    pub(crate) block: Option<Vec<Directive>>,
     /// For an `include` that could not be read: why.
-    pub broken: Option<String>,
+    pub(crate) broken: Option<String>,
 }
 
 impl Directive {
@@ -152,9 +152,9 @@ pub(crate) fn parse(text: &str, file: &str) -> Result<Vec<Directive>, String> {
 /// A configuration with its includes spliced in, and the files they came from.
 pub(crate) struct Loaded {
     /// The directives.
-    pub tree: Vec<Directive>,
+    pub(crate) tree: Vec<Directive>,
     /// The included files read.
-    pub includes: Vec<PathBuf>,
+    pub(crate) includes: Vec<PathBuf>,
 }
 
 /// Where relative includes start: nginx's configuration prefix, the directory of the

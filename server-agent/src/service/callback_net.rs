@@ -12,7 +12,7 @@ use webcoop_netguard::{GuardedResolver, NetPolicy};
 
 /// The policy.
 #[derive(Clone)]
-pub struct CallbackPolicy {
+pub(crate) struct CallbackPolicy {
     resolver: GuardedResolver,
 }
 
@@ -24,7 +24,7 @@ impl Default for CallbackPolicy {
 
 impl CallbackPolicy {
     /// Public addresses plus `allowed`.
-    pub fn new(allowed: Vec<IpNet>) -> Self {
+    pub(crate) fn new(allowed: Vec<IpNet>) -> Self {
         CallbackPolicy {
             resolver: GuardedResolver::new(
                 NetPolicy::new(allowed, "--allow-callback-net"),
@@ -34,13 +34,13 @@ impl CallbackPolicy {
     }
 
     /// The resolver for the hub's HTTP client, which keeps only permitted addresses.
-    pub fn resolver(&self) -> Arc<GuardedResolver> {
+    pub(crate) fn resolver(&self) -> Arc<GuardedResolver> {
         Arc::new(self.resolver.clone())
     }
 
     /// Checks a callback URL: its scheme, and every address its host resolves to now (each
     /// connection checks again when it resolves).
-    pub async fn check(&self, url: &Url) -> Result<(), String> {
+    pub(crate) async fn check(&self, url: &Url) -> Result<(), String> {
         if !matches!(url.scheme(), "http" | "https") {
             return Err(format!("callback {url} is not http or https"));
         }

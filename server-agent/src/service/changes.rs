@@ -31,11 +31,11 @@ pub(crate) const MAX_LIMIT: usize = 10_000;
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct Query {
     /// The last change the client has.
-    pub since: Option<u64>,
+    pub(crate) since: Option<u64>,
     /// Changes per page.
-    pub limit: usize,
+    pub(crate) limit: usize,
     /// Whether the content of the pages comes too.
-    pub bodies: bool,
+    pub(crate) bodies: bool,
 }
 
 fn parse_query(query: Option<&str>) -> Result<Query, String> {

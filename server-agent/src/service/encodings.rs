@@ -22,7 +22,7 @@ pub(crate) const DEADLINE: Duration = Duration::from_secs(10);
 
 /// Why no encoding came back.
 #[derive(Debug, Clone, thiserror::Error)]
-pub enum EncodeError {
+pub(crate) enum EncodeError {
     /// Every encoder was busy for the whole wait.
     #[error("busy encoding other requests; try again shortly")]
     Busy,
@@ -37,7 +37,7 @@ use webcoop_protocol::validator::Sha256Digest;
 
 /// What was encoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// A dcz delta.
     Dcz,
     /// A unified diff.
@@ -52,20 +52,20 @@ pub enum Kind {
 
 /// Identifies an encoding: of which file, from which version to which.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Key {
+pub(crate) struct Key {
     /// Docroot path.
-    pub path: Arc<str>,
+    pub(crate) path: Arc<str>,
     /// The version held (none for a whole body).
-    pub base: Option<Sha256Digest>,
+    pub(crate) base: Option<Sha256Digest>,
     /// The version encoded.
-    pub target: Sha256Digest,
+    pub(crate) target: Sha256Digest,
     /// How.
-    pub kind: Kind,
+    pub(crate) kind: Kind,
 }
 
 /// An encoding's result.
 #[derive(Debug)]
-pub enum Encoded {
+pub(crate) enum Encoded {
     /// The bytes to send.
     Body(Bytes),
     /// A delta not smaller than the compressed full body (send the body instead).
@@ -75,7 +75,7 @@ pub enum Encoded {
 }
 
 /// The cache.
-pub struct EncodingCache {
+pub(crate) struct EncodingCache {
     cache: moka::future::Cache<Key, Arc<Encoded>>,
     metrics: Arc<Metrics>,
     encoders: Arc<Semaphore>,
@@ -83,7 +83,7 @@ pub struct EncodingCache {
 
 impl EncodingCache {
     /// A cache holding up to `budget` bytes of encodings.
-    pub fn new(budget: u64, metrics: Arc<Metrics>) -> Self {
+    pub(crate) fn new(budget: u64, metrics: Arc<Metrics>) -> Self {
         let cache = moka::future::Cache::builder()
             .weigher(|_: &Key, v: &Arc<Encoded>| match v.as_ref() {
                 Encoded::Body(b) => u32::try_from(b.len()).unwrap_or(u32::MAX).max(64),
@@ -100,7 +100,11 @@ impl EncodingCache {
 
     /// The encoding for `key`, computing it with `encode` (on a blocking thread, within the
     /// bounds above) only when no other request has or is computing it.
-    pub async fn get_or_encode<F>(&self, key: Key, encode: F) -> Result<Arc<Encoded>, EncodeError>
+    pub(crate) async fn get_or_encode<F>(
+        &self,
+        key: Key,
+        encode: F,
+    ) -> Result<Arc<Encoded>, EncodeError>
     where
         F: FnOnce() -> Result<Encoded, String> + Send + 'static,
     {

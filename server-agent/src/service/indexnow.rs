@@ -45,15 +45,15 @@ pub(crate) fn key_location(base: &Url, key: &str) -> Url {
 /// Who pings, where, and what it notes.
 pub(crate) struct Pinger {
     /// The endpoint and key.
-    pub config: IndexNowConfig,
+    pub(crate) config: IndexNowConfig,
     /// The site.
-    pub base: Url,
+    pub(crate) base: Url,
     /// The HTTP client.
-    pub client: reqwest::Client,
+    pub(crate) client: reqwest::Client,
     /// Changes within this time of each other go in one request.
-    pub gather: Duration,
+    pub(crate) gather: Duration,
     /// Where each request and its answer are noted, for the console.
-    pub activity: Arc<Activity>,
+    pub(crate) activity: Arc<Activity>,
 }
 
 /// Posts the URLs of every change after the saved cursor as the log's head moves, until the

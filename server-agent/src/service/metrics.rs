@@ -8,35 +8,35 @@ use prometheus_client::registry::Registry;
 
 /// Labels of per-endpoint counters.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct EndpointLabels {
+pub(crate) struct EndpointLabels {
     /// `changes`, `delta`, `hub`, `metrics`, `healthz`, `other`.
-    pub endpoint: &'static str,
+    pub(crate) endpoint: &'static str,
     /// The response's status class, e.g. `2xx`.
-    pub status: &'static str,
+    pub(crate) status: &'static str,
 }
 
 /// Labels of delivery counters.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct OutcomeLabels {
+pub(crate) struct OutcomeLabels {
     /// `ok` or `failed`.
-    pub outcome: &'static str,
+    pub(crate) outcome: &'static str,
 }
 
 /// Labels of signature outcomes.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct SignatureLabels {
+pub(crate) struct SignatureLabels {
     /// `unsigned`, `verified`, `invalid` or `unverified`.
-    pub outcome: &'static str,
+    pub(crate) outcome: &'static str,
 }
 
 /// Labels of requests by verified identity.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct IdentityLabels {
+pub(crate) struct IdentityLabels {
     /// The key directory a verified crawler publishes, `other` past the first
     /// [`MAX_IDENTITIES`], `none` for requests without a verified signature.
-    pub identity: String,
+    pub(crate) identity: String,
     /// `changes`, `delta`, `hub` or `snapshot`.
-    pub endpoint: &'static str,
+    pub(crate) endpoint: &'static str,
 }
 
 /// Identities named in the metrics; the rest count as `other`, so that no client can grow
@@ -47,31 +47,31 @@ pub(crate) const MAX_IDENTITIES: usize = 100;
 pub struct Metrics {
     registry: Registry,
     /// Public files.
-    pub files: Gauge,
+    pub(crate) files: Gauge,
     /// Newest sequence number.
-    pub head_seq: Gauge,
+    pub(crate) head_seq: Gauge,
     /// Active subscriptions.
-    pub subscriptions: Gauge,
+    pub(crate) subscriptions: Gauge,
     /// Subscribers with changes not yet delivered.
-    pub queue_depth: Gauge,
+    pub(crate) queue_depth: Gauge,
     /// Deliveries by outcome.
-    pub deliveries: Family<OutcomeLabels, Counter>,
+    pub(crate) deliveries: Family<OutcomeLabels, Counter>,
     /// Requests by endpoint and status class.
-    pub requests: Family<EndpointLabels, Counter>,
+    pub(crate) requests: Family<EndpointLabels, Counter>,
     /// Body bytes served by endpoint and status class.
-    pub bytes_served: Family<EndpointLabels, Counter>,
+    pub(crate) bytes_served: Family<EndpointLabels, Counter>,
     /// Deltas and compressed bodies actually encoded (the rest came from the cache).
-    pub encodings: Counter,
+    pub(crate) encodings: Counter,
     /// Deliveries that failed and were scheduled again.
-    pub retries: Counter,
+    pub(crate) retries: Counter,
     /// Requests by what their signature came to.
-    pub signatures: Family<SignatureLabels, Counter>,
+    pub(crate) signatures: Family<SignatureLabels, Counter>,
     /// Requests by verified identity and endpoint.
-    pub identities: Family<IdentityLabels, Counter>,
+    pub(crate) identities: Family<IdentityLabels, Counter>,
     /// Requests refused by a rate, by signature outcome.
-    pub rate_limited: Family<SignatureLabels, Counter>,
+    pub(crate) rate_limited: Family<SignatureLabels, Counter>,
     /// Key directories fetched (the rest came from the cache).
-    pub directory_fetches: Counter,
+    pub(crate) directory_fetches: Counter,
     named: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
@@ -162,14 +162,14 @@ impl Default for Metrics {
 
 impl Metrics {
     /// Counts a request's signature outcome.
-    pub fn signatures(&self, outcome: &'static str) {
+    pub(crate) fn signatures(&self, outcome: &'static str) {
         self.signatures
             .get_or_create(&SignatureLabels { outcome })
             .inc();
     }
 
     /// Counts a request to `endpoint` by `identity` (a verified crawler's directory).
-    pub fn identity_request(&self, identity: Option<&str>, endpoint: &'static str) {
+    pub(crate) fn identity_request(&self, identity: Option<&str>, endpoint: &'static str) {
         let identity = match identity {
             None => "none".to_string(),
             Some(id) => {
@@ -188,14 +188,14 @@ impl Metrics {
     }
 
     /// Counts a request refused by a rate.
-    pub fn rate_limited(&self, outcome: &'static str) {
+    pub(crate) fn rate_limited(&self, outcome: &'static str) {
         self.rate_limited
             .get_or_create(&SignatureLabels { outcome })
             .inc();
     }
 
     /// The text exposition of every metric.
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         let mut out = String::new();
         // Writing into a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);

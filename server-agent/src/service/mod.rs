@@ -42,35 +42,35 @@ use webcoop_protocol::websub::LeasePolicy;
 /// Everything the handlers share.
 pub struct ServiceState {
     /// The agent's state, read-only.
-    pub reader: Reader,
+    pub(crate) reader: Reader,
     /// Encoded deltas and bodies.
-    pub encodings: Arc<EncodingCache>,
+    pub(crate) encodings: Arc<EncodingCache>,
     /// The hub.
-    pub hub: HubHandle,
+    pub(crate) hub: HubHandle,
     /// Counters.
     pub metrics: Arc<Metrics>,
     /// Time.
-    pub clock: Arc<dyn Clock>,
+    pub(crate) clock: Arc<dyn Clock>,
     /// The site.
-    pub base_url: Url,
+    pub(crate) base_url: Url,
     /// The changes endpoint: the WebSub topic.
-    pub topic: Url,
+    pub(crate) topic: Url,
     /// The topic of ResourceSync Change Notifications.
-    pub resourcesync_topic: Url,
+    pub(crate) resourcesync_topic: Url,
     /// The hub endpoint.
-    pub hub_url: Url,
+    pub(crate) hub_url: Url,
     /// robots.rdf, where clients resync.
-    pub listing_url: Url,
+    pub(crate) listing_url: Url,
     /// The output directory, when snapshots are published there: a 410 names the newest.
-    pub snapshots_in: Option<std::path::PathBuf>,
+    pub(crate) snapshots_in: Option<std::path::PathBuf>,
     /// `Link` header every answer carries.
-    pub link: HeaderValue,
+    pub(crate) link: HeaderValue,
     /// What the agent did lately, for its console.
     pub activity: Arc<crate::activity::Activity>,
     /// Who is asking (Web Bot Auth) and the policy on it.
     pub(crate) identities: identity::Identities,
     /// The site's usage preferences (aipref form), stated in every changes page.
-    pub content_usage: Option<String>,
+    pub(crate) content_usage: Option<String>,
 }
 
 /// A plain-text answer.

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 /// Why a request could not be answered from the state.
 #[derive(Debug, thiserror::Error)]
-pub enum ReadError {
+pub(crate) enum ReadError {
     /// The database failed.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -18,14 +18,14 @@ pub enum ReadError {
 
 /// Shared read access to the agent's state and docroot.
 #[derive(Clone)]
-pub struct Reader {
+pub(crate) struct Reader {
     store: Arc<Mutex<Store>>,
     docroot: Arc<PathBuf>,
 }
 
 impl Reader {
     /// Opens the agent's database in `state` read-only.
-    pub fn open(state: &Path, docroot: &Path) -> Result<Reader, StoreError> {
+    pub(crate) fn open(state: &Path, docroot: &Path) -> Result<Reader, StoreError> {
         Ok(Reader {
             store: Arc::new(Mutex::new(Store::open_read_only(state)?)),
             docroot: Arc::new(docroot.to_path_buf()),
@@ -33,12 +33,12 @@ impl Reader {
     }
 
     /// The docroot.
-    pub fn docroot(&self) -> &Path {
+    pub(crate) fn docroot(&self) -> &Path {
         &self.docroot
     }
 
     /// Runs `f` against the state on the current (blocking) thread.
-    pub fn blocking<T>(
+    pub(crate) fn blocking<T>(
         &self,
         f: impl FnOnce(&Store) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
@@ -47,7 +47,7 @@ impl Reader {
     }
 
     /// Runs `f` against the state on a blocking thread.
-    pub async fn with<T, F>(&self, f: F) -> Result<T, ReadError>
+    pub(crate) async fn with<T, F>(&self, f: F) -> Result<T, ReadError>
     where
         T: Send + 'static,
         F: FnOnce(&Store) -> Result<T, StoreError> + Send + 'static,

@@ -22,7 +22,7 @@ use webcoop_protocol::websub::{BodyCoding, SignatureAlgorithm, sign};
 
 /// What the subscribe endpoint tells the dispatcher after a verification of intent.
 #[derive(Debug)]
-pub enum Command {
+pub(crate) enum Command {
     /// A verified subscription (new or renewed).
     Subscribe {
         /// Where.
@@ -56,13 +56,13 @@ enum Outcome {
 #[derive(Debug, Clone)]
 pub(crate) struct DispatchSettings {
     /// How long changes are gathered into one delivery.
-    pub window: Duration,
+    pub(crate) window: Duration,
     /// How long a subscriber may keep failing before it is dropped.
-    pub drop_after: Duration,
+    pub(crate) drop_after: Duration,
     /// Time limit of one delivery.
-    pub timeout: Duration,
+    pub(crate) timeout: Duration,
     /// Deliveries in flight at once.
-    pub concurrency: usize,
+    pub(crate) concurrency: usize,
 }
 
 struct Sub {
@@ -75,15 +75,15 @@ struct Sub {
 /// Everything a delivery task needs.
 pub(crate) struct DeliveryContext {
     /// HTTP client (no redirects, resolver enforcing the callback policy).
-    pub client: reqwest::Client,
+    pub(crate) client: reqwest::Client,
     /// The callback policy (checked for IP-literal hosts, which bypass the resolver).
-    pub policy: CallbackPolicy,
+    pub(crate) policy: CallbackPolicy,
     /// The documents.
-    pub documents: Documents,
+    pub(crate) documents: Documents,
     /// The `Link` header every delivery of the changes topic carries.
-    pub link: String,
+    pub(crate) link: String,
     /// The one of the ResourceSync topic.
-    pub resourcesync_link: String,
+    pub(crate) resourcesync_link: String,
 }
 
 /// The dispatcher's state.

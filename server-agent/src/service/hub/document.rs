@@ -25,7 +25,7 @@ pub(crate) const MAX_INLINE_DELTA: usize = 8 << 10;
 
 /// What a subscriber gets its deliveries as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
+pub(crate) enum Format {
     /// The changes feed in Atom (WebSub's default for a feed topic).
     Atom,
     /// The changes feed in CBOR (the subscriber asked for it).
@@ -114,7 +114,7 @@ pub(crate) struct Document {
     /// The Resource List a ResourceSync subscriber reads again after a gap.
     resource_list: Url,
     /// The subscriber's cursor once it has this document.
-    pub upto: u64,
+    pub(crate) upto: u64,
 }
 
 impl Document {

@@ -25,11 +25,11 @@ pub(crate) const MAX_PENDING_VERIFICATIONS: usize = 64;
 /// The current subscriptions as the subscribe endpoint sees them: each callback's secret. The
 /// dispatcher keeps it; the endpoint reads it to enforce the cap and to protect secrets.
 #[derive(Clone, Default)]
-pub struct Registry(Arc<RwLock<HashMap<String, Option<String>>>>);
+pub(crate) struct Registry(Arc<RwLock<HashMap<String, Option<String>>>>);
 
 impl Registry {
     /// The secret of the subscription at `callback`, if there is one (`Some(None)`: no secret).
-    pub fn secret_of(&self, callback: &str) -> Option<Option<String>> {
+    pub(crate) fn secret_of(&self, callback: &str) -> Option<Option<String>> {
         self.0
             .read()
             .unwrap_or_else(|e| e.into_inner())
@@ -38,17 +38,12 @@ impl Registry {
     }
 
     /// How many subscriptions there are.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.0.read().unwrap_or_else(|e| e.into_inner()).len()
     }
 
-    /// Whether there are none.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// Records a subscription.
-    pub fn set(&self, callback: &str, secret: Option<String>) {
+    pub(crate) fn set(&self, callback: &str, secret: Option<String>) {
         self.0
             .write()
             .unwrap_or_else(|e| e.into_inner())
@@ -56,7 +51,7 @@ impl Registry {
     }
 
     /// Forgets a subscription.
-    pub fn remove(&self, callback: &str) {
+    pub(crate) fn remove(&self, callback: &str) {
         self.0
             .write()
             .unwrap_or_else(|e| e.into_inner())
@@ -77,29 +72,29 @@ pub(crate) fn client_network(ip: IpAddr) -> IpAddr {
 }
 
 /// What the subscribe endpoint needs of the hub.
-pub struct HubHandle {
+pub(crate) struct HubHandle {
     /// To the dispatcher.
-    pub commands: mpsc::Sender<dispatch::Command>,
+    pub(crate) commands: mpsc::Sender<dispatch::Command>,
     /// Which callbacks may be called.
-    pub policy: CallbackPolicy,
+    pub(crate) policy: CallbackPolicy,
     /// Subscription requests per client address.
-    pub limiter: DefaultKeyedRateLimiter<IpAddr>,
+    pub(crate) limiter: DefaultKeyedRateLimiter<IpAddr>,
     /// Subscription requests per client network (/24, /64).
-    pub network_limiter: DefaultKeyedRateLimiter<IpAddr>,
+    pub(crate) network_limiter: DefaultKeyedRateLimiter<IpAddr>,
     /// Verifications of intent under way.
-    pub verifications: Arc<Semaphore>,
+    pub(crate) verifications: Arc<Semaphore>,
     /// The current subscriptions.
-    pub registry: Registry,
+    pub(crate) registry: Registry,
     /// Most subscriptions held.
-    pub max_subscriptions: usize,
+    pub(crate) max_subscriptions: usize,
     /// Lease lengths.
-    pub leases: LeasePolicy,
+    pub(crate) leases: LeasePolicy,
     /// The client for verifications and deliveries.
-    pub client: reqwest::Client,
+    pub(crate) client: reqwest::Client,
     /// Time limit of a verification.
-    pub timeout: Duration,
+    pub(crate) timeout: Duration,
     /// Proxies whose `X-Forwarded-For` is believed (`--trusted-proxy`).
-    pub trusted_proxies: Vec<ipnet::IpNet>,
+    pub(crate) trusted_proxies: Vec<ipnet::IpNet>,
 }
 
 /// The content coding a callback's answer asks deliveries to use (RFC 7694 `Accept-Encoding`);

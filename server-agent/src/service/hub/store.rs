@@ -14,19 +14,19 @@ use webcoop_protocol::websub::BodyCoding;
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Subscription {
     /// Where deliveries go.
-    pub callback: Url,
+    pub(crate) callback: Url,
     /// The HMAC key of `X-Hub-Signature`.
-    pub secret: Option<String>,
+    pub(crate) secret: Option<String>,
     /// When the lease ends.
-    pub lease_expires: DateTime<Utc>,
+    pub(crate) lease_expires: DateTime<Utc>,
     /// The last sequence number delivered.
-    pub cursor: u64,
+    pub(crate) cursor: u64,
     /// Since when deliveries have been failing.
-    pub failing_since: Option<DateTime<Utc>>,
+    pub(crate) failing_since: Option<DateTime<Utc>>,
     /// How deliveries are compressed (RFC 7694), if the callback asked.
-    pub coding: Option<BodyCoding>,
+    pub(crate) coding: Option<BodyCoding>,
     /// What deliveries are sent as (CBOR if the callback asked; ResourceSync for its topic).
-    pub format: Format,
+    pub(crate) format: Format,
 }
 
 /// The subscriptions database.
