@@ -13,38 +13,38 @@ use std::sync::Arc;
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(crate) struct OutcomeLabels {
     /// `2xx`, `304`, `3xx`, `4xx`, `5xx`, `failed` or `disallowed`.
-    pub outcome: &'static str,
+    pub(crate) outcome: &'static str,
 }
 
 /// Everything the crawler counts.
 pub(crate) struct CrawlMetrics {
     registry: Registry,
     /// Page fetches by outcome.
-    pub fetches: Family<OutcomeLabels, Counter>,
+    pub(crate) fetches: Family<OutcomeLabels, Counter>,
     /// robots.txt fetches.
-    pub robots_fetches: Counter,
+    pub(crate) robots_fetches: Counter,
     /// Fetches to be tried again (429, 503, failures).
-    pub retries: Counter,
+    pub(crate) retries: Counter,
     /// Body bytes received.
-    pub bytes: Counter,
+    pub(crate) bytes: Counter,
     /// Bytes appended to WARC files.
-    pub warc_bytes: Counter,
+    pub(crate) warc_bytes: Counter,
     /// Pages whose content another page already had.
-    pub duplicates: Counter,
+    pub(crate) duplicates: Counter,
     /// New URLs queued.
-    pub queued_total: Counter,
+    pub(crate) queued_total: Counter,
     /// URLs waiting.
-    pub queued: Gauge,
+    pub(crate) queued: Gauge,
     /// URLs in the seen-set.
-    pub seen: Gauge,
+    pub(crate) seen: Gauge,
     /// Hosts with work.
-    pub hosts_active: Gauge,
+    pub(crate) hosts_active: Gauge,
     /// Requests under way.
-    pub in_flight: Gauge,
+    pub(crate) in_flight: Gauge,
     /// Time per page fetch.
-    pub fetch_seconds: Histogram,
+    pub(crate) fetch_seconds: Histogram,
     /// Time per state save (WARC sync and database transaction).
-    pub commit_seconds: Histogram,
+    pub(crate) commit_seconds: Histogram,
 }
 
 impl Default for CrawlMetrics {

@@ -24,17 +24,17 @@ pub enum ProgressMode {
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Snapshot {
     /// Pages fetched this run.
-    pub fetched: u64,
+    pub(crate) fetched: u64,
     /// URLs waiting.
-    pub queued: u64,
+    pub(crate) queued: u64,
     /// Hosts with work.
-    pub hosts_active: usize,
+    pub(crate) hosts_active: usize,
     /// Requests under way.
-    pub in_flight: usize,
+    pub(crate) in_flight: usize,
     /// Errors this run (4xx, 5xx, failures).
-    pub errors: u64,
+    pub(crate) errors: u64,
     /// Body bytes this run.
-    pub bytes: u64,
+    pub(crate) bytes: u64,
 }
 
 /// The progress display.
@@ -124,15 +124,15 @@ impl Progress {
 #[derive(Debug, Clone, Copy)]
 pub struct RunFigures {
     /// Pages fetched.
-    pub fetched: u64,
+    pub(crate) fetched: u64,
     /// Body bytes.
-    pub bytes: u64,
+    pub(crate) bytes: u64,
     /// Wall time.
-    pub elapsed: Duration,
+    pub(crate) elapsed: Duration,
     /// Records replayed from the archive after a crash.
-    pub replayed: u64,
+    pub(crate) replayed: u64,
     /// Whether the queue is empty (or the budget spent).
-    pub complete: bool,
+    pub(crate) complete: bool,
 }
 
 /// The summary of a crawl directory's state (and of the run that just ended, if any).

@@ -41,13 +41,13 @@ pub enum SignWhen {
 
 /// What the signer was set up with.
 #[derive(Debug, Clone)]
-pub struct SigningSettings {
+pub(crate) struct SigningSettings {
     /// The key file (a private JWK Set).
-    pub key_file: PathBuf,
+    pub(crate) key_file: PathBuf,
     /// The origin whose well-known directory publishes the keys.
-    pub agent: Url,
+    pub(crate) agent: Url,
     /// Which requests to sign.
-    pub when: SignWhen,
+    pub(crate) when: SignWhen,
 }
 
 struct Loaded {

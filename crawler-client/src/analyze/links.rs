@@ -15,15 +15,15 @@ pub struct PageLinks {
     /// Links to follow, absolute and normalised, in document order (duplicates removed).
     pub links: Vec<Url>,
     /// `<meta name="robots" content="noindex">`.
-    pub noindex: bool,
+    pub(crate) noindex: bool,
     /// `<meta name="robots" content="nofollow">` (then `links` is empty).
-    pub nofollow: bool,
+    pub(crate) nofollow: bool,
     /// `<link rel="canonical">`.
-    pub canonical: Option<Url>,
+    pub(crate) canonical: Option<Url>,
     /// `<link rel="hub">` (WebSub discovery).
-    pub hub: Option<Url>,
+    pub(crate) hub: Option<Url>,
     /// `<link rel="self">`: the topic to subscribe to at the hub.
-    pub topic: Option<Url>,
+    pub(crate) topic: Option<Url>,
 }
 
 #[derive(Default)]

@@ -48,9 +48,9 @@ impl Received<'_> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Link {
     /// Normalised URL.
-    pub url: String,
+    pub(crate) url: String,
     /// Its fingerprint.
-    pub fp: Fp,
+    pub(crate) fp: Fp,
     /// Its host's key, where that is not the start of `url`.
     origin: Option<String>,
 }
@@ -97,34 +97,34 @@ impl Link {
 #[derive(Debug, Clone, Default)]
 pub struct Analysis {
     /// `ETag`.
-    pub etag: Option<String>,
+    pub(crate) etag: Option<String>,
     /// `Last-Modified`.
-    pub last_modified: Option<String>,
+    pub(crate) last_modified: Option<String>,
     /// Whether the validators are weak (RFC 9110, 8.8.2.2): a `Last-Modified` less than one
     /// second before the response's `Date` (or after it) may hide a second edit within that
     /// second, and so may an `ETag` servers derive from it (nginx's, Apache's).
-    pub weak_validators: bool,
+    pub(crate) weak_validators: bool,
     /// Media type, from the header or sniffed when there is none.
-    pub media_type: Option<String>,
+    pub(crate) media_type: Option<String>,
     /// Where a 3xx points, resolved and normalised.
-    pub location: Option<Url>,
+    pub(crate) location: Option<Url>,
     /// Digest of the decoded content (2xx only).
-    pub digest: Option<u64>,
+    pub(crate) digest: Option<u64>,
     /// Strong validator of the decoded content as the webcoop protocol writes it (the
     /// SHA-256 entity tag), to compare with what a cooperating site announces (2xx only).
-    pub validator: Option<String>,
+    pub(crate) validator: Option<String>,
     /// Links admitted by the policy (HTML 2xx only, not under `nofollow` in the page or its
     /// `X-Robots-Tag`).
     pub links: Vec<Link>,
     /// Links seen but not followed (scope, depth, traps).
-    pub refused: usize,
+    pub(crate) refused: usize,
     /// `<meta name="robots" content="noindex">`, or the same in `X-Robots-Tag`.
-    pub noindex: bool,
+    pub(crate) noindex: bool,
     /// The content coding was unknown or the data corrupt: not parsed.
-    pub undecodable: bool,
+    pub(crate) undecodable: bool,
     /// A WebSub hub named by the page (`Link` header or `<link rel="hub">`) and the topic
     /// to subscribe to there (`rel="self"`, else the page).
-    pub hub: Option<(Url, Url)>,
+    pub(crate) hub: Option<(Url, Url)>,
 }
 
 /// Whether the content looks like HTML (for responses without a media type).

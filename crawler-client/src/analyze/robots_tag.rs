@@ -7,9 +7,9 @@
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RobotsTag {
     /// Keep the page out of an index.
-    pub noindex: bool,
+    pub(crate) noindex: bool,
     /// Follow none of its links.
-    pub nofollow: bool,
+    pub(crate) nofollow: bool,
 }
 
 /// Directives that carry a value after a colon; anything else before a colon names a crawler.

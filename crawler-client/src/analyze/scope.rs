@@ -64,11 +64,11 @@ pub enum Refused {
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
     /// Longest URL followed.
-    pub max_url_len: usize,
+    pub(crate) max_url_len: usize,
     /// Deepest static page (links from a seed).
-    pub max_depth: u32,
+    pub(crate) max_depth: u32,
     /// Deepest dynamic page (with a query string).
-    pub max_dynamic_depth: u32,
+    pub(crate) max_dynamic_depth: u32,
 }
 
 impl Default for Limits {
@@ -116,23 +116,23 @@ impl LinkPolicy {
     }
 
     /// The same policy for the crawler whose product token is `agent`.
-    pub fn for_agent(mut self, agent: &str) -> LinkPolicy {
+    pub(crate) fn for_agent(mut self, agent: &str) -> LinkPolicy {
         self.agent = agent.to_string();
         self
     }
 
     /// The crawler's product token (empty: only directives for every crawler apply).
-    pub fn agent(&self) -> &str {
+    pub(crate) fn agent(&self) -> &str {
         &self.agent
     }
 
     /// The limits.
-    pub fn limits(&self) -> &Limits {
+    pub(crate) fn limits(&self) -> &Limits {
         &self.limits
     }
 
     /// Whether a URL is within the scope (depth aside).
-    pub fn in_scope(&self, url: &Url) -> bool {
+    pub(crate) fn in_scope(&self, url: &Url) -> bool {
         let host = url.host_str().unwrap_or("");
         match &self.scope {
             Scope::Any => true,

@@ -12,7 +12,7 @@ pub use webcoop_protocol::warc::cdxj::{Line, surt};
 const INDEXED: &[&str] = &["response", "revisit", "resource", "metadata"];
 
 /// The index line of a record, if it is of a kind that is indexed.
-pub fn line_of(rec: &StoredRecord, filename: &str) -> Option<Line> {
+pub(crate) fn line_of(rec: &StoredRecord, filename: &str) -> Option<Line> {
     let kind = rec.header("WARC-Type")?;
     if !INDEXED.contains(&kind) {
         return None;
@@ -66,7 +66,7 @@ const WINDOW: usize = 16 << 20;
 
 /// Calls `f` with each whole record of a `.warc.gz`, in order, reading the file a window at a
 /// time (a torn last member ends the walk, as at replay).
-pub fn each_record(
+pub(crate) fn each_record(
     path: &Path,
     mut f: impl FnMut(StoredRecord) -> io::Result<()>,
 ) -> io::Result<()> {
@@ -103,7 +103,7 @@ pub fn each_record(
 }
 
 /// The WARC files of a crawl directory, in order.
-pub fn warc_files(out: &Path) -> io::Result<Vec<PathBuf>> {
+pub(crate) fn warc_files(out: &Path) -> io::Result<Vec<PathBuf>> {
     let dir = out.join("warc");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)?
         .filter_map(Result::ok)
@@ -136,7 +136,7 @@ fn each_line(out: &Path, mut f: impl FnMut(Line) -> io::Result<()>) -> io::Resul
 
 /// The index lines of every WARC file of a crawl directory, in file order (sorted when asked,
 /// as a WACZ wants them).
-pub fn index(out: &Path, sorted: bool) -> io::Result<Vec<Line>> {
+pub(crate) fn index(out: &Path, sorted: bool) -> io::Result<Vec<Line>> {
     let mut lines = Vec::new();
     each_line(out, |l| {
         lines.push(l);

@@ -13,7 +13,7 @@ use std::path::Path;
 use zip::write::SimpleFileOptions;
 
 /// The WACZ version written.
-pub const WACZ_VERSION: &str = "1.1.1";
+pub(crate) const WACZ_VERSION: &str = "1.1.1";
 
 /// What an export wrote.
 #[derive(Debug, Clone, Default)]

@@ -42,7 +42,7 @@ pub struct Record {
     /// The gzip member.
     pub bytes: Vec<u8>,
     /// Its `WARC-Record-ID`.
-    pub id: String,
+    pub(crate) id: String,
 }
 
 fn build(headers: &[(&str, String)], block: &[&[u8]], level: u32) -> Record {
@@ -145,7 +145,7 @@ pub struct Exchange<'a> {
 
 /// The WARC field naming the usage preferences a capture was made under (aipref form:
 /// `search=y, train-ai=n`), from robots.txt, the `Content-Usage` header and the site's agent.
-pub const USAGE_FIELD: &str = "WARC-Webcoop-Content-Usage";
+pub(crate) const USAGE_FIELD: &str = "WARC-Webcoop-Content-Usage";
 
 /// A `response` record: the HTTP head and body as received.
 pub fn response(x: &Exchange<'_>, level: u32) -> Record {
@@ -215,7 +215,7 @@ fn content_coded(http_head: &str) -> bool {
 
 /// Why a `revisit` record was written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RevisitProfile {
+pub(crate) enum RevisitProfile {
     /// The server answered 304 Not Modified.
     ServerNotModified,
     /// The content is byte-identical to the earlier capture.
@@ -223,7 +223,7 @@ pub enum RevisitProfile {
 }
 
 /// A `revisit` record: the HTTP head only, pointing at the earlier capture.
-pub fn revisit(
+pub(crate) fn revisit(
     uri: &str,
     at: DateTime<Utc>,
     http_head: &str,
@@ -264,34 +264,34 @@ pub fn revisit(
 
 /// The field naming how a `resource` record's content was made: rebuilt from a delta, or read
 /// from a snapshot of the whole site.
-pub const DELTA_FIELD: &str = "WARC-Webcoop-Delta";
+pub(crate) const DELTA_FIELD: &str = "WARC-Webcoop-Delta";
 
 /// Content that was not received as it stands: a page rebuilt from a delta, or a delta that
 /// came inside an announcement rather than as a response.
 #[derive(Debug, Clone, Copy)]
-pub struct Resource<'a> {
+pub(crate) struct Resource<'a> {
     /// The URL the content is of.
-    pub uri: &'a str,
+    pub(crate) uri: &'a str,
     /// When it was made.
-    pub at: DateTime<Utc>,
+    pub(crate) at: DateTime<Utc>,
     /// Its media type.
-    pub content_type: &'a str,
+    pub(crate) content_type: &'a str,
     /// The content.
-    pub body: &'a [u8],
+    pub(crate) body: &'a [u8],
     /// The record it was made from: its `WARC-Record-ID` and target URI.
-    pub refers_to: Option<(&'a str, &'a str)>,
+    pub(crate) refers_to: Option<(&'a str, &'a str)>,
     /// How it was made (the value of [`DELTA_FIELD`]).
-    pub how: &'a str,
+    pub(crate) how: &'a str,
 }
 
 /// A `resource` record: content made or received outside an HTTP exchange, saying how, so
 /// replay tools show it and an archivist can tell it was never sent whole.
-pub fn resource(r: &Resource<'_>, level: u32) -> Record {
+pub(crate) fn resource(r: &Resource<'_>, level: u32) -> Record {
     resource_digested(r, digest(r.body), level)
 }
 
 /// As [`resource`], with the payload's digest already computed (by [`digest`]).
-pub fn resource_digested(r: &Resource<'_>, payload: String, level: u32) -> Record {
+pub(crate) fn resource_digested(r: &Resource<'_>, payload: String, level: u32) -> Record {
     let mut headers = vec![
         ("WARC-Type", "resource".to_string()),
         ("WARC-Record-ID", record_id()),
@@ -310,7 +310,7 @@ pub fn resource_digested(r: &Resource<'_>, payload: String, level: u32) -> Recor
 }
 
 /// The `warcinfo` record that opens a file.
-pub fn warcinfo(filename: &str, at: DateTime<Utc>, user_agent: &str, level: u32) -> Record {
+pub(crate) fn warcinfo(filename: &str, at: DateTime<Utc>, user_agent: &str, level: u32) -> Record {
     let info = format!(
         "software: webcoop-crawl/{}\r\nformat: WARC File Format 1.1\r\nconformsTo: http://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/\r\nhttp-header-user-agent: {user_agent}\r\nrobots: obey\r\n",
         env!("CARGO_PKG_VERSION")
@@ -330,17 +330,17 @@ pub fn warcinfo(filename: &str, at: DateTime<Utc>, user_agent: &str, level: u32)
 
 /// Where a record landed.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Position {
+pub(crate) struct Position {
     /// The file's name (in the WARC directory).
-    pub file: String,
+    pub(crate) file: String,
     /// Offset of the record's gzip member.
-    pub offset: u64,
+    pub(crate) offset: u64,
     /// Length of the member.
-    pub length: u64,
+    pub(crate) length: u64,
 }
 
 /// Appends records to rotating files.
-pub struct WarcWriter {
+pub(crate) struct WarcWriter {
     dir: PathBuf,
     prefix: String,
     max_size: u64,
@@ -363,7 +363,7 @@ const WRITE_RUN: usize = 256 << 10;
 
 /// A run is written at the latest this long after its first record: after `kill -9` the
 /// crawl replays what reached the file, and only what was under way then is fetched again.
-pub const WRITE_DELAY: Duration = Duration::from_millis(50);
+pub(crate) const WRITE_DELAY: Duration = Duration::from_millis(50);
 
 /// The WARC files of `prefix` in `dir`, in order, with their length on disk.
 pub fn files(dir: &Path, prefix: &str) -> io::Result<Vec<(String, u64)>> {
@@ -395,7 +395,7 @@ fn serial_of(name: &str, prefix: &str) -> Option<u32> {
 impl WarcWriter {
     /// A writer into `dir`, files named `PREFIX-SERIAL.warc.gz`, rotated past `max_size`;
     /// numbering continues after the files already there.
-    pub fn new(
+    pub(crate) fn new(
         dir: &Path,
         prefix: &str,
         max_size: u64,
@@ -424,7 +424,7 @@ impl WarcWriter {
 
     /// Continues appending to `file`, cut to `length`: whatever lay past it was replayed by
     /// the caller or is dropped here.
-    pub fn resume(&mut self, file: &str, length: u64) -> io::Result<()> {
+    pub(crate) fn resume(&mut self, file: &str, length: u64) -> io::Result<()> {
         self.unwritten.clear();
         self.unwritten_since = None;
         let path = self.dir.join(file);
@@ -458,7 +458,7 @@ impl WarcWriter {
     }
 
     /// Appends a record, opening a new file when the current one is full.
-    pub fn append(&mut self, record: &Record) -> io::Result<Position> {
+    pub(crate) fn append(&mut self, record: &Record) -> io::Result<Position> {
         let full = self
             .current
             .as_ref()
@@ -493,12 +493,12 @@ impl WarcWriter {
     }
 
     /// When the records appended and not written yet must be written ([`WRITE_DELAY`]).
-    pub fn write_due(&self) -> Option<Instant> {
+    pub(crate) fn write_due(&self) -> Option<Instant> {
         self.unwritten_since.map(|t| t + WRITE_DELAY)
     }
 
     /// Writes the records appended if they have waited [`WRITE_DELAY`].
-    pub fn write_if_due(&mut self) -> io::Result<()> {
+    pub(crate) fn write_if_due(&mut self) -> io::Result<()> {
         match self.write_due() {
             Some(t) if Instant::now() >= t => self.write_out(),
             _ => Ok(()),
@@ -542,7 +542,7 @@ impl WarcWriter {
 
     /// Makes everything written durable; returns each file written since the last sync with
     /// its length (what the state commits).
-    pub fn sync(&mut self) -> io::Result<Vec<(String, u64)>> {
+    pub(crate) fn sync(&mut self) -> io::Result<Vec<(String, u64)>> {
         self.write_out()?;
         let mut out = std::mem::take(&mut self.closed);
         if let Some((f, name, len)) = &mut self.current {
@@ -553,7 +553,7 @@ impl WarcWriter {
     }
 
     /// The directory written to.
-    pub fn dir(&self) -> &Path {
+    pub(crate) fn dir(&self) -> &Path {
         &self.dir
     }
 }
@@ -562,11 +562,11 @@ impl WarcWriter {
 #[derive(Debug, Clone)]
 pub struct StoredRecord {
     /// Offset of its gzip member.
-    pub offset: u64,
+    pub(crate) offset: u64,
     /// Length of the member.
-    pub length: u64,
+    pub(crate) length: u64,
     /// WARC header fields in order.
-    pub headers: Vec<(String, String)>,
+    pub(crate) headers: Vec<(String, String)>,
     /// The block.
     pub block: Vec<u8>,
 }
@@ -608,7 +608,7 @@ pub fn records_in(data: &[u8], offset: u64) -> Vec<StoredRecord> {
 const MAX_RECORD: u64 = 256 << 20;
 
 /// The one record whose gzip member starts at `offset`.
-pub fn read_record_at(path: &Path, offset: u64) -> io::Result<Option<StoredRecord>> {
+pub(crate) fn read_record_at(path: &Path, offset: u64) -> io::Result<Option<StoredRecord>> {
     use std::io::{BufReader, Read, Seek};
     let mut file = File::open(path)?;
     file.seek(io::SeekFrom::Start(offset))?;
@@ -622,13 +622,13 @@ pub fn read_record_at(path: &Path, offset: u64) -> io::Result<Option<StoredRecor
 
 /// The decoded content of the page archived at `offset` (its content coding removed), if
 /// the record there holds a whole page (see [`content_of`]).
-pub fn content_at(path: &Path, offset: u64, limit: usize) -> io::Result<Option<Vec<u8>>> {
+pub(crate) fn content_at(path: &Path, offset: u64, limit: usize) -> io::Result<Option<Vec<u8>>> {
     Ok(held_at(path, offset, limit)?.map(|(body, _)| body))
 }
 
 /// The page archived at `offset` as [`content_at`] gives it, with its media type as it was
 /// sent (the `Content-Type` of its response, or of the record of a page rebuilt).
-pub fn held_at(
+pub(crate) fn held_at(
     path: &Path,
     offset: u64,
     limit: usize,
@@ -674,7 +674,7 @@ pub fn content_of(rec: &StoredRecord, limit: usize) -> Option<Vec<u8>> {
 
 /// Parses the gzip member at the start of `data` (found at `offset` in its file) into a
 /// record, if whole.
-pub fn member_at(data: &[u8], offset: u64) -> Option<StoredRecord> {
+pub(crate) fn member_at(data: &[u8], offset: u64) -> Option<StoredRecord> {
     use std::io::{BufRead, Read};
     let mut decoder = flate2::bufread::GzDecoder::new(data);
     let mut plain = Vec::new();
@@ -710,17 +710,17 @@ pub fn member_at(data: &[u8], offset: u64) -> Option<StoredRecord> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HttpMessage {
     /// `HTTP/1.1` and the like.
-    pub version: &'static str,
+    pub(crate) version: &'static str,
     /// Status code.
-    pub status: u16,
+    pub(crate) status: u16,
     /// Reason phrase.
-    pub reason: String,
+    pub(crate) reason: String,
     /// Header fields in order.
-    pub headers: Vec<(String, String)>,
+    pub(crate) headers: Vec<(String, String)>,
     /// The head as stored, with its final blank line.
-    pub head: String,
+    pub(crate) head: String,
     /// What follows the head.
-    pub body: Vec<u8>,
+    pub(crate) body: Vec<u8>,
 }
 
 /// Parses a `response` or `revisit` block into status, headers and body.

@@ -30,94 +30,94 @@ use url::Url;
 #[derive(Debug, Clone)]
 pub struct Settings {
     /// The crawl directory.
-    pub out: PathBuf,
+    pub(crate) out: PathBuf,
     /// Seeds given this run.
-    pub seeds: Vec<Url>,
+    pub(crate) seeds: Vec<Url>,
     /// Page budget over all runs.
-    pub max_pages: Option<u64>,
+    pub(crate) max_pages: Option<u64>,
     /// Scope.
-    pub scope: Scope,
+    pub(crate) scope: Scope,
     /// Depth and length limits.
-    pub limits: Limits,
+    pub(crate) limits: Limits,
     /// Delays.
-    pub politeness: Politeness,
+    pub(crate) politeness: Politeness,
     /// What politeness is keyed by.
-    pub politeness_key: crate::frontier::servers::PolitenessKey,
+    pub(crate) politeness_key: crate::frontier::servers::PolitenessKey,
     /// Connections per host (per server address when keyed by address).
-    pub per_host: usize,
+    pub(crate) per_host: usize,
     /// Connections overall.
-    pub concurrency: usize,
+    pub(crate) concurrency: usize,
     /// User-Agent.
-    pub user_agent: String,
+    pub(crate) user_agent: String,
     /// Fetch limits.
-    pub fetch: FetchLimits,
+    pub(crate) fetch: FetchLimits,
     /// Redirects followed from one URL.
-    pub max_redirects: u32,
+    pub(crate) max_redirects: u32,
     /// Attempts per URL.
-    pub max_attempts: u32,
+    pub(crate) max_attempts: u32,
     /// Consecutive failures before a host is given up.
-    pub host_give_up: u32,
+    pub(crate) host_give_up: u32,
     /// robots.txt lifetime.
-    pub robots_ttl: Duration,
+    pub(crate) robots_ttl: Duration,
     /// WARC rotation size.
-    pub warc_max_size: u64,
+    pub(crate) warc_max_size: u64,
     /// WARC prefix.
-    pub warc_prefix: String,
+    pub(crate) warc_prefix: String,
     /// gzip level of WARC records.
-    pub warc_level: u32,
+    pub(crate) warc_level: u32,
     /// Longest time between saves.
-    pub commit_interval: Duration,
+    pub(crate) commit_interval: Duration,
     /// Revisits are conditional requests.
-    pub conditional: bool,
+    pub(crate) conditional: bool,
     /// Results per save.
-    pub commit_results: usize,
+    pub(crate) commit_results: usize,
     /// Threads that fetch and analyse pages.
-    pub fetch_threads: usize,
+    pub(crate) fetch_threads: usize,
     /// Address overrides.
-    pub resolve: Vec<(String, SocketAddr)>,
+    pub(crate) resolve: Vec<(String, SocketAddr)>,
     /// Networks the crawler may reach although they are not public.
-    pub allow_net: Vec<ipnet::IpNet>,
+    pub(crate) allow_net: Vec<ipnet::IpNet>,
     /// Metrics address.
-    pub metrics: Option<SocketAddr>,
+    pub(crate) metrics: Option<SocketAddr>,
     /// The console's address and token.
-    pub console: Option<ConsoleSettings>,
+    pub(crate) console: Option<ConsoleSettings>,
     /// Start (or resume) a refresh pass.
-    pub refresh: bool,
+    pub(crate) refresh: bool,
     /// Keep pages fresh with this schedule after discovery.
-    pub keep_fresh: Option<crate::refresh::schedule::ScheduleConfig>,
+    pub(crate) keep_fresh: Option<crate::refresh::schedule::ScheduleConfig>,
     /// Largest share of requests for refreshes while new URLs wait.
-    pub refresh_share: f64,
+    pub(crate) refresh_share: f64,
     /// Stop after this long.
-    pub run_for: Option<Duration>,
+    pub(crate) run_for: Option<Duration>,
     /// OPIC virtual-page share.
-    pub opic_eps: f64,
+    pub(crate) opic_eps: f64,
     /// Adaptive OPIC window (clock units).
-    pub opic_window: f64,
+    pub(crate) opic_window: f64,
     /// Progress display.
-    pub progress: ProgressMode,
+    pub(crate) progress: ProgressMode,
     /// Cooperation.
-    pub coop: crate::coop::site::CoopConfig,
+    pub(crate) coop: crate::coop::site::CoopConfig,
     /// The WebSub callback server's address and public base URL.
-    pub callback: Option<(SocketAddr, Option<Url>)>,
+    pub(crate) callback: Option<(SocketAddr, Option<Url>)>,
     /// The shared frontier this process works on, when it is one of a fleet.
-    pub fleet: Option<FleetSettings>,
+    pub(crate) fleet: Option<FleetSettings>,
     /// How requests are signed (Web Bot Auth), when they are.
-    pub signing: Option<crate::signing::SigningSettings>,
+    pub(crate) signing: Option<crate::signing::SigningSettings>,
     /// What the crawl is for: pages the site's usage preferences refuse for these are skipped.
-    pub purposes: Vec<webcoop_protocol::usage::Purpose>,
+    pub(crate) purposes: Vec<webcoop_protocol::usage::Purpose>,
 }
 
 /// Where a fleet's frontier is and who this process is in it.
 #[derive(Debug, Clone)]
-pub struct FleetSettings {
+pub(crate) struct FleetSettings {
     /// `redis://...` or `redis+cluster://...`.
-    pub frontier: String,
+    pub(crate) frontier: String,
     /// The crawl's name.
-    pub crawl: String,
+    pub(crate) crawl: String,
     /// This process's name (its directory under `--out`), when given.
-    pub process: Option<String>,
+    pub(crate) process: Option<String>,
     /// How long a host lease lasts unrenewed.
-    pub lease: Duration,
+    pub(crate) lease: Duration,
 }
 
 /// Where the console listens and the token that guards it.

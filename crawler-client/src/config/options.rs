@@ -22,29 +22,29 @@ use crate::fetch::DEFAULT_USER_AGENT;
 pub struct CrawlArgs {
     /// Every setting of the crawl: a flag, a `WEBCOOP_CRAWL_*` variable and a key of the file.
     #[command(flatten)]
-    pub options: CrawlOptions,
+    pub(crate) options: CrawlOptions,
     /// Directory of the crawl: state (crawl.sqlite), WARC files (warc/), crawl.log.
     /// Running again on the same directory resumes.
     #[arg(long, value_name = "DIR")]
-    pub out: PathBuf,
+    pub(crate) out: PathBuf,
     /// TOML file with the crawl's settings, keys as the options with `_` (docs/CRAWLER.md).
     #[arg(long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
+    pub(crate) config: Option<PathBuf>,
     /// Send requests for HOST to ADDR instead of resolving it (repeatable), like curl's
     /// --resolve; the file's `[resolve]` table adds to these.
     #[arg(long, value_name = "HOST=ADDR")]
-    pub resolve: Vec<String>,
+    pub(crate) resolve: Vec<String>,
     /// The console's token itself (prefer --console-token-file: a command line is visible to
     /// every user of the machine).
     #[arg(long, value_name = "TOKEN")]
-    pub console_token: Option<String>,
+    pub(crate) console_token: Option<String>,
     /// Revisit every page fetched before, with conditional requests (once per pass: a pass
     /// under way is resumed, not restarted).
     #[arg(long)]
-    pub refresh: bool,
+    pub(crate) refresh: bool,
     /// Stop after this many seconds (the crawl resumes on the next run).
     #[arg(long, value_name = "SECS")]
-    pub run_for: Option<f64>,
+    pub(crate) run_for: Option<f64>,
     /// Run the crawler's time this many times faster (visit times, refresh schedule,
     /// metadata polls, leases), for webcoop-bench; politeness stays in real time.
     #[arg(long, value_name = "X")]
@@ -56,17 +56,17 @@ pub struct CrawlArgs {
     /// Join (or start) a crawl that several processes share, its frontier in Redis:
     /// redis://HOST:PORT/DB, or redis+cluster://H1:P1,H2:P2,... for a Redis Cluster.
     #[arg(long, value_name = "URL", requires = "crawl")]
-    pub frontier: Option<String>,
+    pub(crate) frontier: Option<String>,
     /// The name of the shared crawl (with --frontier); its settings are stored with it.
     #[arg(long, value_name = "NAME", requires = "frontier")]
-    pub crawl: Option<String>,
+    pub(crate) crawl: Option<String>,
     /// This process's name in the fleet, and its directory under --out
     /// [default: HOSTNAME-N, the first N whose directory is free].
     #[arg(long, value_name = "NAME", requires = "frontier")]
-    pub process: Option<String>,
+    pub(crate) process: Option<String>,
     /// Progress display: a bar on a terminal, log lines otherwise.
     #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
-    pub progress: ProgressMode,
+    pub(crate) progress: ProgressMode,
 }
 
 /// Every setting of a crawl, each stated once: the field is the option (`--max-depth`), the
@@ -82,220 +82,220 @@ pub struct CrawlOptions {
     /// Seed URLs, or files with one URL per line (`#` starts a comment). May be left out when
     /// resuming: the seeds of the first run are remembered. The file's are added to these.
     #[arg(long, num_args = 1.., value_name = "FILE|URL")]
-    pub seeds: Option<Vec<String>>,
+    pub(crate) seeds: Option<Vec<String>>,
     /// Stop after this many pages fetched (over all runs on this directory).
     #[arg(long, value_name = "N")]
-    pub max_pages: Option<u64>,
+    pub(crate) max_pages: Option<u64>,
     /// Deepest static page, in links from a seed.
     #[arg(long, value_name = "N")]
-    pub max_depth: Option<u32>,
+    pub(crate) max_depth: Option<u32>,
     /// Deepest dynamic page (a URL with a query), in links from a seed.
     #[arg(long, value_name = "N")]
-    pub max_dynamic_depth: Option<u32>,
+    pub(crate) max_dynamic_depth: Option<u32>,
     /// Which links to follow: host (the seeds' hosts), domain (and their subdomains), any,
     /// or a regular expression URLs must match.
     #[arg(long, value_name = "host|domain|any|REGEX")]
-    pub scope: Option<String>,
+    pub(crate) scope: Option<String>,
     /// Longest URL followed, bytes.
     #[arg(long, value_name = "BYTES")]
-    pub max_url_length: Option<usize>,
+    pub(crate) max_url_length: Option<usize>,
     /// Shortest delay between two requests to one host, in seconds.
     #[arg(long, value_name = "SECS")]
-    pub delay_min: Option<f64>,
+    pub(crate) delay_min: Option<f64>,
     /// Delay as a multiple of the host's last response time.
     #[arg(long, value_name = "X")]
-    pub delay_factor: Option<f64>,
+    pub(crate) delay_factor: Option<f64>,
     /// Longest delay the response-time rule sets, seconds (robots.txt may ask for more).
     #[arg(long, value_name = "SECS")]
-    pub delay_max: Option<f64>,
+    pub(crate) delay_max: Option<f64>,
     /// Longest robots.txt `Crawl-delay` honoured, seconds; hosts asking more are skipped.
     #[arg(long, value_name = "SECS")]
-    pub crawl_delay_cap: Option<f64>,
+    pub(crate) crawl_delay_cap: Option<f64>,
     /// What politeness is keyed by: host (each host name), or ip (host names on one server
     /// address share its delay and connection limit).
     #[arg(long, value_enum, value_name = "host|ip")]
-    pub politeness_key: Option<crate::frontier::servers::PolitenessKey>,
+    pub(crate) politeness_key: Option<crate::frontier::servers::PolitenessKey>,
     /// Connections per host: raise only for sites you own or have permission for.
     #[arg(long, value_name = "N")]
-    pub per_host_connections: Option<usize>,
+    pub(crate) per_host_connections: Option<usize>,
     /// Connections over all hosts.
     #[arg(long, value_name = "N")]
-    pub concurrency: Option<usize>,
+    pub(crate) concurrency: Option<usize>,
     /// The User-Agent sent, whose first word is matched against robots.txt groups.
     #[arg(long, value_name = "UA")]
-    pub user_agent: Option<String>,
+    pub(crate) user_agent: Option<String>,
     /// Sign requests (Web Bot Auth) with the Ed25519 keys of this key file, made by
     /// `webcoop-crawl keys new`; read again when it changes, so keys rotate during a crawl.
     #[arg(long, value_name = "FILE", requires = "signature_agent")]
-    pub signing_key: Option<PathBuf>,
+    pub(crate) signing_key: Option<PathBuf>,
     /// The origin (https://HOST) whose /.well-known/http-message-signatures-directory
     /// publishes the signing keys (`webcoop-crawl keys directory` writes it).
     #[arg(long, value_name = "URL")]
-    pub signature_agent: Option<String>,
+    pub(crate) signature_agent: Option<String>,
     /// Which requests are signed: always, or only to sites that asked (Accept-Signature).
     #[arg(long, value_enum, value_name = "always|asked")]
-    pub sign_requests: Option<crate::signing::SignWhen>,
+    pub(crate) sign_requests: Option<crate::signing::SignWhen>,
     /// What the crawl is for (repeatable): search, ai-input, ai-train. Pages whose site says
     /// (robots.txt Content-Usage or Content-Signal, the Content-Usage header, its agent) that
     /// they may not be used so are skipped. Unset: nothing is skipped, preferences recorded.
     #[arg(long, value_name = "PURPOSE")]
-    pub purpose: Option<Vec<String>>,
+    pub(crate) purpose: Option<Vec<String>>,
     /// Per-request time limit in seconds.
     #[arg(long, value_name = "SECS")]
-    pub timeout: Option<f64>,
+    pub(crate) timeout: Option<f64>,
     /// Time allowed to connect, seconds.
     #[arg(long, value_name = "SECS")]
-    pub connect_timeout: Option<f64>,
+    pub(crate) connect_timeout: Option<f64>,
     /// Slowest transfer accepted, bytes per second after the first five seconds.
     #[arg(long, value_name = "BYTES")]
-    pub min_speed: Option<u64>,
+    pub(crate) min_speed: Option<u64>,
     /// Largest body kept, bytes; a longer one is cut and marked truncated.
     #[arg(long, value_name = "BYTES")]
-    pub max_body: Option<usize>,
+    pub(crate) max_body: Option<usize>,
     /// Redirects followed from one URL.
     #[arg(long, value_name = "N")]
-    pub max_redirects: Option<u32>,
+    pub(crate) max_redirects: Option<u32>,
     /// Attempts per URL before it is given up.
     #[arg(long, value_name = "N")]
-    pub max_attempts: Option<u32>,
+    pub(crate) max_attempts: Option<u32>,
     /// First parking time of a failing host, seconds; it doubles with each further failure.
     #[arg(long, value_name = "SECS")]
-    pub park_base: Option<f64>,
+    pub(crate) park_base: Option<f64>,
     /// Longest parking time, seconds.
     #[arg(long, value_name = "SECS")]
-    pub park_max: Option<f64>,
+    pub(crate) park_max: Option<f64>,
     /// Consecutive failures after which a host is given up on.
     #[arg(long, value_name = "N")]
-    pub host_give_up: Option<u32>,
+    pub(crate) host_give_up: Option<u32>,
     /// How long robots.txt is kept, seconds.
     #[arg(long, value_name = "SECS")]
-    pub robots_ttl: Option<f64>,
+    pub(crate) robots_ttl: Option<f64>,
     /// Size at which WARC files rotate, bytes.
     #[arg(long, value_name = "BYTES")]
-    pub warc_max_size: Option<u64>,
+    pub(crate) warc_max_size: Option<u64>,
     /// WARC file name prefix.
     #[arg(long, value_name = "PREFIX")]
-    pub warc_prefix: Option<String>,
+    pub(crate) warc_prefix: Option<String>,
     /// gzip level of WARC records, 0 to 9 (1 for speed).
     #[arg(long, value_name = "0-9")]
-    pub warc_gzip_level: Option<u32>,
+    pub(crate) warc_gzip_level: Option<u32>,
     /// Longest time between two saves of the state, seconds.
     #[arg(long, value_name = "SECS")]
-    pub commit_interval: Option<f64>,
+    pub(crate) commit_interval: Option<f64>,
     /// Results per save of the state at most.
     #[arg(long, value_name = "N")]
-    pub commit_results: Option<usize>,
+    pub(crate) commit_results: Option<usize>,
     /// Revisits ask "changed since?" (`If-None-Match`, `If-Modified-Since`); false refetches
     /// every page whole, as the bench's plain polling does.
     #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
-    pub conditional: Option<bool>,
+    pub(crate) conditional: Option<bool>,
     /// Threads that fetch and analyse pages (by default one fewer than the cores, at least one).
     #[arg(long, value_name = "N")]
-    pub fetch_threads: Option<usize>,
+    pub(crate) fetch_threads: Option<usize>,
     /// Host name to address overrides (the file's `[resolve]` table; on the command line,
     /// `--resolve HOST=ADDR`).
     #[arg(skip)]
-    pub resolve: Option<BTreeMap<String, String>>,
+    pub(crate) resolve: Option<BTreeMap<String, String>>,
     /// Let the crawler connect to this network although it is loopback, private, link-local
     /// or otherwise not public (repeatable; e.g. 10.0.0.0/8). Without it, every connection
     /// to such an address (pages, redirects, robots.txt, sitemaps, hubs) is refused.
     #[arg(long, value_name = "CIDR")]
-    pub allow_net: Option<Vec<String>>,
+    pub(crate) allow_net: Option<Vec<String>>,
     /// Serve Prometheus metrics at http://ADDR/metrics.
     #[arg(long, value_name = "ADDR")]
-    pub metrics: Option<SocketAddr>,
+    pub(crate) metrics: Option<SocketAddr>,
     /// Serve the live console at http://ADDR/ (loopback unless a token guards it).
     #[arg(long, value_name = "ADDR")]
-    pub console: Option<SocketAddr>,
+    pub(crate) console: Option<SocketAddr>,
     /// File whose first line is the console's token (required off loopback).
     #[arg(long, value_name = "FILE")]
-    pub console_token_file: Option<PathBuf>,
+    pub(crate) console_token_file: Option<PathBuf>,
     /// Keep running after discovery and revisit known pages when the refresh policy says they
     /// are due (until stopped, or --run-for).
     #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
-    pub keep_fresh: Option<bool>,
+    pub(crate) keep_fresh: Option<bool>,
     /// How the refresh budget is shared among pages (with --keep-fresh).
     #[arg(long, value_enum)]
-    pub refresh_policy: Option<crate::refresh::allocation::Policy>,
+    pub(crate) refresh_policy: Option<crate::refresh::allocation::Policy>,
     /// Refresh budget, visits per hour (unset: every page once per --refresh-cycle).
     #[arg(long, value_name = "PER_HOUR")]
-    pub refresh_budget: Option<f64>,
+    pub(crate) refresh_budget: Option<f64>,
     /// Average time between visits of a page when no budget is given, seconds.
     #[arg(long, value_name = "SECS")]
-    pub refresh_cycle: Option<f64>,
+    pub(crate) refresh_cycle: Option<f64>,
     /// Largest share of requests spent on refreshes while new URLs wait, 0 to 1.
     #[arg(long, value_name = "SHARE")]
-    pub refresh_share: Option<f64>,
+    pub(crate) refresh_share: Option<f64>,
     /// Shortest time between two visits of a page, seconds (unset: a hundredth of the
     /// cycle, at most 60).
     #[arg(long, value_name = "SECS")]
-    pub refresh_min_interval: Option<f64>,
+    pub(crate) refresh_min_interval: Option<f64>,
     /// OPIC: share of a page's cash that goes to the virtual page (PageRank damping 1 - eps).
     #[arg(long, value_name = "EPS")]
-    pub opic_eps: Option<f64>,
+    pub(crate) opic_eps: Option<f64>,
     /// Adaptive OPIC: the interpolation window, in units of the clock G.
     #[arg(long, value_name = "G")]
-    pub opic_window: Option<f64>,
+    pub(crate) opic_window: Option<f64>,
     /// The most cooperation used where a site offers it: off (poll everything), meta
     /// (robots.rdf, sitemaps, the changes feed), delta (and fetch changed pages as deltas),
     /// push (and subscribe to the site's WebSub hub).
     #[arg(long, value_enum, value_name = "MODE")]
-    pub coop: Option<crate::coop::CoopMode>,
+    pub(crate) coop: Option<crate::coop::CoopMode>,
     /// Largest acceptable probability that the picture of a site is outdated.
     #[arg(long, value_name = "P")]
-    pub coop_max_outdated: Option<f64>,
+    pub(crate) coop_max_outdated: Option<f64>,
     /// Shortest time between metadata polls of a site, seconds.
     #[arg(long, value_name = "SECS")]
-    pub coop_poll_min: Option<f64>,
+    pub(crate) coop_poll_min: Option<f64>,
     /// Longest time between metadata polls of a site, seconds.
     #[arg(long, value_name = "SECS")]
-    pub coop_poll_max: Option<f64>,
+    pub(crate) coop_poll_max: Option<f64>,
     /// Time between backup polls of a pushed changes feed, seconds, doubled after each one
     /// that finds nothing the hub missed.
     #[arg(long, value_name = "SECS")]
-    pub coop_backup_poll: Option<f64>,
+    pub(crate) coop_backup_poll: Option<f64>,
     /// The longest that time grows to, seconds.
     #[arg(long, value_name = "SECS")]
-    pub coop_backup_poll_max: Option<f64>,
+    pub(crate) coop_backup_poll_max: Option<f64>,
     /// Trust below which a site's claims are ignored.
     #[arg(long, value_name = "T")]
-    pub coop_trust_min: Option<f64>,
+    pub(crate) coop_trust_min: Option<f64>,
     /// Share of pages announced unchanged that are fetched to check the claim.
     #[arg(long, value_name = "SHARE")]
-    pub coop_check_share: Option<f64>,
+    pub(crate) coop_check_share: Option<f64>,
     /// Fetch changed pages as deltas where a site offers them (delta and push modes).
     #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
-    pub coop_deltas: Option<bool>,
+    pub(crate) coop_deltas: Option<bool>,
     /// On a first visit, fetch the snapshot of the whole site a listing names (one request
     /// instead of one per page; every page checked against the listing).
     #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
-    pub coop_snapshots: Option<bool>,
+    pub(crate) coop_snapshots: Option<bool>,
     /// Ask a believed site's changes with the changed pages' content, in one response per
     /// page of changes (batches), instead of fetching each changed page.
     #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
-    pub coop_batches: Option<bool>,
+    pub(crate) coop_batches: Option<bool>,
     /// Lease asked of WebSub hubs, seconds.
     #[arg(long, value_name = "SECS")]
-    pub hub_lease: Option<u64>,
+    pub(crate) hub_lease: Option<u64>,
     /// Address of the WebSub callback server (push mode), e.g. 0.0.0.0:8090 or
     /// 127.0.0.1:0; without it no hub is subscribed to and changes are polled.
     #[arg(long, value_name = "ADDR")]
-    pub callback_listen: Option<SocketAddr>,
+    pub(crate) callback_listen: Option<SocketAddr>,
     /// The callback server's base URL as the sites see it, behind NAT or a proxy (unset:
     /// http://ADDR/websub with the address listened on).
     #[arg(long, value_name = "URL")]
-    pub callback_url: Option<String>,
+    pub(crate) callback_url: Option<String>,
     /// In a fleet: how long a host lease lasts unrenewed, seconds (what a dead process costs
     /// its hosts).
     #[arg(long, value_name = "SECS")]
-    pub fleet_lease: Option<f64>,
+    pub(crate) fleet_lease: Option<f64>,
 }
 
 impl CrawlOptions {
     /// Every setting's default, each taken from the component it belongs to (politeness,
     /// fetching, scope, cooperation...) or stated here when the setting is the crawl's own:
     /// the one place a default is written, which `--help` shows.
-    pub fn defaults() -> CrawlOptions {
+    pub(crate) fn defaults() -> CrawlOptions {
         let limits = Limits::default();
         let p = Politeness::default();
         let f = FetchLimits::default();

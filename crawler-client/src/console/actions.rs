@@ -57,12 +57,12 @@ pub(crate) enum Action {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Logged {
     /// ms since the epoch.
-    pub at: i64,
+    pub(crate) at: i64,
     /// The address it came from (`offline` when the crawl was not running).
-    pub from: String,
+    pub(crate) from: String,
     /// What.
     #[serde(flatten)]
-    pub action: Action,
+    pub(crate) action: Action,
 }
 
 /// An origin as the frontier names hosts, from whatever URL or origin an operator typed.
@@ -128,13 +128,13 @@ impl Action {
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub(crate) struct Controls {
     /// Paused.
-    pub paused: bool,
+    pub(crate) paused: bool,
     /// Blocked origins.
-    pub blocked: BTreeSet<String>,
+    pub(crate) blocked: BTreeSet<String>,
     /// Delays set, seconds by origin.
-    pub delays: BTreeMap<String, f64>,
+    pub(crate) delays: BTreeMap<String, f64>,
     /// Seeds added.
-    pub seeds: Vec<String>,
+    pub(crate) seeds: Vec<String>,
 }
 
 impl Controls {

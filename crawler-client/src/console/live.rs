@@ -19,170 +19,170 @@ const WATCH_MS: i64 = 30_000;
 #[derive(Debug, Clone, Copy, Default, Serialize)]
 pub(crate) struct Sample {
     /// ms since the epoch.
-    pub t: i64,
+    pub(crate) t: i64,
     /// Pages fetched by this run.
-    pub fetched: u64,
+    pub(crate) fetched: u64,
     /// Body bytes received by this run.
-    pub bytes: u64,
+    pub(crate) bytes: u64,
     /// Errors of this run.
-    pub errors: u64,
+    pub(crate) errors: u64,
     /// URLs waiting.
-    pub queued: u64,
+    pub(crate) queued: u64,
     /// Requests under way.
-    pub in_flight: usize,
+    pub(crate) in_flight: usize,
     /// Hosts with work.
-    pub hosts_active: usize,
+    pub(crate) hosts_active: usize,
 }
 
 /// The crawl now.
 #[derive(Debug, Clone, Default, Serialize)]
 pub(crate) struct Overview {
     /// `running`, `paused`, `stopping` or `finished`.
-    pub state: &'static str,
+    pub(crate) state: &'static str,
     /// The crawl directory.
-    pub out: String,
+    pub(crate) out: String,
     /// When this run started, ms since the epoch.
-    pub started_at: i64,
+    pub(crate) started_at: i64,
     /// Pages fetched over all runs.
-    pub pages_total: u64,
+    pub(crate) pages_total: u64,
     /// Pages fetched by this run.
-    pub fetched: u64,
+    pub(crate) fetched: u64,
     /// Revisits queued by the refresh schedule in this run.
-    pub revisits: u64,
+    pub(crate) revisits: u64,
     /// URLs waiting.
-    pub queued: u64,
+    pub(crate) queued: u64,
     /// URLs ever queued.
-    pub seen: u64,
+    pub(crate) seen: u64,
     /// Hosts known.
-    pub hosts: usize,
+    pub(crate) hosts: usize,
     /// Hosts with work.
-    pub hosts_active: usize,
+    pub(crate) hosts_active: usize,
     /// Requests under way.
-    pub in_flight: usize,
+    pub(crate) in_flight: usize,
     /// Errors by kind (`4xx`, `5xx`, `failed`, `disallowed`, `retries`, `refused`) and pages
     /// the site's usage preferences refuse for the crawl's purposes (`usage`).
-    pub errors: BTreeMap<&'static str, u64>,
+    pub(crate) errors: BTreeMap<&'static str, u64>,
     /// Requests signed (Web Bot Auth) by this run.
     #[serde(default)]
-    pub signed: u64,
+    pub(crate) signed: u64,
     /// The latest connections refused because they led inside a network, and why.
-    pub refusals: Vec<String>,
+    pub(crate) refusals: Vec<String>,
     /// Body bytes received by this run.
-    pub bytes: u64,
+    pub(crate) bytes: u64,
     /// Bytes appended to WARC files by this run.
-    pub warc_bytes: u64,
+    pub(crate) warc_bytes: u64,
     /// Free space where the crawl writes, bytes.
-    pub disk_free: Option<u64>,
+    pub(crate) disk_free: Option<u64>,
     /// Seconds until the queue or the page budget runs out at the last minute's rate.
-    pub eta_secs: Option<f64>,
+    pub(crate) eta_secs: Option<f64>,
     /// The page budget.
-    pub max_pages: Option<u64>,
+    pub(crate) max_pages: Option<u64>,
     /// Pushes received by this run.
-    pub pushes: u64,
+    pub(crate) pushes: u64,
     /// Cooperation requests of this run.
-    pub coop_requests: u64,
+    pub(crate) coop_requests: u64,
     /// Paused from the console.
-    pub paused: bool,
+    pub(crate) paused: bool,
     /// Hosts blocked from the console.
-    pub blocked: Vec<String>,
+    pub(crate) blocked: Vec<String>,
     /// Delays set from the console, seconds by origin.
-    pub delays: BTreeMap<String, f64>,
+    pub(crate) delays: BTreeMap<String, f64>,
 }
 
 /// A host as the loop sees it.
 #[derive(Debug, Clone, Default, Serialize)]
 pub(crate) struct HostLive {
     /// Database id.
-    pub id: i64,
+    pub(crate) id: i64,
     /// `scheme://host[:port]`.
-    pub origin: String,
+    pub(crate) origin: String,
     /// URLs waiting.
-    pub waiting: u64,
+    pub(crate) waiting: u64,
     /// Requests under way.
-    pub in_flight: usize,
+    pub(crate) in_flight: usize,
     /// The delay after its last request, seconds.
-    pub delay_secs: f64,
+    pub(crate) delay_secs: f64,
     /// Which rule set it.
-    pub delay_why: &'static str,
+    pub(crate) delay_why: &'static str,
     /// Seconds until it may be contacted again (0: now).
-    pub next_in_secs: f64,
+    pub(crate) next_in_secs: f64,
     /// robots.txt: `unknown`, `fetching`, `known` or `expired`.
-    pub robots: &'static str,
+    pub(crate) robots: &'static str,
     /// `crawling`, `idle`, `waiting`, `parked`, `blocked` or `skipped: why`.
-    pub state: String,
+    pub(crate) state: String,
     /// Failures in a row.
-    pub failures: u32,
+    pub(crate) failures: u32,
     /// Cooperation level: `none`, `meta`, `delta` or `push`.
-    pub coop: &'static str,
+    pub(crate) coop: &'static str,
     /// Trust in its announcements, 0 to 1.
-    pub trust: Option<f64>,
+    pub(crate) trust: Option<f64>,
     /// Requests cooperation spared: pushes applied without a request, and polls avoided for
     /// pages its announcements cover.
-    pub saved: u64,
+    pub(crate) saved: u64,
 }
 
 /// A page of a host's refresh schedule.
 #[derive(Debug, Clone, Default, Serialize)]
 pub(crate) struct Due {
     /// The URL.
-    pub url: String,
+    pub(crate) url: String,
     /// When due, ms since the epoch.
-    pub due: i64,
+    pub(crate) due: i64,
     /// Last visit, ms since the epoch.
-    pub last: i64,
+    pub(crate) last: i64,
     /// Estimated changes per day.
-    pub rate_per_day: f64,
+    pub(crate) rate_per_day: f64,
     /// Left to the site's announcements.
-    pub covered: bool,
+    pub(crate) covered: bool,
 }
 
 /// What the loop adds to one host's page.
 #[derive(Debug, Clone, Default, Serialize)]
 pub(crate) struct HostDetail {
     /// Database id.
-    pub id: i64,
+    pub(crate) id: i64,
     /// Its next due pages.
-    pub schedule: Vec<Due>,
+    pub(crate) schedule: Vec<Due>,
     /// Its cooperation figures.
-    pub coop: Option<serde_json::Value>,
+    pub(crate) coop: Option<serde_json::Value>,
 }
 
 /// One second of the refresh policy (with `--keep-fresh`).
 #[derive(Debug, Clone, Copy, Default, Serialize)]
 pub(crate) struct FreshSample {
     /// ms since the epoch.
-    pub t: i64,
+    pub(crate) t: i64,
     /// Expected share of pages whose copy is current.
-    pub estimate: Option<f64>,
+    pub(crate) estimate: Option<f64>,
     /// Pages polled.
-    pub polled: usize,
+    pub(crate) polled: usize,
     /// Of those, due now.
-    pub due: usize,
+    pub(crate) due: usize,
     /// Pages left to their sites' announcements.
-    pub covered: usize,
+    pub(crate) covered: usize,
     /// Visits of known pages so far (this run).
-    pub visits: u64,
+    pub(crate) visits: u64,
     /// Changes those visits found.
-    pub changes: u64,
+    pub(crate) changes: u64,
     /// Changes sites announced (this run).
-    pub announced: u64,
+    pub(crate) announced: u64,
     /// Pushes received (this run).
-    pub pushes: u64,
+    pub(crate) pushes: u64,
 }
 
 /// Everything the loop publishes.
 #[derive(Debug, Clone, Default, Serialize)]
 pub(crate) struct View {
     /// The figures now.
-    pub overview: Overview,
+    pub(crate) overview: Overview,
     /// The last hour, a sample a second.
-    pub samples: VecDeque<Sample>,
+    pub(crate) samples: VecDeque<Sample>,
     /// Hosts (refreshed only while watched).
-    pub hosts: Vec<HostLive>,
+    pub(crate) hosts: Vec<HostLive>,
     /// The host whose page is open.
-    pub host: Option<HostDetail>,
+    pub(crate) host: Option<HostDetail>,
     /// The refresh policy's last hour, with `--keep-fresh`.
-    pub freshness: Option<VecDeque<FreshSample>>,
+    pub(crate) freshness: Option<VecDeque<FreshSample>>,
 }
 
 /// The meeting point of the loop and the console.

@@ -22,17 +22,17 @@ use webcoop_protocol::snapshot::Entry;
 #[derive(Debug)]
 pub(crate) struct BatchPage {
     /// The site.
-    pub host: HostId,
+    pub(crate) host: HostId,
     /// The page.
-    pub link: Link,
+    pub(crate) link: Link,
     /// Its depth in the crawl.
-    pub depth: u32,
+    pub(crate) depth: u32,
     /// The copy held, if it was visited.
-    pub known: Option<KnownPage>,
+    pub(crate) known: Option<KnownPage>,
     /// Its content as the batch carries it.
-    pub entry: Entry,
+    pub(crate) entry: Entry,
     /// The batch it came from, and its record in the crawl's archive.
-    pub from: (Url, Option<String>),
+    pub(crate) from: (Url, Option<String>),
 }
 
 impl CoopState {

@@ -76,7 +76,7 @@ pub struct CallbackServer {
     /// Where it listens.
     pub local: SocketAddr,
     /// The callback base URL as the hubs see it.
-    pub base: Url,
+    pub(crate) base: Url,
     expected: Arc<Mutex<HashMap<HostId, Expected>>>,
 }
 
@@ -133,7 +133,7 @@ impl CallbackServer {
     }
 
     /// Whether a request to a site's hub still waits for its verification.
-    pub fn pending(&self, host: HostId) -> bool {
+    pub(crate) fn pending(&self, host: HostId) -> bool {
         self.expected
             .lock()
             .map(|m| m.get(&host).is_some_and(|e| e.pending.is_some()))

@@ -9,9 +9,9 @@ use url::Url;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Pointers {
     /// `Sitemap:` lines, in order, each once.
-    pub sitemaps: Vec<Url>,
+    pub(crate) sitemaps: Vec<Url>,
     /// The `Robots-RDF:` line (the first).
-    pub robots_rdf: Option<Url>,
+    pub(crate) robots_rdf: Option<Url>,
 }
 
 /// Reads the cooperation lines of a robots.txt. Records are matched case-insensitively and

@@ -96,18 +96,6 @@ pub enum CoopMode {
     Push,
 }
 
-impl CoopMode {
-    /// The name used on the command line.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CoopMode::Off => "off",
-            CoopMode::Meta => "meta",
-            CoopMode::Delta => "delta",
-            CoopMode::Push => "push",
-        }
-    }
-}
-
 /// How much a site cooperates, as far as the crawler uses it; recorded per host and shown by
 /// `webcoop-crawl status`.
 #[derive(

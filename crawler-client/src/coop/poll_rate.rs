@@ -13,16 +13,16 @@ const PRIOR_SECS: f64 = 3_600.0;
 
 /// Changes counted over the time they were counted in.
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct ChangeCount {
+pub(crate) struct ChangeCount {
     /// Changes seen.
-    pub changes: f64,
+    pub(crate) changes: f64,
     /// Seconds they were counted over.
-    pub secs: f64,
+    pub(crate) secs: f64,
 }
 
 impl ChangeCount {
     /// Counts `changes` seen over `secs` seconds since the previous poll.
-    pub fn observe(&mut self, changes: u64, secs: f64) {
+    pub(crate) fn observe(&mut self, changes: u64, secs: f64) {
         // Beyond a week of history, older counts fade, so a site that speeds up is noticed.
         const HORIZON: f64 = 7.0 * 86_400.0;
         let secs = secs.max(0.0);
@@ -36,7 +36,7 @@ impl ChangeCount {
     }
 
     /// The site's change rate per second.
-    pub fn rate(&self) -> f64 {
+    pub(crate) fn rate(&self) -> f64 {
         (self.changes + PRIOR_CHANGES) / (self.secs + PRIOR_SECS)
     }
 }

@@ -154,11 +154,11 @@ async fn post_hub(ctx: &Context, hub: &Url, form: &str) -> Result<CoopFetched, F
 #[derive(Debug, Clone)]
 pub(crate) struct DeltaPlan {
     /// The delta endpoint of the page.
-    pub url: Url,
+    pub(crate) url: Url,
     /// The validator the site announced for the new version, if it did.
-    pub announced: Option<String>,
+    pub(crate) announced: Option<String>,
     /// An inline delta that came with the announcement: (base validator, dcz bytes).
-    pub inline: Option<(String, Vec<u8>)>,
+    pub(crate) inline: Option<(String, Vec<u8>)>,
 }
 
 /// Why a delta could not be used; the page is then fetched in full, and the reason logged.

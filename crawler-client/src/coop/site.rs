@@ -9,56 +9,56 @@ use serde::{Deserialize, Serialize};
 
 /// A WebSub subscription of the crawler.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Subscription {
+pub(crate) struct Subscription {
     /// The hub.
-    pub hub: String,
+    pub(crate) hub: String,
     /// The topic (the changes feed).
-    pub topic: String,
+    pub(crate) topic: String,
     /// The callback given to the hub.
-    pub callback: String,
+    pub(crate) callback: String,
     /// The HMAC key of deliveries.
-    pub secret: String,
+    pub(crate) secret: String,
     /// When the hub confirmed it (ms); none while the request waits for verification.
-    pub verified_at: Option<i64>,
+    pub(crate) verified_at: Option<i64>,
     /// When the lease ends (ms).
-    pub lease_until: Option<i64>,
+    pub(crate) lease_until: Option<i64>,
     /// When the request was sent (ms).
-    pub requested_at: i64,
+    pub(crate) requested_at: i64,
 }
 
 /// What cooperation cost and brought, for `status` and the comparison of modes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct CoopStats {
     /// Metadata requests (robots.rdf, sitemaps, changes feed pages, hub requests).
-    pub meta_requests: u64,
+    pub(crate) meta_requests: u64,
     /// Bytes of their bodies as received.
-    pub meta_bytes: u64,
+    pub(crate) meta_bytes: u64,
     /// Metadata polls answered "nothing new" (304).
-    pub not_modified: u64,
+    pub(crate) not_modified: u64,
     /// Changes announced by the site (feed entries, listed dates that moved).
-    pub announced: u64,
+    pub(crate) announced: u64,
     /// Deltas applied and verified (fetched or pushed inline).
-    pub deltas: u64,
+    pub(crate) deltas: u64,
     /// Deltas that did not verify or could not be used, replaced by a full fetch.
-    pub delta_fallbacks: u64,
+    pub(crate) delta_fallbacks: u64,
     /// Deliveries pushed by the hub.
     pub pushes: u64,
     /// Deliveries refused for a bad signature.
-    pub bad_signatures: u64,
+    pub(crate) bad_signatures: u64,
     /// "Unchanged" pages fetched anyway, to check the site.
-    pub checks: u64,
+    pub(crate) checks: u64,
     /// URLs the site's documents named on another origin it does not speak for (ignored).
     #[serde(default)]
-    pub foreign: u64,
+    pub(crate) foreign: u64,
     /// Pages taken from a snapshot of the site instead of fetched one by one.
     #[serde(default)]
-    pub from_snapshot: u64,
+    pub(crate) from_snapshot: u64,
     /// Pages of a snapshot that robots.rdf lists with another digest (not taken).
     #[serde(default)]
-    pub refuted: u64,
+    pub(crate) refuted: u64,
     /// Changed pages taken from a batch of changes instead of fetched one by one.
     #[serde(default)]
-    pub from_batch: u64,
+    pub(crate) from_batch: u64,
 }
 
 impl std::fmt::Display for CoopStats {
@@ -86,67 +86,67 @@ impl std::fmt::Display for CoopStats {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SiteCoop {
     /// Discovery ran (robots.txt read, the documents looked for).
-    pub discovered: bool,
+    pub(crate) discovered: bool,
     /// Sitemaps named in robots.txt or found at `/sitemap.xml`.
-    pub sitemaps: Vec<String>,
+    pub(crate) sitemaps: Vec<String>,
     /// Other origins the site's robots.txt delegates to (its `Sitemap:` and `Robots-RDF:`
     /// lines): the only places besides its own origin its documents may send us.
     #[serde(default)]
-    pub delegates: Vec<String>,
+    pub(crate) delegates: Vec<String>,
     /// The robots.rdf listing.
-    pub listing: Option<String>,
+    pub(crate) listing: Option<String>,
     /// The changes endpoint (answers `?since=`).
-    pub changes: Option<String>,
+    pub(crate) changes: Option<String>,
     /// The WebSub hub of the changes feed.
-    pub hub: Option<String>,
+    pub(crate) hub: Option<String>,
     /// Sequence number of the last change applied.
-    pub cursor: Option<u64>,
+    pub(crate) cursor: Option<u64>,
     /// The usage preferences the site's agent states (aipref form) in its listing or feed.
     #[serde(default)]
-    pub usage: Option<String>,
+    pub(crate) usage: Option<String>,
     /// The changes feed no longer reaches back to the cursor (410): the next reading of the
     /// listing may take the site's snapshot, as a first visit does.
     #[serde(default)]
-    pub resyncing: bool,
+    pub(crate) resyncing: bool,
     /// A batch of its changes did not read: they are asked without content from then on.
     #[serde(default)]
-    pub no_batches: bool,
+    pub(crate) no_batches: bool,
     /// Catching up: the crawl (re)started since its changes were last followed to the head, or
     /// the feed says more follow. Its changes then come with the pages' content (a batch);
     /// once caught up, changed pages come as deltas where the mode uses them.
     #[serde(skip, default = "yes")]
-    pub catching_up: bool,
+    pub(crate) catching_up: bool,
     /// Validators of the listing (`ETag`, `Last-Modified`) for conditional polls.
-    pub listing_validators: (Option<String>, Option<String>),
+    pub(crate) listing_validators: (Option<String>, Option<String>),
     /// Validators of the root sitemap.
-    pub sitemap_validators: (Option<String>, Option<String>),
+    pub(crate) sitemap_validators: (Option<String>, Option<String>),
     /// `ETag` of the last changes page (a 304 when nothing is new).
-    pub changes_etag: Option<String>,
+    pub(crate) changes_etag: Option<String>,
     /// Whether the sitemaps' `lastmod` values were found usable (a walk gave dates).
-    pub sitemap_dates: bool,
+    pub(crate) sitemap_dates: bool,
     /// A hub and topic named by one of the site's pages, subscribed to when the site has no
     /// changes feed: a delivery makes that page due.
     #[serde(default)]
-    pub page_hub: Option<(String, String)>,
+    pub(crate) page_hub: Option<(String, String)>,
     /// The moment every `lastmod` of the last walk shared, if they shared one.
     #[serde(default)]
-    pub sitemap_moment: Option<i64>,
+    pub(crate) sitemap_moment: Option<i64>,
     /// When the metadata was last polled (ms).
-    pub last_poll: Option<i64>,
+    pub(crate) last_poll: Option<i64>,
     /// When it is next due (ms).
-    pub next_poll: Option<i64>,
+    pub(crate) next_poll: Option<i64>,
     /// The site's pace of change.
-    pub count: ChangeCount,
+    pub(crate) count: ChangeCount,
     /// How far its claims are believed.
     pub trust: Trust,
     /// Consecutive failed metadata requests.
-    pub failures: u32,
+    pub(crate) failures: u32,
     /// Backup polls in a row that found nothing the hub had not pushed: each one doubles the
     /// time to the next.
     #[serde(default)]
-    pub quiet_backups: u32,
+    pub(crate) quiet_backups: u32,
     /// The subscription, if any.
-    pub subscription: Option<Subscription>,
+    pub(crate) subscription: Option<Subscription>,
     /// Costs and gains.
     pub stats: CoopStats,
 }
@@ -157,35 +157,35 @@ pub struct CoopConfig {
     /// The most the crawler may use.
     pub mode: CoopMode,
     /// Largest acceptable probability that the picture of a site is outdated.
-    pub max_outdated: f64,
+    pub(crate) max_outdated: f64,
     /// Shortest and longest time between metadata polls, seconds.
-    pub poll_min: f64,
+    pub(crate) poll_min: f64,
     /// Longest time between metadata polls, seconds.
-    pub poll_max: f64,
+    pub(crate) poll_max: f64,
     /// Time between polls of the changes feed while a hub pushes them, seconds, at first and
     /// after the hub missed something.
-    pub backup_poll: f64,
+    pub(crate) backup_poll: f64,
     /// The longest that time grows to while the hub misses nothing, seconds.
     #[serde(default = "backup_poll_max")]
-    pub backup_poll_max: f64,
+    pub(crate) backup_poll_max: f64,
     /// Trust below which a site's claims are ignored.
     pub trust_min: f64,
     /// Share of pages announced unchanged that are fetched anyway to check the claim.
-    pub check_share: f64,
+    pub(crate) check_share: f64,
     /// Lease asked of hubs, seconds.
-    pub lease_secs: u64,
+    pub(crate) lease_secs: u64,
     /// Failed metadata requests in a row after which the site is polled like any other.
     pub failures_to_degrade: u32,
     /// Whether deltas are used where the mode allows them (false: push without deltas, for
     /// the bench's comparison).
     #[serde(default = "yes")]
-    pub deltas: bool,
+    pub(crate) deltas: bool,
     /// Whether a snapshot of the whole site a listing names is fetched on a first visit.
     #[serde(default = "yes")]
-    pub snapshots: bool,
+    pub(crate) snapshots: bool,
     /// Whether the changes of a believed site are asked with their pages' content (batches).
     #[serde(default = "yes")]
-    pub batches: bool,
+    pub(crate) batches: bool,
 }
 
 fn yes() -> bool {
@@ -198,7 +198,7 @@ fn backup_poll_max() -> f64 {
 
 impl CoopConfig {
     /// Whether changed pages are asked for (or taken pushed) as deltas.
-    pub fn uses_deltas(&self) -> bool {
+    pub(crate) fn uses_deltas(&self) -> bool {
         self.mode >= CoopMode::Delta && self.deltas
     }
 }
@@ -245,12 +245,12 @@ impl SiteCoop {
 
     /// Whether the site's announcements stand in for polling its pages: it offers dated
     /// metadata, it answers, and it is believed.
-    pub fn covers(&self, c: &CoopConfig) -> bool {
+    pub(crate) fn covers(&self, c: &CoopConfig) -> bool {
         self.level(c.mode, c.failures_to_degrade) > Level::None && self.trust.believed(c.trust_min)
     }
 
     /// Seconds until the next metadata poll.
-    pub fn poll_interval(&self, c: &CoopConfig) -> f64 {
+    pub(crate) fn poll_interval(&self, c: &CoopConfig) -> f64 {
         if self.failures >= c.failures_to_degrade {
             // Down: try again now and then, to notice it is back.
             return c.poll_max.min(60.0).max(c.poll_min);
@@ -266,7 +266,7 @@ impl SiteCoop {
 
     /// A backup poll of a pushed feed found `missed` changes the hub should have pushed by now
     /// (none: the hub is keeping up).
-    pub fn backup_polled(&mut self, missed: usize) {
+    pub(crate) fn backup_polled(&mut self, missed: usize) {
         self.quiet_backups = if missed == 0 {
             self.quiet_backups.saturating_add(1)
         } else {

@@ -20,13 +20,13 @@ pub(crate) const CHECKS: usize = 3;
 #[derive(Debug, Clone)]
 pub(crate) struct Listed {
     /// The URL.
-    pub url: Url,
+    pub(crate) url: Url,
     /// Its modification time (ms).
-    pub modified: i64,
+    pub(crate) modified: i64,
     /// Its entity tag (the SHA-256 of its content, for a webcoop site).
-    pub etag: Option<String>,
+    pub(crate) etag: Option<String>,
     /// Where its delta is.
-    pub delta: Option<Url>,
+    pub(crate) delta: Option<Url>,
 }
 
 impl Listed {

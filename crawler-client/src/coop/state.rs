@@ -64,15 +64,15 @@ pub(crate) trait KnownPages {
 /// and the effects left to the loop.
 pub(crate) struct Reach<'a> {
     /// The frontier.
-    pub frontier: &'a mut Frontier,
+    pub(crate) frontier: &'a mut Frontier,
     /// The refresh schedule, when the crawl keeps pages fresh.
-    pub schedule: Option<&'a mut Schedule>,
+    pub(crate) schedule: Option<&'a mut Schedule>,
     /// The pages held.
-    pub pages: &'a dyn KnownPages,
+    pub(crate) pages: &'a dyn KnownPages,
     /// Which URLs the crawl keeps.
-    pub policy: &'a LinkPolicy,
+    pub(crate) policy: &'a LinkPolicy,
     /// What the loop must do after the call.
-    pub out: &'a mut Effects,
+    pub(crate) out: &'a mut Effects,
 }
 
 impl Reach<'_> {
@@ -89,15 +89,15 @@ impl Reach<'_> {
 #[derive(Debug)]
 pub(crate) struct InlineDelta {
     /// The site.
-    pub host: HostId,
+    pub(crate) host: HostId,
     /// The page.
-    pub link: Link,
+    pub(crate) link: Link,
     /// Its depth in the crawl.
-    pub depth: u32,
+    pub(crate) depth: u32,
     /// The copy held.
-    pub known: KnownPage,
+    pub(crate) known: KnownPage,
     /// The delta.
-    pub plan: DeltaPlan,
+    pub(crate) plan: DeltaPlan,
 }
 
 /// What cooperation leaves to the loop: it owns the queue of new URLs, the batch, the log,
@@ -105,17 +105,17 @@ pub(crate) struct InlineDelta {
 #[derive(Debug, Default)]
 pub(crate) struct Effects {
     /// URLs a site listed that the crawl has not seen: to queue (depth 1).
-    pub links: Vec<Link>,
+    pub(crate) links: Vec<Link>,
     /// Pages the site announced deleted: to record, with their log line.
-    pub gone: Vec<PageRecord>,
+    pub(crate) gone: Vec<PageRecord>,
     /// Pages to rebuild from inline deltas.
-    pub inline: Vec<InlineDelta>,
+    pub(crate) inline: Vec<InlineDelta>,
     /// Pages read from batches, to record.
-    pub batch: Vec<super::batches::BatchPage>,
+    pub(crate) batch: Vec<super::batches::BatchPage>,
     /// Deliveries that arrived.
-    pub pushes: u64,
+    pub(crate) pushes: u64,
     /// Bytes that arrived outside requests (pushed documents).
-    pub bytes: u64,
+    pub(crate) bytes: u64,
 }
 
 impl CoopState {

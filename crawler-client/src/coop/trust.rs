@@ -17,9 +17,9 @@ const MEMORY: f64 = 0.98;
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Trust {
     /// Claims confirmed (decayed count).
-    pub right: f64,
+    pub(crate) right: f64,
     /// Claims refuted (decayed count).
-    pub wrong: f64,
+    pub(crate) wrong: f64,
 }
 
 impl Trust {
@@ -34,14 +34,14 @@ impl Trust {
     }
 
     /// A claim proved right.
-    pub fn confirm(&mut self) {
+    pub(crate) fn confirm(&mut self) {
         self.right = self.right * MEMORY + 1.0;
         self.wrong *= MEMORY;
     }
 
     /// A claim proved wrong, with a weight (a sitemap stamping every URL weighs more than one
     /// false announcement).
-    pub fn refute(&mut self, weight: f64) {
+    pub(crate) fn refute(&mut self, weight: f64) {
         self.right *= MEMORY;
         self.wrong = self.wrong * MEMORY + weight;
     }

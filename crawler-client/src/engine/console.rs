@@ -44,10 +44,10 @@ pub(super) fn logged_seeds(dir: &std::path::Path) -> Vec<Url> {
 }
 
 impl Engine {
-    /// Serves the console when asked for; returns where it listens.
-    pub(super) fn start_console(&mut self) -> Result<Option<std::net::SocketAddr>, CrawlError> {
+    /// Serves the console when asked for, and says where it listens.
+    pub(super) fn start_console(&mut self) -> Result<(), CrawlError> {
         let Some(settings) = self.settings.console.clone() else {
-            return Ok(None);
+            return Ok(());
         };
         let (live, actions) = Live::new(&self.settings.out);
         let addr = crate::console::server::start_live(
@@ -59,7 +59,7 @@ impl Engine {
         )?;
         tracing::info!("console at http://{addr}/");
         self.console = Some(Console::new(live, actions));
-        Ok(Some(addr))
+        Ok(())
     }
 
     /// Applies what the log says the operator set: blocks, delays and (with a console to
@@ -223,9 +223,9 @@ impl Engine {
         };
         let sample = Sample {
             t: now,
-            fetched: self.run.fetched,
-            bytes: self.run.bytes,
-            errors: self.run.errors,
+            fetched: self.run.counts().fetched,
+            bytes: self.run.counts().bytes,
+            errors: self.run.counts().errors,
             queued: self.frontier.queued(),
             in_flight: self.in_flight.requests(),
             hosts_active: self.frontier.active_hosts(),
@@ -247,10 +247,10 @@ impl Engine {
                 polled: f.polled,
                 due: f.due,
                 covered: f.covered,
-                visits: self.run.known_visits,
-                changes: self.run.changes,
+                visits: self.run.counts().known_visits,
+                changes: self.run.counts().changes,
                 announced: stats.announced,
-                pushes: self.run.pushes,
+                pushes: self.run.counts().pushes,
             }
         });
         let live = c.live.clone();
@@ -308,8 +308,8 @@ impl Engine {
             out: self.settings.out.display().to_string(),
             started_at: c.started_at,
             pages_total: self.fetched_total,
-            fetched: self.run.fetched,
-            revisits: self.run.revisits,
+            fetched: self.run.counts().fetched,
+            revisits: self.run.counts().revisits,
             queued: now.queued,
             seen: self.frontier.seen_len() as u64,
             hosts: self.frontier.host_count(),
@@ -318,13 +318,13 @@ impl Engine {
             errors,
             refusals: refusals.latest().iter().map(ToString::to_string).collect(),
             signed: self.ctx.client.signed(),
-            bytes: self.run.bytes,
+            bytes: self.run.counts().bytes,
             warc_bytes: m.warc_bytes.get(),
             disk_free: crate::console::disk_free(&self.settings.out),
             eta_secs,
             max_pages: self.settings.max_pages,
-            pushes: self.run.pushes,
-            coop_requests: self.run.coop_requests,
+            pushes: self.run.counts().pushes,
+            coop_requests: self.run.counts().coop_requests,
             paused: c.controls.paused,
             blocked: c.controls.blocked.iter().cloned().collect(),
             delays: c.controls.delays.clone(),

@@ -90,8 +90,7 @@ impl Engine {
         for b in out.batch {
             self.read_from_batch(b);
         }
-        self.run.pushes += out.pushes;
-        self.run.bytes += out.bytes;
+        self.run.pushed(out.pushes, out.bytes);
     }
 
     pub(super) fn coop_tick(&mut self) {
@@ -130,8 +129,7 @@ impl Engine {
             Err(e) => (None, None, format!("{what}: {e}")),
         };
         if let Ok(r) = &result {
-            self.run.coop_requests += 1;
-            self.run.bytes += r.size;
+            self.run.coop_request(r.size);
             if let Some(rec) = r.record.clone() {
                 self.append(rec)?;
             }

@@ -178,7 +178,7 @@ impl Engine {
             tracing::debug!(url = %p.url, due = p.due, rate = p.rate, weight = p.weight, "due");
             self.frontier.push_revisit(p.host, p.url, fp, p.depth);
             self.in_flight.revisit_queued();
-            self.run.revisits += 1;
+            self.run.revisit_queued();
         }
     }
 
@@ -188,8 +188,7 @@ impl Engine {
         let discovery_waiting = self.frontier.queued() > self.in_flight.revisits_queued() as u64;
         let allowed = if discovery_waiting {
             let share = self.settings.refresh_share;
-            let quota = (share * (self.run.started as f64 + 1.0)).ceil() as u64;
-            quota.saturating_sub(self.run.revisits) as usize
+            self.run.revisits_allowed(share) as usize
         } else {
             self.settings.concurrency
         };
@@ -202,12 +201,12 @@ impl Engine {
 
     fn snapshot(&self) -> Snapshot {
         let s = Snapshot {
-            fetched: self.run.fetched,
+            fetched: self.run.counts().fetched,
             queued: self.frontier.queued(),
             hosts_active: self.frontier.active_hosts(),
             in_flight: self.in_flight.requests(),
-            errors: self.run.errors,
-            bytes: self.run.bytes,
+            errors: self.run.counts().errors,
+            bytes: self.run.counts().bytes,
         };
         self.metrics.queued.set(s.queued as i64);
         self.metrics.hosts_active.set(s.hosts_active as i64);
@@ -279,7 +278,7 @@ impl Engine {
                     ));
                 }
                 Dispatch::Page(job) => {
-                    self.run.started += 1;
+                    self.run.page_started();
                     if job.revisit {
                         self.in_flight.revisit_dispatched();
                     }

@@ -469,17 +469,17 @@ impl Engine {
         let (last_at, last_fetched) = fleet.beat_mark;
         let secs = now.duration_since(last_at).as_secs_f64();
         let rate = if secs > 0.0 {
-            (self.run.fetched - last_fetched) as f64 / secs
+            (self.run.counts().fetched - last_fetched) as f64 / secs
         } else {
             0.0
         };
-        fleet.beat_mark = (now, self.run.fetched);
+        fleet.beat_mark = (now, self.run.counts().fetched);
         let beat = Heartbeat {
             at: 0,
             machine: fleet.machine.clone(),
             pid: std::process::id(),
             state: state.to_string(),
-            fetched: self.run.fetched,
+            fetched: self.run.counts().fetched,
             rate,
             hosts: 0,
             in_flight: self.in_flight.requests(),

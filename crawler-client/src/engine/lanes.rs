@@ -119,7 +119,7 @@ impl Engine {
     /// A page request came back unfetched: it is queued again as it was.
     pub(super) fn page_returned(&mut self, job: Queued) {
         self.in_flight.page_ended();
-        self.run.started = self.run.started.saturating_sub(1);
+        self.run.page_returned();
         if job.revisit {
             self.in_flight.revisit_queued();
         }

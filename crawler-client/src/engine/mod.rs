@@ -25,6 +25,7 @@ mod open;
 mod outcomes;
 mod record;
 mod replay;
+mod run_counters;
 mod save;
 #[cfg(test)]
 mod tests;
@@ -42,6 +43,7 @@ use crate::refresh::schedule::Schedule;
 use crate::state::{Figures, Store, StoreError};
 use crawl_log::CrawlLog;
 use in_flight::InFlight;
+use run_counters::RunCounters;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -134,29 +136,6 @@ pub struct Report {
     pub skipped: Vec<(String, String)>,
     /// This run.
     pub run: RunFigures,
-    /// Where `/metrics` was served.
-    pub metrics_addr: Option<std::net::SocketAddr>,
-    /// Where the console was served.
-    pub console_addr: Option<std::net::SocketAddr>,
-}
-
-/// This run's counts.
-#[derive(Default)]
-struct RunCounters {
-    fetched: u64,
-    revisits: u64,
-    started: u64,
-    bytes: u64,
-    errors: u64,
-    replayed: u64,
-    coop_requests: u64,
-    pushes: u64,
-    /// Visits of pages fetched before, and the changes they found.
-    known_visits: u64,
-    changes: u64,
-    /// Connections refused by the network guard in earlier runs, and the total last saved.
-    net_refused_before: u64,
-    net_refused_saved: u64,
 }
 
 /// The crawl: everything the loop decides with, owned by one thread.
@@ -212,13 +191,13 @@ pub fn run(mut s: Settings, stop: Arc<AtomicBool>) -> Result<Report, CrawlError>
             s.seeds.push(seed);
         }
     }
-    let (mut e, seeds, metrics_addr) = Engine::open(s)?;
+    let (mut e, seeds) = Engine::open(s)?;
     if let Some(process) = shared {
         e.frontier.share();
         e.fleet = Some(process);
         e.fleet_beat("running")?;
     }
-    let console_addr = e.start_console()?;
+    e.start_console()?;
     e.apply_logged_actions()?;
     let _checkpointer = e.store.checkpoint_in_background()?;
     e.replay()?;
@@ -236,14 +215,12 @@ pub fn run(mut s: Settings, stop: Arc<AtomicBool>) -> Result<Report, CrawlError>
         figures,
         skipped,
         run: RunFigures {
-            fetched: e.run.fetched,
-            bytes: e.run.bytes,
+            fetched: e.run.counts().fetched,
+            bytes: e.run.counts().bytes,
             elapsed: started.elapsed(),
-            replayed: e.run.replayed,
+            replayed: e.run.counts().replayed,
             complete,
         },
-        metrics_addr,
-        console_addr,
     })
 }
 

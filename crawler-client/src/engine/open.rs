@@ -139,15 +139,15 @@ fn serve_metrics(
     rt: &tokio::runtime::Runtime,
     addr: Option<std::net::SocketAddr>,
     metrics: &Arc<CrawlMetrics>,
-) -> Result<Option<std::net::SocketAddr>, CrawlError> {
+) -> Result<(), CrawlError> {
     let Some(addr) = addr else {
-        return Ok(None);
+        return Ok(());
     };
     let local = rt
         .block_on(metrics::serve(addr, metrics.clone()))
         .map_err(|e| start_error(format!("metrics on {addr}"))(e.into()))?;
     tracing::info!("metrics at http://{local}/metrics");
-    Ok(Some(local))
+    Ok(())
 }
 
 /// The WebSub callback server, reporting into the loop's channel.
@@ -180,9 +180,7 @@ fn callback_server(
 impl Engine {
     /// Opens the crawl in `s.out`; returns it with the seeds to queue and where the metrics
     /// are served.
-    pub(super) fn open(
-        s: Settings,
-    ) -> Result<(Engine, Vec<Url>, Option<std::net::SocketAddr>), CrawlError> {
+    pub(super) fn open(s: Settings) -> Result<(Engine, Vec<Url>), CrawlError> {
         let rt = runtime(s.fetch_threads)?;
         let mut store = Store::open(&s.out)?;
         let seeds = seeds(&store, &s.seeds)?;
@@ -235,7 +233,7 @@ impl Engine {
         let client = fetch::client(&s.user_agent, &s.fetch, guard, s.per_host, signer)
             .map_err(|e| start_error("the HTTP client")(e.into()))?;
         let metrics = Arc::new(CrawlMetrics::default());
-        let metrics_addr = serve_metrics(&rt, s.metrics, &metrics)?;
+        serve_metrics(&rt, s.metrics, &metrics)?;
         let log = CrawlLog::open(&s.out.join("crawl.log"))?;
         let (tx, rx) = outbox::channel();
         let policy = LinkPolicy::new(s.scope.clone(), &seeds, s.limits)
@@ -270,11 +268,7 @@ impl Engine {
             digests,
             in_flight: InFlight::default(),
             fetched_total,
-            run: RunCounters {
-                net_refused_before: net_refused,
-                net_refused_saved: net_refused,
-                ..RunCounters::default()
-            },
+            run: RunCounters::resumed(net_refused),
             log,
             metrics,
             token,
@@ -293,7 +287,7 @@ impl Engine {
                 schedule.set_host_covered(host, true);
             }
         }
-        Ok((e, seeds, metrics_addr))
+        Ok((e, seeds))
     }
 
     /// The refresh schedule of the pages worth keeping fresh, when the crawl keeps any.

@@ -384,7 +384,7 @@ impl Engine {
         });
         if let FetchError::Refused(_) = err {
             self.unsaved.settled(host, job.seq);
-            self.run.errors += 1;
+            self.run.given_up();
             self.give_up(host, err.to_string());
             if freed {
                 self.request_ended(host, now);
@@ -393,7 +393,7 @@ impl Engine {
         }
         if failures >= self.settings.host_give_up {
             self.unsaved.settled(host, job.seq);
-            self.run.errors += 1;
+            self.run.given_up();
             self.give_up(host, format!("{err} ({failures} failures in a row)"));
             if freed {
                 self.request_ended(host, now);
@@ -409,7 +409,7 @@ impl Engine {
         }
         if job.attempts >= self.settings.max_attempts {
             self.metrics.fetch("failed");
-            self.run.errors += 1;
+            self.run.given_up();
             self.fetched_total += 1;
             self.unsaved.finished(
                 job.seq,

@@ -180,11 +180,7 @@ impl Engine {
         let class = status_class(status);
         self.metrics.fetch(class);
         self.metrics.bytes.inc_by(size);
-        if matches!(class, "4xx" | "5xx") {
-            self.run.errors += 1;
-        }
-        self.run.fetched += 1;
-        self.run.bytes += size;
+        self.run.response(size, matches!(class, "4xx" | "5xx"));
         self.fetched_total += 1;
     }
 
@@ -226,8 +222,7 @@ impl Engine {
         };
         let learnt = self.learn(job, &visit, children);
         if f.known.is_some() {
-            self.run.known_visits += 1;
-            self.run.changes += u64::from(f.changed);
+            self.run.visited_again(f.changed);
         }
         let delta = f.delta.as_ref();
         self.with_coop(|c, r| {

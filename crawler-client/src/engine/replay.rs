@@ -42,7 +42,7 @@ impl Engine {
                         length: rec.length,
                     };
                     if self.replay_record(rec, pos, &mut seen_fps, &mut queued, &mut deltas)? {
-                        self.run.replayed += 1;
+                        self.run.record_replayed();
                     }
                 }
                 if valid < size {
@@ -59,10 +59,10 @@ impl Engine {
                 .resume(&name, valid)
                 .map_err(|e| file_error(&dir.join(&name))(e))?;
         }
-        if self.run.replayed > 0 {
+        if self.run.counts().replayed > 0 {
             tracing::info!(
                 "replayed {} records written after the last saved batch",
-                self.run.replayed
+                self.run.counts().replayed
             );
         }
         self.commit()

@@ -41,12 +41,11 @@ impl Engine {
             Vec::new()
         };
         batch.coop = coop;
-        let refused = self.run.net_refused_before + self.ctx.client.guard().refusals().count();
-        if refused != self.run.net_refused_saved {
+        let refusals = self.ctx.client.guard().refusals().count();
+        if let Some(refused) = self.run.net_refused_to_save(refusals) {
             batch
                 .meta
                 .push((NET_REFUSED.to_string(), refused.to_string()));
-            self.run.net_refused_saved = refused;
         }
         if !self.unsaved.is_empty() {
             let cash = self.frontier.cash_meta();

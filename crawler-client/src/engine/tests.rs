@@ -37,7 +37,7 @@ fn settings(out: &Path) -> Settings {
 
 /// An engine on `out` with its seed queued.
 fn open(out: &Path) -> Engine {
-    let (mut e, seeds, _) = Engine::open(settings(out)).unwrap();
+    let (mut e, seeds) = Engine::open(settings(out)).unwrap();
     e.seed(&seeds);
     e
 }
@@ -169,7 +169,11 @@ fn a_failed_page_is_retried_after_its_host_is_parked_then_recorded_as_failed() {
     );
     assert_eq!(e.unsaved.batch().done, [job.seq]);
     assert_eq!(
-        (e.in_flight.requests(), e.in_flight.pages(), e.run.errors),
+        (
+            e.in_flight.requests(),
+            e.in_flight.pages(),
+            e.run.counts().errors
+        ),
         (0, 0, 1)
     );
     assert_eq!(e.frontier.host(host).unwrap().failures, 2);
@@ -241,7 +245,7 @@ fn records_written_after_the_last_batch_are_replayed_not_fetched_again_and_a_tor
             .unwrap();
         f.write_all(b"WARC/1.1\r\nWARC-Type: respo").unwrap();
     }
-    let (mut e, seeds, _) = Engine::open(settings(dir.path())).unwrap();
+    let (mut e, seeds) = Engine::open(settings(dir.path())).unwrap();
     assert_eq!(
         e.store.page(seed_fp).unwrap(),
         None,
@@ -249,7 +253,7 @@ fn records_written_after_the_last_batch_are_replayed_not_fetched_again_and_a_tor
     );
     e.replay().unwrap();
     e.seed(&seeds);
-    assert_eq!(e.run.replayed, 1);
+    assert_eq!(e.run.counts().replayed, 1);
     let page = e
         .store
         .page(seed_fp)
@@ -418,11 +422,11 @@ fn a_page_rebuilt_from_a_delta_is_archived_as_made_and_replayed_after_a_crash_as
         );
         e.warc.sync().unwrap();
     }
-    let (mut e, seeds, _) = Engine::open(settings(dir.path())).unwrap();
+    let (mut e, seeds) = Engine::open(settings(dir.path())).unwrap();
     assert_eq!(held(dir.path()), v(2).as_bytes(), "before the replay");
     e.replay().unwrap();
     e.seed(&seeds);
-    assert_eq!(e.run.replayed, 1, "the page, not its delta");
+    assert_eq!(e.run.counts().replayed, 1, "the page, not its delta");
     assert_eq!(held(dir.path()), v(3).as_bytes());
     let page = e.store.page(seed.fp).unwrap().unwrap();
     assert_eq!(

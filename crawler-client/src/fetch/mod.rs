@@ -27,17 +27,17 @@ pub(crate) const DEFAULT_USER_AGENT: &str = concat!(
 
 /// Limits of one fetch.
 #[derive(Debug, Clone, Copy)]
-pub struct FetchLimits {
+pub(crate) struct FetchLimits {
     /// Largest body kept (the rest is cut off and the record marked truncated).
-    pub max_body: usize,
+    pub(crate) max_body: usize,
     /// Time allowed for the whole exchange.
-    pub timeout: Duration,
+    pub(crate) timeout: Duration,
     /// Time allowed to connect.
-    pub connect_timeout: Duration,
+    pub(crate) connect_timeout: Duration,
     /// Slowest acceptable transfer, in bytes per second, after the first `grace`.
-    pub min_speed: u64,
+    pub(crate) min_speed: u64,
     /// Time before the minimum speed applies.
-    pub grace: Duration,
+    pub(crate) grace: Duration,
 }
 
 impl Default for FetchLimits {
@@ -56,40 +56,40 @@ impl Default for FetchLimits {
 #[derive(Debug, Clone)]
 pub(crate) struct FetchRequest {
     /// The URL.
-    pub url: Url,
+    pub(crate) url: Url,
     /// `If-None-Match`: the entity tag of the copy held.
-    pub etag: Option<String>,
+    pub(crate) etag: Option<String>,
     /// `If-Modified-Since`: the `Last-Modified` of the copy held.
-    pub last_modified: Option<String>,
+    pub(crate) last_modified: Option<String>,
     /// Further request headers; an `Accept-Encoding` here replaces the default one.
-    pub headers: Vec<(&'static str, String)>,
+    pub(crate) headers: Vec<(&'static str, String)>,
 }
 
 /// What came back.
 #[derive(Debug, Clone)]
 pub(crate) struct FetchResponse {
     /// The URL asked for.
-    pub url: Url,
+    pub(crate) url: Url,
     /// The status code.
-    pub status: u16,
+    pub(crate) status: u16,
     /// The HTTP version, as in a status line (`HTTP/1.1`).
-    pub version: &'static str,
+    pub(crate) version: &'static str,
     /// The reason phrase.
-    pub reason: String,
+    pub(crate) reason: String,
     /// Response headers in order, as received.
-    pub headers: Vec<(String, String)>,
+    pub(crate) headers: Vec<(String, String)>,
     /// The body as received (content-coded, transfer coding removed), at most the limit.
-    pub body: Bytes,
+    pub(crate) body: Bytes,
     /// Whether the body was cut at the limit.
-    pub truncated: bool,
+    pub(crate) truncated: bool,
     /// When the request was sent.
-    pub fetched_at: DateTime<Utc>,
+    pub(crate) fetched_at: DateTime<Utc>,
     /// Time to the complete response.
-    pub elapsed: Duration,
+    pub(crate) elapsed: Duration,
     /// The server's address.
-    pub remote: Option<SocketAddr>,
+    pub(crate) remote: Option<SocketAddr>,
     /// The request line and headers sent.
-    pub request_head: String,
+    pub(crate) request_head: String,
 }
 
 impl FetchResponse {

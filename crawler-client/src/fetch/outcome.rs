@@ -50,47 +50,47 @@ pub(crate) enum RecordSlot {
 #[derive(Debug, Clone)]
 pub(crate) struct Fetched {
     /// Status code.
-    pub status: u16,
+    pub(crate) status: u16,
     /// What the response says.
-    pub analysis: Analysis,
+    pub(crate) analysis: Analysis,
     /// Body bytes as received.
-    pub size: u64,
+    pub(crate) size: u64,
     /// Whether the body was cut at the size limit.
-    pub truncated: bool,
+    pub(crate) truncated: bool,
     /// When it was requested.
-    pub fetched_at: DateTime<Utc>,
+    pub(crate) fetched_at: DateTime<Utc>,
     /// `Retry-After`.
-    pub retry_after: Option<String>,
+    pub(crate) retry_after: Option<String>,
     /// The HTTP head as archived.
-    pub http_head: String,
+    pub(crate) http_head: String,
     /// `sha1:` digest of the body as received.
-    pub payload_digest: String,
+    pub(crate) payload_digest: String,
     /// Same content as the copy held.
-    pub unchanged: bool,
+    pub(crate) unchanged: bool,
     /// Content different from the copy held.
-    pub changed: bool,
+    pub(crate) changed: bool,
     /// The page whose content this is, when the archive says so (replay of a revisit).
-    pub refers_to: Option<String>,
+    pub(crate) refers_to: Option<String>,
     /// The archive record.
-    pub record: RecordSlot,
+    pub(crate) record: RecordSlot,
     /// What was received when the page was made from it (a delta), archived just before
     /// the page's record, which refers to it.
-    pub received: Option<Record>,
+    pub(crate) received: Option<Record>,
     /// What was held of the page before this visit (a revisit).
-    pub known: Option<KnownPage>,
+    pub(crate) known: Option<KnownPage>,
     /// Whether it came as a delta.
-    pub delta: Option<DeltaUse>,
+    pub(crate) delta: Option<DeltaUse>,
 }
 
 /// The outcome of a robots.txt fetch.
 #[derive(Debug, Clone)]
 pub(crate) struct RobotsFetched {
     /// Final status (after redirects).
-    pub status: u16,
+    pub(crate) status: u16,
     /// Decoded body, at most the parse limit.
-    pub body: Vec<u8>,
+    pub(crate) body: Vec<u8>,
     /// The archive record of the final response.
-    pub record: RecordSlot,
+    pub(crate) record: RecordSlot,
 }
 
 /// What comes back to the scheduler.
@@ -159,23 +159,23 @@ pub(crate) enum Outcome {
 /// What every request needs.
 pub(crate) struct Context {
     /// The HTTP client, behind the guard of allowed destinations.
-    pub client: crate::fetch::Net,
+    pub(crate) client: crate::fetch::Net,
     /// Fetch limits.
-    pub limits: FetchLimits,
+    pub(crate) limits: FetchLimits,
     /// Which links to keep.
-    pub policy: LinkPolicy,
+    pub(crate) policy: LinkPolicy,
     /// gzip level of archive records.
-    pub warc_level: u32,
+    pub(crate) warc_level: u32,
     /// Where the archive is (held copies are read back from it for deltas).
-    pub warc_dir: PathBuf,
+    pub(crate) warc_dir: PathBuf,
     /// Whether revisits send the held copy's validators.
-    pub conditional: bool,
+    pub(crate) conditional: bool,
     /// Addresses given with `--resolve`, which lookups use first.
-    pub resolve: Vec<(String, std::net::SocketAddr)>,
+    pub(crate) resolve: Vec<(String, std::net::SocketAddr)>,
     /// Bytes of snapshot pages sent to the loop and not yet recorded.
-    pub snapshot_backlog: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    pub(crate) snapshot_backlog: std::sync::Arc<std::sync::atomic::AtomicU64>,
     /// What the crawl is for: responses whose usage preferences refuse it are not kept.
-    pub purposes: Vec<webcoop_protocol::usage::Purpose>,
+    pub(crate) purposes: Vec<webcoop_protocol::usage::Purpose>,
 }
 
 impl Context {
@@ -199,15 +199,15 @@ impl Context {
 #[derive(Debug, Clone)]
 pub(crate) struct CoopFetched {
     /// Status code (after no redirect: metadata does not move).
-    pub status: u16,
+    pub(crate) status: u16,
     /// Response headers.
-    pub headers: Vec<(String, String)>,
+    pub(crate) headers: Vec<(String, String)>,
     /// The body with its content coding removed.
-    pub body: Vec<u8>,
+    pub(crate) body: Vec<u8>,
     /// Bytes received.
-    pub size: u64,
+    pub(crate) size: u64,
     /// The archive record (none for hub requests).
-    pub record: Option<RecordSlot>,
+    pub(crate) record: Option<RecordSlot>,
 }
 
 impl CoopFetched {

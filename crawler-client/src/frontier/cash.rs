@@ -22,11 +22,11 @@ pub(crate) struct CashBook {
 #[derive(Debug, Clone, Copy, PartialEq, Default, serde::Serialize, serde::Deserialize)]
 pub(crate) struct CashTotals {
     /// Credit per page from the virtual page.
-    pub u: f64,
+    pub(crate) u: f64,
     /// The virtual page's cash.
-    pub virtual_cash: f64,
+    pub(crate) virtual_cash: f64,
     /// The clock G: the cash of all reads so far.
-    pub clock: f64,
+    pub(crate) clock: f64,
 }
 
 impl CashBook {

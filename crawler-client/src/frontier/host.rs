@@ -24,9 +24,9 @@ pub(crate) enum RobotsState {
 #[derive(Debug)]
 pub(crate) struct Host {
     /// Database id.
-    pub id: HostId,
+    pub(crate) id: HostId,
     /// `scheme://host[:port]`.
-    pub origin: String,
+    pub(crate) origin: String,
     /// URLs waiting outside `buffer` (in the database or not saved yet).
     pub(super) queued: u64,
     /// The next URLs, best first.
@@ -41,18 +41,18 @@ pub(crate) struct Host {
     /// in `buffer`, `ahead` or `taken`, until a saved batch adds rows to the store.
     pub(super) read_to: Option<(f64, i64)>,
     /// Requests under way (or waiting on the fetching side).
-    pub in_flight: usize,
+    pub(crate) in_flight: usize,
     /// Requests it may be handed beyond its connections, to wait on the fetching side: only
     /// while its delay is zero.
     pub(super) lookahead: usize,
     /// Earliest time of the next request.
-    pub next_allowed: Instant,
+    pub(crate) next_allowed: Instant,
     /// robots.txt.
-    pub robots: RobotsState,
+    pub(crate) robots: RobotsState,
     /// Consecutive failures.
-    pub failures: u32,
+    pub(crate) failures: u32,
     /// Why the host is not crawled.
-    pub skipped: Option<String>,
+    pub(crate) skipped: Option<String>,
     /// Cooperation requests waiting (metadata, hub), served before pages.
     pub(super) coop: VecDeque<CoopJob>,
     /// Whether it waits in the frontier's heap.
@@ -60,16 +60,16 @@ pub(crate) struct Host {
     /// In a fleet: whether this process holds the host's lease (only then is it contacted).
     pub(super) leased: bool,
     /// Its server's address, when politeness is keyed by address.
-    pub address: super::servers::Address,
+    pub(crate) address: super::servers::Address,
     /// Blocked from the console: nothing is fetched, its URLs stay queued.
-    pub blocked: bool,
+    pub(crate) blocked: bool,
     /// Its pages wait while a snapshot of the site is fetched and read (its cooperation
     /// requests go on).
-    pub holding: bool,
+    pub(crate) holding: bool,
     /// The delay set from the console, in place of the policy's.
-    pub delay_set: Option<std::time::Duration>,
+    pub(crate) delay_set: Option<std::time::Duration>,
     /// The delay after its last request, and why it is that long.
-    pub delay: (std::time::Duration, super::politeness::DelayWhy),
+    pub(crate) delay: (std::time::Duration, super::politeness::DelayWhy),
 }
 
 impl Host {

@@ -11,19 +11,19 @@ use std::time::Duration;
 #[derive(Debug, Clone, Copy)]
 pub struct Politeness {
     /// Shortest delay between two requests to a host.
-    pub min_delay: Duration,
+    pub(crate) min_delay: Duration,
     /// Delay as a multiple of the host's last response time.
-    pub factor: f64,
+    pub(crate) factor: f64,
     /// Longest delay the response-time rule sets (robots.txt may ask for more).
     pub max_delay: Duration,
     /// Longest `Crawl-delay` honoured; a host asking for more is skipped.
-    pub crawl_delay_cap: Duration,
+    pub(crate) crawl_delay_cap: Duration,
     /// First parking time of a failing host; it doubles with each further failure.
-    pub park_base: Duration,
+    pub(crate) park_base: Duration,
     /// Longest a failing host is parked.
-    pub max_park: Duration,
+    pub(crate) max_park: Duration,
     /// Longest `Retry-After` honoured.
-    pub max_retry_after: Duration,
+    pub(crate) max_retry_after: Duration,
 }
 
 impl Default for Politeness {
@@ -57,7 +57,7 @@ pub(crate) fn site_seconds(secs: f64) -> Duration {
 
 /// Which rule set a host's delay.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DelayWhy {
+pub(crate) enum DelayWhy {
     /// The minimum delay.
     Minimum,
     /// The host's robots.txt `Crawl-delay`.
@@ -74,7 +74,7 @@ pub enum DelayWhy {
 
 impl DelayWhy {
     /// In words, for the console.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             DelayWhy::Minimum => "minimum delay",
             DelayWhy::CrawlDelay => "robots.txt Crawl-delay",
@@ -94,7 +94,7 @@ impl Politeness {
 
     /// The delay and the rule that set it; an operator's delay replaces the minimum and the
     /// response-time rule, never robots.txt's `Crawl-delay` when that asks for more.
-    pub fn explain(
+    pub(crate) fn explain(
         &self,
         crawl_delay: Option<f64>,
         last_response: Duration,
@@ -128,7 +128,7 @@ impl Politeness {
 
     /// How long a host is parked after `failures` consecutive failures (timeouts, refused
     /// connections): the base (30 s), doubling, up to the cap (12 h).
-    pub fn park_for(&self, failures: u32) -> Duration {
+    pub(crate) fn park_for(&self, failures: u32) -> Duration {
         let base = self
             .park_base
             .saturating_mul(1u32 << failures.saturating_sub(1).min(20));

@@ -103,7 +103,7 @@ impl Rules {
     }
 
     /// Usage lines robots.txt has that could not be read (a few, for one log line).
-    pub fn usage_problems(&self) -> &[String] {
+    pub(crate) fn usage_problems(&self) -> &[String] {
         match self {
             Rules::Parsed(r) => &r.usage.problems,
             _ => &[],

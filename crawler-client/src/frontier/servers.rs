@@ -21,7 +21,7 @@ use std::time::Instant;
     serde::Deserialize,
 )]
 #[serde(rename_all = "lowercase")]
-pub enum PolitenessKey {
+pub(crate) enum PolitenessKey {
     /// Each host name on its own.
     #[default]
     Host,

@@ -21,15 +21,15 @@ use std::time::{Duration, Instant};
 #[derive(Debug, Clone)]
 pub(crate) struct Claimed {
     /// Its id.
-    pub host: HostId,
+    pub(crate) host: HostId,
     /// `scheme://host[:port]`.
-    pub origin: String,
+    pub(crate) origin: String,
     /// URLs waiting in it.
-    pub queued: u64,
+    pub(crate) queued: u64,
     /// Its robots.txt as another process read it, if still fresh: status, body, when (ms).
-    pub robots: Option<(u16, Vec<u8>, i64)>,
+    pub(crate) robots: Option<(u16, Vec<u8>, i64)>,
     /// Its pages kept fresh, as their last holder left them (a crawl kept fresh).
-    pub tracked: Vec<TrackedPage>,
+    pub(crate) tracked: Vec<TrackedPage>,
 }
 
 /// A page of the refresh schedule as the fleet shares it, so that a host's next holder
@@ -37,15 +37,15 @@ pub(crate) struct Claimed {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct TrackedPage {
     /// Its fingerprint.
-    pub fp: Fp,
+    pub(crate) fp: Fp,
     /// Its URL.
-    pub url: String,
+    pub(crate) url: String,
     /// Links from a seed.
-    pub depth: u32,
+    pub(crate) depth: u32,
     /// Its estimated change rate per second, once observed.
-    pub rate: Option<f64>,
+    pub(crate) rate: Option<f64>,
     /// Its last visit (ms).
-    pub visited: i64,
+    pub(crate) visited: i64,
 }
 
 /// A frontier shared by a fleet, as one process uses it.

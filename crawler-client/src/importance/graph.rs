@@ -125,7 +125,7 @@ impl Graph {
     }
 
     /// Reads arcs from a reader (`name` is used in errors).
-    pub fn parse(mut reader: impl BufRead, name: &str) -> Result<Graph, GraphError> {
+    pub(crate) fn parse(mut reader: impl BufRead, name: &str) -> Result<Graph, GraphError> {
         let mut nodes = Interner::default();
         let mut arcs: Vec<(u32, u32)> = Vec::new();
         let mut line = String::new();
@@ -178,7 +178,7 @@ impl Graph {
     }
 
     /// A graph over `labels.len()` nodes with these arcs (indexes into `labels`).
-    pub fn from_arcs(labels: Vec<String>, mut arcs: Vec<(u32, u32)>) -> Graph {
+    pub(crate) fn from_arcs(labels: Vec<String>, mut arcs: Vec<(u32, u32)>) -> Graph {
         let n = labels.len();
         arcs.sort_unstable();
         arcs.dedup();
@@ -197,7 +197,7 @@ impl Graph {
     }
 
     /// A graph with nodes named `0..n`.
-    pub fn numbered(n: usize, arcs: Vec<(u32, u32)>) -> Graph {
+    pub(crate) fn numbered(n: usize, arcs: Vec<(u32, u32)>) -> Graph {
         Self::from_arcs((0..n).map(|i| i.to_string()).collect(), arcs)
     }
 
@@ -207,17 +207,17 @@ impl Graph {
     }
 
     /// Whether there are no nodes.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.labels.is_empty()
     }
 
     /// Number of (distinct) arcs.
-    pub fn arcs(&self) -> usize {
+    pub(crate) fn arcs(&self) -> usize {
         self.out.len()
     }
 
     /// The label of node `i`.
-    pub fn label(&self, i: usize) -> &str {
+    pub(crate) fn label(&self, i: usize) -> &str {
         &self.labels[i]
     }
 
@@ -227,12 +227,12 @@ impl Graph {
     }
 
     /// The nodes linking to `i`.
-    pub fn parents(&self, i: usize) -> &[u32] {
+    pub(crate) fn parents(&self, i: usize) -> &[u32] {
         &self.inn[self.in_start[i] as usize..self.in_start[i + 1] as usize]
     }
 
     /// Out-degree of `i`.
-    pub fn out_degree(&self, i: usize) -> usize {
+    pub(crate) fn out_degree(&self, i: usize) -> usize {
         (self.out_start[i + 1] - self.out_start[i]) as usize
     }
 }

@@ -12,9 +12,9 @@ use rayon::prelude::*;
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Convergence {
     /// Iterations run.
-    pub iterations: u32,
+    pub(crate) iterations: u32,
     /// L1 change of the last iteration.
-    pub delta: f64,
+    pub(crate) delta: f64,
 }
 
 /// PageRank of every node, summing to 1, iterated until the L1 change falls below `tol` or

@@ -24,16 +24,16 @@ use std::time::Instant;
 pub struct RankArgs {
     /// Arcs file: `SOURCE<TAB>TARGET` lines, plain or gzip.
     #[arg(long, value_name = "FILE")]
-    pub arcs: PathBuf,
+    pub(crate) arcs: PathBuf,
     /// Damping factor (the probability of following a link).
     #[arg(long, default_value_t = 0.85)]
-    pub alpha: f64,
+    pub(crate) alpha: f64,
     /// Stop when the L1 change of an iteration falls below this.
     #[arg(long, default_value_t = 1e-12)]
-    pub tol: f64,
+    pub(crate) tol: f64,
     /// Give up after this many iterations.
     #[arg(long, default_value_t = 1000)]
-    pub max_iter: u32,
+    pub(crate) max_iter: u32,
 }
 
 /// `opic-sim`: OPIC replayed on a graph, against exact PageRank.
@@ -41,23 +41,23 @@ pub struct RankArgs {
 pub struct OpicSimArgs {
     /// Arcs file: `SOURCE<TAB>TARGET` lines, plain or gzip.
     #[arg(long, value_name = "FILE")]
-    pub arcs: PathBuf,
+    pub(crate) arcs: PathBuf,
     /// Which page is read next.
     #[arg(long, value_enum, default_value_t = OpicPolicy::Greedy)]
-    pub policy: OpicPolicy,
+    pub(crate) policy: OpicPolicy,
     /// Pages read (default: ten passes, 10 n).
     #[arg(long)]
-    pub steps: Option<u64>,
+    pub(crate) steps: Option<u64>,
     /// Share of a page's cash that goes to the virtual page; the estimates converge to
     /// PageRank with damping 1 - eps.
     #[arg(long, default_value_t = 0.15)]
-    pub eps: f64,
+    pub(crate) eps: f64,
     /// Print the error every this many reads (default: every pass of n reads).
     #[arg(long)]
-    pub every: Option<u64>,
+    pub(crate) every: Option<u64>,
     /// Random seed (for `random`).
     #[arg(long, default_value_t = 1)]
-    pub seed: u64,
+    pub(crate) seed: u64,
 }
 
 /// `order-sim`: Castillo's crawl-order comparison on a graph.
@@ -65,7 +65,7 @@ pub struct OpicSimArgs {
 pub struct OrderSimArgs {
     /// Arcs file: `SOURCE<TAB>TARGET` lines, plain or gzip.
     #[arg(long, value_name = "FILE")]
-    pub arcs: PathBuf,
+    pub(crate) arcs: PathBuf,
     /// Crawl orders to compare (comma-separated).
     #[arg(
         long,
@@ -73,27 +73,27 @@ pub struct OrderSimArgs {
         value_delimiter = ',',
         default_value = "bfs,backlink,pagerank-batch,opic,larger-sites-first,random"
     )]
-    pub strategy: Vec<Strategy>,
+    pub(crate) strategy: Vec<Strategy>,
     /// Each node's site: `NODE<TAB>SITE` lines. Without it, sites are inferred from node order
     /// (graphs numbered by sorted URL), see --site-span.
     #[arg(long, value_name = "FILE")]
-    pub sites: Option<PathBuf>,
+    pub(crate) sites: Option<PathBuf>,
     /// When inferring sites: the longest id span of a link that holds a site together.
     #[arg(long, default_value_t = 10_000)]
-    pub site_span: usize,
+    pub(crate) site_span: usize,
     /// Start nodes (comma-separated labels). Default: the first node of every site, its home
     /// page when nodes are numbered by sorted URL.
     #[arg(long, value_delimiter = ',')]
-    pub seeds: Vec<String>,
+    pub(crate) seeds: Vec<String>,
     /// PageRank damping.
     #[arg(long, default_value_t = 0.85)]
-    pub alpha: f64,
+    pub(crate) alpha: f64,
     /// Pages per batch for pagerank-batch (default: a 30th of the graph).
     #[arg(long, default_value_t = 0)]
-    pub batch: usize,
+    pub(crate) batch: usize,
     /// Random seed.
     #[arg(long, default_value_t = 1)]
-    pub seed: u64,
+    pub(crate) seed: u64,
 }
 
 /// `refresh-sim`: revisit policies under a budget, on pages with Poisson changes.
@@ -101,10 +101,10 @@ pub struct OrderSimArgs {
 pub struct RefreshSimArgs {
     /// Pages.
     #[arg(long, default_value_t = 2000)]
-    pub pages: usize,
+    pub(crate) pages: usize,
     /// Visits per day.
     #[arg(long, default_value_t = 200.0)]
-    pub budget: f64,
+    pub(crate) budget: f64,
     /// Policies (comma-separated).
     #[arg(
         long,
@@ -112,31 +112,31 @@ pub struct RefreshSimArgs {
         value_delimiter = ',',
         default_value = "uniform,proportional,sqrt,optimal"
     )]
-    pub policy: Vec<RefreshPolicy>,
+    pub(crate) policy: Vec<RefreshPolicy>,
     /// Days simulated.
     #[arg(long, default_value_t = 240.0)]
-    pub days: f64,
+    pub(crate) days: f64,
     /// Days of warm-up before measuring.
     #[arg(long, default_value_t = 60.0)]
-    pub warmup: f64,
+    pub(crate) warmup: f64,
     /// Pareto shape of the change rates (smaller: heavier tail).
     #[arg(long, default_value_t = 1.0)]
-    pub shape: f64,
+    pub(crate) shape: f64,
     /// Smallest change rate, per day.
     #[arg(long, default_value_t = 1.0 / 60.0)]
-    pub min_rate: f64,
+    pub(crate) min_rate: f64,
     /// Largest change rate, per day.
     #[arg(long, default_value_t = 48.0)]
-    pub max_rate: f64,
+    pub(crate) max_rate: f64,
     /// Give pages Zipf importance and weigh freshness by it.
     #[arg(long)]
-    pub importance: bool,
+    pub(crate) importance: bool,
     /// The crawler sees no Last-Modified (rates from content changes only).
     #[arg(long)]
-    pub no_last_modified: bool,
+    pub(crate) no_last_modified: bool,
     /// Random seed.
     #[arg(long, default_value_t = 1)]
-    pub seed: u64,
+    pub(crate) seed: u64,
 }
 
 /// What went wrong in an offline command.

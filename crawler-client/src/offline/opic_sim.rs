@@ -19,20 +19,20 @@ pub enum Policy {
 
 /// The error of the estimates at one moment.
 #[derive(Debug, Clone, Copy)]
-pub struct Sample {
+pub(crate) struct Sample {
     /// Pages read so far.
-    pub steps: u64,
+    pub(crate) steps: u64,
     /// The clock G.
-    pub clock: f64,
+    pub(crate) clock: f64,
     /// Mean relative error over all pages, in percent (the paper's metric).
-    pub err_all: f64,
+    pub(crate) err_all: f64,
     /// The same over the 10% of pages with the highest PageRank.
-    pub err_top: f64,
+    pub(crate) err_top: f64,
 }
 
 /// Mean relative error (percent) of `x` against `reference`, over all pages and over the top
 /// tenth by reference score.
-pub fn errors(x: &[f64], reference: &[f64]) -> (f64, f64) {
+pub(crate) fn errors(x: &[f64], reference: &[f64]) -> (f64, f64) {
     let rel: Vec<f64> = x
         .iter()
         .zip(reference)
@@ -48,7 +48,7 @@ pub fn errors(x: &[f64], reference: &[f64]) -> (f64, f64) {
 
 /// Replays `steps` reads with `policy` and virtual-page share `eps`, sampling the error
 /// against `reference` (PageRank with damping `1 - eps`) every `every` reads and at the end.
-pub fn simulate(
+pub(crate) fn simulate(
     g: &Graph,
     reference: &[f64],
     policy: Policy,

@@ -14,25 +14,25 @@ const DAY: f64 = 86_400.0;
 #[derive(Debug, Clone)]
 pub struct Setup {
     /// Pages.
-    pub pages: usize,
+    pub(crate) pages: usize,
     /// Visits per day.
-    pub budget: f64,
+    pub(crate) budget: f64,
     /// Days simulated.
-    pub days: f64,
+    pub(crate) days: f64,
     /// Days before measuring.
-    pub warmup: f64,
+    pub(crate) warmup: f64,
     /// Pareto shape of the change rates (smaller: heavier tail).
-    pub shape: f64,
+    pub(crate) shape: f64,
     /// The smallest change rate, per day.
-    pub min_rate: f64,
+    pub(crate) min_rate: f64,
     /// The largest change rate, per day.
-    pub max_rate: f64,
+    pub(crate) max_rate: f64,
     /// Whether pages have unequal importance (Zipf over the pages) that weighs freshness.
-    pub importance: bool,
+    pub(crate) importance: bool,
     /// Whether the crawler sees Last-Modified.
-    pub last_modified: bool,
+    pub(crate) last_modified: bool,
     /// Random seed.
-    pub seed: u64,
+    pub(crate) seed: u64,
 }
 
 impl Default for Setup {
@@ -56,19 +56,19 @@ impl Default for Setup {
 #[derive(Debug, Clone, Copy)]
 pub struct RefreshResult {
     /// Time-averaged freshness, importance-weighted.
-    pub freshness: f64,
+    pub(crate) freshness: f64,
     /// Time-averaged age, in days, importance-weighted.
-    pub age_days: f64,
+    pub(crate) age_days: f64,
     /// Visits per day actually spent.
-    pub visits_per_day: f64,
+    pub(crate) visits_per_day: f64,
     /// Pages the policy stopped refreshing at the end.
-    pub dropped: usize,
+    pub(crate) dropped: usize,
     /// Freshness the policy's final plan gives in expectation with the true rates.
-    pub planned_freshness: f64,
+    pub(crate) planned_freshness: f64,
 }
 
 /// The pages' true change rates (per second) and importance.
-pub fn pages(setup: &Setup) -> (Vec<f64>, Vec<f64>) {
+pub(crate) fn pages(setup: &Setup) -> (Vec<f64>, Vec<f64>) {
     let mut rng = StdRng::seed_from_u64(setup.seed);
     let rates = (0..setup.pages)
         .map(|_| {

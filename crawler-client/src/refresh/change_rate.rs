@@ -10,20 +10,20 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub(crate) struct ChangeHistory {
     /// Intervals observed (visits after the first): N.
-    pub intervals: u32,
+    pub(crate) intervals: u32,
     /// Intervals in which the content changed: X.
-    pub changed: u32,
+    pub(crate) changed: u32,
     /// Total time observed, seconds: S.
-    pub observed: f64,
+    pub(crate) observed: f64,
     /// Intervals with a usable Last-Modified (or an announcement).
-    pub dated: u32,
+    pub(crate) dated: u32,
     /// Of those, intervals in which the date showed a change.
-    pub dated_changed: u32,
+    pub(crate) dated_changed: u32,
     /// Time the dates show the page unchanged, summed over dated intervals, seconds: T.
-    pub unchanged: f64,
+    pub(crate) unchanged: f64,
     /// Dated intervals whose date contradicted the content (a new date on identical content,
     /// or an old date on changed content).
-    pub date_lies: u32,
+    pub(crate) date_lies: u32,
 }
 
 impl ChangeHistory {

@@ -20,52 +20,52 @@ pub(crate) enum Announcement {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Tracked {
     /// Host id.
-    pub host: HostId,
+    pub(crate) host: HostId,
     /// The URL.
-    pub url: String,
+    pub(crate) url: String,
     /// Links from a seed.
-    pub depth: u32,
+    pub(crate) depth: u32,
     /// Estimated change rate, per second.
-    pub rate: f64,
+    pub(crate) rate: f64,
     /// Importance (OPIC).
-    pub weight: f64,
+    pub(crate) weight: f64,
     /// Last visit (ms).
-    pub last: i64,
+    pub(crate) last: i64,
     /// When it is due (ms).
-    pub due: i64,
+    pub(crate) due: i64,
     /// Left to its site's announcements: outside the allocation, due only as a safety net.
-    pub covered: bool,
+    pub(crate) covered: bool,
 }
 
 /// Knobs of the schedule.
 #[derive(Debug, Clone, Copy)]
-pub struct ScheduleConfig {
+pub(crate) struct ScheduleConfig {
     /// The revisit policy.
-    pub policy: Policy,
+    pub(crate) policy: Policy,
     /// Visits per second for refreshing; None: every page once per `cycle_secs` on average.
-    pub budget: Option<f64>,
+    pub(crate) budget: Option<f64>,
     /// The average revisit interval when no budget is given, seconds.
-    pub cycle_secs: f64,
+    pub(crate) cycle_secs: f64,
     /// No page is revisited sooner than this after a visit, seconds.
-    pub min_interval_secs: f64,
+    pub(crate) min_interval_secs: f64,
     /// A page the policy gives up on is still looked at after this long, seconds, to notice
     /// that it slowed down.
-    pub max_interval_secs: f64,
+    pub(crate) max_interval_secs: f64,
     /// The change rate assumed before a page was seen twice, per second.
-    pub prior_rate: f64,
+    pub(crate) prior_rate: f64,
 }
 
 /// How fresh the schedule expects the copies to be.
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
 pub(crate) struct Freshness {
     /// Expected share of pages whose copy is current, when any is tracked.
-    pub estimate: Option<f64>,
+    pub(crate) estimate: Option<f64>,
     /// Pages the crawler polls.
-    pub polled: usize,
+    pub(crate) polled: usize,
     /// Of those, due now.
-    pub due: usize,
+    pub(crate) due: usize,
     /// Pages left to their sites' announcements.
-    pub covered: usize,
+    pub(crate) covered: usize,
 }
 
 /// The schedule.

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 /// What the database sorts hosts by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HostSort {
+pub(crate) enum HostSort {
     /// Order of discovery.
     Id,
     /// The origin's text.
@@ -21,7 +21,7 @@ pub enum HostSort {
 
 impl HostSort {
     /// The sort a console column names; `None` for columns only the running crawl knows.
-    pub fn of(column: &str) -> Option<HostSort> {
+    pub(crate) fn of(column: &str) -> Option<HostSort> {
         match column {
             "id" => Some(HostSort::Id),
             "origin" => Some(HostSort::Origin),
@@ -33,7 +33,7 @@ impl HostSort {
     }
 
     /// The column's name.
-    pub fn column(self) -> &'static str {
+    pub(crate) fn column(self) -> &'static str {
         match self {
             HostSort::Id => "id",
             HostSort::Origin => "origin",
@@ -46,70 +46,70 @@ impl HostSort {
 
 /// A page of the host table.
 #[derive(Debug, Clone)]
-pub struct HostQuery {
+pub(crate) struct HostQuery {
     /// The order.
-    pub sort: HostSort,
+    pub(crate) sort: HostSort,
     /// Largest first.
-    pub descending: bool,
+    pub(crate) descending: bool,
     /// A piece of the origin, any case (empty: all).
-    pub filter: String,
+    pub(crate) filter: String,
     /// Rows skipped.
-    pub offset: u64,
+    pub(crate) offset: u64,
     /// Rows given.
-    pub limit: u64,
+    pub(crate) limit: u64,
 }
 
 /// A host's saved figures.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct HostFigures {
+pub(crate) struct HostFigures {
     /// Database id.
-    pub id: i64,
+    pub(crate) id: i64,
     /// `scheme://host[:port]`.
-    pub origin: String,
+    pub(crate) origin: String,
     /// URLs waiting in the saved queue.
-    pub queued: u64,
+    pub(crate) queued: u64,
     /// URLs with a record.
-    pub fetched: u64,
+    pub(crate) fetched: u64,
     /// Records that are errors (4xx, 5xx, failures).
-    pub errors: u64,
+    pub(crate) errors: u64,
     /// robots.txt status, when fetched.
-    pub robots_status: Option<i64>,
+    pub(crate) robots_status: Option<i64>,
     /// When robots.txt was fetched, ms since the epoch.
-    pub robots_fetched: Option<i64>,
+    pub(crate) robots_fetched: Option<i64>,
     /// Why it is not crawled.
-    pub skipped: Option<String>,
+    pub(crate) skipped: Option<String>,
     /// Parked until, ms since the epoch.
-    pub parked_until: Option<i64>,
+    pub(crate) parked_until: Option<i64>,
     /// Failures in a row.
-    pub failures: u64,
+    pub(crate) failures: u64,
     /// Its cooperation as saved (JSON), when it has any.
-    pub coop: Option<serde_json::Value>,
+    pub(crate) coop: Option<serde_json::Value>,
 }
 
 /// One page's last visit.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct PageVisit {
+pub(crate) struct PageVisit {
     /// The URL.
-    pub url: String,
+    pub(crate) url: String,
     /// HTTP status, when a response came.
-    pub status: Option<i64>,
+    pub(crate) status: Option<i64>,
     /// Why there was none.
-    pub error: Option<String>,
+    pub(crate) error: Option<String>,
     /// Body bytes.
-    pub size: Option<i64>,
+    pub(crate) size: Option<i64>,
     /// When, ms since the epoch.
-    pub fetched_at: i64,
+    pub(crate) fetched_at: i64,
     /// Visits so far.
-    pub visits: i64,
+    pub(crate) visits: i64,
     /// Changes found.
-    pub changes: i64,
+    pub(crate) changes: i64,
     /// Estimated changes per day, when the refresh policy has one.
-    pub rate_per_day: Option<f64>,
+    pub(crate) rate_per_day: Option<f64>,
 }
 
 impl Store {
     /// Every host with its saved figures (one pass over pages and queue).
-    pub fn host_figures(&self) -> Result<Vec<HostFigures>, StoreError> {
+    pub(crate) fn host_figures(&self) -> Result<Vec<HostFigures>, StoreError> {
         Ok(self
             .host_page(&HostQuery {
                 sort: HostSort::Id,
@@ -123,7 +123,7 @@ impl Store {
 
     /// One page of hosts as the console asks it: those whose origin contains the filter,
     /// sorted and cut by the database, with how many match in all.
-    pub fn host_page(&self, q: &HostQuery) -> Result<(Vec<HostFigures>, u64), StoreError> {
+    pub(crate) fn host_page(&self, q: &HostQuery) -> Result<(Vec<HostFigures>, u64), StoreError> {
         // The order is one of a fixed set of columns, never text from the request.
         let order = match q.sort {
             HostSort::Id => "h.id",
@@ -181,7 +181,11 @@ impl Store {
     }
 
     /// A host's most recent visits, newest first.
-    pub fn recent_visits(&self, host: i64, limit: usize) -> Result<Vec<PageVisit>, StoreError> {
+    pub(crate) fn recent_visits(
+        &self,
+        host: i64,
+        limit: usize,
+    ) -> Result<Vec<PageVisit>, StoreError> {
         self.rows(
             "SELECT url, status, error, size, fetched_at, visits, changes, rate
              FROM pages WHERE host = ?1 ORDER BY fetched_at DESC, id DESC LIMIT ?2",

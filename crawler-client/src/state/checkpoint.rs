@@ -6,7 +6,7 @@ use rusqlite::Connection;
 
 /// Copies the write-ahead log into the database from a thread of its own, so the crawl loop
 /// never waits for a checkpoint's writes and fsync; stops when dropped.
-pub struct Checkpointer {
+pub(crate) struct Checkpointer {
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -24,7 +24,7 @@ impl Drop for Checkpointer {
 impl Store {
     /// Hands checkpoints to a thread of its own (see [`Checkpointer`]); until it is dropped,
     /// this connection does none itself.
-    pub fn checkpoint_in_background(&self) -> Result<Checkpointer, StoreError> {
+    pub(crate) fn checkpoint_in_background(&self) -> Result<Checkpointer, StoreError> {
         let e = |source| super::store_error(&self.path, source);
         let other = Connection::open(&self.path).map_err(e)?;
         other

@@ -5,7 +5,7 @@ use rusqlite::{Transaction, params};
 
 impl Store {
     /// Saves a batch in one transaction.
-    pub fn commit(&mut self, batch: &Batch) -> Result<(), StoreError> {
+    pub(crate) fn commit(&mut self, batch: &Batch) -> Result<(), StoreError> {
         let path = self.path.clone();
         let e = |source| super::store_error(&path, source);
         let tx = self.conn.transaction().map_err(e)?;

@@ -71,7 +71,7 @@ pub fn is_running(out: &Path) -> bool {
 
 impl Store {
     /// The seeds of every run, in the order first given.
-    pub fn seeds(&self) -> Result<Vec<Url>, StoreError> {
+    pub(crate) fn seeds(&self) -> Result<Vec<Url>, StoreError> {
         Ok(self
             .meta(SEEDS_META)?
             .unwrap_or_default()
@@ -81,7 +81,7 @@ impl Store {
     }
 
     /// Adds `more` to the seeds kept (those already there stay where they are); returns all.
-    pub fn add_seeds(&self, more: &[Url]) -> Result<Vec<Url>, StoreError> {
+    pub(crate) fn add_seeds(&self, more: &[Url]) -> Result<Vec<Url>, StoreError> {
         let mut all = self.seeds()?;
         for u in more {
             if !all.contains(u) {
@@ -94,12 +94,12 @@ impl Store {
     }
 
     /// Whether a `--refresh` pass is under way (begun and not finished).
-    pub fn refresh_pass_open(&self) -> Result<bool, StoreError> {
+    pub(crate) fn refresh_pass_open(&self) -> Result<bool, StoreError> {
         Ok(self.meta(REFRESH_PASS_META)?.as_deref() == Some("open"))
     }
 
     /// Records that a `--refresh` pass began (`true`) or finished (`false`).
-    pub fn set_refresh_pass_open(&self, open: bool) -> Result<(), StoreError> {
+    pub(crate) fn set_refresh_pass_open(&self, open: bool) -> Result<(), StoreError> {
         self.set_meta(REFRESH_PASS_META, if open { "open" } else { "done" })
     }
 }

@@ -92,45 +92,45 @@ impl Store {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Figures {
     /// URLs with a record (fetched, failed or forbidden).
-    pub pages: u64,
+    pub(crate) pages: u64,
     /// 2xx.
-    pub ok: u64,
+    pub(crate) ok: u64,
     /// 304 Not Modified.
-    pub not_modified: u64,
+    pub(crate) not_modified: u64,
     /// Other 3xx.
-    pub redirects: u64,
+    pub(crate) redirects: u64,
     /// 4xx.
-    pub client_errors: u64,
+    pub(crate) client_errors: u64,
     /// 5xx.
-    pub server_errors: u64,
+    pub(crate) server_errors: u64,
     /// No response (timeouts, refused connections, hosts given up on).
-    pub failures: u64,
+    pub(crate) failures: u64,
     /// Forbidden by robots.txt.
-    pub disallowed: u64,
+    pub(crate) disallowed: u64,
     /// Skipped, unfetched, because the site's usage preferences refuse the crawl's purpose.
-    pub usage_skipped: u64,
+    pub(crate) usage_skipped: u64,
     /// Fetched and not kept: the response's `Content-Usage` header refuses the purpose.
-    pub usage_not_kept: u64,
+    pub(crate) usage_not_kept: u64,
     /// Exact duplicates of another page.
-    pub duplicates: u64,
+    pub(crate) duplicates: u64,
     /// Changes seen on revisits.
-    pub changes: u64,
+    pub(crate) changes: u64,
     /// URLs waiting.
-    pub queued: u64,
+    pub(crate) queued: u64,
     /// Hosts known.
-    pub hosts: u64,
+    pub(crate) hosts: u64,
     /// Hosts not crawled (for example Crawl-delay over the cap).
-    pub hosts_skipped: u64,
+    pub(crate) hosts_skipped: u64,
     /// Body bytes received.
-    pub bytes: u64,
+    pub(crate) bytes: u64,
     /// Bytes of WARC written.
-    pub warc_bytes: u64,
+    pub(crate) warc_bytes: u64,
     /// Connections refused because they led inside a network the operator did not allow.
-    pub net_refused: u64,
+    pub(crate) net_refused: u64,
     /// First fetch (ms).
-    pub first_fetch: u64,
+    pub(crate) first_fetch: u64,
     /// Last fetch (ms).
-    pub last_fetch: u64,
+    pub(crate) last_fetch: u64,
 }
 
 impl Figures {

@@ -77,7 +77,7 @@ pub struct Store {
 
 impl Store {
     /// Opens (or creates) the state in `dir`.
-    pub fn open(dir: &Path) -> Result<Store, StoreError> {
+    pub(crate) fn open(dir: &Path) -> Result<Store, StoreError> {
         let path = dir.join("crawl.sqlite");
         let e = |source| store_error(&path, source);
         // It holds the crawler's hub subscription secrets.
@@ -133,7 +133,7 @@ impl Store {
     }
 
     /// Remembers a value.
-    pub fn set_meta(&self, key: &str, value: &str) -> Result<(), StoreError> {
+    pub(crate) fn set_meta(&self, key: &str, value: &str) -> Result<(), StoreError> {
         self.conn
             .execute(
                 "INSERT INTO meta (key, value) VALUES (?1, ?2)
@@ -145,7 +145,7 @@ impl Store {
     }
 
     /// The id of the host with this origin, created if new.
-    pub fn host_id(&self, origin: &str) -> Result<HostId, StoreError> {
+    pub(crate) fn host_id(&self, origin: &str) -> Result<HostId, StoreError> {
         let found = self
             .conn
             .query_row("SELECT id FROM hosts WHERE origin = ?1", [origin], |r| {
@@ -163,7 +163,7 @@ impl Store {
     }
 
     /// Records a host under an id given elsewhere (a fleet's), unless it is already.
-    pub fn ensure_host(&self, id: HostId, origin: &str) -> Result<(), StoreError> {
+    pub(crate) fn ensure_host(&self, id: HostId, origin: &str) -> Result<(), StoreError> {
         self.conn
             .execute(
                 "INSERT OR IGNORE INTO hosts (id, origin) VALUES (?1, ?2)",
@@ -174,7 +174,7 @@ impl Store {
     }
 
     /// Every host.
-    pub fn hosts(&self) -> Result<Vec<HostRecord>, StoreError> {
+    pub(crate) fn hosts(&self) -> Result<Vec<HostRecord>, StoreError> {
         self.rows(
             "SELECT id, origin, robots_status, robots_body, robots_fetched, skipped,
                     parked_until, failures, coop FROM hosts",
@@ -196,14 +196,14 @@ impl Store {
     }
 
     /// Queued URLs per host.
-    pub fn queued_per_host(&self) -> Result<Vec<(HostId, u64)>, StoreError> {
+    pub(crate) fn queued_per_host(&self) -> Result<Vec<(HostId, u64)>, StoreError> {
         self.rows("SELECT host, COUNT(*) FROM queue GROUP BY host", [], |r| {
             Ok((r.get(0)?, r.get::<_, i64>(1)?.max(0) as u64))
         })
     }
 
     /// The highest queue row in use (new rows are numbered after it).
-    pub fn max_queue_seq(&self) -> Result<i64, StoreError> {
+    pub(crate) fn max_queue_seq(&self) -> Result<i64, StoreError> {
         self.conn
             .query_row("SELECT COALESCE(MAX(seq), 0) FROM queue", [], |r| r.get(0))
             .map_err(|e| self.err(e))
@@ -211,7 +211,7 @@ impl Store {
 
     /// The next queued URLs of a host, best first, after `after` (a priority and row read
     /// before) when given, skipping the rows in `exclude`.
-    pub fn next_for_host(
+    pub(crate) fn next_for_host(
         &self,
         host: HostId,
         after: Option<(f64, i64)>,
@@ -285,7 +285,7 @@ impl Store {
     }
 
     /// Every queued row of a host (to match archived records to their rows after a crash).
-    pub fn queued_of_host(&self, host: HostId) -> Result<Vec<Queued>, StoreError> {
+    pub(crate) fn queued_of_host(&self, host: HostId) -> Result<Vec<Queued>, StoreError> {
         self.rows(
             &format!("SELECT {QUEUED_COLUMNS} FROM queue WHERE host = ?1"),
             [host],
@@ -294,7 +294,11 @@ impl Store {
     }
 
     /// Adds the fingerprint of every URL queued or visited (the seen-set) to `into`.
-    pub fn load_seen(&self, into: &mut HashMap<Fp, f64>, fetched: f64) -> Result<(), StoreError> {
+    pub(crate) fn load_seen(
+        &self,
+        into: &mut HashMap<Fp, f64>,
+        fetched: f64,
+    ) -> Result<(), StoreError> {
         for sql in [
             "SELECT fp, ?1 FROM pages",
             "SELECT fp, priority FROM queue WHERE revisit = 0 AND ?1 IS NOT NULL",
@@ -320,7 +324,7 @@ impl Store {
     }
 
     /// Every WARC file with its accounted length.
-    pub fn warc_files(&self) -> Result<Vec<(String, u64)>, StoreError> {
+    pub(crate) fn warc_files(&self) -> Result<Vec<(String, u64)>, StoreError> {
         self.rows("SELECT file, committed FROM warc ORDER BY file", [], |r| {
             Ok((r.get(0)?, r.get::<_, i64>(1)?.max(0) as u64))
         })

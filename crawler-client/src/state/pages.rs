@@ -8,7 +8,7 @@ use std::collections::HashSet;
 
 impl Store {
     /// Every page worth refreshing (fetched successfully, not a duplicate).
-    pub fn refreshable_pages(&self) -> Result<Vec<RefreshablePage>, StoreError> {
+    pub(crate) fn refreshable_pages(&self) -> Result<Vec<RefreshablePage>, StoreError> {
         self.rows(
             "SELECT fp, host, url, depth, fetched_at, rate, history, history_g FROM pages
                  WHERE (status BETWEEN 200 AND 299 OR status = 304) AND duplicate_of IS NULL",
@@ -28,7 +28,7 @@ impl Store {
     }
 
     /// Adds the content digest of every original (not duplicate) page to `into`.
-    pub fn load_digests(&self, into: &mut HashSet<u64>) -> Result<(), StoreError> {
+    pub(crate) fn load_digests(&self, into: &mut HashSet<u64>) -> Result<(), StoreError> {
         let mut stmt = self
             .conn
             .prepare("SELECT digest FROM pages WHERE digest IS NOT NULL AND duplicate_of IS NULL")
@@ -41,7 +41,7 @@ impl Store {
     }
 
     /// The first page fetched with this content digest.
-    pub fn page_with_digest(&self, digest: u64) -> Result<Option<String>, StoreError> {
+    pub(crate) fn page_with_digest(&self, digest: u64) -> Result<Option<String>, StoreError> {
         self.conn
             .query_row(
                 "SELECT url FROM pages WHERE digest = ?1 AND duplicate_of IS NULL
@@ -55,7 +55,7 @@ impl Store {
 
     /// What was known of the page with fingerprint `fp`, for a conditional GET and change
     /// detection.
-    pub fn page(&self, fp: Fp) -> Result<Option<KnownPage>, StoreError> {
+    pub(crate) fn page(&self, fp: Fp) -> Result<Option<KnownPage>, StoreError> {
         let Some((mut known, duplicate_of)) = self.page_row(fp)? else {
             return Ok(None);
         };
@@ -123,7 +123,10 @@ impl Store {
 
     /// Where the content held of `url` is archived, with its validator (following a
     /// duplicate to its original).
-    pub fn content_of(&self, url: &str) -> Result<Option<(String, u64, String)>, StoreError> {
+    pub(crate) fn content_of(
+        &self,
+        url: &str,
+    ) -> Result<Option<(String, u64, String)>, StoreError> {
         self.conn
             .query_row(
                 "SELECT COALESCE(o.content_file, p.content_file),
@@ -152,7 +155,7 @@ impl Store {
 
     /// Queues every page fetched successfully again (a refresh pass), rows numbered from
     /// `first_seq` in order of last visit; returns how many.
-    pub fn requeue_pages(&mut self, first_seq: i64) -> Result<u64, StoreError> {
+    pub(crate) fn requeue_pages(&mut self, first_seq: i64) -> Result<u64, StoreError> {
         let n = self
             .conn
             .execute(

@@ -8,17 +8,17 @@ use rusqlite::Row;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Queued {
     /// Queue row: arrival order.
-    pub seq: i64,
+    pub(crate) seq: i64,
     /// Host id.
-    pub host: HostId,
+    pub(crate) host: HostId,
     /// The URL.
     pub url: String,
     /// Its fingerprint.
     pub fp: Fp,
     /// Links from a seed.
-    pub depth: u32,
+    pub(crate) depth: u32,
     /// Redirects followed to get here.
-    pub hops: u32,
+    pub(crate) hops: u32,
     /// Failed attempts so far.
     pub attempts: u32,
     /// Priority (higher first); 0 in FIFO order.
@@ -85,89 +85,89 @@ pub struct NewUrl {
 
 /// What a fetch taught about a page.
 #[derive(Debug, Clone, Default)]
-pub struct PageRecord {
+pub(crate) struct PageRecord {
     /// The URL.
     pub url: String,
     /// Its fingerprint.
     pub fp: Fp,
     /// Host id.
-    pub host: HostId,
+    pub(crate) host: HostId,
     /// Links from a seed.
-    pub depth: u32,
+    pub(crate) depth: u32,
     /// Status code (none for a failure).
-    pub status: Option<u16>,
+    pub(crate) status: Option<u16>,
     /// Why it failed or was not fetched.
-    pub error: Option<String>,
+    pub(crate) error: Option<String>,
     /// When (ms since the epoch).
-    pub fetched_at: i64,
+    pub(crate) fetched_at: i64,
     /// `ETag`.
-    pub etag: Option<String>,
+    pub(crate) etag: Option<String>,
     /// `Last-Modified`.
-    pub last_modified: Option<String>,
+    pub(crate) last_modified: Option<String>,
     /// Media type.
-    pub content_type: Option<String>,
+    pub(crate) content_type: Option<String>,
     /// Body bytes as received.
-    pub size: Option<u64>,
+    pub(crate) size: Option<u64>,
     /// Digest of the decoded content.
-    pub digest: Option<u64>,
+    pub(crate) digest: Option<u64>,
     /// The earlier page with the same content.
-    pub duplicate_of: Option<String>,
+    pub(crate) duplicate_of: Option<String>,
     /// Where a redirect pointed.
-    pub redirect_to: Option<String>,
+    pub(crate) redirect_to: Option<String>,
     /// The capture: WARC file and offset.
-    pub warc: Option<(String, u64)>,
+    pub(crate) warc: Option<(String, u64)>,
     /// Whether the content differs from the previous visit.
-    pub changed: bool,
+    pub(crate) changed: bool,
     /// OPIC: the page's (interpolated) history and the clock when it was read.
-    pub importance: Option<(f64, f64)>,
+    pub(crate) importance: Option<(f64, f64)>,
     /// What visits showed of its changes (JSON of `ChangeHistory`) and the rate they give.
-    pub changes_seen: Option<(String, f64)>,
+    pub(crate) changes_seen: Option<(String, f64)>,
     /// The SHA-256 entity tag of the content (2xx).
-    pub validator: Option<String>,
+    pub(crate) validator: Option<String>,
     /// The `response` record holding the content (a revisit keeps the earlier one).
-    pub content: Option<(String, u64)>,
+    pub(crate) content: Option<(String, u64)>,
     /// The site announced the page deleted: no copy is held any more.
-    pub gone: bool,
+    pub(crate) gone: bool,
 }
 
 /// What was known of a page before this visit.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct KnownPage {
+pub(crate) struct KnownPage {
     /// `ETag` last seen.
-    pub etag: Option<String>,
+    pub(crate) etag: Option<String>,
     /// `Last-Modified` last seen.
-    pub last_modified: Option<String>,
+    pub(crate) last_modified: Option<String>,
     /// Content digest last seen.
-    pub digest: Option<u64>,
+    pub(crate) digest: Option<u64>,
     /// When it was last fetched (ms).
-    pub fetched_at: i64,
+    pub(crate) fetched_at: i64,
     /// OPIC history and the clock when it was last read.
-    pub importance: (f64, f64),
+    pub(crate) importance: (f64, f64),
     /// What visits showed of its changes (JSON of `ChangeHistory`).
-    pub changes_seen: Option<String>,
+    pub(crate) changes_seen: Option<String>,
     /// The SHA-256 entity tag of the content held.
-    pub validator: Option<String>,
+    pub(crate) validator: Option<String>,
     /// The `response` record holding the content: WARC file and offset.
-    pub content: Option<(String, u64)>,
+    pub(crate) content: Option<(String, u64)>,
 }
 
 /// A page the refresh schedule keeps track of.
 #[derive(Debug, Clone, PartialEq)]
-pub struct RefreshablePage {
+pub(crate) struct RefreshablePage {
     /// Fingerprint.
     pub fp: Fp,
     /// Host id.
-    pub host: HostId,
+    pub(crate) host: HostId,
     /// The URL.
     pub url: String,
     /// Links from a seed.
-    pub depth: u32,
+    pub(crate) depth: u32,
     /// Last fetched (ms).
-    pub fetched_at: i64,
+    pub(crate) fetched_at: i64,
     /// Estimated change rate (per second), if visited twice.
-    pub rate: Option<f64>,
+    pub(crate) rate: Option<f64>,
     /// OPIC history and clock at the last read.
-    pub importance: (f64, f64),
+    pub(crate) importance: (f64, f64),
 }
 
 /// A page as `copies` lists it.
@@ -176,92 +176,92 @@ pub struct CopyRow {
     /// The URL.
     pub url: String,
     /// Last status.
-    pub status: Option<u16>,
+    pub(crate) status: Option<u16>,
     /// Last error.
-    pub error: Option<String>,
+    pub(crate) error: Option<String>,
     /// Last fetched or confirmed (ms).
-    pub fetched_at: i64,
+    pub(crate) fetched_at: i64,
     /// Validator of the content held (its original's for a duplicate).
-    pub validator: Option<String>,
+    pub(crate) validator: Option<String>,
     /// Announced deleted.
-    pub gone: bool,
+    pub(crate) gone: bool,
 }
 
 /// A host's persistent state.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct HostRecord {
+pub(crate) struct HostRecord {
     /// Id.
-    pub id: HostId,
+    pub(crate) id: HostId,
     /// `scheme://host[:port]`.
-    pub origin: String,
+    pub(crate) origin: String,
     /// robots.txt status (none: no answer), if fetched.
-    pub robots_status: Option<u16>,
+    pub(crate) robots_status: Option<u16>,
     /// robots.txt body (at most the parse limit).
-    pub robots_body: Option<Vec<u8>>,
+    pub(crate) robots_body: Option<Vec<u8>>,
     /// When robots.txt was fetched (ms).
-    pub robots_fetched: Option<i64>,
+    pub(crate) robots_fetched: Option<i64>,
     /// Why the host is not crawled.
-    pub skipped: Option<String>,
+    pub(crate) skipped: Option<String>,
     /// Parked until (ms).
-    pub parked_until: Option<i64>,
+    pub(crate) parked_until: Option<i64>,
     /// Consecutive failures.
-    pub failures: u32,
+    pub(crate) failures: u32,
     /// Its cooperation (JSON of `SiteCoop`).
-    pub coop: Option<String>,
+    pub(crate) coop: Option<String>,
 }
 
 /// A host's state to save; robots.txt only when it was fetched again.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct HostUpdate {
+pub(crate) struct HostUpdate {
     /// Id.
-    pub id: HostId,
+    pub(crate) id: HostId,
     /// robots.txt as fetched: status (none: no answer), body, when (ms).
-    pub robots: Option<(Option<u16>, Vec<u8>, i64)>,
+    pub(crate) robots: Option<(Option<u16>, Vec<u8>, i64)>,
     /// Why the host is not crawled.
-    pub skipped: Option<String>,
+    pub(crate) skipped: Option<String>,
     /// Parked until (ms).
-    pub parked_until: Option<i64>,
+    pub(crate) parked_until: Option<i64>,
     /// Consecutive failures.
-    pub failures: u32,
+    pub(crate) failures: u32,
 }
 
 /// A host given up on: its queued URLs are recorded as failed with the reason.
 #[derive(Debug, Clone, PartialEq)]
-pub struct GiveUp {
+pub(crate) struct GiveUp {
     /// Host id.
-    pub host: HostId,
+    pub(crate) host: HostId,
     /// Why.
-    pub reason: String,
+    pub(crate) reason: String,
     /// When (ms).
-    pub at: i64,
+    pub(crate) at: i64,
 }
 
 /// One batch of results, saved in one transaction.
 #[derive(Debug, Default)]
-pub struct Batch {
+pub(crate) struct Batch {
     /// New URLs (saved first: a URL may be queued and done in the same batch).
-    pub new_urls: Vec<NewUrl>,
+    pub(crate) new_urls: Vec<NewUrl>,
     /// Pages fetched (or given up on).
-    pub pages: Vec<PageRecord>,
+    pub(crate) pages: Vec<PageRecord>,
     /// Queue rows done.
-    pub done: Vec<i64>,
+    pub(crate) done: Vec<i64>,
     /// Queue rows to try again: seq, attempts so far.
-    pub retry: Vec<(i64, u32)>,
+    pub(crate) retry: Vec<(i64, u32)>,
     /// Hosts whose state changed.
-    pub hosts: Vec<HostUpdate>,
+    pub(crate) hosts: Vec<HostUpdate>,
     /// Hosts given up on.
-    pub give_up: Vec<GiveUp>,
+    pub(crate) give_up: Vec<GiveUp>,
     /// WARC files written to and their length on disk.
-    pub warc: Vec<(String, u64)>,
+    pub(crate) warc: Vec<(String, u64)>,
     /// Remembered values.
-    pub meta: Vec<(String, String)>,
+    pub(crate) meta: Vec<(String, String)>,
     /// Hosts' cooperation state (JSON of `SiteCoop`).
-    pub coop: Vec<(HostId, String)>,
+    pub(crate) coop: Vec<(HostId, String)>,
 }
 
 impl Batch {
     /// Whether there is nothing to save.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.new_urls.is_empty()
             && self.pages.is_empty()
             && self.done.is_empty()
@@ -274,7 +274,7 @@ impl Batch {
     }
 
     /// How many results it holds (to decide when to save).
-    pub fn results(&self) -> usize {
+    pub(crate) fn results(&self) -> usize {
         self.done.len() + self.retry.len()
     }
 }

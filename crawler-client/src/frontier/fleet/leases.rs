@@ -92,7 +92,7 @@ impl HostLeases {
     }
 
     /// The connection, to wait out a pause with Ctrl-C.
-    pub fn link(&mut self) -> &mut super::redis_link::RedisLink {
+    pub(crate) fn link(&mut self) -> &mut super::redis_link::RedisLink {
         &mut self.link
     }
 

@@ -12,30 +12,30 @@ use serde::{Deserialize, Serialize};
 
 /// What a process says of itself, about once a second.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct Heartbeat {
+pub(crate) struct Heartbeat {
     /// When it said it, by the Redis server's clock (ms since the epoch).
     #[serde(default)]
-    pub at: i64,
+    pub(crate) at: i64,
     /// Machine and process id.
-    pub machine: String,
+    pub(crate) machine: String,
     /// Process id.
-    pub pid: u32,
+    pub(crate) pid: u32,
     /// `running`, `stopping` or `stopped`.
-    pub state: String,
+    pub(crate) state: String,
     /// Pages fetched by this run of the process.
-    pub fetched: u64,
+    pub(crate) fetched: u64,
     /// Pages per second over the last interval.
-    pub rate: f64,
+    pub(crate) rate: f64,
     /// Hosts it holds the lease of.
-    pub hosts: usize,
+    pub(crate) hosts: usize,
     /// Requests under way.
-    pub in_flight: usize,
+    pub(crate) in_flight: usize,
     /// URLs it holds taken (in its buffers and under way).
-    pub taken: usize,
+    pub(crate) taken: usize,
     /// Its directory (state, WARC files).
-    pub dir: String,
+    pub(crate) dir: String,
     /// WARC bytes it has written.
-    pub warc_bytes: u64,
+    pub(crate) warc_bytes: u64,
 }
 
 /// A heartbeat older than this is a dead process's (it renews far more often).

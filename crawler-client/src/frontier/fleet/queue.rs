@@ -202,7 +202,7 @@ impl SharedQueue {
     }
 
     /// The connection, to wait out a pause with Ctrl-C.
-    pub fn link(&mut self) -> &mut RedisLink {
+    pub(crate) fn link(&mut self) -> &mut RedisLink {
         &mut self.link
     }
 
@@ -237,7 +237,7 @@ impl SharedQueue {
     }
 
     /// The origin of a host id any process gave out.
-    pub fn origin(&mut self, host: HostId) -> Result<Option<String>, FleetError> {
+    pub(crate) fn origin(&mut self, host: HostId) -> Result<Option<String>, FleetError> {
         let key = self.crawl_key("origins");
         self.link
             .run(|con| redis::cmd("HGET").arg(&key).arg(host.0).query(con))
@@ -342,7 +342,11 @@ impl SharedQueue {
     }
 
     /// Settles URLs of `host` as done, in one call; returns how many were still taken.
-    pub fn settle_done(&mut self, host: HostId, taken: &[Taken]) -> Result<usize, FleetError> {
+    pub(crate) fn settle_done(
+        &mut self,
+        host: HostId,
+        taken: &[Taken],
+    ) -> Result<usize, FleetError> {
         let mut by_token: std::collections::HashMap<&str, Vec<Taken>> = Default::default();
         for t in taken {
             by_token.entry(&t.token).or_default().push(t.clone());
@@ -383,7 +387,7 @@ impl SharedQueue {
 
     /// Puts back every URL of `host` some process took, and returns how many: for the
     /// process that has just become the host's only taker (see `process`).
-    pub fn reclaim(&mut self, host: HostId) -> Result<usize, FleetError> {
+    pub(crate) fn reclaim(&mut self, host: HostId) -> Result<usize, FleetError> {
         let k = self.host_keys(host);
         let script = &self.reclaim;
         self.link.run(|con| {
@@ -403,7 +407,7 @@ impl SharedQueue {
     }
 
     /// Up to `n` hosts with work, best first by the cash of the best URL they were offered.
-    pub fn active(&mut self, n: usize) -> Result<Vec<HostId>, FleetError> {
+    pub(crate) fn active(&mut self, n: usize) -> Result<Vec<HostId>, FleetError> {
         let key = self.crawl_key("active");
         let ids: Vec<i64> = self.link.run(|con| {
             redis::cmd("ZRANGE")
@@ -417,7 +421,7 @@ impl SharedQueue {
     }
 
     /// Hosts with work, fleet-wide.
-    pub fn active_len(&mut self) -> Result<u64, FleetError> {
+    pub(crate) fn active_len(&mut self) -> Result<u64, FleetError> {
         let key = self.crawl_key("active");
         self.link
             .run(|con| redis::cmd("ZCARD").arg(&key).query(con))
@@ -426,7 +430,7 @@ impl SharedQueue {
     /// Takes a host whose queue looks empty off the list of hosts with work, unless a row
     /// arrived meanwhile: then it stays listed and the count of its rows is returned.
     /// Offers list a host before queueing, so a row is never left unlisted.
-    pub fn retire(&mut self, host: HostId) -> Result<u64, FleetError> {
+    pub(crate) fn retire(&mut self, host: HostId) -> Result<u64, FleetError> {
         let key = self.crawl_key("active");
         self.link
             .run(|con| redis::cmd("ZREM").arg(&key).arg(host.0).query::<()>(con))?;
@@ -444,7 +448,7 @@ impl SharedQueue {
     }
 
     /// Drops a host's queue for good (it is given up on, for the reason saved beside it).
-    pub fn drop_host(&mut self, host: HostId, reason: &str) -> Result<(), FleetError> {
+    pub(crate) fn drop_host(&mut self, host: HostId, reason: &str) -> Result<(), FleetError> {
         let k = self.host_keys(host);
         let (active, skipped) = (self.crawl_key("active"), self.crawl_key("skipped"));
         self.link.run(|con| {
@@ -467,7 +471,7 @@ impl SharedQueue {
     }
 
     /// Why a host is not crawled by this crawl, if a process gave it up.
-    pub fn skipped(&mut self, host: HostId) -> Result<Option<String>, FleetError> {
+    pub(crate) fn skipped(&mut self, host: HostId) -> Result<Option<String>, FleetError> {
         let key = self.crawl_key("skipped");
         self.link
             .run(|con| redis::cmd("HGET").arg(&key).arg(host.0).query(con))

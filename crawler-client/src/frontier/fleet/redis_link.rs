@@ -16,7 +16,7 @@ const IO_TIMEOUT: Duration = Duration::from_secs(10);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
 
 /// A connection to the frontier that survives the server's restarts.
-pub struct RedisLink {
+pub(crate) struct RedisLink {
     con: Option<Box<dyn ConnectionLike + Send>>,
     url: String,
     /// The address as logs show it.
@@ -83,18 +83,18 @@ impl RedisLink {
     }
 
     /// A pause ends with an error once `stop` is set (Ctrl-C while Redis is away).
-    pub fn stop_on(&mut self, stop: Arc<AtomicBool>) {
+    pub(crate) fn stop_on(&mut self, stop: Arc<AtomicBool>) {
         self.stop = Some(stop);
     }
 
     /// The frontier's address, as logs show it.
-    pub fn shown(&self) -> &str {
+    pub(crate) fn shown(&self) -> &str {
         &self.shown
     }
 
     /// Runs `call`, waiting out an unreachable server. Calls are idempotent or made so by their
     /// scripts (a seen-set, a token), so one repeated after a lost reply does no harm.
-    pub fn run<T>(
+    pub(crate) fn run<T>(
         &mut self,
         mut call: impl FnMut(&mut dyn ConnectionLike) -> RedisResult<T>,
     ) -> Result<T, FleetError> {

@@ -9,45 +9,45 @@ use serde::Serialize;
 
 /// One process as the fleet knows it.
 #[derive(Debug, Clone, Serialize)]
-pub struct Process {
+pub(crate) struct Process {
     /// Its name.
-    pub name: String,
+    pub(crate) name: String,
     /// Whether its heartbeat is recent and it has not stopped.
-    pub alive: bool,
+    pub(crate) alive: bool,
     /// Seconds since its last heartbeat.
-    pub seen_ago: f64,
+    pub(crate) seen_ago: f64,
     /// Its last heartbeat.
-    pub beat: Heartbeat,
+    pub(crate) beat: Heartbeat,
     /// Its WARC files (name, bytes), when its directory is on this machine.
-    pub warc_files: Vec<(String, u64)>,
+    pub(crate) warc_files: Vec<(String, u64)>,
     /// Sites whose cooperation it tracks, and of those the ones it is subscribed to (from
     /// its state, when its directory is on this machine).
-    pub cooperation: Option<(usize, usize)>,
+    pub(crate) cooperation: Option<(usize, usize)>,
 }
 
 /// The fleet of one crawl.
 #[derive(Debug, Clone, Serialize)]
 pub struct FleetStatus {
     /// The frontier.
-    pub frontier: String,
+    pub(crate) frontier: String,
     /// The crawl.
-    pub crawl: String,
+    pub(crate) crawl: String,
     /// Every process that joined.
-    pub processes: Vec<Process>,
+    pub(crate) processes: Vec<Process>,
     /// Hosts known.
-    pub hosts: u64,
+    pub(crate) hosts: u64,
     /// Hosts with work.
-    pub hosts_with_work: u64,
+    pub(crate) hosts_with_work: u64,
     /// Hosts whose lease a process holds.
-    pub hosts_leased: u64,
+    pub(crate) hosts_leased: u64,
     /// URLs waiting.
-    pub queued: u64,
+    pub(crate) queued: u64,
     /// URLs taken by processes (in their buffers or under way).
-    pub taken: u64,
+    pub(crate) taken: u64,
     /// URLs ever queued (the shared seen-set).
-    pub seen: u64,
+    pub(crate) seen: u64,
     /// Hosts given up on, and why.
-    pub skipped: Vec<(String, String)>,
+    pub(crate) skipped: Vec<(String, String)>,
 }
 
 fn count(link: &mut RedisLink, cmd: &str, key: &str) -> Result<u64, FleetError> {
