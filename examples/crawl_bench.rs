@@ -417,6 +417,11 @@ fn main() {
         .chunks(2)
         .filter_map(|c| Some((c[0].trim_start_matches("--").to_string(), c.get(1)?.clone())))
         .collect();
+    // Memory is measured alone: nothing else runs beside the Redis server it fills.
+    if let Some(n) = args.get("redis-memory").and_then(|n| n.parse().ok()) {
+        redis_memory(n);
+        return;
+    }
     if let Some(out) = args.get("floor-of") {
         // The bench's sites are on loopback.
         let f = webcoop_crawler::tools::floor_with_http(
@@ -590,9 +595,6 @@ fn main() {
             row.pages
         );
         rows.push(row);
-    }
-    if let Some(n) = args.get("redis-memory").and_then(|n| n.parse().ok()) {
-        redis_memory(n);
     }
 
     let proxy = format!("http://{}/", web.addr);

@@ -7,6 +7,8 @@
 # wall and CPU time from the processes; every page of both crawls is compared with the docroot.
 #
 # Usage: scripts/first-crawl.sh [--docroot /usr/share/doc/python3.11/html] [--rounds 3]
+# A profiler may wrap each crawl: CRAWL_WRAP="perf record -g -o /tmp/first.%s.data" (the %s
+# is the crawl's name).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 docroot=/usr/share/doc/python3.11/html
@@ -69,8 +71,11 @@ run() { # name, extra crawler options
     rm -rf "$out"
     : > "$work/access.log"
     kill -USR1 "$(cat "$work/nginx.pid")"
+    local wrap=()
+    # shellcheck disable=SC2206 # the wrapper is words by design
+    [ -n "${CRAWL_WRAP:-}" ] && wrap=($(printf "$CRAWL_WRAP" "$name"))
     /usr/bin/time -f "%e %U %S %M" -o "$work/$name.time" \
-        "$crawl" crawl --seeds "$base" --out "$out" --allow-net 127.0.0.0/8 --progress quiet \
+        "${wrap[@]}" "$crawl" crawl --seeds "$base" --out "$out" --allow-net 127.0.0.0/8 --progress quiet \
         --delay-min 0 --delay-factor 0 --per-host-connections 4 "$@" > "$work/$name.out" 2> "$work/$name.err"
     sleep 0.2
     local requests bytes_out bytes_in pages

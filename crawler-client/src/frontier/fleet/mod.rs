@@ -35,6 +35,20 @@ pub enum FleetError {
         /// What is wrong with it.
         why: String,
     },
+    /// The crawl's keys were laid out by a build with another layout.
+    #[error(
+        "frontier {url}: crawl {crawl:?} was begun by a webcoop-crawl whose frontier layout is \
+         {found}, this one's is {}: finish it with that version, or start a crawl of another name",
+        queue::LAYOUT
+    )]
+    Layout {
+        /// The frontier.
+        url: String,
+        /// The crawl.
+        crawl: String,
+        /// The layout its keys follow.
+        found: String,
+    },
     /// Redis refused or did not answer.
     #[error("frontier {url}: {source}")]
     Redis {

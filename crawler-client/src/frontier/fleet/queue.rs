@@ -9,18 +9,24 @@
 //!   hosts with work; a host is listed before its rows are queued and unlisted only when its
 //!   queue is found empty after.
 //! - `{C:crawl}:skipped` (hash id -> reason): hosts given up on.
+//! - `{C:crawl}:layout` (string): the version of this layout, [`LAYOUT`]; a crawl begun by a
+//!   build with another layout is refused by name rather than misread.
 //! - `{C:ID}:seq` (counter): the host's rows are numbered in arrival order.
-//! - `{C:ID}:seen` (set of fingerprints as integers): the host's seen-set. Kept per host so that
-//!   "seen? then queue" is one script in one slot: no crash between the two can lose a URL or
-//!   queue it twice.
+//! - `{C:ID}:rows` (hash fingerprint -> `seq \t depth \t hops \t attempts \t revisit \t url`,
+//!   or empty once done): the host's seen-set and what the crawl loop needs of a URL queued or
+//!   taken. One hash for both, so that "seen? then queue" is one `HSETNX` in one slot (no crash
+//!   can lose a URL or queue it twice), and a queued URL is held once, not in a set besides.
+//!   The URL is kept without its origin when it starts with it (the host's origin is known).
 //! - `{C:ID}:queue` (sorted set of fingerprints scored by minus their OPIC cash): the URLs
 //!   waiting, best first. The fingerprint is the member so that any process can pay a queued
 //!   URL cash (`ZADD XX INCR`) without knowing more of it.
-//! - `{C:ID}:rows` (hash fingerprint -> `seq \t depth \t hops \t attempts \t revisit \t url`):
-//!   what the crawl loop needs of a URL queued or taken.
 //! - `{C:ID}:taken` (sorted set of fingerprints scored by their lease's expiry, server ms) and
 //!   `{C:ID}:holders` (hash fingerprint -> `token \t cash`): the URLs handed out, by whom, with
 //!   the cash they go back with.
+//!
+//! A fingerprint is its 8 bytes, big-endian, wherever it is a member or a field: as decimal
+//! text it took 20 bytes, and with three copies of each queued URL's, the difference is a
+//! quarter of the memory a URL costs (docs/ARCHITECTURE.md has the sums).
 
 use super::redis_link::RedisLink;
 use super::{FleetError, connect, tag};
@@ -29,26 +35,31 @@ use crate::state::{NewUrl, Queued};
 use redis::Script;
 use std::time::Duration;
 
-/// Queues the URLs not seen yet: KEYS = [seen, queue, seq, rows]; ARGV = per URL: fp,
-/// cash, depth, hops, revisit, url. A revisit is queued even when seen. A URL seen before that
-/// is still queued gets the cash offered with it: another process found it too, and OPIC
-/// gives it both shares. Returns how many were queued.
+/// The version of the layout above, kept in `{C:crawl}:layout`.
+pub(crate) const LAYOUT: &str = "2";
+
+/// Queues the URLs not seen yet: KEYS = [queue, seq, rows]; ARGV = per URL: fp, cash, depth,
+/// hops, revisit, url. A revisit is queued even when seen. A URL seen before that is still
+/// queued gets the cash offered with it: another process found it too, and OPIC gives it both
+/// shares. Returns how many were queued.
 const OFFER: &str = r"
-local seq = tonumber(redis.call('GET', KEYS[3]) or '0')
+local seq = tonumber(redis.call('GET', KEYS[2]) or '0')
 local queued = 0
 for i = 1, #ARGV, 6 do
   local fp, cash, revisit = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 4]
-  if redis.call('SADD', KEYS[1], fp) == 1 or revisit == '1' then
+  local row = string.format('%x', seq + 1) .. '\t' .. ARGV[i + 2] .. '\t' .. ARGV[i + 3] ..
+    '\t0\t' .. revisit .. '\t' .. ARGV[i + 5]
+  local fresh = redis.call('HSETNX', KEYS[3], fp, row) == 1
+  if fresh or revisit == '1' then
+    if not fresh then redis.call('HSET', KEYS[3], fp, row) end
     seq = seq + 1
-    redis.call('HSET', KEYS[4], fp, string.format('%x', seq) .. '\t' .. ARGV[i + 2] .. '\t' ..
-      ARGV[i + 3] .. '\t0\t' .. revisit .. '\t' .. ARGV[i + 5])
-    redis.call('ZADD', KEYS[2], -cash, fp)
+    redis.call('ZADD', KEYS[1], -cash, fp)
     queued = queued + 1
   elseif cash > 0 then
-    redis.call('ZADD', KEYS[2], 'XX', 'INCR', -cash, fp)
+    redis.call('ZADD', KEYS[1], 'XX', 'INCR', -cash, fp)
   end
 end
-redis.call('SET', KEYS[3], seq)
+redis.call('SET', KEYS[2], seq)
 return queued
 ";
 
@@ -101,7 +112,7 @@ for i = 3, #ARGV do
     redis.call('ZREM', KEYS[2], fp)
     redis.call('HDEL', KEYS[4], fp)
     if ARGV[2] == 'done' then
-      redis.call('HDEL', KEYS[3], fp)
+      redis.call('HSET', KEYS[3], fp, '')
     else
       if ARGV[2] == 'retry' then
         local row = redis.call('HGET', KEYS[3], fp) or ''
@@ -161,7 +172,6 @@ pub struct Taken {
 
 /// The keys of one host's queue.
 struct HostKeys {
-    seen: String,
     queue: String,
     taken: String,
     rows: String,
@@ -172,6 +182,8 @@ struct HostKeys {
 /// The shared queue of one crawl, over one connection (a process holds one).
 pub struct SharedQueue {
     link: RedisLink,
+    /// Each host's origin, as rows are kept without it.
+    origins: std::collections::HashMap<HostId, String>,
     crawl: String,
     holder: String,
     takes: u64,
@@ -187,8 +199,11 @@ impl SharedQueue {
     /// Connects to the frontier at `url` for crawl `crawl` (see
     /// [`super::leases::HostLeases::connect`]); `holder` names this process in its leases.
     pub fn connect(url: &str, crawl: &str, holder: &str) -> Result<SharedQueue, FleetError> {
+        let mut link = connect(url, crawl)?;
+        check_layout(&mut link, url, crawl)?;
         Ok(SharedQueue {
-            link: connect(url, crawl)?,
+            link,
+            origins: Default::default(),
             crawl: crawl.to_string(),
             holder: holder.to_string(),
             takes: 0,
@@ -209,7 +224,6 @@ impl SharedQueue {
     fn host_keys(&self, host: HostId) -> HostKeys {
         let tag = tag(&self.crawl, &host.to_string());
         HostKeys {
-            seen: format!("{tag}:seen"),
             queue: format!("{tag}:queue"),
             taken: format!("{tag}:taken"),
             rows: format!("{tag}:rows"),
@@ -233,14 +247,23 @@ impl SharedQueue {
         let id: i64 = self
             .link
             .run(|con| script.key(&keys[..]).arg(origin).invoke(con))?;
+        self.origins.insert(HostId(id), origin.to_string());
         Ok(HostId(id))
     }
 
     /// The origin of a host id any process gave out.
     pub(crate) fn origin(&mut self, host: HostId) -> Result<Option<String>, FleetError> {
+        if let Some(o) = self.origins.get(&host) {
+            return Ok(Some(o.clone()));
+        }
         let key = self.crawl_key("origins");
-        self.link
-            .run(|con| redis::cmd("HGET").arg(&key).arg(host.0).query(con))
+        let origin: Option<String> = self
+            .link
+            .run(|con| redis::cmd("HGET").arg(&key).arg(host.0).query(con))?;
+        if let Some(o) = &origin {
+            self.origins.insert(host, o.clone());
+        }
+        Ok(origin)
     }
 
     /// Queues the URLs of `host` no process has seen (and every revisit); returns how many.
@@ -260,19 +283,20 @@ impl SharedQueue {
                 .arg(host.0)
                 .query::<()>(con)
         })?;
+        let origin = self.origin(host)?.unwrap_or_default();
         let k = self.host_keys(host);
         let script = &self.offer;
         self.link.run(|con| {
-            let mut invocation = script.key(&k.seen);
-            invocation.key(&k.queue).key(&k.seq).key(&k.rows);
+            let mut invocation = script.key(&k.queue);
+            invocation.key(&k.seq).key(&k.rows);
             for u in urls {
                 invocation
-                    .arg(u.fp.0 as i64)
+                    .arg(&member(u.fp)[..])
                     .arg(u.priority.max(0.0))
                     .arg(u.depth)
                     .arg(u.hops)
                     .arg(if u.revisit { "1" } else { "0" })
-                    .arg(&u.url);
+                    .arg(relative(&u.url, &origin));
             }
             invocation.invoke(con)
         })
@@ -288,7 +312,7 @@ impl SharedQueue {
         self.link.run(|con| {
             let mut invocation = script.key(&k.queue);
             for (fp, c) in cash {
-                invocation.arg(fp.0 as i64).arg(*c);
+                invocation.arg(&member(*fp)[..]).arg(*c);
             }
             invocation.invoke::<i64>(con)
         })?;
@@ -306,8 +330,9 @@ impl SharedQueue {
         self.takes += 1;
         let token = format!("{}:{}", self.holder, self.takes);
         let k = self.host_keys(host);
+        let origin = self.origin(host)?.unwrap_or_default();
         let script = &self.take;
-        let flat: Vec<String> = self.link.run(|con| {
+        let flat: Vec<Vec<u8>> = self.link.run(|con| {
             script
                 .key(&k.queue)
                 .key(&k.taken)
@@ -322,7 +347,7 @@ impl SharedQueue {
             .chunks(3)
             .filter_map(|c| match c {
                 [fp, cash, row] => Some(Taken {
-                    job: parse(host, fp, cash, row)?,
+                    job: parse(host, &origin, fp, cash, row)?,
                     token: token.clone(),
                 }),
                 _ => None,
@@ -379,7 +404,7 @@ impl SharedQueue {
                 .arg(token)
                 .arg(how);
             for t in taken {
-                invocation.arg(t.job.fp.0 as i64);
+                invocation.arg(&member(t.job.fp)[..]);
             }
             invocation.invoke(con)
         })
@@ -447,7 +472,8 @@ impl SharedQueue {
         Ok(left)
     }
 
-    /// Drops a host's queue for good (it is given up on, for the reason saved beside it).
+    /// Drops a host's queue for good (it is given up on, for the reason saved beside it). Its
+    /// rows stay: they are its seen-set, so nothing found later queues its URLs again.
     pub(crate) fn drop_host(&mut self, host: HostId, reason: &str) -> Result<(), FleetError> {
         let k = self.host_keys(host);
         let (active, skipped) = (self.crawl_key("active"), self.crawl_key("skipped"));
@@ -462,7 +488,6 @@ impl SharedQueue {
             redis::cmd("DEL")
                 .arg(&k.queue)
                 .arg(&k.taken)
-                .arg(&k.rows)
                 .arg(&k.holders)
                 .query::<()>(con)
         })?;
@@ -478,21 +503,75 @@ impl SharedQueue {
     }
 }
 
+/// A fingerprint as a member or field: its 8 bytes.
+fn member(fp: Fp) -> [u8; 8] {
+    fp.0.to_be_bytes()
+}
+
+/// A URL as a row keeps it: without `origin` when it starts with it.
+fn relative<'a>(url: &'a str, origin: &str) -> &'a str {
+    match url.strip_prefix(origin) {
+        Some(rest) if !origin.is_empty() && rest.starts_with('/') => rest,
+        _ => url,
+    }
+}
+
+/// Checks that the crawl's keys follow this build's layout, and marks a new crawl's.
+fn check_layout(link: &mut RedisLink, url: &str, crawl: &str) -> Result<(), FleetError> {
+    let c = super::tag(crawl, "crawl");
+    let (layout_key, ids_key) = (format!("{c}:layout"), format!("{c}:host_ids"));
+    let found: Option<String> = link.run(|con| redis::cmd("GET").arg(&layout_key).query(con))?;
+    let found = match found {
+        Some(f) => f,
+        None => {
+            let begun: bool = link.run(|con| redis::cmd("EXISTS").arg(&ids_key).query(con))?;
+            if begun {
+                "1".to_string()
+            } else {
+                link.run(|con| {
+                    redis::cmd("SET")
+                        .arg(&layout_key)
+                        .arg(LAYOUT)
+                        .arg("NX")
+                        .query::<()>(con)
+                })?;
+                link.run(|con| redis::cmd("GET").arg(&layout_key).query::<String>(con))?
+            }
+        }
+    };
+    if found == LAYOUT {
+        return Ok(());
+    }
+    Err(FleetError::Layout {
+        url: super::shown(url),
+        crawl: crawl.to_string(),
+        found,
+    })
+}
+
 /// A URL read back from its fingerprint, cash and row (`seq \t depth \t hops \t attempts \t
-/// revisit \t url`); none if it is not one of ours.
-fn parse(host: HostId, fp: &str, cash: &str, row: &str) -> Option<Queued> {
+/// revisit \t url`, the URL without `origin` when it starts with `/`); none if it is not one
+/// of ours.
+fn parse(host: HostId, origin: &str, fp: &[u8], cash: &[u8], row: &[u8]) -> Option<Queued> {
+    let fp = Fp(u64::from_be_bytes(fp.try_into().ok()?));
+    let cash = std::str::from_utf8(cash).ok()?;
+    let row = std::str::from_utf8(row).ok()?;
     let mut f = row.splitn(6, '\t');
     let seq = i64::from_str_radix(f.next()?, 16).ok()?;
     let depth = f.next()?.parse().ok()?;
     let hops = f.next()?.parse().ok()?;
     let attempts = f.next()?.parse().ok()?;
     let revisit = f.next()? == "1";
-    let url = f.next()?.to_string();
+    let url = match f.next()? {
+        path if path.starts_with('/') && !origin.is_empty() => format!("{origin}{path}"),
+        path if path.starts_with('/') => return None,
+        url => url.to_string(),
+    };
     Some(Queued {
         seq,
         host,
         url,
-        fp: Fp(fp.parse::<i64>().ok()? as u64),
+        fp,
         depth,
         hops,
         attempts,
@@ -507,10 +586,38 @@ mod tests {
 
     #[test]
     fn a_row_reads_back_as_written() {
-        let q = parse(HostId(7), "-2", "0.5", "ff\t3\t1\t2\t1\thttp://e.test/a\tb").unwrap();
+        let fp = member(Fp(u64::MAX - 1));
+        let row = b"ff\t3\t1\t2\t1\thttp://e.test/a\tb";
+        let q = parse(HostId(7), "http://o.test", &fp, b"0.5", row).unwrap();
         assert_eq!((q.seq, q.priority, q.fp), (255, 0.5, Fp(u64::MAX - 1)));
         assert_eq!((q.depth, q.hops, q.attempts, q.revisit), (3, 1, 2, true));
         assert_eq!(q.url, "http://e.test/a\tb", "a URL keeps what follows");
-        assert!(parse(HostId(7), "1", "0.5", "garbage").is_none());
+        assert!(parse(HostId(7), "", &fp, b"0.5", b"garbage").is_none());
+        assert!(
+            parse(HostId(7), "", b"short", b"0.5", row).is_none(),
+            "not a fingerprint"
+        );
+    }
+
+    #[test]
+    fn a_url_is_kept_without_its_host_s_origin_and_read_back_with_it() {
+        let origin = "http://e.test:8080";
+        for url in [
+            "http://e.test:8080/a/b?c",
+            "http://e.test:8080/",
+            "http://e.test:80801/a",
+            "https://e.test:8080/a",
+            "http://other.test/a",
+        ] {
+            let kept = relative(url, origin);
+            assert_eq!(
+                kept.starts_with('/'),
+                url.starts_with("http://e.test:8080/")
+            );
+            let row = format!("1\t0\t0\t0\t0\t{kept}");
+            let q = parse(HostId(1), origin, &member(Fp(1)), b"1", row.as_bytes()).unwrap();
+            assert_eq!(q.url, url);
+        }
+        assert_eq!(relative("http://e.test/a", ""), "http://e.test/a");
     }
 }

@@ -75,7 +75,7 @@ pub fn read(url: &str, crawl: &str) -> Result<FleetStatus, FleetError> {
         let t = tag(crawl, &id.to_string());
         queued += count(&mut link, "ZCARD", &format!("{t}:queue"))?;
         taken += count(&mut link, "ZCARD", &format!("{t}:taken"))?;
-        seen += count(&mut link, "SCARD", &format!("{t}:seen"))?;
+        seen += count(&mut link, "HLEN", &format!("{t}:rows"))?;
         let leases: u64 = link.run(|con| {
             redis::cmd("ZCOUNT")
                 .arg(format!("{t}:leases"))
