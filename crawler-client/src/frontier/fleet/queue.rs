@@ -12,11 +12,19 @@
 //! - `{C:crawl}:layout` (string): the version of this layout, [`LAYOUT`]; a crawl begun by a
 //!   build with another layout is refused by name rather than misread.
 //! - `{C:ID}:seq` (counter): the host's rows are numbered in arrival order.
-//! - `{C:ID}:rows` (hash fingerprint -> `seq \t depth \t hops \t attempts \t revisit \t url`,
-//!   or empty once done): the host's seen-set and what the crawl loop needs of a URL queued or
-//!   taken. One hash for both, so that "seen? then queue" is one `HSETNX` in one slot (no crash
-//!   can lose a URL or queue it twice), and a queued URL is held once, not in a set besides.
-//!   The URL is kept without its origin when it starts with it (the host's origin is known).
+//! - `{C:ID}:rows:B` (hashes fingerprint -> `seq \t depth \t hops \t attempts \t revisit \t
+//!   url`, or empty once done): the host's seen-set and what the crawl loop needs of a URL
+//!   queued or taken. One store for both, so that "seen? then queue" is one `HSETNX` in one
+//!   slot (no crash can lose a URL or queue it twice), and a queued URL is held once, not in a
+//!   set besides. The URL is kept without its origin when it starts with it (the host's origin
+//!   is known).
+//! - `{C:ID}:shape` (hash `level`, `split`, `count`): how the rows are spread over buckets
+//!   `B`, by linear hashing on the low 24 bits of the fingerprint: `2^level + split` buckets of
+//!   about [`ROWS_PER_BUCKET`] rows, split one at a time as the host grows, so that each stays
+//!   small enough for Redis to keep it as a listpack (`hash-max-listpack-entries`, 128 by
+//!   default, and `hash-max-listpack-value`, 64 bytes): a row then costs its bytes and about
+//!   four more, where a hash table entry costs 60 beyond them. A bucket holding a longer row
+//!   becomes a hash table, which costs what one hash of every row would.
 //! - `{C:ID}:queue` (sorted set of fingerprints scored by minus their OPIC cash): the URLs
 //!   waiting, best first. The fingerprint is the member so that any process can pay a queued
 //!   URL cash (`ZADD XX INCR`) without knowing more of it.
@@ -38,20 +46,79 @@ use std::time::Duration;
 /// The version of the layout above, kept in `{C:crawl}:layout`.
 pub(crate) const LAYOUT: &str = "2";
 
-/// Queues the URLs not seen yet: KEYS = [queue, seq, rows]; ARGV = per URL: fp, cash, depth,
-/// hops, revisit, url. A revisit is queued even when seen. A URL seen before that is still
-/// queued gets the cash offered with it: another process found it too, and OPIC gives it both
-/// shares. Returns how many were queued.
-const OFFER: &str = r"
-local seq = tonumber(redis.call('GET', KEYS[2]) or '0')
+/// Rows per bucket at which the next bucket is split: buckets not yet split in a round hold
+/// up to twice as many, which stays under Redis's 128 listpack entries with room for chance.
+pub(crate) const ROWS_PER_BUCKET: u32 = 40;
+
+/// The rows' buckets, for a script whose `KEYS[R]` is the rows' prefix and `KEYS[S]` the
+/// shape: `bucket(fp)` names the bucket of a fingerprint (8 bytes), `grow()` splits buckets
+/// while the rows outnumber them, and `save_shape()` writes the shape back.
+macro_rules! rows_in_buckets {
+    ($r:literal, $s:literal) => {
+        concat!(
+            "local ROWS, SHAPE = KEYS[",
+            $r,
+            "], KEYS[",
+            $s,
+            "]
+local shape = redis.call('HMGET', SHAPE, 'level', 'split', 'count')
+local level, split, count = tonumber(shape[1] or '0'), tonumber(shape[2] or '0'), tonumber(shape[3] or '0')
+local function low24(fp)
+  return string.byte(fp, 6) * 65536 + string.byte(fp, 7) * 256 + string.byte(fp, 8)
+end
+local function bucket(fp)
+  local h = low24(fp)
+  local b = h % (2 ^ level)
+  if b < split then b = h % (2 ^ (level + 1)) end
+  return ROWS .. ':' .. string.format('%d', b)
+end
+local function grow(per_bucket)
+  while level < 24 and count > per_bucket * (2 ^ level + split) do
+    local from = ROWS .. ':' .. string.format('%d', split)
+    local to = ROWS .. ':' .. string.format('%d', split + 2 ^ level)
+    local all = redis.call('HGETALL', from)
+    local moved, gone = {}, {}
+    for i = 1, #all, 2 do
+      if low24(all[i]) % (2 ^ (level + 1)) ~= split then
+        table.insert(moved, all[i])
+        table.insert(moved, all[i + 1])
+        table.insert(gone, all[i])
+      end
+    end
+    if #gone > 0 then
+      redis.call('HSET', to, unpack(moved))
+      redis.call('HDEL', from, unpack(gone))
+    end
+    split = split + 1
+    if split == 2 ^ level then
+      level, split = level + 1, 0
+    end
+  end
+end
+local function save_shape()
+  redis.call('HSET', SHAPE, 'level', level, 'split', split, 'count', count)
+end
+"
+        )
+    };
+}
+
+/// Queues the URLs not seen yet: KEYS = [queue, seq, rows, shape]; ARGV = [rows per bucket,
+/// then per URL: fp, cash, depth, hops, revisit, url]. A revisit is queued even when seen. A
+/// URL seen before that is still queued gets the cash offered with it: another process found
+/// it too, and OPIC gives it both shares. Returns how many were queued.
+const OFFER: &str = concat!(
+    rows_in_buckets!("3", "4"),
+    r"local seq = tonumber(redis.call('GET', KEYS[2]) or '0')
 local queued = 0
-for i = 1, #ARGV, 6 do
+for i = 2, #ARGV, 6 do
   local fp, cash, revisit = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 4]
   local row = string.format('%x', seq + 1) .. '\t' .. ARGV[i + 2] .. '\t' .. ARGV[i + 3] ..
     '\t0\t' .. revisit .. '\t' .. ARGV[i + 5]
-  local fresh = redis.call('HSETNX', KEYS[3], fp, row) == 1
+  local b = bucket(fp)
+  local fresh = redis.call('HSETNX', b, fp, row) == 1
   if fresh or revisit == '1' then
-    if not fresh then redis.call('HSET', KEYS[3], fp, row) end
+    if fresh then count = count + 1 else redis.call('HSET', b, fp, row) end
     seq = seq + 1
     redis.call('ZADD', KEYS[1], -cash, fp)
     queued = queued + 1
@@ -60,8 +127,11 @@ for i = 1, #ARGV, 6 do
   end
 end
 redis.call('SET', KEYS[2], seq)
+grow(tonumber(ARGV[1]))
+save_shape()
 return queued
-";
+"
+);
 
 /// Gives queued URLs more cash (OPIC: a page read by one process pays URLs another queued):
 /// KEYS = [queue]; ARGV = pairs of fp, cash. URLs no longer queued are left alone.
@@ -72,12 +142,13 @@ end
 return 0
 ";
 
-/// Takes URLs: KEYS = [queue, taken, rows, holders]; ARGV = [n, lease ms, token]. URLs whose
+/// Takes URLs: KEYS = [queue, taken, rows, holders, shape]; ARGV = [n, lease ms, token]. URLs whose
 /// lease expired go back to the queue first, with their cash. A URL taken is in `taken` by its
 /// lease's expiry and in `holders` as `token \t cash`, so that a taker whose lease expired
 /// cannot settle a URL another took since. Returns fp, cash, row for each, best first.
 const TAKE: &str = concat!(
     server_now!(),
+    rows_in_buckets!("3", "5"),
     r"local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now)
 for _, fp in ipairs(expired) do
   local held = redis.call('HGET', KEYS[4], fp) or '\t0'
@@ -94,17 +165,18 @@ for i = 1, #best, 2 do
   redis.call('HSET', KEYS[4], fp, ARGV[3] .. '\t' .. cash)
   table.insert(out, fp)
   table.insert(out, tostring(cash))
-  table.insert(out, redis.call('HGET', KEYS[3], fp) or '')
+  table.insert(out, redis.call('HGET', bucket(fp), fp) or '')
 end
 return out
 "
 );
 
-/// Settles taken URLs: KEYS = [queue, taken, rows, holders]; ARGV = [token, how, fp...] with
-/// `how` one of done, retry (back with one more attempt), return (back as it was). A URL whose
-/// holder is no longer `token` is left alone. Returns how many were settled.
-const SETTLE: &str = r"
-local settled = 0
+/// Settles taken URLs: KEYS = [queue, taken, rows, holders, shape]; ARGV = [token, how,
+/// fp...] with `how` one of done, retry (back with one more attempt), return (back as it
+/// was). A URL whose holder is no longer `token` is left alone. Returns how many were settled.
+const SETTLE: &str = concat!(
+    rows_in_buckets!("3", "5"),
+    r"local settled = 0
 for i = 3, #ARGV do
   local fp = ARGV[i]
   local held = redis.call('HGET', KEYS[4], fp)
@@ -112,13 +184,13 @@ for i = 3, #ARGV do
     redis.call('ZREM', KEYS[2], fp)
     redis.call('HDEL', KEYS[4], fp)
     if ARGV[2] == 'done' then
-      redis.call('HSET', KEYS[3], fp, '')
+      redis.call('HSET', bucket(fp), fp, '')
     else
       if ARGV[2] == 'retry' then
-        local row = redis.call('HGET', KEYS[3], fp) or ''
+        local row = redis.call('HGET', bucket(fp), fp) or ''
         local a, b, c, tries, rest = string.match(row, '^([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t(.*)$')
         if a then
-          redis.call('HSET', KEYS[3], fp, a .. '\t' .. b .. '\t' .. c .. '\t' .. (tonumber(tries) + 1) .. '\t' .. rest)
+          redis.call('HSET', bucket(fp), fp, a .. '\t' .. b .. '\t' .. c .. '\t' .. (tonumber(tries) + 1) .. '\t' .. rest)
         end
       end
       redis.call('ZADD', KEYS[1], -tonumber(string.match(held, '\t(.*)$')), fp)
@@ -127,7 +199,8 @@ for i = 3, #ARGV do
   end
 end
 return settled
-";
+"
+);
 
 /// Puts every taken URL back in the queue with its cash, whoever took it: KEYS = [queue,
 /// taken, holders]. Run by a process that has just become the host's only taker. Returns how
@@ -177,6 +250,7 @@ struct HostKeys {
     rows: String,
     holders: String,
     seq: String,
+    shape: String,
 }
 
 /// The shared queue of one crawl, over one connection (a process holds one).
@@ -229,6 +303,7 @@ impl SharedQueue {
             rows: format!("{tag}:rows"),
             holders: format!("{tag}:holders"),
             seq: format!("{tag}:seq"),
+            shape: format!("{tag}:shape"),
         }
     }
 
@@ -288,7 +363,11 @@ impl SharedQueue {
         let script = &self.offer;
         self.link.run(|con| {
             let mut invocation = script.key(&k.queue);
-            invocation.key(&k.seq).key(&k.rows);
+            invocation
+                .key(&k.seq)
+                .key(&k.rows)
+                .key(&k.shape)
+                .arg(ROWS_PER_BUCKET);
             for u in urls {
                 invocation
                     .arg(&member(u.fp)[..])
@@ -338,6 +417,7 @@ impl SharedQueue {
                 .key(&k.taken)
                 .key(&k.rows)
                 .key(&k.holders)
+                .key(&k.shape)
                 .arg(n)
                 .arg(lease.as_millis() as u64)
                 .arg(&token)
@@ -401,6 +481,7 @@ impl SharedQueue {
                 .key(&k.taken)
                 .key(&k.rows)
                 .key(&k.holders)
+                .key(&k.shape)
                 .arg(token)
                 .arg(how);
             for t in taken {

@@ -75,7 +75,13 @@ pub fn read(url: &str, crawl: &str) -> Result<FleetStatus, FleetError> {
         let t = tag(crawl, &id.to_string());
         queued += count(&mut link, "ZCARD", &format!("{t}:queue"))?;
         taken += count(&mut link, "ZCARD", &format!("{t}:taken"))?;
-        seen += count(&mut link, "HLEN", &format!("{t}:rows"))?;
+        let rows: Option<u64> = link.run(|con| {
+            redis::cmd("HGET")
+                .arg(format!("{t}:shape"))
+                .arg("count")
+                .query(con)
+        })?;
+        seen += rows.unwrap_or(0);
         let leases: u64 = link.run(|con| {
             redis::cmd("ZCOUNT")
                 .arg(format!("{t}:leases"))
