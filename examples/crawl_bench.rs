@@ -152,6 +152,25 @@ fn fleet(bin: &Path, n: usize, seeds: &Path, cfg: &Path, dir: &Path, concurrency
         .collect();
     let wall = started.elapsed();
     let (_, cpu_after) = redis_info(redis.port);
+    // What the fleet asked of Redis, the costliest first, to see where its time goes.
+    if std::env::var_os("CRAWL_BENCH_COMMANDSTATS").is_some() {
+        let o = Command::new("redis-cli")
+            .args(["-p", &redis.port.to_string(), "info", "commandstats"])
+            .output()
+            .expect("redis-cli");
+        let text = String::from_utf8_lossy(&o.stdout).into_owned();
+        let mut stats: Vec<(f64, &str)> = text
+            .lines()
+            .filter_map(|l| {
+                let usec = l.split("usec=").nth(1)?.split(',').next()?.parse().ok()?;
+                Some((usec, l))
+            })
+            .collect();
+        stats.sort_by(|a, b| b.0.total_cmp(&a.0));
+        for (_, l) in stats.iter().take(12) {
+            eprintln!("fleet of {n}: {l}");
+        }
+    }
     let (mut pages, mut bytes) = (0, 0);
     for i in 0..n {
         let status = Command::new(bin)
