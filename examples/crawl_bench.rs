@@ -316,6 +316,66 @@ fn print_floor(name: &str, f: &webcoop_crawler::archives::floor::Floor, crawl: f
     );
 }
 
+/// wget2 over the site from `seed`, 4 threads, asking for gzip as webcoop-crawl does: once
+/// saving every file under `dir`, once writing everything to /dev/null. Pages are counted
+/// from wget2's per-site statistics (responses of 200), so both ways are counted alike.
+fn wget2_rounds(seed: &str, dir: &Path, run: usize) -> Vec<Row> {
+    let mut rows = Vec::new();
+    for keep in [true, false] {
+        let work = dir.join(if keep { "saving" } else { "nothing" });
+        std::fs::create_dir_all(&work).expect("wget2's directory");
+        let stats = work.join("stats.csv");
+        let mut cmd = Command::new("wget2");
+        cmd.args([
+            "--recursive",
+            "--level=0",
+            "--max-threads=4",
+            "--compression=gzip",
+        ])
+        .args(["--quiet", "--no-robots"])
+        .arg(format!("--stats-site=csv:{}", stats.display()));
+        if keep {
+            cmd.arg("--directory-prefix").arg(work.join("mirror"));
+        } else {
+            cmd.args(["--output-document", "/dev/null"]);
+        }
+        let m = measured(
+            cmd.arg(seed).stdout(Stdio::null()),
+            Some(Duration::from_secs(300)),
+        );
+        let (pages, bytes) = wget2_stats(&stats);
+        rows.push(Row {
+            name: format!(
+                "wget2 1.99 {}, run {run}",
+                if keep {
+                    "saving files"
+                } else {
+                    "keeping nothing"
+                }
+            ),
+            pages,
+            bytes,
+            m,
+        });
+    }
+    rows
+}
+
+/// Responses of 200 and their bytes, from wget2's `--stats-site` CSV (`ID,ParentID,URL,
+/// Status,Link,Method,Size,SizeDecompressed,TransferTime,ResponseTime,Encoding,Verification`).
+fn wget2_stats(path: &Path) -> (u64, u64) {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let (mut pages, mut bytes) = (0, 0);
+    for line in text.lines().skip(1) {
+        let f: Vec<&str> = line.split(',').collect();
+        if f.len() >= 8 && f[3] == "200" {
+            pages += 1;
+            bytes += f[7].parse::<u64>().unwrap_or(0);
+        }
+    }
+    (pages, bytes)
+}
+
 /// A real site on one host: DIR served by Debian's nginx with the shipped server block,
 /// crawled from PATH by webcoop-crawl (4 connections, politeness off, default WARC settings)
 /// and by `wget -r`; the crawl's CPU per page beside its floor, the same pages through the
@@ -388,6 +448,15 @@ fn single_host(docroot: &Path, seed_path: &str, runs: usize, signed: bool) {
                 floors.push(floor_of(&out));
             }
         }
+        // wget2 in the same round, both ways: saving what it fetches, and keeping nothing
+        // (links still followed), the cost of crawling itself.
+        if testkit::tool("wget2").is_some() {
+            rows.extend(wget2_rounds(
+                &seed,
+                &tmp.path().join(format!("wget2-{i}")),
+                i + 1,
+            ));
+        }
     }
     if testkit::tool("wget").is_some() {
         let mirror = tmp.path().join("wget");
@@ -420,12 +489,52 @@ fn single_host(docroot: &Path, seed_path: &str, runs: usize, signed: bool) {
 | run | pages | decoded MB | floor: calls | floor: HTTP | floor ms/page | crawl ms/page | crawl / floor |"
     );
     println!("|---|---:|---:|---:|---:|---:|---:|---:|");
-    let unsigned = rows.iter().filter(|r| !r.name.contains("signing"));
+    let unsigned = rows
+        .iter()
+        .filter(|r| r.name.starts_with("webcoop-crawl, run"));
     for (i, (f, r)) in floors.iter().zip(unsigned).enumerate() {
         print_floor(
             &format!("{}", i + 1),
             f,
             r.m.cpu.as_secs_f64() * 1e3 / r.pages.max(1) as f64,
+        );
+    }
+    print_against_wget2(&rows, runs);
+}
+
+/// Each round's webcoop-crawl against the wget2 runs of the same round: CPU per page and
+/// wall time as ratios, the pages each found.
+fn print_against_wget2(rows: &[Row], runs: usize) {
+    let find = |prefix: &str, run: usize| {
+        rows.iter()
+            .find(|r| r.name.starts_with(prefix) && r.name.ends_with(&format!(", run {run}")))
+    };
+    let per_page = |r: &Row| r.m.cpu.as_secs_f64() / r.pages.max(1) as f64;
+    let mut header = false;
+    for run in 1..=runs {
+        let (Some(w), Some(nothing), Some(saving)) = (
+            find("webcoop-crawl, run", run),
+            find("wget2 1.99 keeping nothing", run),
+            find("wget2 1.99 saving files", run),
+        ) else {
+            continue;
+        };
+        if !header {
+            println!(
+                "\n| round | CPU/page vs wget2 keeping nothing | wall vs it | CPU/page vs wget2 saving | wall vs it | pages (webcoop, wget2) |"
+            );
+            println!("|---|---:|---:|---:|---:|---|");
+            header = true;
+        }
+        let wall = |a: &Row, b: &Row| a.m.wall.as_secs_f64() / b.m.wall.as_secs_f64().max(1e-9);
+        println!(
+            "| {run} | {:.2}x | {:.2}x | {:.2}x | {:.2}x | {}, {} |",
+            per_page(w) / per_page(nothing).max(1e-12),
+            wall(w, nothing),
+            per_page(w) / per_page(saving).max(1e-12),
+            wall(w, saving),
+            w.pages,
+            nothing.pages
         );
     }
 }

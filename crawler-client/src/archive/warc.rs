@@ -46,6 +46,17 @@ pub struct Record {
 }
 
 fn build(headers: &[(&str, String)], block: &[&[u8]], level: u32) -> Record {
+    build_stored_from(headers, block, level, usize::MAX)
+}
+
+/// As [`build`], the block's parts from `stored` on kept as they are (deflate's stored
+/// blocks): bytes already compressed, which deflating again only costs time.
+fn build_stored_from(
+    headers: &[(&str, String)],
+    block: &[&[u8]],
+    level: u32,
+    stored: usize,
+) -> Record {
     let len: usize = block.iter().map(|b| b.len()).sum();
     let id = headers
         .iter()
@@ -59,7 +70,7 @@ fn build(headers: &[(&str, String)], block: &[&[u8]], level: u32) -> Record {
     parts.extend_from_slice(block);
     parts.push(webcoop_protocol::warc::record::END);
     Record {
-        bytes: gzip_member(&parts, level),
+        bytes: gzip_member(&parts, level, stored.saturating_add(1)),
         id,
     }
 }
@@ -73,11 +84,14 @@ thread_local! {
 }
 
 /// One gzip member (RFC 1952) of `parts` in order, as `GzEncoder` writes it (no name, no
-/// time, OS unknown), deflated at `level` with this thread's reused state.
-fn gzip_member(parts: &[&[u8]], level: u32) -> Vec<u8> {
+/// time, OS unknown), deflated at `level` with this thread's reused state, the parts from
+/// `stored` on (and the record's end) in stored blocks after a sync flush.
+fn gzip_member(parts: &[&[u8]], level: u32, stored: usize) -> Vec<u8> {
     use flate2::{Compress, FlushCompress, Status};
     let total: usize = parts.iter().map(|p| p.len()).sum();
-    let mut out = Vec::with_capacity(total / 3 + 64);
+    let (deflated, kept) = parts.split_at(stored.min(parts.len()));
+    let kept_len: usize = kept.iter().map(|p| p.len()).sum();
+    let mut out = Vec::with_capacity((total - kept_len) / 3 + kept_len + 64);
     out.extend_from_slice(&[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff]);
     let mut crc = crc32fast::Hasher::new();
     DEFLATE.with(|cell| {
@@ -91,13 +105,14 @@ fn gzip_member(parts: &[&[u8]], level: u32) -> Vec<u8> {
         };
         let z = &mut states[at].1;
         z.reset();
-        let last = parts.len().saturating_sub(1);
-        for (i, part) in parts.iter().enumerate() {
+        let last = deflated.len().saturating_sub(1);
+        for (i, part) in deflated.iter().enumerate() {
             crc.update(part);
-            let flush = if i == last {
-                FlushCompress::Finish
-            } else {
-                FlushCompress::None
+            let flush = match (i == last, kept.is_empty()) {
+                (false, _) => FlushCompress::None,
+                (true, true) => FlushCompress::Finish,
+                // The deflated part ends on a byte boundary, not final: stored blocks follow.
+                (true, false) => FlushCompress::Sync,
             };
             let mut input: &[u8] = part;
             loop {
@@ -110,6 +125,14 @@ fn gzip_member(parts: &[&[u8]], level: u32) -> Vec<u8> {
                 match status {
                     Ok(Status::StreamEnd) => break,
                     Ok(_) if input.is_empty() && flush == FlushCompress::None => break,
+                    // A sync flush is done once its input is in and output room was left.
+                    Ok(_)
+                        if input.is_empty()
+                            && flush == FlushCompress::Sync
+                            && out.capacity() > out.len() =>
+                    {
+                        break;
+                    }
                     Ok(_) => {}
                     // Deflating into memory does not fail; an empty member is refused on read.
                     Err(_) => return,
@@ -117,9 +140,45 @@ fn gzip_member(parts: &[&[u8]], level: u32) -> Vec<u8> {
             }
         }
     });
+    if !kept.is_empty() {
+        for part in kept {
+            crc.update(part);
+        }
+        stored_blocks(kept, &mut out);
+    }
     out.extend_from_slice(&crc.finalize().to_le_bytes());
     out.extend_from_slice(&(total as u32).to_le_bytes());
     out
+}
+
+/// `parts` as deflate stored blocks (RFC 1951, 3.2.4) of at most 65,535 bytes, the last one
+/// final: each a header byte, its length and the length's complement, then the bytes.
+fn stored_blocks(parts: &[&[u8]], out: &mut Vec<u8>) {
+    let total: usize = parts.iter().map(|p| p.len()).sum();
+    out.reserve(total + 5 * (total / u16::MAX as usize + 1));
+    let (mut written, mut part, mut offset) = (0, 0, 0);
+    loop {
+        let len = (total - written).min(u16::MAX as usize);
+        let last = written + len == total;
+        let n = len as u16;
+        out.push(u8::from(last));
+        out.extend_from_slice(&n.to_le_bytes());
+        out.extend_from_slice(&(!n).to_le_bytes());
+        let mut need = len;
+        while need > 0 {
+            let p = parts[part];
+            let take = (p.len() - offset).min(need);
+            out.extend_from_slice(&p[offset..offset + take]);
+            (offset, need) = (offset + take, need - take);
+            if offset == p.len() {
+                (part, offset) = (part + 1, 0);
+            }
+        }
+        written += len;
+        if last {
+            return;
+        }
+    }
 }
 
 /// An HTTP exchange as a `response` record holds it.
@@ -186,21 +245,13 @@ pub fn response(x: &Exchange<'_>, level: u32) -> Record {
     if let Some(usage) = usage {
         headers.push((USAGE_FIELD, usage.to_string()));
     }
-    build(
-        &headers,
-        &[http_head.as_bytes(), body],
-        level.min(if content_coded(http_head) {
-            CODED_LEVEL
-        } else {
-            9
-        }),
-    )
+    if content_coded(http_head) {
+        // The heads at the level asked, the coded body as it came.
+        build_stored_from(&headers, &[http_head.as_bytes(), body], level, 1)
+    } else {
+        build(&headers, &[http_head.as_bytes(), body], level)
+    }
 }
-
-/// The gzip level of a record whose body is already compressed (a content coding): level 6
-/// gains nothing on such bytes and cost a tenth of a crawl's CPU (the Rust docs on nginx,
-/// 28,845 pages: 8.0 s of user time at level 1 against 9.0 s at 6, 95 MB of WARC against 93).
-const CODED_LEVEL: u32 = 1;
 
 /// Whether an HTTP head says its body has a content coding (gzip, br, zstd ...).
 fn content_coded(http_head: &str) -> bool {
@@ -937,6 +988,25 @@ mod tests {
     }
 
     #[test]
+    fn a_coded_body_is_kept_in_stored_blocks_that_any_gzip_reader_reads() {
+        use std::io::Read;
+        let head = "HTTP/1.1 200 OK\r\ncontent-encoding: gzip\r\n\r\n";
+        for len in [0usize, 1, 65_534, 65_535, 65_536, 200_001] {
+            let body: Vec<u8> = (0..len).map(|i| (i * 7919 % 251) as u8).collect();
+            let r = resp("http://e.com/a", head, &body);
+            // Stored: the record is the body and its heads, not less.
+            assert!(r.bytes.len() > len, "{len}: {}", r.bytes.len());
+            let mut plain = Vec::new();
+            flate2::read::GzDecoder::new(&r.bytes[..])
+                .read_to_end(&mut plain)
+                .unwrap();
+            let rec = member_at(&r.bytes, 0).unwrap();
+            assert_eq!(parse_http(&rec.block).unwrap().body, &body[..], "{len}");
+            assert!(plain.ends_with(webcoop_protocol::warc::record::END));
+        }
+    }
+
+    #[test]
     fn a_body_already_compressed_is_not_compressed_hard_again() {
         let plain = "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n";
         let coded = "HTTP/1.1 200 OK\r\ncontent-encoding: gzip\r\n\r\n";
@@ -945,7 +1015,7 @@ mod tests {
         assert!(!content_coded(
             "HTTP/1.1 200 OK\r\nContent-Encoding: identity\r\n\r\n"
         ));
-        // Text compresses at the level asked; the same bytes under a coding at level 1, and
+        // Text compresses at the level asked; the same bytes under a coding are stored, and
         // both read back whole.
         let body = "<p>the same sentence again</p>".repeat(2000);
         let (a, b) = (
