@@ -12,7 +12,8 @@
 //! that floor alone, for a crawl whose site still serves it; `--signed 1`: each run followed
 //! by the same crawl signing every request, Web Bot Auth). `--fleet` adds a fleet of that
 //! many processes on a local `redis-server` for each number given; `--redis-memory N` measures
-//! what N queued URLs cost in Redis.
+//! what N queued URLs cost in Redis; `--compare-with BIN --rounds N`: another build's
+//! webcoop-crawl in alternate rounds beside this one's.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -628,9 +629,9 @@ fn main() {
     let mut rows = Vec::new();
     let bin = testkit::workspace_bin("webcoop-crawler", "webcoop-crawl");
     let concurrency = arg(&args, "concurrency", "256");
-    let run = |out: &Path, extra: &[String]| {
+    let run_with = |bin: &Path, out: &Path, extra: &[String]| {
         measured(
-            Command::new(&bin)
+            Command::new(bin)
                 .args([
                     "crawl",
                     "--allow-net",
@@ -654,6 +655,7 @@ fn main() {
             None,
         )
     };
+    let run = |out: &Path, extra: &[String]| run_with(&bin, out, extra);
     let fetched_of = |out: &Path| {
         let status = Command::new(&bin)
             .args(["status", "--json", "--out"])
@@ -668,15 +670,35 @@ fn main() {
         );
         (fetched, st["bytes"].as_u64().unwrap_or(0))
     };
-    let out = tmp.path().join("crawl");
-    let m = run(&out, &[]);
-    let (pages, bytes) = fetched_of(&out);
-    rows.push(Row {
-        name: "webcoop-crawl (1 connection per host, 256 in all)".into(),
-        pages,
-        bytes,
-        m,
-    });
+    // `--compare-with BIN`: another build's binary in alternate rounds (`--rounds N`), which
+    // goes first alternating, so that the machine's drift touches both alike.
+    let other = args.get("compare-with").map(PathBuf::from);
+    let rounds: usize = arg(&args, "rounds", "1").parse().unwrap_or(1).max(1);
+    for round in 0..rounds {
+        let mut builds = vec![("this build".to_string(), bin.clone())];
+        if let Some(o) = &other {
+            builds.push((o.display().to_string(), o.clone()));
+            if round % 2 == 1 {
+                builds.reverse();
+            }
+        }
+        for (i, (name, b)) in builds.into_iter().enumerate() {
+            let out = tmp.path().join(format!("crawl-{round}-{i}"));
+            let m = run_with(&b, &out, &[]);
+            let (pages, bytes) = fetched_of(&out);
+            let _ = std::fs::remove_dir_all(&out);
+            rows.push(Row {
+                name: if other.is_some() || rounds > 1 {
+                    format!("webcoop-crawl, {name}, round {}", round + 1)
+                } else {
+                    "webcoop-crawl (1 connection per host, 256 in all)".into()
+                },
+                pages,
+                bytes,
+                m,
+            });
+        }
+    }
     if args.contains_key("console") {
         // The same crawl with its console open on the hosts page: the overview every second
         // and the host table every two, as the page asks for them.

@@ -92,11 +92,13 @@ if [ ! -d target/debug ] && [ -n "$free_mb" ] && [ "$free_mb" -lt "$need_mb" ]; 
 fi
 
 # --- builds beside the checks and the tests ------------------------------------------------
-# The fuzz targets (nightly, with the address sanitizer) build from the start at the lowest
-# priority: they take the CPU the lints and the test build leave while they link, and the
-# tests, which mostly wait on servers and sockets. They build unoptimised (`--dev`, with debug
-# assertions and overflow checks): the 10 s runs here are a smoke test, and an optimised build
-# of every dependency would cost CI more than everything else; long runs use -O (fuzz/README.md).
+# The fuzz targets (nightly) build from the start at the lowest priority: they take the CPU
+# the lints and the test build leave while they link, and the tests, which mostly wait on
+# servers and sockets. They build unoptimised (`--dev`, with debug assertions and overflow
+# checks) and without the address sanitizer (`-s none`): the 10 s runs here are a smoke test,
+# their build was CI's last step to finish (1:47 after the tests, on 2026-11-26), and the
+# sanitizer made it 432 CPU-seconds against 346. Long runs keep the sanitizer and use -O
+# (fuzz/README.md).
 # A failing step stops the script; what runs beside it stops with it.
 trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
 fuzz_secs="${WEBCOOP_FUZZ_SECONDS:-10}"
@@ -105,7 +107,7 @@ fuzz_log=$(mktemp)
 if [ "$fuzz_secs" != 0 ] && rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
     command -v cargo-fuzz >/dev/null || cargo install --quiet --locked cargo-fuzz
     (
-        nice -n 19 cargo +nightly fuzz build --dev
+        nice -n 19 cargo +nightly fuzz build --dev -s none
         printf 'fuzz targets built at %d:%02d\n' $((SECONDS / 60)) $((SECONDS % 60))
     ) >"$fuzz_log" 2>&1 &
     fuzz_build=$!
@@ -198,7 +200,7 @@ if [ -n "$fuzz_build" ]; then
         mkdir -p "$work"
         find "$corpus/$target" -maxdepth 1 -type f -printf '%f\n' | shuf -n 300 |
             while read -r f; do ln -s "$corpus/$target/$f" "$work/$f"; done
-        if ! cargo +nightly fuzz run --dev "$target" "$work" "$PWD/fuzz/seeds/$target" -- \
+        if ! cargo +nightly fuzz run --dev -s none "$target" "$work" "$PWD/fuzz/seeds/$target" -- \
             -max_total_time="$fuzz_secs" -rss_limit_mb=2048 -max_len=65536 \
             >"$logs/$target.log" 2>&1; then
             tail -n 40 "$logs/$target.log" >&2
