@@ -117,17 +117,8 @@ fn each_purpose_skips_what_the_site_refuses_for_it() {
     for purpose in ["", "search", "ai-input", "ai-train"] {
         std::fs::write(&log, "").unwrap();
         let out = tmp.path().join(format!("crawl-{purpose}"));
-        let mut cmd = Command::new(workspace_bin("webcoop-crawler", "webcoop-crawl"));
-        cmd.args(["crawl", "--allow-net", "127.0.0.0/8", "--coop", "off"])
-            .args([
-                "--delay-min",
-                "0",
-                "--delay-factor",
-                "0",
-                "--progress",
-                "quiet",
-            ])
-            .arg("--seeds")
+        let mut cmd = crate::common::loopback_crawl();
+        cmd.arg("--seeds")
             .arg(format!("{base}index.html"))
             .arg("--out")
             .arg(&out);

@@ -476,16 +476,7 @@ fn a_crawler_that_signs_when_asked_signs_where_a_site_asks() {
     ]);
     let out = tmp.path().join("crawl");
     run_ok(
-        Command::new(workspace_bin("webcoop-crawler", "webcoop-crawl"))
-            .args(["crawl", "--allow-net", "127.0.0.0/8", "--coop", "off"])
-            .args([
-                "--delay-min",
-                "0",
-                "--delay-factor",
-                "0",
-                "--progress",
-                "quiet",
-            ])
+        crate::common::loopback_crawl()
             .args(["--sign-requests", "asked", "--signing-key"])
             .arg(&key_file)
             .args(["--signature-agent", &format!("http://{}", origin.addr)])
