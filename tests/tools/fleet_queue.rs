@@ -210,6 +210,78 @@ fn cash_paid_by_any_process_reorders_the_shared_queue() {
     assert_eq!(b.take(host, 1, LEASE).unwrap()[0].job.priority, 0.3);
 }
 
+/// The scripts send each command once per bucket, not once per row: one call naming a URL
+/// twice must still answer as two calls in a row would.
+#[test]
+fn one_call_naming_a_url_twice_answers_as_two_calls_would() {
+    let Some(redis) = RedisServer::start(false) else {
+        assert!(
+            !webcoop_testkit::tools_required(),
+            "redis-server is required"
+        );
+        return;
+    };
+    let mut q = SharedQueue::connect(&redis.url(), "twice", "a").unwrap();
+    let host = q.host_id("http://o.test").unwrap();
+    let urls = offers(4, 3);
+    let with = |i: usize, cash: f64, revisit: bool| NewUrl {
+        priority: cash,
+        revisit,
+        ..urls[i].clone()
+    };
+    // Found twice in one batch: queued once, with both shares.
+    assert_eq!(
+        q.offer(host, &[with(0, 0.25, false), with(0, 0.5, false)])
+            .unwrap(),
+        1
+    );
+    // Queued before, found again twice: both shares added to what it had.
+    assert_eq!(q.offer(host, &[with(1, 0.125, false)]).unwrap(), 1);
+    assert_eq!(
+        q.offer(host, &[with(1, 0.25, false), with(1, 0.5, false)])
+            .unwrap(),
+        0
+    );
+    // Paid, then queued again as a revisit in the same batch: the revisit's cash, as
+    // `ZADD` after `ZADD INCR` would leave it, then paid again after.
+    assert_eq!(q.offer(host, &[with(2, 0.125, false)]).unwrap(), 1);
+    let batch = [
+        with(2, 4.0, false),
+        with(2, 0.0625, true),
+        with(2, 1.0, false),
+    ];
+    assert_eq!(q.offer(host, &batch).unwrap(), 1);
+    q.deposit(host, &[(urls[0].fp, 1.0), (urls[0].fp, 2.0)])
+        .unwrap();
+    let taken = q.take(host, 10, LEASE).unwrap();
+    let got: Vec<(u64, f64)> = taken.iter().map(|t| (t.job.fp.0, t.job.priority)).collect();
+    assert_eq!(
+        got,
+        [
+            (urls[0].fp.0, 3.75),
+            (urls[2].fp.0, 1.0625),
+            (urls[1].fp.0, 0.875)
+        ]
+    );
+    assert!(taken[1].job.revisit, "the revisit's row replaced the first");
+    // Settled with the same row named twice: settled once.
+    let twice = [taken[0].clone(), taken[0].clone(), taken[1].clone()];
+    assert_eq!(q.settle_done(host, &twice).unwrap(), 2);
+    assert!(
+        !q.settle(host, &taken[0], Settle::Done).unwrap(),
+        "already done"
+    );
+    assert!(q.settle(host, &taken[2], Settle::Retry).unwrap());
+    let again = q.take(host, 10, LEASE).unwrap();
+    assert_eq!(again.len(), 1, "done rows stay done: {again:?}");
+    assert_eq!((again[0].job.fp, again[0].job.attempts), (urls[1].fp, 1));
+    assert_eq!(
+        q.offer(host, &urls).unwrap(),
+        0,
+        "every one of them stays seen"
+    );
+}
+
 #[test]
 fn a_queued_url_costs_little_memory_in_redis() {
     let Some(redis) = RedisServer::start(false) else {
@@ -286,6 +358,37 @@ fn a_crawl_begun_with_another_frontier_layout_is_refused_by_name() {
             .iter()
             .all(|t| t.job.url.starts_with("http://s0.test/"))
     );
+}
+
+/// Processes starting together on a new crawl: one marks its layout and gives out the first
+/// host id while the others check it; none may take the other's first id for an older crawl.
+#[test]
+fn processes_starting_together_on_a_new_crawl_are_all_let_in() {
+    let Some(redis) = RedisServer::start(false) else {
+        assert!(
+            !webcoop_testkit::tools_required(),
+            "redis-server is required"
+        );
+        return;
+    };
+    for round in 0..20 {
+        let start = Arc::new(std::sync::Barrier::new(6));
+        let joined: Vec<_> = (0..6)
+            .map(|p| {
+                let (url, start) = (redis.url(), start.clone());
+                std::thread::spawn(move || {
+                    start.wait();
+                    let mut q =
+                        SharedQueue::connect(&url, &format!("new{round}"), &format!("p{p}"))?;
+                    q.host_id(&format!("http://h{p}.test"))
+                })
+            })
+            .collect();
+        for j in joined {
+            let joined = j.join().unwrap();
+            assert!(joined.is_ok(), "round {round}: {joined:?}");
+        }
+    }
 }
 
 #[test]

@@ -17,7 +17,7 @@ use crate::frontier::RobotsState;
 use crate::frontier::fleet::members::{Heartbeat, Members};
 use crate::frontier::fleet::process::FleetProcess;
 use crate::frontier::shared::Grant;
-use crate::frontier::shared::{SharedFrontier, TrackedPage};
+use crate::frontier::shared::{Saved, SharedFrontier, TrackedPage};
 use crate::ids::Fp;
 use crate::ids::HostId;
 use crate::state::{HostRecord, NewUrl};
@@ -367,14 +367,15 @@ impl Engine {
         let Some(fleet) = self.fleet.as_mut() else {
             return Ok(());
         };
-        for (host, n) in fleet.shared.put_discovered(offers)? {
+        let saved = Saved {
+            discovered: offers,
+            cash: std::mem::take(&mut fleet.cash),
+            tracked: std::mem::take(&mut fleet.tracked),
+            done: settled.to_vec(),
+        };
+        for (host, n) in fleet.shared.put_saved(saved)? {
             self.frontier.add_queued(host, n as u64);
         }
-        fleet.shared.put_cash(std::mem::take(&mut fleet.cash))?;
-        fleet
-            .shared
-            .put_tracked(std::mem::take(&mut fleet.tracked))?;
-        fleet.shared.put_done(settled)?;
         self.fleet_tidy(Instant::now())
     }
 

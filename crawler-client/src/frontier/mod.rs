@@ -33,6 +33,10 @@ use std::time::Instant;
 /// URLs of a host held in memory.
 const BUFFER: usize = 16;
 
+/// URLs of a host a fleet's refill takes at once: each refill is a round trip to the shared
+/// queue, and rows taken stay this process's while it holds the host (they go back with it).
+const FLEET_TAKE: usize = 64;
+
 /// A refill reads this many buffers' worth of rows and keeps the best.
 const REFILL_WINDOW: usize = 4;
 
@@ -713,7 +717,7 @@ impl Frontier {
         // waits in `ahead`, so the next refill reads only what it lacks, after the cursor.
         // A fleet's rows are taken as they are read: only as many as are kept.
         let mut rows = if self.shared {
-            store.next_for_host(id, None, BUFFER, &h.taken)?
+            store.next_for_host(id, None, FLEET_TAKE, &h.taken)?
         } else {
             let want = (BUFFER * REFILL_WINDOW).saturating_sub(h.ahead.len());
             let read = store.next_for_host(id, h.read_to, want, &h.taken)?;
@@ -735,7 +739,7 @@ impl Frontier {
         let Some(h) = self.hosts.get_mut(&id) else {
             return Ok(());
         };
-        if rows.len() > BUFFER {
+        if rows.len() > BUFFER && !self.shared {
             h.ahead = rows.split_off(BUFFER);
         }
         if rows.len() < BUFFER && !h.unsaved.is_empty() {

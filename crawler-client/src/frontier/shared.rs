@@ -48,6 +48,20 @@ pub(crate) struct TrackedPage {
     pub(crate) visited: i64,
 }
 
+/// What a saved batch owes a fleet's frontier.
+#[derive(Debug, Default)]
+pub(crate) struct Saved {
+    /// URLs found (`PutURLs` of discovered items).
+    pub(crate) discovered: Vec<NewUrl>,
+    /// OPIC cash owed to URLs queued before this batch, per host (URLFrontier has no
+    /// priorities: this is ours).
+    pub(crate) cash: HashMap<HostId, Vec<(Fp, f64)>>,
+    /// Visits of pages kept fresh, per host, for the host's next holder.
+    pub(crate) tracked: HashMap<HostId, Vec<TrackedPage>>,
+    /// Rows handed out and now done with (`PutURLs` of known items without a refetch date).
+    pub(crate) done: Vec<(HostId, i64)>,
+}
+
 /// A frontier shared by a fleet, as one process uses it.
 pub(crate) trait SharedFrontier {
     /// The queue of a host, the same in every process (URLFrontier: a URL's `key`).
@@ -58,16 +72,11 @@ pub(crate) trait SharedFrontier {
     /// Up to `n` URLs of a queue held, best first, locked until put back (`GetURLs` with `key`
     /// and `max_urls_per_queue`).
     fn get_urls(&mut self, host: HostId, n: usize) -> Result<Vec<Queued>, FleetError>;
-    /// Queues what this process found, each URL once whoever finds it (`PutURLs` of
-    /// discovered items); returns how many were new per queue.
-    fn put_discovered(&mut self, urls: Vec<NewUrl>) -> Result<Vec<(HostId, usize)>, FleetError>;
-    /// Pays queued URLs the OPIC cash pages read here gave them, wherever they are queued
-    /// (URLFrontier has no priorities: this is ours).
-    fn put_cash(&mut self, cash: HashMap<HostId, Vec<(Fp, f64)>>) -> Result<(), FleetError>;
-    /// Records the visits of pages kept fresh, per host, for the host's next holder.
-    fn put_tracked(&mut self, pages: HashMap<HostId, Vec<TrackedPage>>) -> Result<(), FleetError>;
-    /// URLs handed out are done with (`PutURLs` of known items without a refetch date).
-    fn put_done(&mut self, rows: &[(HostId, i64)]) -> Result<(), FleetError>;
+    /// What a saved batch owes the fleet, sent together (`PutURLs`, with our cash and refresh
+    /// schedule beside it): its new URLs queued once whoever finds them, the cash its pages
+    /// gave URLs queued anywhere, its visits of pages kept fresh, its rows done with. Returns
+    /// how many URLs were new per queue.
+    fn put_saved(&mut self, saved: Saved) -> Result<Vec<(HostId, usize)>, FleetError>;
     /// Whether this process still holds a queue, before a request to its host.
     fn keep(&mut self, host: HostId, now: Instant) -> Result<bool, FleetError>;
     /// Renews what is held; returns the queues lost.

@@ -10,8 +10,8 @@
 use super::FleetError;
 use super::leases::{Grant, HostLeases};
 use super::members::{Heartbeat, Members};
-use super::queue::{SharedQueue, Taken};
-use crate::frontier::shared::{Claimed, SharedFrontier, TrackedPage};
+use super::queue::{Put, SharedQueue, Taken};
+use crate::frontier::shared::{Claimed, Saved, SharedFrontier, TrackedPage};
 use crate::ids::{Fp, HostId};
 use crate::state::{NewUrl, Queued};
 use std::collections::HashMap;
@@ -161,18 +161,6 @@ impl SharedFrontier for FleetProcess {
         self.queue.host_id(origin)
     }
 
-    fn put_discovered(&mut self, urls: Vec<NewUrl>) -> Result<Vec<(HostId, usize)>, FleetError> {
-        let mut by_host: HashMap<HostId, Vec<NewUrl>> = HashMap::new();
-        for u in urls {
-            by_host.entry(u.host).or_default().push(u);
-        }
-        let mut out = Vec::with_capacity(by_host.len());
-        for (host, urls) in by_host {
-            out.push((host, self.queue.offer(host, &urls)?));
-        }
-        Ok(out)
-    }
-
     fn get_urls(&mut self, host: HostId, n: usize) -> Result<Vec<Queued>, FleetError> {
         if !self.held.contains_key(&host) {
             return Ok(Vec::new());
@@ -188,17 +176,41 @@ impl SharedFrontier for FleetProcess {
             .collect())
     }
 
-    fn put_done(&mut self, rows: &[(HostId, i64)]) -> Result<(), FleetError> {
-        let mut by_host: HashMap<HostId, Vec<Taken>> = HashMap::new();
-        for (host, seq) in rows {
-            if let Some(t) = self.taken.remove(&(*host, *seq)) {
-                by_host.entry(*host).or_default().push(t);
+    fn put_saved(&mut self, saved: Saved) -> Result<Vec<(HostId, usize)>, FleetError> {
+        let mut put = Put::default();
+        let mut by_host: HashMap<HostId, Vec<NewUrl>> = HashMap::new();
+        for u in saved.discovered {
+            by_host.entry(u.host).or_default().push(u);
+        }
+        for (host, urls) in by_host {
+            self.queue.put_offer(&mut put, host, &urls)?;
+        }
+        for (host, shares) in saved.cash {
+            self.queue.put_deposit(&mut put, host, &shares);
+        }
+        for (host, pages) in saved.tracked {
+            if pages.is_empty() {
+                continue;
+            }
+            let mut cmd = redis::cmd("HSET");
+            cmd.arg(tracked_key(&self.crawl, host));
+            for p in pages {
+                let rate = p.rate.map_or(String::new(), |r| r.to_string());
+                cmd.arg((p.fp.0 as i64).to_string())
+                    .arg(format!("{}\t{}\t{}\t{}", p.visited, p.depth, rate, p.url));
+            }
+            SharedQueue::put_cmd(&mut put, cmd);
+        }
+        let mut done: HashMap<HostId, Vec<Taken>> = HashMap::new();
+        for (host, seq) in saved.done {
+            if let Some(t) = self.taken.remove(&(host, seq)) {
+                done.entry(host).or_default().push(t);
             }
         }
-        for (host, rows) in by_host {
-            self.queue.settle_done(host, &rows)?;
+        for (host, rows) in done {
+            self.queue.put_done(&mut put, host, &rows);
         }
-        Ok(())
+        self.queue.send(put)
     }
 
     fn keep(&mut self, host: HostId, now: Instant) -> Result<bool, FleetError> {
@@ -368,38 +380,6 @@ impl SharedFrontier for FleetProcess {
         let busy = listed > self.held.len() || self.members.others_busy(&self.name)?;
         self.looked = Some((now, busy));
         Ok(busy)
-    }
-
-    fn put_cash(&mut self, cash: HashMap<HostId, Vec<(Fp, f64)>>) -> Result<(), FleetError> {
-        for (host, shares) in cash {
-            self.queue.deposit(host, &shares)?;
-        }
-        Ok(())
-    }
-
-    fn put_tracked(&mut self, pages: HashMap<HostId, Vec<TrackedPage>>) -> Result<(), FleetError> {
-        for (host, pages) in pages {
-            let key = tracked_key(&self.crawl, host);
-            let fields: Vec<(String, String)> = pages
-                .iter()
-                .map(|p| {
-                    let rate = p.rate.map_or(String::new(), |r| r.to_string());
-                    (
-                        (p.fp.0 as i64).to_string(),
-                        format!("{}\t{}\t{}\t{}", p.visited, p.depth, rate, p.url),
-                    )
-                })
-                .collect();
-            if !fields.is_empty() {
-                self.queue.link().run(|con| {
-                    redis::cmd("HSET")
-                        .arg(&key)
-                        .arg(&fields[..])
-                        .query::<()>(con)
-                })?;
-            }
-        }
-        Ok(())
     }
 
     fn beat(&mut self, beat: &Heartbeat) -> Result<(), FleetError> {

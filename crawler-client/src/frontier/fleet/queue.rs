@@ -103,29 +103,123 @@ end
     };
 }
 
+/// Bulk calls, for scripts that touch many fields: a call from a script costs several times
+/// what one more field in it does, so each command is sent once per thousand arguments rather
+/// than once per row (and Lua's `unpack` stays within its stack). `many(cmd, key, args)`
+/// sends `cmd key args...` in chunks (pairs stay whole: the chunk is even); `fetch(cmd, key,
+/// fields)` does the same for HMGET or ZMSCORE and returns one answer per field, false for
+/// none.
+macro_rules! bulk {
+    () => {
+        "local function many(cmd, key, args)
+  for i = 1, #args, 1000 do
+    redis.call(cmd, key, unpack(args, i, math.min(i + 999, #args)))
+  end
+end
+local function fetch(cmd, key, fields)
+  local out = {}
+  for i = 1, #fields, 1000 do
+    local got = redis.call(cmd, key, unpack(fields, i, math.min(i + 999, #fields)))
+    for k = 1, #got do out[#out + 1] = got[k] end
+  end
+  return out
+end
+"
+    };
+}
+
+/// Lists fingerprints by bucket (after [`rows_in_buckets`]): `group(fps)` returns the
+/// buckets in first-seen order and, per bucket, the positions in `fps` that fall in it.
+macro_rules! grouped {
+    () => {
+        "local function group(fps)
+  local order, at = {}, {}
+  for i = 1, #fps do
+    local b = bucket(fps[i])
+    if not at[b] then
+      at[b] = {}
+      order[#order + 1] = b
+    end
+    local list = at[b]
+    list[#list + 1] = i
+  end
+  return order, at
+end
+"
+    };
+}
+
 /// Queues the URLs not seen yet: KEYS = [queue, seq, rows, shape]; ARGV = [rows per bucket,
 /// then per URL: fp, cash, depth, hops, revisit, url]. A revisit is queued even when seen. A
 /// URL seen before that is still queued gets the cash offered with it: another process found
-/// it too, and OPIC gives it both shares. Returns how many were queued.
+/// it too, and OPIC gives it both shares. Returns how many were queued. The answer is the
+/// one URL-at-a-time `HSETNX` and `ZADD INCR` would give, in the order given, with each
+/// command sent once per bucket or once in all.
 const OFFER: &str = concat!(
     rows_in_buckets!("3", "4"),
+    bulk!(),
+    grouped!(),
     r"local seq = tonumber(redis.call('GET', KEYS[2]) or '0')
-local queued = 0
-for i = 2, #ARGV, 6 do
-  local fp, cash, revisit = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 4]
-  local row = string.format('%x', seq + 1) .. '\t' .. ARGV[i + 2] .. '\t' .. ARGV[i + 3] ..
-    '\t0\t' .. revisit .. '\t' .. ARGV[i + 5]
-  local b = bucket(fp)
-  local fresh = redis.call('HSETNX', b, fp, row) == 1
-  if fresh or revisit == '1' then
-    if fresh then count = count + 1 else redis.call('HSET', b, fp, row) end
-    seq = seq + 1
-    redis.call('ZADD', KEYS[1], -cash, fp)
-    queued = queued + 1
-  elseif cash > 0 then
-    redis.call('ZADD', KEYS[1], 'XX', 'INCR', -cash, fp)
+local fps = {}
+for i = 2, #ARGV, 6 do fps[#fps + 1] = ARGV[i] end
+local known = {}
+local order, at = group(fps)
+for _, b in ipairs(order) do
+  local names = {}
+  for k, i in ipairs(at[b]) do names[k] = fps[i] end
+  local got = fetch('HMGET', b, names)
+  for k, i in ipairs(at[b]) do
+    if got[k] then known[fps[i]] = true end
   end
 end
+local rows, score, scored, owed, owing = {}, {}, {}, {}, {}
+local queued = 0
+for n = 1, #fps do
+  local i = 2 + (n - 1) * 6
+  local fp, cash, revisit = fps[n], tonumber(ARGV[i + 1]), ARGV[i + 4]
+  if not known[fp] or revisit == '1' then
+    if not known[fp] then
+      count = count + 1
+      known[fp] = true
+    end
+    seq = seq + 1
+    local b = bucket(fp)
+    rows[b] = rows[b] or {}
+    local r = rows[b]
+    r[#r + 1] = fp
+    r[#r + 1] = string.format('%x', seq) .. '\t' .. ARGV[i + 2] .. '\t' .. ARGV[i + 3] ..
+      '\t0\t' .. revisit .. '\t' .. ARGV[i + 5]
+    if not score[fp] then scored[#scored + 1] = fp end
+    score[fp] = -cash
+    owed[fp] = nil
+    queued = queued + 1
+  elseif cash > 0 then
+    if score[fp] then
+      score[fp] = score[fp] - cash
+    else
+      if not owed[fp] then owing[#owing + 1] = fp end
+      owed[fp] = (owed[fp] or 0) + cash
+    end
+  end
+end
+for b, r in pairs(rows) do many('HSET', b, r) end
+local pairs_ = {}
+for _, fp in ipairs(scored) do
+  pairs_[#pairs_ + 1] = score[fp]
+  pairs_[#pairs_ + 1] = fp
+end
+local pay = {}
+for _, fp in ipairs(owing) do
+  if owed[fp] then pay[#pay + 1] = fp end
+end
+local now = fetch('ZMSCORE', KEYS[1], pay)
+for k, fp in ipairs(pay) do
+  if now[k] then
+    pairs_[#pairs_ + 1] = tonumber(now[k]) - owed[fp]
+    pairs_[#pairs_ + 1] = fp
+  end
+end
+many('ZADD', KEYS[1], pairs_)
 redis.call('SET', KEYS[2], seq)
 grow(tonumber(ARGV[1]))
 save_shape()
@@ -135,12 +229,26 @@ return queued
 
 /// Gives queued URLs more cash (OPIC: a page read by one process pays URLs another queued):
 /// KEYS = [queue]; ARGV = pairs of fp, cash. URLs no longer queued are left alone.
-const DEPOSIT: &str = r"
+const DEPOSIT: &str = concat!(
+    bulk!(),
+    r"local owed, fps = {}, {}
 for i = 1, #ARGV, 2 do
-  redis.call('ZADD', KEYS[1], 'XX', 'INCR', -tonumber(ARGV[i + 1]), ARGV[i])
+  local fp = ARGV[i]
+  if not owed[fp] then fps[#fps + 1] = fp end
+  owed[fp] = (owed[fp] or 0) + tonumber(ARGV[i + 1])
 end
-return 0
-";
+local now = fetch('ZMSCORE', KEYS[1], fps)
+local out = {}
+for k, fp in ipairs(fps) do
+  if now[k] then
+    out[#out + 1] = tonumber(now[k]) - owed[fp]
+    out[#out + 1] = fp
+  end
+end
+many('ZADD', KEYS[1], out)
+return #out / 2
+"
+);
 
 /// Takes URLs: KEYS = [queue, taken, rows, holders, shape]; ARGV = [n, lease ms, token]. URLs whose
 /// lease expired go back to the queue first, with their cash. A URL taken is in `taken` by its
@@ -149,23 +257,49 @@ return 0
 const TAKE: &str = concat!(
     server_now!(),
     rows_in_buckets!("3", "5"),
+    bulk!(),
+    grouped!(),
     r"local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now)
-for _, fp in ipairs(expired) do
-  local held = redis.call('HGET', KEYS[4], fp) or '\t0'
-  redis.call('ZREM', KEYS[2], fp)
-  redis.call('HDEL', KEYS[4], fp)
-  redis.call('ZADD', KEYS[1], -tonumber(string.match(held, '\t(.*)$')), fp)
+if #expired > 0 then
+  local held = fetch('HMGET', KEYS[4], expired)
+  local back = {}
+  for k, fp in ipairs(expired) do
+    back[#back + 1] = -tonumber(string.match(held[k] or '\t0', '\t(.*)$'))
+    back[#back + 1] = fp
+  end
+  many('ZREM', KEYS[2], expired)
+  many('HDEL', KEYS[4], expired)
+  many('ZADD', KEYS[1], back)
 end
 local best = redis.call('ZRANGE', KEYS[1], 0, tonumber(ARGV[1]) - 1, 'WITHSCORES')
-local out = {}
+if #best == 0 then return {} end
+local fps, cash, lease, holders = {}, {}, {}, {}
+local due = now + tonumber(ARGV[2])
 for i = 1, #best, 2 do
-  local fp, cash = best[i], -tonumber(best[i + 1])
-  redis.call('ZREM', KEYS[1], fp)
-  redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), fp)
-  redis.call('HSET', KEYS[4], fp, ARGV[3] .. '\t' .. cash)
-  table.insert(out, fp)
-  table.insert(out, tostring(cash))
-  table.insert(out, redis.call('HGET', bucket(fp), fp) or '')
+  local fp, c = best[i], -tonumber(best[i + 1])
+  fps[#fps + 1] = fp
+  cash[#cash + 1] = c
+  lease[#lease + 1] = due
+  lease[#lease + 1] = fp
+  holders[#holders + 1] = fp
+  holders[#holders + 1] = ARGV[3] .. '\t' .. c
+end
+many('ZREM', KEYS[1], fps)
+many('ZADD', KEYS[2], lease)
+many('HSET', KEYS[4], holders)
+local rows = {}
+local order, at = group(fps)
+for _, b in ipairs(order) do
+  local names = {}
+  for k, i in ipairs(at[b]) do names[k] = fps[i] end
+  local got = fetch('HMGET', b, names)
+  for k, i in ipairs(at[b]) do rows[i] = got[k] or '' end
+end
+local out = {}
+for i = 1, #fps do
+  out[#out + 1] = fps[i]
+  out[#out + 1] = tostring(cash[i])
+  out[#out + 1] = rows[i]
 end
 return out
 "
@@ -176,43 +310,71 @@ return out
 /// was). A URL whose holder is no longer `token` is left alone. Returns how many were settled.
 const SETTLE: &str = concat!(
     rows_in_buckets!("3", "5"),
-    r"local settled = 0
+    bulk!(),
+    grouped!(),
+    r"local asked, once = {}, {}
 for i = 3, #ARGV do
-  local fp = ARGV[i]
-  local held = redis.call('HGET', KEYS[4], fp)
-  if held and string.sub(held, 1, #ARGV[1] + 1) == ARGV[1] .. '\t' then
-    redis.call('ZREM', KEYS[2], fp)
-    redis.call('HDEL', KEYS[4], fp)
-    if ARGV[2] == 'done' then
-      redis.call('HSET', bucket(fp), fp, '')
-    else
-      if ARGV[2] == 'retry' then
-        local row = redis.call('HGET', bucket(fp), fp) or ''
-        local a, b, c, tries, rest = string.match(row, '^([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t(.*)$')
-        if a then
-          redis.call('HSET', bucket(fp), fp, a .. '\t' .. b .. '\t' .. c .. '\t' .. (tonumber(tries) + 1) .. '\t' .. rest)
-        end
-      end
-      redis.call('ZADD', KEYS[1], -tonumber(string.match(held, '\t(.*)$')), fp)
-    end
-    settled = settled + 1
+  if not once[ARGV[i]] then
+    once[ARGV[i]] = true
+    asked[#asked + 1] = ARGV[i]
   end
 end
-return settled
+local held = fetch('HMGET', KEYS[4], asked)
+local mine, back = {}, {}
+local prefix = ARGV[1] .. '\t'
+for k, fp in ipairs(asked) do
+  local h = held[k]
+  if h and string.sub(h, 1, #prefix) == prefix then
+    mine[#mine + 1] = fp
+    back[#back + 1] = -tonumber(string.match(h, '\t(.*)$'))
+    back[#back + 1] = fp
+  end
+end
+if #mine == 0 then return 0 end
+many('ZREM', KEYS[2], mine)
+many('HDEL', KEYS[4], mine)
+if ARGV[2] == 'done' then
+  local order, at = group(mine)
+  for _, b in ipairs(order) do
+    local cleared = {}
+    for _, i in ipairs(at[b]) do
+      cleared[#cleared + 1] = mine[i]
+      cleared[#cleared + 1] = ''
+    end
+    many('HSET', b, cleared)
+  end
+else
+  if ARGV[2] == 'retry' then
+    for _, fp in ipairs(mine) do
+      local row = redis.call('HGET', bucket(fp), fp) or ''
+      local a, b, c, tries, rest = string.match(row, '^([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t(.*)$')
+      if a then
+        redis.call('HSET', bucket(fp), fp, a .. '\t' .. b .. '\t' .. c .. '\t' .. (tonumber(tries) + 1) .. '\t' .. rest)
+      end
+    end
+  end
+  many('ZADD', KEYS[1], back)
+end
+return #mine
 "
 );
 
 /// Puts every taken URL back in the queue with its cash, whoever took it: KEYS = [queue,
 /// taken, holders]. Run by a process that has just become the host's only taker. Returns how
 /// many came back.
-const RECLAIM: &str = r"
-local held = redis.call('HGETALL', KEYS[3])
+const RECLAIM: &str = concat!(
+    bulk!(),
+    r"local held = redis.call('HGETALL', KEYS[3])
+local back = {}
 for i = 1, #held, 2 do
-  redis.call('ZADD', KEYS[1], -tonumber(string.match(held[i + 1], '\t(.*)$')), held[i])
+  back[#back + 1] = -tonumber(string.match(held[i + 1], '\t(.*)$'))
+  back[#back + 1] = held[i]
 end
+many('ZADD', KEYS[1], back)
 redis.call('DEL', KEYS[2], KEYS[3])
 return #held / 2
-";
+"
+);
 
 /// Gives a host its id: KEYS = [hosts, host_ids, origins]; ARGV = [origin].
 const HOST_ID: &str = r"
@@ -345,57 +507,107 @@ impl SharedQueue {
     /// Their `seq` and `host` are not used: rows are numbered per host, in arrival order. The host is listed
     /// among those with work first, so that no crash can leave queued rows unlisted.
     pub fn offer(&mut self, host: HostId, urls: &[NewUrl]) -> Result<usize, FleetError> {
-        if urls.is_empty() {
-            return Ok(0);
-        }
-        let best = urls.iter().map(|u| u.priority).fold(f64::MIN, f64::max);
-        let active = self.crawl_key("active");
-        self.link.run(|con| {
-            redis::cmd("ZADD")
-                .arg(&active)
-                .arg("GT")
-                .arg(best)
-                .arg(host.0)
-                .query::<()>(con)
-        })?;
-        let origin = self.origin(host)?.unwrap_or_default();
-        let k = self.host_keys(host);
-        let script = &self.offer;
-        self.link.run(|con| {
-            let mut invocation = script.key(&k.queue);
-            invocation
-                .key(&k.seq)
-                .key(&k.rows)
-                .key(&k.shape)
-                .arg(ROWS_PER_BUCKET);
-            for u in urls {
-                invocation
-                    .arg(&member(u.fp)[..])
-                    .arg(u.priority.max(0.0))
-                    .arg(u.depth)
-                    .arg(u.hops)
-                    .arg(if u.revisit { "1" } else { "0" })
-                    .arg(relative(&u.url, &origin));
-            }
-            invocation.invoke(con)
-        })
+        let mut put = Put::default();
+        self.put_offer(&mut put, host, urls)?;
+        Ok(self.send(put)?.first().map_or(0, |(_, n)| *n))
     }
 
     /// Gives queued URLs of `host` more cash; those no longer queued are left alone.
     pub fn deposit(&mut self, host: HostId, cash: &[(Fp, f64)]) -> Result<(), FleetError> {
-        if cash.is_empty() {
+        let mut put = Put::default();
+        self.put_deposit(&mut put, host, cash);
+        self.send(put)?;
+        Ok(())
+    }
+
+    /// Adds to `put` the offer of `urls` to `host`'s queue (see [`Self::offer`]): the host
+    /// listed, then the URLs queued, in this order in the round trip.
+    pub(crate) fn put_offer(
+        &mut self,
+        put: &mut Put,
+        host: HostId,
+        urls: &[NewUrl],
+    ) -> Result<(), FleetError> {
+        if urls.is_empty() {
             return Ok(());
         }
+        let best = urls.iter().map(|u| u.priority).fold(f64::MIN, f64::max);
+        let mut listed = redis::cmd("ZADD");
+        listed
+            .arg(self.crawl_key("active"))
+            .arg("GT")
+            .arg(best)
+            .arg(host.0);
+        put.listings.push(listed);
+        let origin = self.origin(host)?.unwrap_or_default();
         let k = self.host_keys(host);
-        let script = &self.deposit;
-        self.link.run(|con| {
-            let mut invocation = script.key(&k.queue);
-            for (fp, c) in cash {
-                invocation.arg(&member(*fp)[..]).arg(*c);
-            }
-            invocation.invoke::<i64>(con)
-        })?;
+        let mut cmd = eval(&self.offer);
+        cmd.arg(4)
+            .arg(&k.queue)
+            .arg(&k.seq)
+            .arg(&k.rows)
+            .arg(&k.shape)
+            .arg(ROWS_PER_BUCKET);
+        for u in urls {
+            cmd.arg(&member(u.fp)[..])
+                .arg(u.priority.max(0.0))
+                .arg(u.depth)
+                .arg(u.hops)
+                .arg(if u.revisit { "1" } else { "0" })
+                .arg(relative(&u.url, &origin));
+        }
+        put.offers.push((host, cmd));
         Ok(())
+    }
+
+    /// Adds to `put` the cash owed to queued URLs of `host` (see [`Self::deposit`]).
+    pub(crate) fn put_deposit(&self, put: &mut Put, host: HostId, cash: &[(Fp, f64)]) {
+        if cash.is_empty() {
+            return;
+        }
+        let mut cmd = eval(&self.deposit);
+        cmd.arg(1).arg(self.host_keys(host).queue);
+        for (fp, c) in cash {
+            cmd.arg(&member(*fp)[..]).arg(*c);
+        }
+        put.rest.push(cmd);
+    }
+
+    /// Adds to `put` the rows of `host` taken here and now done with.
+    pub(crate) fn put_done(&self, put: &mut Put, host: HostId, taken: &[Taken]) {
+        let mut by_token: std::collections::HashMap<&str, Vec<&Taken>> = Default::default();
+        for t in taken {
+            by_token.entry(&t.token).or_default().push(t);
+        }
+        for (token, rows) in by_token {
+            put.rest.push(self.settle_cmd(host, token, "done", &rows));
+        }
+    }
+
+    /// Adds a command of the caller's (on its own keys) to `put`.
+    pub(crate) fn put_cmd(put: &mut Put, cmd: redis::Cmd) {
+        put.rest.push(cmd);
+    }
+
+    /// Sends what `put` holds in one round trip where the server allows it; returns how many
+    /// URLs were queued per host offered.
+    pub(crate) fn send(&mut self, put: Put) -> Result<Vec<(HostId, usize)>, FleetError> {
+        let Put {
+            mut listings,
+            offers,
+            rest,
+        } = put;
+        let hosts: Vec<HostId> = offers.iter().map(|(h, _)| *h).collect();
+        let first = listings.len();
+        listings.extend(offers.into_iter().map(|(_, c)| c));
+        listings.extend(rest);
+        let scripts = [&self.offer, &self.deposit, &self.settle];
+        let answers = self.link.run_all(&listings, &scripts)?;
+        Ok(hosts
+            .into_iter()
+            .zip(answers.into_iter().skip(first))
+            .map(|(h, v)| (h, redis::from_redis_value::<usize>(v).unwrap_or(0)))
+            .collect())
     }
 
     /// Takes up to `n` rows of `host`, best first, for `lease`; rows whose earlier lease
@@ -446,21 +658,16 @@ impl SharedQueue {
         Ok(self.settle_all(host, &taken.token, how, std::slice::from_ref(taken))? == 1)
     }
 
-    /// Settles URLs of `host` as done, in one call; returns how many were still taken.
-    pub(crate) fn settle_done(
-        &mut self,
-        host: HostId,
-        taken: &[Taken],
-    ) -> Result<usize, FleetError> {
-        let mut by_token: std::collections::HashMap<&str, Vec<Taken>> = Default::default();
-        for t in taken {
-            by_token.entry(&t.token).or_default().push(t.clone());
-        }
-        let mut settled = 0;
-        for (token, rows) in by_token {
-            settled += self.settle_all(host, token, "done", &rows)?;
-        }
-        Ok(settled)
+    /// Settles URLs of `host` as done, in one round trip; returns how many were still taken.
+    pub fn settle_done(&mut self, host: HostId, taken: &[Taken]) -> Result<usize, FleetError> {
+        let mut put = Put::default();
+        self.put_done(&mut put, host, taken);
+        let cmds = put.rest;
+        let answers = self.link.run_all(&cmds, &[&self.settle])?;
+        Ok(answers
+            .into_iter()
+            .map(|v| redis::from_redis_value::<usize>(v).unwrap_or(0))
+            .sum())
     }
 
     fn settle_all(
@@ -473,22 +680,30 @@ impl SharedQueue {
         if taken.is_empty() {
             return Ok(0);
         }
+        let rows: Vec<&Taken> = taken.iter().collect();
+        let cmd = self.settle_cmd(host, token, how, &rows);
+        let answers = self.link.run_all(&[cmd], &[&self.settle])?;
+        Ok(answers
+            .into_iter()
+            .map(|v| redis::from_redis_value::<usize>(v).unwrap_or(0))
+            .sum())
+    }
+
+    fn settle_cmd(&self, host: HostId, token: &str, how: &str, taken: &[&Taken]) -> redis::Cmd {
         let k = self.host_keys(host);
-        let script = &self.settle;
-        self.link.run(|con| {
-            let mut invocation = script.key(&k.queue);
-            invocation
-                .key(&k.taken)
-                .key(&k.rows)
-                .key(&k.holders)
-                .key(&k.shape)
-                .arg(token)
-                .arg(how);
-            for t in taken {
-                invocation.arg(&member(t.job.fp)[..]);
-            }
-            invocation.invoke(con)
-        })
+        let mut cmd = eval(&self.settle);
+        cmd.arg(5)
+            .arg(&k.queue)
+            .arg(&k.taken)
+            .arg(&k.rows)
+            .arg(&k.holders)
+            .arg(&k.shape)
+            .arg(token)
+            .arg(how);
+        for t in taken {
+            cmd.arg(&member(t.job.fp)[..]);
+        }
+        cmd
     }
 
     /// Puts back every URL of `host` some process took, and returns how many: for the
@@ -584,6 +799,22 @@ impl SharedQueue {
     }
 }
 
+/// What a saved batch owes the shared queue, to be sent in one round trip: hosts listed
+/// first, then their offers, then the rest (cash, settled rows, the caller's own commands).
+#[derive(Default)]
+pub(crate) struct Put {
+    listings: Vec<redis::Cmd>,
+    offers: Vec<(HostId, redis::Cmd)>,
+    rest: Vec<redis::Cmd>,
+}
+
+/// `EVALSHA` of `script`, to be followed by its key count, keys and arguments.
+fn eval(script: &Script) -> redis::Cmd {
+    let mut cmd = redis::cmd("EVALSHA");
+    cmd.arg(script.get_hash());
+    cmd
+}
+
 /// A fingerprint as a member or field: its 8 bytes.
 fn member(fp: Fp) -> [u8; 8] {
     fp.0.to_be_bytes()
@@ -597,29 +828,24 @@ fn relative<'a>(url: &'a str, origin: &str) -> &'a str {
     }
 }
 
+/// The layout of a crawl's keys: KEYS = [layout, host_ids]; ARGV = [this build's layout].
+/// A crawl with host ids and no layout was begun by a build before layouts were named ("1");
+/// a crawl not begun is marked with this build's. One script, so that a process starting
+/// beside another cannot see the other's first host id before its mark.
+const LAYOUT_OF: &str = r"
+local found = redis.call('GET', KEYS[1])
+if found then return found end
+if redis.call('EXISTS', KEYS[2]) == 1 then return '1' end
+redis.call('SET', KEYS[1], ARGV[1])
+return ARGV[1]
+";
+
 /// Checks that the crawl's keys follow this build's layout, and marks a new crawl's.
 fn check_layout(link: &mut RedisLink, url: &str, crawl: &str) -> Result<(), FleetError> {
     let c = super::tag(crawl, "crawl");
-    let (layout_key, ids_key) = (format!("{c}:layout"), format!("{c}:host_ids"));
-    let found: Option<String> = link.run(|con| redis::cmd("GET").arg(&layout_key).query(con))?;
-    let found = match found {
-        Some(f) => f,
-        None => {
-            let begun: bool = link.run(|con| redis::cmd("EXISTS").arg(&ids_key).query(con))?;
-            if begun {
-                "1".to_string()
-            } else {
-                link.run(|con| {
-                    redis::cmd("SET")
-                        .arg(&layout_key)
-                        .arg(LAYOUT)
-                        .arg("NX")
-                        .query::<()>(con)
-                })?;
-                link.run(|con| redis::cmd("GET").arg(&layout_key).query::<String>(con))?
-            }
-        }
-    };
+    let keys = [format!("{c}:layout"), format!("{c}:host_ids")];
+    let script = Script::new(LAYOUT_OF);
+    let found: String = link.run(|con| script.key(&keys[..]).arg(LAYOUT).invoke(con))?;
     if found == LAYOUT {
         return Ok(());
     }

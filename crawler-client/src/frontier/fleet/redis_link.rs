@@ -4,7 +4,7 @@
 //! the crawl loop blocks on the call, and what it had not saved stays in its hands.
 
 use super::FleetError;
-use redis::{ConnectionLike, RedisError, RedisResult};
+use redis::{Cmd, ConnectionLike, RedisError, RedisResult, Script, Value};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -22,6 +22,8 @@ pub(crate) struct RedisLink {
     /// The address as logs show it.
     shown: String,
     stop: Option<Arc<AtomicBool>>,
+    /// A cluster's keys live on several nodes: there a pipeline cannot carry them all.
+    cluster: bool,
 }
 
 /// Whether the call may succeed once the server is back: the connection broke, or the
@@ -79,6 +81,7 @@ impl RedisLink {
             url: url.to_string(),
             shown: super::shown(url),
             stop: None,
+            cluster: url.starts_with("redis+cluster://"),
         })
     }
 
@@ -90,6 +93,62 @@ impl RedisLink {
     /// The frontier's address, as logs show it.
     pub(crate) fn shown(&self) -> &str {
         &self.shown
+    }
+
+    /// Runs `cmds` in order and returns their answers: in one round trip on one server, one
+    /// at a time on a cluster (its keys live on several nodes). A script the server does not
+    /// know (it restarted since it was loaded) is loaded from `scripts`, and the commands that
+    /// found it missing run again: only those, as the others ran. Any other error a command
+    /// answers is returned, after the commands before it ran.
+    pub(crate) fn run_all(
+        &mut self,
+        cmds: &[Cmd],
+        scripts: &[&Script],
+    ) -> Result<Vec<Value>, FleetError> {
+        if cmds.is_empty() {
+            return Ok(Vec::new());
+        }
+        let answers: Vec<RedisResult<Value>> = if self.cluster {
+            let mut out = Vec::with_capacity(cmds.len());
+            for cmd in cmds {
+                out.push(self.run(|con| match cmd.query::<Value>(con) {
+                    Err(e) if !transient(&e) => Ok(Err(e)),
+                    r => r.map(Ok),
+                })?);
+            }
+            out
+        } else {
+            let mut pipe = redis::pipe();
+            pipe.ignore_errors();
+            for cmd in cmds {
+                pipe.add_command(cmd.clone());
+            }
+            self.run(|con| pipe.query(con))?
+        };
+        let mut out = Vec::with_capacity(answers.len());
+        for (cmd, answer) in cmds.iter().zip(answers) {
+            let value = match answer {
+                Err(e)
+                    if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) =>
+                {
+                    for script in scripts {
+                        self.run(|con| script.prepare_invoke().load(con))?;
+                    }
+                    self.run(|con| cmd.query::<Value>(con))?
+                }
+                // The server was loading or reconfiguring: nothing ran, and it waits its turn.
+                Err(e) if transient(&e) => self.run(|con| cmd.query::<Value>(con))?,
+                Err(source) => {
+                    return Err(FleetError::Redis {
+                        url: self.shown.clone(),
+                        source,
+                    });
+                }
+                Ok(v) => v,
+            };
+            out.push(value);
+        }
+        Ok(out)
     }
 
     /// Runs `call`, waiting out an unreachable server. Calls are idempotent or made so by their
