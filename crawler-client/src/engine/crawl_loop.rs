@@ -68,7 +68,9 @@ impl Engine {
                 if self.frontier.pending_len() > 0 || self.unsaved.any_settled() {
                     self.commit()?;
                 }
-                nothing_left = !self.frontier.has_work() && !self.fleet_busy()?;
+                // Asked first: it waits for this process's own offers and counts them.
+                let busy = self.fleet_busy()?;
+                nothing_left = !busy && !self.frontier.has_work();
             }
             if idle && (pace.stop_seen.is_some() || self.budget_spent() || nothing_left) {
                 break;

@@ -254,6 +254,9 @@ impl Engine {
         let Some(fleet) = self.fleet.as_mut() else {
             return Ok(());
         };
+        for (host, n) in fleet.shared.written(false)? {
+            self.frontier.add_queued(host, n as u64);
+        }
         for tell in std::mem::take(&mut fleet.tell) {
             match tell {
                 Tell::Robots(host, status, body, at) => {
@@ -394,9 +397,10 @@ impl Engine {
             return Ok(());
         }
         let leased = self.frontier.leased();
+        // A host offered URLs still being written has work its count does not show yet.
         let idle: Vec<(HostId, Instant)> = leased
             .iter()
-            .filter(|(_, idle, _)| *idle)
+            .filter(|(h, idle, _)| *idle && !fleet.shared.awaiting(*h))
             .map(|(h, _, at)| (*h, *at))
             .collect();
         for (host, at) in idle {
@@ -450,15 +454,23 @@ impl Engine {
         for (host, _, at) in self.frontier.leased() {
             self.let_go(host, at, now)?;
         }
+        if let Some(fleet) = self.fleet.as_mut() {
+            fleet.shared.written(true)?;
+        }
         self.fleet_beat("stopped")
     }
 
-    /// Whether the crawl may still bring this process work from elsewhere.
+    /// Whether the crawl may still bring this process work from elsewhere, once what it
+    /// found itself is written (and counted in its hosts' queues).
     pub(super) fn fleet_busy(&mut self) -> Result<bool, CrawlError> {
-        match self.fleet.as_mut() {
-            Some(fleet) => Ok(fleet.shared.work_elsewhere(Instant::now())?),
-            None => Ok(false),
+        let Some(fleet) = self.fleet.as_mut() else {
+            return Ok(false);
+        };
+        let busy = fleet.shared.work_elsewhere(Instant::now())?;
+        for (host, n) in fleet.shared.written(false)? {
+            self.frontier.add_queued(host, n as u64);
         }
+        Ok(busy)
     }
 
     /// Tells the fleet how this process is.

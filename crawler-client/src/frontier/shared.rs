@@ -74,9 +74,16 @@ pub(crate) trait SharedFrontier {
     fn get_urls(&mut self, host: HostId, n: usize) -> Result<Vec<Queued>, FleetError>;
     /// What a saved batch owes the fleet, sent together (`PutURLs`, with our cash and refresh
     /// schedule beside it): its new URLs queued once whoever finds them, the cash its pages
-    /// gave URLs queued anywhere, its visits of pages kept fresh, its rows done with. Returns
-    /// how many URLs were new per queue.
+    /// gave URLs queued anywhere, its visits of pages kept fresh, its rows done with. They
+    /// are written while the crawl goes on; returns how many URLs were new per queue in the
+    /// batches written since the last call (see [`SharedFrontier::written`]).
     fn put_saved(&mut self, saved: Saved) -> Result<Vec<(HostId, usize)>, FleetError>;
+    /// How many URLs were new per queue in the batches written since the last call; with
+    /// `wait`, once every batch handed over is written.
+    fn written(&mut self, wait: bool) -> Result<Vec<(HostId, usize)>, FleetError>;
+    /// Whether URLs offered to a queue are still being written (its count of URLs waiting
+    /// is not complete yet).
+    fn awaiting(&self, host: HostId) -> bool;
     /// Whether this process still holds a queue, before a request to its host.
     fn keep(&mut self, host: HostId, now: Instant) -> Result<bool, FleetError>;
     /// Renews what is held; returns the queues lost.

@@ -18,7 +18,9 @@ macro_rules! server_now {
 pub(crate) mod leases;
 pub(crate) mod members;
 pub(crate) mod process;
+mod put_writer;
 pub(crate) mod queue;
+mod queue_scripts;
 pub(crate) mod redis_link;
 pub(crate) mod status;
 
@@ -49,6 +51,9 @@ pub enum FleetError {
         /// The layout its keys follow.
         found: String,
     },
+    /// The thread writing saved batches to the frontier stopped.
+    #[error("frontier: {0}")]
+    Thread(String),
     /// Redis refused or did not answer.
     #[error("frontier {url}: {source}")]
     Redis {

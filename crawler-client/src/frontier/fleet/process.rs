@@ -10,7 +10,8 @@
 use super::FleetError;
 use super::leases::{Grant, HostLeases};
 use super::members::{Heartbeat, Members};
-use super::queue::{Put, SharedQueue, Taken};
+use super::put_writer::PutWriter;
+use super::queue::{Put, PutDone, Settle, SharedQueue, Taken};
 use crate::frontier::shared::{Claimed, Saved, SharedFrontier, TrackedPage};
 use crate::ids::{Fp, HostId};
 use crate::state::{NewUrl, Queued};
@@ -52,6 +53,12 @@ pub(crate) struct FleetProcess {
     looked: Option<(Instant, bool)>,
     /// This process's share of the hosts with work, as last computed.
     share: usize,
+    /// Saved batches' writes, made while the crawl goes on.
+    writer: PutWriter,
+    /// Per host, the batches with URLs offered to it still being written.
+    awaiting: HashMap<HostId, usize>,
+    /// URLs new per host in batches written, not yet told to the crawl loop.
+    confirmed: Vec<(HostId, usize)>,
 }
 
 fn tracked_key(crawl: &str, host: HostId) -> String {
@@ -92,7 +99,8 @@ impl FleetProcess {
         let mut queue = SharedQueue::connect(url, crawl, name)?;
         let mut leases = HostLeases::connect(url, crawl, name)?;
         let mut members = Members::connect(url, crawl)?;
-        for link in [queue.link(), leases.link(), members.link()] {
+        let mut writes = SharedQueue::connect(url, crawl, name)?;
+        for link in [queue.link(), leases.link(), members.link(), writes.link()] {
             link.stop_on(stop.clone());
         }
         Ok(FleetProcess {
@@ -110,6 +118,9 @@ impl FleetProcess {
             claimed_at: None,
             looked: None,
             share: 1,
+            writer: PutWriter::start(writes)?,
+            awaiting: HashMap::new(),
+            confirmed: Vec::new(),
         })
     }
 
@@ -118,6 +129,29 @@ impl FleetProcess {
     /// How many hosts this process holds beyond its share (and one more): those it should
     /// Takes the leases of hosts with work, best first, until this process holds its share:
     /// the hosts with work divided by the processes alive, at least one and at most `cap`.
+    /// Takes note of what written batches did.
+    fn note(&mut self, done: Vec<(HostId, PutDone)>) {
+        for (host, d) in done {
+            if d.offered > 0 {
+                if let Some(n) = self.awaiting.get_mut(&host) {
+                    *n -= 1;
+                    if *n == 0 {
+                        self.awaiting.remove(&host);
+                    }
+                }
+                self.confirmed.push((host, d.queued));
+            }
+        }
+    }
+
+    /// Waits until every batch handed over is written: before a host is given back (its
+    /// settled rows must not come back with it) and before asking what work is left.
+    fn settle_writes(&mut self) -> Result<(), FleetError> {
+        let done = self.writer.wait()?;
+        self.note(done);
+        Ok(())
+    }
+
     /// A host whose lease was just granted: its rows back from whoever held them, its
     /// robots.txt if another process read it. None when there is nothing to do there.
     fn start_on(&mut self, host: HostId) -> Result<Option<Claimed>, FleetError> {
@@ -183,10 +217,10 @@ impl SharedFrontier for FleetProcess {
             by_host.entry(u.host).or_default().push(u);
         }
         for (host, urls) in by_host {
-            self.queue.put_offer(&mut put, host, &urls)?;
+            put.offer(host, urls);
         }
         for (host, shares) in saved.cash {
-            self.queue.put_deposit(&mut put, host, &shares);
+            put.deposit(host, shares);
         }
         for (host, pages) in saved.tracked {
             if pages.is_empty() {
@@ -199,7 +233,7 @@ impl SharedFrontier for FleetProcess {
                 cmd.arg((p.fp.0 as i64).to_string())
                     .arg(format!("{}\t{}\t{}\t{}", p.visited, p.depth, rate, p.url));
             }
-            SharedQueue::put_cmd(&mut put, cmd);
+            put.cmd(cmd);
         }
         let mut done: HashMap<HostId, Vec<Taken>> = HashMap::new();
         for (host, seq) in saved.done {
@@ -208,9 +242,27 @@ impl SharedFrontier for FleetProcess {
             }
         }
         for (host, rows) in done {
-            self.queue.put_done(&mut put, host, &rows);
+            put.settle(host, &rows, Settle::Done);
         }
-        self.queue.send(put)
+        for host in put.offered() {
+            *self.awaiting.entry(host).or_default() += 1;
+        }
+        let done = self.writer.send(put)?;
+        self.note(done);
+        Ok(std::mem::take(&mut self.confirmed))
+    }
+
+    fn written(&mut self, wait: bool) -> Result<Vec<(HostId, usize)>, FleetError> {
+        let done = match wait {
+            true => self.writer.wait()?,
+            false => self.writer.written()?,
+        };
+        self.note(done);
+        Ok(std::mem::take(&mut self.confirmed))
+    }
+
+    fn awaiting(&self, host: HostId) -> bool {
+        self.awaiting.contains_key(&host)
     }
 
     fn keep(&mut self, host: HostId, now: Instant) -> Result<bool, FleetError> {
@@ -334,6 +386,7 @@ impl SharedFrontier for FleetProcess {
         unsent: Vec<Queued>,
         delay: Duration,
     ) -> Result<u64, FleetError> {
+        self.settle_writes()?;
         // Everything taken of the host goes back: the rows in memory, and any a call whose
         // reply was lost (Redis went away mid-call) took without this process knowing.
         for job in unsent {
@@ -361,6 +414,7 @@ impl SharedFrontier for FleetProcess {
     }
 
     fn delete_queue(&mut self, host: HostId, reason: &str) -> Result<(), FleetError> {
+        self.settle_writes()?;
         self.taken.retain(|(h, _), _| *h != host);
         self.queue.drop_host(host, reason)?;
         if let Some(h) = self.held.remove(&host) {
@@ -371,6 +425,8 @@ impl SharedFrontier for FleetProcess {
     }
 
     fn work_elsewhere(&mut self, now: Instant) -> Result<bool, FleetError> {
+        // This process's own offers count among the work listed.
+        self.settle_writes()?;
         if let Some((at, busy)) = self.looked
             && now < at + LOOK_EVERY
         {

@@ -28,14 +28,17 @@
 //! - `{C:ID}:queue` (sorted set of fingerprints scored by minus their OPIC cash): the URLs
 //!   waiting, best first. The fingerprint is the member so that any process can pay a queued
 //!   URL cash (`ZADD XX INCR`) without knowing more of it.
-//! - `{C:ID}:taken` (sorted set of fingerprints scored by their lease's expiry, server ms) and
-//!   `{C:ID}:holders` (hash fingerprint -> `token \t cash`): the URLs handed out, by whom, with
-//!   the cash they go back with.
+//! - `{C:ID}:taken` (sorted set of takings' tokens scored by their lease's expiry, server ms)
+//!   and `{C:ID}:holders` (hash token -> 16 bytes per URL: its fingerprint, then its cash as a
+//!   big-endian double): the URLs handed out, by which taking, with the cash they go back
+//!   with. A taking's URLs are held together, so that handing out and settling cost a write
+//!   per taking rather than two per URL.
 //!
 //! A fingerprint is its 8 bytes, big-endian, wherever it is a member or a field: as decimal
 //! text it took 20 bytes, and with three copies of each queued URL's, the difference is a
 //! quarter of the memory a URL costs (docs/ARCHITECTURE.md has the sums).
 
+use super::queue_scripts as scripts;
 use super::redis_link::RedisLink;
 use super::{FleetError, connect, tag};
 use crate::ids::{Fp, HostId};
@@ -44,347 +47,11 @@ use redis::Script;
 use std::time::Duration;
 
 /// The version of the layout above, kept in `{C:crawl}:layout`.
-pub(crate) const LAYOUT: &str = "2";
+pub(crate) const LAYOUT: &str = "3";
 
 /// Rows per bucket at which the next bucket is split: buckets not yet split in a round hold
 /// up to twice as many, which stays under Redis's 128 listpack entries with room for chance.
 pub(crate) const ROWS_PER_BUCKET: u32 = 40;
-
-/// The rows' buckets, for a script whose `KEYS[R]` is the rows' prefix and `KEYS[S]` the
-/// shape: `bucket(fp)` names the bucket of a fingerprint (8 bytes), `grow()` splits buckets
-/// while the rows outnumber them, and `save_shape()` writes the shape back.
-macro_rules! rows_in_buckets {
-    ($r:literal, $s:literal) => {
-        concat!(
-            "local ROWS, SHAPE = KEYS[",
-            $r,
-            "], KEYS[",
-            $s,
-            "]
-local shape = redis.call('HMGET', SHAPE, 'level', 'split', 'count')
-local level, split, count = tonumber(shape[1] or '0'), tonumber(shape[2] or '0'), tonumber(shape[3] or '0')
-local function low24(fp)
-  return string.byte(fp, 6) * 65536 + string.byte(fp, 7) * 256 + string.byte(fp, 8)
-end
-local function bucket(fp)
-  local h = low24(fp)
-  local b = h % (2 ^ level)
-  if b < split then b = h % (2 ^ (level + 1)) end
-  return ROWS .. ':' .. string.format('%d', b)
-end
-local function grow(per_bucket)
-  while level < 24 and count > per_bucket * (2 ^ level + split) do
-    local from = ROWS .. ':' .. string.format('%d', split)
-    local to = ROWS .. ':' .. string.format('%d', split + 2 ^ level)
-    local all = redis.call('HGETALL', from)
-    local moved, gone = {}, {}
-    for i = 1, #all, 2 do
-      if low24(all[i]) % (2 ^ (level + 1)) ~= split then
-        table.insert(moved, all[i])
-        table.insert(moved, all[i + 1])
-        table.insert(gone, all[i])
-      end
-    end
-    if #gone > 0 then
-      redis.call('HSET', to, unpack(moved))
-      redis.call('HDEL', from, unpack(gone))
-    end
-    split = split + 1
-    if split == 2 ^ level then
-      level, split = level + 1, 0
-    end
-  end
-end
-local function save_shape()
-  redis.call('HSET', SHAPE, 'level', level, 'split', split, 'count', count)
-end
-"
-        )
-    };
-}
-
-/// Bulk calls, for scripts that touch many fields: a call from a script costs several times
-/// what one more field in it does, so each command is sent once per thousand arguments rather
-/// than once per row (and Lua's `unpack` stays within its stack). `many(cmd, key, args)`
-/// sends `cmd key args...` in chunks (pairs stay whole: the chunk is even); `fetch(cmd, key,
-/// fields)` does the same for HMGET or ZMSCORE and returns one answer per field, false for
-/// none.
-macro_rules! bulk {
-    () => {
-        "local function many(cmd, key, args)
-  for i = 1, #args, 1000 do
-    redis.call(cmd, key, unpack(args, i, math.min(i + 999, #args)))
-  end
-end
-local function fetch(cmd, key, fields)
-  local out = {}
-  for i = 1, #fields, 1000 do
-    local got = redis.call(cmd, key, unpack(fields, i, math.min(i + 999, #fields)))
-    for k = 1, #got do out[#out + 1] = got[k] end
-  end
-  return out
-end
-"
-    };
-}
-
-/// Lists fingerprints by bucket (after [`rows_in_buckets`]): `group(fps)` returns the
-/// buckets in first-seen order and, per bucket, the positions in `fps` that fall in it.
-macro_rules! grouped {
-    () => {
-        "local function group(fps)
-  local order, at = {}, {}
-  for i = 1, #fps do
-    local b = bucket(fps[i])
-    if not at[b] then
-      at[b] = {}
-      order[#order + 1] = b
-    end
-    local list = at[b]
-    list[#list + 1] = i
-  end
-  return order, at
-end
-"
-    };
-}
-
-/// Queues the URLs not seen yet: KEYS = [queue, seq, rows, shape]; ARGV = [rows per bucket,
-/// then per URL: fp, cash, depth, hops, revisit, url]. A revisit is queued even when seen. A
-/// URL seen before that is still queued gets the cash offered with it: another process found
-/// it too, and OPIC gives it both shares. Returns how many were queued. The answer is the
-/// one URL-at-a-time `HSETNX` and `ZADD INCR` would give, in the order given, with each
-/// command sent once per bucket or once in all.
-const OFFER: &str = concat!(
-    rows_in_buckets!("3", "4"),
-    bulk!(),
-    grouped!(),
-    r"local seq = tonumber(redis.call('GET', KEYS[2]) or '0')
-local fps = {}
-for i = 2, #ARGV, 6 do fps[#fps + 1] = ARGV[i] end
-local known = {}
-local order, at = group(fps)
-for _, b in ipairs(order) do
-  local names = {}
-  for k, i in ipairs(at[b]) do names[k] = fps[i] end
-  local got = fetch('HMGET', b, names)
-  for k, i in ipairs(at[b]) do
-    if got[k] then known[fps[i]] = true end
-  end
-end
-local rows, score, scored, owed, owing = {}, {}, {}, {}, {}
-local queued = 0
-for n = 1, #fps do
-  local i = 2 + (n - 1) * 6
-  local fp, cash, revisit = fps[n], tonumber(ARGV[i + 1]), ARGV[i + 4]
-  if not known[fp] or revisit == '1' then
-    if not known[fp] then
-      count = count + 1
-      known[fp] = true
-    end
-    seq = seq + 1
-    local b = bucket(fp)
-    rows[b] = rows[b] or {}
-    local r = rows[b]
-    r[#r + 1] = fp
-    r[#r + 1] = string.format('%x', seq) .. '\t' .. ARGV[i + 2] .. '\t' .. ARGV[i + 3] ..
-      '\t0\t' .. revisit .. '\t' .. ARGV[i + 5]
-    if not score[fp] then scored[#scored + 1] = fp end
-    score[fp] = -cash
-    owed[fp] = nil
-    queued = queued + 1
-  elseif cash > 0 then
-    if score[fp] then
-      score[fp] = score[fp] - cash
-    else
-      if not owed[fp] then owing[#owing + 1] = fp end
-      owed[fp] = (owed[fp] or 0) + cash
-    end
-  end
-end
-for b, r in pairs(rows) do many('HSET', b, r) end
-local pairs_ = {}
-for _, fp in ipairs(scored) do
-  pairs_[#pairs_ + 1] = score[fp]
-  pairs_[#pairs_ + 1] = fp
-end
-local pay = {}
-for _, fp in ipairs(owing) do
-  if owed[fp] then pay[#pay + 1] = fp end
-end
-local now = fetch('ZMSCORE', KEYS[1], pay)
-for k, fp in ipairs(pay) do
-  if now[k] then
-    pairs_[#pairs_ + 1] = tonumber(now[k]) - owed[fp]
-    pairs_[#pairs_ + 1] = fp
-  end
-end
-many('ZADD', KEYS[1], pairs_)
-redis.call('SET', KEYS[2], seq)
-grow(tonumber(ARGV[1]))
-save_shape()
-return queued
-"
-);
-
-/// Gives queued URLs more cash (OPIC: a page read by one process pays URLs another queued):
-/// KEYS = [queue]; ARGV = pairs of fp, cash. URLs no longer queued are left alone.
-const DEPOSIT: &str = concat!(
-    bulk!(),
-    r"local owed, fps = {}, {}
-for i = 1, #ARGV, 2 do
-  local fp = ARGV[i]
-  if not owed[fp] then fps[#fps + 1] = fp end
-  owed[fp] = (owed[fp] or 0) + tonumber(ARGV[i + 1])
-end
-local now = fetch('ZMSCORE', KEYS[1], fps)
-local out = {}
-for k, fp in ipairs(fps) do
-  if now[k] then
-    out[#out + 1] = tonumber(now[k]) - owed[fp]
-    out[#out + 1] = fp
-  end
-end
-many('ZADD', KEYS[1], out)
-return #out / 2
-"
-);
-
-/// Takes URLs: KEYS = [queue, taken, rows, holders, shape]; ARGV = [n, lease ms, token]. URLs whose
-/// lease expired go back to the queue first, with their cash. A URL taken is in `taken` by its
-/// lease's expiry and in `holders` as `token \t cash`, so that a taker whose lease expired
-/// cannot settle a URL another took since. Returns fp, cash, row for each, best first.
-const TAKE: &str = concat!(
-    server_now!(),
-    rows_in_buckets!("3", "5"),
-    bulk!(),
-    grouped!(),
-    r"local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now)
-if #expired > 0 then
-  local held = fetch('HMGET', KEYS[4], expired)
-  local back = {}
-  for k, fp in ipairs(expired) do
-    back[#back + 1] = -tonumber(string.match(held[k] or '\t0', '\t(.*)$'))
-    back[#back + 1] = fp
-  end
-  many('ZREM', KEYS[2], expired)
-  many('HDEL', KEYS[4], expired)
-  many('ZADD', KEYS[1], back)
-end
-local best = redis.call('ZRANGE', KEYS[1], 0, tonumber(ARGV[1]) - 1, 'WITHSCORES')
-if #best == 0 then return {} end
-local fps, cash, lease, holders = {}, {}, {}, {}
-local due = now + tonumber(ARGV[2])
-for i = 1, #best, 2 do
-  local fp, c = best[i], -tonumber(best[i + 1])
-  fps[#fps + 1] = fp
-  cash[#cash + 1] = c
-  lease[#lease + 1] = due
-  lease[#lease + 1] = fp
-  holders[#holders + 1] = fp
-  holders[#holders + 1] = ARGV[3] .. '\t' .. c
-end
-many('ZREM', KEYS[1], fps)
-many('ZADD', KEYS[2], lease)
-many('HSET', KEYS[4], holders)
-local rows = {}
-local order, at = group(fps)
-for _, b in ipairs(order) do
-  local names = {}
-  for k, i in ipairs(at[b]) do names[k] = fps[i] end
-  local got = fetch('HMGET', b, names)
-  for k, i in ipairs(at[b]) do rows[i] = got[k] or '' end
-end
-local out = {}
-for i = 1, #fps do
-  out[#out + 1] = fps[i]
-  out[#out + 1] = tostring(cash[i])
-  out[#out + 1] = rows[i]
-end
-return out
-"
-);
-
-/// Settles taken URLs: KEYS = [queue, taken, rows, holders, shape]; ARGV = [token, how,
-/// fp...] with `how` one of done, retry (back with one more attempt), return (back as it
-/// was). A URL whose holder is no longer `token` is left alone. Returns how many were settled.
-const SETTLE: &str = concat!(
-    rows_in_buckets!("3", "5"),
-    bulk!(),
-    grouped!(),
-    r"local asked, once = {}, {}
-for i = 3, #ARGV do
-  if not once[ARGV[i]] then
-    once[ARGV[i]] = true
-    asked[#asked + 1] = ARGV[i]
-  end
-end
-local held = fetch('HMGET', KEYS[4], asked)
-local mine, back = {}, {}
-local prefix = ARGV[1] .. '\t'
-for k, fp in ipairs(asked) do
-  local h = held[k]
-  if h and string.sub(h, 1, #prefix) == prefix then
-    mine[#mine + 1] = fp
-    back[#back + 1] = -tonumber(string.match(h, '\t(.*)$'))
-    back[#back + 1] = fp
-  end
-end
-if #mine == 0 then return 0 end
-many('ZREM', KEYS[2], mine)
-many('HDEL', KEYS[4], mine)
-if ARGV[2] == 'done' then
-  local order, at = group(mine)
-  for _, b in ipairs(order) do
-    local cleared = {}
-    for _, i in ipairs(at[b]) do
-      cleared[#cleared + 1] = mine[i]
-      cleared[#cleared + 1] = ''
-    end
-    many('HSET', b, cleared)
-  end
-else
-  if ARGV[2] == 'retry' then
-    for _, fp in ipairs(mine) do
-      local row = redis.call('HGET', bucket(fp), fp) or ''
-      local a, b, c, tries, rest = string.match(row, '^([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t(.*)$')
-      if a then
-        redis.call('HSET', bucket(fp), fp, a .. '\t' .. b .. '\t' .. c .. '\t' .. (tonumber(tries) + 1) .. '\t' .. rest)
-      end
-    end
-  end
-  many('ZADD', KEYS[1], back)
-end
-return #mine
-"
-);
-
-/// Puts every taken URL back in the queue with its cash, whoever took it: KEYS = [queue,
-/// taken, holders]. Run by a process that has just become the host's only taker. Returns how
-/// many came back.
-const RECLAIM: &str = concat!(
-    bulk!(),
-    r"local held = redis.call('HGETALL', KEYS[3])
-local back = {}
-for i = 1, #held, 2 do
-  back[#back + 1] = -tonumber(string.match(held[i + 1], '\t(.*)$'))
-  back[#back + 1] = held[i]
-end
-many('ZADD', KEYS[1], back)
-redis.call('DEL', KEYS[2], KEYS[3])
-return #held / 2
-"
-);
-
-/// Gives a host its id: KEYS = [hosts, host_ids, origins]; ARGV = [origin].
-const HOST_ID: &str = r"
-local id = redis.call('HGET', KEYS[1], ARGV[1])
-if id then return tonumber(id) end
-id = redis.call('INCR', KEYS[2])
-redis.call('HSET', KEYS[1], ARGV[1], id)
-redis.call('HSET', KEYS[3], id, ARGV[1])
-return id
-";
 
 /// What becomes of a taken row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -405,14 +72,34 @@ pub struct Taken {
     token: String,
 }
 
-/// The keys of one host's queue.
-struct HostKeys {
-    queue: String,
-    taken: String,
-    rows: String,
-    holders: String,
-    seq: String,
-    shape: String,
+/// The keys of one host's queue, in the order every host script takes them.
+struct HostKeys([String; 6]);
+
+/// What a saved batch owes one host's queue.
+#[derive(Default)]
+struct HostPut {
+    urls: Vec<NewUrl>,
+    cash: Vec<(Fp, f64)>,
+    settles: Vec<(String, &'static str, Vec<Fp>)>,
+}
+
+/// What a saved batch owes the shared queue, to be sent in one round trip: the hosts offered
+/// URLs listed first, then one script per host, then the caller's own commands.
+#[derive(Default)]
+pub(crate) struct Put {
+    hosts: std::collections::BTreeMap<HostId, HostPut>,
+    rest: Vec<redis::Cmd>,
+}
+
+/// What one host's part of a [`Put`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PutDone {
+    /// URLs queued (not seen before, or revisits).
+    pub(crate) queued: usize,
+    /// Rows settled (still held by the token they were settled with).
+    pub(crate) settled: usize,
+    /// URLs offered.
+    pub(crate) offered: usize,
 }
 
 /// The shared queue of one crawl, over one connection (a process holds one).
@@ -423,11 +110,9 @@ pub struct SharedQueue {
     crawl: String,
     holder: String,
     takes: u64,
-    offer: Script,
+    put: Script,
     take: Script,
-    settle: Script,
     reclaim: Script,
-    deposit: Script,
     host_id: Script,
 }
 
@@ -441,14 +126,14 @@ impl SharedQueue {
             link,
             origins: Default::default(),
             crawl: crawl.to_string(),
-            holder: holder.to_string(),
+            // Unique to this connection: a process restarted under the same name must not
+            // take a token its last run left in the queue.
+            holder: format!("{holder}:{}:{}", std::process::id(), crate::clock::now_ms()),
             takes: 0,
-            offer: Script::new(OFFER),
-            take: Script::new(TAKE),
-            settle: Script::new(SETTLE),
-            reclaim: Script::new(RECLAIM),
-            deposit: Script::new(DEPOSIT),
-            host_id: Script::new(HOST_ID),
+            put: Script::new(scripts::PUT),
+            take: Script::new(scripts::TAKE),
+            reclaim: Script::new(scripts::RECLAIM),
+            host_id: Script::new(scripts::HOST_ID),
         })
     }
 
@@ -459,14 +144,9 @@ impl SharedQueue {
 
     fn host_keys(&self, host: HostId) -> HostKeys {
         let tag = tag(&self.crawl, &host.to_string());
-        HostKeys {
-            queue: format!("{tag}:queue"),
-            taken: format!("{tag}:taken"),
-            rows: format!("{tag}:rows"),
-            holders: format!("{tag}:holders"),
-            seq: format!("{tag}:seq"),
-            shape: format!("{tag}:shape"),
-        }
+        HostKeys(
+            ["queue", "seq", "rows", "shape", "taken", "holders"].map(|k| format!("{tag}:{k}")),
+        )
     }
 
     fn crawl_key(&self, name: &str) -> String {
@@ -508,105 +188,83 @@ impl SharedQueue {
     /// among those with work first, so that no crash can leave queued rows unlisted.
     pub fn offer(&mut self, host: HostId, urls: &[NewUrl]) -> Result<usize, FleetError> {
         let mut put = Put::default();
-        self.put_offer(&mut put, host, urls)?;
-        Ok(self.send(put)?.first().map_or(0, |(_, n)| *n))
+        put.offer(host, urls.to_vec());
+        Ok(self.send(put)?.first().map_or(0, |(_, d)| d.queued))
     }
 
     /// Gives queued URLs of `host` more cash; those no longer queued are left alone.
     pub fn deposit(&mut self, host: HostId, cash: &[(Fp, f64)]) -> Result<(), FleetError> {
         let mut put = Put::default();
-        self.put_deposit(&mut put, host, cash);
+        put.deposit(host, cash.to_vec());
         self.send(put)?;
         Ok(())
     }
 
-    /// Adds to `put` the offer of `urls` to `host`'s queue (see [`Self::offer`]): the host
-    /// listed, then the URLs queued, in this order in the round trip.
-    pub(crate) fn put_offer(
-        &mut self,
-        put: &mut Put,
-        host: HostId,
-        urls: &[NewUrl],
-    ) -> Result<(), FleetError> {
-        if urls.is_empty() {
-            return Ok(());
+    /// Sends what `put` holds, in one round trip where the server allows it; returns what
+    /// each host's part did.
+    pub(crate) fn send(&mut self, put: Put) -> Result<Vec<(HostId, PutDone)>, FleetError> {
+        let mut cmds = Vec::with_capacity(2 * put.hosts.len() + put.rest.len());
+        for (host, p) in &put.hosts {
+            if let Some(best) = p.urls.iter().map(|u| u.priority).reduce(f64::max) {
+                let mut listed = redis::cmd("ZADD");
+                listed
+                    .arg(self.crawl_key("active"))
+                    .arg("GT")
+                    .arg(best)
+                    .arg(host.0);
+                cmds.push(listed);
+            }
         }
-        let best = urls.iter().map(|u| u.priority).fold(f64::MIN, f64::max);
-        let mut listed = redis::cmd("ZADD");
-        listed
-            .arg(self.crawl_key("active"))
-            .arg("GT")
-            .arg(best)
-            .arg(host.0);
-        put.listings.push(listed);
-        let origin = self.origin(host)?.unwrap_or_default();
-        let k = self.host_keys(host);
-        let mut cmd = eval(&self.offer);
-        cmd.arg(4)
-            .arg(&k.queue)
-            .arg(&k.seq)
-            .arg(&k.rows)
-            .arg(&k.shape)
-            .arg(ROWS_PER_BUCKET);
-        for u in urls {
-            cmd.arg(&member(u.fp)[..])
-                .arg(u.priority.max(0.0))
-                .arg(u.depth)
-                .arg(u.hops)
-                .arg(if u.revisit { "1" } else { "0" })
-                .arg(relative(&u.url, &origin));
+        let first = cmds.len();
+        let hosts: Vec<(HostId, usize)> =
+            put.hosts.iter().map(|(h, p)| (*h, p.urls.len())).collect();
+        for (host, p) in put.hosts {
+            let origin = match p.urls.is_empty() {
+                true => String::new(),
+                false => self.origin(host)?.unwrap_or_default(),
+            };
+            let mut cmd = redis::cmd("EVALSHA");
+            cmd.arg(self.put.get_hash())
+                .arg(6)
+                .arg(&self.host_keys(host).0[..])
+                .arg(ROWS_PER_BUCKET)
+                .arg(p.urls.len());
+            for u in &p.urls {
+                cmd.arg(&member(u.fp)[..])
+                    .arg(u.priority.max(0.0))
+                    .arg(u.depth)
+                    .arg(u.hops)
+                    .arg(if u.revisit { "1" } else { "0" })
+                    .arg(relative(&u.url, &origin));
+            }
+            cmd.arg(p.cash.len());
+            for (fp, c) in &p.cash {
+                cmd.arg(&member(*fp)[..]).arg(*c);
+            }
+            for (token, how, fps) in &p.settles {
+                cmd.arg(token).arg(*how).arg(fps.len());
+                for fp in fps {
+                    cmd.arg(&member(*fp)[..]);
+                }
+            }
+            cmds.push(cmd);
         }
-        put.offers.push((host, cmd));
-        Ok(())
-    }
-
-    /// Adds to `put` the cash owed to queued URLs of `host` (see [`Self::deposit`]).
-    pub(crate) fn put_deposit(&self, put: &mut Put, host: HostId, cash: &[(Fp, f64)]) {
-        if cash.is_empty() {
-            return;
-        }
-        let mut cmd = eval(&self.deposit);
-        cmd.arg(1).arg(self.host_keys(host).queue);
-        for (fp, c) in cash {
-            cmd.arg(&member(*fp)[..]).arg(*c);
-        }
-        put.rest.push(cmd);
-    }
-
-    /// Adds to `put` the rows of `host` taken here and now done with.
-    pub(crate) fn put_done(&self, put: &mut Put, host: HostId, taken: &[Taken]) {
-        let mut by_token: std::collections::HashMap<&str, Vec<&Taken>> = Default::default();
-        for t in taken {
-            by_token.entry(&t.token).or_default().push(t);
-        }
-        for (token, rows) in by_token {
-            put.rest.push(self.settle_cmd(host, token, "done", &rows));
-        }
-    }
-
-    /// Adds a command of the caller's (on its own keys) to `put`.
-    pub(crate) fn put_cmd(put: &mut Put, cmd: redis::Cmd) {
-        put.rest.push(cmd);
-    }
-
-    /// Sends what `put` holds in one round trip where the server allows it; returns how many
-    /// URLs were queued per host offered.
-    pub(crate) fn send(&mut self, put: Put) -> Result<Vec<(HostId, usize)>, FleetError> {
-        let Put {
-            mut listings,
-            offers,
-            rest,
-        } = put;
-        let hosts: Vec<HostId> = offers.iter().map(|(h, _)| *h).collect();
-        let first = listings.len();
-        listings.extend(offers.into_iter().map(|(_, c)| c));
-        listings.extend(rest);
-        let scripts = [&self.offer, &self.deposit, &self.settle];
-        let answers = self.link.run_all(&listings, &scripts)?;
+        cmds.extend(put.rest);
+        let answers = self.link.run_all(&cmds, &[&self.put])?;
         Ok(hosts
             .into_iter()
             .zip(answers.into_iter().skip(first))
-            .map(|(h, v)| (h, redis::from_redis_value::<usize>(v).unwrap_or(0)))
+            .map(|((h, offered), v)| {
+                let (queued, settled) = redis::from_redis_value(v).unwrap_or((0, 0));
+                (
+                    h,
+                    PutDone {
+                        queued,
+                        settled,
+                        offered,
+                    },
+                )
+            })
             .collect())
     }
 
@@ -625,11 +283,7 @@ impl SharedQueue {
         let script = &self.take;
         let flat: Vec<Vec<u8>> = self.link.run(|con| {
             script
-                .key(&k.queue)
-                .key(&k.taken)
-                .key(&k.rows)
-                .key(&k.holders)
-                .key(&k.shape)
+                .key(&k.0[..])
                 .arg(n)
                 .arg(lease.as_millis() as u64)
                 .arg(&token)
@@ -650,79 +304,30 @@ impl SharedQueue {
     /// Settles a taken URL: done, or back in the queue (with one more attempt for a retry).
     /// Returns false when its lease had expired (another process may have it now).
     pub fn settle(&mut self, host: HostId, taken: &Taken, how: Settle) -> Result<bool, FleetError> {
-        let how = match how {
-            Settle::Done => "done",
-            Settle::Retry => "retry",
-            Settle::Return => "return",
-        };
-        Ok(self.settle_all(host, &taken.token, how, std::slice::from_ref(taken))? == 1)
+        let mut put = Put::default();
+        put.settle(host, std::slice::from_ref(taken), how);
+        Ok(self.send(put)?.first().is_some_and(|(_, d)| d.settled == 1))
     }
 
     /// Settles URLs of `host` as done, in one round trip; returns how many were still taken.
     pub fn settle_done(&mut self, host: HostId, taken: &[Taken]) -> Result<usize, FleetError> {
         let mut put = Put::default();
-        self.put_done(&mut put, host, taken);
-        let cmds = put.rest;
-        let answers = self.link.run_all(&cmds, &[&self.settle])?;
-        Ok(answers
-            .into_iter()
-            .map(|v| redis::from_redis_value::<usize>(v).unwrap_or(0))
-            .sum())
-    }
-
-    fn settle_all(
-        &mut self,
-        host: HostId,
-        token: &str,
-        how: &str,
-        taken: &[Taken],
-    ) -> Result<usize, FleetError> {
-        if taken.is_empty() {
-            return Ok(0);
-        }
-        let rows: Vec<&Taken> = taken.iter().collect();
-        let cmd = self.settle_cmd(host, token, how, &rows);
-        let answers = self.link.run_all(&[cmd], &[&self.settle])?;
-        Ok(answers
-            .into_iter()
-            .map(|v| redis::from_redis_value::<usize>(v).unwrap_or(0))
-            .sum())
-    }
-
-    fn settle_cmd(&self, host: HostId, token: &str, how: &str, taken: &[&Taken]) -> redis::Cmd {
-        let k = self.host_keys(host);
-        let mut cmd = eval(&self.settle);
-        cmd.arg(5)
-            .arg(&k.queue)
-            .arg(&k.taken)
-            .arg(&k.rows)
-            .arg(&k.holders)
-            .arg(&k.shape)
-            .arg(token)
-            .arg(how);
-        for t in taken {
-            cmd.arg(&member(t.job.fp)[..]);
-        }
-        cmd
+        put.settle(host, taken, Settle::Done);
+        Ok(self.send(put)?.iter().map(|(_, d)| d.settled).sum())
     }
 
     /// Puts back every URL of `host` some process took, and returns how many: for the
     /// process that has just become the host's only taker (see `process`).
     pub(crate) fn reclaim(&mut self, host: HostId) -> Result<usize, FleetError> {
-        let k = self.host_keys(host);
+        let [queue, _, _, _, taken, holders] = &self.host_keys(host).0;
         let script = &self.reclaim;
-        self.link.run(|con| {
-            script
-                .key(&k.queue)
-                .key(&k.taken)
-                .key(&k.holders)
-                .invoke(con)
-        })
+        self.link
+            .run(|con| script.key(queue).key(taken).key(holders).invoke(con))
     }
 
     /// URLs of `host` waiting (not taken).
     pub fn queued(&mut self, host: HostId) -> Result<u64, FleetError> {
-        let queue = self.host_keys(host).queue;
+        let [queue, ..] = self.host_keys(host).0;
         self.link
             .run(|con| redis::cmd("ZCARD").arg(&queue).query(con))
     }
@@ -771,7 +376,7 @@ impl SharedQueue {
     /// Drops a host's queue for good (it is given up on, for the reason saved beside it). Its
     /// rows stay: they are its seen-set, so nothing found later queues its URLs again.
     pub(crate) fn drop_host(&mut self, host: HostId, reason: &str) -> Result<(), FleetError> {
-        let k = self.host_keys(host);
+        let [queue, _, _, _, taken, holders] = self.host_keys(host).0;
         let (active, skipped) = (self.crawl_key("active"), self.crawl_key("skipped"));
         self.link.run(|con| {
             redis::cmd("HSET")
@@ -782,9 +387,9 @@ impl SharedQueue {
         })?;
         self.link.run(|con| {
             redis::cmd("DEL")
-                .arg(&k.queue)
-                .arg(&k.taken)
-                .arg(&k.holders)
+                .arg(&queue)
+                .arg(&taken)
+                .arg(&holders)
                 .query::<()>(con)
         })?;
         self.link
@@ -799,20 +404,47 @@ impl SharedQueue {
     }
 }
 
-/// What a saved batch owes the shared queue, to be sent in one round trip: hosts listed
-/// first, then their offers, then the rest (cash, settled rows, the caller's own commands).
-#[derive(Default)]
-pub(crate) struct Put {
-    listings: Vec<redis::Cmd>,
-    offers: Vec<(HostId, redis::Cmd)>,
-    rest: Vec<redis::Cmd>,
-}
+impl Put {
+    /// Offers `urls` to `host`'s queue (see [`SharedQueue::offer`]).
+    pub(crate) fn offer(&mut self, host: HostId, mut urls: Vec<NewUrl>) {
+        self.hosts.entry(host).or_default().urls.append(&mut urls);
+    }
 
-/// `EVALSHA` of `script`, to be followed by its key count, keys and arguments.
-fn eval(script: &Script) -> redis::Cmd {
-    let mut cmd = redis::cmd("EVALSHA");
-    cmd.arg(script.get_hash());
-    cmd
+    /// Pays `cash` to queued URLs of `host` (see [`SharedQueue::deposit`]).
+    pub(crate) fn deposit(&mut self, host: HostId, mut cash: Vec<(Fp, f64)>) {
+        self.hosts.entry(host).or_default().cash.append(&mut cash);
+    }
+
+    /// Settles rows of `host` taken here (see [`SharedQueue::settle`]).
+    pub(crate) fn settle(&mut self, host: HostId, taken: &[Taken], how: Settle) {
+        let how = match how {
+            Settle::Done => "done",
+            Settle::Retry => "retry",
+            Settle::Return => "return",
+        };
+        let mut by_token: std::collections::BTreeMap<&str, Vec<Fp>> = Default::default();
+        for t in taken {
+            by_token.entry(&t.token).or_default().push(t.job.fp);
+        }
+        let settles = &mut self.hosts.entry(host).or_default().settles;
+        for (token, fps) in by_token {
+            settles.push((token.to_string(), how, fps));
+        }
+    }
+
+    /// The hosts offered URLs.
+    pub(crate) fn offered(&self) -> Vec<HostId> {
+        self.hosts
+            .iter()
+            .filter(|(_, p)| !p.urls.is_empty())
+            .map(|(h, _)| *h)
+            .collect()
+    }
+
+    /// Adds a command of the caller's, on its own keys.
+    pub(crate) fn cmd(&mut self, cmd: redis::Cmd) {
+        self.rest.push(cmd);
+    }
 }
 
 /// A fingerprint as a member or field: its 8 bytes.
@@ -828,23 +460,11 @@ fn relative<'a>(url: &'a str, origin: &str) -> &'a str {
     }
 }
 
-/// The layout of a crawl's keys: KEYS = [layout, host_ids]; ARGV = [this build's layout].
-/// A crawl with host ids and no layout was begun by a build before layouts were named ("1");
-/// a crawl not begun is marked with this build's. One script, so that a process starting
-/// beside another cannot see the other's first host id before its mark.
-const LAYOUT_OF: &str = r"
-local found = redis.call('GET', KEYS[1])
-if found then return found end
-if redis.call('EXISTS', KEYS[2]) == 1 then return '1' end
-redis.call('SET', KEYS[1], ARGV[1])
-return ARGV[1]
-";
-
 /// Checks that the crawl's keys follow this build's layout, and marks a new crawl's.
 fn check_layout(link: &mut RedisLink, url: &str, crawl: &str) -> Result<(), FleetError> {
     let c = super::tag(crawl, "crawl");
     let keys = [format!("{c}:layout"), format!("{c}:host_ids")];
-    let script = Script::new(LAYOUT_OF);
+    let script = Script::new(scripts::LAYOUT_OF);
     let found: String = link.run(|con| script.key(&keys[..]).arg(LAYOUT).invoke(con))?;
     if found == LAYOUT {
         return Ok(());

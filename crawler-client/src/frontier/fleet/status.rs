@@ -74,7 +74,10 @@ pub fn read(url: &str, crawl: &str) -> Result<FleetStatus, FleetError> {
     for id in 1..=max_id.unwrap_or(0) {
         let t = tag(crawl, &id.to_string());
         queued += count(&mut link, "ZCARD", &format!("{t}:queue"))?;
-        taken += count(&mut link, "ZCARD", &format!("{t}:taken"))?;
+        let held: Vec<Vec<u8>> =
+            link.run(|con| redis::cmd("HVALS").arg(format!("{t}:holders")).query(con))?;
+        // 16 bytes per URL taken (see `queue`).
+        taken += held.iter().map(|h| h.len() as u64 / 16).sum::<u64>();
         let rows: Option<u64> = link.run(|con| {
             redis::cmd("HGET")
                 .arg(format!("{t}:shape"))

@@ -1,0 +1,381 @@
+//! The Lua scripts of the shared queue (`queue`): each changes one host's keys (one slot of a
+//! cluster) at once, so that no crash or other process sees half a change. Every host script
+//! takes the host's keys in one order, KEYS = [queue, seq, rows, shape, taken, holders], and
+//! shares the functions below: a saved batch's offers, cash and settled rows of one host are
+//! one call ([`PUT`]) rather than three, which is what a fleet's Redis spends most on.
+
+/// A host's keys by name, and its rows' buckets: `bucket(fp)` names the bucket of a
+/// fingerprint (8 bytes), `grow()` splits buckets while the rows outnumber them, and
+/// `save_shape()` writes the shape back.
+macro_rules! rows_in_buckets {
+    () => {
+        concat!(
+            "local QUEUE, SEQ, ROWS, SHAPE, TAKEN, HOLDERS = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local shape = redis.call('HMGET', SHAPE, 'level', 'split', 'count')
+local level, split, count = tonumber(shape[1] or '0'), tonumber(shape[2] or '0'), tonumber(shape[3] or '0')
+local function low24(fp)
+  return string.byte(fp, 6) * 65536 + string.byte(fp, 7) * 256 + string.byte(fp, 8)
+end
+local span, names = 2 ^ level, {}
+local function bucket(fp)
+  local h = low24(fp)
+  local b = h % span
+  if b < split then b = h % (span * 2) end
+  local name = names[b]
+  if not name then
+    name = ROWS .. ':' .. string.format('%d', b)
+    names[b] = name
+  end
+  return name
+end
+local function grow(per_bucket)
+  while level < 24 and count > per_bucket * (2 ^ level + split) do
+    local from = ROWS .. ':' .. string.format('%d', split)
+    local to = ROWS .. ':' .. string.format('%d', split + 2 ^ level)
+    local all = redis.call('HGETALL', from)
+    local moved, gone = {}, {}
+    for i = 1, #all, 2 do
+      if low24(all[i]) % (2 ^ (level + 1)) ~= split then
+        table.insert(moved, all[i])
+        table.insert(moved, all[i + 1])
+        table.insert(gone, all[i])
+      end
+    end
+    if #gone > 0 then
+      redis.call('HSET', to, unpack(moved))
+      redis.call('HDEL', from, unpack(gone))
+    end
+    split = split + 1
+    if split == span then
+      level, split, span = level + 1, 0, span * 2
+    end
+  end
+end
+local function save_shape()
+  redis.call('HSET', SHAPE, 'level', level, 'split', split, 'count', count)
+end
+"
+        )
+    };
+}
+
+/// Bulk calls, for scripts that touch many fields: a call from a script costs several times
+/// what one more field in it does, so each command is sent once per thousand arguments rather
+/// than once per row (and Lua's `unpack` stays within its stack). `many(cmd, key, args)`
+/// sends `cmd key args...` in chunks (pairs stay whole: the chunk is even); `fetch(cmd, key,
+/// fields)` does the same for HMGET or ZMSCORE and returns one answer per field, false for
+/// none.
+macro_rules! bulk {
+    () => {
+        "local function many(cmd, key, args)
+  for i = 1, #args, 1000 do
+    redis.call(cmd, key, unpack(args, i, math.min(i + 999, #args)))
+  end
+end
+local function fetch(cmd, key, fields)
+  local out = {}
+  for i = 1, #fields, 1000 do
+    local got = redis.call(cmd, key, unpack(fields, i, math.min(i + 999, #fields)))
+    for k = 1, #got do out[#out + 1] = got[k] end
+  end
+  return out
+end
+"
+    };
+}
+
+/// Lists fingerprints by bucket (after [`rows_in_buckets`]): `group(fps)` returns the
+/// buckets in first-seen order and, per bucket, the positions in `fps` that fall in it.
+macro_rules! grouped {
+    () => {
+        "local function group(fps)
+  local order, at = {}, {}
+  for i = 1, #fps do
+    local b = bucket(fps[i])
+    if not at[b] then
+      at[b] = {}
+      order[#order + 1] = b
+    end
+    local list = at[b]
+    list[#list + 1] = i
+  end
+  return order, at
+end
+"
+    };
+}
+
+/// What a host script does, as functions of the keys named by [`host_keys`] and of ARGV
+/// from a position: `offer(at, n)` queues the `n` URLs at `at` (fp, cash, depth, hops,
+/// revisit, url each) not seen yet, and every revisit, and pays a URL seen and still queued
+/// the cash offered with it (another process found it too: OPIC gives it both shares),
+/// answering as URL-at-a-time `HSETNX` and `ZADD INCR` would in the order given; returns
+/// how many were queued. `deposit(at, n)` pays the `n` pairs (fp, cash) at `at` to those
+/// still queued. `settle(token, how, fps)` settles the rows of `fps` still held by `token`:
+/// done, retry (back with one more attempt) or return (back as it was); returns how many.
+macro_rules! host_functions {
+    () => {
+        r"local function offer(at, n)
+  local seq = tonumber(redis.call('GET', SEQ) or '0')
+  local fps = {}
+  for k = 1, n do fps[k] = ARGV[at + (k - 1) * 6] end
+  local known = {}
+  local order, where = group(fps)
+  for _, b in ipairs(order) do
+    local names = {}
+    for k, i in ipairs(where[b]) do names[k] = fps[i] end
+    local got = fetch('HMGET', b, names)
+    for k, i in ipairs(where[b]) do
+      if got[k] then known[fps[i]] = true end
+    end
+  end
+  local rows, score, scored, owed, owing = {}, {}, {}, {}, {}
+  local queued = 0
+  for k = 1, n do
+    local i = at + (k - 1) * 6
+    local fp, cash, revisit = fps[k], tonumber(ARGV[i + 1]), ARGV[i + 4]
+    if not known[fp] or revisit == '1' then
+      if not known[fp] then
+        count = count + 1
+        known[fp] = true
+      end
+      seq = seq + 1
+      local b = bucket(fp)
+      rows[b] = rows[b] or {}
+      local r = rows[b]
+      r[#r + 1] = fp
+      r[#r + 1] = string.format('%x', seq) .. '\t' .. ARGV[i + 2] .. '\t' .. ARGV[i + 3] ..
+        '\t0\t' .. revisit .. '\t' .. ARGV[i + 5]
+      if not score[fp] then scored[#scored + 1] = fp end
+      score[fp] = -cash
+      owed[fp] = nil
+      queued = queued + 1
+    elseif cash > 0 then
+      if score[fp] then
+        score[fp] = score[fp] - cash
+      else
+        if not owed[fp] then owing[#owing + 1] = fp end
+        owed[fp] = (owed[fp] or 0) + cash
+      end
+    end
+  end
+  for b, r in pairs(rows) do many('HSET', b, r) end
+  local zadd = {}
+  for _, fp in ipairs(scored) do
+    zadd[#zadd + 1] = score[fp]
+    zadd[#zadd + 1] = fp
+  end
+  local pay = {}
+  for _, fp in ipairs(owing) do
+    if owed[fp] then pay[#pay + 1] = fp end
+  end
+  local now = fetch('ZMSCORE', QUEUE, pay)
+  for k, fp in ipairs(pay) do
+    if now[k] then
+      zadd[#zadd + 1] = tonumber(now[k]) - owed[fp]
+      zadd[#zadd + 1] = fp
+    end
+  end
+  many('ZADD', QUEUE, zadd)
+  if queued > 0 then redis.call('SET', SEQ, seq) end
+  return queued
+end
+local function deposit(at, n)
+  local owed, fps = {}, {}
+  for k = 1, n do
+    local i = at + (k - 1) * 2
+    local fp = ARGV[i]
+    if not owed[fp] then fps[#fps + 1] = fp end
+    owed[fp] = (owed[fp] or 0) + tonumber(ARGV[i + 1])
+  end
+  local now = fetch('ZMSCORE', QUEUE, fps)
+  local zadd = {}
+  for k, fp in ipairs(fps) do
+    if now[k] then
+      zadd[#zadd + 1] = tonumber(now[k]) - owed[fp]
+      zadd[#zadd + 1] = fp
+    end
+  end
+  many('ZADD', QUEUE, zadd)
+end
+local function settle(token, how, fps)
+  local held = redis.call('HGET', HOLDERS, token)
+  if not held then return 0 end
+  local want = {}
+  for _, fp in ipairs(fps) do want[fp] = true end
+  local keep, mine, back = {}, {}, {}
+  for i = 1, #held, 16 do
+    local fp = string.sub(held, i, i + 7)
+    if want[fp] then
+      want[fp] = nil
+      mine[#mine + 1] = fp
+      back[#back + 1] = -struct.unpack('>d', held, i + 8)
+      back[#back + 1] = fp
+    else
+      keep[#keep + 1] = string.sub(held, i, i + 15)
+    end
+  end
+  if #mine == 0 then return 0 end
+  if #keep == 0 then
+    redis.call('HDEL', HOLDERS, token)
+    redis.call('ZREM', TAKEN, token)
+  else
+    redis.call('HSET', HOLDERS, token, table.concat(keep))
+  end
+  if how == 'done' then
+    local order, where = group(mine)
+    for _, b in ipairs(order) do
+      local cleared = {}
+      for _, i in ipairs(where[b]) do
+        cleared[#cleared + 1] = mine[i]
+        cleared[#cleared + 1] = ''
+      end
+      many('HSET', b, cleared)
+    end
+  else
+    if how == 'retry' then
+      for _, fp in ipairs(mine) do
+        local row = redis.call('HGET', bucket(fp), fp) or ''
+        local a, b, c, tries, rest = string.match(row, '^([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t(.*)$')
+        if a then
+          redis.call('HSET', bucket(fp), fp, a .. '\t' .. b .. '\t' .. c .. '\t' .. (tonumber(tries) + 1) .. '\t' .. rest)
+        end
+      end
+    end
+    many('ZADD', QUEUE, back)
+  end
+  return #mine
+end
+"
+    };
+}
+
+/// What a saved batch does to one host's queue: ARGV = [rows per bucket, n, the n URLs
+/// offered (6 each, see `offer`), m, the m pairs of cash owed (see `deposit`), then any number
+/// of settlements: token, how, k, the k fingerprints]. Returns {queued, settled}.
+pub(super) const PUT: &str = concat!(
+    rows_in_buckets!(),
+    bulk!(),
+    grouped!(),
+    host_functions!(),
+    r"local at = 2
+local n = tonumber(ARGV[at])
+local queued = 0
+if n > 0 then queued = offer(at + 1, n) end
+at = at + 1 + 6 * n
+n = tonumber(ARGV[at])
+if n > 0 then deposit(at + 1, n) end
+at = at + 1 + 2 * n
+local settled = 0
+while at <= #ARGV do
+  local k = tonumber(ARGV[at + 2])
+  local fps = {}
+  for i = 1, k do fps[i] = ARGV[at + 2 + i] end
+  settled = settled + settle(ARGV[at], ARGV[at + 1], fps)
+  at = at + 3 + k
+end
+if queued > 0 then
+  grow(tonumber(ARGV[1]))
+  save_shape()
+end
+return {queued, settled}
+"
+);
+
+/// Takes URLs: ARGV = [n, lease ms, token]. URLs whose lease expired go back to the queue
+/// first, with their cash. The URLs of one taking are held together: `holders` maps its token
+/// to their fingerprints and cash (16 bytes each: the 8 of the fingerprint, then the cash as a
+/// big-endian double), and `taken` scores the token by its lease's expiry. A taker whose lease
+/// expired cannot settle a URL another took since, and a taking costs two writes, not two
+/// per URL. Returns fp, cash, row for each, best first.
+pub(super) const TAKE: &str = concat!(
+    server_now!(),
+    rows_in_buckets!(),
+    bulk!(),
+    grouped!(),
+    r"local expired = redis.call('ZRANGEBYSCORE', TAKEN, '-inf', now)
+if #expired > 0 then
+  local held = fetch('HMGET', HOLDERS, expired)
+  local back = {}
+  for k = 1, #expired do
+    local h = held[k] or ''
+    for i = 1, #h, 16 do
+      back[#back + 1] = -struct.unpack('>d', h, i + 8)
+      back[#back + 1] = string.sub(h, i, i + 7)
+    end
+  end
+  many('ZREM', TAKEN, expired)
+  many('HDEL', HOLDERS, expired)
+  many('ZADD', QUEUE, back)
+end
+local best = redis.call('ZRANGE', QUEUE, 0, tonumber(ARGV[1]) - 1, 'WITHSCORES')
+if #best == 0 then return {} end
+local fps, cash, held = {}, {}, {}
+for i = 1, #best, 2 do
+  local fp, c = best[i], -tonumber(best[i + 1])
+  fps[#fps + 1] = fp
+  cash[#cash + 1] = c
+  held[#held + 1] = fp .. struct.pack('>d', c)
+end
+many('ZREM', QUEUE, fps)
+local before = redis.call('HGET', HOLDERS, ARGV[3]) or ''
+redis.call('HSET', HOLDERS, ARGV[3], before .. table.concat(held))
+redis.call('ZADD', TAKEN, now + tonumber(ARGV[2]), ARGV[3])
+local rows = {}
+local order, where = group(fps)
+for _, b in ipairs(order) do
+  local names = {}
+  for k, i in ipairs(where[b]) do names[k] = fps[i] end
+  local got = fetch('HMGET', b, names)
+  for k, i in ipairs(where[b]) do rows[i] = got[k] or '' end
+end
+local out = {}
+for i = 1, #fps do
+  out[#out + 1] = fps[i]
+  out[#out + 1] = tostring(cash[i])
+  out[#out + 1] = rows[i]
+end
+return out
+"
+);
+
+/// Puts every taken URL back in the queue with its cash, whoever took it: KEYS = [queue,
+/// taken, holders]. Run by a process that has just become the host's only taker. Returns how
+/// many came back.
+pub(super) const RECLAIM: &str = concat!(
+    bulk!(),
+    r"local held = redis.call('HVALS', KEYS[3])
+local back = {}
+for _, h in ipairs(held) do
+  for i = 1, #h, 16 do
+    back[#back + 1] = -struct.unpack('>d', h, i + 8)
+    back[#back + 1] = string.sub(h, i, i + 7)
+  end
+end
+many('ZADD', KEYS[1], back)
+redis.call('DEL', KEYS[2], KEYS[3])
+return #back / 2
+"
+);
+
+/// Gives a host its id: KEYS = [hosts, host_ids, origins]; ARGV = [origin].
+pub(super) const HOST_ID: &str = r"
+local id = redis.call('HGET', KEYS[1], ARGV[1])
+if id then return tonumber(id) end
+id = redis.call('INCR', KEYS[2])
+redis.call('HSET', KEYS[1], ARGV[1], id)
+redis.call('HSET', KEYS[3], id, ARGV[1])
+return id
+";
+
+/// The layout of a crawl's keys: KEYS = [layout, host_ids]; ARGV = [this build's layout].
+/// A crawl with host ids and no layout was begun by a build before layouts were named ("1");
+/// a crawl not begun is marked with this build's. One script, so that a process starting
+/// beside another cannot see the other's first host id before its mark.
+pub(super) const LAYOUT_OF: &str = r"
+local found = redis.call('GET', KEYS[1])
+if found then return found end
+if redis.call('EXISTS', KEYS[2]) == 1 then return '1' end
+redis.call('SET', KEYS[1], ARGV[1])
+return ARGV[1]
+";
