@@ -10,7 +10,8 @@
 //! `--docroot DIR [--seed-path PATH] [--runs 3]`: a real site on one host instead, on nginx,
 //! beside wget and the floor of its pages' library calls and HTTP exchanges; `--floor-of OUT`:
 //! that floor alone, for a crawl whose site still serves it; `--signed 1`: each run followed
-//! by the same crawl signing every request, Web Bot Auth). `--fleet` adds a fleet of that
+//! by the same crawl signing every request, Web Bot Auth; `--fleet 1`: each run followed by
+//! the same crawl by a fleet of one process on a local `redis-server`). `--fleet` adds a fleet of that
 //! many processes on a local `redis-server` for each number given; `--redis-memory N` measures
 //! what N queued URLs cost in Redis; `--compare-with BIN --rounds N`: another build's
 //! webcoop-crawl in alternate rounds beside this one's.
@@ -381,7 +382,7 @@ fn wget2_stats(path: &Path) -> (u64, u64) {
 /// crawled from PATH by webcoop-crawl (4 connections, politeness off, default WARC settings)
 /// and by `wget -r`; the crawl's CPU per page beside its floor, the same pages through the
 /// same library calls on one thread (`archive::floor`).
-fn single_host(docroot: &Path, seed_path: &str, runs: usize, signed: bool) {
+fn single_host(docroot: &Path, seed_path: &str, runs: usize, signed: bool, fleet: bool) {
     let nginx = testkit::tool("nginx").expect("nginx (apt-get install nginx-light)");
     let server =
         webcoop::servers::Nginx::start(&nginx, &webcoop::servers::example_nginx_conf(), docroot);
@@ -448,6 +449,46 @@ fn single_host(docroot: &Path, seed_path: &str, runs: usize, signed: bool) {
             if !signing {
                 floors.push(floor_of(&out));
             }
+        }
+        // With --fleet 1: the same crawl by a fleet of one process on a fresh local Redis,
+        // its CPU the process's and Redis's together.
+        if fleet {
+            let redis = webcoop_testkit::redis::RedisServer::start(false).expect("redis-server");
+            let (_, redis_before) = redis_info(redis.port);
+            let out = tmp.path().join(format!("fleet-{i}"));
+            let mut m = measured(
+                Command::new(&bin)
+                    .args(["crawl", "--allow-net", "127.0.0.0/8", "--progress", "quiet"])
+                    .args(["--coop", "off", "--delay-min", "0", "--delay-factor", "0"])
+                    .args([
+                        "--frontier",
+                        &redis.url(),
+                        "--crawl",
+                        "bench",
+                        "--process",
+                        "p0",
+                    ])
+                    .args(["--per-host-connections", "4", "--seeds", &seed, "--out"])
+                    .arg(&out),
+                None,
+            );
+            let (_, redis_after) = redis_info(redis.port);
+            m.cpu += Duration::from_secs_f64((redis_after - redis_before).max(0.0));
+            let status = Command::new(&bin)
+                .args(["status", "--json", "--out"])
+                .arg(out.join("p0"))
+                .output()
+                .expect("status");
+            let st: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap_or_default();
+            rows.push(Row {
+                name: format!(
+                    "webcoop-crawl, fleet of 1 on Redis (CPU with Redis's), run {}",
+                    i + 1
+                ),
+                pages: st["ok"].as_u64().unwrap_or(0),
+                bytes: st["bytes"].as_u64().unwrap_or(0),
+                m,
+            });
         }
         // wget2 in the same round, both ways: saving what it fetches, and keeping nothing
         // (links still followed), the cost of crawling itself.
@@ -582,6 +623,7 @@ fn main() {
             &arg(&args, "seed-path", "/"),
             runs,
             signed,
+            arg(&args, "fleet", "0") == "1",
         );
         return;
     }
