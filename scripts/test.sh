@@ -211,13 +211,7 @@ if [ -n "$fuzz_build" ]; then
         grep -h '^Done' "$logs/$target.log" | sed "s/^/$target: /"
     }
     pending=()
-    # `links` is left out here: an unoptimised cargo-fuzz build forces debug assertions on
-    # every crate, and lol_html 3.0.3 has a `debug_assert!(false)` before an internal error it
-    # returns in a release build (which `analyze::links::extract` handles); random inputs reach
-    # it within seconds. Its inputs are replayed on stable by tests/offline/fuzz_corpora.rs
-    # (fuzz/regressions/links/ holds two that trip it), and it is fuzzed optimised, where the
-    # assertion is compiled out: `cargo +nightly fuzz run -O links` (fuzz/README.md).
-    for target in $(cargo +nightly fuzz list | grep -vx links); do
+    for target in $(cargo +nightly fuzz list); do
         fuzz_one "$target" &
         pending+=($!)
         if ((${#pending[@]} == 2)); then

@@ -2,6 +2,7 @@
 //! the media type as checked after the fact (servers ignore `Accept`), the content digest that
 //! finds duplicates and changes, and for HTML the links worth following.
 
+mod html_tags;
 pub(crate) mod links;
 pub mod robots_tag;
 pub(crate) mod scope;
