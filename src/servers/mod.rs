@@ -262,9 +262,22 @@ pub fn http_request(
     }
     request.push_str("\r\n");
     stream.write_all(request.as_bytes())?;
-    stream.write_all(body)?;
+    // A server may answer before it has read a body it refuses (413) and close; as curl does,
+    // a body cut short by the peer is no error until there is no answer to read either.
+    let sent = stream.write_all(body);
     let mut raw = Vec::new();
-    stream.read_to_end(&mut raw)?;
+    let read = stream.read_to_end(&mut raw);
+    let cut_short = |e: &std::io::Error| {
+        matches!(
+            e.kind(),
+            std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::ConnectionReset
+        )
+    };
+    match (sent, read) {
+        (Err(e), _) if !cut_short(&e) || raw.is_empty() => return Err(e),
+        (_, Err(e)) if !cut_short(&e) || raw.is_empty() => return Err(e),
+        _ => {}
+    }
     let split = raw
         .windows(4)
         .position(|w| w == b"\r\n\r\n")
