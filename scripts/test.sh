@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole test suite, every tier, from a fresh machine: installs what the tests run against
-# (GNU patch, zstd, nginx, Apache with mod_php, PHP-FPM, wget, redis-server, Chromium with
+# (GNU patch, zstd, nginx, Apache with mod_php, PHP-FPM, WordPress with MariaDB, wget, redis-server, Chromium with
 # chromedriver, the Python docs as a site to crawl, a Python venv with the reference clients and
 # warcio), checks formatting, runs clippy with warnings as errors, runs every test of the
 # workspace with the outside tools (`--features webcoop/outside-tools`), fuzzes each target
@@ -25,6 +25,12 @@ command -v apache2 >/dev/null || [ -x /usr/sbin/apache2 ] || missing+=(apache2)
 ls /usr/lib/apache2/modules/libphp*.so >/dev/null 2>&1 || missing+=(libapache2-mod-php)
 ls /usr/sbin/php-fpm* >/dev/null 2>&1 || missing+=(php-fpm)
 command -v wget >/dev/null || missing+=(wget)
+# A generated site for the agent's origin mode: Debian's WordPress on PHP-FPM and MariaDB.
+[ -f /usr/share/wordpress/wp-settings.php ] || missing+=(wordpress)
+[ -d /usr/share/wordpress/wp-content/themes/twentytwentythree ] || missing+=(wordpress-theme-twentytwentythree)
+[ -x /usr/sbin/mariadbd ] || missing+=(mariadb-server)
+php -m 2>/dev/null | grep -qx mysqli || missing+=(php-mysql)
+php -m 2>/dev/null | grep -qx SimpleXML || missing+=(php-xml)
 # The shared frontier of a fleet: real redis-server processes (and a Redis Cluster) on loopback.
 command -v redis-server >/dev/null || missing+=(redis-server)
 # The consoles are looked at in a real browser: Debian's Chromium, headless, by its chromedriver.

@@ -13,6 +13,8 @@ pub enum Format {
     ChangesFeed,
     /// The changes feed as CBOR (webcoop hub to webcoop subscriber).
     ChangesCbor,
+    /// An XML-RPC update ping (`weblogUpdates.ping`).
+    XmlRpcPing,
 }
 
 impl fmt::Display for Format {
@@ -22,6 +24,7 @@ impl fmt::Display for Format {
             Format::Sitemap => "sitemap",
             Format::ChangesFeed => "changes feed",
             Format::ChangesCbor => "CBOR changes feed",
+            Format::XmlRpcPing => "XML-RPC ping",
         })
     }
 }

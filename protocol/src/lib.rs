@@ -20,6 +20,7 @@
 
 pub mod batch;
 pub mod bot_auth;
+pub mod change_rate;
 pub mod changes_feed;
 pub mod clock;
 pub mod compression;
@@ -27,6 +28,7 @@ pub mod dates;
 pub mod delta;
 pub mod error;
 pub mod namespaces;
+pub mod ping;
 pub mod resourcesync;
 pub mod robots_rdf;
 pub mod sitemap;

@@ -2,6 +2,10 @@
 
 /// The media type a web server would send for `path`, from its extension.
 pub(crate) fn of_path(path: &str) -> &'static str {
+    // A directory's URL: the index page a server answers there (and a generated site's page).
+    if path.is_empty() || path.ends_with('/') {
+        return "text/html";
+    }
     let ext = path.rsplit_once('.').map(|(_, e)| e).unwrap_or("");
     if ext.contains('/') {
         return "application/octet-stream";
@@ -38,6 +42,8 @@ mod tests {
         assert_eq!(of_path("logo.png"), "image/png");
         assert_eq!(of_path("README"), "application/octet-stream");
         assert_eq!(of_path("dir.d/file"), "application/octet-stream");
+        assert_eq!(of_path("2026/11/hello-world/"), "text/html");
+        assert_eq!(of_path(""), "text/html");
         assert!(is_text(of_path("x.html")));
         assert!(is_text(of_path("x.svg")));
         assert!(is_text(of_path("x.json")));

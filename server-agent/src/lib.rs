@@ -14,6 +14,8 @@ mod content_type;
 mod debounce;
 mod inventory;
 mod judge;
+mod notify_client;
+mod origin;
 mod privacy;
 mod publish;
 mod scan;
@@ -29,10 +31,14 @@ pub use activity::Activity;
 pub use agent::Agent;
 pub use check::check;
 pub use config::identity::{IdentityPolicy, Subscribers};
+pub use config::read_notify_secret;
 pub use config::{
-    AgentCommand, AgentOptions, ByteSize, Cli, Config, ConfigError, help_with_defaults,
+    AgentCommand, AgentOptions, ByteSize, Cli, Config, ConfigError, NotifySettings, OriginSettings,
+    help_with_defaults,
 };
 pub use console::server::{Setup as ConsoleSetup, start as start_console};
+pub use notify_client::send_notice;
+pub use origin::{Notice, OriginAgent, OriginStats};
 pub use publish::{ROBOTS_RDF, SITEMAP};
 pub use server_config::{Site, TextKind, hidden_in_text};
 pub use service::{Running, start as start_service, start_with as start_service_with};

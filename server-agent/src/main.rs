@@ -70,6 +70,9 @@ fn main() -> ExitCode {
     if let Some(AgentCommand::Forget { paths }) = &cli.command {
         forget.extend(paths.iter().cloned());
     }
+    if let Some(AgentCommand::Notify { urls }) = &cli.command {
+        return notify(&cli, urls);
+    }
     let config = match Config::from_cli(cli) {
         Ok(c) => c,
         Err(e) => {
@@ -95,13 +98,119 @@ fn main() -> ExitCode {
         };
     }
     let snapshot_now = matches!(command, Some(AgentCommand::Snapshot));
-    match run(config, clock, snapshot_now) {
+    let result = if config.origin.is_some() {
+        if snapshot_now {
+            eprintln!("webcoop-agent: snapshots of a site read from its origin are not built yet");
+            return ExitCode::from(2);
+        }
+        run_origin(config, clock)
+    } else {
+        run(config, clock, snapshot_now)
+    };
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("webcoop-agent: {e}");
             ExitCode::FAILURE
         }
     }
+}
+
+/// `notify URL...`: a WebSub publish of `urls` to the running agent's ping endpoint.
+fn notify(cli: &Cli, urls: &[String]) -> ExitCode {
+    let fail = |why: String| {
+        eprintln!("webcoop-agent notify: {why}");
+        ExitCode::FAILURE
+    };
+    let options = match cli.merged() {
+        Ok(o) => o,
+        Err(e) => return fail(e.to_string()),
+    };
+    let Some(listen) = options.listen.as_deref() else {
+        return fail("needs --listen, the address the agent serves on".into());
+    };
+    let addr: std::net::SocketAddr = match listen.parse() {
+        Ok(a) => a,
+        Err(e) => return fail(format!("--listen {listen:?}: {e}")),
+    };
+    let secret = match &options.notify_secret_file {
+        Some(path) => match webcoop_agent::read_notify_secret(path) {
+            Ok(s) => Some(s),
+            Err(e) => return fail(e.to_string()),
+        },
+        None => None,
+    };
+    let body = webcoop_protocol::ping::publish_form(urls);
+    match webcoop_agent::send_notice(addr, secret.as_deref(), &body) {
+        Ok((200, _)) => {
+            println!("told the agent at {addr} of {} changed pages", urls.len());
+            ExitCode::SUCCESS
+        }
+        Ok((status, text)) => fail(format!("the agent answered {status}: {}", text.trim())),
+        Err(e) => fail(format!("cannot reach the agent at {addr}: {e}")),
+    }
+}
+
+/// Origin mode: reads the site from its web server, serves, and checks pages at their pace.
+fn run_origin(config: Config, clock: Arc<dyn Clock>) -> Result<(), Box<dyn std::error::Error>> {
+    let mut agent = webcoop_agent::OriginAgent::open(config.clone(), clock.clone())?;
+    let origin = config
+        .origin
+        .as_ref()
+        .map(|o| o.server.to_string())
+        .unwrap_or_default();
+    if config.once {
+        let stats = agent.run_once()?;
+        println!(
+            "{} pages published from {origin}: {} requests, {} changes",
+            agent.inventory().len(),
+            stats.requests,
+            stats.changes
+        );
+        return Ok(());
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    runtime.block_on(async move {
+        let mut running = None;
+        let mut notices = None;
+        if let Some(service) = config.service.clone() {
+            let listener = tokio::net::TcpListener::bind(service.listen)
+                .await
+                .map_err(|e| format!("cannot listen on {}: {e}", service.listen))?;
+            let mut r = webcoop_agent::start_service_with(
+                &config,
+                clock.clone(),
+                listener,
+                Arc::new(Activity::default()),
+            )
+            .await?;
+            tracing::info!(
+                "serving {} on {}; reading {} from {origin}",
+                service.public_url,
+                r.local_addr,
+                config.base_url
+            );
+            agent.observe(r.observer());
+            notices = r.take_notices();
+            running = Some(r);
+        }
+        let stop = Arc::new(AtomicBool::new(false));
+        let loop_stop = stop.clone();
+        let worker = std::thread::spawn(move || agent.run(&loop_stop, notices));
+        shutdown_signal().await;
+        tracing::info!("stopping");
+        stop.store(true, Ordering::Relaxed);
+        if let Some(r) = running {
+            r.stop().await;
+        }
+        match worker.join() {
+            Ok(result) => result.map_err(|e| Box::new(e) as Box<dyn std::error::Error>),
+            Err(_) => Err("the origin loop panicked".into()),
+        }
+    })
 }
 
 /// Drops the kept versions of `paths` from the state (beside a running agent too: SQLite's WAL

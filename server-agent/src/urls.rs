@@ -1,4 +1,7 @@
-//! Public URLs of docroot paths.
+//! Public URLs of docroot paths, and back: which URLs are pages of the site, as site paths
+//! (relative to the base URL, decoded, the home page `""`): the base URL's origin and path, no
+//! query, no credentials, no path parameters. Whatever names a URL to the agent (a sitemap, a
+//! log, a ping, a seed) is held to this.
 
 use percent_encoding::{AsciiSet, CONTROLS, utf8_percent_encode};
 use url::Url;
@@ -48,9 +51,91 @@ pub(crate) fn url_of(base: &Url, rel: &str) -> Url {
     Url::parse(&s).unwrap_or_else(|_| base.clone())
 }
 
+/// Longest site path taken.
+pub(crate) const MAX_PATH_BYTES: usize = 2048;
+
+/// The site path of `url`, or why it is not a page of the site at `base`.
+pub(crate) fn site_path(base: &Url, url: &Url) -> Result<String, &'static str> {
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err("not an http(s) URL");
+    }
+    if url.origin() != base.origin() {
+        return Err("names another site");
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err("carries credentials");
+    }
+    if url.query().is_some() {
+        return Err("has a query (pages with a query are not published)");
+    }
+    let Some(rest) = url.path().strip_prefix(base.path()) else {
+        return Err("lies outside the base URL's path");
+    };
+    if rest.len() > MAX_PATH_BYTES {
+        return Err("is too long");
+    }
+    if rest.contains(';') {
+        return Err("has path parameters (where session identifiers live)");
+    }
+    let decoded = percent_encoding::percent_decode_str(rest)
+        .decode_utf8()
+        .map_err(|_| "is not UTF-8 once decoded")?;
+    if decoded
+        .split('/')
+        .any(|seg| seg == "." || seg == ".." || seg.contains('\0'))
+        || decoded.chars().any(char::is_control)
+    {
+        return Err("has a dot segment or a control character once decoded");
+    }
+    Ok(decoded.into_owned())
+}
+
+/// The site path of a request target from an access log (`/a/b`, origin-form), if it is a page.
+pub(crate) fn logged_path(base: &Url, target: &str) -> Result<String, &'static str> {
+    if !target.starts_with('/') || target.starts_with("//") {
+        return Err("not an origin-form request target");
+    }
+    let url = base.join(target).map_err(|_| "does not parse")?;
+    site_path(base, &url)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pages_of_the_site_and_what_is_not() {
+        let base = Url::parse("http://blog.test/").unwrap();
+        let p = |u: &str| site_path(&base, &Url::parse(u).unwrap());
+        assert_eq!(p("http://blog.test/"), Ok(String::new()));
+        assert_eq!(
+            p("http://blog.test/hello-world/"),
+            Ok("hello-world/".into())
+        );
+        assert_eq!(p("http://blog.test/caf%C3%A9/#x"), Ok("café/".into()));
+        assert_eq!(p("http://other.test/a/"), Err("names another site"));
+        assert_eq!(p("https://blog.test/a/"), Err("names another site"));
+        assert_eq!(p("http://blog.test:8080/a/"), Err("names another site"));
+        assert!(p("http://blog.test/?p=1").is_err());
+        assert!(p("http://blog.test/a;jsessionid=ABC").is_err());
+        assert!(p("http://u:pw@blog.test/a").is_err());
+        assert!(p("http://blog.test/a%00b").is_err());
+        // Dot segments are resolved by the URL parser, within the site.
+        assert_eq!(p("http://blog.test/a/%2e%2e/etc/"), Ok("etc/".into()));
+        // An encoded slash that makes a dot segment once decoded is refused.
+        assert!(p("http://blog.test/%2e%2e%2fx").is_err());
+        assert!(p("http://blog.test/%FF").is_err());
+        assert!(p("ftp://blog.test/a").is_err());
+        let sub = Url::parse("http://blog.test/blog/").unwrap();
+        assert_eq!(
+            site_path(&sub, &Url::parse("http://blog.test/other/").unwrap()),
+            Err("lies outside the base URL's path")
+        );
+        assert_eq!(logged_path(&base, "/a/b/"), Ok("a/b/".into()));
+        assert!(logged_path(&base, "//evil.test/x").is_err());
+        assert!(logged_path(&base, "http://evil.test/x").is_err());
+        assert!(logged_path(&base, "/x?PHPSESSID=1").is_err());
+    }
 
     #[test]
     fn written_urls_are_what_parsers_read_back() {

@@ -179,7 +179,7 @@ pub(super) fn held(out: &Path) -> BTreeMap<String, String> {
 }
 
 /// The crawler's copies: URL to validator; gone pages left out.
-fn held_urls(out: &Path) -> BTreeMap<String, String> {
+pub(super) fn held_urls(out: &Path) -> BTreeMap<String, String> {
     copies::list(out)
         .unwrap_or_default()
         .into_iter()

@@ -11,6 +11,7 @@ mod agent_feedparser;
 mod agent_nginx;
 mod agent_resourcesync;
 mod agent_snapshot;
+mod agent_wordpress;
 mod archive_replay;
 mod console_agent;
 mod console_crawl;

@@ -256,7 +256,9 @@ impl CoopState {
                 },
             );
         }
-        if inline.is_some() && known.content.is_some() {
+        // An inline delta needs its plan (a page without a delta endpoint, such as a site's
+        // root, has none): without one the page is fetched.
+        if inline.is_some() && known.content.is_some() && self.plans.contains_key(&link.fp) {
             self.apply_inline(r, host, &link, known);
             return;
         }

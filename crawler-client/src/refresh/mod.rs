@@ -3,5 +3,5 @@
 //! that compares the policies is in `offline`.
 
 pub(crate) mod allocation;
-pub(crate) mod change_rate;
+pub(crate) use webcoop_protocol::change_rate;
 pub(crate) mod schedule;

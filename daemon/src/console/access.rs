@@ -237,7 +237,7 @@ fn same_origin(origin: &str, host: Option<&str>) -> bool {
 }
 
 /// Compares in time that depends on the lengths only.
-fn equal(a: &str, b: &str) -> bool {
+pub fn equal(a: &str, b: &str) -> bool {
     a.len() == b.len()
         && a.bytes()
             .zip(b.bytes())

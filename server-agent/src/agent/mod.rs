@@ -53,6 +53,9 @@ pub enum AgentError {
     /// The web server cannot be asked about files.
     #[error(transparent)]
     Judge(#[from] JudgeError),
+    /// Origin mode cannot start.
+    #[error("origin mode: {0}")]
+    Origin(String),
     /// The state directory belongs to another site.
     #[error(
         "state directory {state} belongs to {other}, not {this}; give this site its own --state"
@@ -245,19 +248,8 @@ impl Agent {
                 config.state.display()
             );
         }
-        let store = Store::open(&config.state)?;
         let identity = format!("{} at {}", config.docroot.display(), config.base_url);
-        match store.meta("site")? {
-            Some(recorded) if recorded != identity => {
-                return Err(AgentError::StateOfAnotherSite {
-                    state: config.state.display().to_string(),
-                    other: recorded,
-                    this: identity,
-                });
-            }
-            Some(_) => {}
-            None => store.set_meta("site", &identity)?,
-        }
+        let store = open_state(&config, &identity)?;
         let baseline_done = store.meta("baseline")?.as_deref() == Some("done");
         let inventory = store.load_inventory()?;
         let refused = store.load_refused()?;
@@ -274,37 +266,14 @@ impl Agent {
         }
         let judge = Judge::new(&config.base_url, &config.judge)?;
         let filter = filter_of(&config, true)?;
-        let links = config
-            .service
-            .as_ref()
-            .map(|s| crate::publish::ServiceLinks::at(&s.public_url));
-        let mut publisher = Publisher::new(
-            &config.out,
-            &config.base_url,
-            config.feed_entries,
-            config.sitemap_part_urls,
-            links,
-        );
-        publisher.set_content_usage(config.content_usage.map(|p| p.to_aipref()));
-        publisher.set_resourcesync(
-            config.resourcesync,
-            config.snapshots.as_ref().is_some_and(|s| s.resource_dump),
-        );
-        let stale = publisher.prepare(config.replace_existing)?;
+        let publisher = publisher_for(&config)?;
         if let (Some(name), Some(indexnow)) = (indexnow_key_file(&config), &config.indexnow) {
             // IndexNow checks the key at the site: the file holds the key and nothing else.
             let path = config.out.join(&name);
             crate::publish::atomic::write_atomic(&path, indexnow.key.as_bytes())
                 .map_err(|source| AgentError::Publish(PublishError::Write { path, source }))?;
         }
-        if stale > 0 {
-            tracing::info!(stale, "removed temporary files left by an interrupted run");
-        }
-        let retention = Retention {
-            versions_per_file: config.versions,
-            versions_budget: config.versions_budget,
-            changes: config.retain_changes,
-        };
+        let retention = retention_of(&config);
         Ok(Agent {
             observer: None,
             activity: None,
@@ -816,25 +785,23 @@ impl Agent {
         if batch.is_empty() {
             return Ok(Vec::new());
         }
-        let saved = self.store.commit(batch, now, &self.retention)?;
-        for path in &saved.deletions {
-            self.inventory.remove(path);
-        }
-        for (path, entry, _) in saved.upserts {
+        let saved = commit_batch(
+            &mut self.store,
+            &mut self.inventory,
+            &mut self.publisher,
+            self.observer.as_mut(),
+            &self.retention,
+            batch,
+            now,
+        )?;
+        for (path, _, _) in &saved.upserts {
             self.unjudged.remove(path.as_str());
-            self.inventory.insert(&path, entry);
         }
         for path in &saved.unrefused {
             self.refused.remove(path.as_str());
         }
         for (path, r) in saved.refusals {
             self.refused.insert(path.into_boxed_str(), r);
-        }
-        self.publisher.note_changes(&saved.changes);
-        if let Some(observer) = self.observer.as_mut()
-            && !saved.changes.is_empty()
-        {
-            observer(&saved.changes, &self.inventory);
         }
         Ok(saved.changes)
     }
@@ -925,6 +892,85 @@ impl Agent {
         self.note_publication("all", started.elapsed(), noted);
         Ok(result?)
     }
+}
+
+/// Opens the state of the site named `identity`, refusing a state directory of another site.
+pub(crate) fn open_state(config: &Config, identity: &str) -> Result<Store, AgentError> {
+    let store = Store::open(&config.state)?;
+    match store.meta("site")? {
+        Some(recorded) if recorded != identity => {
+            return Err(AgentError::StateOfAnotherSite {
+                state: config.state.display().to_string(),
+                other: recorded,
+                this: identity.to_string(),
+            });
+        }
+        Some(_) => {}
+        None => store.set_meta("site", identity)?,
+    }
+    Ok(store)
+}
+
+/// The publisher of the documents `config` asks for, its output directory checked.
+pub(crate) fn publisher_for(config: &Config) -> Result<Publisher, AgentError> {
+    let links = config
+        .service
+        .as_ref()
+        .map(|s| crate::publish::ServiceLinks::at(&s.public_url));
+    let mut publisher = Publisher::new(
+        &config.out,
+        &config.base_url,
+        config.feed_entries,
+        config.sitemap_part_urls,
+        links,
+    );
+    publisher.set_content_usage(config.content_usage.map(|p| p.to_aipref()));
+    publisher.set_resourcesync(
+        config.resourcesync,
+        config.snapshots.as_ref().is_some_and(|s| s.resource_dump),
+    );
+    let stale = publisher.prepare(config.replace_existing)?;
+    if stale > 0 {
+        tracing::info!(stale, "removed temporary files left by an interrupted run");
+    }
+    Ok(publisher)
+}
+
+/// What is kept of versions and changes.
+pub(crate) fn retention_of(config: &Config) -> Retention {
+    Retention {
+        versions_per_file: config.versions,
+        versions_budget: config.versions_budget,
+        changes: config.retain_changes,
+    }
+}
+
+/// Commits a batch, then brings the inventory in line with the state, tells the publisher of
+/// the changes and the observer (the hub) of them; returns the batch with sequence numbers.
+pub(crate) fn commit_batch(
+    store: &mut Store,
+    inventory: &mut Inventory,
+    publisher: &mut Publisher,
+    observer: Option<&mut ChangeObserver>,
+    retention: &Retention,
+    batch: Batch,
+    now: DateTime<Utc>,
+) -> Result<Batch, AgentError> {
+    let mut saved = store.commit(batch, now, retention)?;
+    for path in &saved.deletions {
+        inventory.remove(path);
+    }
+    for (path, entry, _) in &saved.upserts {
+        inventory.insert(path, entry.clone());
+    }
+    saved.versions.clear();
+    publisher.note_changes(&saved.changes);
+    if let Some(observer) = observer
+        && !saved.changes.is_empty()
+    {
+        observer(&saved.changes, inventory);
+    }
+    Ok(saved)
 }
 
 fn inside(root: &Path, path: &Path) -> bool {

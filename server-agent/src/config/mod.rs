@@ -9,9 +9,11 @@ mod checks;
 mod error;
 pub(crate) mod identity;
 mod options;
+mod origin;
 
 pub use error::ConfigError;
 pub use options::{AgentOptions, ByteSize};
+pub use origin::{NotifySettings, OriginSettings, read_secret as read_notify_secret};
 
 use checks::{
     check_base_url, check_docroot, check_server_url, cidrs, default_state_dir, prepare_dir,
@@ -68,6 +70,13 @@ pub enum AgentCommand {
     /// what is right and what to change; exit status 0 only when a crawler can use everything
     /// the agent publishes.
     Check,
+    /// Tell the running agent (at --listen) that pages changed, as a deploy hook or a cron job
+    /// would: a WebSub publish to its ping endpoint, with the --notify-secret-file secret.
+    Notify {
+        /// URLs of the site's pages that changed.
+        #[arg(required = true)]
+        urls: Vec<String>,
+    },
     /// Drop every kept version of these docroot paths (a secret published by mistake), so no
     /// delta can reveal them; the same as --forget-versions.
     Forget {
@@ -79,6 +88,10 @@ pub enum AgentCommand {
 /// Validated settings.
 #[derive(Debug, Clone)]
 pub struct Config {
+    /// Origin mode: the site read from its web server, when set.
+    pub origin: Option<OriginSettings>,
+    /// Who may tell the agent of changes.
+    pub notify: NotifySettings,
     /// The docroot, canonical.
     pub docroot: PathBuf,
     /// The docroot's public URL, ending with `/`.
@@ -299,27 +312,66 @@ impl Config {
     /// [`AgentOptions::defaults`].
     pub fn from_options(o: AgentOptions) -> Result<Config, ConfigError> {
         let o = layered(&o, &AgentOptions::defaults())?;
-        let docroot = o.docroot.ok_or(ConfigError::Missing(
-            "the docroot",
-            "docroot",
-            "DOCROOT",
-            "docroot",
-        ))?;
-        let docroot = check_docroot(&docroot)?;
-        let base_url = o.base_url.ok_or(ConfigError::Missing(
+        if o.origin.is_none() && o.docroot.is_none() {
+            return Err(ConfigError::Missing(
+                "the docroot",
+                "docroot",
+                "DOCROOT",
+                "docroot",
+            ));
+        }
+        let base_url = o.base_url.clone().ok_or(ConfigError::Missing(
             "the base URL",
             "base-url",
             "BASE_URL",
             "base_url",
         ))?;
         let base_url = check_base_url(&base_url)?;
-
-        let state = match o.state {
-            Some(s) => s,
-            None => default_state_dir(&docroot)?,
+        let origin = origin::settings(&o, &base_url)?;
+        let notify = origin::notify_settings(&o)?;
+        let (docroot, state) = match (&origin, o.docroot) {
+            (Some(_), Some(_)) => {
+                return Err(ConfigError::Value(
+                    "--origin reads the site from its web server, --docroot from its files: choose one".into(),
+                ));
+            }
+            (Some(_), None) => {
+                let state = o.state.ok_or(ConfigError::Missing(
+                    "the state directory (origin mode has no docroot to put it beside)",
+                    "state",
+                    "STATE",
+                    "state",
+                ))?;
+                let state = prepare_dir("state", &state, true)?;
+                // The service reads kept versions; a private empty directory stands in for
+                // the docroot it would otherwise read files from.
+                let empty = prepare_dir("origin", &state.join("origin-docroot"), true)?;
+                (check_docroot(&empty)?, state)
+            }
+            (None, docroot) => {
+                let docroot = docroot.ok_or(ConfigError::Missing(
+                    "the docroot",
+                    "docroot",
+                    "DOCROOT",
+                    "docroot",
+                ))?;
+                let docroot = check_docroot(&docroot)?;
+                let state = match o.state {
+                    Some(s) => s,
+                    None => default_state_dir(&docroot)?,
+                };
+                (docroot, prepare_dir("state", &state, true)?)
+            }
         };
-        let state = prepare_dir("state", &state, true)?;
-        if state.starts_with(&docroot) {
+        if origin.is_some() && o.out.is_none() {
+            return Err(ConfigError::Missing(
+                "the output directory (origin mode: a directory the web server serves at the base URL)",
+                "out",
+                "OUT",
+                "out",
+            ));
+        }
+        if state.starts_with(&docroot) && origin.is_none() {
             return Err(ConfigError::Directory {
                 what: "state",
                 path: state,
@@ -501,6 +553,8 @@ impl Config {
             ));
         }
         Ok(Config {
+            origin,
+            notify,
             docroot,
             base_url,
             state,

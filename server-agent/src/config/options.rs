@@ -168,6 +168,42 @@ pub struct AgentOptions {
     /// compared with robots.txt by `check`.
     #[arg(long, value_name = "PREFS")]
     pub content_usage: Option<String>,
+    /// Read the site from this web server instead of watching a docroot (origin mode, for a
+    /// generated site such as WordPress): e.g. http://127.0.0.1:80, asked with the base URL's
+    /// Host. Needs --state and --out, and no --docroot.
+    #[arg(long, value_name = "URL")]
+    pub origin: Option<String>,
+    /// In origin mode: pages to publish besides those the site's sitemaps name (repeatable).
+    #[arg(long, value_delimiter = ',', value_name = "URL")]
+    pub seed: Option<Vec<String>>,
+    /// In origin mode: the web server's access log (combined or common format), whose pages
+    /// served with 200 to anonymous GETs, without a query, are taken as the site's (repeatable).
+    #[arg(long, value_delimiter = ',', value_name = "FILE")]
+    pub access_log: Option<Vec<PathBuf>>,
+    /// In origin mode: most requests per second to the origin (one at a time).
+    #[arg(long, value_name = "PER_SEC")]
+    pub origin_rate: Option<f64>,
+    /// In origin mode: shortest time between two checks of one page, seconds.
+    #[arg(long, value_name = "SECS")]
+    pub revalidate_min: Option<u64>,
+    /// In origin mode: longest time between two checks of one page, seconds.
+    #[arg(long, value_name = "SECS")]
+    pub revalidate_max: Option<u64>,
+    /// In origin mode: seconds between two readings of the site's sitemaps (a ping reads them
+    /// at once).
+    #[arg(long, value_name = "SECS")]
+    pub discover_every: Option<u64>,
+    /// In origin mode: most pages the agent keeps track of.
+    #[arg(long, value_name = "N")]
+    pub origin_max_urls: Option<usize>,
+    /// Who may tell the agent of changes (XML-RPC weblogUpdates pings, WebSub publish) by
+    /// address (repeatable CIDR, e.g. 127.0.0.1/32) [default: nobody by address].
+    #[arg(long, value_delimiter = ',', value_name = "CIDR")]
+    pub notify_from: Option<Vec<String>>,
+    /// File whose first line is the secret that lets a ping in from anywhere (as
+    /// `Authorization: Bearer SECRET` or `?key=SECRET`); `notify` sends it.
+    #[arg(long, value_name = "FILE")]
+    pub notify_secret_file: Option<PathBuf>,
     /// A reverse proxy whose X-Forwarded-For the hub believes for its rate limits (repeatable;
     /// e.g. 127.0.0.1/32 when nginx on this machine proxies the agent).
     #[arg(long, value_delimiter = ',', value_name = "CIDR")]
@@ -203,6 +239,11 @@ impl AgentOptions {
             snapshot_share: Some(0.1),
             snapshot_every: Some(86_400),
             snapshot_level: Some(crate::snapshot::DEFAULT_LEVEL),
+            origin_rate: Some(2.0),
+            revalidate_min: Some(300),
+            revalidate_max: Some(86_400),
+            discover_every: Some(600),
+            origin_max_urls: Some(100_000),
             ..AgentOptions::default()
         }
     }
@@ -274,6 +315,7 @@ pub(super) fn read_file(path: &Path) -> Result<AgentOptions, ConfigError> {
         &mut file.state,
         &mut file.out,
         &mut file.console_token_file,
+        &mut file.notify_secret_file,
     ]
     .into_iter()
     .flatten()
@@ -281,6 +323,7 @@ pub(super) fn read_file(path: &Path) -> Result<AgentOptions, ConfigError> {
         beside(p);
     }
     file.server_config.iter_mut().flatten().for_each(beside);
+    file.access_log.iter_mut().flatten().for_each(beside);
     Ok(file)
 }
 

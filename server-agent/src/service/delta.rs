@@ -45,8 +45,10 @@ pub(crate) fn confine(raw: &str) -> Option<String> {
         return None;
     }
     let decoded = percent_decode_str(raw).decode_utf8().ok()?;
+    // A directory's URL (a generated site's page) ends with one `/`.
+    let segments = decoded.strip_suffix('/').unwrap_or(&decoded);
     if decoded.contains('\0')
-        || decoded
+        || segments
             .split('/')
             .any(|s| s.is_empty() || s == "." || s == "..")
     {
@@ -291,7 +293,14 @@ mod tests {
             Some("with space.html")
         );
         assert_eq!(confine("%C3%BC.html").as_deref(), Some("ü.html"));
+        assert_eq!(
+            confine("2026/hello-world/").as_deref(),
+            Some("2026/hello-world/")
+        );
         for bad in [
+            "a//",
+            "../",
+            "/",
             "",
             "../etc/passwd",
             "docs/../../etc/passwd",

@@ -13,6 +13,7 @@ pub(crate) mod identity;
 pub(crate) mod indexnow;
 pub(crate) mod metrics;
 pub(crate) mod negotiate;
+pub(crate) mod notify;
 pub(crate) mod reader;
 
 use crate::config::Config;
@@ -71,6 +72,8 @@ pub struct ServiceState {
     pub(crate) identities: identity::Identities,
     /// The site's usage preferences (aipref form), stated in every changes page.
     pub(crate) content_usage: Option<String>,
+    /// Where pings go, in origin mode.
+    pub(crate) notices: Option<notify::NoticeDesk>,
 }
 
 /// A plain-text answer.
@@ -92,6 +95,7 @@ fn endpoint_of(path: &str) -> &'static str {
         "metrics" => "metrics",
         "healthz" => "healthz",
         "authorize" => "authorize",
+        "ping" => "ping",
         _ => "other",
     }
 }
@@ -173,6 +177,12 @@ pub(crate) fn router(state: Arc<ServiceState>) -> Router {
             post(hub::subscribe::hub)
                 .layer(axum::extract::DefaultBodyLimit::max(hub::MAX_REQUEST_BYTES)),
         )
+        .route(
+            "/.well-known/webcoop/ping",
+            post(notify::ping_endpoint).layer(axum::extract::DefaultBodyLimit::max(
+                webcoop_protocol::ping::MAX_PING_BYTES,
+            )),
+        )
         .route("/.well-known/webcoop/metrics", get(metrics_endpoint))
         .route("/.well-known/webcoop/healthz", get(healthz))
         .route(
@@ -220,6 +230,7 @@ pub struct Running {
     server: tokio::task::JoinHandle<Result<(), std::io::Error>>,
     dispatcher: tokio::task::JoinHandle<()>,
     shutdown: tokio::sync::oneshot::Sender<()>,
+    notices: Option<std::sync::mpsc::Receiver<crate::origin::Notice>>,
 }
 
 impl Running {
@@ -234,6 +245,11 @@ impl Running {
                 head.send_replace(last.seq);
             }
         })
+    }
+
+    /// The pings received, for the origin loop (once; origin mode only).
+    pub fn take_notices(&mut self) -> Option<std::sync::mpsc::Receiver<crate::origin::Notice>> {
+        self.notices.take()
     }
 
     /// Stops serving and delivering (subscriptions stay saved).
@@ -294,6 +310,18 @@ pub async fn start_with(
     ))
     .unwrap_or_else(|_| HeaderValue::from_static(""));
     let (commands_tx, commands_rx) = mpsc::channel(1024);
+    let (notices, notices_rx) = if config.origin.is_some() {
+        let (tx, rx) = std::sync::mpsc::sync_channel(256);
+        (
+            Some(notify::NoticeDesk {
+                settings: config.notify.clone(),
+                tx,
+            }),
+            Some(rx),
+        )
+    } else {
+        (None, None)
+    };
     let registry = hub::Registry::default();
     let state = Arc::new(ServiceState {
         reader: reader.clone(),
@@ -322,6 +350,7 @@ pub async fn start_with(
         link: link.clone(),
         activity: activity.clone(),
         content_usage: config.content_usage.map(|p| p.to_aipref()),
+        notices,
         identities: identity::Identities::new(
             service.identity.clone(),
             &config.base_url,
@@ -401,5 +430,6 @@ pub async fn start_with(
         server,
         dispatcher,
         shutdown: shutdown_tx,
+        notices: notices_rx,
     })
 }

@@ -43,6 +43,7 @@ pub(crate) fn client_ip(peer: SocketAddr, headers: &HeaderMap, trusted: &[ipnet:
 pub(crate) async fn hub(
     State(s): State<Arc<ServiceState>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    uri: axum::http::Uri,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
@@ -69,6 +70,13 @@ pub(crate) async fn hub(
             axum::http::HeaderValue::from_static("60"),
         );
         return r;
+    }
+    // WebSub publishers tell the hub of changes at the same address (in origin mode; a
+    // docroot's changes are seen, not told).
+    if s.notices.is_some()
+        && form_urlencoded::parse(&body).any(|(k, v)| k == "hub.mode" && v == "publish")
+    {
+        return crate::service::notify::take(&s, peer, &uri, &headers, &body);
     }
     if body.len() > super::MAX_REQUEST_BYTES {
         return plain(

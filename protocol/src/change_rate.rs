@@ -8,29 +8,29 @@ use serde::{Deserialize, Serialize};
 
 /// What the visits of a page have shown. Small and fixed-size: it is stored with the page.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub(crate) struct ChangeHistory {
+pub struct ChangeHistory {
     /// Intervals observed (visits after the first): N.
-    pub(crate) intervals: u32,
+    pub intervals: u32,
     /// Intervals in which the content changed: X.
-    pub(crate) changed: u32,
+    pub changed: u32,
     /// Total time observed, seconds: S.
-    pub(crate) observed: f64,
+    pub observed: f64,
     /// Intervals with a usable Last-Modified (or an announcement).
-    pub(crate) dated: u32,
+    pub dated: u32,
     /// Of those, intervals in which the date showed a change.
-    pub(crate) dated_changed: u32,
+    pub dated_changed: u32,
     /// Time the dates show the page unchanged, summed over dated intervals, seconds: T.
-    pub(crate) unchanged: f64,
+    pub unchanged: f64,
     /// Dated intervals whose date contradicted the content (a new date on identical content,
     /// or an old date on changed content).
-    pub(crate) date_lies: u32,
+    pub date_lies: u32,
 }
 
 impl ChangeHistory {
     /// Records an interval of `length` seconds between two visits: whether the content changed,
     /// and if the page is dated, how long before the second visit it last changed (its
     /// Last-Modified age, clamped to the interval).
-    pub(crate) fn observe(&mut self, length: f64, changed: bool, modified_ago: Option<f64>) {
+    pub fn observe(&mut self, length: f64, changed: bool, modified_ago: Option<f64>) {
         let length = length.max(0.0);
         self.intervals += 1;
         self.observed += length;
@@ -55,13 +55,13 @@ impl ChangeHistory {
 
     /// Whether the dates can be trusted: every interval was dated, and the dates agreed with
     /// the content at least nine times in ten.
-    pub(crate) fn dates_reliable(&self) -> bool {
+    pub fn dates_reliable(&self) -> bool {
         self.dated > 0 && self.dated == self.intervals && self.date_lies * 10 <= self.dated
     }
 
     /// The change rate: from the dates where they are reliable, else from the content; `prior`
     /// before anything was observed.
-    pub(crate) fn rate(&self, prior: f64) -> f64 {
+    pub fn rate(&self, prior: f64) -> f64 {
         if self.intervals == 0 || self.observed <= 0.0 {
             return prior;
         }
@@ -82,7 +82,7 @@ impl ChangeHistory {
 /// seconds, `x` of which showed a change: `-ln((n - x + 1/2)/(n + 1/2)) / I` with
 /// `I = observed/n`. It stays finite when every interval changed; with no change seen it gives
 /// the floor, half a change over the time observed.
-pub(crate) fn rate_without_dates(n: u32, x: u32, observed: f64) -> f64 {
+pub fn rate_without_dates(n: u32, x: u32, observed: f64) -> f64 {
     if n == 0 || observed <= 0.0 {
         return 0.0;
     }
@@ -96,7 +96,7 @@ pub(crate) fn rate_without_dates(n: u32, x: u32, observed: f64) -> f64 {
 /// `((X - 1) - X/(N ln(1 - X/N))) / T`, where T is the time the dates show the page unchanged
 /// (the thesis prints `S_p T`: an extraction error for `T_p`). `X = N` is taken as `N - 1/2`
 /// so the logarithm stays finite; with no change seen it gives the floor.
-pub(crate) fn rate_with_dates(n: u32, x: u32, unchanged: f64, observed: f64) -> f64 {
+pub fn rate_with_dates(n: u32, x: u32, unchanged: f64, observed: f64) -> f64 {
     if n == 0 || x == 0 || unchanged <= 0.0 {
         return floor(observed.max(unchanged));
     }
@@ -111,7 +111,7 @@ pub(crate) fn rate_with_dates(n: u32, x: u32, unchanged: f64, observed: f64) -> 
 /// digest restores): the lengths of intervals with a change and of those without. Uses Newton
 /// steps on the concave log-likelihood; the floor when nothing changed, and a finite cap of
 /// ten changes per shortest changed interval when everything did.
-pub(crate) fn rate_irregular(changed: &[f64], unchanged: &[f64]) -> f64 {
+pub fn rate_irregular(changed: &[f64], unchanged: &[f64]) -> f64 {
     let total: f64 = changed.iter().chain(unchanged).sum();
     if changed.is_empty() {
         return floor(total);
