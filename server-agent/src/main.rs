@@ -173,6 +173,8 @@ fn run_origin(config: Config, clock: Arc<dyn Clock>) -> Result<(), Box<dyn std::
         .worker_threads(2)
         .enable_all()
         .build()?;
+    let activity = Arc::new(Activity::default());
+    agent.record_activity(activity.clone());
     runtime.block_on(async move {
         let mut running = None;
         let mut notices = None;
@@ -184,7 +186,7 @@ fn run_origin(config: Config, clock: Arc<dyn Clock>) -> Result<(), Box<dyn std::
                 &config,
                 clock.clone(),
                 listener,
-                Arc::new(Activity::default()),
+                activity.clone(),
             )
             .await?;
             tracing::info!(
@@ -197,6 +199,7 @@ fn run_origin(config: Config, clock: Arc<dyn Clock>) -> Result<(), Box<dyn std::
             notices = r.take_notices();
             running = Some(r);
         }
+        start_console(&config, activity, running.as_ref()).await?;
         let stop = Arc::new(AtomicBool::new(false));
         let loop_stop = stop.clone();
         let worker = std::thread::spawn(move || agent.run(&loop_stop, notices));
@@ -359,19 +362,7 @@ fn run(
             agent.observe(r.observer());
             running = Some(r);
         }
-        if let Some(console) = &config.console {
-            let setup = webcoop_agent::ConsoleSetup {
-                docroot: config.docroot.clone(),
-                base_url: config.base_url.to_string(),
-                state: config.state.clone(),
-                service: config.service.as_ref().map(|s| s.public_url.to_string()),
-                indexnow: config.indexnow.as_ref().map(|i| i.endpoint.to_string()),
-                identity: config.service.as_ref().map(|s| s.identity.clone()),
-            };
-            let metrics = running.as_ref().map(|r| r.state.metrics.clone());
-            let addr = webcoop_agent::start_console(console, setup, activity, metrics).await?;
-            tracing::info!("console at http://{addr}/");
-        }
+        start_console(&config, activity, running.as_ref()).await?;
         let stop = Arc::new(AtomicBool::new(false));
         let watch_stop = stop.clone();
         let watcher = std::thread::spawn(move || agent.watch(&watch_stop));
@@ -386,6 +377,29 @@ fn run(
             Err(_) => Err("the watch loop panicked".into()),
         }
     })
+}
+
+/// Serves the console, when `--console` asks for it.
+async fn start_console(
+    config: &Config,
+    activity: Arc<Activity>,
+    running: Option<&webcoop_agent::Running>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let Some(console) = &config.console else {
+        return Ok(());
+    };
+    let setup = webcoop_agent::ConsoleSetup {
+        docroot: config.docroot.clone(),
+        base_url: config.base_url.to_string(),
+        state: config.state.clone(),
+        service: config.service.as_ref().map(|s| s.public_url.to_string()),
+        indexnow: config.indexnow.as_ref().map(|i| i.endpoint.to_string()),
+        identity: config.service.as_ref().map(|s| s.identity.clone()),
+    };
+    let metrics = running.map(|r| r.state.metrics.clone());
+    let addr = webcoop_agent::start_console(console, setup, activity, metrics).await?;
+    tracing::info!("console at http://{addr}/");
+    Ok(())
 }
 
 async fn shutdown_signal() {

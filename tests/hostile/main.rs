@@ -21,6 +21,7 @@ mod judge;
 mod network;
 #[cfg(feature = "outside-tools")]
 mod nginx_site;
+mod origin;
 #[cfg(feature = "outside-tools")]
 mod state;
 // Without the agent's scenarios, some helpers have no caller.

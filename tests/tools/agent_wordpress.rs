@@ -718,7 +718,7 @@ fn a_silent_wordpress_is_followed_by_checking_its_pages_and_nonces_are_no_change
     };
     // No Update Services, no pings: only the agent's checks (and its readings of the sitemaps
     // every 2 s) can find anything.
-    let _agent = wp.start_agent(&["--discover-every", "2"]);
+    let agent = wp.start_agent(&["--discover-every", "2"]);
     let hello = format!("{}hello-world/", wp.base);
     let sample = format!("{}sample-page/", wp.base);
     wait_for("the baseline", Duration::from_secs(30), || {
@@ -776,4 +776,24 @@ fn a_silent_wordpress_is_followed_by_checking_its_pages_and_nonces_are_no_change
     assert_eq!(found.len(), 4);
     assert!(!wp.listed().contains(&sample));
     assert!(!wp.agent_said().contains("panicked"), "{}", wp.agent_said());
+
+    // Killed with SIGKILL and started again: every page is checked again, and nothing that
+    // did not change is announced.
+    std::thread::sleep(Duration::from_secs(2));
+    let listed = wp.listed();
+    let entries = wp.changes().matches("<entry>").count();
+    drop(agent);
+    let _again = wp.start_agent(&["--discover-every", "2"]);
+    wait_for("the agent again", Duration::from_secs(20), || {
+        http_get(
+            ([127, 0, 0, 1], wp.agent_port).into(),
+            "/.well-known/webcoop/healthz",
+            &[],
+        )
+        .is_ok_and(|r| r.status == 200)
+    });
+    std::thread::sleep(Duration::from_secs(8));
+    let log = wp.changes();
+    assert_eq!(log.matches("<entry>").count(), entries, "{log}");
+    assert_eq!(wp.listed(), listed);
 }

@@ -16,6 +16,7 @@ mod fetch;
 mod schedule;
 pub(crate) mod volatile;
 
+use crate::activity::{Activity, Exclusions, Publication};
 use crate::agent::{
     AgentError, ChangeObserver, commit_batch, open_state, publisher_for, retention_of,
 };
@@ -111,6 +112,9 @@ pub struct OriginAgent {
     batch: Batch,
     stats: OriginStats,
     next_discovery: Instant,
+    activity: Option<Arc<Activity>>,
+    /// Requests counted into the console's figures so far.
+    requests_noted: u64,
 }
 
 impl OriginAgent {
@@ -157,6 +161,8 @@ impl OriginAgent {
             batch: Batch::default(),
             stats: OriginStats::default(),
             next_discovery: Instant::now(),
+            activity: None,
+            requests_noted: 0,
             config,
         })
     }
@@ -183,6 +189,11 @@ impl OriginAgent {
     /// Calls `observer` with every batch of changes once it is saved.
     pub fn observe(&mut self, observer: ChangeObserver) {
         self.observer = Some(observer);
+    }
+
+    /// Notes publications, refusals and requests to the origin in `activity`, for the console.
+    pub fn record_activity(&mut self, activity: Arc<Activity>) {
+        self.activity = Some(activity);
     }
 
     /// The pages published.
@@ -236,7 +247,13 @@ impl OriginAgent {
                 found.refused[0].1
             );
         }
-        let mut added = self.take_in(found.paths);
+        let filter = self.filter.clone();
+        let paths = found
+            .paths
+            .into_iter()
+            .filter(|p| filter.check_file(p).is_ok())
+            .collect();
+        let mut added = self.take_in(paths);
         added += self.read_logs();
         self.next_discovery = Instant::now() + self.settings.discover_every;
         Ok(added)
@@ -318,7 +335,24 @@ impl OriginAgent {
         notices: Option<Receiver<Notice>>,
     ) -> Result<(), AgentError> {
         let mut last_flush = Instant::now();
+        let mut last_summary = (Instant::now(), self.stats());
         while !stop.load(Ordering::Relaxed) {
+            if last_summary.0.elapsed() >= SUMMARY_EVERY {
+                let now = self.stats();
+                let was = &last_summary.1;
+                tracing::info!(
+                    "origin, last {} s: {} requests ({} answered 304, {} the same once volatile parts were left out), {} changes, {} pings; {} pages published of {} tracked",
+                    SUMMARY_EVERY.as_secs(),
+                    now.requests - was.requests,
+                    now.not_modified - was.not_modified,
+                    now.unchanged - was.unchanged,
+                    now.changes - was.changes,
+                    now.pings - was.pings,
+                    self.inventory.len(),
+                    self.pages.len()
+                );
+                last_summary = (Instant::now(), now);
+            }
             if let Some(rx) = &notices {
                 while let Ok(n) = rx.try_recv() {
                     self.take_notice(n);
@@ -384,6 +418,16 @@ impl OriginAgent {
     /// Asks the origin for one page and records what it shows.
     fn check(&mut self, path: &str) -> Result<(), AgentError> {
         let listed = self.inventory.get(path).cloned();
+        // Its rules may have changed since it was taken in (robots.txt, read again).
+        if let Err(why) = self.filter.check_file(path) {
+            let now = truncate_ms(self.clock.now());
+            self.remove(path, listed.as_ref(), now, why.to_string());
+            if let Some(t) = self.pages.get_mut(path) {
+                t.checked = Some(crate::store::to_ms(now));
+                t.urgent = false;
+            }
+            return Ok(());
+        }
         let known = match (&listed, self.pages.get(path)) {
             (Some(_), Some(t)) if t.conditional() => t.validators.clone(),
             _ => Validators::default(),
@@ -541,6 +585,11 @@ impl OriginAgent {
         if let Some(t) = self.pages.get_mut(path) {
             if t.refused.as_deref() != Some(why.as_str()) {
                 tracing::info!("not published, {why}: {path}");
+                if let Some(a) = &self.activity {
+                    let mut e = Exclusions::default();
+                    e.add(path, &why);
+                    a.scanned_some(e);
+                }
             }
             t.refused = Some(why);
             t.validators = Validators::default();
@@ -593,11 +642,31 @@ impl OriginAgent {
         }
         if had || baseline_now || force_publish {
             let now = truncate_ms(self.clock.now());
-            self.publisher.publish(&self.inventory, &self.store, now)?;
+            let started = Instant::now();
+            let result = self.publisher.publish(&self.inventory, &self.store, now);
+            if let Some(a) = &self.activity {
+                a.published(Publication {
+                    at: crate::store::to_ms(now),
+                    what: "all",
+                    ms: started.elapsed().as_secs_f64() * 1000.0,
+                    listing_bytes: result.as_ref().ok().map(|r| r.listing_bytes),
+                    head: self.store.head_seq().ok(),
+                    error: result.as_ref().err().map(ToString::to_string),
+                });
+            }
+            result?;
+        }
+        if let Some(a) = &self.activity {
+            let asked = self.pacer.requests - self.requests_noted;
+            self.requests_noted = self.pacer.requests;
+            a.judged(self.client.origin(), asked, 0);
         }
         Ok(())
     }
 }
+
+/// How often the loop says what it did.
+const SUMMARY_EVERY: Duration = Duration::from_secs(60);
 
 /// What a check showed.
 enum Outcome {

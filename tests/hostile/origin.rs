@@ -1,0 +1,237 @@
+//! Origin mode against a hostile site: sitemaps naming other sites, pages that set cookies,
+//! redirect, ask for credentials, say they are private or are too large, robots.txt's
+//! refusals, an access log full of junk and session identifiers, and strangers' pings. Only
+//! pages served alike to anyone, of this site, are published, and nothing panics.
+
+use super::support::{Canned, HostileWeb, agent_bin, free_port, wait_for};
+use std::process::{Command, Stdio};
+use webcoop::servers::{Killed, http_request};
+
+const HOST: &str = "h.test";
+
+fn with_headers(mut c: Canned, headers: &[(&str, &str)]) -> Canned {
+    for (n, v) in headers {
+        c.headers.push((n.to_string(), v.to_string()));
+    }
+    c
+}
+
+fn hostile_site() -> HostileWeb {
+    let web = HostileWeb::start();
+    let page = |text: &str| Canned::ok("text/html", format!("<html><body>{text}</body></html>"));
+    web.set(
+        HOST,
+        "/robots.txt",
+        Canned::ok(
+            "text/plain",
+            "User-agent: *\nDisallow: /private/\nSitemap: http://h.test/wp-sitemap.xml\nSitemap: http://evil.test/planted.xml\n",
+        ),
+    );
+    web.set(
+        HOST,
+        "/wp-sitemap.xml",
+        Canned::ok(
+            "application/xml",
+            r#"<?xml version="1.0"?><sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">
+<sitemap><loc>http://h.test/pages.xml</loc></sitemap>
+<sitemap><loc>http://evil.test/more.xml</loc></sitemap></sitemapindex>"#,
+        ),
+    );
+    let urls = [
+        "http://h.test/good/",
+        "http://h.test/cookie/",
+        "http://h.test/moved/",
+        "http://h.test/login/",
+        "http://h.test/mine/",
+        "http://h.test/huge/",
+        "http://h.test/private/secret/",
+        "http://h.test/q/?session=1",
+        "http://evil.test/planted/",
+        "http://h.test:9999/other-port/",
+    ];
+    let mut set = String::from(
+        r#"<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">"#,
+    );
+    for u in urls {
+        set.push_str(&format!(
+            "<url><loc>{}</loc></url>",
+            u.replace('&', "&amp;")
+        ));
+    }
+    set.push_str("</urlset>");
+    web.set(HOST, "/pages.xml", Canned::ok("application/xml", set));
+    web.set(HOST, "/good/", page("good"));
+    web.set(HOST, "/from-log/", page("named by the log"));
+    web.set(
+        HOST,
+        "/cookie/",
+        with_headers(page("per visitor"), &[("set-cookie", "sid=1; HttpOnly")]),
+    );
+    web.set(
+        HOST,
+        "/moved/",
+        Canned {
+            status: 301,
+            headers: vec![("location".into(), "http://evil.test/".into())],
+            body: std::sync::Arc::new(Vec::new()),
+        },
+    );
+    web.set(
+        HOST,
+        "/login/",
+        Canned {
+            status: 401,
+            headers: vec![("www-authenticate".into(), "Basic realm=x".into())],
+            body: std::sync::Arc::new(b"who are you".to_vec()),
+        },
+    );
+    web.set(
+        HOST,
+        "/mine/",
+        with_headers(
+            page("yours only"),
+            &[("cache-control", "no-cache, private")],
+        ),
+    );
+    web.set(HOST, "/huge/", Canned::ok("text/html", vec![b'a'; 9 << 20]));
+    web.set(HOST, "/private/secret/", page("robots.txt says no"));
+    web
+}
+
+#[test]
+fn only_what_the_site_serves_to_anyone_is_published_and_strangers_pings_are_refused() {
+    let web = hostile_site();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    // An access log of junk, session identifiers, logged-in users and one page.
+    let log = tmp.path().join("access.log");
+    let mut text = String::new();
+    for i in 0..5_000 {
+        text.push_str(&format!("\u{1}\u{2}junk {i} [[[ \"\"\" 200\n"));
+        text.push_str(&format!(
+            "10.0.0.{} - - [26/Nov/2026:12:00:00 +0000] \"GET /page/?PHPSESSID={i} HTTP/1.1\" 200 10 \"-\" \"x\"\n",
+            i % 250
+        ));
+    }
+    text.push_str("10.0.0.1 - alice [26/Nov/2026:12:00:00 +0000] \"GET /account/ HTTP/1.1\" 200 10 \"-\" \"x\"\n");
+    text.push_str("10.0.0.1 - - [26/Nov/2026:12:00:00 +0000] \"GET /cart;jsessionid=9 HTTP/1.1\" 200 10 \"-\" \"x\"\n");
+    text.push_str("10.0.0.1 - - [26/Nov/2026:12:00:00 +0000] \"GET //evil.test/x HTTP/1.1\" 200 10 \"-\" \"x\"\n");
+    text.push_str("10.0.0.1 - - [26/Nov/2026:12:00:00 +0000] \"GET /from-log/ HTTP/1.1\" 200 10 \"-\" \"x\"\n");
+    text.push_str(&"x".repeat(100_000));
+    std::fs::write(&log, text).unwrap();
+    let secret = tmp.path().join("secret");
+    std::fs::write(&secret, "s3cret-s3cret-s3cret\n").unwrap();
+    let port = free_port();
+    let console_port = free_port();
+    let args = |once: bool| {
+        let mut c = Command::new(agent_bin());
+        c.arg("--origin")
+            .arg(format!("http://{}", web.addr))
+            .args(["--base-url", "http://h.test/"])
+            .arg("--state")
+            .arg(tmp.path().join("state"))
+            .arg("--out")
+            .arg(&out)
+            .arg("--access-log")
+            .arg(&log)
+            .args(["--origin-rate", "200"]);
+        if once {
+            c.arg("--once");
+        } else {
+            c.args(["--listen", &format!("127.0.0.1:{port}")])
+                .args(["--console", &format!("127.0.0.1:{console_port}")])
+                .args(["--notify-from", "127.0.0.1/32"])
+                .arg("--notify-secret-file")
+                .arg(&secret);
+        }
+        c
+    };
+    let once = args(true).output().unwrap();
+    let said = String::from_utf8_lossy(&once.stderr);
+    assert!(once.status.success(), "{said}");
+    assert!(!said.contains("panicked"), "{said}");
+    let sitemap = std::fs::read_to_string(out.join("sitemap.xml")).unwrap();
+    let listed: Vec<&str> = sitemap
+        .split("<loc>")
+        .skip(1)
+        .filter_map(|s| s.split("</loc>").next())
+        .collect();
+    assert_eq!(listed, ["http://h.test/from-log/", "http://h.test/good/"]);
+    for refused in [
+        "cookie",
+        "redirected",
+        "answered 401",
+        "private",
+        "larger than",
+    ] {
+        assert!(said.contains(refused), "{refused}: {said}");
+    }
+    let asked = web.log();
+    assert!(asked.iter().all(|l| l.starts_with("h.test ")), "{asked:?}");
+    assert!(
+        !asked
+            .iter()
+            .any(|l| l.contains("/private/") || l.contains('?')),
+        "{asked:?}"
+    );
+
+    // The service: pings from strangers and of other sites refused, a flood bounded.
+    let _agent = Killed(
+        args(false)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    wait_for(20, "the agent's service", || {
+        webcoop::servers::http_get(addr, "/.well-known/webcoop/healthz", &[])
+            .is_ok_and(|r| r.status == 200)
+    });
+    // The console shows what was refused, and why.
+    let console = std::net::SocketAddr::from(([127, 0, 0, 1], console_port));
+    wait_for(20, "the console's refusals", || {
+        webcoop::servers::http_get(console, "/api/excluded", &[]).is_ok_and(|r| {
+            let text = String::from_utf8_lossy(&r.body);
+            r.status == 200 && text.contains("cookie/") && text.contains("private")
+        })
+    });
+    let post = |headers: &[(&str, &str)], body: &[u8]| {
+        http_request(addr, "POST", "/.well-known/webcoop/ping", headers, body).unwrap()
+    };
+    let good = b"hub.mode=publish&hub.url=http://h.test/good/";
+    // Through a proxy nobody said to trust: its address is not the sender's.
+    assert_eq!(post(&[("X-Forwarded-For", "127.0.0.1")], good).status, 403);
+    assert_eq!(post(&[("X-Real-IP", "127.0.0.1")], good).status, 403);
+    assert_eq!(post(&[], good).status, 200);
+    let bad = [
+        (&b"hub.mode=publish&hub.url=http://evil.test/x"[..], 400),
+        (b"hub.mode=publish&hub.url=http://h.test:9999/x", 400),
+        (b"hub.mode=publish&hub.url=http://h.test/q/?session=1", 400),
+        (b"hub.mode=publish&hub.url=not%20a%20url", 400),
+        (b"hub.mode=publish", 400),
+        (b"hub.mode=subscribe&hub.url=http://h.test/good/", 400),
+        (b"<methodCall><methodName>weblogUpdates.ping</methodName></methodCall>", 400),
+        (
+            b"<!DOCTYPE l [<!ENTITY a \"aaaaaaaaaa\"><!ENTITY b \"&a;&a;&a;&a;&a;\">]><methodCall><methodName>&b;</methodName></methodCall>",
+            400,
+        ),
+    ];
+    for (body, status) in bad {
+        let r = post(&[], body);
+        assert_eq!(r.status, status, "{}", String::from_utf8_lossy(body));
+    }
+    let huge = vec![b'a'; 1 << 20];
+    assert_eq!(post(&[], &huge).status, 413);
+    // A thousand pings in a row: each is answered, and the agent still serves.
+    for _ in 0..1000 {
+        assert_eq!(post(&[], good).status, 200);
+    }
+    assert_eq!(
+        webcoop::servers::http_get(addr, "/.well-known/webcoop/healthz", &[])
+            .unwrap()
+            .status,
+        200
+    );
+}
