@@ -99,11 +99,7 @@ fn main() -> ExitCode {
     }
     let snapshot_now = matches!(command, Some(AgentCommand::Snapshot));
     let result = if config.origin.is_some() {
-        if snapshot_now {
-            eprintln!("webcoop-agent: snapshots of a site read from its origin are not built yet");
-            return ExitCode::from(2);
-        }
-        run_origin(config, clock)
+        run_origin(config, clock, snapshot_now)
     } else {
         run(config, clock, snapshot_now)
     };
@@ -152,14 +148,18 @@ fn notify(cli: &Cli, urls: &[String]) -> ExitCode {
 }
 
 /// Origin mode: reads the site from its web server, serves, and checks pages at their pace.
-fn run_origin(config: Config, clock: Arc<dyn Clock>) -> Result<(), Box<dyn std::error::Error>> {
+fn run_origin(
+    config: Config,
+    clock: Arc<dyn Clock>,
+    snapshot_now: bool,
+) -> Result<(), Box<dyn std::error::Error>> {
     let mut agent = webcoop_agent::OriginAgent::open(config.clone(), clock.clone())?;
     let origin = config
         .origin
         .as_ref()
         .map(|o| o.server.to_string())
         .unwrap_or_default();
-    if config.once {
+    if config.once || snapshot_now {
         let stats = agent.run_once()?;
         println!(
             "{} pages published from {origin}: {} requests, {} changes",
@@ -167,6 +167,18 @@ fn run_origin(config: Config, clock: Arc<dyn Clock>) -> Result<(), Box<dyn std::
             stats.requests,
             stats.changes
         );
+        if snapshot_now || agent.snapshot_due()? {
+            let built = agent.build_snapshot()?;
+            println!(
+                "snapshot {}: {} pages ({}) in {}, {} left out, {:.1} s",
+                built.path.display(),
+                built.records,
+                human_bytes(built.content_bytes),
+                human_bytes(built.file_bytes),
+                built.left_out,
+                built.elapsed.as_secs_f64()
+            );
+        }
         return Ok(());
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -59,11 +59,51 @@ pub struct BuiltSnapshot {
     pub elapsed: Duration,
 }
 
+/// Where a snapshot's bodies come from.
+#[derive(Debug, Clone)]
+pub(crate) enum Bodies {
+    /// The docroot's files, read again through the confined open.
+    Docroot(PathBuf),
+    /// The versions the state directory keeps (origin mode: the pages as the web server
+    /// served them; pages without a kept version are left out).
+    Kept(PathBuf),
+}
+
+/// [`Bodies`] opened for one build.
+enum Source {
+    Docroot(PathBuf),
+    Kept(crate::store::Store),
+}
+
+impl Source {
+    fn open(bodies: &Bodies) -> std::io::Result<Source> {
+        Ok(match bodies {
+            Bodies::Docroot(d) => Source::Docroot(d.clone()),
+            Bodies::Kept(state) => Source::Kept(
+                crate::store::Store::open_read_only(state).map_err(std::io::Error::other)?,
+            ),
+        })
+    }
+}
+
 /// Reads `rel` for the snapshot: its content if it still has `sha256`.
-fn content(docroot: &Path, rel: &str, sha256: &Sha256Digest, size: u64) -> Option<Vec<u8>> {
+fn content(source: &Source, rel: &str, sha256: &Sha256Digest, size: u64) -> Option<Vec<u8>> {
     if size > MAX_RECORD {
         return None;
     }
+    let docroot = match source {
+        Source::Docroot(d) => d,
+        Source::Kept(store) => {
+            let kept = match store.version(rel, sha256) {
+                Ok(k) => k?,
+                Err(e) => {
+                    tracing::warn!("snapshot: {rel}: {e}; left out");
+                    return None;
+                }
+            };
+            return (Sha256Digest::of(&kept) == *sha256).then_some(kept);
+        }
+    };
     let (file, _) = match open_confined(docroot, rel) {
         Ok(f) => f,
         Err(ReadError::Gone | ReadError::NotPublic(_) | ReadError::Unstable) => return None,
@@ -78,7 +118,7 @@ fn content(docroot: &Path, rel: &str, sha256: &Sha256Digest, size: u64) -> Optio
 }
 
 /// A dictionary trained on text files spread over the site.
-fn dictionary(docroot: &Path, plan: &Plan) -> Option<Vec<u8>> {
+fn dictionary(source: &Source, plan: &Plan) -> Option<Vec<u8>> {
     let texts: Vec<&(String, Sha256Digest, u64, DateTime<Utc>)> = plan
         .files
         .iter()
@@ -94,7 +134,7 @@ fn dictionary(docroot: &Path, plan: &Plan) -> Option<Vec<u8>> {
         if taken >= TRAINING_BYTES {
             break;
         }
-        if let Some(bytes) = content(docroot, rel, sha, *size) {
+        if let Some(bytes) = content(source, rel, sha, *size) {
             taken += bytes.len();
             samples.push(bytes);
         }
@@ -110,7 +150,7 @@ fn dictionary(docroot: &Path, plan: &Plan) -> Option<Vec<u8>> {
 /// Writes the snapshot of `plan` into `out` for the site at `base`, compressed at `level`,
 /// its warcinfo stating the site's usage preferences (`content_usage`).
 pub(crate) fn build(
-    docroot: &Path,
+    bodies: &Bodies,
     out: &Path,
     base: &Url,
     plan: &Plan,
@@ -120,7 +160,8 @@ pub(crate) fn build(
     let started = Instant::now();
     let dir = directory(out);
     let path = dir.join(snapshot::file_name(plan.sequence));
-    let dict = dictionary(docroot, plan);
+    let source = Source::open(bodies)?;
+    let dict = dictionary(&source, plan);
     let mut file = ZstdWarcWriter::new(AtomicFile::create(&path)?, dict.as_deref(), level)?;
     let info = SnapshotInfo {
         site: base.to_string(),
@@ -149,7 +190,7 @@ pub(crate) fn build(
         None
     };
     for (rel, sha256, size, modified) in &plan.files {
-        let Some(body) = content(docroot, rel, sha256, *size) else {
+        let Some(body) = content(&source, rel, sha256, *size) else {
             left_out += 1;
             continue;
         };

@@ -192,6 +192,7 @@ impl WordPress {
              access_log {log};\n\
              location = /robots.rdf {{ alias {out}/robots.rdf; }}\n\
              location = /sitemap.xml {{ alias {out}/sitemap.xml; }}\n\
+             location ^~ /.well-known/webcoop/snapshot/ {{\n        alias {out}/.well-known/webcoop/snapshot/;\n        types {{ application/zstd zst; text/plain cdxj; }}\n    }}\n\
              location /.well-known/webcoop/ {{\n        proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;\n        proxy_pass http://127.0.0.1:1;\n    }}\n\
              location /wp-content/ {{ alias {content}/; }}\n\
              location / {{ try_files $uri $uri/ /index.php?$args; }}\n\
@@ -497,6 +498,15 @@ fn a_pinging_wordpress_is_kept_exact_in_a_pushed_crawler_and_strangers_pings_are
             .all(|u| !u.contains('?') && !u.contains("wp-admin")),
         "{first:?}"
     );
+    // A snapshot of the pages as WordPress served them, for a crawler's first visit.
+    wait_for(
+        "robots.rdf naming a snapshot",
+        Duration::from_secs(30),
+        || {
+            std::fs::read_to_string(wp.out.join("robots.rdf"))
+                .is_ok_and(|t| t.contains("wc:snapshot"))
+        },
+    );
 
     // A crawler kept fresh by pushes, and one polling every page every 2 s, side by side.
     let resolve = format!("{}={}", wp.host, wp.nginx.addr);
@@ -541,6 +551,14 @@ fn a_pinging_wordpress_is_kept_exact_in_a_pushed_crawler_and_strangers_pings_are
         (push_n, push_b, poll_n, poll_b)
     };
     let before = counted("after the first crawl");
+    let taken = std::fs::read_to_string(pushed.join("crawl.log"))
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.contains(webcoop_crawler::crawl_log::FROM_SNAPSHOT))
+        .count();
+    eprintln!("wordpress: the pushed crawler took {taken} pages from the agent's snapshot");
+    // At least the five pages WordPress's sitemaps name (home, post, page, author, category).
+    assert!(taken >= 5, "{taken} pages from the snapshot");
     let changes_before = wp.changes().matches("<entry>").count();
 
     // A new post: WordPress pings when WP-Cron runs, naming only the home and the feed; the

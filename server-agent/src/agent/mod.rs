@@ -8,7 +8,7 @@
 //! when the server's rules change ([`judging`]); [`watch_loop`] drives it all while watching.
 
 mod judging;
-mod snapshots;
+pub(crate) mod snapshots;
 mod watch_loop;
 
 use crate::activity::{Activity, Exclusions, Publication};

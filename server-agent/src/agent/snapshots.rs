@@ -2,12 +2,17 @@
 //! site is published, then a new one once the files changed since hold a share of the site's
 //! bytes or the last one is older than `--snapshot-every`. Built on a thread of its own from a
 //! copy of the inventory's digests at one sequence number, so watching and publishing go on;
-//! robots.rdf names it once it is complete.
+//! robots.rdf names it once it is complete. The same for a docroot's files and for a site read
+//! from its origin ([`SnapshotSite::bodies`] says where the bytes come from).
 
 use super::{Agent, AgentError};
-use crate::publish::PublishError;
+use crate::config::Config;
+use crate::inventory::Inventory;
 use crate::publish::snapshot::directory;
-use crate::snapshot::{self, BuiltSnapshot, Plan};
+use crate::publish::{PublishError, Publisher};
+use crate::snapshot::{self, Bodies, BuiltSnapshot, Plan};
+use crate::store::Store;
+use chrono::{DateTime, Utc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -24,15 +29,26 @@ pub(crate) struct Snapshots {
     counted: Option<(u64, u64)>,
 }
 
+/// What deciding on and building a snapshot reads of an agent.
+pub(crate) struct SnapshotSite<'a> {
+    pub(crate) config: &'a Config,
+    pub(crate) store: &'a Store,
+    pub(crate) inventory: &'a Inventory,
+    pub(crate) publisher: &'a Publisher,
+    /// Where the files' bytes come from.
+    pub(crate) bodies: Bodies,
+    pub(crate) now: DateTime<Utc>,
+}
+
 /// Time between two looks at whether a snapshot is due.
 const CHECK_EVERY: Duration = Duration::from_secs(5);
 
 /// Time after a failed build before the next is tried.
 const RETRY: Duration = Duration::from_secs(600);
 
-impl Agent {
+impl SnapshotSite<'_> {
     /// The snapshot's plan: every listed file's digest, at the sequence number they are at.
-    fn snapshot_plan(&self) -> Result<Plan, AgentError> {
+    fn plan(&self) -> Result<Plan, AgentError> {
         Ok(Plan {
             sequence: self.store.head_seq()?,
             files: self
@@ -49,29 +65,41 @@ impl Agent {
         })
     }
 
+    fn level(&self) -> i32 {
+        self.config
+            .snapshots
+            .as_ref()
+            .map_or(snapshot::DEFAULT_LEVEL, |s| s.level)
+    }
+
+    fn error(&self, sequence: u64, source: std::io::Error) -> AgentError {
+        let path =
+            directory(&self.config.out).join(webcoop_protocol::snapshot::file_name(sequence));
+        AgentError::Publish(PublishError::Write { path, source })
+    }
+}
+
+impl Snapshots {
     /// Whether a new snapshot is due (snapshots configured, none being built).
-    pub fn snapshot_due(&mut self) -> Result<bool, AgentError> {
-        let Some(settings) = &self.config.snapshots else {
+    pub(crate) fn due(&mut self, site: &SnapshotSite) -> Result<bool, AgentError> {
+        let Some(settings) = &site.config.snapshots else {
             return Ok(false);
         };
-        if self.snapshots.building.is_some()
-            || self.inventory.is_empty()
-            || self
-                .snapshots
-                .failed_at
-                .is_some_and(|t| t.elapsed() < RETRY)
+        if self.building.is_some()
+            || site.inventory.is_empty()
+            || self.failed_at.is_some_and(|t| t.elapsed() < RETRY)
         {
             return Ok(false);
         }
-        let head = self.store.head_seq()?;
-        let Some(last) = self.publisher.snapshot() else {
+        let head = site.store.head_seq()?;
+        let Some(last) = site.publisher.snapshot() else {
             return Ok(true);
         };
         if last >= head {
             return Ok(false);
         }
         let built = std::fs::metadata(
-            directory(&self.config.out).join(webcoop_protocol::snapshot::file_name(last)),
+            directory(&site.config.out).join(webcoop_protocol::snapshot::file_name(last)),
         )
         .and_then(|m| m.modified())
         .ok();
@@ -81,7 +109,7 @@ impl Agent {
         if age >= settings.every {
             return Ok(true);
         }
-        if self.snapshots.counted == Some((last, head)) {
+        if self.counted == Some((last, head)) {
             return Ok(false);
         }
         let share = settings.share;
@@ -89,7 +117,7 @@ impl Agent {
         let mut changed: Vec<String> = Vec::new();
         let mut since = last;
         loop {
-            let page = self.store.changes_since(since, 10_000)?;
+            let page = site.store.changes_since(since, 10_000)?;
             let Some(end) = page.last().map(|c| c.seq) else {
                 break;
             };
@@ -100,127 +128,150 @@ impl Agent {
         changed.dedup();
         let bytes: u64 = changed
             .iter()
-            .map(|p| self.inventory.get(p).map_or(0, |e| e.size))
+            .map(|p| site.inventory.get(p).map_or(0, |e| e.size))
             .sum();
-        let total = self.inventory.total_bytes().max(1);
+        let total = site.inventory.total_bytes().max(1);
         let due = bytes as f64 >= share * total as f64;
         if !due {
-            self.snapshots.counted = Some((last, head));
+            self.counted = Some((last, head));
         }
         Ok(due)
     }
 
-    /// Builds a snapshot now, on this thread, and republishes robots.rdf naming it.
-    pub fn build_snapshot(&mut self) -> Result<BuiltSnapshot, AgentError> {
-        let level = self
-            .config
-            .snapshots
-            .as_ref()
-            .map_or(snapshot::DEFAULT_LEVEL, |s| s.level);
-        let plan = self.snapshot_plan()?;
-        let now = self.clock.now();
-        let usage = self.config.content_usage.map(|p| p.to_aipref());
+    /// Builds a snapshot now, on this thread; the caller names it in robots.rdf.
+    pub(crate) fn build_now(&mut self, site: &SnapshotSite) -> Result<BuiltSnapshot, AgentError> {
+        let plan = site.plan()?;
+        let usage = site.config.content_usage.map(|p| p.to_aipref());
         let built = snapshot::build(
-            &self.config.docroot,
-            &self.config.out,
-            &self.config.base_url,
+            &site.bodies,
+            &site.config.out,
+            &site.config.base_url,
             &plan,
-            (level, usage.as_deref()),
-            now,
+            (site.level(), usage.as_deref()),
+            site.now,
         )
-        .map_err(|source| self.snapshot_error(plan.sequence, source))?;
-        self.snapshot_built(&built)?;
+        .map_err(|source| site.error(plan.sequence, source))?;
+        self.failed_at = None;
+        log_built(&built);
         Ok(built)
     }
 
     /// Starts building a snapshot on a thread of its own, if one is due.
-    pub(crate) fn start_snapshot_if_due(&mut self) -> Result<(), AgentError> {
-        if self
-            .snapshots
-            .checked_at
-            .is_some_and(|t| t.elapsed() < CHECK_EVERY)
-        {
+    pub(crate) fn start_if_due(&mut self, site: &SnapshotSite) -> Result<(), AgentError> {
+        if self.checked_at.is_some_and(|t| t.elapsed() < CHECK_EVERY) {
             return Ok(());
         }
-        self.snapshots.checked_at = Some(Instant::now());
-        if !self.snapshot_due()? {
+        self.checked_at = Some(Instant::now());
+        if !self.due(site)? {
             return Ok(());
         }
-        let plan = self.snapshot_plan()?;
-        let (docroot, out, base) = (
-            self.config.docroot.clone(),
-            self.config.out.clone(),
-            self.config.base_url.clone(),
+        let plan = site.plan()?;
+        let (bodies, out, base) = (
+            site.bodies.clone(),
+            site.config.out.clone(),
+            site.config.base_url.clone(),
         );
-        let level = self
-            .config
-            .snapshots
-            .as_ref()
-            .map_or(snapshot::DEFAULT_LEVEL, |s| s.level);
-        let now = self.clock.now();
-        let usage = self.config.content_usage.map(|p| p.to_aipref());
+        let level = site.level();
+        let now = site.now;
+        let usage = site.config.content_usage.map(|p| p.to_aipref());
         tracing::info!(
             sequence = plan.sequence,
             files = plan.files.len(),
             "building a snapshot"
         );
-        self.snapshots.building = Some(std::thread::spawn(move || {
-            snapshot::build(&docroot, &out, &base, &plan, (level, usage.as_deref()), now)
+        self.building = Some(std::thread::spawn(move || {
+            snapshot::build(&bodies, &out, &base, &plan, (level, usage.as_deref()), now)
         }));
         Ok(())
     }
 
-    /// Takes a background build that ended: robots.rdf names the new snapshot.
-    pub(crate) fn finish_snapshot(&mut self) -> Result<(), AgentError> {
-        if !self
-            .snapshots
-            .building
-            .as_ref()
-            .is_some_and(|h| h.is_finished())
-        {
-            return Ok(());
+    /// A background build that ended with a snapshot, for the caller to name in robots.rdf.
+    pub(crate) fn finished(&mut self) -> Option<BuiltSnapshot> {
+        if !self.building.as_ref().is_some_and(|h| h.is_finished()) {
+            return None;
         }
-        let Some(handle) = self.snapshots.building.take() else {
-            return Ok(());
-        };
+        let handle = self.building.take()?;
         match handle.join() {
-            Ok(Ok(built)) => self.snapshot_built(&built),
+            Ok(Ok(built)) => {
+                self.failed_at = None;
+                log_built(&built);
+                Some(built)
+            }
             Ok(Err(e)) => {
-                self.snapshots.failed_at = Some(Instant::now());
+                self.failed_at = Some(Instant::now());
                 tracing::error!(
                     "building a snapshot failed: {e}; the previous one stays published"
                 );
-                Ok(())
+                None
             }
             Err(_) => {
-                self.snapshots.failed_at = Some(Instant::now());
+                self.failed_at = Some(Instant::now());
                 tracing::error!(
                     "building a snapshot stopped unexpectedly; the previous one stays published"
                 );
-                Ok(())
+                None
             }
         }
     }
+}
 
-    fn snapshot_built(&mut self, built: &BuiltSnapshot) -> Result<(), AgentError> {
-        tracing::info!(
-            sequence = built.sequence,
-            records = built.records,
-            left_out = built.left_out,
-            content_bytes = built.content_bytes,
-            file_bytes = built.file_bytes,
-            seconds = built.elapsed.as_secs_f64(),
-            "snapshot published"
-        );
-        self.snapshots.failed_at = None;
-        self.publisher.set_snapshot(Some(built.sequence));
-        self.publish()?;
-        Ok(())
+fn log_built(built: &BuiltSnapshot) {
+    tracing::info!(
+        sequence = built.sequence,
+        records = built.records,
+        left_out = built.left_out,
+        content_bytes = built.content_bytes,
+        file_bytes = built.file_bytes,
+        seconds = built.elapsed.as_secs_f64(),
+        "snapshot published"
+    );
+}
+
+impl Agent {
+    fn snapshot_site(&self) -> SnapshotSite<'_> {
+        SnapshotSite {
+            config: &self.config,
+            store: &self.store,
+            inventory: &self.inventory,
+            publisher: &self.publisher,
+            bodies: Bodies::Docroot(self.config.docroot.clone()),
+            now: self.clock.now(),
+        }
     }
 
-    fn snapshot_error(&self, sequence: u64, source: std::io::Error) -> AgentError {
-        let path =
-            directory(&self.config.out).join(webcoop_protocol::snapshot::file_name(sequence));
-        AgentError::Publish(PublishError::Write { path, source })
+    /// Whether a new snapshot is due (snapshots configured, none being built).
+    pub fn snapshot_due(&mut self) -> Result<bool, AgentError> {
+        let mut snapshots = std::mem::take(&mut self.snapshots);
+        let due = snapshots.due(&self.snapshot_site());
+        self.snapshots = snapshots;
+        due
+    }
+
+    /// Builds a snapshot now, on this thread, and republishes robots.rdf naming it.
+    pub fn build_snapshot(&mut self) -> Result<BuiltSnapshot, AgentError> {
+        let mut snapshots = std::mem::take(&mut self.snapshots);
+        let built = snapshots.build_now(&self.snapshot_site());
+        self.snapshots = snapshots;
+        let built = built?;
+        self.publisher.set_snapshot(Some(built.sequence));
+        self.publish()?;
+        Ok(built)
+    }
+
+    /// Starts building a snapshot on a thread of its own, if one is due.
+    pub(crate) fn start_snapshot_if_due(&mut self) -> Result<(), AgentError> {
+        let mut snapshots = std::mem::take(&mut self.snapshots);
+        let started = snapshots.start_if_due(&self.snapshot_site());
+        self.snapshots = snapshots;
+        started
+    }
+
+    /// Takes a background build that ended: robots.rdf names the new snapshot.
+    pub(crate) fn finish_snapshot(&mut self) -> Result<(), AgentError> {
+        if let Some(built) = self.snapshots.finished() {
+            self.publisher.set_snapshot(Some(built.sequence));
+            self.publish()?;
+        }
+        Ok(())
     }
 }

@@ -17,6 +17,7 @@ mod schedule;
 pub(crate) mod volatile;
 
 use crate::activity::{Activity, Exclusions, Publication};
+use crate::agent::snapshots::{SnapshotSite, Snapshots};
 use crate::agent::{
     AgentError, ChangeObserver, commit_batch, open_state, publisher_for, retention_of,
 };
@@ -25,6 +26,7 @@ use crate::content_type;
 use crate::inventory::{FileEntry, Inventory};
 use crate::privacy::{FilterRules, PublicFilter, RobotsTxt};
 use crate::publish::Publisher;
+use crate::snapshot::{Bodies, BuiltSnapshot};
 use crate::store::{Batch, LoggedChange, NewVersion, Retention, Store, truncate_ms};
 use chrono::{DateTime, Utc};
 use fetch::{Answer, OriginClient, Page, Validators};
@@ -115,6 +117,7 @@ pub struct OriginAgent {
     activity: Option<Arc<Activity>>,
     /// Requests counted into the console's figures so far.
     requests_noted: u64,
+    snapshots: Snapshots,
 }
 
 impl OriginAgent {
@@ -163,6 +166,7 @@ impl OriginAgent {
             next_discovery: Instant::now(),
             activity: None,
             requests_noted: 0,
+            snapshots: Snapshots::default(),
             config,
         })
     }
@@ -328,6 +332,56 @@ impl OriginAgent {
         Ok(self.stats())
     }
 
+    /// Whether a new snapshot is due (snapshots configured, the baseline recorded).
+    pub fn snapshot_due(&mut self) -> Result<bool, AgentError> {
+        if !self.baseline_done {
+            return Ok(false);
+        }
+        let mut snapshots = std::mem::take(&mut self.snapshots);
+        let due = snapshots.due(&self.snapshot_site());
+        self.snapshots = snapshots;
+        due
+    }
+
+    fn snapshot_site(&self) -> SnapshotSite<'_> {
+        SnapshotSite {
+            config: &self.config,
+            store: &self.store,
+            inventory: &self.inventory,
+            publisher: &self.publisher,
+            // The pages as the web server served them, kept in the state.
+            bodies: Bodies::Kept(self.config.state.clone()),
+            now: self.clock.now(),
+        }
+    }
+
+    /// Builds a snapshot of the published pages now (those with a kept version: text), and
+    /// republishes robots.rdf naming it.
+    pub fn build_snapshot(&mut self) -> Result<BuiltSnapshot, AgentError> {
+        let mut snapshots = std::mem::take(&mut self.snapshots);
+        let built = snapshots.build_now(&self.snapshot_site());
+        self.snapshots = snapshots;
+        let built = built?;
+        self.publisher.set_snapshot(Some(built.sequence));
+        self.flush(true)?;
+        Ok(built)
+    }
+
+    /// Takes a finished background snapshot and starts the next when one is due.
+    fn snapshot_step(&mut self) -> Result<(), AgentError> {
+        if let Some(built) = self.snapshots.finished() {
+            self.publisher.set_snapshot(Some(built.sequence));
+            self.flush(true)?;
+        }
+        if !self.baseline_done {
+            return Ok(());
+        }
+        let mut snapshots = std::mem::take(&mut self.snapshots);
+        let started = snapshots.start_if_due(&self.snapshot_site());
+        self.snapshots = snapshots;
+        started
+    }
+
     /// Checks pages at their pace until `stop` is set, taking pings from `notices`.
     pub fn run(
         &mut self,
@@ -377,6 +431,7 @@ impl OriginAgent {
                 }
                 None => {
                     self.flush(false)?;
+                    self.snapshot_step()?;
                     last_flush = Instant::now();
                     let wait = self.pacer.ready_in().max(Duration::from_millis(200));
                     match notices.as_ref().map(|rx| rx.recv_timeout(wait)) {
