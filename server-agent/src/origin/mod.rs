@@ -135,8 +135,29 @@ impl OriginAgent {
         let client = OriginClient::new(&config.base_url, &settings.server, Duration::from_secs(20))
             .map_err(AgentError::Origin)?;
         let mut pages: HashMap<String, Tracked> = HashMap::new();
+        let now = clock.now();
         for (path, _) in inventory.iter() {
-            pages.insert(path.to_string(), Tracked::default());
+            // How often it changed before this start, as the state recorded it: its changes
+            // over the time since it was first seen (the checks in between are not kept).
+            let history = match store.file_facts(path)? {
+                Some((first_seen, changes)) => {
+                    let observed = (now - first_seen).num_milliseconds().max(0) as f64 / 1000.0;
+                    webcoop_protocol::change_rate::ChangeHistory {
+                        intervals: changes.saturating_add(1),
+                        changed: changes,
+                        observed,
+                        ..Default::default()
+                    }
+                }
+                None => Default::default(),
+            };
+            pages.insert(
+                path.to_string(),
+                Tracked {
+                    history,
+                    ..Tracked::default()
+                },
+            );
         }
         for seed in &settings.seeds {
             pages.entry(seed.clone()).or_default();
