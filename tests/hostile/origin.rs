@@ -176,6 +176,26 @@ fn only_what_the_site_serves_to_anyone_is_published_and_strangers_pings_are_refu
         "{asked:?}"
     );
 
+    // The site's server down: `--once` says so and changes nothing of what is published.
+    let closed = free_port();
+    let down = Command::new(agent_bin())
+        .arg("--origin")
+        .arg(format!("http://127.0.0.1:{closed}"))
+        .args(["--base-url", "http://h.test/", "--once"])
+        .arg("--state")
+        .arg(tmp.path().join("state"))
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&down.stderr);
+    assert!(!down.status.success());
+    assert!(said.contains("cannot be reached"), "{said}");
+    assert_eq!(
+        std::fs::read_to_string(out.join("sitemap.xml")).unwrap(),
+        sitemap
+    );
+
     // The service: pings from strangers and of other sites refused, a flood bounded.
     let _agent = Killed(
         args(false)

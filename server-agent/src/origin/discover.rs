@@ -20,17 +20,29 @@ pub(crate) struct Found {
     pub(crate) problems: Vec<String>,
 }
 
-/// The site's robots.txt: `Ok(None)` when it has none, an error when it cannot be had.
-pub(crate) fn robots_txt(
-    client: &OriginClient,
-    pacer: &mut Pacer,
-) -> Result<Option<Vec<u8>>, String> {
+/// What the origin said of its robots.txt.
+pub(crate) enum Robots {
+    /// Its bytes.
+    Body(Vec<u8>),
+    /// It has none.
+    Absent,
+    /// It answered something else (a refusal, a redirect): the rules cannot be known, and
+    /// nothing new is published until they can.
+    Refused(String),
+    /// It could not be asked (down, timed out, 5xx): nothing is concluded, what is
+    /// published stays.
+    Unreachable(String),
+}
+
+/// Asks the origin for its robots.txt.
+pub(crate) fn robots_txt(client: &OriginClient, pacer: &mut Pacer) -> Robots {
     pacer.wait();
     match client.get("robots.txt", &Validators::default()) {
-        Answer::Page(p) => Ok(Some(p.body)),
-        Answer::Gone => Ok(None),
-        Answer::NotModified => Err("answered 304 to an unconditional request".into()),
-        Answer::Refused(why) | Answer::Unknown(why) => Err(why),
+        Answer::Page(p) => Robots::Body(p.body),
+        Answer::Gone => Robots::Absent,
+        Answer::NotModified => Robots::Refused("answered 304 to an unconditional request".into()),
+        Answer::Refused(why) => Robots::Refused(why),
+        Answer::Unknown(why) => Robots::Unreachable(why),
     }
 }
 

@@ -118,7 +118,13 @@ pub struct OriginAgent {
     /// Requests counted into the console's figures so far.
     requests_noted: u64,
     snapshots: Snapshots,
+    /// Why the origin could not be reached at the last reading of its sitemaps, if it could
+    /// not.
+    unreachable: Option<String>,
 }
+
+/// Time before the sitemaps are read again after the origin could not be reached.
+const RETRY_UNREACHABLE: Duration = Duration::from_secs(30);
 
 impl OriginAgent {
     /// Opens the state of the site `config` reads from its origin.
@@ -127,7 +133,8 @@ impl OriginAgent {
             .origin
             .clone()
             .ok_or_else(|| AgentError::Origin("the configuration has no --origin".into()))?;
-        let identity = format!("origin {} at {}", settings.server, config.base_url);
+        // The server may move (another port, another address): the site is what stays.
+        let identity = format!("origin mode at {}", config.base_url);
         let store = open_state(&config, &identity)?;
         let baseline_done = store.meta("baseline")?.as_deref() == Some("done");
         let inventory = store.load_inventory()?;
@@ -188,6 +195,7 @@ impl OriginAgent {
             activity: None,
             requests_noted: 0,
             snapshots: Snapshots::default(),
+            unreachable: None,
             config,
         })
     }
@@ -238,21 +246,35 @@ impl OriginAgent {
     pub fn discover(&mut self) -> Result<usize, AgentError> {
         let robots = discover::robots_txt(&self.client, &mut self.pacer);
         let robots_rule = match &robots {
-            Ok(Some(b)) => RobotsTxt::Bytes(b),
-            Ok(None) => RobotsTxt::Absent,
-            Err(why) => RobotsTxt::Unreadable(why.clone()),
+            discover::Robots::Body(b) => RobotsTxt::Bytes(b),
+            discover::Robots::Absent => RobotsTxt::Absent,
+            discover::Robots::Refused(why) => RobotsTxt::Unreadable(why.clone()),
+            discover::Robots::Unreachable(why) => {
+                // A server down for a while changes nothing of what is published: the rules
+                // and pages known stay, and the sitemaps are read again soon.
+                tracing::warn!(
+                    "{} cannot be reached ({why}): what is published stays; asked again in {} s",
+                    self.client.origin(),
+                    RETRY_UNREACHABLE.as_secs()
+                );
+                self.unreachable = Some(why.clone());
+                self.next_discovery = Instant::now() + RETRY_UNREACHABLE;
+                return Ok(0);
+            }
         };
+        self.unreachable = None;
         self.filter = Self::filter_with(&self.config, robots_rule)?;
-        if let Err(why) = &robots {
+        if let discover::Robots::Refused(why) = &robots {
             tracing::error!(
                 "{}/robots.txt cannot be read ({why}): nothing new is published until it can be",
                 self.client.origin()
             );
         }
-        let roots = discover::sitemap_roots(
-            &self.config.base_url,
-            robots.as_ref().ok().and_then(|r| r.as_deref()),
-        );
+        let body = match &robots {
+            discover::Robots::Body(b) => Some(b.as_slice()),
+            _ => None,
+        };
+        let roots = discover::sitemap_roots(&self.config.base_url, body);
         let found = discover::walk(
             &self.client,
             &self.config.base_url,
@@ -344,6 +366,12 @@ impl OriginAgent {
     /// publishes: `--once`.
     pub fn run_once(&mut self) -> Result<OriginStats, AgentError> {
         self.discover()?;
+        if let Some(why) = &self.unreachable {
+            return Err(AgentError::Origin(format!(
+                "the web server at {} cannot be reached ({why}): nothing was changed; run again once it answers",
+                self.client.origin()
+            )));
+        }
         let mut paths: Vec<String> = self.pages.keys().cloned().collect();
         paths.sort();
         for p in paths {
