@@ -33,15 +33,39 @@ pub(crate) fn push_url(out: &mut String, base: &Url, rel: &str) {
     push_encoded_path(out, rel);
 }
 
-/// Appends `rel` with each segment percent-encoded.
+/// What separates a site path from its query in origin mode (`page/` + `QUERY_MARK` +
+/// `id=2`): the one character no file name, and so no docroot path, can hold.
+pub(crate) const QUERY_MARK: char = '\0';
+
+/// Appends `rel` with each segment percent-encoded, and its query (origin mode), as it came.
 pub(crate) fn push_encoded_path(out: &mut String, rel: &str) {
+    let (rel, query) = match rel.split_once(QUERY_MARK) {
+        Some((path, query)) => (path, Some(query)),
+        None => (rel, None),
+    };
     for (i, segment) in rel.split('/').enumerate() {
         if i > 0 {
             out.push('/');
         }
         out.extend(utf8_percent_encode(segment, SEGMENT));
     }
+    if let Some(q) = query {
+        out.push('?');
+        out.push_str(q);
+    }
 }
+
+/// A site path as a request path says it (`page/?id=2`), for rules and messages.
+pub(crate) fn request_form(rel: &str) -> std::borrow::Cow<'_, str> {
+    if rel.contains(QUERY_MARK) {
+        std::borrow::Cow::Owned(rel.replace(QUERY_MARK, "?"))
+    } else {
+        std::borrow::Cow::Borrowed(rel)
+    }
+}
+
+/// Longest query taken.
+const MAX_QUERY_BYTES: usize = 512;
 
 /// The URL of docroot path `rel`.
 pub(crate) fn url_of(base: &Url, rel: &str) -> Url {
@@ -54,8 +78,9 @@ pub(crate) fn url_of(base: &Url, rel: &str) -> Url {
 /// Longest site path taken.
 pub(crate) const MAX_PATH_BYTES: usize = 2048;
 
-/// The site path of `url`, or why it is not a page of the site at `base`.
-pub(crate) fn site_path(base: &Url, url: &Url) -> Result<String, &'static str> {
+/// The site path of `url`, or why it is not a page of the site at `base`; a query is taken
+/// only when every parameter of it is one of `queries` (`--allow-query`).
+pub(crate) fn site_path(base: &Url, url: &Url, queries: &[String]) -> Result<String, &'static str> {
     if !matches!(url.scheme(), "http" | "https") {
         return Err("not an http(s) URL");
     }
@@ -65,8 +90,16 @@ pub(crate) fn site_path(base: &Url, url: &Url) -> Result<String, &'static str> {
     if !url.username().is_empty() || url.password().is_some() {
         return Err("carries credentials");
     }
-    if url.query().is_some() {
-        return Err("has a query (pages with a query are not published)");
+    if let Some(q) = url.query() {
+        if queries.is_empty() {
+            return Err("has a query (not published unless --allow-query names its parameters)");
+        }
+        if q.is_empty() || q.len() > MAX_QUERY_BYTES {
+            return Err("has an empty or too long query");
+        }
+        if form_urlencoded::parse(q.as_bytes()).any(|(k, _)| !queries.iter().any(|a| *a == k)) {
+            return Err("has a query parameter --allow-query does not name");
+        }
     }
     let Some(rest) = url.path().strip_prefix(base.path()) else {
         return Err("lies outside the base URL's path");
@@ -87,16 +120,23 @@ pub(crate) fn site_path(base: &Url, url: &Url) -> Result<String, &'static str> {
     {
         return Err("has a dot segment or a control character once decoded");
     }
-    Ok(decoded.into_owned())
+    Ok(match url.query() {
+        Some(q) => format!("{decoded}{QUERY_MARK}{q}"),
+        None => decoded.into_owned(),
+    })
 }
 
 /// The site path of a request target from an access log (`/a/b`, origin-form), if it is a page.
-pub(crate) fn logged_path(base: &Url, target: &str) -> Result<String, &'static str> {
+pub(crate) fn logged_path(
+    base: &Url,
+    target: &str,
+    queries: &[String],
+) -> Result<String, &'static str> {
     if !target.starts_with('/') || target.starts_with("//") {
         return Err("not an origin-form request target");
     }
     let url = base.join(target).map_err(|_| "does not parse")?;
-    site_path(base, &url)
+    site_path(base, &url, queries)
 }
 
 #[cfg(test)]
@@ -106,7 +146,7 @@ mod tests {
     #[test]
     fn pages_of_the_site_and_what_is_not() {
         let base = Url::parse("http://blog.test/").unwrap();
-        let p = |u: &str| site_path(&base, &Url::parse(u).unwrap());
+        let p = |u: &str| site_path(&base, &Url::parse(u).unwrap(), &[]);
         assert_eq!(p("http://blog.test/"), Ok(String::new()));
         assert_eq!(
             p("http://blog.test/hello-world/"),
@@ -128,13 +168,36 @@ mod tests {
         assert!(p("ftp://blog.test/a").is_err());
         let sub = Url::parse("http://blog.test/blog/").unwrap();
         assert_eq!(
-            site_path(&sub, &Url::parse("http://blog.test/other/").unwrap()),
+            site_path(&sub, &Url::parse("http://blog.test/other/").unwrap(), &[]),
             Err("lies outside the base URL's path")
         );
-        assert_eq!(logged_path(&base, "/a/b/"), Ok("a/b/".into()));
-        assert!(logged_path(&base, "//evil.test/x").is_err());
-        assert!(logged_path(&base, "http://evil.test/x").is_err());
-        assert!(logged_path(&base, "/x?PHPSESSID=1").is_err());
+        assert_eq!(logged_path(&base, "/a/b/", &[]), Ok("a/b/".into()));
+        assert!(logged_path(&base, "//evil.test/x", &[]).is_err());
+        assert!(logged_path(&base, "http://evil.test/x", &[]).is_err());
+        assert!(logged_path(&base, "/x?PHPSESSID=1", &[]).is_err());
+        // Queries whose every parameter is allowed are pages, and come back as URLs whole.
+        let allowed = ["page".to_string(), "id".to_string()];
+        let q = |u: &str| site_path(&base, &Url::parse(u).unwrap(), &allowed);
+        assert_eq!(
+            q("http://blog.test/list/?page=2"),
+            Ok("list/\0page=2".into())
+        );
+        assert_eq!(
+            q("http://blog.test/?id=1&page=3"),
+            Ok("\0id=1&page=3".into())
+        );
+        assert!(q("http://blog.test/list/?page=2&PHPSESSID=1").is_err());
+        assert!(q("http://blog.test/list/?").is_err());
+        assert!(logged_path(&base, "/x?PHPSESSID=1", &allowed).is_err());
+        assert_eq!(
+            logged_path(&base, "/list/?page=2", &allowed),
+            Ok("list/\0page=2".into())
+        );
+        for rel in ["list/\0page=2", "a b/\0id=%20x", "\0id=1&page=3"] {
+            let url = url_of(&base, rel);
+            assert_eq!(q(url.as_str()).as_deref(), Ok(rel), "{url}");
+        }
+        assert_eq!(request_form("list/\0page=2"), "list/?page=2");
     }
 
     #[test]

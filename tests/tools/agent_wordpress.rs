@@ -747,11 +747,8 @@ fn a_silent_wordpress_is_followed_by_checking_its_pages_and_nonces_are_no_change
     wait_for("the random page refused", Duration::from_secs(20), || {
         !wp.listed().contains(&sample) && wp.agent_said().contains("changes at every request")
     });
-    // Quiet: the nonce page is checked several times over, and no change is logged.
-    let quiet = wp.changes().matches("<entry>").count();
-    std::thread::sleep(Duration::from_secs(6));
-    let log = wp.changes();
-    assert_eq!(log.matches("<entry>").count(), quiet, "{log}");
+    // The nonce page stays listed; that its checks log no change is shown below, where the
+    // change log must be quiet for longer than the longest interval between checks.
     assert!(wp.listed().contains(&hello));
 
     let mut found: BTreeMap<&str, usize> = BTreeMap::new();

@@ -44,7 +44,8 @@ pub fn robots_txt_pointers(robots_url: &Url, body: &[u8]) -> Pointers {
 /// The delta endpoint of a resource, by the agent's convention: the changes endpoint's
 /// directory, `delta/`, and the resource's path (RFC 3986 encoding kept as it is).
 pub(crate) fn delta_url(changes: &Url, resource: &Url) -> Option<Url> {
-    if changes.origin() != resource.origin() {
+    // The endpoint names a resource by its path alone: one with a query has none.
+    if changes.origin() != resource.origin() || resource.query().is_some() {
         return None;
     }
     let path = resource.path().trim_start_matches('/');
@@ -109,6 +110,8 @@ mod tests {
             "http://e.org/.well-known/webcoop/delta/docs/a%20b.html"
         );
         assert!(delta_url(&changes, &Url::parse("http://other.org/x").unwrap()).is_none());
+        // A page with a query has no delta endpoint: the path alone names another resource.
+        assert!(delta_url(&changes, &Url::parse("http://e.org/list/?page=2").unwrap()).is_none());
         assert!(is_changes_endpoint(&changes));
         assert!(!is_changes_endpoint(
             &Url::parse("http://e.org/.well-known/webcoop/changes.atom").unwrap()

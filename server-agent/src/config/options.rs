@@ -180,6 +180,11 @@ pub struct AgentOptions {
     /// served with 200 to anonymous GETs, without a query, are taken as the site's (repeatable).
     #[arg(long, value_delimiter = ',', value_name = "FILE")]
     pub access_log: Option<Vec<PathBuf>>,
+    /// In origin mode: a query parameter that may name a page (repeatable; e.g. `page` for
+    /// `/news/?page=2`); a URL with any other parameter (a session, a tracker) is never
+    /// published [default: none, no page has a query].
+    #[arg(long, value_delimiter = ',', value_name = "NAME")]
+    pub allow_query: Option<Vec<String>>,
     /// In origin mode: most requests per second to the origin (one at a time).
     #[arg(long, value_name = "PER_SEC")]
     pub origin_rate: Option<f64>,

@@ -15,6 +15,8 @@ pub struct OriginSettings {
     pub server: Url,
     /// Pages published besides those the sitemaps name, as site paths.
     pub(crate) seeds: Vec<String>,
+    /// Query parameters that may name a page (`--allow-query`); none: no page has a query.
+    pub(crate) queries: Vec<String>,
     /// Access logs whose anonymous 200 GETs name pages.
     pub(crate) access_logs: Vec<PathBuf>,
     /// Most requests per second.
@@ -46,6 +48,7 @@ pub(super) fn settings(
         let stray = [
             ("--seed", o.seed.is_some()),
             ("--access-log", o.access_log.is_some()),
+            ("--allow-query", o.allow_query.is_some()),
         ];
         if let Some((flag, _)) = stray.iter().find(|(_, set)| *set) {
             return Err(ConfigError::Value(format!(
@@ -56,12 +59,29 @@ pub(super) fn settings(
     };
     let server = check_server_url(origin)
         .map_err(|e| ConfigError::Value(e.to_string().replace("--server-url", "--origin")))?;
+    let queries: Vec<String> = o
+        .allow_query
+        .iter()
+        .flatten()
+        .map(|q| q.trim().to_string())
+        .collect();
+    if let Some(bad) = queries.iter().find(|q| {
+        q.is_empty()
+            || q.len() > 64
+            || !q
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"_-.[]".contains(&b))
+    }) {
+        return Err(ConfigError::Value(format!(
+            "--allow-query {bad:?}: a query parameter's name (letters, digits, _ - . [ ], at most 64)"
+        )));
+    }
     let mut seeds = Vec::new();
     for s in o.seed.iter().flatten() {
         let url = base.join(s.trim()).map_err(|e| {
             ConfigError::Value(format!("--seed {s:?}: {e} (expected a URL of the site)"))
         })?;
-        let path = crate::urls::site_path(base, &url)
+        let path = crate::urls::site_path(base, &url, &queries)
             .map_err(|why| ConfigError::Value(format!("--seed {s:?}: {why}")))?;
         seeds.push(path);
     }
@@ -91,6 +111,7 @@ pub(super) fn settings(
     Ok(Some(OriginSettings {
         server,
         seeds,
+        queries,
         access_logs: o.access_log.clone().unwrap_or_default(),
         rate,
         revalidate_min: Duration::from_secs(min),

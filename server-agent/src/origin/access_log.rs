@@ -1,6 +1,6 @@
 //! Pages the web server served, from its access log (the common and combined formats of
 //! nginx and Apache): a request counts only if it was an anonymous `GET` or `HEAD` answered
-//! 200, without a query. The log is read from where the last reading stopped, a rotated or
+//! 200 (a query is then held to `--allow-query` with the rest of the URL). The log is read from where the last reading stopped, a rotated or
 //! truncated log from its start, a bounded amount at a time; a line that is junk is skipped.
 
 use std::io::{Read, Seek, SeekFrom};
@@ -78,8 +78,7 @@ impl AccessLog {
 }
 
 /// The request target of a log line that records a page served to anyone: `HOST IDENT USER
-/// [TIME] "METHOD TARGET PROTOCOL" STATUS ...` with no user, a GET or HEAD, status 200 and no
-/// query.
+/// [TIME] "METHOD TARGET PROTOCOL" STATUS ...` with no user, a GET or HEAD and status 200.
 pub(crate) fn served_page(line: &str) -> Option<&str> {
     if line.len() > MAX_LINE {
         return None;
@@ -106,7 +105,6 @@ pub(crate) fn served_page(line: &str) -> Option<&str> {
     if parts.next().is_some()
         || !matches!(method, "GET" | "HEAD")
         || !protocol.starts_with("HTTP/")
-        || target.contains('?')
         || !target.starts_with('/')
         || target.bytes().any(|b| b.is_ascii_control() || b == b'\\')
     {
@@ -125,9 +123,12 @@ mod tests {
         assert_eq!(served_page(ok), Some("/hello-world/"));
         let common = r#"::1 - - [26/Nov/2026:12:00:00 +0000] "HEAD /about/ HTTP/1.0" 200 0"#;
         assert_eq!(served_page(common), Some("/about/"));
+        // A query is the URL rules' to judge (`--allow-query`).
+        let query =
+            r#"127.0.0.1 - - [26/Nov/2026:12:00:00 +0000] "GET /?PHPSESSID=abc HTTP/1.1" 200 10"#;
+        assert_eq!(served_page(query), Some("/?PHPSESSID=abc"));
         for junk in [
             r#"127.0.0.1 - alice [26/Nov/2026:12:00:00 +0000] "GET /private/ HTTP/1.1" 200 10 "-" "x""#,
-            r#"127.0.0.1 - - [26/Nov/2026:12:00:00 +0000] "GET /?PHPSESSID=abc HTTP/1.1" 200 10"#,
             r#"127.0.0.1 - - [26/Nov/2026:12:00:00 +0000] "POST /wp-comments-post.php HTTP/1.1" 200 10"#,
             r#"127.0.0.1 - - [26/Nov/2026:12:00:00 +0000] "GET /missing HTTP/1.1" 404 10"#,
             r#"127.0.0.1 - - [26/Nov/2026:12:00:00 +0000] "GET http://evil.test/ HTTP/1.1" 200 10"#,

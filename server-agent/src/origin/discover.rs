@@ -60,7 +60,7 @@ pub(crate) fn sitemap_roots(base: &Url, robots: Option<&[u8]>) -> Vec<Url> {
             continue;
         }
         if let Ok(url) = Url::parse(value.trim())
-            && site_path(base, &url).is_ok()
+            && site_path(base, &url, &[]).is_ok()
             && Some(&url) != own.as_ref()
             && !roots.contains(&url)
             && roots.len() < 16
@@ -79,7 +79,7 @@ pub(crate) fn sitemap_roots(base: &Url, robots: Option<&[u8]>) -> Vec<Url> {
 /// Walks the sitemaps from `roots`, each file fetched from the origin at the pacer's rate.
 pub(crate) fn walk(
     client: &OriginClient,
-    base: &Url,
+    (base, queries): (&Url, &[String]),
     roots: Vec<Url>,
     max_paths: usize,
     pacer: &mut Pacer,
@@ -92,7 +92,7 @@ pub(crate) fn walk(
     for root in roots {
         let mut walk = SitemapWalk::new(root, limits).with_scope(base);
         while let Some(pending) = walk.next_fetch() {
-            let Ok(rel) = site_path(base, &pending.url) else {
+            let Ok(rel) = site_path(base, &pending.url, queries) else {
                 walk.fetch_failed(&pending, "not on this site");
                 continue;
             };
@@ -109,7 +109,7 @@ pub(crate) fn walk(
             };
             found.sitemaps += 1;
             for entry in walk.feed(&pending, &body) {
-                match site_path(base, &entry.loc) {
+                match site_path(base, &entry.loc, queries) {
                     Ok(p) if found.paths.len() < max_paths => found.paths.push(p),
                     Ok(_) => {}
                     Err(why) => found.refused.push((entry.loc.to_string(), why)),

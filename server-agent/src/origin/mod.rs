@@ -277,7 +277,7 @@ impl OriginAgent {
         let roots = discover::sitemap_roots(&self.config.base_url, body);
         let found = discover::walk(
             &self.client,
-            &self.config.base_url,
+            (&self.config.base_url, &self.settings.queries),
             roots,
             self.settings.max_urls,
             &mut self.pacer,
@@ -294,16 +294,23 @@ impl OriginAgent {
                 found.refused[0].1
             );
         }
-        let filter = self.filter.clone();
         let paths = found
             .paths
             .into_iter()
-            .filter(|p| filter.check_file(p).is_ok())
+            .filter(|p| self.allowed(p).is_ok())
             .collect();
         let mut added = self.take_in(paths);
         added += self.read_logs();
         self.next_discovery = Instant::now() + self.settings.discover_every;
         Ok(added)
+    }
+
+    /// Whether the rules (robots.txt, the globs, the names) let `path` be published, its query
+    /// included.
+    fn allowed(&self, path: &str) -> Result<(), String> {
+        self.filter
+            .check_file(&crate::urls::request_form(path))
+            .map_err(|why| why.to_string())
     }
 
     /// Takes `paths` in as pages to check, as far as the budget of pages allows; returns how
@@ -333,7 +340,11 @@ impl OriginAgent {
             match log.read_new() {
                 Ok(targets) => {
                     for t in targets {
-                        if let Ok(p) = crate::urls::logged_path(&self.config.base_url, &t) {
+                        if let Ok(p) = crate::urls::logged_path(
+                            &self.config.base_url,
+                            &t,
+                            &self.settings.queries,
+                        ) {
                             paths.push(p);
                         }
                     }
@@ -341,7 +352,7 @@ impl OriginAgent {
                 Err(e) => tracing::warn!("{}: {e}", log.path().display()),
             }
         }
-        paths.retain(|p| self.filter.check_file(p).is_ok());
+        paths.retain(|p| self.allowed(p).is_ok());
         self.take_in(paths)
     }
 
@@ -350,7 +361,7 @@ impl OriginAgent {
     pub fn urgent(&mut self, paths: &[String]) -> usize {
         let mut taken = 0;
         for p in paths {
-            if self.filter.check_file(p).is_err() {
+            if self.allowed(p).is_err() {
                 continue;
             }
             if !self.pages.contains_key(p) && self.pages.len() >= self.settings.max_urls {
@@ -475,6 +486,8 @@ impl OriginAgent {
                     self.check(&p)?;
                     if self.batch_is_due(last_flush) {
                         self.flush(false)?;
+                        // A site always busy with checks still gets its snapshots.
+                        self.snapshot_step()?;
                         last_flush = Instant::now();
                     }
                 }
@@ -523,9 +536,9 @@ impl OriginAgent {
     fn check(&mut self, path: &str) -> Result<(), AgentError> {
         let listed = self.inventory.get(path).cloned();
         // Its rules may have changed since it was taken in (robots.txt, read again).
-        if let Err(why) = self.filter.check_file(path) {
+        if let Err(why) = self.allowed(path) {
             let now = truncate_ms(self.clock.now());
-            self.remove(path, listed.as_ref(), now, why.to_string());
+            self.remove(path, listed.as_ref(), now, why);
             if let Some(t) = self.pages.get_mut(path) {
                 t.checked = Some(crate::store::to_ms(now));
                 t.urgent = false;

@@ -56,7 +56,13 @@ impl DumpWriter {
 
     /// Adds one resource, its content `body`, at `resources/REL`.
     pub(crate) fn add(&mut self, rel: &str, resource: Resource, body: &[u8]) -> io::Result<()> {
-        let path = format!("resources/{rel}");
+        // A directory's URL (a generated site's page) is a file in the package, and a query
+        // is part of its name.
+        let mut name = rel.replace(crate::urls::QUERY_MARK, "%3F");
+        if name.is_empty() || name.ends_with('/') {
+            name.push_str("index.html");
+        }
+        let path = format!("resources/{name}");
         let options = zip::write::SimpleFileOptions::default()
             .compression_method(zip::CompressionMethod::Deflated)
             .large_file(body.len() as u64 >= u32::MAX as u64);

@@ -310,11 +310,12 @@ pub async fn start_with(
     ))
     .unwrap_or_else(|_| HeaderValue::from_static(""));
     let (commands_tx, commands_rx) = mpsc::channel(1024);
-    let (notices, notices_rx) = if config.origin.is_some() {
+    let (notices, notices_rx) = if let Some(origin) = &config.origin {
         let (tx, rx) = std::sync::mpsc::sync_channel(256);
         (
             Some(notify::NoticeDesk {
                 settings: config.notify.clone(),
+                queries: origin.queries.clone(),
                 tx,
             }),
             Some(rx),

@@ -25,6 +25,8 @@ use webcoop_protocol::ping;
 /// Where pings go, and who may send them.
 pub(crate) struct NoticeDesk {
     pub(crate) settings: NotifySettings,
+    /// Query parameters that may name a page (`--allow-query`).
+    pub(crate) queries: Vec<String>,
     pub(crate) tx: std::sync::mpsc::SyncSender<Notice>,
 }
 
@@ -122,7 +124,7 @@ pub(crate) fn take(
         let Ok(url) = Url::parse(u) else {
             return answer(StatusCode::BAD_REQUEST, &format!("{u:?} is not a URL"));
         };
-        match crate::urls::site_path(&s.base_url, &url) {
+        match crate::urls::site_path(&s.base_url, &url, &desk.queries) {
             Ok(path) => paths.push(path),
             Err(why) => {
                 return answer(
