@@ -43,7 +43,8 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); p
 python3 -m http.server --bind 127.0.0.1 --directory "$www" "$port" >/dev/null 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null; dpkg --purge webcoop-agent webcoop-crawl >/dev/null 2>&1 || true' EXIT
-for _ in $(seq 50); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
+# Up to 30 s: it starts beside the fuzzing, on busy cores.
+for _ in $(seq 300); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
 /usr/bin/webcoop-agent --config /etc/webcoop/agent.toml --docroot "$www" \
     --server-url "http://127.0.0.1:$port" --once
 grep -q 'index.html' /var/lib/webcoop/public/robots.rdf || fail "robots.rdf lacks index.html"

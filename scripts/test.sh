@@ -179,6 +179,24 @@ if ! wait "$tools_run"; then
 fi
 cat "$tools_log"
 
+# --- Debian packages, beside the fuzzing ------------------------------------------------------
+# Built, installed with dpkg on this machine, used, removed and purged (scripts/package-test.sh).
+# Installing needs root; WEBCOOP_PACKAGES=0 skips it. They run while the fuzz targets finish
+# building and run for their fixed time: on 2026-11-26 they were 39 s of CI's end, after it.
+package_run=""
+package_log=$(mktemp)
+if [ -n "$packages" ]; then
+    if [ -n "$deb_install" ] && ! wait "$deb_install"; then
+        cat "$deb_log" >&2
+        echo "error: cargo install cargo-deb failed" >&2
+        exit 1
+    fi
+    WEBCOOP_PACKAGE_PROFILE=dev scripts/package-test.sh >"$package_log" 2>&1 &
+    package_run=$!
+else
+    say "Debian packages not built and installed (needs root and dpkg; WEBCOOP_PACKAGES=0 skips)"
+fi
+
 # --- fuzzing ---------------------------------------------------------------------------------
 # The seeds and kept crashes were replayed on stable above (tests/offline/fuzz_corpora.rs).
 # Where a nightly toolchain is installed, each target also runs coverage-guided for a short
@@ -231,19 +249,15 @@ else
     say "fuzz targets not run (no nightly toolchain, or WEBCOOP_FUZZ_SECONDS=0; their seeds and kept crashes were replayed on stable)"
 fi
 rm -f "$fuzz_log"
-# --- Debian packages -------------------------------------------------------------------------
-# Built, installed with dpkg on this machine, used, removed and purged (scripts/package-test.sh).
-# Installing needs root; WEBCOOP_PACKAGES=0 skips it.
-if [ -n "$packages" ]; then
-    say "Debian packages (of the debug binaries the tests ran)"
-    if [ -n "$deb_install" ] && ! wait "$deb_install"; then
-        cat "$deb_log" >&2
-        echo "error: cargo install cargo-deb failed" >&2
+# --- Debian packages, their end -------------------------------------------------------------
+if [ -n "$package_run" ]; then
+    if ! wait "$package_run"; then
+        cat "$package_log" >&2
+        echo "error: the Debian packages failed (above)" >&2
         exit 1
     fi
-    WEBCOOP_PACKAGE_PROFILE=dev scripts/package-test.sh
-else
-    say "Debian packages not built and installed (needs root and dpkg; WEBCOOP_PACKAGES=0 skips)"
+    say "Debian packages (of the debug binaries the tests ran)"
+    cat "$package_log"
 fi
-rm -f "$deb_log"
+rm -f "$deb_log" "$package_log"
 say "all tests passed"
