@@ -255,10 +255,27 @@ fn only_what_the_site_serves_to_anyone_is_published_and_strangers_pings_are_refu
     }
     let huge = vec![b'a'; 1 << 20];
     assert_eq!(post(&[], &huge).status, 413);
-    // A thousand pings in a row: each is answered, and the agent still serves.
+    // A thousand pings in a row: each is answered, the agent still serves, and the site is
+    // not read again for each (its sitemaps at most every 5 s).
+    let readings = || {
+        web.log()
+            .iter()
+            .filter(|l| l.ends_with("/robots.txt"))
+            .count()
+    };
+    let before = readings();
+    let started = std::time::Instant::now();
     for _ in 0..1000 {
         assert_eq!(post(&[], good).status, 200);
     }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let most = 2 + started.elapsed().as_secs() as usize / 5;
+    assert!(
+        readings() - before <= most,
+        "{} readings of the site for 1,000 pings in {:?}",
+        readings() - before,
+        started.elapsed()
+    );
     assert_eq!(
         webcoop::servers::http_get(addr, "/.well-known/webcoop/healthz", &[])
             .unwrap()

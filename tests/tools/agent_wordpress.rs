@@ -40,7 +40,11 @@ impl Mariadb {
         let server = tool("mariadbd")?;
         let install = tool("mariadb-install-db")?;
         let data = dir.join("db");
+        // Its own temporary directory: two bootstraps at once in /tmp took each other's files.
+        let tmp = dir.join("db-tmp");
+        std::fs::create_dir_all(&tmp).unwrap();
         let out = Command::new(install)
+            .env("TMPDIR", &tmp)
             .arg(format!("--datadir={}", data.display()))
             .args([
                 "--user=root",
@@ -57,8 +61,10 @@ impl Mariadb {
         let port = free_port();
         let socket = dir.join("db.sock");
         let child = Command::new(server)
+            .env("TMPDIR", &tmp)
             .arg("--no-defaults")
             .arg(format!("--datadir={}", data.display()))
+            .arg(format!("--tmpdir={}", tmp.display()))
             .arg(format!("--port={port}"))
             .arg("--bind-address=127.0.0.1")
             .arg(format!("--socket={}", socket.display()))

@@ -121,7 +121,12 @@ pub struct OriginAgent {
     /// Why the origin could not be reached at the last reading of its sitemaps, if it could
     /// not.
     unreachable: Option<String>,
+    /// When the sitemaps were last read.
+    last_discovery: Option<Instant>,
 }
+
+/// Shortest time between two readings of the sitemaps that pings ask for.
+const PING_DISCOVERY_GAP: Duration = Duration::from_secs(5);
 
 /// Time before the sitemaps are read again after the origin could not be reached.
 const RETRY_UNREACHABLE: Duration = Duration::from_secs(30);
@@ -196,6 +201,7 @@ impl OriginAgent {
             requests_noted: 0,
             snapshots: Snapshots::default(),
             unreachable: None,
+            last_discovery: None,
             config,
         })
     }
@@ -244,6 +250,7 @@ impl OriginAgent {
 
     /// Reads the sitemaps and robots.txt again, and the access logs, taking new pages in.
     pub fn discover(&mut self) -> Result<usize, AgentError> {
+        self.last_discovery = Some(Instant::now());
         let robots = discover::robots_txt(&self.client, &mut self.pacer);
         let robots_rule = match &robots {
             discover::Robots::Body(b) => RobotsTxt::Bytes(b),
@@ -519,8 +526,13 @@ impl OriginAgent {
             paths.len()
         );
         // A ping may announce a page nobody has named yet (WordPress's names only the home
-        // and the feed): the sitemaps say which.
-        self.next_discovery = Instant::now();
+        // and the feed): the sitemaps say which, read again soon, but not more often than
+        // every few seconds however many pings come (the budget is for checking pages too).
+        let now = Instant::now();
+        let soonest = self
+            .last_discovery
+            .map_or(now, |t| (t + PING_DISCOVERY_GAP).max(now));
+        self.next_discovery = self.next_discovery.min(soonest);
     }
 
     fn batch_is_due(&self, last_flush: Instant) -> bool {
