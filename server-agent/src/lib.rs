@@ -28,7 +28,7 @@ mod urls;
 mod watch;
 
 pub use activity::Activity;
-pub use agent::Agent;
+pub use agent::{Agent, AgentError};
 pub use check::check;
 pub use config::identity::{IdentityPolicy, Subscribers};
 pub use config::read_notify_secret;

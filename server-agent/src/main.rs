@@ -218,20 +218,32 @@ fn run_origin(
             running = Some(r);
         }
         start_console(&config, activity, running.as_ref()).await?;
-        let stop = Arc::new(AtomicBool::new(false));
-        let loop_stop = stop.clone();
-        let worker = std::thread::spawn(move || agent.run(&loop_stop, notices));
-        shutdown_signal().await;
-        tracing::info!("stopping");
-        stop.store(true, Ordering::Relaxed);
-        if let Some(r) = running {
-            r.stop().await;
-        }
-        match worker.join() {
-            Ok(result) => result.map_err(|e| Box::new(e) as Box<dyn std::error::Error>),
-            Err(_) => Err("the origin loop panicked".into()),
-        }
+        until_stopped(running, "the origin loop", move |stop| {
+            agent.run(stop, notices)
+        })
+        .await
     })
+}
+
+/// Runs `work` on a thread of its own until SIGINT or SIGTERM, then stops it and the service.
+async fn until_stopped(
+    running: Option<webcoop_agent::Running>,
+    what: &str,
+    work: impl FnOnce(&AtomicBool) -> Result<(), webcoop_agent::AgentError> + Send + 'static,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let work_stop = stop.clone();
+    let worker = std::thread::spawn(move || work(&work_stop));
+    shutdown_signal().await;
+    tracing::info!("stopping");
+    stop.store(true, Ordering::Relaxed);
+    if let Some(r) = running {
+        r.stop().await;
+    }
+    match worker.join() {
+        Ok(result) => result.map_err(|e| Box::new(e) as Box<dyn std::error::Error>),
+        Err(_) => Err(format!("{what} panicked").into()),
+    }
 }
 
 /// Drops the kept versions of `paths` from the state (beside a running agent too: SQLite's WAL
@@ -381,19 +393,7 @@ fn run(
             running = Some(r);
         }
         start_console(&config, activity, running.as_ref()).await?;
-        let stop = Arc::new(AtomicBool::new(false));
-        let watch_stop = stop.clone();
-        let watcher = std::thread::spawn(move || agent.watch(&watch_stop));
-        shutdown_signal().await;
-        tracing::info!("stopping");
-        stop.store(true, Ordering::Relaxed);
-        if let Some(r) = running {
-            r.stop().await;
-        }
-        match watcher.join() {
-            Ok(result) => result.map_err(|e| Box::new(e) as Box<dyn std::error::Error>),
-            Err(_) => Err("the watch loop panicked".into()),
-        }
+        until_stopped(running, "the watch loop", move |stop| agent.watch(stop)).await
     })
 }
 

@@ -141,6 +141,23 @@ pub(crate) struct Batch {
 }
 
 impl Batch {
+    /// Records that `path`, listed with `old`, left the listing at `now` (gone, or no longer
+    /// public): a deletion logged and the file dropped.
+    pub(crate) fn delete(&mut self, path: &str, old: Sha256Digest, now: DateTime<Utc>) {
+        self.changes.push(LoggedChange {
+            seq: 0,
+            kind: ChangeKind::Deleted,
+            path: path.to_string(),
+            time: now,
+            sha256: None,
+            prev_sha256: Some(old),
+            size: None,
+            content_type: None,
+            changed: None,
+        });
+        self.deletions.push(path.to_string());
+    }
+
     /// Whether there is nothing to save.
     pub(crate) fn is_empty(&self) -> bool {
         self.upserts.is_empty()

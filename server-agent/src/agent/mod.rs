@@ -729,18 +729,7 @@ impl Agent {
     /// Records that `path` left the listing (gone, or no longer public).
     fn delete(&self, path: &str, now: DateTime<Utc>, batch: &mut Batch) {
         if let Some(old) = self.inventory.get(path) {
-            batch.changes.push(LoggedChange {
-                seq: 0,
-                kind: ChangeKind::Deleted,
-                path: path.to_string(),
-                time: now,
-                sha256: None,
-                prev_sha256: Some(old.sha256),
-                size: None,
-                content_type: None,
-                changed: None,
-            });
-            batch.deletions.push(path.to_string());
+            batch.delete(path, old.sha256, now);
         }
     }
 

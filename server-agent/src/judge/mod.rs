@@ -84,25 +84,13 @@ impl Judge {
             .enable_all()
             .build()
             .map_err(|e| JudgeError(e.to_string()))?;
-        let mut builder = reqwest::Client::builder()
-            .no_proxy()
-            .redirect(reqwest::redirect::Policy::none())
-            .no_gzip()
-            .no_brotli()
-            .no_zstd()
-            .no_deflate()
-            .connect_timeout(settings.timeout.min(Duration::from_secs(5)))
-            .pool_max_idle_per_host(settings.connections)
-            .tcp_nodelay(true)
-            .user_agent(concat!(
-                "webcoop-agent/",
-                env!("CARGO_PKG_VERSION"),
-                " (judge)"
-            ));
-        if let Some((name, addr)) = target.resolve() {
-            builder = builder.resolve(name, *addr);
-        }
-        let client = builder.build().map_err(|e| JudgeError(e.to_string()))?;
+        let client = anonymous_client(
+            &target,
+            settings.timeout,
+            settings.connections,
+            concat!("webcoop-agent/", env!("CARGO_PKG_VERSION"), " (judge)"),
+        )
+        .map_err(|e| JudgeError(e.to_string()))?;
         Ok(Judge {
             runtime: Some(runtime),
             client,
@@ -178,6 +166,31 @@ impl Judge {
         }
         verdicts
     }
+}
+
+/// A client asking the web server at `target` as an anonymous visitor would: no proxy, no
+/// cookies, no redirects followed, nothing decoded (the bytes are compared as served).
+pub(crate) fn anonymous_client(
+    target: &Target,
+    timeout: Duration,
+    connections: usize,
+    user_agent: &'static str,
+) -> Result<reqwest::Client, reqwest::Error> {
+    let mut builder = reqwest::Client::builder()
+        .no_proxy()
+        .redirect(reqwest::redirect::Policy::none())
+        .no_gzip()
+        .no_brotli()
+        .no_zstd()
+        .no_deflate()
+        .connect_timeout(timeout.min(Duration::from_secs(5)))
+        .pool_max_idle_per_host(connections)
+        .tcp_nodelay(true)
+        .user_agent(user_agent);
+    if let Some((name, addr)) = target.resolve() {
+        builder = builder.resolve(name, *addr);
+    }
+    builder.build()
 }
 
 /// The words of a verdict that says the server cannot be reached at all.

@@ -74,24 +74,13 @@ impl OriginClient {
             .enable_all()
             .build()
             .map_err(|e| e.to_string())?;
-        let mut builder = reqwest::Client::builder()
-            .no_proxy()
-            .redirect(reqwest::redirect::Policy::none())
-            .no_gzip()
-            .no_brotli()
-            .no_zstd()
-            .no_deflate()
-            .connect_timeout(timeout.min(Duration::from_secs(5)))
-            .pool_max_idle_per_host(1)
-            .user_agent(concat!(
-                "webcoop-agent/",
-                env!("CARGO_PKG_VERSION"),
-                " (origin)"
-            ));
-        if let Some((name, addr)) = target.resolve() {
-            builder = builder.resolve(name, *addr);
-        }
-        let client = builder.build().map_err(|e| e.to_string())?;
+        let client = crate::judge::anonymous_client(
+            &target,
+            timeout,
+            1,
+            concat!("webcoop-agent/", env!("CARGO_PKG_VERSION"), " (origin)"),
+        )
+        .map_err(|e| e.to_string())?;
         Ok(OriginClient {
             runtime: Some(runtime),
             client,

@@ -727,18 +727,7 @@ impl OriginAgent {
             return;
         };
         self.stats.changes += 1;
-        self.batch.changes.push(LoggedChange {
-            seq: 0,
-            kind: ChangeKind::Deleted,
-            path: path.to_string(),
-            time: now,
-            sha256: None,
-            prev_sha256: Some(old.sha256),
-            size: None,
-            content_type: None,
-            changed: None,
-        });
-        self.batch.deletions.push(path.to_string());
+        self.batch.delete(path, old.sha256, now);
     }
 
     /// Saves what was found and publishes; the first time every page has been fetched, the
