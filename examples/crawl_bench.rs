@@ -12,7 +12,8 @@
 //! that floor alone, for a crawl whose site still serves it; `--signed 1`: each run followed
 //! by the same crawl signing every request, Web Bot Auth; `--fleet 1`: each run followed by
 //! the same crawl by a fleet of one process on a local `redis-server`). `--fleet` adds a fleet of that
-//! many processes on a local `redis-server` for each number given; `--redis-memory N` measures
+//! many processes on a local `redis-server` for each number given, after each single-process crawl
+//! (each build, each round); `--redis-memory N` measures
 //! what N queued URLs cost in Redis; `--compare-with BIN --rounds N`: another build's
 //! webcoop-crawl in alternate rounds beside this one's.
 
@@ -716,6 +717,10 @@ fn main() {
     // goes first alternating, so that the machine's drift touches both alike.
     let other = args.get("compare-with").map(PathBuf::from);
     let rounds: usize = arg(&args, "rounds", "1").parse().unwrap_or(1).max(1);
+    let fleets: Vec<usize> = arg(&args, "fleet", "")
+        .split(',')
+        .filter_map(|n| n.trim().parse::<usize>().ok())
+        .collect();
     for round in 0..rounds {
         let mut builds = vec![("this build".to_string(), bin.clone())];
         if let Some(o) = &other {
@@ -729,8 +734,9 @@ fn main() {
             let m = run_with(&b, &out, &[]);
             let (pages, bytes) = fetched_of(&out);
             let _ = std::fs::remove_dir_all(&out);
+            let labelled = other.is_some() || rounds > 1;
             rows.push(Row {
-                name: if other.is_some() || rounds > 1 {
+                name: if labelled {
                     format!("webcoop-crawl, {name}, round {}", round + 1)
                 } else {
                     "webcoop-crawl (1 connection per host, 256 in all)".into()
@@ -739,6 +745,22 @@ fn main() {
                 bytes,
                 m,
             });
+            // Each fleet right after the single process of the same build and round, so
+            // that their ratio is measured under the same drift of the machine.
+            for &n in &fleets {
+                let dir = tmp.path().join(format!("fleet-{n}-{round}-{i}"));
+                let mut row = fleet(&b, n, &seeds, &cfg, &dir, &concurrency);
+                assert_eq!(
+                    row.pages as usize, expected,
+                    "the fleet of {n} fetched {} of {expected} pages",
+                    row.pages
+                );
+                if labelled {
+                    row.name = format!("{}, {name}, round {}", row.name, round + 1);
+                }
+                let _ = std::fs::remove_dir_all(&dir);
+                rows.push(row);
+            }
         }
     }
     if args.contains_key("console") {
@@ -773,20 +795,6 @@ fn main() {
             bytes,
             m,
         });
-    }
-
-    for n in arg(&args, "fleet", "")
-        .split(',')
-        .filter_map(|n| n.trim().parse::<usize>().ok())
-    {
-        let dir = tmp.path().join(format!("fleet-{n}"));
-        let row = fleet(&bin, n, &seeds, &cfg, &dir, &concurrency);
-        assert_eq!(
-            row.pages as usize, expected,
-            "the fleet of {n} fetched {} of {expected} pages",
-            row.pages
-        );
-        rows.push(row);
     }
 
     let proxy = format!("http://{}/", web.addr);

@@ -164,6 +164,84 @@ fn rows_come_out_best_first_then_in_arrival_order_and_a_dead_takers_rows_come_ba
 }
 
 #[test]
+fn urls_offered_by_their_host_s_holder_are_taken_at_once_and_come_back_if_it_dies() {
+    let Some(redis) = RedisServer::start(false) else {
+        return;
+    };
+    let mut a = SharedQueue::connect(&redis.url(), "held", "a").unwrap();
+    let mut b = SharedQueue::connect(&redis.url(), "held", "b").unwrap();
+    let host = a.host_id("http://o.test").unwrap();
+    // b found two of them first: those stay queued as b offered them.
+    let urls = offers(7, 5);
+    assert_eq!(b.offer(host, &urls[3..]).unwrap(), 2);
+    let short = Duration::from_millis(300);
+    let mut twice = urls.clone();
+    twice.push(urls[0].clone());
+    let held = a.offer_held(host, &twice, short).unwrap();
+    let mut got: Vec<(String, f64)> = held
+        .iter()
+        .map(|t| (t.job.url.clone(), t.job.priority))
+        .collect();
+    got.sort_by(|x, y| x.0.cmp(&y.0));
+    assert_eq!(
+        got,
+        [
+            ("http://s7.test/0".to_string(), 0.0),
+            ("http://s7.test/1".to_string(), 1.0),
+            ("http://s7.test/2".to_string(), 2.0)
+        ],
+        "the new ones, once each, with their cash"
+    );
+    assert!(held.iter().all(|t| t.job.attempts == 0 && !t.job.revisit));
+    assert_eq!(b.queued(host).unwrap(), 2, "held rows are not queued");
+    assert!(
+        a.offer_held(host, &urls, short).unwrap().is_empty(),
+        "seen: nothing new to hold"
+    );
+    // a settles one and dies: the other two come back to whoever takes next, after the lease.
+    assert!(a.settle(host, &held[0], Settle::Done).unwrap());
+    drop(a);
+    let first: Vec<String> = b
+        .take(host, 5, LEASE)
+        .unwrap()
+        .into_iter()
+        .map(|t| t.job.url)
+        .collect();
+    assert_eq!(
+        first.len(),
+        2,
+        "only b's own two while a's lease runs: {first:?}"
+    );
+    std::thread::sleep(short + Duration::from_millis(100));
+    let mut back: Vec<String> = b
+        .take(host, 5, LEASE)
+        .unwrap()
+        .into_iter()
+        .map(|t| t.job.url)
+        .collect();
+    back.sort();
+    let mut expected: Vec<String> = held[1..].iter().map(|t| t.job.url.clone()).collect();
+    expected.sort();
+    assert_eq!(
+        back, expected,
+        "the dead holder's rows come back, the settled one not"
+    );
+    // URLs robots.txt forbids are marked seen, once, and nobody queues them after.
+    let forbidden = offers(6, 3);
+    let fps: Vec<Fp> = forbidden.iter().map(|u| u.fp).collect();
+    assert_eq!(b.mark_seen(host, &[fps[0], fps[1], fps[0]]).unwrap(), 2);
+    assert_eq!(b.mark_seen(host, &fps).unwrap(), 1, "only the third is new");
+    assert_eq!(b.mark_seen(host, &[urls[1].fp]).unwrap(), 0, "seen before");
+    assert_eq!(b.offer(host, &forbidden).unwrap(), 0, "seen: never queued");
+    // A revisit offered by a holder is queued, not held.
+    let mut revisit = urls[0].clone();
+    revisit.revisit = true;
+    let mut c = SharedQueue::connect(&redis.url(), "held", "c").unwrap();
+    assert!(c.offer_held(host, &[revisit], LEASE).unwrap().is_empty());
+    assert_eq!(c.queued(host).unwrap(), 1);
+}
+
+#[test]
 fn cash_paid_by_any_process_reorders_the_shared_queue() {
     let Some(redis) = RedisServer::start(false) else {
         assert!(

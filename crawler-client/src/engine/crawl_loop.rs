@@ -374,6 +374,17 @@ impl Engine {
         error: String,
         elapsed: Duration,
     ) {
+        let record = self.logged_without_content(job, error, elapsed);
+        self.unsaved.finished(job.seq, record);
+    }
+
+    /// The crawl log's line of a URL that holds nothing of the page, and its record.
+    pub(super) fn logged_without_content(
+        &mut self,
+        job: &Queued,
+        error: String,
+        elapsed: Duration,
+    ) -> PageRecord {
         let at = now_ms();
         self.log.write(&Entry {
             at,
@@ -384,17 +395,14 @@ impl Engine {
             note: &error,
             ..Default::default()
         });
-        self.unsaved.finished(
-            job.seq,
-            PageRecord {
-                url: job.url.clone(),
-                fp: job.fp,
-                host: job.host,
-                depth: job.depth,
-                error: Some(error),
-                fetched_at: at,
-                ..Default::default()
-            },
-        );
+        PageRecord {
+            url: job.url.clone(),
+            fp: job.fp,
+            host: job.host,
+            depth: job.depth,
+            error: Some(error),
+            fetched_at: at,
+            ..Default::default()
+        }
     }
 }

@@ -49,6 +49,9 @@ pub(super) struct Fleet {
     pub(super) children: Vec<(Fp, HostId)>,
     /// Cash owed to URLs queued in the fleet, paid after the next batch is saved.
     cash: HashMap<HostId, Vec<(Fp, f64)>>,
+    /// URLs found that their host's robots.txt forbids, recorded as such at once: only
+    /// marked seen in the fleet, after the next batch is saved.
+    pub(super) forbidden: HashMap<HostId, Vec<Fp>>,
     /// Pages kept fresh visited since the last batch, for the shared schedule.
     pub(super) tracked: HashMap<HostId, Vec<TrackedPage>>,
     /// Server leases held for requests under way (politeness keyed by address).
@@ -71,6 +74,7 @@ impl Fleet {
             tell: Vec::new(),
             children: Vec::new(),
             cash: HashMap::new(),
+            forbidden: HashMap::new(),
             tracked: HashMap::new(),
             server_leases: HashMap::new(),
             beat_mark: (Instant::now(), 0),
@@ -373,6 +377,7 @@ impl Engine {
         let saved = Saved {
             discovered: offers,
             cash: std::mem::take(&mut fleet.cash),
+            forbidden: std::mem::take(&mut fleet.forbidden),
             tracked: std::mem::take(&mut fleet.tracked),
             done: settled.to_vec(),
         };

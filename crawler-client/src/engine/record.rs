@@ -338,6 +338,14 @@ impl Engine {
     }
 
     /// Queues a link unless seen.
+    /// Whether the robots.txt `host` served, as known now, forbids `link`.
+    fn forbidden_when_found(&self, host: crate::ids::HostId, link: &Link) -> bool {
+        self.frontier
+            .rules(host, std::time::Instant::now())
+            .filter(|r| r.is_served())
+            .is_some_and(|r| url::Url::parse(&link.url).is_ok_and(|u| !r.allows(&u)))
+    }
+
     pub(super) fn push(&mut self, link: &Link, depth: u32, hops: u32) {
         if self.frontier.seen(link.fp) {
             return;
@@ -346,6 +354,24 @@ impl Engine {
             // A link to a page the site's snapshot being read lists: it comes from the
             // snapshot, or the listing queues it when the snapshot ends.
             Ok(host) if self.coop.snapshot_lists(host, &link.url) => {}
+            Ok(host) if self.forbidden_when_found(host, link) => {
+                // Fetching it could only end in this record: it is made now, and the URL
+                // costs the queue (a fleet's shared one above all) nothing.
+                if self.frontier.mark_seen(link.fp) {
+                    let mut job = Queued::unqueued(host, link.fp, link.url.clone(), depth, false);
+                    job.hops = hops;
+                    let record = self.logged_without_content(
+                        &job,
+                        crate::state::DISALLOWED.to_string(),
+                        Duration::ZERO,
+                    );
+                    self.unsaved.page(record);
+                    self.metrics.fetch("disallowed");
+                    if let Some(fleet) = self.fleet.as_mut() {
+                        fleet.forbidden.entry(host).or_default().push(link.fp);
+                    }
+                }
+            }
             Ok(host) => {
                 if self
                     .frontier

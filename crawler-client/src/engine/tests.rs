@@ -208,9 +208,22 @@ fn a_429_waits_as_long_as_retry_after_asks_then_the_answer_is_recorded_with_its_
     let page = e.unsaved.batch().pages.last().unwrap();
     assert_eq!((page.status, page.url.as_str()), (Some(200), SEED));
     assert!(page.warc.is_some() && page.content.is_some());
-    // The in-scope links are queued (robots.txt is applied when they are dispatched).
-    assert_eq!(e.frontier.queued(), 2);
+    // The in-scope link robots.txt allows is queued; the one it forbids is recorded as such
+    // when found, never queued.
+    assert_eq!(e.frontier.queued(), 1);
+    let forbidden = e
+        .unsaved
+        .batch()
+        .pages
+        .iter()
+        .find(|p| p.url.ends_with("/private/b"))
+        .unwrap();
+    assert_eq!(forbidden.error.as_deref(), Some(crate::state::DISALLOWED));
+    assert!(forbidden.status.is_none() && forbidden.warc.is_none());
     e.commit().unwrap();
+    assert!(e.frontier.seen(
+        crate::analyze::Link::to(&url::Url::parse(&format!("{}private/b", SEED)).unwrap()).fp
+    ));
     let log = std::fs::read_to_string(dir.path().join("crawl.log")).unwrap();
     assert!(log.contains("retry in 120 s"), "{log}");
 }

@@ -62,6 +62,12 @@ impl Rules {
         }
     }
 
+    /// Whether these rules are a robots.txt the site served (not a default for an absent or
+    /// unreachable one): what they forbid is forbidden until the site says otherwise.
+    pub(crate) fn is_served(&self) -> bool {
+        matches!(self, Rules::Parsed(_))
+    }
+
     /// Whether `url` may be fetched.
     pub fn allows(&self, url: &Url) -> bool {
         match self {

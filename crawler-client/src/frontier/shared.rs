@@ -56,6 +56,9 @@ pub(crate) struct Saved {
     /// OPIC cash owed to URLs queued before this batch, per host (URLFrontier has no
     /// priorities: this is ours).
     pub(crate) cash: HashMap<HostId, Vec<(Fp, f64)>>,
+    /// URLs recorded when found (their host's robots.txt forbids them), per host: seen, never
+    /// queued.
+    pub(crate) forbidden: HashMap<HostId, Vec<Fp>>,
     /// Visits of pages kept fresh, per host, for the host's next holder.
     pub(crate) tracked: HashMap<HostId, Vec<TrackedPage>>,
     /// Rows handed out and now done with (`PutURLs` of known items without a refetch date).
@@ -91,13 +94,13 @@ pub(crate) trait SharedFrontier {
     /// How many queues this process holds beyond its share.
     fn excess(&self) -> usize;
     /// Gives a queue back with the URLs `unsent`, not to be handed out again before `delay`
-    /// (`SetDelay` and `BlockQueueUntil`); returns the URLs still waiting in it.
+    /// (`SetDelay` and `BlockQueueUntil`), once the batches put before are written.
     fn release(
         &mut self,
         host: HostId,
         unsent: Vec<Queued>,
         delay: Duration,
-    ) -> Result<u64, FleetError>;
+    ) -> Result<(), FleetError>;
     /// Gives a queue back for another process to take (this one holds too many).
     fn hand_over(
         &mut self,

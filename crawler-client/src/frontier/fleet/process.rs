@@ -25,6 +25,15 @@ use std::time::{Duration, Instant};
 /// bounds what a holder that lost its host lease unnoticed could keep.
 const ROW_LEASE: Duration = Duration::from_secs(24 * 3600);
 
+/// URLs of a host held here taken as they were offered, at most: beyond, what this process
+/// finds for its hosts waits in the shared queue like anything else (memory stays bounded,
+/// and a URL another process offered with more cash is not kept waiting long).
+const HELD_PER_HOST: usize = 512;
+
+/// Fingerprints of pages this process fetched, remembered at most: cash owed to one of them
+/// would find it no longer queued, so it is not sent. Forgotten all at once when full.
+const DONE_REMEMBERED: usize = 1 << 20;
+
 /// How often a process looks for hosts to take, at most.
 const CLAIM_EVERY: Duration = Duration::from_millis(250);
 
@@ -59,6 +68,11 @@ pub(crate) struct FleetProcess {
     awaiting: HashMap<HostId, usize>,
     /// URLs new per host in batches written, not yet told to the crawl loop.
     confirmed: Vec<(HostId, usize)>,
+    /// Per host held, URLs taken for this process as they were offered, not yet handed to
+    /// the crawl loop.
+    held_rows: HashMap<HostId, Vec<Taken>>,
+    /// Pages fetched here (see [`DONE_REMEMBERED`]).
+    done_here: std::collections::HashSet<Fp>,
 }
 
 fn tracked_key(crawl: &str, host: HostId) -> String {
@@ -100,7 +114,14 @@ impl FleetProcess {
         let mut leases = HostLeases::connect(url, crawl, name)?;
         let mut members = Members::connect(url, crawl)?;
         let mut writes = SharedQueue::connect(url, crawl, name)?;
-        for link in [queue.link(), leases.link(), members.link(), writes.link()] {
+        let mut releases = HostLeases::connect(url, crawl, name)?;
+        for link in [
+            queue.link(),
+            leases.link(),
+            members.link(),
+            writes.link(),
+            releases.link(),
+        ] {
             link.stop_on(stop.clone());
         }
         Ok(FleetProcess {
@@ -118,9 +139,11 @@ impl FleetProcess {
             claimed_at: None,
             looked: None,
             share: 1,
-            writer: PutWriter::start(writes)?,
+            writer: PutWriter::start(writes, releases)?,
             awaiting: HashMap::new(),
             confirmed: Vec::new(),
+            held_rows: HashMap::new(),
+            done_here: Default::default(),
         })
     }
 
@@ -130,8 +153,17 @@ impl FleetProcess {
     /// Takes the leases of hosts with work, best first, until this process holds its share:
     /// the hosts with work divided by the processes alive, at least one and at most `cap`.
     /// Takes note of what written batches did.
-    fn note(&mut self, done: Vec<(HostId, PutDone)>) {
+    fn note(&mut self, done: Vec<(HostId, PutDone)>) -> Result<(), FleetError> {
+        let mut strays = Vec::new();
         for (host, d) in done {
+            if !d.held.is_empty() {
+                match self.held.contains_key(&host) {
+                    true => self.held_rows.entry(host).or_default().extend(d.held),
+                    // The host was let go while the batch was written: what it took for this
+                    // process goes back to the queue, for the host's next holder.
+                    false => strays.push((host, d.held)),
+                }
+            }
             if d.offered > 0 {
                 if let Some(n) = self.awaiting.get_mut(&host) {
                     *n -= 1;
@@ -142,20 +174,33 @@ impl FleetProcess {
                 self.confirmed.push((host, d.queued));
             }
         }
+        if !strays.is_empty() {
+            self.queue.give_back(strays)?;
+        }
+        Ok(())
+    }
+
+    /// Forgets what this process held of a host it no longer holds.
+    fn forget(&mut self, host: HostId) {
+        self.taken.retain(|(h, _), _| *h != host);
+        self.held_rows.remove(&host);
     }
 
     /// Waits until every batch handed over is written: before a host is given back (its
     /// settled rows must not come back with it) and before asking what work is left.
     fn settle_writes(&mut self) -> Result<(), FleetError> {
         let done = self.writer.wait()?;
-        self.note(done);
-        Ok(())
+        self.note(done)
     }
 
     /// A host whose lease was just granted: its rows back from whoever held them, its
     /// robots.txt if another process read it. None when there is nothing to do there.
     fn start_on(&mut self, host: HostId) -> Result<Option<Claimed>, FleetError> {
+        // Batches still being written may take rows for this host (if this process held it
+        // before): they land first, and go back with the rest.
+        self.settle_writes()?;
         let back = self.queue.reclaim(host)?;
+        self.held_rows.remove(&host);
         if back > 0 {
             tracing::info!("host {host}: {back} URLs taken by a process gone are queued again");
         }
@@ -199,7 +244,13 @@ impl SharedFrontier for FleetProcess {
         if !self.held.contains_key(&host) {
             return Ok(Vec::new());
         }
-        let rows = self.queue.take(host, n, ROW_LEASE)?;
+        let rows = match self.held_rows.get_mut(&host) {
+            Some(rows) if !rows.is_empty() => {
+                rows.sort_by(|a, b| b.job.priority.total_cmp(&a.job.priority));
+                rows.drain(..n.min(rows.len())).collect()
+            }
+            _ => self.queue.take(host, n, ROW_LEASE)?,
+        };
         Ok(rows
             .into_iter()
             .map(|t| {
@@ -217,10 +268,26 @@ impl SharedFrontier for FleetProcess {
             by_host.entry(u.host).or_default().push(u);
         }
         for (host, urls) in by_host {
+            // What this process finds for a host it holds is taken for it as it is offered:
+            // it would be taken next, and a take costs Redis about what the offer does.
+            if self.held.contains_key(&host)
+                && self.held_rows.get(&host).map_or(0, Vec::len) < HELD_PER_HOST
+            {
+                put.hold(host, ROW_LEASE);
+            }
             put.offer(host, urls);
         }
+        for (host, fps) in saved.forbidden {
+            put.mark_seen(host, fps);
+        }
         for (host, shares) in saved.cash {
-            put.deposit(host, shares);
+            let owed: Vec<(Fp, f64)> = shares
+                .into_iter()
+                .filter(|(fp, _)| !self.done_here.contains(fp))
+                .collect();
+            if !owed.is_empty() {
+                put.deposit(host, owed);
+            }
         }
         for (host, pages) in saved.tracked {
             if pages.is_empty() {
@@ -236,8 +303,15 @@ impl SharedFrontier for FleetProcess {
             put.cmd(cmd);
         }
         let mut done: HashMap<HostId, Vec<Taken>> = HashMap::new();
+        if self.done_here.len() >= DONE_REMEMBERED {
+            self.done_here.clear();
+        }
         for (host, seq) in saved.done {
             if let Some(t) = self.taken.remove(&(host, seq)) {
+                // A revisit queued again is paid once more; only a first visit is remembered.
+                if !t.job.revisit {
+                    self.done_here.insert(t.job.fp);
+                }
                 done.entry(host).or_default().push(t);
             }
         }
@@ -248,7 +322,7 @@ impl SharedFrontier for FleetProcess {
             *self.awaiting.entry(host).or_default() += 1;
         }
         let done = self.writer.send(put)?;
-        self.note(done);
+        self.note(done)?;
         Ok(std::mem::take(&mut self.confirmed))
     }
 
@@ -257,7 +331,7 @@ impl SharedFrontier for FleetProcess {
             true => self.writer.wait()?,
             false => self.writer.written()?,
         };
-        self.note(done);
+        self.note(done)?;
         Ok(std::mem::take(&mut self.confirmed))
     }
 
@@ -283,7 +357,7 @@ impl SharedFrontier for FleetProcess {
         }
         tracing::warn!("lost the lease of host {host}: another process has it now");
         self.held.remove(&host);
-        self.taken.retain(|(h, _), _| *h != host);
+        self.forget(host);
         Ok(false)
     }
 
@@ -385,20 +459,17 @@ impl SharedFrontier for FleetProcess {
         host: HostId,
         unsent: Vec<Queued>,
         delay: Duration,
-    ) -> Result<u64, FleetError> {
-        self.settle_writes()?;
+    ) -> Result<(), FleetError> {
         // Everything taken of the host goes back: the rows in memory, and any a call whose
-        // reply was lost (Redis went away mid-call) took without this process knowing.
+        // reply was lost (Redis went away mid-call) took without this process knowing. The
+        // writing thread does it after the batches handed to it before.
         for job in unsent {
             self.taken.remove(&(host, job.seq));
         }
-        self.taken.retain(|(h, _), _| *h != host);
-        self.queue.reclaim(host)?;
-        let left = self.queue.retire(host)?;
-        if let Some(h) = self.held.remove(&host) {
-            self.leases.release(&host.to_string(), &h.token, delay)?;
-        }
-        Ok(left)
+        self.forget(host);
+        let token = self.held.remove(&host).map(|h| h.token);
+        let done = self.writer.release(host, token, Instant::now() + delay)?;
+        self.note(done)
     }
 
     fn hand_over(
@@ -415,7 +486,7 @@ impl SharedFrontier for FleetProcess {
 
     fn delete_queue(&mut self, host: HostId, reason: &str) -> Result<(), FleetError> {
         self.settle_writes()?;
-        self.taken.retain(|(h, _), _| *h != host);
+        self.forget(host);
         self.queue.drop_host(host, reason)?;
         if let Some(h) = self.held.remove(&host) {
             self.leases
@@ -441,7 +512,7 @@ impl SharedFrontier for FleetProcess {
     fn beat(&mut self, beat: &Heartbeat) -> Result<(), FleetError> {
         let beat = Heartbeat {
             hosts: self.held.len(),
-            taken: self.taken.len(),
+            taken: self.taken.len() + self.held_rows.values().map(Vec::len).sum::<usize>(),
             ..beat.clone()
         };
         self.members.beat(&self.name, &beat)

@@ -3,24 +3,42 @@
 //! of a few hundred hosts, which the crawl loop would otherwise wait out at every save. The
 //! writes leave this process as soon as they are handed over (so a crash loses no more than
 //! when they were made in line), in the order they were saved; at most [`AHEAD`] wait, so a
-//! Redis that pauses stops the crawl loop as it did. Whoever needs the fleet to have seen
-//! every write (a host given back, the question whether work is left) waits for them first.
+//! Redis that pauses stops the crawl loop as it did. A host given back goes the same way,
+//! after the writes before it (its settled rows must not come back with it), so the crawl
+//! loop never waits for them; whoever needs the fleet to have seen every write (the question
+//! whether work is left, a host given up) waits for them first.
 
 use super::FleetError;
+use super::leases::HostLeases;
 use super::queue::{Put, PutDone, SharedQueue};
 use crate::ids::HostId;
 use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, sync_channel};
 use std::thread::JoinHandle;
+use std::time::Instant;
 
 /// Batches handed over and not yet written, beyond the one being written.
-const AHEAD: usize = 1;
+const AHEAD: usize = 3;
+
+/// What the thread writes, in the order handed over.
+enum Job {
+    /// A saved batch.
+    Put(Put),
+    /// A host given back: every row taken of it queued again, the host listed or not as its
+    /// queue says, and its lease (`token`) released, the host not to be contacted before
+    /// `not_before`.
+    Release {
+        host: HostId,
+        token: Option<String>,
+        not_before: Instant,
+    },
+}
 
 /// What one batch's writes did, per host.
 pub(crate) type Written = Result<Vec<(HostId, PutDone)>, FleetError>;
 
 /// The thread that writes saved batches, and what it answered.
 pub(crate) struct PutWriter {
-    to: Option<SyncSender<Put>>,
+    to: Option<SyncSender<Job>>,
     from: Receiver<Written>,
     /// Batches handed over whose answer has not been read.
     outstanding: usize,
@@ -28,15 +46,26 @@ pub(crate) struct PutWriter {
 }
 
 impl PutWriter {
-    /// Starts the thread, writing with `queue` (a connection of its own).
-    pub(crate) fn start(mut queue: SharedQueue) -> Result<PutWriter, FleetError> {
-        let (to, batches) = sync_channel::<Put>(AHEAD);
+    /// Starts the thread, writing with `queue` and `leases` (connections of its own).
+    pub(crate) fn start(
+        mut queue: SharedQueue,
+        mut leases: HostLeases,
+    ) -> Result<PutWriter, FleetError> {
+        let (to, jobs) = sync_channel::<Job>(AHEAD);
         let (answers, from) = sync_channel::<Written>(AHEAD + 2);
         let thread = std::thread::Builder::new()
             .name("fleet-writes".into())
             .spawn(move || {
-                for put in batches {
-                    if answers.send(queue.send(put)).is_err() {
+                for job in jobs {
+                    let answer = match job {
+                        Job::Put(put) => queue.send(put),
+                        Job::Release {
+                            host,
+                            token,
+                            not_before,
+                        } => release(&mut queue, &mut leases, host, token, not_before),
+                    };
+                    if answers.send(answer).is_err() {
                         break;
                     }
                 }
@@ -53,6 +82,24 @@ impl PutWriter {
     /// Hands a batch over (waiting while [`AHEAD`] others wait); returns what the batches
     /// written since the last call did.
     pub(crate) fn send(&mut self, put: Put) -> Result<Vec<(HostId, PutDone)>, FleetError> {
+        self.hand(Job::Put(put))
+    }
+
+    /// Hands over a host given back (see [`Job::Release`]), as [`PutWriter::send`] does.
+    pub(crate) fn release(
+        &mut self,
+        host: HostId,
+        token: Option<String>,
+        not_before: Instant,
+    ) -> Result<Vec<(HostId, PutDone)>, FleetError> {
+        self.hand(Job::Release {
+            host,
+            token,
+            not_before,
+        })
+    }
+
+    fn hand(&mut self, job: Job) -> Result<Vec<(HostId, PutDone)>, FleetError> {
         let mut done = self.written()?;
         // A full channel blocks here: while Redis pauses, the crawl loop waits as it did.
         while self.outstanding > AHEAD {
@@ -62,7 +109,7 @@ impl PutWriter {
             .to
             .as_ref()
             .ok_or(FleetError::Thread("stopped".into()))?;
-        to.send(put).map_err(|_| self.gone())?;
+        to.send(job).map_err(|_| self.gone())?;
         self.outstanding += 1;
         Ok(done)
     }
@@ -107,6 +154,26 @@ impl PutWriter {
         };
         FleetError::Thread(why.into())
     }
+}
+
+/// A host given back, on the thread's connections (see [`Job::Release`]).
+fn release(
+    queue: &mut SharedQueue,
+    leases: &mut HostLeases,
+    host: HostId,
+    token: Option<String>,
+    not_before: Instant,
+) -> Written {
+    let back = queue.reclaim(host)?;
+    if back > 0 {
+        tracing::debug!("host {host}: {back} URLs taken here are queued again");
+    }
+    queue.retire(host)?;
+    if let Some(token) = token {
+        let delay = not_before.saturating_duration_since(Instant::now());
+        leases.release(&host.to_string(), &token, delay)?;
+    }
+    Ok(Vec::new())
 }
 
 impl Drop for PutWriter {

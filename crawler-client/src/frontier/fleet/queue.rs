@@ -75,11 +75,19 @@ pub struct Taken {
 /// The keys of one host's queue, in the order every host script takes them.
 struct HostKeys([String; 6]);
 
+/// A taking a put makes for this process: its token, and the URLs offered under it.
+type Holding = (String, Vec<NewUrl>);
+
 /// What a saved batch owes one host's queue.
 #[derive(Default)]
 struct HostPut {
     urls: Vec<NewUrl>,
+    /// The lease under which the URLs new to the crawl are held by this process rather than
+    /// queued (it holds the host and would take them next).
+    hold: Option<Duration>,
     cash: Vec<(Fp, f64)>,
+    /// URLs to mark seen without queueing them.
+    seen: Vec<Fp>,
     settles: Vec<(String, &'static str, Vec<Fp>)>,
 }
 
@@ -92,14 +100,19 @@ pub(crate) struct Put {
 }
 
 /// What one host's part of a [`Put`] did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct PutDone {
-    /// URLs queued (not seen before, or revisits).
+    /// URLs queued (not seen before, or revisits), held ones included.
     pub(crate) queued: usize,
+    /// The URLs new to the crawl taken for this process as they were offered (see
+    /// [`Put::hold`]), in the order they were queued.
+    pub(crate) held: Vec<Taken>,
     /// Rows settled (still held by the token they were settled with).
     pub(crate) settled: usize,
     /// URLs offered.
     pub(crate) offered: usize,
+    /// URLs marked seen that were new.
+    pub(crate) marked: usize,
 }
 
 /// The shared queue of one crawl, over one connection (a process holds one).
@@ -110,6 +123,7 @@ pub struct SharedQueue {
     crawl: String,
     holder: String,
     takes: u64,
+    puts: u64,
     put: Script,
     take: Script,
     reclaim: Script,
@@ -130,6 +144,7 @@ impl SharedQueue {
             // take a token its last run left in the queue.
             holder: format!("{holder}:{}:{}", std::process::id(), crate::clock::now_ms()),
             takes: 0,
+            puts: 0,
             put: Script::new(scripts::PUT),
             take: Script::new(scripts::TAKE),
             reclaim: Script::new(scripts::RECLAIM),
@@ -192,6 +207,34 @@ impl SharedQueue {
         Ok(self.send(put)?.first().map_or(0, |(_, d)| d.queued))
     }
 
+    /// Offers `urls` as [`SharedQueue::offer`] does, but takes those new to the crawl for this
+    /// process at once under `lease` (as [`SharedQueue::take`] would): for the process that
+    /// holds `host`. Revisits and URLs another process found first are queued or paid as
+    /// offers are.
+    pub fn offer_held(
+        &mut self,
+        host: HostId,
+        urls: &[NewUrl],
+        lease: Duration,
+    ) -> Result<Vec<Taken>, FleetError> {
+        let mut put = Put::default();
+        put.offer(host, urls.to_vec());
+        put.hold(host, lease);
+        Ok(self
+            .send(put)?
+            .into_iter()
+            .flat_map(|(_, d)| d.held)
+            .collect())
+    }
+
+    /// Marks URLs of `host` seen without queueing them (their page needs no fetch: robots.txt
+    /// forbids it), so that no process queues them after; returns how many were new.
+    pub fn mark_seen(&mut self, host: HostId, fps: &[Fp]) -> Result<usize, FleetError> {
+        let mut put = Put::default();
+        put.mark_seen(host, fps.to_vec());
+        Ok(self.send(put)?.first().map_or(0, |(_, d)| d.marked))
+    }
+
     /// Gives queued URLs of `host` more cash; those no longer queued are left alone.
     pub fn deposit(&mut self, host: HostId, cash: &[(Fp, f64)]) -> Result<(), FleetError> {
         let mut put = Put::default();
@@ -216,18 +259,27 @@ impl SharedQueue {
             }
         }
         let first = cmds.len();
-        let hosts: Vec<(HostId, usize)> =
-            put.hosts.iter().map(|(h, p)| (*h, p.urls.len())).collect();
+        // Per host: URLs offered, and the taking that holds the new ones with what was offered.
+        let mut hosts: Vec<(HostId, usize, Option<Holding>)> = Vec::new();
         for (host, p) in put.hosts {
             let origin = match p.urls.is_empty() {
                 true => String::new(),
                 false => self.origin(host)?.unwrap_or_default(),
+            };
+            let hold = match p.hold {
+                Some(lease) if !p.urls.is_empty() => {
+                    self.puts += 1;
+                    Some((format!("{}:p{}", self.holder, self.puts), lease))
+                }
+                _ => None,
             };
             let mut cmd = redis::cmd("EVALSHA");
             cmd.arg(self.put.get_hash())
                 .arg(6)
                 .arg(&self.host_keys(host).0[..])
                 .arg(ROWS_PER_BUCKET)
+                .arg(hold.as_ref().map_or("", |(t, _)| t.as_str()))
+                .arg(hold.as_ref().map_or(0, |(_, l)| l.as_millis() as u64))
                 .arg(p.urls.len());
             for u in &p.urls {
                 cmd.arg(&member(u.fp)[..])
@@ -241,6 +293,10 @@ impl SharedQueue {
             for (fp, c) in &p.cash {
                 cmd.arg(&member(*fp)[..]).arg(*c);
             }
+            cmd.arg(p.seen.len());
+            for fp in &p.seen {
+                cmd.arg(&member(*fp)[..]);
+            }
             for (token, how, fps) in &p.settles {
                 cmd.arg(token).arg(*how).arg(fps.len());
                 for fp in fps {
@@ -248,20 +304,29 @@ impl SharedQueue {
                 }
             }
             cmds.push(cmd);
+            let offered = p.urls.len();
+            hosts.push((host, offered, hold.map(|(t, _)| (t, p.urls))));
         }
         cmds.extend(put.rest);
         let answers = self.link.run_all(&cmds, &[&self.put])?;
         Ok(hosts
             .into_iter()
             .zip(answers.into_iter().skip(first))
-            .map(|((h, offered), v)| {
-                let (queued, settled) = redis::from_redis_value(v).unwrap_or((0, 0));
+            .map(|((h, offered, hold), v)| {
+                let (queued, settled, blob, marked): (usize, usize, Vec<u8>, usize) =
+                    redis::from_redis_value(v).unwrap_or((0, 0, Vec::new(), 0));
+                let held = match hold {
+                    Some((token, urls)) => held_rows(h, &token, &urls, &blob),
+                    None => Vec::new(),
+                };
                 (
                     h,
                     PutDone {
                         queued,
+                        held,
                         settled,
                         offered,
+                        marked,
                     },
                 )
             })
@@ -314,6 +379,26 @@ impl SharedQueue {
         let mut put = Put::default();
         put.settle(host, taken, Settle::Done);
         Ok(self.send(put)?.iter().map(|(_, d)| d.settled).sum())
+    }
+
+    /// Puts rows taken here back in the queue, their hosts listed among those with work
+    /// first: what a put took for this process for a host it let go meanwhile.
+    pub(crate) fn give_back(&mut self, rows: Vec<(HostId, Vec<Taken>)>) -> Result<(), FleetError> {
+        let key = self.crawl_key("active");
+        let mut put = Put::default();
+        for (host, taken) in &rows {
+            self.link.run(|con| {
+                redis::cmd("ZADD")
+                    .arg(&key)
+                    .arg("NX")
+                    .arg(0)
+                    .arg(host.0)
+                    .query::<()>(con)
+            })?;
+            put.settle(*host, taken, Settle::Return);
+        }
+        self.send(put)?;
+        Ok(())
     }
 
     /// Puts back every URL of `host` some process took, and returns how many: for the
@@ -410,6 +495,17 @@ impl Put {
         self.hosts.entry(host).or_default().urls.append(&mut urls);
     }
 
+    /// Has the URLs new to the crawl among those offered to `host` taken by this process under
+    /// `lease` (see [`SharedQueue::offer_held`]).
+    pub(crate) fn hold(&mut self, host: HostId, lease: Duration) {
+        self.hosts.entry(host).or_default().hold = Some(lease);
+    }
+
+    /// Marks URLs of `host` seen without queueing them (see [`SharedQueue::mark_seen`]).
+    pub(crate) fn mark_seen(&mut self, host: HostId, mut fps: Vec<Fp>) {
+        self.hosts.entry(host).or_default().seen.append(&mut fps);
+    }
+
     /// Pays `cash` to queued URLs of `host` (see [`SharedQueue::deposit`]).
     pub(crate) fn deposit(&mut self, host: HostId, mut cash: Vec<(Fp, f64)>) {
         self.hosts.entry(host).or_default().cash.append(&mut cash);
@@ -445,6 +541,40 @@ impl Put {
     pub(crate) fn cmd(&mut self, cmd: redis::Cmd) {
         self.rest.push(cmd);
     }
+}
+
+/// The URLs a put took for this process under `token`, from the script's answer (24 bytes
+/// each: fingerprint, cash, row number) and what was offered; an answer that does not fit is
+/// no row of ours.
+fn held_rows(host: HostId, token: &str, offered: &[NewUrl], blob: &[u8]) -> Vec<Taken> {
+    let mut first: std::collections::HashMap<Fp, &NewUrl> = Default::default();
+    for u in offered {
+        first.entry(u.fp).or_insert(u);
+    }
+    blob.chunks_exact(24)
+        .filter_map(|c| {
+            let (fp, rest) = c.split_at(8);
+            let (cash, seq) = rest.split_at(8);
+            let fp = Fp(u64::from_be_bytes(fp.try_into().ok()?));
+            let cash = f64::from_be_bytes(cash.try_into().ok()?);
+            let seq = f64::from_be_bytes(seq.try_into().ok()?);
+            let u = first.get(&fp)?;
+            Some(Taken {
+                job: Queued {
+                    seq: seq as i64,
+                    host,
+                    url: u.url.clone(),
+                    fp,
+                    depth: u.depth,
+                    hops: u.hops,
+                    attempts: 0,
+                    priority: cash,
+                    revisit: u.revisit,
+                },
+                token: token.to_string(),
+            })
+        })
+        .collect()
 }
 
 /// A fingerprint as a member or field: its 8 bytes.

@@ -106,17 +106,23 @@ end
 }
 
 /// What a host script does, as functions of the keys named by [`host_keys`] and of ARGV
-/// from a position: `offer(at, n)` queues the `n` URLs at `at` (fp, cash, depth, hops,
-/// revisit, url each) not seen yet, and every revisit, and pays a URL seen and still queued
-/// the cash offered with it (another process found it too: OPIC gives it both shares),
-/// answering as URL-at-a-time `HSETNX` and `ZADD INCR` would in the order given; returns
-/// how many were queued. `deposit(at, n)` pays the `n` pairs (fp, cash) at `at` to those
+/// from a position: `offer(at, n, hold, expiry)` queues the `n` URLs at `at` (fp, cash, depth,
+/// hops, revisit, url each) not seen yet, and every revisit, and pays a URL seen and still
+/// queued the cash offered with it (another process found it too: OPIC gives it both shares),
+/// answering as URL-at-a-time `HSETNX` and `ZADD INCR` would in the order given; returns how
+/// many were queued and, when `hold` names a taking, the URLs new to the crawl as taken by it
+/// (its lease ending at `expiry`, server ms) rather than queued: 24 bytes each, fingerprint,
+/// cash and row number (big-endian doubles), for the process that holds the host and would
+/// take them next. `deposit(at, n)` pays the `n` pairs (fp, cash) at `at` to those
 /// still queued. `settle(token, how, fps)` settles the rows of `fps` still held by `token`:
 /// done, retry (back with one more attempt) or return (back as it was); returns how many.
+/// `mark(at, n)` marks the `n` fingerprints at `at` seen without queueing them (a row with
+/// nothing in it, as a URL done has); returns how many were not seen before.
 macro_rules! host_functions {
     () => {
-        r"local function offer(at, n)
+        r"local function offer(at, n, hold, expiry)
   local seq = tonumber(redis.call('GET', SEQ) or '0')
+  local fresh, numbered = {}, {}
   local fps = {}
   for k = 1, n do fps[k] = ARGV[at + (k - 1) * 6] end
   local known = {}
@@ -138,8 +144,10 @@ macro_rules! host_functions {
       if not known[fp] then
         count = count + 1
         known[fp] = true
+        fresh[fp] = true
       end
       seq = seq + 1
+      numbered[fp] = seq
       local b = bucket(fp)
       rows[b] = rows[b] or {}
       local r = rows[b]
@@ -160,10 +168,21 @@ macro_rules! host_functions {
     end
   end
   for b, r in pairs(rows) do many('HSET', b, r) end
-  local zadd = {}
+  local zadd, kept, told = {}, {}, {}
   for _, fp in ipairs(scored) do
-    zadd[#zadd + 1] = score[fp]
-    zadd[#zadd + 1] = fp
+    if hold and fresh[fp] then
+      local c = struct.pack('>d', -score[fp])
+      kept[#kept + 1] = fp .. c
+      told[#told + 1] = fp .. c .. struct.pack('>d', numbered[fp])
+    else
+      zadd[#zadd + 1] = score[fp]
+      zadd[#zadd + 1] = fp
+    end
+  end
+  if #kept > 0 then
+    local before = redis.call('HGET', HOLDERS, hold) or ''
+    redis.call('HSET', HOLDERS, hold, before .. table.concat(kept))
+    redis.call('ZADD', TAKEN, expiry, hold)
   end
   local pay = {}
   for _, fp in ipairs(owing) do
@@ -178,7 +197,30 @@ macro_rules! host_functions {
   end
   many('ZADD', QUEUE, zadd)
   if queued > 0 then redis.call('SET', SEQ, seq) end
-  return queued
+  return queued, table.concat(told)
+end
+local function mark(at, n)
+  local fps, marked = {}, 0
+  for k = 1, n do fps[k] = ARGV[at + k - 1] end
+  local order, where = group(fps)
+  for _, b in ipairs(order) do
+    local names = {}
+    for k, i in ipairs(where[b]) do names[k] = fps[i] end
+    local got = fetch('HMGET', b, names)
+    local rows, new = {}, {}
+    for k, i in ipairs(where[b]) do
+      local fp = fps[i]
+      if not got[k] and not new[fp] then
+        new[fp] = true
+        rows[#rows + 1] = fp
+        rows[#rows + 1] = ''
+      end
+    end
+    many('HSET', b, rows)
+    marked = marked + #rows / 2
+  end
+  count = count + marked
+  return marked
 end
 local function deposit(at, n)
   local owed, fps = {}, {}
@@ -250,22 +292,36 @@ end
     };
 }
 
-/// What a saved batch does to one host's queue: ARGV = [rows per bucket, n, the n URLs
-/// offered (6 each, see `offer`), m, the m pairs of cash owed (see `deposit`), then any number
-/// of settlements: token, how, k, the k fingerprints]. Returns {queued, settled}.
+/// What a saved batch does to one host's queue: ARGV = [rows per bucket, the taking that
+/// holds what is new ('' for none: queued), its lease in ms, n, the n URLs offered (6 each,
+/// see `offer`), m, the m pairs of cash owed (see `deposit`), s, the s fingerprints to mark
+/// seen (see `mark`), then any number of settlements: token, how, k, the k fingerprints].
+/// Returns {queued, settled, the URLs held (see `offer`), marked}.
 pub(super) const PUT: &str = concat!(
     rows_in_buckets!(),
     bulk!(),
     grouped!(),
     host_functions!(),
-    r"local at = 2
+    r"local at = 4
 local n = tonumber(ARGV[at])
-local queued = 0
-if n > 0 then queued = offer(at + 1, n) end
+local queued, held = 0, ''
+if n > 0 then
+  local hold, expiry = nil, 0
+  if ARGV[2] ~= '' then
+    local t = redis.call('TIME')
+    hold = ARGV[2]
+    expiry = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[3])
+  end
+  queued, held = offer(at + 1, n, hold, expiry)
+end
 at = at + 1 + 6 * n
 n = tonumber(ARGV[at])
 if n > 0 then deposit(at + 1, n) end
 at = at + 1 + 2 * n
+n = tonumber(ARGV[at])
+local marked = 0
+if n > 0 then marked = mark(at + 1, n) end
+at = at + 1 + n
 local settled = 0
 while at <= #ARGV do
   local k = tonumber(ARGV[at + 2])
@@ -274,11 +330,11 @@ while at <= #ARGV do
   settled = settled + settle(ARGV[at], ARGV[at + 1], fps)
   at = at + 3 + k
 end
-if queued > 0 then
+if queued > 0 or marked > 0 then
   grow(tonumber(ARGV[1]))
   save_shape()
 end
-return {queued, settled}
+return {queued, settled, held, marked}
 "
 );
 
