@@ -30,8 +30,9 @@ const ROW_LEASE: Duration = Duration::from_secs(24 * 3600);
 /// and a URL another process offered with more cash is not kept waiting long).
 const HELD_PER_HOST: usize = 512;
 
-/// Fingerprints of pages this process fetched, remembered at most: cash owed to one of them
-/// would find it no longer queued, so it is not sent. Forgotten all at once when full.
+/// Fingerprints of pages this process fetched (or recorded as forbidden when found),
+/// remembered at most: cash owed to one of them would find it no longer queued, so it is not
+/// sent. Forgotten all at once when full.
 const DONE_REMEMBERED: usize = 1 << 20;
 
 /// How often a process looks for hosts to take, at most.
@@ -278,6 +279,8 @@ impl SharedFrontier for FleetProcess {
             put.offer(host, urls);
         }
         for (host, fps) in saved.forbidden {
+            // Never queued: cash owed to them would find nothing to pay.
+            self.done_here.extend(&fps);
             put.mark_seen(host, fps);
         }
         for (host, shares) in saved.cash {
