@@ -47,17 +47,45 @@ fn measured(cmd: &mut Command, limit: Option<Duration>) -> Measured {
             unsafe { libc::kill(pid, libc::SIGTERM) };
         });
     }
+    // The peak RSS is read from the child's own memory (VmHWM) while it runs: wait4's
+    // ru_maxrss also counts what this process held when it forked the child, which grows
+    // with the test web's logs round after round.
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watching = done.clone();
+    let peak = std::thread::spawn(move || {
+        let mut peak = 0i64;
+        while !watching.load(std::sync::atomic::Ordering::Relaxed) {
+            if let Some(kib) = std::fs::read_to_string(format!("/proc/{pid}/status"))
+                .ok()
+                .and_then(|s| {
+                    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?.to_string();
+                    line.split_whitespace().nth(1)?.parse::<i64>().ok()
+                })
+            {
+                peak = peak.max(kib);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        peak
+    });
     let mut status = 0;
     // SAFETY: an all-zero rusage is a valid value to be overwritten by wait4.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: waits for our own child; status and usage point to live locals.
     let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
     assert_eq!(r, pid, "wait4 failed");
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let watched = peak.join().unwrap_or(0);
     let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
     Measured {
         wall: start.elapsed(),
         cpu: tv(usage.ru_utime) + tv(usage.ru_stime),
-        max_rss_kib: usage.ru_maxrss,
+        // A child too short-lived to be seen keeps wait4's figure.
+        max_rss_kib: if watched > 0 {
+            watched
+        } else {
+            usage.ru_maxrss
+        },
         code: if libc::WIFEXITED(status) {
             libc::WEXITSTATUS(status)
         } else {
