@@ -101,14 +101,20 @@ fn a_redis_cluster_queues_and_hands_out_each_url_once() {
     )));
 }
 
+/// A redis-server with processes `a` and `b` on crawl `crawl`, and the id of one host.
+fn two_processes(crawl: &str) -> Option<(RedisServer, SharedQueue, SharedQueue, HostId)> {
+    let redis = RedisServer::start(false)?;
+    let mut a = SharedQueue::connect(&redis.url(), crawl, "a").unwrap();
+    let b = SharedQueue::connect(&redis.url(), crawl, "b").unwrap();
+    let host = a.host_id("http://o.test").unwrap();
+    Some((redis, a, b, host))
+}
+
 #[test]
 fn rows_come_out_best_first_then_in_arrival_order_and_a_dead_takers_rows_come_back() {
-    let Some(redis) = RedisServer::start(false) else {
+    let Some((_redis, mut a, mut b, host)) = two_processes("test") else {
         return;
     };
-    let mut a = SharedQueue::connect(&redis.url(), "test", "a").unwrap();
-    let mut b = SharedQueue::connect(&redis.url(), "test", "b").unwrap();
-    let host = a.host_id("http://o.test").unwrap();
     assert_eq!(
         b.host_id("http://o.test").unwrap(),
         host,
@@ -165,12 +171,9 @@ fn rows_come_out_best_first_then_in_arrival_order_and_a_dead_takers_rows_come_ba
 
 #[test]
 fn urls_offered_by_their_host_s_holder_are_taken_at_once_and_come_back_if_it_dies() {
-    let Some(redis) = RedisServer::start(false) else {
+    let Some((redis, mut a, mut b, host)) = two_processes("held") else {
         return;
     };
-    let mut a = SharedQueue::connect(&redis.url(), "held", "a").unwrap();
-    let mut b = SharedQueue::connect(&redis.url(), "held", "b").unwrap();
-    let host = a.host_id("http://o.test").unwrap();
     // b found two of them first: those stay queued as b offered them.
     let urls = offers(7, 5);
     assert_eq!(b.offer(host, &urls[3..]).unwrap(), 2);
