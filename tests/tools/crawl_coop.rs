@@ -615,16 +615,52 @@ fn killing_the_agent_degrades_to_polling_without_losing_changes() {
     wait_for("the first crawl", Duration::from_secs(20), || {
         held(&out) == site.truth()
     });
+    // A page the crawler fetched again to check the snapshot (the checks are picked at random)
+    // is polled like the others once the site stops answering for its pages.
+    let checked_page = || {
+        log_of(&out)
+            .lines()
+            .filter(|l| l.contains(" 200 ") && l.ends_with(" "))
+            .filter_map(|l| l.split(' ').nth(3))
+            .filter_map(|u| u.rsplit('/').next())
+            .find(|name| name.starts_with('p') && name.ends_with(".html") && *name != "p2.html")
+            .map(str::to_string)
+    };
+    wait_for("a page checked", Duration::from_secs(10), || {
+        checked_page().is_some()
+    });
+    let checked = checked_page().unwrap_or_default();
     // The agent dies: nginx answers 502 for its endpoints.
     drop(site.agent.take());
     site.write("p2.html", &page(2, "changed while the agent was down"));
-    let truth = site.truth();
-    let took = wait_for(
-        "polling after the agent died",
-        Duration::from_secs(25),
-        || held(&out) == truth,
+    let n: usize = checked
+        .trim_start_matches('p')
+        .trim_end_matches(".html")
+        .parse()
+        .unwrap();
+    site.write(
+        &checked,
+        &page(n, "checked, then changed while the agent was down"),
     );
-    eprintln!("agent down: change found by polling {took:?} after the edit");
+    let truth = site.truth();
+    let start = Instant::now();
+    while held(&out) != truth {
+        let differs: Vec<String> = truth
+            .iter()
+            .filter(|(u, v)| held(&out).get(*u) != Some(*v))
+            .map(|(u, _)| u.clone())
+            .collect();
+        assert!(
+            start.elapsed() < Duration::from_secs(25),
+            "polling after the agent died: {differs:?} not current within 25 s\n{}",
+            log_of(&out)
+        );
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    eprintln!(
+        "agent down: changes found by polling {:?} after the edits",
+        start.elapsed()
+    );
     // The agent comes back: cooperation resumes and the next change arrives through it.
     site.start_agent();
     wait_for("cooperation back", Duration::from_secs(20), || {

@@ -329,15 +329,22 @@ impl Engine {
     }
 
     /// A page's importance for the refresh schedule: its Adaptive OPIC history interpolated up
-    /// to now, with the cash it holds, per unit of the clock.
+    /// to now, with the cash it holds, per unit of the clock; a page that never held cash counts
+    /// as an average page.
     pub(super) fn importance(&self, fp: Fp, (history, read_at): (f64, f64)) -> f64 {
         let cash = self.frontier.cash();
         let t = self.settings.opic_window;
-        let value = interpolate(history, cash.cash(fp), cash.clock() - read_at, t) / t;
-        value.max(1e-12)
+        let held = cash.cash(fp);
+        if history > 0.0 || held > 0.0 {
+            (interpolate(history, held, cash.clock() - read_at, t) / t).max(1e-12)
+        } else {
+            // OPIC knows nothing of a page no link paid (one read from a snapshot, or checked
+            // before its links were read): a weight of nothing would leave it to the longest
+            // interval, unpolled when its site stops answering for it.
+            1.0 / self.frontier.seen_len().max(1) as f64
+        }
     }
 
-    /// Queues a link unless seen.
     /// Whether the robots.txt `host` served, as known now, forbids `link`.
     fn forbidden_when_found(&self, host: crate::ids::HostId, link: &Link) -> bool {
         self.frontier
@@ -346,6 +353,7 @@ impl Engine {
             .is_some_and(|r| url::Url::parse(&link.url).is_ok_and(|u| !r.allows(&u)))
     }
 
+    /// Queues a link unless seen.
     pub(super) fn push(&mut self, link: &Link, depth: u32, hops: u32) {
         if self.frontier.seen(link.fp) {
             return;
