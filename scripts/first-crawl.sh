@@ -105,17 +105,22 @@ print(f"{exact} exact, {wrong} wrong")
 PY
 )
     read -r wall user sys rss < "$work/$name.time"
-    printf '| %s | %s | %s | %s | %s | %.2f | %.2f | %d |\n' "$name" "$requests" \
-        "$bytes_out" "$bytes_in" "$pages" "$wall" "$(echo "$user + $sys" | bc)" "$((rss / 1024))"
+    local archive
+    archive=$(find "$out" -name '*.warc.gz' -printf '%s\n' | awk '{s+=$1} END {printf "%.1f", s/1e6}')
+    printf '| %s | %s | %s | %s | %s | %.2f | %.2f | %d | %s |\n' "$name" "$requests" \
+        "$bytes_out" "$bytes_in" "$pages" "$wall" "$(echo "$user + $sys" | bc)" "$((rss / 1024))" "$archive"
 }
 echo
-echo "| crawl | requests | bytes sent by nginx | bytes of requests | pages held | wall s | CPU s | peak RSS MB |"
-echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+echo "| crawl | requests | bytes sent by nginx | bytes of requests | pages held | wall s | CPU s | peak RSS MB | archive MB |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
 for round in $(seq "$rounds"); do
     # Every file robots.rdf lists, each its own gzip'd request: the per-page first crawl of
     # the same resources the snapshot holds.
-    run listed-per-page --coop-snapshots false
+    [ -n "${SNAPSHOT_ONLY:-}" ] || run listed-per-page --coop-snapshots false
     run snapshot
+    # The same with the archive's records stored, not deflated (--warc-gzip-level 0): the
+    # first visit's floor without the crawl's own compression, at about four times the disk.
+    run snapshot-stored --warc-gzip-level 0
     # Cooperation off: only what links reach (HTML pages), for scale.
-    run links-only --coop off
+    [ -n "${SNAPSHOT_ONLY:-}" ] || run links-only --coop off
 done

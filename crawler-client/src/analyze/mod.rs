@@ -144,6 +144,22 @@ fn looks_like_html(body: &[u8]) -> bool {
         .any(|p| head.starts_with(p.as_bytes()))
 }
 
+/// As [`decode`], borrowing a body that has no content coding instead of copying it.
+fn decoded<'a>(
+    coding: Option<&str>,
+    body: &'a [u8],
+    truncated: bool,
+    limit: usize,
+) -> Option<std::borrow::Cow<'a, [u8]>> {
+    match coding.map(str::trim) {
+        None | Some("") => Some(std::borrow::Cow::Borrowed(&body[..body.len().min(limit)])),
+        Some(c) if c.eq_ignore_ascii_case("identity") => {
+            Some(std::borrow::Cow::Borrowed(&body[..body.len().min(limit)]))
+        }
+        _ => decode(coding, body, truncated, limit).map(std::borrow::Cow::Owned),
+    }
+}
+
 /// The body with its content coding removed, at most `limit` bytes; `None` for an unknown
 /// coding or corrupt data. A body cut at the size limit decodes as far as it goes.
 pub fn decode(coding: Option<&str>, body: &[u8], truncated: bool, limit: usize) -> Option<Vec<u8>> {
@@ -231,7 +247,7 @@ pub fn analyze(r: Received<'_>, depth: u32, policy: &LinkPolicy, decode_limit: u
     if !(200..300).contains(&r.status) {
         return a;
     }
-    let Some(content) = decode(
+    let Some(content) = decoded(
         r.header("content-encoding"),
         r.body,
         r.truncated,

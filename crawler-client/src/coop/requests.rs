@@ -252,6 +252,14 @@ pub(crate) fn apply(
 /// content coding, and the validator and length of the content rebuilt. Replay builds the
 /// same from the archived delta.
 pub(crate) fn page_headers(from: &[(String, String)], body: &[u8]) -> Vec<(String, String)> {
+    let mut headers = content_headers(from, body.len());
+    headers.push(("ETag".into(), Sha256Digest::of(body).etag().to_string()));
+    headers
+}
+
+/// As [`page_headers`] without the `ETag`, for a caller whose analysis hashes the content
+/// anyway (the analysis's validator is the same tag).
+pub(crate) fn content_headers(from: &[(String, String)], len: usize) -> Vec<(String, String)> {
     let mut headers: Vec<(String, String)> = from
         .iter()
         .filter(|(n, _)| {
@@ -267,8 +275,7 @@ pub(crate) fn page_headers(from: &[(String, String)], body: &[u8]) -> Vec<(Strin
         })
         .cloned()
         .collect();
-    headers.push(("ETag".into(), Sha256Digest::of(body).etag().to_string()));
-    headers.push(("Content-Length".into(), body.len().to_string()));
+    headers.push(("Content-Length".into(), len.to_string()));
     headers
 }
 

@@ -11,7 +11,8 @@ use crate::analyze::Link;
 use crate::archive::warc;
 use crate::fetch::outbox::Outbox;
 use crate::fetch::outcome::{Context, CoopFetched, Outcome, Source};
-use crate::fetch::{FetchError, FetchResponse, tasks};
+use crate::fetch::tasks::{self, PayloadDigest};
+use crate::fetch::{FetchError, FetchResponse};
 use crate::ids::HostId;
 use crate::state::Queued;
 use std::io::Write;
@@ -246,7 +247,7 @@ fn send_pages(
                         return;
                     };
                     let how = format!("snapshot; sequence={}; offset={offset}", info.sequence);
-                    let fetched = page_of(ctx, &page, &entry, None, 1, Some((&info_id, url)), &how);
+                    let fetched = page_of(ctx, &page, entry, None, 1, Some((&info_id, url)), &how);
                     let link = Link::to(&page);
                     tx.send(Outcome::Page {
                         job: Queued::unqueued(host, link.fp, link.url, 1, false),
@@ -295,7 +296,7 @@ fn send_pages(
 pub(crate) fn page_of(
     ctx: &Context,
     page: &Url,
-    entry: &Entry,
+    entry: Entry,
     known: Option<&crate::state::KnownPage>,
     depth: u32,
     from: Option<(&str, &Url)>,
@@ -307,11 +308,11 @@ pub(crate) fn page_of(
         status: 200,
         version: "HTTP/1.1",
         reason: "OK".into(),
-        headers: super::requests::page_headers(
+        headers: super::requests::content_headers(
             &[("Content-Type".to_string(), entry.content_type.clone())],
-            &entry.body,
+            entry.body.len(),
         ),
-        body: entry.body.clone().into(),
+        body: entry.body.into(),
         truncated: false,
         fetched_at: now,
         elapsed: Duration::ZERO,
@@ -323,14 +324,14 @@ pub(crate) fn page_of(
         depth,
         known,
         &ctx.policy,
-        ctx.limits.max_body,
+        (ctx.limits.max_body, PayloadDigest::OfContent),
         |_, _, payload_digest| {
             warc::resource_digested(
                 &warc::Resource {
                     uri: page.as_str(),
                     at: now,
                     content_type: &entry.content_type,
-                    body: &entry.body,
+                    body: &resp.body,
                     refers_to: from.map(|(id, url)| (id, url.as_str())),
                     how,
                 },

@@ -213,7 +213,7 @@ impl Engine {
             let f = crate::coop::snapshot_fetch::page_of(
                 &ctx,
                 &page,
-                &b.entry,
+                b.entry,
                 b.known.as_ref(),
                 b.depth,
                 id.as_deref().map(|id| (id, batch)),

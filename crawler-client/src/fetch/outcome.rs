@@ -63,7 +63,8 @@ pub(crate) struct Fetched {
     pub(crate) retry_after: Option<String>,
     /// The HTTP head as archived.
     pub(crate) http_head: String,
-    /// `sha1:` digest of the body as received.
+    /// The record's payload digest (`sha1:` of the body as received; `sha256:` for a page read
+    /// from a snapshot or batch).
     pub(crate) payload_digest: String,
     /// Same content as the copy held.
     pub(crate) unchanged: bool,

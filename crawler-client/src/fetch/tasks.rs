@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::time::Instant;
 use url::Url;
 use webcoop_protocol::usage::Prefs;
+use webcoop_protocol::validator::{EntityTag, Sha256Digest};
 
 /// Redirects followed for robots.txt (RFC 9309 asks for at least five).
 pub(crate) const ROBOTS_REDIRECTS: u32 = 5;
@@ -50,7 +51,7 @@ pub(crate) fn examine(
         depth,
         known,
         policy,
-        decode_limit,
+        (decode_limit, PayloadDigest::Sha1),
         |unchanged, http_head, payload_digest| {
             let uri = resp.url.as_str();
             let previous =
@@ -94,6 +95,17 @@ pub(crate) fn examine(
     )
 }
 
+/// How a record's payload digest is computed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PayloadDigest {
+    /// SHA-1 of the body as received, as every WARC writer does for a response.
+    Sha1,
+    /// The content's SHA-256 the analysis computes for its validator, for a body the crawler
+    /// made itself from a site's snapshot or batch (plain, no content coding): `sha256:` and
+    /// hex, as the site's own records write it, so the content is hashed once.
+    OfContent,
+}
+
 /// The analysis of a page response, archived by `archive` (given whether the content is the
 /// copy held, the HTTP head and the payload digest): the record is compressed once, by
 /// whoever knows what it must say.
@@ -102,7 +114,7 @@ pub(crate) fn examine_archived(
     depth: u32,
     known: Option<&KnownPage>,
     policy: &LinkPolicy,
-    decode_limit: usize,
+    (decode_limit, digest): (usize, PayloadDigest),
     archive: impl FnOnce(bool, &str, &str) -> warc::Record,
 ) -> Fetched {
     let received = Received {
@@ -112,9 +124,24 @@ pub(crate) fn examine_archived(
         body: &resp.body,
         truncated: resp.truncated,
     };
-    let analysis = analyze::analyze(received, depth, policy, decode_limit);
+    let mut analysis = analyze::analyze(received, depth, policy, decode_limit);
     let http_head = resp.response_head();
-    let payload_digest = warc::digest(&resp.body);
+    let of_content = analysis
+        .validator
+        .as_deref()
+        .filter(|_| digest == PayloadDigest::OfContent)
+        .and_then(|v| v.parse::<EntityTag>().ok())
+        .and_then(|tag| Sha256Digest::from_etag(&tag));
+    let payload_digest = match of_content {
+        Some(sha256) => {
+            // The content's validator is the only tag such a page has.
+            if analysis.etag.is_none() {
+                analysis.etag = analysis.validator.clone();
+            }
+            webcoop_protocol::snapshot::digest_field(&sha256)
+        }
+        None => warc::digest(&resp.body),
+    };
     let held = known.and_then(|k| k.digest);
     let ok = (200..300).contains(&resp.status) && analysis.digest.is_some();
     let unchanged = ok && held == analysis.digest;
