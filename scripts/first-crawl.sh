@@ -6,15 +6,19 @@
 # interleaved over several rounds. Requests and bytes are counted from nginx's access log,
 # wall and CPU time from the processes; every page of both crawls is compared with the docroot.
 #
-# Usage: scripts/first-crawl.sh [--docroot /usr/share/doc/python3.11/html] [--rounds 3]
+# Usage: scripts/first-crawl.sh [--docroot /usr/share/doc/python3.11/html] [--rounds 3] [--polite]
+# Politeness is off (4 connections, no delay: the crawl's CPU floor) unless --polite, which
+# leaves the crawler's defaults (one connection, at least a second between requests).
 # A profiler may wrap each crawl: CRAWL_WRAP="perf record -g -o /tmp/first.%s.data" (the %s
 # is the crawl's name).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 docroot=/usr/share/doc/python3.11/html
 rounds=3
+politeness=(--delay-min 0 --delay-factor 0 --per-host-connections 4)
 while [ $# -gt 0 ]; do
     case "$1" in
+        --polite) politeness=(); shift ;;
         --docroot) docroot="$2"; shift 2 ;;
         --rounds) rounds="$2"; shift 2 ;;
         *) echo "unknown option $1" >&2; exit 2 ;;
@@ -76,7 +80,7 @@ run() { # name, extra crawler options
     [ -n "${CRAWL_WRAP:-}" ] && wrap=($(printf "$CRAWL_WRAP" "$name"))
     /usr/bin/time -f "%e %U %S %M" -o "$work/$name.time" \
         "${wrap[@]}" "$crawl" crawl --seeds "$base" --out "$out" --allow-net 127.0.0.0/8 --progress quiet \
-        --delay-min 0 --delay-factor 0 --per-host-connections 4 "$@" > "$work/$name.out" 2> "$work/$name.err"
+        ${politeness[@]+"${politeness[@]}"} "$@" > "$work/$name.out" 2> "$work/$name.err"
     sleep 0.2
     local requests bytes_out bytes_in pages
     requests=$(wc -l < "$work/access.log")

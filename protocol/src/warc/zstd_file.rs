@@ -177,7 +177,7 @@ impl<R: Read> ZstdWarcReader<R> {
                 });
             }
             let plain = self.decode_frame(offset)?;
-            let record = record::parse(&plain).map_err(|e| WarcError::At {
+            let record = record::parse_owned(plain).map_err(|e| WarcError::At {
                 offset,
                 error: Box::new(e),
             })?;
