@@ -434,9 +434,12 @@ fn a_fleet_keyed_by_address_paces_one_server_across_processes() {
     let Some(redis) = redis_server() else {
         return;
     };
-    // Three host names on one server (127.0.0.1), each held by whichever process takes it.
+    // Three host names on one server (127.0.0.1): one lease for the address, so one process
+    // at a time fetches from it, and keeps it while it has work. The first process starts
+    // alone and is stopped (SIGTERM) with work left: it hands the address back with its next
+    // allowed time, and whichever process takes it must keep the pace across the handover.
     let names = ["a.test", "b.test", "c.test"];
-    let web = TestWeb::start(names.iter().map(|n| HostSpec::new(n, 5)).collect());
+    let web = TestWeb::start(names.iter().map(|n| HostSpec::new(n, 12)).collect());
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("fleet");
     let seeds: Vec<String> = names
@@ -472,12 +475,32 @@ fn a_fleet_keyed_by_address_paces_one_server_across_processes() {
         .stderr(Stdio::piped());
         c.spawn().unwrap()
     };
-    let children: Vec<Child> = ["p1", "p2", "p3"].map(start).into();
-    for child in children {
+    let first = start("p1");
+    let began = std::time::Instant::now();
+    while web.log().len() < 4 {
+        assert!(
+            began.elapsed() < Duration::from_secs(20),
+            "the first process fetched nothing"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let others: Vec<Child> = ["p2", "p3"].map(start).into();
+    std::thread::sleep(Duration::from_millis(300));
+    let stopped = Command::new("kill")
+        .args(["-TERM", &first.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(stopped.success());
+    // A stopped crawl says so and exits 130, as after Ctrl-C.
+    let o = first.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(130), "{said}");
+    assert!(said.contains("stopped before the end"), "{said}");
+    for child in others {
         finish(child);
     }
     let log = web.log();
-    assert!(log.len() >= 3 * 6, "{} requests", log.len());
+    assert!(log.len() >= 3 * 13, "{} requests", log.len());
     for w in log.windows(2) {
         let gap = w[1].arrived.duration_since(w[0].arrived);
         assert!(
@@ -491,8 +514,8 @@ fn a_fleet_keyed_by_address_paces_one_server_across_processes() {
     }
     let processes: BTreeSet<String> = archived(&out).into_values().flatten().collect();
     assert!(
-        processes.len() >= 2,
-        "the hosts were shared out: {processes:?}"
+        processes.len() >= 2 && processes.contains("p1"),
+        "the server was handed over: {processes:?}"
     );
 }
 

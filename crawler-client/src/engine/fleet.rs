@@ -16,6 +16,7 @@ use crate::frontier::Dispatch;
 use crate::frontier::RobotsState;
 use crate::frontier::fleet::members::{Heartbeat, Members};
 use crate::frontier::fleet::process::FleetProcess;
+use crate::frontier::robots::Rules;
 use crate::frontier::shared::Grant;
 use crate::frontier::shared::{Saved, SharedFrontier, TrackedPage};
 use crate::ids::Fp;
@@ -63,6 +64,22 @@ pub(super) struct Fleet {
 }
 
 impl Fleet {
+    /// Tells the fleet what the loop decided since the last step.
+    fn tell_all(&mut self) -> Result<(), CrawlError> {
+        for tell in std::mem::take(&mut self.tell) {
+            match tell {
+                Tell::Robots(host, status, body, at) => {
+                    self.shared.share_robots(host, status, &body, at)?
+                }
+                Tell::GiveUp(host, reason) => self.shared.delete_queue(host, &reason)?,
+                Tell::ServerRelease(ip, token, delay) => {
+                    self.shared.server_release(ip, &token, delay)?
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// The shared frontier, for the in-process frontier to refill from.
     pub(super) fn shared_mut(&mut self) -> &mut (dyn SharedFrontier + Send) {
         self.shared.as_mut()
@@ -261,17 +278,7 @@ impl Engine {
         for (host, n) in fleet.shared.written(false)? {
             self.frontier.add_queued(host, n as u64);
         }
-        for tell in std::mem::take(&mut fleet.tell) {
-            match tell {
-                Tell::Robots(host, status, body, at) => {
-                    fleet.shared.share_robots(host, status, &body, at)?
-                }
-                Tell::GiveUp(host, reason) => fleet.shared.delete_queue(host, &reason)?,
-                Tell::ServerRelease(ip, token, delay) => {
-                    fleet.shared.server_release(ip, &token, delay)?
-                }
-            }
-        }
+        fleet.tell_all()?;
         if self.frontier.pending_len() == 0 && !self.unsaved.any_settled() {
             self.fleet_tidy(now)?;
         }
@@ -456,6 +463,28 @@ impl Engine {
             return Ok(());
         }
         let now = Instant::now();
+        // A request dropped at the stop still holds its server's lease, which would keep the
+        // other processes off that server until it expired (a minute and a half): given back
+        // with the pace owed after a request that may just have reached the server.
+        let dropped: Vec<(HostId, Vec<(IpAddr, String)>)> = self
+            .fleet
+            .as_mut()
+            .map(|f| f.server_leases.drain().collect())
+            .unwrap_or_default();
+        for (host, leases) in dropped {
+            let crawl_delay = self.frontier.rules(host, now).and_then(Rules::crawl_delay);
+            let delay = self.host_delay(host, crawl_delay, Duration::ZERO);
+            if let Some(fleet) = self.fleet.as_mut() {
+                fleet.tell.extend(
+                    leases
+                        .into_iter()
+                        .map(|(ip, token)| Tell::ServerRelease(ip, token, delay)),
+                );
+            }
+        }
+        if let Some(fleet) = self.fleet.as_mut() {
+            fleet.tell_all()?;
+        }
         for (host, _, at) in self.frontier.leased() {
             self.let_go(host, at, now)?;
         }
