@@ -151,12 +151,13 @@ fn decoded<'a>(
     truncated: bool,
     limit: usize,
 ) -> Option<std::borrow::Cow<'a, [u8]>> {
-    match coding.map(str::trim) {
-        None | Some("") => Some(std::borrow::Cow::Borrowed(&body[..body.len().min(limit)])),
-        Some(c) if c.eq_ignore_ascii_case("identity") => {
-            Some(std::borrow::Cow::Borrowed(&body[..body.len().min(limit)]))
-        }
-        _ => decode(coding, body, truncated, limit).map(std::borrow::Cow::Owned),
+    let plain = coding
+        .map(str::trim)
+        .is_none_or(|c| c.is_empty() || c.eq_ignore_ascii_case("identity"));
+    if plain {
+        Some(std::borrow::Cow::Borrowed(&body[..body.len().min(limit)]))
+    } else {
+        decode(coding, body, truncated, limit).map(std::borrow::Cow::Owned)
     }
 }
 
