@@ -363,6 +363,59 @@ fn one_call_naming_a_url_twice_answers_as_two_calls_would() {
     );
 }
 
+/// A taking's rows are one string of fingerprints and cash, searched for the rows settled: a
+/// fingerprint whose bytes also occur across a row's boundary (the end of another's
+/// fingerprint and the start of its cash) settles its own row, and the other stays held.
+#[test]
+fn a_fingerprint_found_across_a_row_boundary_settles_only_its_own_row() {
+    let Some(redis) = RedisServer::start(false) else {
+        assert!(
+            !webcoop_testkit::tools_required(),
+            "redis-server is required"
+        );
+        return;
+    };
+    let mut q = SharedQueue::connect(&redis.url(), "boundary", "a").unwrap();
+    let host = q.host_id("http://o.test").unwrap();
+    let a = 0x1111_1111_2222_2222u64;
+    let mut tail = [0u8; 8];
+    tail[..4].copy_from_slice(&a.to_be_bytes()[4..]);
+    tail[4..].copy_from_slice(&0.5f64.to_be_bytes()[..4]);
+    // The second half of a's fingerprint, then the first half of its cash (0.5).
+    let b = u64::from_be_bytes(tail);
+    let url = |fp: u64, cash: f64, i: usize| NewUrl {
+        seq: 0,
+        host: HostId(0),
+        url: format!("http://o.test/{i}"),
+        fp: Fp(fp),
+        depth: 1,
+        hops: 0,
+        priority: cash,
+        revisit: false,
+    };
+    assert_eq!(
+        q.offer(host, &[url(a, 0.5, 0), url(b, 0.25, 1)]).unwrap(),
+        2
+    );
+    let taken = q.take(host, 10, LEASE).unwrap();
+    let fps: Vec<u64> = taken.iter().map(|t| t.job.fp.0).collect();
+    assert_eq!(
+        fps,
+        [a, b],
+        "held in this order, b's bytes straddling a's row"
+    );
+    assert!(q.settle(host, &taken[1], Settle::Return).unwrap());
+    let back = q.take(host, 10, LEASE).unwrap();
+    assert_eq!(back.len(), 1, "only b came back: {back:?}");
+    assert_eq!((back[0].job.fp.0, back[0].job.priority), (b, 0.25));
+    assert!(
+        q.settle(host, &taken[0], Settle::Done).unwrap(),
+        "a is still held"
+    );
+    assert!(q.settle(host, &back[0], Settle::Done).unwrap());
+    assert!(q.take(host, 10, LEASE).unwrap().is_empty());
+}
+
 #[test]
 fn a_queued_url_costs_little_memory_in_redis() {
     let Some(redis) = RedisServer::start(false) else {

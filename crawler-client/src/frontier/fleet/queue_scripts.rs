@@ -5,7 +5,8 @@
 //! one call ([`PUT`]) rather than three, which is what a fleet's Redis spends most on.
 
 /// A host's keys by name, and its rows' buckets: `bucket(fp)` names the bucket of a
-/// fingerprint (8 bytes), `grow()` splits buckets while the rows outnumber them, and
+/// fingerprint (8 bytes; remembered for the script's run, as a script asks it twice of a
+/// row it reads and writes, until `grow()` changes the shape), `grow()` splits buckets while the rows outnumber them, and
 /// `save_shape()` writes the shape back.
 macro_rules! rows_in_buckets {
     () => {
@@ -14,18 +15,22 @@ macro_rules! rows_in_buckets {
 local shape = redis.call('HMGET', SHAPE, 'level', 'split', 'count')
 local level, split, count = tonumber(shape[1] or '0'), tonumber(shape[2] or '0'), tonumber(shape[3] or '0')
 local function low24(fp)
-  return string.byte(fp, 6) * 65536 + string.byte(fp, 7) * 256 + string.byte(fp, 8)
+  local x, y, z = string.byte(fp, 6, 8)
+  return x * 65536 + y * 256 + z
 end
-local span, names = 2 ^ level, {}
+local span, names, of = 2 ^ level, {}, {}
 local function bucket(fp)
+  local name = of[fp]
+  if name then return name end
   local h = low24(fp)
   local b = h % span
   if b < split then b = h % (span * 2) end
-  local name = names[b]
+  name = names[b]
   if not name then
     name = ROWS .. ':' .. string.format('%d', b)
     names[b] = name
   end
+  of[fp] = name
   return name
 end
 local function grow(per_bucket)
@@ -49,6 +54,7 @@ local function grow(per_bucket)
     if split == span then
       level, split, span = level + 1, 0, span * 2
     end
+    of = {}
   end
 end
 local function save_shape()
@@ -106,26 +112,44 @@ end
 }
 
 /// What a host script does, as functions of the keys named by [`host_keys`] and of ARGV
-/// from a position: `offer(at, n, hold, expiry)` queues the `n` URLs at `at` (fp, cash, depth,
-/// hops, revisit, url each) not seen yet, and every revisit, and pays a URL seen and still
-/// queued the cash offered with it (another process found it too: OPIC gives it both shares),
+/// from a position. A call from a script costs several times what one more field in it does,
+/// so a script reads each bucket it needs once (`known_of`) and writes each once (`write`,
+/// then `flush`): offers, marks and settlements of one batch touch the same buckets.
+/// `known_of(fps, known)` sets `known[fp]` for each of `fps` that has a row. `write(fp, value)`
+/// sets a row when flushed, the last write of a field winning; `flush()` sends them.
+/// `offer(at, n, hold, expiry, known)` queues the `n` URLs at `at` (fp, cash, depth, hops,
+/// revisit, url each) not known yet, and every revisit, and pays a URL seen and still queued
+/// the cash offered with it (another process found it too: OPIC gives it both shares),
 /// answering as URL-at-a-time `HSETNX` and `ZADD INCR` would in the order given; returns how
 /// many were queued and, when `hold` names a taking, the URLs new to the crawl as taken by it
 /// (its lease ending at `expiry`, server ms) rather than queued: 24 bytes each, fingerprint,
 /// cash and row number (big-endian doubles), for the process that holds the host and would
-/// take them next. `deposit(at, n)` pays the `n` pairs (fp, cash) at `at` to those
-/// still queued. `settle(token, how, fps)` settles the rows of `fps` still held by `token`:
-/// done, retry (back with one more attempt) or return (back as it was); returns how many.
-/// `mark(at, n)` marks the `n` fingerprints at `at` seen without queueing them (a row with
-/// nothing in it, as a URL done has); returns how many were not seen before.
+/// take them next. `deposit(at, n)` pays the `n` pairs (fp, cash) at `at` to those still
+/// queued. `settle(token, how, fps)` settles the rows of `fps` still held by `token`: done,
+/// retry (back with one more attempt) or return (back as it was); returns how many. Each is
+/// found by a plain search of the taking's string (a match counts only on a row's boundary),
+/// so a settlement costs Lua work per row settled, not per row held (a held host's taking
+/// keeps hundreds). `mark(at, n, known)` marks the `n` fingerprints at `at` not known seen
+/// without queueing them (a row with nothing in it, as a URL done has); returns how many.
 macro_rules! host_functions {
     () => {
-        r"local function offer(at, n, hold, expiry)
-  local seq = tonumber(redis.call('GET', SEQ) or '0')
-  local fresh, numbered = {}, {}
-  local fps = {}
-  for k = 1, n do fps[k] = ARGV[at + (k - 1) * 6] end
-  local known = {}
+        r"local writes, written = {}, {}
+local function write(fp, value)
+  local b = bucket(fp)
+  local w = writes[b]
+  if not w then
+    w = {}
+    writes[b] = w
+  end
+  w[#w + 1] = fp
+  w[#w + 1] = value
+  written[fp] = value
+end
+local function flush()
+  for b, w in pairs(writes) do many('HSET', b, w) end
+  writes = {}
+end
+local function known_of(fps, known)
   local order, where = group(fps)
   for _, b in ipairs(order) do
     local names = {}
@@ -135,11 +159,15 @@ macro_rules! host_functions {
       if got[k] then known[fps[i]] = true end
     end
   end
-  local rows, score, scored, owed, owing = {}, {}, {}, {}, {}
+end
+local function offer(at, n, hold, expiry, known)
+  local seq = tonumber(redis.call('GET', SEQ) or '0')
+  local fresh, numbered = {}, {}
+  local score, scored, owed, owing = {}, {}, {}, {}
   local queued = 0
   for k = 1, n do
     local i = at + (k - 1) * 6
-    local fp, cash, revisit = fps[k], tonumber(ARGV[i + 1]), ARGV[i + 4]
+    local fp, cash, revisit = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 4]
     if not known[fp] or revisit == '1' then
       if not known[fp] then
         count = count + 1
@@ -148,12 +176,8 @@ macro_rules! host_functions {
       end
       seq = seq + 1
       numbered[fp] = seq
-      local b = bucket(fp)
-      rows[b] = rows[b] or {}
-      local r = rows[b]
-      r[#r + 1] = fp
-      r[#r + 1] = string.format('%x', seq) .. '\t' .. ARGV[i + 2] .. '\t' .. ARGV[i + 3] ..
-        '\t0\t' .. revisit .. '\t' .. ARGV[i + 5]
+      write(fp, string.format('%x', seq) .. '\t' .. ARGV[i + 2] .. '\t' .. ARGV[i + 3] ..
+        '\t0\t' .. revisit .. '\t' .. ARGV[i + 5])
       if not score[fp] then scored[#scored + 1] = fp end
       score[fp] = -cash
       owed[fp] = nil
@@ -167,7 +191,6 @@ macro_rules! host_functions {
       end
     end
   end
-  for b, r in pairs(rows) do many('HSET', b, r) end
   local zadd, kept, told = {}, {}, {}
   for _, fp in ipairs(scored) do
     if hold and fresh[fp] then
@@ -199,25 +222,15 @@ macro_rules! host_functions {
   if queued > 0 then redis.call('SET', SEQ, seq) end
   return queued, table.concat(told)
 end
-local function mark(at, n)
-  local fps, marked = {}, 0
-  for k = 1, n do fps[k] = ARGV[at + k - 1] end
-  local order, where = group(fps)
-  for _, b in ipairs(order) do
-    local names = {}
-    for k, i in ipairs(where[b]) do names[k] = fps[i] end
-    local got = fetch('HMGET', b, names)
-    local rows, new = {}, {}
-    for k, i in ipairs(where[b]) do
-      local fp = fps[i]
-      if not got[k] and not new[fp] then
-        new[fp] = true
-        rows[#rows + 1] = fp
-        rows[#rows + 1] = ''
-      end
+local function mark(at, n, known)
+  local marked = 0
+  for k = 1, n do
+    local fp = ARGV[at + k - 1]
+    if not known[fp] then
+      known[fp] = true
+      write(fp, '')
+      marked = marked + 1
     end
-    many('HSET', b, rows)
-    marked = marked + #rows / 2
   end
   count = count + marked
   return marked
@@ -243,44 +256,48 @@ end
 local function settle(token, how, fps)
   local held = redis.call('HGET', HOLDERS, token)
   if not held then return 0 end
-  local want = {}
-  for _, fp in ipairs(fps) do want[fp] = true end
-  local keep, mine, back = {}, {}, {}
-  for i = 1, #held, 16 do
-    local fp = string.sub(held, i, i + 7)
-    if want[fp] then
-      want[fp] = nil
-      mine[#mine + 1] = fp
-      back[#back + 1] = -struct.unpack('>d', held, i + 8)
-      back[#back + 1] = fp
-    else
-      keep[#keep + 1] = string.sub(held, i, i + 15)
+  local at, mine, back, looked = {}, {}, {}, {}
+  for _, fp in ipairs(fps) do
+    if not looked[fp] then
+      looked[fp] = true
+      local from = 1
+      while true do
+        local i = string.find(held, fp, from, true)
+        if not i then break end
+        if i % 16 == 1 then
+          at[#at + 1] = i
+          mine[#mine + 1] = fp
+          back[#back + 1] = -struct.unpack('>d', held, i + 8)
+          back[#back + 1] = fp
+          break
+        end
+        from = i + 1
+      end
     end
   end
   if #mine == 0 then return 0 end
-  if #keep == 0 then
+  if #mine * 16 == #held then
     redis.call('HDEL', HOLDERS, token)
     redis.call('ZREM', TAKEN, token)
   else
+    table.sort(at)
+    local keep, from = {}, 1
+    for _, i in ipairs(at) do
+      keep[#keep + 1] = string.sub(held, from, i - 1)
+      from = i + 16
+    end
+    keep[#keep + 1] = string.sub(held, from)
     redis.call('HSET', HOLDERS, token, table.concat(keep))
   end
   if how == 'done' then
-    local order, where = group(mine)
-    for _, b in ipairs(order) do
-      local cleared = {}
-      for _, i in ipairs(where[b]) do
-        cleared[#cleared + 1] = mine[i]
-        cleared[#cleared + 1] = ''
-      end
-      many('HSET', b, cleared)
-    end
+    for _, fp in ipairs(mine) do write(fp, '') end
   else
     if how == 'retry' then
       for _, fp in ipairs(mine) do
-        local row = redis.call('HGET', bucket(fp), fp) or ''
+        local row = written[fp] or redis.call('HGET', bucket(fp), fp) or ''
         local a, b, c, tries, rest = string.match(row, '^([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t(.*)$')
         if a then
-          redis.call('HSET', bucket(fp), fp, a .. '\t' .. b .. '\t' .. c .. '\t' .. (tonumber(tries) + 1) .. '\t' .. rest)
+          write(fp, a .. '\t' .. b .. '\t' .. c .. '\t' .. (tonumber(tries) + 1) .. '\t' .. rest)
         end
       end
     end
@@ -302,8 +319,15 @@ pub(super) const PUT: &str = concat!(
     bulk!(),
     grouped!(),
     host_functions!(),
-    r"local at = 4
-local n = tonumber(ARGV[at])
+    r"local n = tonumber(ARGV[4])
+local m = tonumber(ARGV[5 + 6 * n])
+local s = tonumber(ARGV[6 + 6 * n + 2 * m])
+-- Which of the offered and marked URLs are seen: each bucket read once for both.
+local asked = {}
+for k = 1, n do asked[k] = ARGV[5 + (k - 1) * 6] end
+for k = 1, s do asked[n + k] = ARGV[6 + 6 * n + 2 * m + k] end
+local known = {}
+known_of(asked, known)
 local queued, held = 0, ''
 if n > 0 then
   local hold, expiry = nil, 0
@@ -312,16 +336,12 @@ if n > 0 then
     hold = ARGV[2]
     expiry = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[3])
   end
-  queued, held = offer(at + 1, n, hold, expiry)
+  queued, held = offer(5, n, hold, expiry, known)
 end
-at = at + 1 + 6 * n
-n = tonumber(ARGV[at])
-if n > 0 then deposit(at + 1, n) end
-at = at + 1 + 2 * n
-n = tonumber(ARGV[at])
+if m > 0 then deposit(6 + 6 * n, m) end
 local marked = 0
-if n > 0 then marked = mark(at + 1, n) end
-at = at + 1 + n
+if s > 0 then marked = mark(7 + 6 * n + 2 * m, s, known) end
+local at = 7 + 6 * n + 2 * m + s
 local settled = 0
 while at <= #ARGV do
   local k = tonumber(ARGV[at + 2])
@@ -330,6 +350,7 @@ while at <= #ARGV do
   settled = settled + settle(ARGV[at], ARGV[at + 1], fps)
   at = at + 3 + k
 end
+flush()
 if queued > 0 or marked > 0 then
   grow(tonumber(ARGV[1]))
   save_shape()
