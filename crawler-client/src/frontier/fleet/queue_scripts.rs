@@ -38,12 +38,12 @@ local function grow(per_bucket)
     local from = ROWS .. ':' .. string.format('%d', split)
     local to = ROWS .. ':' .. string.format('%d', split + 2 ^ level)
     local all = redis.call('HGETALL', from)
-    local moved, gone = {}, {}
+    local moved, gone, wider = {}, {}, 2 ^ (level + 1)
     for i = 1, #all, 2 do
-      if low24(all[i]) % (2 ^ (level + 1)) ~= split then
-        table.insert(moved, all[i])
-        table.insert(moved, all[i + 1])
-        table.insert(gone, all[i])
+      if low24(all[i]) % wider ~= split then
+        moved[#moved + 1] = all[i]
+        moved[#moved + 1] = all[i + 1]
+        gone[#gone + 1] = all[i]
       end
     end
     if #gone > 0 then
