@@ -11,6 +11,7 @@
 # leaves the crawler's defaults (one connection, at least a second between requests).
 # A profiler may wrap each crawl: CRAWL_WRAP="perf record -g -o /tmp/first.%s.data" (the %s
 # is the crawl's name).
+# CRAWL_BIN=PATH runs another build of webcoop-crawl (the one built here by default).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 docroot=/usr/share/doc/python3.11/html
@@ -27,7 +28,7 @@ done
 command -v nginx >/dev/null || { echo "nginx is needed (apt-get install nginx-light)" >&2; exit 1; }
 cargo build --release -q -p webcoop-agent -p webcoop-crawler
 agent=target/release/webcoop-agent
-crawl=target/release/webcoop-crawl
+crawl=${CRAWL_BIN:-target/release/webcoop-crawl}
 work=$(mktemp -d)
 trap 'kill $(cat "$work"/nginx.pid 2>/dev/null) $agent_pid 2>/dev/null || true; rm -rf "$work"' EXIT
 # A copy, so the agent's documents land beside the pages and not in /usr/share; nginx's
