@@ -6,9 +6,12 @@
 # interleaved over several rounds. Requests and bytes are counted from nginx's access log,
 # wall and CPU time from the processes; every page of both crawls is compared with the docroot.
 #
-# Usage: scripts/first-crawl.sh [--docroot /usr/share/doc/python3.11/html] [--rounds 3] [--polite]
+# Usage: scripts/first-crawl.sh [--docroot /usr/share/doc/python3.11/html] [--rounds 3]
+#        [--polite | --adaptive]
 # Politeness is off (4 connections, no delay: the crawl's CPU floor) unless --polite, which
-# leaves the crawler's defaults (one connection, at least a second between requests).
+# leaves the crawler's defaults (one connection, at least a second between requests), or
+# --adaptive, which keeps only the response-time rule (one connection, five times the last
+# response time between requests, no minimum): the politest crawl this fast server allows.
 # A profiler may wrap each crawl: CRAWL_WRAP="perf record -g -o /tmp/first.%s.data" (the %s
 # is the crawl's name).
 # CRAWL_BIN=PATH runs another build of webcoop-crawl (the one built here by default).
@@ -20,6 +23,7 @@ politeness=(--delay-min 0 --delay-factor 0 --per-host-connections 4)
 while [ $# -gt 0 ]; do
     case "$1" in
         --polite) politeness=(); shift ;;
+        --adaptive) politeness=(--delay-min 0); shift ;;
         --docroot) docroot="$2"; shift 2 ;;
         --rounds) rounds="$2"; shift 2 ;;
         *) echo "unknown option $1" >&2; exit 2 ;;

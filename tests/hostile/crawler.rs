@@ -777,3 +777,131 @@ fn a_snapshot_that_lies_or_breaks_off_costs_only_the_pages_it_lied_about() {
     assert_eq!(stats["stats"]["from_snapshot"], 1, "{stats}");
     assert_eq!(stats["stats"]["refuted"], 1, "{stats}");
 }
+
+/// The time of day of a crawl.log line in ms, and its elapsed field in ms
+/// (`2026-11-27T01:48:46.367Z 200 9956275 URL 0 0 - 371ms note`).
+fn log_times(line: &str) -> (i64, i64) {
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    let at = chrono::DateTime::parse_from_rfc3339(fields[0])
+        .unwrap_or_else(|e| panic!("{e}: {line:?}"))
+        .timestamp_millis();
+    let elapsed = fields[7]
+        .strip_suffix("ms")
+        .and_then(|e| e.parse().ok())
+        .unwrap_or_else(|| panic!("no elapsed time in {line:?}"));
+    (at, elapsed)
+}
+
+#[test]
+fn a_snapshot_s_request_weighs_on_politeness_as_its_download_not_its_reading() {
+    use webcoop_protocol::validator::Sha256Digest;
+    let web = HostileWeb::start();
+    let site = web.origin("site.test");
+    // A site whose snapshot downloads in a moment (the pages repeat: it is small) and takes
+    // much longer to read (ten megabytes to check, analyse and archive): the reading costs
+    // the server nothing, so the delay before the next request must not grow with it.
+    let pages: Vec<(String, String)> = (0..100)
+        .map(|i| {
+            let words = "the quick brown fox jumps over the lazy dog ".repeat(2_400);
+            (
+                format!("/p{i}.html"),
+                format!("<p>page {i}</p><p>{words}</p>"),
+            )
+        })
+        .collect();
+    web.set(
+        "site.test",
+        "/robots.txt",
+        Canned::ok("text/plain", "User-agent: *\nAllow: /\n"),
+    );
+    web.set("site.test", "/", Canned::ok("text/html", "<p>home</p>"));
+    for (path, body) in &pages {
+        web.set("site.test", path, Canned::ok("text/html", body.clone()));
+    }
+    let snapshot_path = "/.well-known/webcoop/snapshot/snapshot-000000000001.warc.zst";
+    let mut doc = webcoop_protocol::robots_rdf::parse(
+        listing(
+            &site,
+            pages
+                .iter()
+                .map(|(p, _)| (format!("{site}{p}"), None))
+                .collect(),
+            &format!("{site}/.well-known/webcoop/changes"),
+            &format!("{site}/.well-known/webcoop/hub"),
+        )
+        .as_bytes(),
+        &Default::default(),
+    )
+    .unwrap();
+    for (item, (_, body)) in doc.items.iter_mut().zip(&pages) {
+        item.etag = Some(Sha256Digest::of(body.as_bytes()).etag());
+        item.size = Some(body.len() as u64);
+    }
+    doc.channel.snapshot = Some(Url::parse(&format!("{site}{snapshot_path}")).unwrap());
+    web.set(
+        "site.test",
+        "/robots.rdf",
+        Canned::ok(
+            "application/rdf+xml",
+            webcoop_protocol::robots_rdf::write(&doc),
+        ),
+    );
+    let records: Vec<(String, &[u8])> = pages
+        .iter()
+        .map(|(p, body)| (format!("{site}{p}"), body.as_bytes()))
+        .collect();
+    let records: Vec<(&str, &[u8])> = records.iter().map(|(u, b)| (u.as_str(), *b)).collect();
+    let file = snapshot_file(&site, &records, b"");
+    web.set(
+        "site.test",
+        snapshot_path,
+        Canned::ok("application/zstd", file),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("crawl");
+    let mut args: Vec<String> = [
+        "--seeds",
+        &format!("{site}/"),
+        "--delay-min",
+        "0",
+        "--delay-factor",
+        "0",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.extend(web.resolve_args(&["site.test"]));
+    let o = crawl(&out, &args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let log = std::fs::read_to_string(out.join("crawl.log")).unwrap();
+    let listed = log
+        .lines()
+        .find(|l| l.ends_with(" robots.rdf"))
+        .map(log_times)
+        .expect("robots.rdf in the log");
+    let snapshot = log
+        .lines()
+        .find(|l| {
+            l.ends_with(" snapshot") && !l.contains(webcoop_crawler::crawl_log::FROM_SNAPSHOT)
+        })
+        .map(log_times)
+        .expect("the snapshot's request in the log");
+    let read: Vec<i64> = log
+        .lines()
+        .filter(|l| l.contains(webcoop_crawler::crawl_log::FROM_SNAPSHOT))
+        .map(|l| log_times(l).0)
+        .collect();
+    assert_eq!(read.len(), pages.len(), "{log}");
+    // The download began after robots.rdf was read and ended before the first page was read
+    // from the file; the log's times are to the millisecond, hence the 2 ms.
+    let first = read.iter().min().copied().unwrap_or(0);
+    let last = read.iter().max().copied().unwrap_or(0);
+    assert!(
+        snapshot.1 <= first - listed.0 + 2,
+        "the snapshot's request took {} ms by the log, yet its first page was read {} ms after \
+         robots.rdf and its last {} ms after:\n{log}",
+        snapshot.1,
+        first - listed.0,
+        last - listed.0
+    );
+}
