@@ -230,13 +230,6 @@ fn urls_offered_by_their_host_s_holder_are_taken_at_once_and_come_back_if_it_die
         back, expected,
         "the dead holder's rows come back, the settled one not"
     );
-    // URLs robots.txt forbids are marked seen, once, and nobody queues them after.
-    let forbidden = offers(6, 3);
-    let fps: Vec<Fp> = forbidden.iter().map(|u| u.fp).collect();
-    assert_eq!(b.mark_seen(host, &[fps[0], fps[1], fps[0]]).unwrap(), 2);
-    assert_eq!(b.mark_seen(host, &fps).unwrap(), 1, "only the third is new");
-    assert_eq!(b.mark_seen(host, &[urls[1].fp]).unwrap(), 0, "seen before");
-    assert_eq!(b.offer(host, &forbidden).unwrap(), 0, "seen: never queued");
     // A revisit offered by a holder is queued, not held.
     let mut revisit = urls[0].clone();
     revisit.revisit = true;

@@ -50,9 +50,9 @@ pub(super) struct Fleet {
     pub(super) children: Vec<(Fp, HostId)>,
     /// Cash owed to URLs queued in the fleet, paid after the next batch is saved.
     cash: HashMap<HostId, Vec<(Fp, f64)>>,
-    /// URLs found that their host's robots.txt forbids, recorded as such at once: only
-    /// marked seen in the fleet, after the next batch is saved.
-    pub(super) forbidden: HashMap<HostId, Vec<Fp>>,
+    /// URLs found that their host's robots.txt forbids, recorded as such at once: no cash
+    /// is sent to them after the next batch is saved.
+    pub(super) forbidden: Vec<Fp>,
     /// Pages kept fresh visited since the last batch, for the shared schedule.
     pub(super) tracked: HashMap<HostId, Vec<TrackedPage>>,
     /// Server leases held for requests under way (politeness keyed by address).
@@ -91,7 +91,7 @@ impl Fleet {
             tell: Vec::new(),
             children: Vec::new(),
             cash: HashMap::new(),
-            forbidden: HashMap::new(),
+            forbidden: Vec::new(),
             tracked: HashMap::new(),
             server_leases: HashMap::new(),
             beat_mark: (Instant::now(), 0),

@@ -376,7 +376,7 @@ impl Engine {
                     self.unsaved.page(record);
                     self.metrics.fetch("disallowed");
                     if let Some(fleet) = self.fleet.as_mut() {
-                        fleet.forbidden.entry(host).or_default().push(link.fp);
+                        fleet.forbidden.push(link.fp);
                     }
                 }
             }

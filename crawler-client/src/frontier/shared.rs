@@ -56,9 +56,9 @@ pub(crate) struct Saved {
     /// OPIC cash owed to URLs queued before this batch, per host (URLFrontier has no
     /// priorities: this is ours).
     pub(crate) cash: HashMap<HostId, Vec<(Fp, f64)>>,
-    /// URLs recorded when found (their host's robots.txt forbids them), per host: seen, never
-    /// queued.
-    pub(crate) forbidden: HashMap<HostId, Vec<Fp>>,
+    /// URLs recorded when found (their host's robots.txt forbids them): seen here, never
+    /// queued by this process.
+    pub(crate) forbidden: Vec<Fp>,
     /// Visits of pages kept fresh, per host, for the host's next holder.
     pub(crate) tracked: HashMap<HostId, Vec<TrackedPage>>,
     /// Rows handed out and now done with (`PutURLs` of known items without a refetch date).

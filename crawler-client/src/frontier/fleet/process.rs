@@ -278,11 +278,12 @@ impl SharedFrontier for FleetProcess {
             }
             put.offer(host, urls);
         }
-        for (host, fps) in saved.forbidden {
-            // Never queued: cash owed to them would find nothing to pay.
-            self.done_here.extend(&fps);
-            put.mark_seen(host, fps);
-        }
+        // A link robots.txt forbids was recorded where it was found, as a single process
+        // records it, and never reaches Redis: marking it seen there cost a row and its
+        // bucket's work per link for one thing only, that another process finding it
+        // without the host's robots.txt would not queue it, and that process's taker checks
+        // robots.txt before any request anyway. Cash owed to it would find nothing to pay.
+        self.done_here.extend(&saved.forbidden);
         for (host, shares) in saved.cash {
             let owed: Vec<(Fp, f64)> = shares
                 .into_iter()

@@ -86,8 +86,6 @@ struct HostPut {
     /// queued (it holds the host and would take them next).
     hold: Option<Duration>,
     cash: Vec<(Fp, f64)>,
-    /// URLs to mark seen without queueing them.
-    seen: Vec<Fp>,
     settles: Vec<(String, &'static str, Vec<Fp>)>,
 }
 
@@ -111,8 +109,6 @@ pub(crate) struct PutDone {
     pub(crate) settled: usize,
     /// URLs offered.
     pub(crate) offered: usize,
-    /// URLs marked seen that were new.
-    pub(crate) marked: usize,
 }
 
 /// The shared queue of one crawl, over one connection (a process holds one).
@@ -227,14 +223,6 @@ impl SharedQueue {
             .collect())
     }
 
-    /// Marks URLs of `host` seen without queueing them (their page needs no fetch: robots.txt
-    /// forbids it), so that no process queues them after; returns how many were new.
-    pub fn mark_seen(&mut self, host: HostId, fps: &[Fp]) -> Result<usize, FleetError> {
-        let mut put = Put::default();
-        put.mark_seen(host, fps.to_vec());
-        Ok(self.send(put)?.first().map_or(0, |(_, d)| d.marked))
-    }
-
     /// Gives queued URLs of `host` more cash; those no longer queued are left alone.
     pub fn deposit(&mut self, host: HostId, cash: &[(Fp, f64)]) -> Result<(), FleetError> {
         let mut put = Put::default();
@@ -293,10 +281,6 @@ impl SharedQueue {
             for (fp, c) in &p.cash {
                 cmd.arg(&member(*fp)[..]).arg(*c);
             }
-            cmd.arg(p.seen.len());
-            for fp in &p.seen {
-                cmd.arg(&member(*fp)[..]);
-            }
             for (token, how, fps) in &p.settles {
                 cmd.arg(token).arg(*how).arg(fps.len());
                 for fp in fps {
@@ -313,8 +297,8 @@ impl SharedQueue {
             .into_iter()
             .zip(answers.into_iter().skip(first))
             .map(|((h, offered, hold), v)| {
-                let (queued, settled, blob, marked): (usize, usize, Vec<u8>, usize) =
-                    redis::from_redis_value(v).unwrap_or((0, 0, Vec::new(), 0));
+                let (queued, settled, blob): (usize, usize, Vec<u8>) =
+                    redis::from_redis_value(v).unwrap_or((0, 0, Vec::new()));
                 let held = match hold {
                     Some((token, urls)) => held_rows(h, &token, &urls, &blob),
                     None => Vec::new(),
@@ -326,7 +310,6 @@ impl SharedQueue {
                         held,
                         settled,
                         offered,
-                        marked,
                     },
                 )
             })
@@ -499,11 +482,6 @@ impl Put {
     /// `lease` (see [`SharedQueue::offer_held`]).
     pub(crate) fn hold(&mut self, host: HostId, lease: Duration) {
         self.hosts.entry(host).or_default().hold = Some(lease);
-    }
-
-    /// Marks URLs of `host` seen without queueing them (see [`SharedQueue::mark_seen`]).
-    pub(crate) fn mark_seen(&mut self, host: HostId, mut fps: Vec<Fp>) {
-        self.hosts.entry(host).or_default().seen.append(&mut fps);
     }
 
     /// Pays `cash` to queued URLs of `host` (see [`SharedQueue::deposit`]).

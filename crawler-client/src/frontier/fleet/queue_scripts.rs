@@ -114,7 +114,7 @@ end
 /// What a host script does, as functions of the keys named by [`host_keys`] and of ARGV
 /// from a position. A call from a script costs several times what one more field in it does,
 /// so a script reads each bucket it needs once (`known_of`) and writes each once (`write`,
-/// then `flush`): offers, marks and settlements of one batch touch the same buckets.
+/// then `flush`): offers and settlements of one batch touch the same buckets.
 /// `known_of(fps, known)` sets `known[fp]` for each of `fps` that has a row. `write(fp, value)`
 /// sets a row when flushed, the last write of a field winning; `flush()` sends them.
 /// `offer(at, n, hold, expiry, known)` queues the `n` URLs at `at` (fp, cash, depth, hops,
@@ -129,8 +129,7 @@ end
 /// retry (back with one more attempt) or return (back as it was); returns how many. Each is
 /// found by a plain search of the taking's string (a match counts only on a row's boundary),
 /// so a settlement costs Lua work per row settled, not per row held (a held host's taking
-/// keeps hundreds). `mark(at, n, known)` marks the `n` fingerprints at `at` not known seen
-/// without queueing them (a row with nothing in it, as a URL done has); returns how many.
+/// keeps hundreds).
 macro_rules! host_functions {
     () => {
         r"local writes, written = {}, {}
@@ -222,19 +221,6 @@ local function offer(at, n, hold, expiry, known)
   if queued > 0 then redis.call('SET', SEQ, seq) end
   return queued, table.concat(told)
 end
-local function mark(at, n, known)
-  local marked = 0
-  for k = 1, n do
-    local fp = ARGV[at + k - 1]
-    if not known[fp] then
-      known[fp] = true
-      write(fp, '')
-      marked = marked + 1
-    end
-  end
-  count = count + marked
-  return marked
-end
 local function deposit(at, n)
   local owed, fps = {}, {}
   for k = 1, n do
@@ -311,9 +297,8 @@ end
 
 /// What a saved batch does to one host's queue: ARGV = [rows per bucket, the taking that
 /// holds what is new ('' for none: queued), its lease in ms, n, the n URLs offered (6 each,
-/// see `offer`), m, the m pairs of cash owed (see `deposit`), s, the s fingerprints to mark
-/// seen (see `mark`), then any number of settlements: token, how, k, the k fingerprints].
-/// Returns {queued, settled, the URLs held (see `offer`), marked}.
+/// see `offer`), m, the m pairs of cash owed (see `deposit`), then any number of settlements:
+/// token, how, k, the k fingerprints]. Returns {queued, settled, the URLs held (see `offer`)}.
 pub(super) const PUT: &str = concat!(
     rows_in_buckets!(),
     bulk!(),
@@ -321,11 +306,9 @@ pub(super) const PUT: &str = concat!(
     host_functions!(),
     r"local n = tonumber(ARGV[4])
 local m = tonumber(ARGV[5 + 6 * n])
-local s = tonumber(ARGV[6 + 6 * n + 2 * m])
--- Which of the offered and marked URLs are seen: each bucket read once for both.
+-- Which of the offered URLs are seen: each bucket read once.
 local asked = {}
 for k = 1, n do asked[k] = ARGV[5 + (k - 1) * 6] end
-for k = 1, s do asked[n + k] = ARGV[6 + 6 * n + 2 * m + k] end
 local known = {}
 known_of(asked, known)
 local queued, held = 0, ''
@@ -339,9 +322,7 @@ if n > 0 then
   queued, held = offer(5, n, hold, expiry, known)
 end
 if m > 0 then deposit(6 + 6 * n, m) end
-local marked = 0
-if s > 0 then marked = mark(7 + 6 * n + 2 * m, s, known) end
-local at = 7 + 6 * n + 2 * m + s
+local at = 6 + 6 * n + 2 * m
 local settled = 0
 while at <= #ARGV do
   local k = tonumber(ARGV[at + 2])
@@ -351,11 +332,11 @@ while at <= #ARGV do
   at = at + 3 + k
 end
 flush()
-if queued > 0 or marked > 0 then
+if queued > 0 then
   grow(tonumber(ARGV[1]))
   save_shape()
 end
-return {queued, settled, held, marked}
+return {queued, settled, held}
 "
 );
 
