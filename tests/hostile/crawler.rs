@@ -24,6 +24,13 @@ fn crawl(out: &Path, args: &[String]) -> Output {
         .unwrap()
 }
 
+/// A crawl's arguments: `words`, then `hosts` resolved to the hostile web.
+fn with_hosts(web: &HostileWeb, words: &[&str], hosts: &[&str]) -> Vec<String> {
+    let mut args: Vec<String> = words.iter().map(|s| s.to_string()).collect();
+    args.extend(web.resolve_args(hosts));
+    args
+}
+
 /// The arguments of a push-mode crawl of `site` for `secs` seconds, its callback on `callback`.
 fn push_crawl(
     web: &HostileWeb,
@@ -32,26 +39,25 @@ fn push_crawl(
     callback: &str,
     hosts: &[&str],
 ) -> Vec<String> {
-    let mut args: Vec<String> = [
-        "--seeds",
-        &format!("{site}/"),
-        "--coop",
-        "push",
-        "--keep-fresh",
-        "--run-for",
-        &secs.to_string(),
-        "--callback-listen",
-        callback,
-        "--delay-min",
-        "0.05",
-        "--delay-factor",
-        "0",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    args.extend(web.resolve_args(hosts));
-    args
+    with_hosts(
+        web,
+        &[
+            "--seeds",
+            &format!("{site}/"),
+            "--coop",
+            "push",
+            "--keep-fresh",
+            "--run-for",
+            &secs.to_string(),
+            "--callback-listen",
+            callback,
+            "--delay-min",
+            "0.05",
+            "--delay-factor",
+            "0",
+        ],
+        hosts,
+    )
 }
 
 pub(crate) fn status_json(out: &Path) -> serde_json::Value {
@@ -617,6 +623,60 @@ fn a_running_crawler_s_callback_cannot_be_hijacked_or_fed_forged_pushes() {
     assert_eq!(stats["bad_signatures"], 2, "{stats}");
 }
 
+/// Where a hostile site's snapshot is served.
+const SNAPSHOT_PATH: &str = "/.well-known/webcoop/snapshot/snapshot-000000000001.warc.zst";
+
+/// Serves `pages` (path, body) on site.test with a robots.txt that allows all, a home page,
+/// and an honest robots.rdf: each page listed with its SHA-256 and size, and a snapshot at
+/// [`SNAPSHOT_PATH`] (which the caller serves, honest or not).
+fn site_with_listing(web: &HostileWeb, pages: &[(String, String)]) {
+    use webcoop_protocol::validator::Sha256Digest;
+    let site = web.origin("site.test");
+    web.set(
+        "site.test",
+        "/robots.txt",
+        Canned::ok("text/plain", "User-agent: *\nAllow: /\n"),
+    );
+    web.set("site.test", "/", Canned::ok("text/html", "<p>home</p>"));
+    for (path, body) in pages {
+        web.set("site.test", path, Canned::ok("text/html", body.clone()));
+    }
+    let mut doc = webcoop_protocol::robots_rdf::parse(
+        listing(
+            &site,
+            pages
+                .iter()
+                .map(|(p, _)| (format!("{site}{p}"), None))
+                .collect(),
+            &format!("{site}/.well-known/webcoop/changes"),
+            &format!("{site}/.well-known/webcoop/hub"),
+        )
+        .as_bytes(),
+        &Default::default(),
+    )
+    .unwrap();
+    for (item, (_, body)) in doc.items.iter_mut().zip(pages) {
+        item.etag = Some(Sha256Digest::of(body.as_bytes()).etag());
+        item.size = Some(body.len() as u64);
+    }
+    doc.channel.snapshot = Some(Url::parse(&format!("{site}{SNAPSHOT_PATH}")).unwrap());
+    web.set(
+        "site.test",
+        "/robots.rdf",
+        Canned::ok(
+            "application/rdf+xml",
+            webcoop_protocol::robots_rdf::write(&doc),
+        ),
+    );
+}
+
+/// A crawl of site.test without politeness delays, `hosts` resolved to the hostile web.
+fn snapshot_crawl_args(web: &HostileWeb, hosts: &[&str]) -> Vec<String> {
+    let seed = format!("{}/", web.origin("site.test"));
+    let words = ["--seeds", &seed, "--delay-min", "0", "--delay-factor", "0"];
+    with_hosts(web, &words, hosts)
+}
+
 /// A snapshot whose records are written as the standard says, for a hostile site's use.
 fn snapshot_file(site: &str, records: &[(&str, &[u8])], tail: &[u8]) -> Vec<u8> {
     use webcoop_protocol::snapshot::{Entry, SnapshotInfo};
@@ -662,47 +722,14 @@ fn a_snapshot_that_lies_or_breaks_off_costs_only_the_pages_it_lied_about() {
         ("/b.html", "<p>b, true</p>"),
         ("/c.html", "<p>c, true</p>"),
     ];
-    web.set(
-        "site.test",
-        "/robots.txt",
-        Canned::ok("text/plain", "User-agent: *\nAllow: /\n"),
-    );
-    web.set("site.test", "/", Canned::ok("text/html", "<p>home</p>"));
-    for (path, body) in pages {
-        web.set("site.test", path, Canned::ok("text/html", body));
-    }
-    let snapshot_url =
-        format!("{site}/.well-known/webcoop/snapshot/snapshot-000000000001.warc.zst");
     // The listing is honest; the snapshot is not: b's record carries other content (with a
     // digest that matches it, so only the listing can tell), another origin's page rides
     // along, and the file breaks off in a frame that claims to be a 4 GiB record.
-    let mut doc = webcoop_protocol::robots_rdf::parse(
-        listing(
-            &site,
-            pages
-                .iter()
-                .map(|(p, _)| (format!("{site}{p}"), None))
-                .collect(),
-            &format!("{site}/.well-known/webcoop/changes"),
-            &format!("{site}/.well-known/webcoop/hub"),
-        )
-        .as_bytes(),
-        &Default::default(),
-    )
-    .unwrap();
-    for (item, (_, body)) in doc.items.iter_mut().zip(pages) {
-        item.etag = Some(Sha256Digest::of(body.as_bytes()).etag());
-        item.size = Some(body.len() as u64);
-    }
-    doc.channel.snapshot = Some(Url::parse(&snapshot_url).unwrap());
-    web.set(
-        "site.test",
-        "/robots.rdf",
-        Canned::ok(
-            "application/rdf+xml",
-            webcoop_protocol::robots_rdf::write(&doc),
-        ),
-    );
+    let served: Vec<(String, String)> = pages
+        .iter()
+        .map(|(p, b)| (p.to_string(), b.to_string()))
+        .collect();
+    site_with_listing(&web, &served);
     let mut huge = vec![0x28, 0xb5, 0x2f, 0xfd, 0x84, 0x00];
     huge.extend_from_slice(&u32::MAX.to_le_bytes());
     let file = snapshot_file(
@@ -716,24 +743,15 @@ fn a_snapshot_that_lies_or_breaks_off_costs_only_the_pages_it_lied_about() {
     );
     web.set(
         "site.test",
-        "/.well-known/webcoop/snapshot/snapshot-000000000001.warc.zst",
+        SNAPSHOT_PATH,
         Canned::ok("application/zstd", file),
     );
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("crawl");
-    let mut args: Vec<String> = [
-        "--seeds",
-        &format!("{site}/"),
-        "--delay-min",
-        "0",
-        "--delay-factor",
-        "0",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    args.extend(web.resolve_args(&["site.test", "victim.test"]));
-    let o = crawl(&out, &args);
+    let o = crawl(
+        &out,
+        &snapshot_crawl_args(&web, &["site.test", "victim.test"]),
+    );
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{stderr}");
     assert!(stderr.contains("snapshot not used"), "{stderr}");
@@ -794,7 +812,6 @@ fn log_times(line: &str) -> (i64, i64) {
 
 #[test]
 fn a_snapshot_s_request_weighs_on_politeness_as_its_download_not_its_reading() {
-    use webcoop_protocol::validator::Sha256Digest;
     let web = HostileWeb::start();
     let site = web.origin("site.test");
     // A site whose snapshot downloads in a moment (the pages repeat: it is small) and takes
@@ -809,43 +826,7 @@ fn a_snapshot_s_request_weighs_on_politeness_as_its_download_not_its_reading() {
             )
         })
         .collect();
-    web.set(
-        "site.test",
-        "/robots.txt",
-        Canned::ok("text/plain", "User-agent: *\nAllow: /\n"),
-    );
-    web.set("site.test", "/", Canned::ok("text/html", "<p>home</p>"));
-    for (path, body) in &pages {
-        web.set("site.test", path, Canned::ok("text/html", body.clone()));
-    }
-    let snapshot_path = "/.well-known/webcoop/snapshot/snapshot-000000000001.warc.zst";
-    let mut doc = webcoop_protocol::robots_rdf::parse(
-        listing(
-            &site,
-            pages
-                .iter()
-                .map(|(p, _)| (format!("{site}{p}"), None))
-                .collect(),
-            &format!("{site}/.well-known/webcoop/changes"),
-            &format!("{site}/.well-known/webcoop/hub"),
-        )
-        .as_bytes(),
-        &Default::default(),
-    )
-    .unwrap();
-    for (item, (_, body)) in doc.items.iter_mut().zip(&pages) {
-        item.etag = Some(Sha256Digest::of(body.as_bytes()).etag());
-        item.size = Some(body.len() as u64);
-    }
-    doc.channel.snapshot = Some(Url::parse(&format!("{site}{snapshot_path}")).unwrap());
-    web.set(
-        "site.test",
-        "/robots.rdf",
-        Canned::ok(
-            "application/rdf+xml",
-            webcoop_protocol::robots_rdf::write(&doc),
-        ),
-    );
+    site_with_listing(&web, &pages);
     let records: Vec<(String, &[u8])> = pages
         .iter()
         .map(|(p, body)| (format!("{site}{p}"), body.as_bytes()))
@@ -854,24 +835,12 @@ fn a_snapshot_s_request_weighs_on_politeness_as_its_download_not_its_reading() {
     let file = snapshot_file(&site, &records, b"");
     web.set(
         "site.test",
-        snapshot_path,
+        SNAPSHOT_PATH,
         Canned::ok("application/zstd", file),
     );
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("crawl");
-    let mut args: Vec<String> = [
-        "--seeds",
-        &format!("{site}/"),
-        "--delay-min",
-        "0",
-        "--delay-factor",
-        "0",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    args.extend(web.resolve_args(&["site.test"]));
-    let o = crawl(&out, &args);
+    let o = crawl(&out, &snapshot_crawl_args(&web, &["site.test"]));
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let log = std::fs::read_to_string(out.join("crawl.log")).unwrap();
     let listed = log
