@@ -488,10 +488,12 @@ impl Engine {
         for (host, _, at) in self.frontier.leased() {
             self.let_go(host, at, now)?;
         }
+        self.fleet_beat("stopped")?;
+        // The hosts given back and the last heartbeat are written before the process ends.
         if let Some(fleet) = self.fleet.as_mut() {
             fleet.shared.written(true)?;
         }
-        self.fleet_beat("stopped")
+        Ok(())
     }
 
     /// Whether the crawl may still bring this process work from elsewhere, once what it
@@ -503,6 +505,11 @@ impl Engine {
         let busy = fleet.shared.work_elsewhere(Instant::now())?;
         for (host, n) in fleet.shared.written(false)? {
             self.frontier.add_queued(host, n as u64);
+        }
+        // The writes just waited for may have listed hosts (the seeds', at the start): they
+        // are taken now rather than at the loop's next look, up to 250 ms later.
+        if busy {
+            self.fleet_step(Instant::now())?;
         }
         Ok(busy)
     }

@@ -121,7 +121,7 @@ pub(crate) trait SharedFrontier {
     ) -> Result<(), FleetError>;
     /// Whether work may still come from elsewhere in the fleet (`GetStats`).
     fn work_elsewhere(&mut self, now: Instant) -> Result<bool, FleetError>;
-    /// Tells the fleet how this process is.
+    /// Tells the fleet how this process is, after the batches put before.
     fn beat(&mut self, beat: &Heartbeat) -> Result<(), FleetError>;
     /// Asks for one request's lease on a server address (politeness keyed by address: hosts
     /// of one server held by different processes share it), at most `limit` at once, for

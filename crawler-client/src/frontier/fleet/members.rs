@@ -1,6 +1,7 @@
 //! Who works on a crawl: the settings stored with it, and each process's heartbeat (what it
 //! holds and how fast it goes), which `status` shows and by which a process knows whether work
-//! may still come from the others.
+//! may still come from the others. A [`Look`] takes what a process needs of them, with the
+//! count of hosts with work, in one round trip.
 //!
 //! Keys, per crawl `C`: `{C:crawl}:settings` (the shared settings, JSON, written once by the
 //! process that starts the crawl) and `{C:crawl}:members` (hash: process name -> heartbeat
@@ -62,7 +63,7 @@ impl Members {
     }
 
     fn key(&self, name: &str) -> String {
-        format!("{}:{name}", tag(&self.crawl, "crawl"))
+        key(&self.crawl, name)
     }
 
     /// The crawl's shared settings: `given` if this process starts the crawl, else those
@@ -111,62 +112,106 @@ impl Members {
         Ok(all)
     }
 
-    /// Says how this process is, stamped with the server's clock.
-    pub(crate) fn beat(&mut self, name: &str, beat: &Heartbeat) -> Result<(), FleetError> {
-        let key = self.key("members");
-        let now = self.server_ms()?;
-        let text = serde_json::to_string(&Heartbeat {
-            at: now,
-            ..beat.clone()
-        })
-        .unwrap_or_default();
-        self.link.run(|con| {
-            redis::cmd("HSET")
-                .arg(&key)
-                .arg(name)
-                .arg(&text)
-                .query::<()>(con)
-        })
-    }
-
-    /// The Redis server's time, ms since the epoch.
-    pub(crate) fn server_ms(&mut self) -> Result<i64, FleetError> {
-        let (s, us): (i64, i64) = self.link.run(|con| redis::cmd("TIME").query(con))?;
-        Ok(s * 1000 + us / 1000)
-    }
-
     /// Every process that ever joined, with its last heartbeat, and the server's time.
     pub(crate) fn all(&mut self) -> Result<(Vec<(String, Heartbeat)>, i64), FleetError> {
-        let key = self.key("members");
-        let raw: Vec<(String, String)> = self
-            .link
-            .run(|con| redis::cmd("HGETALL").arg(&key).query(con))?;
-        let now = self.server_ms()?;
-        let mut out: Vec<(String, Heartbeat)> = raw
-            .into_iter()
-            .filter_map(|(name, text)| Some((name, serde_json::from_str(&text).ok()?)))
-            .collect();
-        out.sort_by(|a, b| a.0.cmp(&b.0));
-        Ok((out, now))
+        let look = self.look()?;
+        Ok((look.members, look.now))
+    }
+
+    /// The fleet as it is now (see [`look`]).
+    pub(crate) fn look(&mut self) -> Result<Look, FleetError> {
+        look(&mut self.link, &self.crawl)
+    }
+}
+
+/// The key `name` of crawl `crawl`'s own (not a host's).
+fn key(crawl: &str, name: &str) -> String {
+    format!("{}:{name}", tag(crawl, "crawl"))
+}
+
+/// Heartbeats by process name, those that do not parse left out.
+fn heartbeats(raw: Vec<(String, String)>) -> Vec<(String, Heartbeat)> {
+    let mut out: Vec<(String, Heartbeat)> = raw
+        .into_iter()
+        .filter_map(|(name, text)| Some((name, serde_json::from_str(&text).ok()?)))
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+/// What a process needs of the fleet to know its share of the hosts and whether work may
+/// still come from the others: the hosts with work, every heartbeat, the server's time.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Look {
+    /// Hosts listed with work (`{C:crawl}:active`).
+    pub(crate) active: u64,
+    members: Vec<(String, Heartbeat)>,
+    now: i64,
+}
+
+impl Look {
+    /// How many processes are alive.
+    pub(crate) fn alive(&self) -> usize {
+        self.members
+            .iter()
+            .filter(|(_, b)| self.now - b.at < STALE_MS && b.state != "stopped")
+            .count()
     }
 
     /// Whether another live process holds hosts or requests (work may still come from it).
-    pub(crate) fn others_busy(&mut self, me: &str) -> Result<bool, FleetError> {
-        let (all, now) = self.all()?;
-        Ok(all.iter().any(|(name, b)| {
+    pub(crate) fn others_busy(&self, me: &str) -> bool {
+        self.members.iter().any(|(name, b)| {
             name != me
-                && now - b.at < STALE_MS
+                && self.now - b.at < STALE_MS
                 && b.state != "stopped"
                 && (b.hosts > 0 || b.in_flight > 0 || b.taken > 0)
-        }))
+        })
     }
+}
 
-    /// How many processes are alive.
-    pub(crate) fn alive(&mut self) -> Result<usize, FleetError> {
-        let (all, now) = self.all()?;
-        Ok(all
-            .iter()
-            .filter(|(_, b)| now - b.at < STALE_MS && b.state != "stopped")
-            .count())
-    }
+/// Looks at crawl `crawl` over `link`: in one round trip on one server, so that the thread
+/// writing a batch can look right after it and the crawl loop need not ask.
+pub(crate) fn look(link: &mut RedisLink, crawl: &str) -> Result<Look, FleetError> {
+    let mut active = redis::cmd("ZCARD");
+    active.arg(key(crawl, "active"));
+    let mut members = redis::cmd("HGETALL");
+    members.arg(key(crawl, "members"));
+    let answers = link.run_all(&[active, members, redis::cmd("TIME")], &[])?;
+    let bad = |e: redis::ParsingError| FleetError::Redis {
+        url: link.shown().to_string(),
+        source: e.into(),
+    };
+    let mut answers = answers.into_iter();
+    let mut next = || answers.next().unwrap_or(redis::Value::Nil);
+    let active: u64 = redis::from_redis_value(next()).map_err(bad)?;
+    let raw: Vec<(String, String)> = redis::from_redis_value(next()).map_err(bad)?;
+    let (s, us): (i64, i64) = redis::from_redis_value(next()).map_err(bad)?;
+    Ok(Look {
+        active,
+        members: heartbeats(raw),
+        now: s * 1000 + us / 1000,
+    })
+}
+
+/// Says how process `name` of crawl `crawl` is, over `link`, stamped with the server's clock.
+pub(crate) fn beat(
+    link: &mut RedisLink,
+    crawl: &str,
+    name: &str,
+    beat: &Heartbeat,
+) -> Result<(), FleetError> {
+    let (s, us): (i64, i64) = link.run(|con| redis::cmd("TIME").query(con))?;
+    let text = serde_json::to_string(&Heartbeat {
+        at: s * 1000 + us / 1000,
+        ..beat.clone()
+    })
+    .unwrap_or_default();
+    let key = key(crawl, "members");
+    link.run(|con| {
+        redis::cmd("HSET")
+            .arg(&key)
+            .arg(name)
+            .arg(&text)
+            .query::<()>(con)
+    })
 }

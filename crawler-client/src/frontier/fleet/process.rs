@@ -9,7 +9,7 @@
 
 use super::FleetError;
 use super::leases::{Grant, HostLeases};
-use super::members::{Heartbeat, Members};
+use super::members::{Heartbeat, Look, Members};
 use super::put_writer::PutWriter;
 use super::queue::{Put, PutDone, Settle, SharedQueue, Taken};
 use crate::frontier::shared::{Claimed, Saved, SharedFrontier, TrackedPage};
@@ -35,8 +35,12 @@ const HELD_PER_HOST: usize = 512;
 /// sent. Forgotten all at once when full.
 const DONE_REMEMBERED: usize = 1 << 20;
 
-/// How often a process looks for hosts to take, at most.
+/// How often a process looks for hosts to take, at most, while it holds fewer than its share.
 const CLAIM_EVERY: Duration = Duration::from_millis(250);
+
+/// How often a process that holds its share looks whether its share changed (hosts found,
+/// processes come or gone), at most: the thread writing its batches looks after each.
+const SHARE_EVERY: Duration = Duration::from_secs(1);
 
 /// How often a process asks whether the others may still bring work, at most.
 const LOOK_EVERY: Duration = Duration::from_millis(500);
@@ -59,8 +63,10 @@ pub(crate) struct FleetProcess {
     held: HashMap<HostId, HostLease>,
     taken: HashMap<(HostId, i64), Taken>,
     not_before: HashMap<HostId, Instant>,
-    claimed_at: Option<Instant>,
-    looked: Option<(Instant, bool)>,
+    /// This process's own last look at the fleet (the writing thread's is with it), and when.
+    looked: Option<(Instant, Look)>,
+    /// The look the last claim of hosts was made on, by its time: one claim per look.
+    claimed_with: Option<Instant>,
     /// This process's share of the hosts with work, as last computed.
     share: usize,
     /// Saved batches' writes, made while the crawl goes on.
@@ -137,8 +143,8 @@ impl FleetProcess {
             held: HashMap::new(),
             taken: HashMap::new(),
             not_before: HashMap::new(),
-            claimed_at: None,
             looked: None,
+            claimed_with: None,
             share: 1,
             writer: PutWriter::start(writes, releases)?,
             awaiting: HashMap::new(),
@@ -148,11 +154,41 @@ impl FleetProcess {
         })
     }
 
-    /// Queues what this process found, each URL in its host's shared queue unless some process
-    /// Keeps the lease of `host` before a request to it; false when it was lost (it expired
-    /// How many hosts this process holds beyond its share (and one more): those it should
-    /// Takes the leases of hosts with work, best first, until this process holds its share:
-    /// the hosts with work divided by the processes alive, at least one and at most `cap`.
+    /// The latest look at the fleet, the writing thread's or this process's own, when it is
+    /// younger than `within`; else a look made now, unless this process looked itself less
+    /// than `within` ago (then none).
+    fn look_since(
+        &mut self,
+        now: Instant,
+        within: Duration,
+    ) -> Result<Option<(Instant, Look)>, FleetError> {
+        let latest = [self.writer.look(), self.looked.as_ref()]
+            .into_iter()
+            .flatten()
+            .max_by_key(|(at, _)| *at);
+        if let Some((at, look)) = latest
+            && now < *at + within
+        {
+            return Ok(Some((*at, look.clone())));
+        }
+        if self
+            .looked
+            .as_ref()
+            .is_some_and(|(at, _)| now < *at + within)
+        {
+            return Ok(None);
+        }
+        self.look_now().map(Some)
+    }
+
+    /// A look at the fleet made by this process now.
+    fn look_now(&mut self) -> Result<(Instant, Look), FleetError> {
+        let look = self.members.look()?;
+        let at = Instant::now();
+        self.looked = Some((at, look.clone()));
+        Ok((at, look))
+    }
+
     /// Takes note of what written batches did.
     fn note(&mut self, done: Vec<(HostId, PutDone)>) -> Result<(), FleetError> {
         let mut strays = Vec::new();
@@ -386,13 +422,19 @@ impl SharedFrontier for FleetProcess {
     }
 
     fn get_queues(&mut self, cap: usize, now: Instant) -> Result<Vec<Claimed>, FleetError> {
-        if self.claimed_at.is_some_and(|t| now < t + CLAIM_EVERY) {
+        let within = match self.held.len() >= self.share {
+            true => SHARE_EVERY,
+            false => CLAIM_EVERY,
+        };
+        let Some((at, look)) = self.look_since(now, within)? else {
+            return Ok(Vec::new());
+        };
+        if self.claimed_with == Some(at) {
             return Ok(Vec::new());
         }
-        self.claimed_at = Some(now);
-        let active = self.queue.active_len()? as usize;
-        let alive = self.members.alive()?.max(1);
-        self.share = active.div_ceil(alive).clamp(1, cap.max(1));
+        self.claimed_with = Some(at);
+        let alive = look.alive().max(1);
+        self.share = (look.active as usize).div_ceil(alive).clamp(1, cap.max(1));
         let want = self.share;
         if self.held.len() >= want {
             return Ok(Vec::new());
@@ -500,17 +542,14 @@ impl SharedFrontier for FleetProcess {
     }
 
     fn work_elsewhere(&mut self, now: Instant) -> Result<bool, FleetError> {
-        // This process's own offers count among the work listed.
+        // This process's own offers count among the work listed: once they are written, the
+        // writing thread's look is the latest.
         self.settle_writes()?;
-        if let Some((at, busy)) = self.looked
-            && now < at + LOOK_EVERY
-        {
-            return Ok(busy);
-        }
-        let listed = self.queue.active_len()? as usize;
-        let busy = listed > self.held.len() || self.members.others_busy(&self.name)?;
-        self.looked = Some((now, busy));
-        Ok(busy)
+        let (_, look) = match self.look_since(now, LOOK_EVERY)? {
+            Some(l) => l,
+            None => self.look_now()?,
+        };
+        Ok(look.active as usize > self.held.len() || look.others_busy(&self.name))
     }
 
     fn beat(&mut self, beat: &Heartbeat) -> Result<(), FleetError> {
@@ -519,7 +558,8 @@ impl SharedFrontier for FleetProcess {
             taken: self.taken.len() + self.held_rows.values().map(Vec::len).sum::<usize>(),
             ..beat.clone()
         };
-        self.members.beat(&self.name, &beat)
+        let done = self.writer.beat(&self.name, beat)?;
+        self.note(done)
     }
 
     fn server_lease(

@@ -6,10 +6,14 @@
 //! Redis that pauses stops the crawl loop as it did. A host given back goes the same way,
 //! after the writes before it (its settled rows must not come back with it), so the crawl
 //! loop never waits for them; whoever needs the fleet to have seen every write (the question
-//! whether work is left, a host given up) waits for them first.
+//! whether work is left, a host given up) waits for them first. Heartbeats go the same way. After each job the thread
+//! looks at the fleet (hosts with work, heartbeats), so that the crawl loop knows its share
+//! without a round trip of its own: a round trip made while a batch is being applied waits
+//! behind it, 5 to 25 ms on this machine at full speed.
 
 use super::FleetError;
 use super::leases::HostLeases;
+use super::members::{Heartbeat, Look};
 use super::queue::{Put, PutDone, SharedQueue};
 use crate::ids::HostId;
 use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, sync_channel};
@@ -31,10 +35,12 @@ enum Job {
         token: Option<String>,
         not_before: Instant,
     },
+    /// A heartbeat of process `name`.
+    Beat { name: String, beat: Heartbeat },
 }
 
-/// What one batch's writes did, per host.
-pub(crate) type Written = Result<Vec<(HostId, PutDone)>, FleetError>;
+/// What one batch's writes did, per host, and the fleet as the thread saw it after them.
+type Written = Result<(Vec<(HostId, PutDone)>, (Instant, Look)), FleetError>;
 
 /// The thread that writes saved batches, and what it answered.
 pub(crate) struct PutWriter {
@@ -43,6 +49,8 @@ pub(crate) struct PutWriter {
     /// Batches handed over whose answer has not been read.
     outstanding: usize,
     thread: Option<JoinHandle<()>>,
+    /// The thread's last look at the fleet, and when it was made.
+    latest: Option<(Instant, Look)>,
 }
 
 impl PutWriter {
@@ -57,14 +65,19 @@ impl PutWriter {
             .name("fleet-writes".into())
             .spawn(move || {
                 for job in jobs {
-                    let answer = match job {
+                    let done = match job {
                         Job::Put(put) => queue.send(put),
                         Job::Release {
                             host,
                             token,
                             not_before,
                         } => release(&mut queue, &mut leases, host, token, not_before),
+                        Job::Beat { name, beat } => queue.beat(&name, &beat).map(|()| Vec::new()),
                     };
+                    let answer = done.and_then(|done| {
+                        let look = queue.look()?;
+                        Ok((done, (Instant::now(), look)))
+                    });
                     if answers.send(answer).is_err() {
                         break;
                     }
@@ -76,6 +89,7 @@ impl PutWriter {
             from,
             outstanding: 0,
             thread: Some(thread),
+            latest: None,
         })
     }
 
@@ -96,6 +110,18 @@ impl PutWriter {
             host,
             token,
             not_before,
+        })
+    }
+
+    /// Hands over a heartbeat, as [`PutWriter::send`] does.
+    pub(crate) fn beat(
+        &mut self,
+        name: &str,
+        beat: Heartbeat,
+    ) -> Result<Vec<(HostId, PutDone)>, FleetError> {
+        self.hand(Job::Beat {
+            name: name.to_string(),
+            beat,
         })
     }
 
@@ -121,7 +147,7 @@ impl PutWriter {
             match self.from.try_recv() {
                 Ok(answer) => {
                     self.outstanding -= 1;
-                    done.extend(answer?);
+                    done.extend(self.read(answer)?);
                 }
                 Err(TryRecvError::Empty) => break,
                 Err(TryRecvError::Disconnected) => return Err(self.gone()),
@@ -139,10 +165,22 @@ impl PutWriter {
         Ok(done)
     }
 
-    fn next_answer(&mut self) -> Written {
+    fn next_answer(&mut self) -> Result<Vec<(HostId, PutDone)>, FleetError> {
         let answer = self.from.recv().map_err(|_| self.gone())?;
         self.outstanding -= 1;
-        answer
+        self.read(answer)
+    }
+
+    fn read(&mut self, answer: Written) -> Result<Vec<(HostId, PutDone)>, FleetError> {
+        let (done, look) = answer?;
+        self.latest = Some(look);
+        Ok(done)
+    }
+
+    /// The thread's last look at the fleet, made after the last job whose answer was read,
+    /// and when.
+    pub(crate) fn look(&self) -> Option<&(Instant, Look)> {
+        self.latest.as_ref()
     }
 
     fn gone(&mut self) -> FleetError {
@@ -163,7 +201,7 @@ fn release(
     host: HostId,
     token: Option<String>,
     not_before: Instant,
-) -> Written {
+) -> Result<Vec<(HostId, PutDone)>, FleetError> {
     let back = queue.reclaim(host)?;
     if back > 0 {
         tracing::debug!("host {host}: {back} URLs taken here are queued again");

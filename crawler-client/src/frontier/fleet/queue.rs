@@ -153,6 +153,20 @@ impl SharedQueue {
         &mut self.link
     }
 
+    /// The fleet as it is now, on this connection (see [`super::members::look`]).
+    pub(crate) fn look(&mut self) -> Result<super::members::Look, FleetError> {
+        super::members::look(&mut self.link, &self.crawl)
+    }
+
+    /// Says how process `name` is, on this connection (see [`super::members::beat`]).
+    pub(crate) fn beat(
+        &mut self,
+        name: &str,
+        beat: &super::members::Heartbeat,
+    ) -> Result<(), FleetError> {
+        super::members::beat(&mut self.link, &self.crawl, name, beat)
+    }
+
     fn host_keys(&self, host: HostId) -> HostKeys {
         let tag = tag(&self.crawl, &host.to_string());
         HostKeys(
@@ -412,13 +426,6 @@ impl SharedQueue {
                 .query(con)
         })?;
         Ok(ids.into_iter().map(HostId).collect())
-    }
-
-    /// Hosts with work, fleet-wide.
-    pub(crate) fn active_len(&mut self) -> Result<u64, FleetError> {
-        let key = self.crawl_key("active");
-        self.link
-            .run(|con| redis::cmd("ZCARD").arg(&key).query(con))
     }
 
     /// Takes a host whose queue looks empty off the list of hosts with work, unless a row
