@@ -601,8 +601,20 @@ fn bad_names_addresses_and_stored_settings_are_refused_by_name_without_a_panic()
         &["set", "{t:crawl}:settings", r#"{"delay_min":-5}"#],
     );
     refused(&["--frontier", &url, "--crawl", "t"], "delay_min");
-    // A heartbeat that is not one is left out of the fleet's status.
+    // A heartbeat that is not one is left out of the fleet's status; one stamped at either
+    // end of time is shown as not alive (a stamp from the future would keep a dead process
+    // alive, and the crawl waiting for it, for ever), without an overflow.
     redis_cli(&redis, &["hset", "{t:crawl}:members", "ghost", "{broken"]);
+    for (name, at) in [("past", i64::MIN), ("future", i64::MAX)] {
+        let beat = serde_json::json!({
+            "at": at, "machine": "m", "pid": 1, "state": "running", "fetched": 0, "rate": 0.0,
+            "hosts": 3, "in_flight": 1, "taken": 0, "dir": "/nowhere", "warc_bytes": 0,
+        });
+        redis_cli(
+            &redis,
+            &["hset", "{t:crawl}:members", name, &beat.to_string()],
+        );
+    }
     let o = testkit::run_ok(Command::new(crawl_bin()).args([
         "status",
         "--frontier",
@@ -612,9 +624,15 @@ fn bad_names_addresses_and_stored_settings_are_refused_by_name_without_a_panic()
         "--json",
     ]));
     let status: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(
-        status["processes"].as_array().map(Vec::len),
-        Some(0),
-        "{status}"
+    let processes = status["processes"].as_array().cloned().unwrap_or_default();
+    let mut names: Vec<&str> = processes
+        .iter()
+        .filter_map(|p| p["name"].as_str())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["future", "past"], "{status}");
+    assert!(
+        processes.iter().all(|p| p["alive"] == false),
+        "a heartbeat out of time counts as alive: {status}"
     );
 }

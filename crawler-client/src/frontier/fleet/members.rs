@@ -149,22 +149,33 @@ pub(crate) struct Look {
     now: i64,
 }
 
+impl Heartbeat {
+    /// Milliseconds since it was said, at server time `now` (negative if stamped later).
+    pub(crate) fn age(&self, now: i64) -> i64 {
+        now.saturating_sub(self.at)
+    }
+
+    /// Whether its process is alive at server time `now`: it beat within [`STALE_MS`], and
+    /// not more than that ahead of the clock either (a stamp from the future is another
+    /// tool's, or a clock gone back, and would keep a dead process alive for ever).
+    pub(crate) fn alive(&self, now: i64) -> bool {
+        (-STALE_MS..STALE_MS).contains(&self.age(now)) && self.state != "stopped"
+    }
+}
+
 impl Look {
     /// How many processes are alive.
     pub(crate) fn alive(&self) -> usize {
         self.members
             .iter()
-            .filter(|(_, b)| self.now - b.at < STALE_MS && b.state != "stopped")
+            .filter(|(_, b)| b.alive(self.now))
             .count()
     }
 
     /// Whether another live process holds hosts or requests (work may still come from it).
     pub(crate) fn others_busy(&self, me: &str) -> bool {
         self.members.iter().any(|(name, b)| {
-            name != me
-                && self.now - b.at < STALE_MS
-                && b.state != "stopped"
-                && (b.hosts > 0 || b.in_flight > 0 || b.taken > 0)
+            name != me && b.alive(self.now) && (b.hosts > 0 || b.in_flight > 0 || b.taken > 0)
         })
     }
 }

@@ -155,30 +155,20 @@ impl FleetProcess {
     }
 
     /// The latest look at the fleet, the writing thread's or this process's own, when it is
-    /// younger than `within`; else a look made now, unless this process looked itself less
-    /// than `within` ago (then none).
+    /// younger than `within`; else one made now.
     fn look_since(
         &mut self,
         now: Instant,
         within: Duration,
-    ) -> Result<Option<(Instant, Look)>, FleetError> {
+    ) -> Result<(Instant, Look), FleetError> {
         let latest = [self.writer.look(), self.looked.as_ref()]
             .into_iter()
             .flatten()
             .max_by_key(|(at, _)| *at);
-        if let Some((at, look)) = latest
-            && now < *at + within
-        {
-            return Ok(Some((*at, look.clone())));
+        match latest {
+            Some((at, look)) if now < *at + within => Ok((*at, look.clone())),
+            _ => self.look_now(),
         }
-        if self
-            .looked
-            .as_ref()
-            .is_some_and(|(at, _)| now < *at + within)
-        {
-            return Ok(None);
-        }
-        self.look_now().map(Some)
     }
 
     /// A look at the fleet made by this process now.
@@ -426,9 +416,7 @@ impl SharedFrontier for FleetProcess {
             true => SHARE_EVERY,
             false => CLAIM_EVERY,
         };
-        let Some((at, look)) = self.look_since(now, within)? else {
-            return Ok(Vec::new());
-        };
+        let (at, look) = self.look_since(now, within)?;
         if self.claimed_with == Some(at) {
             return Ok(Vec::new());
         }
@@ -545,10 +533,7 @@ impl SharedFrontier for FleetProcess {
         // This process's own offers count among the work listed: once they are written, the
         // writing thread's look is the latest.
         self.settle_writes()?;
-        let (_, look) = match self.look_since(now, LOOK_EVERY)? {
-            Some(l) => l,
-            None => self.look_now()?,
-        };
+        let (_, look) = self.look_since(now, LOOK_EVERY)?;
         Ok(look.active as usize > self.held.len() || look.others_busy(&self.name))
     }
 

@@ -2,7 +2,7 @@
 //! (alive or not, their rates, what they hold, their directories and WARC files) and the
 //! shared frontier (hosts, queue, leases, hosts given up).
 
-use super::members::{Heartbeat, Members, STALE_MS};
+use super::members::{Heartbeat, Members};
 use super::redis_link::RedisLink;
 use super::{FleetError, connect, tag};
 use serde::Serialize;
@@ -99,9 +99,9 @@ pub fn read(url: &str, crawl: &str) -> Result<FleetStatus, FleetError> {
     let processes = all
         .into_iter()
         .map(|(name, beat)| {
-            let ago = now - beat.at;
+            let ago = beat.age(now);
             Process {
-                alive: ago < STALE_MS && beat.state != "stopped",
+                alive: beat.alive(now),
                 seen_ago: ago as f64 / 1000.0,
                 warc_files: warc_files(&beat.dir),
                 cooperation: cooperation(&beat.dir),
