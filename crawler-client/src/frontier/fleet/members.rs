@@ -129,6 +129,12 @@ fn key(crawl: &str, name: &str) -> String {
     format!("{}:{name}", tag(crawl, "crawl"))
 }
 
+/// Milliseconds since the epoch of what `TIME` answers (seconds, microseconds); a server
+/// answering nonsense cannot overflow it.
+fn ms((s, us): (i64, i64)) -> i64 {
+    s.saturating_mul(1000).saturating_add(us / 1000)
+}
+
 /// Heartbeats by process name, those that do not parse left out.
 fn heartbeats(raw: Vec<(String, String)>) -> Vec<(String, Heartbeat)> {
     let mut out: Vec<(String, Heartbeat)> = raw
@@ -196,11 +202,11 @@ pub(crate) fn look(link: &mut RedisLink, crawl: &str) -> Result<Look, FleetError
     let mut next = || answers.next().unwrap_or(redis::Value::Nil);
     let active: u64 = redis::from_redis_value(next()).map_err(bad)?;
     let raw: Vec<(String, String)> = redis::from_redis_value(next()).map_err(bad)?;
-    let (s, us): (i64, i64) = redis::from_redis_value(next()).map_err(bad)?;
+    let time: (i64, i64) = redis::from_redis_value(next()).map_err(bad)?;
     Ok(Look {
         active,
         members: heartbeats(raw),
-        now: s * 1000 + us / 1000,
+        now: ms(time),
     })
 }
 
@@ -211,9 +217,9 @@ pub(crate) fn beat(
     name: &str,
     beat: &Heartbeat,
 ) -> Result<(), FleetError> {
-    let (s, us): (i64, i64) = link.run(|con| redis::cmd("TIME").query(con))?;
+    let time = link.run(|con| redis::cmd("TIME").query(con))?;
     let text = serde_json::to_string(&Heartbeat {
-        at: s * 1000 + us / 1000,
+        at: ms(time),
         ..beat.clone()
     })
     .unwrap_or_default();

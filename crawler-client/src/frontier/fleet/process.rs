@@ -154,29 +154,27 @@ impl FleetProcess {
         })
     }
 
-    /// The latest look at the fleet, the writing thread's or this process's own, when it is
-    /// younger than `within`; else one made now.
+    /// The latest look at the fleet, the writing thread's or this process's own.
+    fn latest(&self) -> Option<(Instant, &Look)> {
+        [self.writer.look(), self.looked.as_ref()]
+            .into_iter()
+            .flatten()
+            .max_by_key(|(at, _)| *at)
+            .map(|(at, look)| (*at, look))
+    }
+
+    /// The latest look at the fleet when it is younger than `within`; else one made now.
     fn look_since(
         &mut self,
         now: Instant,
         within: Duration,
-    ) -> Result<(Instant, Look), FleetError> {
-        let latest = [self.writer.look(), self.looked.as_ref()]
-            .into_iter()
-            .flatten()
-            .max_by_key(|(at, _)| *at);
-        match latest {
-            Some((at, look)) if now < *at + within => Ok((*at, look.clone())),
-            _ => self.look_now(),
+    ) -> Result<(Instant, &Look), FleetError> {
+        if self.latest().is_none_or(|(at, _)| now >= at + within) {
+            let look = self.members.look()?;
+            self.looked = Some((Instant::now(), look));
         }
-    }
-
-    /// A look at the fleet made by this process now.
-    fn look_now(&mut self) -> Result<(Instant, Look), FleetError> {
-        let look = self.members.look()?;
-        let at = Instant::now();
-        self.looked = Some((at, look.clone()));
-        Ok((at, look))
+        self.latest()
+            .ok_or_else(|| FleetError::Thread("no look at the fleet was kept".into()))
     }
 
     /// Takes note of what written batches did.
@@ -417,12 +415,12 @@ impl SharedFrontier for FleetProcess {
             false => CLAIM_EVERY,
         };
         let (at, look) = self.look_since(now, within)?;
+        let (active, alive) = (look.active as usize, look.alive().max(1));
         if self.claimed_with == Some(at) {
             return Ok(Vec::new());
         }
         self.claimed_with = Some(at);
-        let alive = look.alive().max(1);
-        self.share = (look.active as usize).div_ceil(alive).clamp(1, cap.max(1));
+        self.share = active.div_ceil(alive).clamp(1, cap.max(1));
         let want = self.share;
         if self.held.len() >= want {
             return Ok(Vec::new());
@@ -533,8 +531,9 @@ impl SharedFrontier for FleetProcess {
         // This process's own offers count among the work listed: once they are written, the
         // writing thread's look is the latest.
         self.settle_writes()?;
+        let (held, name) = (self.held.len(), self.name.clone());
         let (_, look) = self.look_since(now, LOOK_EVERY)?;
-        Ok(look.active as usize > self.held.len() || look.others_busy(&self.name))
+        Ok(look.active as usize > held || look.others_busy(&name))
     }
 
     fn beat(&mut self, beat: &Heartbeat) -> Result<(), FleetError> {

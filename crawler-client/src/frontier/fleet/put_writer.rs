@@ -6,10 +6,10 @@
 //! Redis that pauses stops the crawl loop as it did. A host given back goes the same way,
 //! after the writes before it (its settled rows must not come back with it), so the crawl
 //! loop never waits for them; whoever needs the fleet to have seen every write (the question
-//! whether work is left, a host given up) waits for them first. Heartbeats go the same way. After each job the thread
-//! looks at the fleet (hosts with work, heartbeats), so that the crawl loop knows its share
-//! without a round trip of its own: a round trip made while a batch is being applied waits
-//! behind it, 5 to 25 ms on this machine at full speed.
+//! whether work is left, a host given up) waits for them first. Heartbeats go the same way.
+//! After each job the thread looks at the fleet (hosts with work, heartbeats), so that the
+//! crawl loop knows its share without a round trip of its own: a round trip made while a batch
+//! is being applied waits behind it, 5 to 25 ms on this machine at full speed.
 
 use super::FleetError;
 use super::leases::HostLeases;
