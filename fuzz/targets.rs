@@ -243,12 +243,22 @@ pub(crate) type Target = fn(&[u8]);
 /// A web server's configuration and `.htaccess` files (anyone who may write into the docroot
 /// writes the latter), read as nginx, Apache and `.htaccess` for what they hide from the judge.
 pub(crate) fn server_config(data: &[u8]) {
-    use webcoop_agent::{Site, TextKind, hidden_in_text};
+    use webcoop_agent::{JudgeFacts, Site, TextKind, hidden_in_text};
+    let judge = JudgeFacts {
+        source: std::net::IpAddr::from([127, 83, 14, 201]),
+        local: vec![std::net::IpAddr::from([192, 0, 2, 2])],
+    };
+    let spellings = ["/var/www/site".to_string(), "/srv/site/current".to_string()];
+    let defines = [("SITE".to_string(), "/var/www/site".to_string())];
     let site = Site {
         docroot: std::path::Path::new("/var/www/site"),
+        spellings: &spellings,
         base_path: "/",
         host: "www.example.org",
         trusted: &[],
+        judge: &judge,
+        vhosts: None,
+        defines: &defines,
     };
     for kind in [TextKind::Nginx, TextKind::Apache, TextKind::Htaccess] {
         if let Ok(hidden) = hidden_in_text(text(data), kind, site) {

@@ -26,6 +26,7 @@ mod snapshot;
 mod store;
 mod urls;
 mod watch;
+mod web_server;
 
 pub use activity::Activity;
 pub use agent::{Agent, AgentError};
@@ -40,7 +41,7 @@ pub use console::server::{Setup as ConsoleSetup, start as start_console};
 pub use notify_client::send_notice;
 pub use origin::{Notice, OriginAgent, OriginStats};
 pub use publish::{ROBOTS_RDF, SITEMAP};
-pub use server_config::{Site, TextKind, hidden_in_text};
+pub use server_config::{JudgeFacts, Site, TextKind, hidden_in_text, local_addresses};
 pub use service::{Running, start as start_service, start_with as start_service_with};
 pub use snapshot::BuiltSnapshot;
 pub use store::Store;

@@ -15,6 +15,9 @@ pub(crate) enum Exclusion {
     Hidden,
     /// A version-control directory without a dot (`CVS/`, `RCS/`, `SCCS/`, `_darcs/`).
     VersionControl,
+    /// A directory servers keep to themselves (a Java web application's `WEB-INF/` and
+    /// `META-INF/`: its classes, libraries and descriptors).
+    ServerPrivate,
     /// An editor or backup file (`~`, `.bak`, `.swp`, `.orig`, `#autosave#`, ...).
     Backup,
     /// A secret by its name (a key, a database, a dump, a log, infrastructure state...):
@@ -45,6 +48,7 @@ impl fmt::Display for Exclusion {
         f.write_str(match self {
             Exclusion::Hidden => "hidden",
             Exclusion::VersionControl => "version control",
+            Exclusion::ServerPrivate => "a server's private directory (WEB-INF/, META-INF/)",
             Exclusion::Backup => "editor or backup file",
             Exclusion::Secret(class) => class,
             Exclusion::ServerConfig => "server configuration",
@@ -75,12 +79,22 @@ pub struct PatternError {
 
 const VCS_DIRS: &[&str] = &["CVS", "RCS", "SCCS", "_darcs", "_MTN", "{arch}"];
 
+/// Directories servers keep to themselves, whatever their case (Java servlet containers
+/// never serve them; a copied web application leaks its descriptors and classes through them).
+const SERVER_PRIVATE_DIRS: &[&str] = &["web-inf", "meta-inf"];
+
+fn server_private(segment: &str) -> bool {
+    SERVER_PRIVATE_DIRS
+        .iter()
+        .any(|d| segment.eq_ignore_ascii_case(d))
+}
+
 /// Extensions the web server runs instead of showing (Apache's `AddHandler` runs `x.php.html`
 /// as PHP too, so these count anywhere after the first dot of a name).
 const EXECUTED_EXTS: &[&str] = &[
-    "php", "phtml", "phar", "php3", "php4", "php5", "php6", "php7", "php8", "php9", "phps", "cgi",
-    "fcgi", "pl", "pm", "py", "rb", "asp", "aspx", "ascx", "ashx", "asmx", "jsp", "jspx", "shtml",
-    "inc",
+    "php", "phtml", "pht", "phar", "php3", "php4", "php5", "php6", "php7", "php8", "php9", "phps",
+    "cgi", "fcgi", "pl", "pm", "py", "rb", "asp", "aspx", "ascx", "ashx", "asmx", "jsp", "jspx",
+    "shtml", "inc",
 ];
 
 /// The rules deciding which paths (relative to the docroot, `/`-separated) are public.
@@ -303,6 +317,9 @@ impl PublicFilter {
         if VCS_DIRS.contains(&name) {
             return Err(Exclusion::VersionControl);
         }
+        if server_private(name) {
+            return Err(Exclusion::ServerPrivate);
+        }
         if self.exclude.is_match(rel) || self.excludes_whole_dir(rel) {
             return Err(Exclusion::ExcludedByPattern);
         }
@@ -332,6 +349,9 @@ impl PublicFilter {
             }
             if segments.peek().is_some() && VCS_DIRS.contains(&seg) {
                 return Err(Exclusion::VersionControl);
+            }
+            if segments.peek().is_some() && server_private(seg) {
+                return Err(Exclusion::ServerPrivate);
             }
         }
         let name = rel.rsplit('/').next().unwrap_or(rel);
@@ -408,6 +428,9 @@ mod tests {
             ("patch.orig", Exclusion::Backup),
             ("#notes.txt#", Exclusion::Backup),
             ("CVS/Entries", Exclusion::VersionControl),
+            ("app/WEB-INF/web.xml", Exclusion::ServerPrivate),
+            ("app/web-inf/lib/x.jar", Exclusion::ServerPrivate),
+            ("META-INF/MANIFEST.MF", Exclusion::ServerPrivate),
             ("web.config", Exclusion::Secret("a configuration file")),
             ("drafts/post.html", Exclusion::ExcludedByPattern),
             ("logs/access.log", Exclusion::Secret("a log")),
@@ -446,6 +469,10 @@ mod tests {
             "app.rb",
             "default.aspx",
             "page.jsp",
+            "shell.pht",
+            "lib.phar",
+            "old.php3",
+            "new.php8",
             "header.shtml",
             "db.inc",
         ] {
@@ -471,6 +498,10 @@ mod tests {
             ("shop.db-wal", "a database or its journal"),
             ("infra/terraform.tfstate", "infrastructure state"),
             ("core.4242", "a dump"),
+            ("docker-compose.yml", "infrastructure state"),
+            ("compose.yaml", "infrastructure state"),
+            ("docker-compose.prod.yml", "infrastructure state"),
+            ("deploy/compose.staging.yaml", "infrastructure state"),
         ] {
             assert_eq!(f.check_file(p), Err(Exclusion::Secret(class)), "{p}");
         }
@@ -536,6 +567,7 @@ mod tests {
         assert_eq!(f.check_dir(".git"), Err(Exclusion::Hidden));
         assert_eq!(f.check_dir("a/.svn"), Err(Exclusion::Hidden));
         assert_eq!(f.check_dir("CVS"), Err(Exclusion::VersionControl));
+        assert_eq!(f.check_dir("shop/WEB-INF"), Err(Exclusion::ServerPrivate));
         assert_eq!(f.check_dir("drafts"), Err(Exclusion::ExcludedByPattern));
         assert_eq!(f.check_dir("logs"), Ok(()));
         assert_eq!(f.check_dir("docs"), Ok(()));

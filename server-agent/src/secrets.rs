@@ -13,6 +13,8 @@ pub(crate) struct Class {
     names: &'static [&'static str],
     suffixes: &'static [&'static str],
     numbered: &'static [&'static str],
+    /// Whole names made of a prefix, anything, and a suffix (`docker-compose.prod.yml`).
+    framed: &'static [(&'static str, &'static str)],
 }
 
 /// The name of the class of editors' and backup copies.
@@ -99,6 +101,7 @@ pub(crate) const CLASSES: &[Class] = &[
             ".token",
         ],
         numbered: &[],
+        framed: &[],
     },
     Class {
         name: "a database or its journal",
@@ -144,6 +147,7 @@ pub(crate) const CLASSES: &[Class] = &[
             ".leveldb",
         ],
         numbered: &["mysql-bin.", "binlog."],
+        framed: &[],
     },
     Class {
         name: "a dump",
@@ -163,6 +167,7 @@ pub(crate) const CLASSES: &[Class] = &[
             ".sql.bak",
         ],
         numbered: &["core.", "vgcore.", "hs_err_pid"],
+        framed: &[],
     },
     Class {
         name: "a log",
@@ -179,6 +184,7 @@ pub(crate) const CLASSES: &[Class] = &[
         ],
         suffixes: &[".log", "_log", ".trace"],
         numbered: &[],
+        framed: &[],
     },
     Class {
         name: "infrastructure state",
@@ -189,7 +195,17 @@ pub(crate) const CLASSES: &[Class] = &[
             "vault-token",
             "vault_pass",
             "vault-pass",
+            "docker-compose.yml",
+            "docker-compose.yaml",
             "docker-compose.override.yml",
+            "docker-compose.override.yaml",
+            "compose.yml",
+            "compose.yaml",
+            "compose.override.yml",
+            "compose.override.yaml",
+            "podman-compose.yml",
+            "podman-compose.yaml",
+            "docker-stack.yml",
             "ansible.cfg",
             "inventory",
             "hosts.ini",
@@ -206,6 +222,12 @@ pub(crate) const CLASSES: &[Class] = &[
             ".vault",
         ],
         numbered: &[],
+        framed: &[
+            ("docker-compose.", ".yml"),
+            ("docker-compose.", ".yaml"),
+            ("compose.", ".yml"),
+            ("compose.", ".yaml"),
+        ],
     },
     Class {
         name: "an archive of the site (a backup)",
@@ -214,12 +236,14 @@ pub(crate) const CLASSES: &[Class] = &[
             ".tar", ".tgz", ".tbz2", ".txz", ".zip", ".7z", ".rar", ".war", ".ear",
         ],
         numbered: &[],
+        framed: &[],
     },
     Class {
         name: "a configuration file",
         names: &[],
         suffixes: &[".ini", ".conf", ".cfg", ".config", ".cnf", ".properties"],
         numbered: &[],
+        framed: &[],
     },
     Class {
         name: BACKUP,
@@ -246,6 +270,7 @@ pub(crate) const CLASSES: &[Class] = &[
             ".kate-swp",
         ],
         numbered: &[],
+        framed: &[],
     },
 ];
 
@@ -297,6 +322,9 @@ pub(crate) fn class_of(name: &str, published: &[String]) -> Option<&'static Clas
                 || c.suffixes
                     .iter()
                     .any(|s| f.ends_with(s) && f.len() > s.len() && !allowed(s))
+                || c.framed
+                    .iter()
+                    .any(|(p, x)| f.starts_with(p) && f.ends_with(x) && f.len() > p.len() + x.len())
                 || c.numbered.iter().any(|p| {
                     f.strip_prefix(p).is_some_and(|rest| {
                         !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_digit())

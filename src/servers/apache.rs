@@ -36,7 +36,7 @@ pub struct Apache {
     /// Where it listens.
     pub addr: SocketAddr,
     _process: Terminated,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
 }
 
 impl Apache {
@@ -44,6 +44,27 @@ impl Apache {
     /// override everything, with `extra` lines in the server's configuration; `None` when the
     /// tests do not run as root, who alone can start it as the web user.
     pub fn start(bin: &Path, docroot: &Path, extra: &str) -> Option<Apache> {
+        let root = docroot.display().to_string();
+        let body = |port: u16| {
+            format!(
+                "Listen 127.0.0.1:{port}\nServerName localhost\nDocumentRoot {root}\n<Directory {root}>\n  \
+                 Options FollowSymLinks\n  AllowOverride All\n  Require all granted\n</Directory>\n\
+                 <FilesMatch \"^\\.ht\">\n  Require all denied\n</FilesMatch>\n{extra}\n"
+            )
+        };
+        let ready = |port: u16| SocketAddr::from(([127, 0, 0, 1], port));
+        Self::start_custom(bin, docroot, &body, &ready)
+    }
+
+    /// Starts Apache with `body(port)` after the server-wide settings and modules (its
+    /// `Listen`s, `DocumentRoot`, sections and virtual hosts) in `apache2.conf` under a
+    /// directory of its own, answering at `ready(port)` once up; `None` unless root.
+    pub fn start_custom(
+        bin: &Path,
+        docroot: &Path,
+        body: &dyn Fn(u16) -> String,
+        ready: &dyn Fn(u16) -> SocketAddr,
+    ) -> Option<Apache> {
         if !is_root() {
             eprintln!("SKIPPED: Apache as {WEB_USER} needs the tests to run as root");
             return None;
@@ -70,15 +91,12 @@ impl Apache {
             }
             let conf = format!(
                 "ServerRoot {d}\nPidFile {d}/apache.pid\nDefaultRuntimeDir {d}\nMutex file:{d} default\n\
-                 Listen 127.0.0.1:{port}\nServerName localhost\nUser {WEB_USER}\nGroup {WEB_USER}\n\
-                 ErrorLog {d}/error.log\nLogLevel warn\n{modules}\
+                 User {WEB_USER}\nGroup {WEB_USER}\nErrorLog {d}/error.log\nLogLevel warn\n{modules}\
                  TypesConfig /etc/mime.types\nDirectoryIndex index.html\nAccessFileName .htaccess\n\
-                 StartServers 2\nMinSpareServers 1\nMaxSpareServers 4\n\
-                 DocumentRoot {root}\n<Directory {root}>\n  Options FollowSymLinks\n  AllowOverride All\n  \
-                 Require all granted\n</Directory>\n<FilesMatch \"^\\.ht\">\n  Require all denied\n</FilesMatch>\n{extra}\n",
-                root = docroot.display()
+                 StartServers 2\nMinSpareServers 1\nMaxSpareServers 4\n{}",
+                body(port)
             );
-            let conf_path = dir.path().join("apache.conf");
+            let conf_path = dir.path().join("apache2.conf");
             std::fs::write(&conf_path, conf).unwrap_or_else(|e| panic!("apache.conf: {e}"));
             let child = Command::new(bin)
                 .arg("-d")
@@ -97,7 +115,7 @@ impl Apache {
                 .spawn()
                 .unwrap_or_else(|e| panic!("cannot start {}: {e}", bin.display()));
             let mut process = Terminated(child);
-            let addr = SocketAddr::from(([127, 0, 0, 1], port));
+            let addr = ready(port);
             let deadline = Instant::now() + Duration::from_secs(10);
             while Instant::now() < deadline {
                 if let Ok(Some(status)) = process.0.try_wait() {
@@ -111,7 +129,7 @@ impl Apache {
                     return Some(Apache {
                         addr,
                         _process: process,
-                        _dir: dir,
+                        dir,
                     });
                 }
                 std::thread::sleep(Duration::from_millis(20));
@@ -123,5 +141,10 @@ impl Apache {
     /// The base URL it serves.
     pub fn url(&self) -> String {
         format!("http://{}/", self.addr)
+    }
+
+    /// Its own directory (`apache2.conf`, logs, the PID file).
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
     }
 }

@@ -27,13 +27,14 @@ pub struct Nginx {
     as_web_user: bool,
 }
 
-/// nginx's main configuration around a site's server block, everything under `dir`.
-fn main_conf(dir: &Path, server: &str, as_web_user: bool) -> String {
+/// nginx's main configuration around a site's server block, everything under `dir`: a master
+/// process (whose workers run as the web user when root starts it) when `master`.
+fn main_conf(dir: &Path, server: &str, master: bool) -> String {
     let d = dir.display();
-    let process = if as_web_user {
-        format!("user {WEB_USER};\nmaster_process on;\n")
-    } else {
-        "master_process off;\n".to_string()
+    let process = match (master, is_root()) {
+        (true, true) => format!("user {WEB_USER};\nmaster_process on;\n"),
+        (true, false) => "master_process on;\n".to_string(),
+        (false, _) => "master_process off;\n".to_string(),
     };
     format!(
         "daemon off;\n{process}worker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log warn;\n\
@@ -88,12 +89,52 @@ impl Nginx {
         ))
     }
 
+    /// nginx with a master process (its workers as the web user when the tests run as root)
+    /// whose `http` block holds what `http` makes for a free port, answering at `ready(port)`
+    /// once up: a test's own server blocks, listens, maps and includes.
+    pub fn start_custom(
+        binary: &Path,
+        docroot: &Path,
+        http: &dyn Fn(u16) -> String,
+        ready: &dyn Fn(u16) -> SocketAddr,
+    ) -> Nginx {
+        let conf = Custom { http, ready };
+        Self::launch(binary, docroot, None, true, &conf)
+    }
+
+    /// Makes `http` the content of the `http` block of an nginx started with
+    /// [`Nginx::start_custom`] and reloads it.
+    pub fn reload_custom(&self, http: &str) {
+        self.reload_main(main_conf(self.dir.path(), http, true));
+    }
+
+    /// Its own directory (its configuration, logs and temporary files).
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
     fn start_inner(
         binary: &Path,
         site_conf: &str,
         docroot: &Path,
         upstream: Option<SocketAddr>,
         as_web_user: bool,
+    ) -> Nginx {
+        let make = |port: u16| rewrite_server_block(site_conf, docroot, port, upstream);
+        let ready = |port: u16| SocketAddr::from(([127, 0, 0, 1], port));
+        let conf = Custom {
+            http: &make,
+            ready: &ready,
+        };
+        Self::launch(binary, docroot, upstream, as_web_user, &conf)
+    }
+
+    fn launch(
+        binary: &Path,
+        docroot: &Path,
+        upstream: Option<SocketAddr>,
+        as_web_user: bool,
+        custom: &Custom,
     ) -> Nginx {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("temporary directory: {e}"));
         if as_web_user {
@@ -103,7 +144,7 @@ impl Nginx {
         let mut last_error = String::new();
         for _ in 0..5 {
             let port = free_port();
-            let server = rewrite_server_block(site_conf, docroot, port, upstream);
+            let server = (custom.http)(port);
             let conf = main_conf(dir.path(), &server, as_web_user);
             let conf_path = dir.path().join("nginx.conf");
             std::fs::write(&conf_path, conf).unwrap_or_else(|e| panic!("writing nginx.conf: {e}"));
@@ -119,7 +160,7 @@ impl Nginx {
                 .stderr(Stdio::piped())
                 .spawn()
                 .unwrap_or_else(|e| panic!("cannot start {}: {e}", binary.display()));
-            let addr = SocketAddr::from(([127, 0, 0, 1], port));
+            let addr = (custom.ready)(port);
             let deadline = Instant::now() + Duration::from_secs(10);
             while Instant::now() < deadline {
                 if let Ok(Some(status)) = child.try_wait() {
@@ -154,7 +195,10 @@ impl Nginx {
     pub fn reload(&self, site_conf: &str) {
         let server =
             rewrite_server_block(site_conf, &self.docroot, self.addr.port(), self.upstream);
-        let conf = main_conf(self.dir.path(), &server, self.as_web_user);
+        self.reload_main(main_conf(self.dir.path(), &server, self.as_web_user));
+    }
+
+    fn reload_main(&self, conf: String) {
         std::fs::write(self.dir.path().join("nginx.conf"), conf)
             .unwrap_or_else(|e| panic!("writing nginx.conf: {e}"));
         let workers = || -> Vec<String> {
@@ -184,6 +228,12 @@ impl Nginx {
     pub fn url(&self) -> String {
         format!("http://{}/", self.addr)
     }
+}
+
+/// What a started nginx's `http` block holds, and where it answers once up.
+struct Custom<'a> {
+    http: &'a dyn Fn(u16) -> String,
+    ready: &'a dyn Fn(u16) -> SocketAddr,
 }
 
 /// The example's server block with our root and port.

@@ -212,18 +212,26 @@ fn rules_that_depend_on_who_asks_hide_their_places_and_unreadable_includes_hide_
         ("lost/page.html", b"hunter2 behind an unreadable include"),
         ("public/page.html", b"for everyone"),
     ];
-    // Each lets the judge (on loopback) in and keeps the world out.
+    // Each lets any address of loopback in, where the judge asks from, and keeps the world
+    // out: only the configuration tells.
     let extra = "    location /office/ { if ($remote_addr !~ ^127\\.) { return 403; } }\n    \
                  location /local/ { allow 127.0.0.0/8; deny all; }\n";
-    let Some(mut site) = AgentSite::start(files, extra, &[], |_| {}) else {
+    let Some(mut site) = AgentSite::start(files, extra, &["--server-config", "none"], |_| {})
+    else {
         return;
     };
-    // Without the configuration the judge cannot know: loopback is let in.
+    // Told not to read it, the agent cannot know: loopback is let in, and it says so.
     assert_eq!(site.get("/office/plan.html", &[]).status, 200);
     assert!(site.listed().contains(&"office/plan.html".to_string()));
+    assert!(
+        site.log_text()
+            .contains("rules that depend on who asks are not looked for"),
+        "{}",
+        site.log_text()
+    );
     site.kill_agent();
-    // Given it, the agent hides what depends on who asks, and what an include it cannot read
-    // governs, naming both.
+    // Read from nginx itself (no flag), the agent hides them, and what an include it cannot
+    // read governs (a file given too), naming each.
     let conf = site.server_conf.clone();
     let missing = site.tmp.path().join("rules-gone.conf");
     let text = std::fs::read_to_string(&conf).unwrap().replacen(
@@ -247,7 +255,7 @@ fn rules_that_depend_on_who_asks_hide_their_places_and_unreadable_includes_hide_
     let log = site.log_text();
     for said in [
         "if ($remote_addr ...) may depend on who asks",
-        "allow depends on who asks",
+        "allow 127.0.0.0/8 lets the judge in",
         "rules-gone.conf",
     ] {
         assert!(log.contains(said), "{said}:\n{log}");
@@ -352,15 +360,14 @@ fn a_change_of_the_server_s_rules_is_judged_at_once() {
         !site.listed().contains(&"retired.html".to_string())
     });
     assert!(
-        site.log_text()
-            .contains("the web server's configuration changed"),
+        site.log_text().contains("the web server changed"),
         "{}",
         site.log_text()
     );
-    // A rule that depends on who asks: hidden as soon as it is read.
+    // A rule that could let the judge in: hidden as soon as it is read, before any reload.
     let office = refused.replacen(
         "    # The agent's service",
-        "    location /office/ { allow 10.0.0.0/8; deny all; }\n    # The agent's service",
+        "    location /office/ { allow 127.0.0.0/8; deny all; }\n    # The agent's service",
         1,
     );
     std::fs::write(&conf, &office).unwrap();

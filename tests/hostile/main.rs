@@ -24,6 +24,10 @@ mod nginx_site;
 mod origin;
 #[cfg(feature = "outside-tools")]
 mod state;
+#[cfg(feature = "outside-tools")]
+mod stranger_nginx;
+#[cfg(feature = "outside-tools")]
+mod stranger_support;
 // Without the agent's scenarios, some helpers have no caller.
 #[cfg_attr(not(feature = "outside-tools"), allow(dead_code))]
 mod support;

@@ -24,6 +24,7 @@ use crate::store::{
     Batch, LoggedChange, NewVersion, RefusedFile, Retention, Store, StoreError, truncate_ms,
 };
 use crate::watch::Watcher;
+use crate::web_server::{Obtained, ServerView, ViewError};
 use chrono::{DateTime, Utc};
 use rayon::prelude::*;
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -53,6 +54,9 @@ pub enum AgentError {
     /// The web server cannot be asked about files.
     #[error(transparent)]
     Judge(#[from] JudgeError),
+    /// The web server cannot be known well enough to judge files.
+    #[error(transparent)]
+    Server(#[from] ViewError),
     /// Origin mode cannot start.
     #[error("origin mode: {0}")]
     Origin(String),
@@ -150,6 +154,8 @@ pub struct Agent {
     retention: Retention,
     baseline_done: bool,
     judge: Judge,
+    /// The web server as last looked at.
+    view: ServerView,
     /// Files the web server refused, as last judged.
     refused: HashMap<Box<str>, RefusedFile>,
     /// Listed files never judged (a state from before the judge): judged at the next look.
@@ -195,22 +201,36 @@ fn indexnow_key_file(config: &Config) -> Option<String> {
     config.indexnow.as_ref().map(|i| format!("{}.txt", i.key))
 }
 
-/// The rules of what may be published. A server configuration the agent cannot read or
-/// understand stops the agent at start-up (`strict`); once running, it hides everything it
-/// governs instead, loudly, until it can be read again.
-pub(crate) fn filter_of(config: &Config, strict: bool) -> Result<Arc<PublicFilter>, AgentError> {
-    let mut access = ServerRules::none();
-    let site = config.server_site();
-    for file in &config.server_config {
-        if let Err(e) = access.add_server_config(file, site) {
-            if strict {
-                return Err(e.into());
-            }
+/// Looks at the web server: where the judge asks, from which address, and what its
+/// configuration hides. A configuration the agent cannot read or understand stops the agent
+/// at start-up (`strict`); once running, it hides everything instead, loudly, until it can be
+/// read again (`None` then: the caller keeps its judge).
+pub(crate) fn look_at_server(
+    config: &Config,
+    strict: bool,
+) -> Result<(Option<ServerView>, ServerRules), AgentError> {
+    let source = crate::judge::source::of_installation(&config.state, config.judge.source)
+        .map_err(ViewError::Source)?;
+    match crate::web_server::look(config, source) {
+        Ok(view) => {
+            let rules = view.rules(config);
+            Ok((Some(view), rules))
+        }
+        Err(e) if strict => Err(e.into()),
+        Err(e) => {
             tracing::error!("{e}: nothing is published until it can be read and understood");
-            access.hide_all(e.to_string());
+            let mut rules = ServerRules::none();
+            rules.hide_all(e.to_string());
+            Ok((None, rules))
         }
     }
-    access.add_htaccess_files(site);
+}
+
+/// The rules of what may be published, with what the server's configuration hides.
+pub(crate) fn filter_of(
+    config: &Config,
+    access: ServerRules,
+) -> Result<Arc<PublicFilter>, AgentError> {
     let robots = robots_txt_of(config);
     let own_dir = own_dir_within(&config.docroot, &config.out);
     let own_files: Vec<String> = indexnow_key_file(config).into_iter().collect();
@@ -240,6 +260,52 @@ pub(crate) fn filter_of(config: &Config, strict: bool) -> Result<Arc<PublicFilte
 }
 
 impl Agent {
+    /// Looks at the web server again (its configuration or its process changed): new rules,
+    /// and a new judge if it must now ask elsewhere. Whether anything the judge depends on
+    /// changed.
+    pub(crate) fn look_at_server_again(&mut self) -> Result<(), AgentError> {
+        let (view, rules) = look_at_server(&self.config, false)?;
+        if let Some(view) = view {
+            log_view(&view);
+            if view.server_url != self.view.server_url
+                || view.judge.source != self.view.judge.source
+            {
+                self.judge = Judge::new(
+                    &self.config.base_url,
+                    &self.config.judge,
+                    &view.server_url,
+                    view.judge.source,
+                )?;
+            }
+            self.view = view;
+        }
+        self.filter = filter_of(&self.config, rules)?;
+        Ok(())
+    }
+
+    /// What to watch for a change of the web server.
+    pub(crate) fn server_watch(&self) -> crate::web_server::reload::Watch {
+        self.view.watch.clone()
+    }
+}
+
+/// Says how the agent sees its web server, as every start and reload must.
+pub(crate) fn log_view(view: &ServerView) {
+    for line in view.summary() {
+        match view.obtained {
+            Obtained::Declined | Obtained::NotApplicable(_) => tracing::warn!("{line}"),
+            _ => tracing::info!("{line}"),
+        }
+    }
+    for w in &view.warnings {
+        match &w.fix {
+            Some(fix) => tracing::warn!("{} ({fix})", w.text),
+            None => tracing::info!("{}", w.text),
+        }
+    }
+}
+
+impl Agent {
     /// Opens the state, loads the inventory and checks the output directory.
     pub fn open(config: Config, clock: Arc<dyn Clock>) -> Result<Agent, AgentError> {
         if let Some(mode) = webcoop_daemon::private::open_to_others(&config.state) {
@@ -264,8 +330,20 @@ impl Agent {
                 unjudged.len()
             );
         }
-        let judge = Judge::new(&config.base_url, &config.judge)?;
-        let filter = filter_of(&config, true)?;
+        let (view, rules) = look_at_server(&config, true)?;
+        let Some(view) = view else {
+            return Err(AgentError::Origin(
+                "the web server could not be looked at".into(),
+            ));
+        };
+        log_view(&view);
+        let judge = Judge::new(
+            &config.base_url,
+            &config.judge,
+            &view.server_url,
+            view.judge.source,
+        )?;
+        let filter = filter_of(&config, rules)?;
         let publisher = publisher_for(&config)?;
         if let (Some(name), Some(indexnow)) = (indexnow_key_file(&config), &config.indexnow) {
             // IndexNow checks the key at the site: the file holds the key and nothing else.
@@ -288,6 +366,7 @@ impl Agent {
             retention,
             baseline_done,
             judge,
+            view,
             refused,
             unjudged,
             forced_pending: false,
@@ -424,9 +503,13 @@ impl Agent {
         paths: &BTreeSet<String>,
         force: bool,
     ) -> Result<Reconciled, AgentError> {
+        let names = self.view.access_file_names();
         let htaccess: Vec<&str> = paths
             .iter()
-            .filter(|p| *p == ".htaccess" || p.ends_with("/.htaccess"))
+            .filter(|p| {
+                let name = p.rsplit('/').next().unwrap_or(p);
+                names.iter().any(|n| n == name)
+            })
             .map(|p| p.rsplit_once('/').map_or("", |(dir, _)| dir))
             .collect();
         let robots_changed = paths
@@ -439,7 +522,7 @@ impl Agent {
                 self.store.judge_again_under(dir)?;
             }
             self.forced_pending |= !htaccess.is_empty();
-            self.filter = filter_of(&self.config, false)?;
+            self.filter = filter_of(&self.config, self.view.rules(&self.config))?;
             return self.full_scan(true);
         }
         let mut pass = self.begin(true);

@@ -3,12 +3,13 @@
 //! first those whose rules changed), retries files the web server could not be asked about,
 //! and notices when a server configuration file changes.
 
-use super::{Agent, AgentError, filter_of};
+use super::{Agent, AgentError};
 use crate::debounce::EventQueue;
 use crate::publish::PublishError;
 use crate::scan;
 use crate::store::truncate_ms;
-use crate::watch::{FileFingerprints, Signal};
+use crate::watch::Signal;
+use crate::web_server::reload::Reload;
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -135,7 +136,7 @@ impl Agent {
         // only with the next change, which may not come for days: when, and the pause after.
         let mut republish: Option<(Instant, Duration)> = None;
         let mut judging = Judging::new();
-        let mut server_config = FileFingerprints::of(&self.filter.access().sources());
+        let mut server = Reload::of(self.server_watch());
         let mut config_polled = Instant::now();
 
         while !stop.load(Ordering::Relaxed) {
@@ -206,12 +207,12 @@ impl Agent {
             let now = Instant::now();
             if now.duration_since(config_polled) >= CONFIG_POLL {
                 config_polled = now;
-                if server_config.changed() {
+                if let Some(what) = server.changed() {
                     tracing::warn!(
-                        "the web server's configuration changed: its rules are read again and every file is judged again"
+                        "the web server changed ({what}): its configuration is read again and every file is judged again"
                     );
-                    self.filter = filter_of(&self.config, false)?;
-                    server_config = FileFingerprints::of(&self.filter.access().sources());
+                    self.look_at_server_again()?;
+                    server = Reload::of(self.server_watch());
                     self.judge_all_again()?;
                     judging.follow_ups = FOLLOW_UPS.iter().map(|d| now + *d).collect();
                     rescan_reason = Some("the web server's configuration changed".into());

@@ -1,18 +1,23 @@
-//! `webcoop-agent check`: reads the agent's settings and the web server's configuration
-//! (`--server-config`, nginx or Apache) and says in plain lines what is right and what to
-//! change so that a crawler can use everything the agent publishes: the web server as the
-//! judge (a sample of files asked about), the proxy of `/.well-known/webcoop/` and what it
-//! says of the client, media types of `.rdf` and `.atom`, compression of the listings, the
-//! robots.txt lines that point crawlers at the agent, the places hidden from the judge and
-//! why, and the state directory's permissions.
+//! `webcoop-agent check`: looks at the web server as the agent does (the same look: its
+//! process, its own account of its configuration, where a stranger's request lands) and says
+//! in plain lines what is right and what to change: how the configuration was read, and what
+//! of it was partial or forgotten; hosts over the docroot that listen on loopback only; the
+//! verdict on each file asked about, computed by the agent's own code (every file with
+//! `--files`); the places hidden from the judge and why, and the files published under a
+//! rule that depends on who asks; the proxy of `/.well-known/webcoop/` and what it says of
+//! the client, media types of `.rdf` and `.atom`, compression of the listings; the robots.txt
+//! lines that point crawlers at the agent; and the state directory's permissions.
 
-mod judge_sample;
+mod proxy;
 mod usage;
+pub(crate) mod verdicts;
 
+use crate::agent::look_at_server;
 use crate::config::Config;
-use crate::server_config::{ServerRules, looks_like_apache, nginx};
+use crate::server_config::{ServerKind, ServerRules, looks_like_apache};
+use crate::web_server::{Obtained, ServerView};
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
+use verdicts::FileVerdict;
 
 /// One line of the report.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,280 +57,17 @@ impl std::fmt::Display for Finding {
     }
 }
 
-/// The media types of robots.rdf, the changes feed and sitemaps, which compression must cover.
-const LISTING_TYPES: [&str; 3] = [
-    "application/rdf+xml",
-    "application/atom+xml",
-    "application/xml",
-];
-
-/// The agent's service address as the proxy must name it.
-fn service_addr(config: &Config) -> Option<String> {
-    config.service.as_ref().map(|s| s.listen.to_string())
-}
-
-fn check_nginx(config: &Config, file: &Path, out: &mut Vec<Finding>) {
-    let name = file.display();
-    let loaded = match nginx::load(file) {
-        Ok(l) => l,
-        Err(e) => {
-            out.push(Finding::fix(
-                format!("{name}: cannot be read as nginx configuration"),
-                e,
-            ));
-            return;
-        }
-    };
-    let every = nginx::all(&loaded.tree);
-    // Media types: a `types` block here or in what it includes (mime.types).
-    let mut types: Vec<(String, String)> = Vec::new();
-    for d in &every {
-        if d.name == "types" {
-            for t in d.block.iter().flatten() {
-                for ext in &t.args {
-                    types.push((ext.clone(), t.name.clone()));
-                }
-            }
-        }
-    }
-    for (ext, want) in [
-        ("rdf", "application/rdf+xml"),
-        ("atom", "application/atom+xml"),
-    ] {
-        match types.iter().find(|(e, _)| e == ext) {
-            Some((_, t)) if t == want => {
-                out.push(Finding::ok(format!("{name}: .{ext} is served as {want}")))
-            }
-            Some((_, t)) => out.push(Finding::fix(
-                format!("{name}: .{ext} is served as {t}"),
-                format!("map it to {want}: types {{ {want} {ext}; }}"),
-            )),
-            None => out.push(Finding::fix(
-                format!("{name}: no media type for .{ext} (Debian's mime.types has none for .rdf)"),
-                format!("add: types {{ {want} {ext}; }} before include mime.types"),
-            )),
-        }
-    }
-    // Compression of the listings.
-    let gzip_on = every
-        .iter()
-        .any(|d| d.name == "gzip" && d.args.first().is_some_and(|a| a == "on"));
-    let gzip_types: Vec<&String> = every
-        .iter()
-        .filter(|d| d.name == "gzip_types")
-        .flat_map(|d| d.args.iter())
-        .collect();
-    let missing: Vec<&str> = LISTING_TYPES
-        .into_iter()
-        .filter(|t| !gzip_types.iter().any(|g| g == t || *g == "*"))
-        .collect();
-    if gzip_on && missing.is_empty() {
-        out.push(Finding::ok(format!(
-            "{name}: robots.rdf, the changes feed and sitemaps are gzip-compressed"
-        )));
-    } else {
-        out.push(Finding::fix(
-            format!(
-                "{name}: the listings go out uncompressed ({})",
-                if gzip_on {
-                    format!("gzip_types lacks {}", missing.join(", "))
-                } else {
-                    "gzip is not on".to_string()
-                }
-            ),
-            "add: gzip on; gzip_types application/rdf+xml application/atom+xml application/xml text/xml;",
-        ));
-    }
-    // The proxy of the agent's service, and what it says of the client.
-    if let Some(addr) = service_addr(config) {
-        let locations: Vec<&nginx::Directive> = every
-            .iter()
-            .copied()
-            .filter(|d| {
-                d.name == "location" && d.args.iter().any(|a| a.contains("/.well-known/webcoop"))
-            })
-            .collect();
-        let proxies: Vec<(&nginx::Directive, &nginx::Directive)> = locations
-            .iter()
-            .flat_map(|l| {
-                l.block
-                    .iter()
-                    .flatten()
-                    .filter(|b| b.name == "proxy_pass")
-                    .map(move |p| (*l, p))
-            })
-            .collect();
-        let to: Vec<&str> = proxies
-            .iter()
-            .filter_map(|(_, p)| p.args.first().map(String::as_str))
-            .collect();
-        let right = proxies.iter().find(|(_, p)| {
-            p.args.first().is_some_and(|t| {
-                t.trim_end_matches('/')
-                    .strip_prefix("http://")
-                    .is_some_and(|h| h == addr)
-            })
-        });
-        match right {
-            Some((location, _)) => {
-                out.push(Finding::ok(format!(
-                    "{name}: /.well-known/webcoop/ is proxied to the agent at {addr}"
-                )));
-                check_forwarded_for(config, &name.to_string(), location, out);
-            }
-            None => {
-                let found = if to.is_empty() {
-                    "not proxied".to_string()
-                } else {
-                    format!("proxied to {}", to.join(", "))
-                };
-                out.push(Finding::fix(
-                    format!("{name}: /.well-known/webcoop/ is {found}, but the agent listens on {addr}"),
-                    format!("add: location ^~ /.well-known/webcoop/ {{ proxy_pass http://{addr}; proxy_set_header Host $http_host; proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for; }}"),
-                ));
-            }
-        }
-    }
-}
-
-/// What the proxy to the agent says of the client: the hub's rate limits go by it when the
-/// proxy is trusted, and a plain `proxy_pass` forwards whatever `X-Forwarded-For` the client
-/// sent itself.
-fn check_forwarded_for(
-    config: &Config,
-    name: &str,
-    location: &nginx::Directive,
-    out: &mut Vec<Finding>,
-) {
-    let sets = location.block.iter().flatten().find(|d| {
-        d.name == "proxy_set_header"
-            && d.args
-                .first()
-                .is_some_and(|h| h.eq_ignore_ascii_case("x-forwarded-for"))
-    });
-    let value = sets.and_then(|d| d.args.get(1)).map(String::as_str);
-    let trusted = config
-        .service
-        .as_ref()
-        .is_some_and(|s| !s.trusted_proxies.is_empty());
-    match value {
-        Some("$remote_addr") | Some("$proxy_add_x_forwarded_for") if trusted => {
-            out.push(Finding::ok(format!(
-                "{name}: the proxy names the client in X-Forwarded-For, and the agent trusts it (--trusted-proxy): the hub limits each client on its own"
-            )))
-        }
-        Some("$remote_addr") | Some("$proxy_add_x_forwarded_for") => out.push(Finding::fix(
-            format!(
-                "{name}: the proxy names the client, but the agent does not trust it: every client shares the proxy's address in the hub's rate limits"
-            ),
-            "give the agent --trusted-proxy 127.0.0.1/32 (the proxy's address)",
-        )),
-        _ => out.push(Finding::fix(
-            format!(
-                "{name}: the proxy to the agent forwards the client's own X-Forwarded-For{}: a client could name any address to escape the hub's rate limits",
-                value.map(|v| format!(" ({v})")).unwrap_or_default()
-            ),
-            "add to that location: proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;",
-        )),
-    }
-}
-
-fn check_apache(config: &Config, file: &Path, text: &str, out: &mut Vec<Finding>) {
-    let name = file.display();
-    let lines: Vec<String> = text
-        .lines()
-        .map(|l| l.split('#').next().unwrap_or("").trim().to_string())
-        .filter(|l| !l.is_empty())
-        .collect();
-    let lower: Vec<String> = lines.iter().map(|l| l.to_ascii_lowercase()).collect();
-    for (ext, want) in [
-        ("rdf", "application/rdf+xml"),
-        ("atom", "application/atom+xml"),
-    ] {
-        let overridden = lower.iter().find(|l| {
-            l.starts_with("addtype ")
-                && l.split_whitespace()
-                    .skip(2)
-                    .any(|e| e.trim_start_matches('.') == ext)
-        });
-        match overridden {
-            Some(l) if !l.contains(want) => out.push(Finding::fix(
-                format!("{name}: .{ext} is mapped elsewhere ({l})"),
-                format!("AddType {want} .{ext}"),
-            )),
-            _ => out.push(Finding::ok(format!(
-                "{name}: .{ext} is served as {want} (Apache's mime.types)"
-            ))),
-        }
-    }
-    let deflate: Vec<&String> = lower
-        .iter()
-        .filter(|l| l.starts_with("addoutputfilterbytype") && l.contains("deflate"))
-        .collect();
-    let missing: Vec<&str> = LISTING_TYPES
-        .into_iter()
-        .filter(|t| {
-            !deflate
-                .iter()
-                .any(|l| l.split_whitespace().any(|w| w == *t))
-        })
-        .collect();
-    if missing.is_empty() {
-        out.push(Finding::ok(format!(
-            "{name}: robots.rdf, the changes feed and sitemaps are compressed (mod_deflate)"
-        )));
-    } else {
-        out.push(Finding::fix(
-            format!("{name}: the listings go out uncompressed (no DEFLATE for {})", missing.join(", ")),
-            "add: AddOutputFilterByType DEFLATE application/rdf+xml application/atom+xml application/xml text/xml",
-        ));
-    }
-    if let Some(addr) = service_addr(config) {
-        let right = lower.iter().any(|l| {
-            l.starts_with("proxypass ")
-                && l.contains("/.well-known/webcoop/")
-                && l.contains(&format!("http://{addr}/"))
-        });
-        if right {
-            out.push(Finding::ok(format!(
-                "{name}: /.well-known/webcoop/ is proxied to the agent at {addr}"
-            )));
-            // mod_proxy_http appends the client's address to X-Forwarded-For unless told not to.
-            let adds = !lower
-                .iter()
-                .any(|l| l.starts_with("proxyaddheaders ") && l.contains("off"));
-            let trusted = config
-                .service
-                .as_ref()
-                .is_some_and(|s| !s.trusted_proxies.is_empty());
-            match (adds, trusted) {
-                (true, true) => out.push(Finding::ok(format!(
-                    "{name}: mod_proxy names the client in X-Forwarded-For, and the agent trusts it (--trusted-proxy)"
-                ))),
-                (true, false) => out.push(Finding::fix(
-                    format!("{name}: mod_proxy names the client, but the agent does not trust it: every client shares the proxy's address in the hub's rate limits"),
-                    "give the agent --trusted-proxy 127.0.0.1/32 (the proxy's address)",
-                )),
-                (false, _) => out.push(Finding::fix(
-                    format!("{name}: ProxyAddHeaders Off forwards the client's own X-Forwarded-For"),
-                    "remove ProxyAddHeaders Off",
-                )),
-            }
-        } else {
-            out.push(Finding::fix(
-                format!("{name}: /.well-known/webcoop/ is not proxied to the agent at {addr}"),
-                format!("add (with mod_proxy_http): ProxyPass /.well-known/webcoop/ http://{addr}/.well-known/webcoop/ and ProxyPreserveHost On"),
-            ));
-        }
-    }
-}
-
-/// The places the configuration hides from the judge: by rules that depend on who asks (as
-/// they should be), or by rules the agent does not understand (to fix or vouch for).
+/// The places the configuration hides from the judge: by rules that could let it in (as they
+/// should be), or by rules the agent does not understand (to fix or vouch for).
 fn hidden_findings(rules: &ServerRules, out: &mut Vec<Finding>) {
     for h in rules.hidden() {
         let line = h.to_string();
-        if line.contains("not understood") || line.contains("cannot be read") {
+        if line.contains("ignores .htaccess") {
+            out.push(Finding::fix(
+                format!("kept out, as the server ignores the .htaccess that protects it: {line}"),
+                "move the rule into the server's configuration (nginx reads no .htaccess)",
+            ));
+        } else if line.contains("not understood") || line.contains("cannot be read") {
             out.push(Finding::fix(
                 format!(
                     "not published, as the agent cannot tell what the server does there: {line}"
@@ -334,7 +76,7 @@ fn hidden_findings(rules: &ServerRules, out: &mut Vec<Finding>) {
             ));
         } else {
             out.push(Finding::ok(format!(
-                "kept out, as what the server answers there depends on who asks: {line}"
+                "kept out, as a rule there could let the judge in where others are refused: {line}"
             )));
         }
     }
@@ -355,8 +97,31 @@ pub(crate) fn robots_lines(config: &Config) -> [String; 2] {
     ]
 }
 
-/// Everything `check` looks at.
-pub fn check(config: &Config) -> Vec<Finding> {
+/// Everything `check` looks at, and a line for each file judged (every file with
+/// `every_file`, else a sample): `published PATH`, `hidden PATH (why)`, `refused PATH (why)`
+/// or `unknown PATH (why)`, by path.
+pub fn check(config: &Config, every_file: bool) -> (Vec<Finding>, Vec<String>) {
+    let (findings, verdicts) = check_verdicts(config, every_file);
+    let lines = verdicts
+        .into_iter()
+        .map(|(path, v)| match v {
+            FileVerdict::Published => format!("published {path}"),
+            FileVerdict::Hidden(why) => format!("hidden    {path} ({why})"),
+            FileVerdict::Refused(why) => format!("refused   {path} ({why})"),
+            FileVerdict::Unknown(why) => format!("unknown   {path} ({why})"),
+        })
+        .collect();
+    (findings, lines)
+}
+
+/// Everything `check` looks at, and the verdict on each file judged.
+fn check_verdicts(
+    config: &Config,
+    every_file: bool,
+) -> (
+    Vec<Finding>,
+    std::collections::BTreeMap<String, FileVerdict>,
+) {
     let mut out = Vec::new();
     // The state directory: the agent's alone (it holds subscribers' secrets and copies of
     // files).
@@ -434,43 +199,85 @@ pub fn check(config: &Config) -> Vec<Finding> {
         ));
     }
     usage::check(config.content_usage, &text, &mut out);
-    // The web server as the judge.
-    judge_sample::check(config, &mut out);
-    // The web server's configuration.
-    if config.server_config.is_empty() {
-        out.push(Finding::fix(
-            "no web server configuration given: its proxy, media types, compression and protected locations are not checked",
-            "give --server-config /etc/nginx/sites-enabled/SITE (or the Apache virtual host)",
-        ));
-    }
-    let site = config.server_site();
-    for file in &config.server_config {
-        let text = match std::fs::read_to_string(file) {
-            Ok(t) => t,
-            Err(e) => {
-                out.push(Finding::fix(
-                    format!("{}: {e}", file.display()),
-                    "give a readable file",
-                ));
-                continue;
-            }
-        };
-        if looks_like_apache(&text) {
-            check_apache(config, file, &text, &mut out);
-        } else {
-            check_nginx(config, file, &mut out);
+    server_findings(config, every_file, &mut out)
+}
+
+/// What `check` says of the web server: how its configuration was read, where the judge asks,
+/// the verdicts on files, what is hidden and what the configuration says of the agent's
+/// documents. The verdicts come back too (`--files` prints them).
+fn server_findings(
+    config: &Config,
+    every_file: bool,
+    out: &mut Vec<Finding>,
+) -> (
+    Vec<Finding>,
+    std::collections::BTreeMap<String, FileVerdict>,
+) {
+    let mut findings = std::mem::take(out);
+    let (view, rules) = match look_at_server(config, true) {
+        Ok((Some(v), r)) => (v, r),
+        Ok((None, _)) => return (findings, Default::default()),
+        Err(e) => {
+            findings.push(Finding::fix(
+                format!("the agent does not start: {e}"),
+                "fix what it names",
+            ));
+            return (findings, Default::default());
         }
-        let mut rules = ServerRules::none();
-        match rules.add_server_config(file, site) {
-            Ok(()) => hidden_findings(&rules, &mut out),
-            Err(e) => out.push(Finding::fix(
-                format!("{e}"),
-                "the agent publishes nothing while it cannot read the configuration; fix it",
+    };
+    view_findings(&view, &mut findings);
+    let verdicts = verdicts::check(config, &view, rules.clone(), every_file, &mut findings);
+    hidden_findings(&rules, &mut findings);
+    configuration_findings(config, &view, &rules, &mut findings);
+    (findings, verdicts)
+}
+
+/// How the configuration was read, where the judge asks, and what the operator should know.
+fn view_findings(view: &ServerView, out: &mut Vec<Finding>) {
+    for line in view.summary() {
+        match view.obtained {
+            Obtained::Declined => out.push(Finding::fix(
+                line,
+                "leave --server-config none out once the agent can read the configuration (run it as the web server's user or root, or name the main file)",
             )),
+            _ => out.push(Finding::ok(line)),
         }
     }
-    let mut htaccess = ServerRules::none();
-    htaccess.add_htaccess_files(site);
-    hidden_findings(&htaccess, &mut out);
-    out
+    for w in &view.warnings {
+        match &w.fix {
+            Some(fix) => out.push(Finding::fix(w.text.clone(), fix.clone())),
+            None => out.push(Finding::ok(w.text.clone())),
+        }
+    }
+}
+
+/// The proxy, media types and compression, from the configuration files read.
+fn configuration_findings(
+    config: &Config,
+    view: &ServerView,
+    rules: &ServerRules,
+    out: &mut Vec<Finding>,
+) {
+    let sources = rules.sources();
+    let Some(main) = sources.first() else {
+        out.push(Finding::fix(
+            "no web server configuration was read: its proxy, media types and compression are not checked",
+            "let the agent read it (it asks nginx or Apache itself), or give --server-config FILE",
+        ));
+        return;
+    };
+    let apache = match view.kind {
+        Some(k) => k == ServerKind::Apache,
+        None => std::fs::read_to_string(main).is_ok_and(|t| looks_like_apache(&t)),
+    };
+    if apache {
+        let text: String = sources
+            .iter()
+            .filter_map(|f| std::fs::read_to_string(f).ok())
+            .collect::<Vec<_>>()
+            .join("\n");
+        proxy::check_apache(config, main, &text, out);
+    } else {
+        proxy::check_nginx(config, main, out);
+    }
 }

@@ -66,10 +66,15 @@ pub enum AgentCommand {
     /// Publish, then build a snapshot of the whole site (one .warc.zst and its CDXJ index
     /// under .well-known/webcoop/snapshot/), advertise it in robots.rdf, and exit.
     Snapshot,
-    /// Check the agent's settings and the web server's configuration (--server-config): says
-    /// what is right and what to change; exit status 0 only when a crawler can use everything
-    /// the agent publishes.
-    Check,
+    /// Check the agent's settings and the web server as the agent sees it: says what is right
+    /// and what to change; exit status 0 only when a crawler can use everything the agent
+    /// publishes.
+    Check {
+        /// Print the verdict on every file of the docroot (published, hidden, refused), as
+        /// the agent would publish with, instead of judging a sample.
+        #[arg(long)]
+        files: bool,
+    },
     /// Tell the running agent (at --listen) that pages changed, as a deploy hook or a cron job
     /// would: a WebSub publish to its ping endpoint, with the --notify-secret-file secret.
     Notify {
@@ -94,6 +99,8 @@ pub struct Config {
     pub notify: NotifySettings,
     /// The docroot, canonical.
     pub docroot: PathBuf,
+    /// The docroot as given (a symlink not resolved), absolute.
+    pub(crate) docroot_given: PathBuf,
     /// The docroot's public URL, ending with `/`.
     pub base_url: Url,
     /// The state directory (exists and is writable).
@@ -106,8 +113,10 @@ pub struct Config {
     pub(crate) exclude: Vec<String>,
     /// Extensions published although web servers run or hide them.
     pub(crate) publish_ext: Vec<String>,
-    /// Web server configurations whose protected locations are never published.
+    /// Web server configuration files read besides what the server says of itself.
     pub(crate) server_config: Vec<PathBuf>,
+    /// `--server-config none`: no configuration is read, as the operator said.
+    pub(crate) server_config_none: bool,
     /// How the web server is asked about each file.
     pub judge: crate::judge::JudgeSettings,
     /// Time within which every file is judged again.
@@ -262,18 +271,6 @@ pub struct IndexNowConfig {
     pub(crate) key: String,
 }
 
-impl Config {
-    /// The site as the web server's configuration sees it.
-    pub(crate) fn server_site(&self) -> crate::server_config::Site<'_> {
-        crate::server_config::Site {
-            docroot: &self.docroot,
-            base_path: self.base_url.path(),
-            host: self.base_url.host_str().unwrap_or_default(),
-            trusted: &self.trust_directives,
-        }
-    }
-}
-
 /// The public URL prefix of the service for a site at `base_url`.
 pub(crate) fn default_public_url(base_url: &Url) -> Url {
     base_url
@@ -329,6 +326,7 @@ impl Config {
         let base_url = check_base_url(&base_url)?;
         let origin = origin::settings(&o, &base_url)?;
         let notify = origin::notify_settings(&o)?;
+        let given_docroot = o.docroot.clone();
         let (docroot, state) = match (&origin, o.docroot) {
             (Some(_), Some(_)) => {
                 return Err(ConfigError::Value(
@@ -487,11 +485,37 @@ impl Config {
                 Some(ConsoleSettings { addr, token })
             }
         };
+        let server_url_given = o.server_url.is_some();
         let server_url = match o.server_url {
             Some(u) => check_server_url(&u)?,
             None => Url::parse(&base_url.origin().ascii_serialization()).map_err(|e| {
                 ConfigError::Value(format!("the base URL's origin is not a URL: {e}"))
             })?,
+        };
+        let judge_source = match o.judge_source {
+            None => None,
+            Some(a) => Some(a.trim().parse::<std::net::IpAddr>().map_err(|e| {
+                ConfigError::Value(format!(
+                    "--judge-source {a:?}: {e} (expected an address of this machine such as 127.41.7.9)"
+                ))
+            })?),
+        };
+        let mut server_config = o.server_config.unwrap_or_default();
+        let server_config_none = server_config.iter().any(|p| p.as_os_str() == "none");
+        if server_config_none && server_config.len() > 1 {
+            return Err(ConfigError::Value(
+                "--server-config none reads no configuration: it cannot be given with files".into(),
+            ));
+        }
+        if server_config_none {
+            server_config.clear();
+        }
+        let docroot_given = match &given_docroot {
+            Some(d) if d.is_absolute() => d.clone(),
+            Some(d) => std::env::current_dir()
+                .map(|c| c.join(d))
+                .unwrap_or_else(|_| docroot.clone()),
+            None => docroot.clone(),
         };
         let connections = given(o.judge_connections, "judge_connections")?;
         if !(1..=64).contains(&connections) {
@@ -556,15 +580,19 @@ impl Config {
             origin,
             notify,
             docroot,
+            docroot_given,
             base_url,
             state,
             out,
             include: o.include.unwrap_or_default(),
             exclude: o.exclude.unwrap_or_default(),
             publish_ext: o.publish_ext.unwrap_or_default(),
-            server_config: o.server_config.unwrap_or_default(),
+            server_config,
+            server_config_none,
             judge: crate::judge::JudgeSettings {
                 server_url,
+                server_url_given,
+                source: judge_source,
                 connections,
                 timeout: Duration::from_secs(10),
             },
@@ -792,6 +820,6 @@ mod tests {
             .unwrap();
         let cli = <Cli as clap::FromArgMatches>::from_arg_matches(&m).unwrap();
         assert_eq!(cli.options.once, Some(true));
-        assert!(matches!(cli.command, Some(AgentCommand::Check)));
+        assert!(matches!(cli.command, Some(AgentCommand::Check { .. })));
     }
 }

@@ -101,15 +101,21 @@ pub struct AgentOptions {
     /// (`py`, `zip`, `log`...; repeat or separate with commas).
     #[arg(long, value_delimiter = ',', value_name = "EXT")]
     pub publish_ext: Option<Vec<String>>,
-    /// The web server's configuration (nginx or Apache): its protected locations
-    /// (`auth_basic`, `deny all`, `internal`, `Require`) are never published. Repeatable.
+    /// More web server configuration files to read (nginx or Apache, includes followed),
+    /// for set-ups where the server cannot be asked for its own (by default the agent reads
+    /// what the server says: `nginx -T`, Apache's DUMP_INCLUDES); `none` to read none, which
+    /// the agent then says at every start. Repeatable.
     #[arg(long, value_delimiter = ',', value_name = "FILE")]
     pub server_config: Option<Vec<PathBuf>>,
-    /// Where the agent asks the web server for each file before publishing it, as an
-    /// anonymous client would (unset: the base URL's origin; in production typically a
-    /// loopback address such as http://127.0.0.1:80, asked with the site's Host).
+    /// Where the agent asks the web server for each file before publishing it, for a server
+    /// whose configuration the agent cannot read (unset: where a stranger's request for the
+    /// base URL lands, found from the server's configuration, or the base URL's origin).
     #[arg(long, value_name = "URL")]
     pub server_url: Option<String>,
+    /// The address the judge asks from (unset: one of 127.0.0.0/8 picked at random for this
+    /// installation and kept in the state directory; never 127.0.0.1, which servers trust).
+    #[arg(long, value_name = "ADDR")]
+    pub judge_source: Option<String>,
     /// Requests to the web server at once while judging files.
     #[arg(long, value_name = "N")]
     pub judge_connections: Option<usize>,
@@ -327,7 +333,11 @@ pub(super) fn read_file(path: &Path) -> Result<AgentOptions, ConfigError> {
     {
         beside(p);
     }
-    file.server_config.iter_mut().flatten().for_each(beside);
+    file.server_config
+        .iter_mut()
+        .flatten()
+        .filter(|p| p.as_os_str() != "none")
+        .for_each(beside);
     file.access_log.iter_mut().flatten().for_each(beside);
     Ok(file)
 }

@@ -1,6 +1,8 @@
-//! The web server is the judge: a file is public only when the server itself, asked as an
-//! anonymous client would ask (a GET with identity coding, no cookies, no credentials, the
-//! site's `Host`), answers 200 with exactly the file's bytes.
+//! The web server is the judge: a file is public only when the server itself, asked as a
+//! stranger would ask (a GET with identity coding, no cookies, no credentials, the site's
+//! `Host`, a crawler's `User-Agent`, from an address of the installation's own that no
+//! configuration names, at the address where a stranger's request lands), answers 200 with
+//! exactly the file's bytes.
 //!
 //! The agent used to decide by imitating the server's rules, and every rule it did not model
 //! (an `include`, a handler, a permission, a module) failed open. Asking the server fails
@@ -10,6 +12,7 @@
 //! [`crate::server_config`]; what no server can tell from a page (a leaked key) is refused by
 //! name in [`crate::privacy`].
 
+pub(crate) mod source;
 mod target;
 mod verdict;
 
@@ -33,11 +36,22 @@ pub(crate) struct Ask {
     pub(crate) size: u64,
 }
 
+/// The `User-Agent` the judge sends: a crawler's, as the crawlers the agent publishes for.
+pub(crate) const USER_AGENT: &str = concat!(
+    "Mozilla/5.0 (compatible; webcoop-crawl/",
+    env!("CARGO_PKG_VERSION"),
+    "; +https://github.com/webcoop/webcoop)"
+);
+
 /// How the judge asks.
 #[derive(Debug, Clone)]
 pub struct JudgeSettings {
-    /// The origin of the web server (`--server-url`).
+    /// The origin of the web server (`--server-url`, or the base URL's origin).
     pub server_url: Url,
+    /// Whether `--server-url` was given.
+    pub(crate) server_url_given: bool,
+    /// The address to ask from (`--judge-source`), when given.
+    pub(crate) source: Option<std::net::IpAddr>,
     /// Connections to it at once.
     pub(crate) connections: usize,
     /// Time allowed for one answer.
@@ -73,11 +87,16 @@ impl Drop for Judge {
 }
 
 impl Judge {
-    /// A judge for the site at `base`.
-    pub(crate) fn new(base: &Url, settings: &JudgeSettings) -> Result<Judge, JudgeError> {
+    /// A judge for the site at `base`, asking the server at `server` from `source`.
+    pub(crate) fn new(
+        base: &Url,
+        settings: &JudgeSettings,
+        server: &Url,
+        source: std::net::IpAddr,
+    ) -> Result<Judge, JudgeError> {
         // reqwest is built without a TLS provider of its own: install ring's once.
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let target = Target::new(base, &settings.server_url);
+        let target = Target::new(base, server);
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("webcoop-judge")
@@ -88,7 +107,8 @@ impl Judge {
             &target,
             settings.timeout,
             settings.connections,
-            concat!("webcoop-agent/", env!("CARGO_PKG_VERSION"), " (judge)"),
+            USER_AGENT,
+            Some(source),
         )
         .map_err(|e| JudgeError(e.to_string()))?;
         Ok(Judge {
@@ -169,14 +189,17 @@ impl Judge {
 }
 
 /// A client asking the web server at `target` as an anonymous visitor would: no proxy, no
-/// cookies, no redirects followed, nothing decoded (the bytes are compared as served).
+/// cookies, no redirects followed, nothing decoded (the bytes are compared as served), from
+/// `source` when given.
 pub(crate) fn anonymous_client(
     target: &Target,
     timeout: Duration,
     connections: usize,
     user_agent: &'static str,
+    source: Option<std::net::IpAddr>,
 ) -> Result<reqwest::Client, reqwest::Error> {
     let mut builder = reqwest::Client::builder()
+        .local_address(source)
         .no_proxy()
         .redirect(reqwest::redirect::Policy::none())
         .no_gzip()

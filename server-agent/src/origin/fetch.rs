@@ -79,6 +79,7 @@ impl OriginClient {
             timeout,
             1,
             concat!("webcoop-agent/", env!("CARGO_PKG_VERSION"), " (origin)"),
+            None,
         )
         .map_err(|e| e.to_string())?;
         Ok(OriginClient {

@@ -1,30 +1,45 @@
-//! What each web server directive means to the judge: whether the server's answer to an
-//! anonymous loopback request shows its effect (the judge sees it), whether its effect
-//! depends on who asks (the judge cannot see what others get: the place is hidden), or
-//! whether the agent does not know it (hidden too, unless the operator vouches for it with
-//! `--trust-directive`).
+//! What each web server directive means to the judge, which asks as a stranger would: from
+//! an address no configuration names, without credentials, cookies or a referrer. A directive
+//! is seen (its effect is the same for everyone, so the judge's answer shows it), refuses
+//! (it depends on who asks, but can only refuse someone without credentials, as it refuses
+//! the judge), grants by address (the reader looks at which addresses), depends on who asks in
+//! a way the judge cannot present (hidden), or is unknown to the agent (hidden too, unless the
+//! operator vouches for it with `--trust-directive`).
 
 /// How a directive bears on what the judge sees.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kind {
     /// Its effect is the same for every client: the judge's answer shows it.
     Seen,
-    /// Its effect depends on who asks (address, credentials, headers, cookies, time): the
-    /// judge, asking from loopback without credentials, cannot tell what others get.
+    /// Its effect depends on who asks, but it can only refuse a stranger (no credentials, no
+    /// certificate, an address it does not name): the judge is answered as one.
+    Refuses,
+    /// It grants by the client's address: the reader looks at which addresses.
+    Grants,
+    /// Its effect depends on who asks in a way the judge cannot present (a backend's decision,
+    /// code): the places it governs are hidden.
     WhoAsks,
     /// Not known to the agent.
     Unknown,
 }
 
-/// nginx directives whose effect depends on who asks.
+/// nginx directives that refuse whoever lacks credentials (or is named by a `deny`): the
+/// judge, a stranger, is refused by them as anyone is.
+#[rustfmt::skip]
+const NGINX_REFUSES: &[&str] = &[
+    "deny", "satisfy", "auth_basic", "auth_basic_user_file", "auth_jwt", "auth_jwt_key_file",
+    "auth_jwt_key_request", "auth_jwt_claim_set", "auth_jwt_header_set", "auth_jwt_require",
+    "auth_jwt_type", "auth_jwt_leeway", "auth_delay", "secure_link", "secure_link_md5",
+    "secure_link_secret", "valid_referers", "ssl_verify_client", "ssl_client_certificate",
+    "ssl_trusted_certificate", "ssl_crl", "ssl_verify_depth",
+];
+
+/// nginx directives whose decision is made by something the reader cannot see (a backend's
+/// answer, code): it might let the judge in.
 #[rustfmt::skip]
 const NGINX_WHO_ASKS: &[&str] = &[
-    "allow", "deny", "satisfy", "auth_basic", "auth_basic_user_file", "auth_request",
-    "auth_request_set", "auth_jwt", "auth_jwt_key_file", "auth_jwt_key_request",
-    "auth_jwt_claim_set", "auth_jwt_header_set", "auth_jwt_require", "auth_jwt_type",
-    "auth_jwt_leeway", "auth_http", "secure_link", "secure_link_md5", "secure_link_secret",
-    "valid_referers", "ssl_verify_client", "ssl_client_certificate", "ssl_trusted_certificate",
-    "ssl_crl", "access_by_lua", "access_by_lua_block", "access_by_lua_file",
+    "auth_request", "auth_request_set", "auth_http", "access_by_lua", "access_by_lua_block",
+    "access_by_lua_file",
 ];
 
 /// nginx directives whose effect is the same for every client (or only concerns the
@@ -52,7 +67,7 @@ const NGINX_SEEN: &[&str] = &[
     "if_modified_since", "max_ranges", "limit_rate", "limit_rate_after", "resolver",
     "resolver_timeout", "subrequest_output_buffer_size", "http2", "http2_max_concurrent_streams",
     "http2_chunk_size", "http2_body_preread_size", "http2_idle_timeout", "http3", "quic_retry",
-    "auth_delay", "connection_pool_size", "request_pool_size", "send_lowat",
+    "connection_pool_size", "request_pool_size", "send_lowat",
     "lingering_close_timeout", "expires", "add_header", "add_trailer", "more_set_headers",
     "more_clear_headers", "more_set_input_headers", "more_clear_input_headers", "autoindex",
     "autoindex_exact_size", "autoindex_format", "autoindex_localtime", "random_index", "ssi",
@@ -123,13 +138,37 @@ pub(crate) const NGINX_OPAQUE_BLOCKS: &[&str] = &[
 /// What an nginx directive means to the judge.
 pub(crate) fn nginx(name: &str, trusted: &[String]) -> Kind {
     let n = name.to_ascii_lowercase();
-    if NGINX_WHO_ASKS.contains(&n.as_str()) || n.starts_with("auth_") {
+    if n == "allow" {
+        Kind::Grants
+    } else if NGINX_REFUSES.contains(&n.as_str()) {
+        Kind::Refuses
+    } else if NGINX_WHO_ASKS.contains(&n.as_str()) {
         Kind::WhoAsks
     } else if NGINX_SEEN.contains(&n.as_str()) || trusted.contains(&n) {
         Kind::Seen
     } else {
         Kind::Unknown
     }
+}
+
+/// nginx directives whose arguments may read what a client sent without deciding what is
+/// served (logs, headers added to the answer or passed to a backend, rate limits, cache keys).
+/// A variable that depends on who asks, read anywhere else (`root`, `alias`, `proxy_pass`,
+/// `return`, `rewrite`, `try_files`, `if`...), hides what the directive governs.
+#[rustfmt::skip]
+const NGINX_CLIENT_VALUES_ALLOWED: &[&str] = &[
+    "access_log", "log_format", "error_log", "add_header", "add_trailer", "more_set_headers",
+    "more_clear_headers", "proxy_set_header", "fastcgi_param", "uwsgi_param", "scgi_param",
+    "grpc_set_header", "limit_req_zone", "limit_conn_zone", "proxy_cache_key",
+    "fastcgi_cache_key", "uwsgi_cache_key", "scgi_cache_key", "proxy_cache_bypass",
+    "proxy_no_cache", "fastcgi_cache_bypass", "fastcgi_no_cache", "limit_rate", "set",
+    "userid_domain", "userid_path", "expires", "auth_basic", "real_ip_header",
+];
+
+/// Whether an nginx directive may read a value that depends on who asks without that value
+/// deciding what is served.
+pub(crate) fn nginx_client_values_allowed(name: &str) -> bool {
+    NGINX_CLIENT_VALUES_ALLOWED.contains(&name.to_ascii_lowercase().as_str())
 }
 
 /// nginx variables that are the same for every client asking for a given URL of the site
@@ -140,21 +179,32 @@ const NGINX_SAME_FOR_ALL: &[&str] = &[
     "host", "http_host", "server_name", "server_addr", "server_port", "scheme", "https",
     "request_method", "fastcgi_script_name", "fastcgi_path_info", "hostname", "nginx_version",
     "pid", "1", "2", "3", "4", "5", "6", "7", "8", "9",
+    // The query belongs to the URL, and a listed URL has none: the judge asks it as anyone
+    // asking the listed URL does.
+    "args", "query_string", "is_args",
 ];
 
-/// Whether an nginx variable (without `$`) is the same for every client.
+/// Whether an nginx variable (without `$`) is the same for every client asking for a listed
+/// URL.
 pub(crate) fn nginx_variable_same_for_all(name: &str) -> bool {
-    NGINX_SAME_FOR_ALL.contains(&name.to_ascii_lowercase().as_str())
+    let n = name.to_ascii_lowercase();
+    NGINX_SAME_FOR_ALL.contains(&n.as_str()) || n.starts_with("arg_")
 }
 
-/// Apache directives whose effect depends on who asks.
+/// Apache directives that refuse whoever lacks credentials or is named (`Deny`, `Order` and
+/// `Satisfy` only combine grants; authentication asks for what the judge has not): the judge,
+/// a stranger, is refused as anyone is.
 #[rustfmt::skip]
-const APACHE_WHO_ASKS: &[&str] = &[
-    "allow", "deny", "order", "satisfy", "setenvif", "setenvifnocase", "setenvifexpr",
-    "browsermatch", "browsermatchnocase", "sslverifyclient", "sslrequire", "sslrequiressl",
-    "sslcacertificatefile", "sslcacertificatepath", "authtype", "authname", "authuserfile",
-    "authgroupfile", "authbasicprovider", "authdigestprovider", "authbasicauthoritative",
-    "authzuserauthoritative", "authmerging",
+const APACHE_REFUSES: &[&str] = &[
+    "deny", "order", "satisfy", "sslverifyclient", "sslrequiressl", "sslcacertificatefile",
+    "sslcacertificatepath", "sslverifydepth",
+];
+
+/// Apache directives that set a variable by who asks: harmless unless a rule reads the
+/// variable (`Require env`, `Allow from env=`, `%{ENV:...}`), which the reader hides itself.
+#[rustfmt::skip]
+const APACHE_SETS_VARIABLES: &[&str] = &[
+    "setenvif", "setenvifnocase", "setenvifexpr", "browsermatch", "browsermatchnocase",
 ];
 
 /// Apache directives whose effect is the same for every client: the judge sees it.
@@ -209,8 +259,10 @@ pub(crate) enum Section {
     /// A place (`<Directory>`, `<Files>`, `<Location>`...): its rules govern it.
     Place,
     /// A server-side condition (`<IfModule>`, `<IfDefine>`...) or a grouping
-    /// (`<RequireAll>`, `<VirtualHost>`): its content is read as if it were not there.
+    /// (`<RequireAll>`): its content is read as if it were not there.
     Transparent,
+    /// `<VirtualHost>`: read when it is the one that answers the site's requests.
+    VirtualHost,
     /// `<Limit>` or `<LimitExcept>`: applies to some methods only.
     Methods,
     /// `<If>`, `<ElseIf>`, `<Else>`: an expression on the request, which may name who asks.
@@ -228,7 +280,8 @@ pub(crate) fn apache_section(name: &str) -> Section {
             Section::Place
         }
         "ifmodule" | "ifdefine" | "ifversion" | "iffile" | "ifdirective" | "ifsection"
-        | "requireall" | "requireany" | "requirenone" | "virtualhost" => Section::Transparent,
+        | "requireall" | "requireany" | "requirenone" => Section::Transparent,
+        "virtualhost" => Section::VirtualHost,
         "limit" | "limitexcept" => Section::Methods,
         "if" | "elseif" | "else" => Section::Condition,
         "proxy" | "proxymatch" | "macro" => Section::Elsewhere,
@@ -236,57 +289,18 @@ pub(crate) fn apache_section(name: &str) -> Section {
     }
 }
 
-/// What an Apache directive (with its arguments, for `Require` and the rewrite rules) means
-/// to the judge.
-pub(crate) fn apache(name: &str, args: &[&str], trusted: &[String]) -> Kind {
+/// What an Apache directive means to the judge. `Require`, `Allow` and the rewrite rules
+/// are read by the reader itself, which knows their arguments' forms.
+pub(crate) fn apache(name: &str, trusted: &[String]) -> Kind {
     let n = name.to_ascii_lowercase();
-    let lower: Vec<String> = args.iter().map(|a| a.to_ascii_lowercase()).collect();
     match n.as_str() {
-        // `Require all granted` and `Require all denied` are the same for everyone; every
-        // other provider (ip, host, local, env, forward-dns, expr, valid-user, user, group,
-        // method...) and every negation depends on who asks.
-        "require" => match lower.iter().map(String::as_str).collect::<Vec<_>>()[..] {
-            ["all", "granted"] | ["all", "denied"] => Kind::Seen,
-            _ => Kind::WhoAsks,
-        },
-        "rewritecond" | "rewriterule" => {
-            if args.iter().all(|a| apache_expression_same_for_all(a)) {
-                Kind::Seen
-            } else {
-                Kind::WhoAsks
-            }
-        }
-        _ if APACHE_WHO_ASKS.contains(&n.as_str()) || n.starts_with("auth") => Kind::WhoAsks,
+        "require" | "allow" => Kind::Grants,
+        "sslrequire" => Kind::WhoAsks,
+        _ if APACHE_REFUSES.contains(&n.as_str()) || n.starts_with("auth") => Kind::Refuses,
+        _ if APACHE_SETS_VARIABLES.contains(&n.as_str()) => Kind::Seen,
         _ if APACHE_SEEN.contains(&n.as_str()) || trusted.contains(&n) => Kind::Seen,
         _ => Kind::Unknown,
     }
-}
-
-/// Server variables of mod_rewrite that are the same for every client asking for a URL.
-#[rustfmt::skip]
-const APACHE_SAME_FOR_ALL: &[&str] = &[
-    "request_uri", "request_filename", "script_filename", "document_root", "http_host",
-    "server_name", "server_port", "server_addr", "https", "request_scheme", "path_info",
-    "request_method", "context_prefix", "context_document_root", "server_admin", "server_software",
-    "api_version",
-];
-
-/// Whether a mod_rewrite argument names only variables that are the same for every client
-/// (`%{REMOTE_ADDR}`, `%{HTTP_COOKIE}`, `%{QUERY_STRING}`, `%{TIME}`, `%{ENV:...}` are not).
-pub(crate) fn apache_expression_same_for_all(arg: &str) -> bool {
-    let mut rest = arg;
-    while let Some(start) = rest.find("%{") {
-        let after = &rest[start + 2..];
-        let Some(end) = after.find('}') else {
-            return false;
-        };
-        let var = after[..end].to_ascii_lowercase();
-        if !APACHE_SAME_FOR_ALL.contains(&var.as_str()) {
-            return false;
-        }
-        rest = &after[end + 1..];
-    }
-    true
 }
 
 #[cfg(test)]
@@ -294,48 +308,32 @@ mod tests {
     use super::*;
 
     #[test]
-    fn directives_are_seen_who_asks_or_unknown() {
+    fn directives_are_seen_refuse_grant_who_asks_or_unknown() {
         let none: &[String] = &[];
         assert_eq!(nginx("try_files", none), Kind::Seen);
         assert_eq!(nginx("fastcgi_pass", none), Kind::Seen);
         assert_eq!(nginx("Return", none), Kind::Seen);
-        assert_eq!(nginx("allow", none), Kind::WhoAsks);
-        assert_eq!(nginx("auth_basic", none), Kind::WhoAsks);
-        assert_eq!(nginx("auth_anything_new", none), Kind::WhoAsks);
+        assert_eq!(nginx("allow", none), Kind::Grants);
+        assert_eq!(nginx("deny", none), Kind::Refuses);
+        assert_eq!(nginx("auth_basic", none), Kind::Refuses);
+        assert_eq!(nginx("auth_request", none), Kind::WhoAsks);
+        assert_eq!(nginx("auth_anything_new", none), Kind::Unknown);
         assert_eq!(nginx("js_content", none), Kind::Unknown);
         assert_eq!(nginx("js_content", &["js_content".into()]), Kind::Seen);
-        assert_eq!(apache("Require", &["all", "granted"], none), Kind::Seen);
-        assert_eq!(
-            apache("Require", &["ip", "10.0.0.0/8"], none),
-            Kind::WhoAsks
-        );
-        assert_eq!(apache("require", &["valid-user"], none), Kind::WhoAsks);
-        assert_eq!(
-            apache("Require", &["not", "ip", "1.2.3.4"], none),
-            Kind::WhoAsks
-        );
-        assert_eq!(apache("Require", &["local"], none), Kind::WhoAsks);
-        assert_eq!(apache("RewriteRule", &["^", "-", "[F]"], none), Kind::Seen);
-        assert_eq!(
-            apache("RewriteCond", &["%{REMOTE_ADDR}", "!^10\\."], none),
-            Kind::WhoAsks
-        );
-        assert_eq!(
-            apache("RewriteCond", &["%{REQUEST_FILENAME}", "!-f"], none),
-            Kind::Seen
-        );
-        assert_eq!(
-            apache("RewriteCond", &["%{HTTP:X-Forwarded-For}", "x"], none),
-            Kind::WhoAsks
-        );
-        assert_eq!(apache("AuthType", &["Basic"], none), Kind::WhoAsks);
-        assert_eq!(
-            apache("SetEnvIf", &["Remote_Addr", "x"], none),
-            Kind::WhoAsks
-        );
-        assert_eq!(apache("ModSecurityEnabled", &["On"], none), Kind::Unknown);
+        assert_eq!(apache("Require", none), Kind::Grants);
+        assert_eq!(apache("Allow", none), Kind::Grants);
+        assert_eq!(apache("AuthType", none), Kind::Refuses);
+        assert_eq!(apache("Order", none), Kind::Refuses);
+        assert_eq!(apache("BrowserMatch", none), Kind::Seen);
+        assert_eq!(apache("SetEnvIf", none), Kind::Seen);
+        assert_eq!(apache("SSLRequire", none), Kind::WhoAsks);
+        assert_eq!(apache("ModSecurityEnabled", none), Kind::Unknown);
         assert_eq!(apache_section("Files"), Section::Place);
         assert_eq!(apache_section("If"), Section::Condition);
         assert_eq!(apache_section("Whatever"), Section::Unknown);
+        assert!(nginx_variable_same_for_all("arg_page"));
+        assert!(!nginx_variable_same_for_all("remote_addr"));
+        assert!(nginx_client_values_allowed("proxy_set_header"));
+        assert!(!nginx_client_values_allowed("root"));
     }
 }

@@ -1,60 +1,50 @@
-//! What the judge cannot see from where it stands, read from the web server's configuration.
+//! What the judge cannot see, read from the web server's configuration.
 //!
-//! The judge ([`crate::judge`]) asks the server for each file as an anonymous client on
-//! loopback. Rules whose effect is the same for everyone (a `return`, a handler, a redirect,
-//! a permission) show in its answer. Rules that depend on who asks (nginx `allow`/`deny`,
-//! `geo`, `if` on the client's address, `satisfy`, authentication; Apache `Require
-//! ip|host|local|env`, `Allow`/`Deny`, `<If>`) would let the judge through where others are
-//! kept out, or the reverse: the places they govern are hidden, never asked about. So is
-//! every place governed by something the agent does not understand (an unknown directive or
-//! block, an `include` it cannot read, a regular expression it cannot compile): fail closed,
-//! and say so. `include` is followed. Reading `.htaccess` files too, whatever the server (an
-//! unreadable one hides its directory, as Apache refuses it whole).
+//! The judge ([`crate::judge`]) asks the server for each file as a stranger would: from an
+//! address of its own that no configuration names, without credentials. Rules the same for
+//! everyone (a `return`, a handler, a `deny all`) and rules that can only refuse a stranger (a
+//! password, an `allow` of another network) show in its answer. What remains are rules that
+//! could let the judge in where the world is refused: grants to loopback, `local`, this
+//! machine's own addresses or a network holding the judge's address, decisions on a value that
+//! depends on who asks (the client's headers, cookies, a `map` or `geo` of them), decisions the
+//! agent cannot see (`auth_request`, code), and anything not understood. The reader only ever
+//! hides: each such rule hides the places it governs, matched with the server's own semantics,
+//! and the places of rules that merely depend on who asks are noted for `check`.
 
 mod apache;
+mod apache_vars;
 pub(crate) mod directives;
+mod grants;
+pub(crate) mod includes;
+pub(crate) mod matcher;
 pub(crate) mod nginx;
 
-// nginx and Apache use PCRE; fancy-regex adds the look-around and back-references PCRE
-// configurations use (the shipped nginx block itself has `(?!well-known/)`) to the regex crate.
-use fancy_regex::{Regex, RegexBuilder};
+pub use grants::{JudgeFacts, local_addresses};
+pub(crate) use includes::ApacheIncludes;
+
+use includes::IncludeSource;
+use matcher::{Candidate, Matcher};
+use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 /// Configuration files larger than this are not parsed; what they govern is hidden instead.
 const MAX_RULES_FILE: u64 = 1 << 20;
 
-/// What a rule governs, on the docroot-relative path with a leading `/` (`/private/a.html`).
-#[derive(Debug, Clone)]
-pub(crate) enum Matcher {
-    /// Everything under (or at) this path prefix, compared as nginx compares prefixes.
-    Prefix(String),
-    /// Exactly this path.
-    Exact(String),
-    /// A regular expression over the whole path.
-    Path(Regex),
-    /// Files whose name (last segment) matches, under a directory prefix (`""` for anywhere).
-    FileName { under: String, name: Regex },
-}
+/// The name `.htaccess` files have unless `AccessFileName` says otherwise.
+const DEFAULT_ACCESS_FILE: &str = ".htaccess";
 
-/// One hidden place, with where the rule was read and why it hides.
+/// A place governed by a rule, with where the rule was read and what it does there.
 #[derive(Debug, Clone)]
 pub struct Hidden {
     matcher: Matcher,
-    /// Where the rule was read, and why it hides (`site.conf:12: allow depends on who asks`).
+    /// Where the rule was read, and why (`site.conf:12: allow 127.0.0.1 lets the judge in`).
     pub(crate) source: String,
 }
 
 impl fmt::Display for Hidden {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.matcher {
-            Matcher::Prefix(p) => write!(f, "{p}* ({})", self.source),
-            Matcher::Exact(p) => write!(f, "{p} ({})", self.source),
-            Matcher::Path(r) => write!(f, "~{} ({})", r.as_str(), self.source),
-            Matcher::FileName { under, name } => {
-                write!(f, "{under}/**/~{} ({})", name.as_str(), self.source)
-            }
-        }
+        write!(f, "{} ({})", self.matcher, self.source)
     }
 }
 
@@ -68,26 +58,57 @@ pub struct ServerConfigError {
     pub(crate) reason: String,
 }
 
-/// The site as the configuration sees it: its docroot, its URL's path and host, and the
-/// directives the operator vouched for.
+/// A virtual host (Apache) or server block (nginx) as its configuration defines it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Vhost {
+    /// Where it opens: file and line.
+    pub(crate) at: (String, usize),
+    /// What it listens on, as written (`*:80`, `127.0.0.1:8080 default_server`, `443 ssl`).
+    pub(crate) listens: Vec<String>,
+    /// `server_name`s, or `ServerName` and `ServerAlias`, lower case.
+    pub(crate) names: Vec<String>,
+    /// Its `root` or `DocumentRoot`, as written.
+    pub(crate) docroot: Option<String>,
+}
+
+/// The site as the configuration sees it, and who the judge is.
 #[derive(Debug, Clone, Copy)]
 pub struct Site<'a> {
     /// The docroot (canonical).
     pub docroot: &'a Path,
+    /// Every spelling of the docroot, absolute: the canonical one, the one the operator gave,
+    /// the one the server's configuration names (a symlink not resolved).
+    pub spellings: &'a [String],
     /// The base URL's path (`/` usually).
     pub base_path: &'a str,
     /// The base URL's host.
     pub host: &'a str,
     /// Directives declared to serve every client alike (`--trust-directive`), lower case.
     pub trusted: &'a [String],
+    /// Who the judge is.
+    pub judge: &'a JudgeFacts,
+    /// The virtual hosts or server blocks that answer the site (file, line), when known:
+    /// only their rules are read. `None`: all of them, as any may answer.
+    pub vhosts: Option<&'a [(String, usize)]>,
+    /// Apache's `Define`s and environment in effect when it read its configuration.
+    pub defines: &'a [(String, String)],
 }
 
-/// Every hidden place of a site, and the configuration files they were read from.
+/// Every place a site's configuration hides, and what was read to find them.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct ServerRules {
     hidden: Vec<Hidden>,
-    /// The server configuration files read (watched: a change means new rules).
+    /// Places governed by rules that depend on who asks but refuse the judge as a stranger.
+    notes: Vec<Hidden>,
+    /// The configuration files read (watched: a change means new rules).
     sources: Vec<PathBuf>,
+    /// `include` patterns' directories (a new file there means new rules).
+    watched_dirs: Vec<PathBuf>,
+    /// Apache's `AccessFileName`s, when a configuration named them.
+    access_files: Vec<String>,
+    /// The docroot's spellings and the base path, to match rules against.
+    spellings: Vec<String>,
+    base_path: String,
 }
 
 impl ServerRules {
@@ -96,10 +117,24 @@ impl ServerRules {
         ServerRules::default()
     }
 
+    /// No rules yet, for `site`.
+    pub(crate) fn for_site(site: Site) -> ServerRules {
+        let mut spellings: Vec<String> = site.spellings.to_vec();
+        let canonical = site.docroot.display().to_string();
+        if !spellings.contains(&canonical) {
+            spellings.push(canonical);
+        }
+        ServerRules {
+            spellings,
+            base_path: site.base_path.to_string(),
+            ..ServerRules::default()
+        }
+    }
+
     /// Hides everything (a configuration that cannot be read governs all of the site).
     pub(crate) fn hide_all(&mut self, why: String) {
         self.hidden.push(Hidden {
-            matcher: Matcher::Prefix("/".into()),
+            matcher: Matcher::UrlPrefix("/".into()),
             source: why,
         });
     }
@@ -109,42 +144,103 @@ impl ServerRules {
         self.sources.clone()
     }
 
+    /// The directories whose listing the rules depend on (include globs).
+    pub(crate) fn watched_dirs(&self) -> &[PathBuf] {
+        &self.watched_dirs
+    }
+
     /// The hidden places, for the start-up log and `check`.
     pub(crate) fn hidden(&self) -> &[Hidden] {
         &self.hidden
     }
 
+    fn candidate(&self, rel: &str) -> Candidate {
+        let base = if self.base_path.is_empty() {
+            "/"
+        } else {
+            &self.base_path
+        };
+        Candidate::file(rel, base, &self.spellings)
+    }
+
     /// Why a docroot-relative file (`private/a.html`) is hidden, if it is.
     pub(crate) fn hides(&self, rel: &str) -> Option<&Hidden> {
-        let path = format!("/{rel}");
-        let name = rel.rsplit('/').next().unwrap_or(rel);
-        self.hidden.iter().find(|r| match &r.matcher {
-            Matcher::Prefix(p) => path.starts_with(p.as_str()) || format!("{path}/") == *p,
-            Matcher::Exact(p) => path == *p,
-            Matcher::Path(re) => matches(re, &path),
-            Matcher::FileName { under, name: re } => {
-                (under.is_empty() || path.starts_with(&format!("{under}/"))) && matches(re, name)
-            }
-        })
+        if self.hidden.is_empty() {
+            return None;
+        }
+        let c = self.candidate(rel);
+        self.hidden.iter().find(|r| r.matcher.governs(&c))
+    }
+
+    /// The rule that depends on who asks governing a file the judge may still be served,
+    /// if one does.
+    pub(crate) fn noted(&self, rel: &str) -> Option<&Hidden> {
+        if self.notes.is_empty() {
+            return None;
+        }
+        let c = self.candidate(rel);
+        self.notes.iter().find(|r| r.matcher.governs(&c))
     }
 
     /// Why a directory is hidden whole, if it is (rules on file names are checked per file).
     pub(crate) fn hides_dir(&self, rel: &str) -> Option<&Hidden> {
-        let path = format!("/{rel}/");
-        self.hidden.iter().find(|r| match &r.matcher {
-            Matcher::Prefix(p) => path.starts_with(p.as_str()),
-            _ => false,
-        })
+        if self.hidden.is_empty() {
+            return None;
+        }
+        // A name no rule can end with: what governs it governs every file there.
+        let probe = if rel.is_empty() {
+            "\u{0}".to_string()
+        } else {
+            format!("{rel}/\u{0}")
+        };
+        let c = self.candidate(&probe);
+        self.hidden.iter().find(|r| r.matcher.governs_whole_dir(&c))
     }
 
-    /// Adds the rules of every `.htaccess` under `docroot` (symlinks are not followed: the
-    /// agent never publishes through a link that leaves the docroot anyway).
-    pub(crate) fn add_htaccess_files(&mut self, site: Site) {
+    fn take(&mut self, hidden: Vec<Hidden>, notes: Vec<Hidden>) {
+        self.hidden.extend(hidden);
+        self.notes.extend(notes);
+    }
+
+    /// The names of the per-directory files Apache reads.
+    pub(crate) fn access_file_names(&self) -> Vec<String> {
+        if self.access_files.is_empty() {
+            vec![DEFAULT_ACCESS_FILE.to_string()]
+        } else {
+            self.access_files.clone()
+        }
+    }
+
+    /// Adds the rules of every per-directory file (`.htaccess`, or what `AccessFileName`
+    /// names) from the file system's root down to every directory of the docroot: Apache
+    /// reads them all where `AllowOverride` permits, and reading one Apache would not read
+    /// only hides more. For a server that `ignores` them (nginx), every place one of them
+    /// means to protect is hidden: the world is served what it meant to keep out, which the
+    /// webmaster must hear of. Symlinks are not followed: the agent never publishes through a
+    /// link that leaves the docroot anyway.
+    pub(crate) fn add_htaccess_files(&mut self, site: Site, ignored: bool) {
+        let names = self.access_file_names();
+        // Above the docroot, under each of its spellings: each governs all of the site.
+        let mut above: Vec<PathBuf> = Vec::new();
+        for s in &self.spellings {
+            for dir in Path::new(s).ancestors().skip(1) {
+                for n in &names {
+                    let f = dir.join(n);
+                    if f.is_file() && !above.contains(&f) {
+                        above.push(f);
+                    }
+                }
+            }
+        }
+        for f in above {
+            self.add_htaccess(&f, None, site, ignored);
+        }
         let walk = walkdir::WalkDir::new(site.docroot)
             .follow_links(false)
             .into_iter();
         for entry in walk.filter_map(Result::ok) {
-            if entry.file_type().is_file() && entry.file_name() == ".htaccess" {
+            let name = entry.file_name().to_string_lossy();
+            if entry.file_type().is_file() && names.iter().any(|n| *n == name) {
                 let dir = entry.path().parent().unwrap_or(site.docroot);
                 let rel_dir = dir
                     .strip_prefix(site.docroot)
@@ -159,66 +255,295 @@ impl ServerRules {
                     });
                 // A directory whose name is not UTF-8 holds nothing publishable anyway.
                 let Some(rel_dir) = rel_dir else { continue };
-                self.add_htaccess(entry.path(), &rel_dir, site);
+                self.add_htaccess(entry.path(), Some(&rel_dir), site, ignored);
             }
         }
     }
 
-    /// Adds one `.htaccess` governing the directory `rel_dir` (`""` for the docroot, else
-    /// `/sub/dir`).
-    pub(crate) fn add_htaccess(&mut self, file: &Path, rel_dir: &str, site: Site) {
+    /// Adds one per-directory file governing the docroot-relative directory `rel_dir` (`""`
+    /// for the docroot, else `/sub/dir`), or all of the site (`None`: above the docroot), for
+    /// a server that reads it or `ignored` it.
+    pub(crate) fn add_htaccess(
+        &mut self,
+        file: &Path,
+        rel_dir: Option<&str>,
+        site: Site,
+        ignored: bool,
+    ) {
         let source = |why: &str| format!("{}: {why}", file.display());
-        let whole_dir = |why: String| Hidden {
-            matcher: Matcher::Prefix(format!("{rel_dir}/")),
-            source: why,
-        };
+        let scope = Matcher::UrlPrefix(format!("{}/", rel_dir.unwrap_or("")));
         let text = match read_rules_file(file) {
             Ok(t) => t,
             Err(e) => {
-                self.hidden
-                    .push(whole_dir(source(&format!("{e}, so hidden whole"))));
+                // Apache refuses a directory whose .htaccess it cannot read.
+                self.hidden.push(Hidden {
+                    matcher: scope,
+                    source: source(&format!("{e}, so hidden whole")),
+                });
                 return;
             }
         };
-        match apache::hidden_places(
+        let name = file.display().to_string();
+        match apache::read(
             &text,
-            &file.display().to_string(),
+            &name,
             apache::Context::Htaccess(rel_dir),
             site,
+            IncludeSource::Disk,
         ) {
-            Ok((hidden, _)) => self.hidden.extend(hidden),
-            Err(reason) => self
-                .hidden
-                .push(whole_dir(source(&format!("{reason}; hidden whole")))),
+            Ok(r) if ignored => {
+                for h in r.hidden.into_iter().chain(r.notes) {
+                    self.hidden.push(Hidden {
+                        matcher: h.matcher,
+                        source: format!(
+                            "{} (the server ignores .htaccess files, so it serves this to anyone although the file means to keep it from some: move the rule into its configuration)",
+                            h.source
+                        ),
+                    });
+                }
+            }
+            Ok(r) => self.take(r.hidden, r.notes),
+            Err(reason) => self.hidden.push(Hidden {
+                matcher: scope,
+                source: source(&format!("{reason}; hidden whole")),
+            }),
         }
     }
 
-    /// Adds the hidden places of an nginx or Apache configuration file and what it includes.
+    /// Adds the hidden places of an nginx or Apache configuration file and what it includes,
+    /// read from the file system. A file that is only part of a configuration (a virtual
+    /// host) is read with the main configuration above it, which holds the rest of the rules.
     pub(crate) fn add_server_config(
         &mut self,
         file: &Path,
         site: Site,
-    ) -> Result<(), ServerConfigError> {
+    ) -> Result<Survey, ServerConfigError> {
         let err = |reason: String| ServerConfigError {
             path: file.to_path_buf(),
             reason,
         };
-        self.sources.push(file.to_path_buf());
         let text = read_rules_file(file).map_err(err)?;
+        let mut survey = Survey::default();
         if looks_like_apache(&text) {
-            let name = file.display().to_string();
-            let (hidden, includes) =
-                apache::hidden_places(&text, &name, apache::Context::Server { file }, site)
-                    .map_err(err)?;
-            self.hidden.extend(hidden);
-            self.sources.extend(includes);
+            let main = apache_main_above(file);
+            let mut files = vec![file.to_path_buf()];
+            if let Some(m) = &main
+                && m != file
+            {
+                files.insert(0, m.clone());
+                survey.main_found = Some(m.clone());
+            }
+            let mut read_already: Vec<PathBuf> = Vec::new();
+            for f in files {
+                if read_already.contains(&f) {
+                    continue;
+                }
+                let text = read_rules_file(&f).map_err(|reason| ServerConfigError {
+                    path: f.clone(),
+                    reason,
+                })?;
+                let name = f.display().to_string();
+                let r = apache::read(
+                    &text,
+                    &name,
+                    apache::Context::Server { file: &f },
+                    site,
+                    IncludeSource::Disk,
+                )
+                .map_err(|reason| ServerConfigError {
+                    path: f.clone(),
+                    reason,
+                })?;
+                self.sources.push(f.clone());
+                read_already.push(f.clone());
+                read_already.extend(r.includes.iter().cloned());
+                self.absorb_apache(r, &mut survey);
+            }
+            survey.kind = Some(ServerKind::Apache);
         } else {
-            let loaded = nginx::load(file).map_err(err)?;
-            self.sources.extend(loaded.includes.iter().cloned());
-            self.hidden.extend(nginx::hidden_places(&loaded, site));
+            let prefix = nginx::prefix_of(file);
+            let main = prefix.join("nginx.conf");
+            let mut files = vec![file.to_path_buf()];
+            // A file without the `http` block is a part (a site's server block): the rules
+            // around it are in the main file, which includes it.
+            let whole = nginx::parse(&text, &file.display().to_string())
+                .map(|tree| tree.iter().any(|d| d.name == "http" || d.name == "events"))
+                .unwrap_or(true);
+            if main.is_file() && main != file && !whole {
+                files.insert(0, main.clone());
+                survey.main_found = Some(main);
+            }
+            let mut read_already: Vec<PathBuf> = Vec::new();
+            for f in files {
+                if read_already.contains(&f) {
+                    continue;
+                }
+                let loaded = nginx::load(&f).map_err(|reason| ServerConfigError {
+                    path: f.clone(),
+                    reason,
+                })?;
+                self.sources.push(f.clone());
+                read_already.push(f.clone());
+                read_already.extend(loaded.includes.iter().cloned());
+                self.absorb_nginx(&loaded, &prefix, site, &mut survey);
+            }
+            survey.kind = Some(ServerKind::Nginx);
         }
-        Ok(())
+        Ok(survey)
     }
+
+    /// Adds what `nginx -T` printed: `main` first, every file it loaded in `dumped`.
+    pub(crate) fn add_nginx_dump(
+        &mut self,
+        main: &Path,
+        dumped: &BTreeMap<PathBuf, String>,
+        site: Site,
+    ) -> Result<Survey, ServerConfigError> {
+        let loaded = nginx::load_dump(main, dumped).map_err(|reason| ServerConfigError {
+            path: main.to_path_buf(),
+            reason,
+        })?;
+        let mut survey = Survey {
+            kind: Some(ServerKind::Nginx),
+            ..Survey::default()
+        };
+        self.sources.push(main.to_path_buf());
+        let prefix = main.parent().unwrap_or(Path::new("/")).to_path_buf();
+        self.absorb_nginx(&loaded, &prefix, site, &mut survey);
+        Ok(survey)
+    }
+
+    /// Adds Apache's configuration as it listed what it read (`DUMP_INCLUDES`).
+    pub(crate) fn add_apache_dump(
+        &mut self,
+        includes: &ApacheIncludes,
+        site: Site,
+    ) -> Result<Survey, ServerConfigError> {
+        let main = &includes.main;
+        let err = |reason: String| ServerConfigError {
+            path: main.clone(),
+            reason,
+        };
+        let text = read_rules_file(main).map_err(err)?;
+        let name = main.display().to_string();
+        let r = apache::read(
+            &text,
+            &name,
+            apache::Context::Server { file: main },
+            site,
+            IncludeSource::Apache(includes),
+        )
+        .map_err(err)?;
+        let mut survey = Survey {
+            kind: Some(ServerKind::Apache),
+            ..Survey::default()
+        };
+        self.sources.push(main.clone());
+        let mut read: Vec<PathBuf> = r.includes.clone();
+        self.absorb_apache(r, &mut survey);
+        // A file Apache listed that was not met at its place (a line number read otherwise):
+        // read out of its place, its rules govern everything.
+        for f in includes.all().into_iter().skip(1) {
+            if read.contains(&f) {
+                continue;
+            }
+            let text = read_rules_file(&f).map_err(|reason| ServerConfigError {
+                path: f.clone(),
+                reason,
+            })?;
+            let name = f.display().to_string();
+            let r = apache::read(
+                &text,
+                &name,
+                apache::Context::Server { file: &f },
+                site,
+                IncludeSource::Apache(includes),
+            )
+            .map_err(|reason| ServerConfigError {
+                path: f.clone(),
+                reason,
+            })?;
+            read.push(f.clone());
+            self.sources.push(f);
+            read.extend(r.includes.iter().cloned());
+            self.absorb_apache(r, &mut survey);
+        }
+        Ok(survey)
+    }
+
+    fn absorb_apache(&mut self, r: apache::Reading, survey: &mut Survey) {
+        self.sources.extend(r.includes.iter().cloned());
+        self.access_files.extend(r.access_files.iter().cloned());
+        self.access_files.dedup();
+        self.take(r.hidden, r.notes);
+        survey.vhosts.extend(r.vhosts);
+        if r.main_docroot.is_some() {
+            survey.main_docroot = r.main_docroot;
+        }
+    }
+
+    fn absorb_nginx(
+        &mut self,
+        loaded: &nginx::Loaded,
+        prefix: &Path,
+        site: Site,
+        survey: &mut Survey,
+    ) {
+        self.sources.extend(loaded.includes.iter().cloned());
+        for p in &loaded.patterns {
+            for d in includes::watched_dirs(p, prefix) {
+                if !self.watched_dirs.contains(&d) {
+                    self.watched_dirs.push(d);
+                }
+            }
+        }
+        let (hidden, notes) = nginx::hidden_places(loaded, site);
+        self.take(hidden, notes);
+        survey.vhosts.extend(nginx::server_blocks(&loaded.tree));
+    }
+}
+
+/// Which server a configuration is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServerKind {
+    /// nginx.
+    Nginx,
+    /// Apache httpd.
+    Apache,
+}
+
+impl fmt::Display for ServerKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ServerKind::Nginx => "nginx",
+            ServerKind::Apache => "Apache",
+        })
+    }
+}
+
+/// What reading a configuration learned besides its rules.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Survey {
+    /// The server it is for.
+    pub(crate) kind: Option<ServerKind>,
+    /// Its virtual hosts or server blocks.
+    pub(crate) vhosts: Vec<Vhost>,
+    /// Apache's main `DocumentRoot`.
+    pub(crate) main_docroot: Option<String>,
+    /// The main configuration found above a file given alone (read with it).
+    pub(crate) main_found: Option<PathBuf>,
+}
+
+/// Apache's main configuration above a file: `apache2.conf` or `httpd.conf` in a directory
+/// above it (Debian's `/etc/apache2`), if there is one.
+fn apache_main_above(file: &Path) -> Option<PathBuf> {
+    let start = file.parent()?;
+    start.ancestors().find_map(|d| {
+        ["apache2.conf", "httpd.conf"]
+            .iter()
+            .map(|n| d.join(n))
+            .find(|p| p.is_file())
+    })
 }
 
 /// What a configuration text is, for [`hidden_in_text`].
@@ -242,16 +567,26 @@ pub fn hidden_in_text(text: &str, kind: TextKind, site: Site) -> Result<Vec<Hidd
             let loaded = nginx::Loaded {
                 tree,
                 includes: Vec::new(),
+                patterns: Vec::new(),
             };
-            Ok(nginx::hidden_places(&loaded, site))
+            Ok(nginx::hidden_places(&loaded, site).0)
         }
-        TextKind::Apache => {
-            apache::hidden_places(text, "fuzz.conf", apache::Context::Text, site).map(|(h, _)| h)
-        }
-        TextKind::Htaccess => {
-            apache::hidden_places(text, ".htaccess", apache::Context::Htaccess(""), site)
-                .map(|(h, _)| h)
-        }
+        TextKind::Apache => apache::read(
+            text,
+            "fuzz.conf",
+            apache::Context::Text,
+            site,
+            IncludeSource::Disk,
+        )
+        .map(|r| r.hidden),
+        TextKind::Htaccess => apache::read(
+            text,
+            ".htaccess",
+            apache::Context::Htaccess(Some("")),
+            site,
+            IncludeSource::Disk,
+        )
+        .map(|r| r.hidden),
     }
 }
 
@@ -265,17 +600,45 @@ pub(crate) fn read_rules_file(file: &Path) -> Result<String, String> {
     Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
-/// Whether a configuration's text is Apache's (else it is read as nginx's).
+/// Whether a configuration's text is Apache's (else it is read as nginx's): nginx ends its
+/// directives with `;` and opens blocks with `{`; Apache has neither, and its sections are
+/// `<Tags>`.
 pub(crate) fn looks_like_apache(text: &str) -> bool {
-    text.lines().any(|l| {
-        let t = l.trim_start().to_ascii_lowercase();
-        t.starts_with("<directory")
-            || t.starts_with("<location")
-            || t.starts_with("<files")
-            || t.starts_with("<virtualhost")
-            || t.starts_with("<ifmodule")
-            || t.starts_with("documentroot")
-            || t.starts_with("servername")
+    let mut nginx = 0;
+    let mut apache = 0;
+    for l in text.lines() {
+        let t = l.split('#').next().unwrap_or("").trim();
+        if t.is_empty() {
+            continue;
+        }
+        if t.starts_with('<') && t.ends_with('>') {
+            apache += 1;
+        } else if t.ends_with(';') || t.ends_with('{') || t.ends_with('}') {
+            nginx += 1;
+        } else if !t.contains(['{', ';']) {
+            apache += 1;
+        }
+    }
+    apache > nginx
+}
+
+/// Whether a host matches server names as nginx and Apache read them: exact, `*.domain`,
+/// `.domain` (nginx: the domain and its subdomains), `name.*`, `~regex`, `_` (any).
+pub(crate) fn names_match(names: &[&String], host: &str) -> bool {
+    let host = host.to_ascii_lowercase();
+    names.iter().any(|n| {
+        let n = n.to_ascii_lowercase();
+        if let Some(re) = n.strip_prefix('~') {
+            return matcher::regex(re, true).is_ok_and(|r| r.is_match(&host).unwrap_or(true));
+        }
+        n == "_"
+            || n == host
+            || n.strip_prefix("*.")
+                .is_some_and(|d| host.ends_with(&format!(".{d}")))
+            || n.strip_prefix('.')
+                .is_some_and(|d| host == d || host.ends_with(&format!(".{d}")))
+            || n.strip_suffix(".*")
+                .is_some_and(|d| host.starts_with(&format!("{d}.")))
     })
 }
 
@@ -298,157 +661,6 @@ fn under_base(path: &str, base_path: &str) -> Option<String> {
     }
 }
 
-fn regex(pattern: &str, case_insensitive: bool) -> Result<Regex, String> {
-    RegexBuilder::new(pattern)
-        .case_insensitive(case_insensitive)
-        .delegate_size_limit(1 << 20)
-        .backtrack_limit(100_000)
-        .build()
-        .map_err(|e| format!("regular expression {pattern:?} is not understood ({e})"))
-}
-
-/// Whether `re` matches `text`; a match that runs past the backtracking limit counts as a
-/// match (the safe side: hidden, not published).
-fn matches(re: &Regex, text: &str) -> bool {
-    re.is_match(text).unwrap_or(true)
-}
-
-/// A shell wildcard (`*.inc`, `wp-config.php`) as a whole-name regex, as Apache's `<Files>`.
-fn wildcard(pattern: &str) -> Result<Regex, String> {
-    let mut re = String::from("^");
-    for c in pattern.chars() {
-        match c {
-            '*' => re.push_str(".*"),
-            '?' => re.push('.'),
-            c => re.push_str(&fancy_regex::escape(&c.to_string())),
-        }
-    }
-    re.push('$');
-    regex(&re, false)
-}
-
-/// The files a configuration's `include` names: a path or a shell pattern, relative to
-/// `base`, expanded in sorted order as nginx and Apache do; a directory (Apache) means every
-/// file in it.
-fn expand_include(pattern: &str, base: &Path) -> Result<Vec<PathBuf>, String> {
-    let full = if Path::new(pattern).is_absolute() {
-        PathBuf::from(pattern)
-    } else {
-        base.join(pattern)
-    };
-    let text = full.to_string_lossy().into_owned();
-    if !text.contains(['*', '?', '[']) {
-        if full.is_dir() {
-            let mut files: Vec<PathBuf> = std::fs::read_dir(&full)
-                .map_err(|e| format!("{} cannot be read ({e})", full.display()))?
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.is_file())
-                .collect();
-            files.sort();
-            return Ok(files);
-        }
-        return Ok(vec![full]);
-    }
-    // Walk from the last directory without wildcards, matching whole paths.
-    let fixed: PathBuf = full
-        .components()
-        .take_while(|c| !c.as_os_str().to_string_lossy().contains(['*', '?', '[']))
-        .collect();
-    let depth = full.components().count() - fixed.components().count();
-    let glob = globset::GlobBuilder::new(&text)
-        .literal_separator(true)
-        .build()
-        .map_err(|e| format!("include pattern {pattern:?}: {e}"))?
-        .compile_matcher();
-    let mut files: Vec<PathBuf> = walkdir::WalkDir::new(&fixed)
-        .min_depth(depth)
-        .max_depth(depth)
-        .into_iter()
-        .filter_map(Result::ok)
-        .filter(|e| e.file_type().is_file() || e.path().is_file())
-        .map(walkdir::DirEntry::into_path)
-        .filter(|p| glob.is_match(p))
-        .collect();
-    files.sort();
-    Ok(files)
-}
-
 /// What the tests of the configuration readers share.
 #[cfg(test)]
-pub(crate) mod testing {
-    use super::{ServerRules, Site};
-    use std::path::Path;
-
-    /// The site `www.example.org` at `/` in `docroot`, trusting nothing.
-    pub(crate) fn site(docroot: &Path) -> Site<'_> {
-        Site {
-            docroot,
-            base_path: "/",
-            host: "www.example.org",
-            trusted: &[],
-        }
-    }
-
-    /// Fails unless each of `hidden` is hidden and none of `shown` is.
-    pub(crate) fn assert_hides(rules: &ServerRules, hidden: &[&str], shown: &[&str]) {
-        for p in hidden {
-            assert!(rules.hides(p).is_some(), "{p} is not hidden");
-        }
-        for p in shown {
-            assert!(
-                rules.hides(p).is_none(),
-                "{p}: {:?}",
-                rules.hides(p).map(ToString::to_string)
-            );
-        }
-    }
-
-    /// Fails unless the rules hide nothing at all.
-    pub(crate) fn assert_hides_nothing(rules: &ServerRules) {
-        assert!(
-            rules.hidden().is_empty(),
-            "{:?}",
-            rules
-                .hidden()
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-        );
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn includes_expand_in_order_and_directories_whole() {
-        let tmp = tempfile::tempdir().unwrap();
-        let base = tmp.path();
-        std::fs::create_dir_all(base.join("conf.d")).unwrap();
-        std::fs::create_dir_all(base.join("sites/a")).unwrap();
-        for f in [
-            "conf.d/b.conf",
-            "conf.d/a.conf",
-            "conf.d/c.txt",
-            "sites/a/x.conf",
-        ] {
-            std::fs::write(base.join(f), "").unwrap();
-        }
-        let got = expand_include("conf.d/*.conf", base).unwrap();
-        assert_eq!(
-            got,
-            [base.join("conf.d/a.conf"), base.join("conf.d/b.conf")]
-        );
-        assert_eq!(expand_include("conf.d", base).unwrap().len(), 3);
-        assert_eq!(
-            expand_include("sites/*/*.conf", base).unwrap(),
-            [base.join("sites/a/x.conf")]
-        );
-        assert!(expand_include("none/*.conf", base).unwrap().is_empty());
-        assert_eq!(
-            expand_include("/abs/x.conf", base).unwrap(),
-            [PathBuf::from("/abs/x.conf")]
-        );
-    }
-}
+pub(crate) mod testing;
