@@ -4,14 +4,17 @@
 //! `webcoop-crawl keys new` is used from its `nbf` on without a restart: keys rotate during a
 //! crawl. A file that stops parsing keeps the keys read last, and says so once.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 use url::Url;
 use webcoop_protocol::bot_auth::keys::{ActiveKey, KeySet};
-use webcoop_protocol::bot_auth::sign::{Ed25519Key, SignParams, SignatureHeaders, sign};
+use webcoop_protocol::bot_auth::sign::{
+    Component, Ed25519Key, PAGE_REQUEST, STATE_CHANGING, SignParams, SignatureHeaders, Target,
+    requested_components, sign_request,
+};
 
 /// How long a signature is valid: long enough for a slow request, short against replays.
 pub(crate) const LIFETIME_SECS: i64 = 300;
@@ -115,7 +118,8 @@ pub(crate) struct Signer {
     settings: SigningSettings,
     agent: String,
     loaded: Mutex<Loaded>,
-    asked: Mutex<HashSet<String>>,
+    /// What each origin asked signatures to cover (`Accept-Signature`).
+    asked: Mutex<HashMap<String, Vec<Component>>>,
     /// Requests signed.
     pub(crate) signed: AtomicU64,
 }
@@ -164,20 +168,32 @@ impl Signer {
         })
     }
 
-    /// The headers that sign a request to `url`, when it is to be signed.
+    /// The headers that sign a GET of `url`, when it is to be signed.
     pub(crate) fn headers_for(&self, url: &Url) -> Option<SignatureHeaders> {
-        let host = url.host_str()?;
-        let authority = match url.port() {
-            Some(p) => format!("{host}:{p}"),
-            None => host.to_string(),
-        };
-        if self.settings.when == SignWhen::Asked
-            && !self
-                .asked
-                .lock()
-                .is_ok_and(|a| a.contains(&url.origin().ascii_serialization()))
-        {
+        self.headers_for_request("GET", url, None)
+    }
+
+    /// The headers that sign a request, when it is to be signed: a page request covers what
+    /// its site asked (the draft's minimum otherwise), a request with a body (a hub
+    /// subscription) covers its method, target and `Content-Digest` as well.
+    pub(crate) fn headers_for_request(
+        &self,
+        method: &str,
+        url: &Url,
+        content_digest: Option<&str>,
+    ) -> Option<SignatureHeaders> {
+        let origin = url.origin().ascii_serialization();
+        let asked = self.asked.lock().ok().and_then(|a| a.get(&origin).cloned());
+        if self.settings.when == SignWhen::Asked && asked.is_none() {
             return None;
+        }
+        let mut components = asked.unwrap_or_else(|| PAGE_REQUEST.to_vec());
+        if content_digest.is_some() {
+            for c in STATE_CHANGING {
+                if !components.contains(c) {
+                    components.push(*c);
+                }
+            }
         }
         let now = unix_now();
         let key = {
@@ -185,11 +201,17 @@ impl Signer {
             self.reload_if_changed(&mut loaded);
             loaded.active(now)?
         };
-        let nonce: [u8; 24] = rand::random();
-        let nonce = data_encoding::BASE64.encode(&nonce);
-        let headers = sign(
+        // The draft's nonce: base64url of 64 random bytes.
+        let nonce: [u8; 64] = rand::random();
+        let nonce = data_encoding::BASE64URL_NOPAD.encode(&nonce);
+        let headers = sign_request(
             key.as_ref(),
-            &authority,
+            &Target {
+                method,
+                url,
+                content_digest,
+            },
+            &components,
             SignParams {
                 agent: &self.agent,
                 created: now,
@@ -201,13 +223,39 @@ impl Signer {
         Some(headers)
     }
 
-    /// Notes that `url`'s site asked for signatures (`Accept-Signature`); returns whether
-    /// that is news, so the request may be sent again signed.
-    pub(crate) fn asked_by(&self, url: &Url) -> bool {
-        self.asked
-            .lock()
-            .is_ok_and(|mut a| a.insert(url.origin().ascii_serialization()))
-            && self.settings.when == SignWhen::Asked
+    /// Notes what `url`'s site asked signatures to cover (its `Accept-Signature` value);
+    /// returns whether that is news, so the request may be sent again signed as asked. A
+    /// request for a component this signer cannot provide is not news: sending again would
+    /// be refused again.
+    pub(crate) fn asked_by(&self, url: &Url, accept_signature: &str) -> bool {
+        let components = match requested_components(accept_signature) {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::warn!("{}: {e}", url.origin().ascii_serialization());
+                return false;
+            }
+        };
+        let Ok(mut asked) = self.asked.lock() else {
+            return false;
+        };
+        let origin = url.origin().ascii_serialization();
+        let before = asked
+            .get(&origin)
+            .cloned()
+            .or_else(|| (self.settings.when == SignWhen::Always).then(|| PAGE_REQUEST.to_vec()));
+        let news = before
+            .as_ref()
+            .is_none_or(|b| !components.iter().all(|c| b.contains(c)));
+        if news {
+            let mut merged = before.unwrap_or_default();
+            for c in components {
+                if !merged.contains(&c) {
+                    merged.push(c);
+                }
+            }
+            asked.insert(origin, merged);
+        }
+        news
     }
 
     fn reload_if_changed(&self, loaded: &mut Loaded) {
@@ -326,9 +374,41 @@ mod tests {
             when: SignWhen::Asked,
         })
         .unwrap();
+        let page_ask = r#"sig1=("@authority" "signature-agent";key="sig1");tag="web-bot-auth""#;
         assert!(asked.headers_for(&url).is_none());
-        assert!(asked.asked_by(&url), "news: send again signed");
-        assert!(!asked.asked_by(&url), "no longer news");
-        assert!(asked.headers_for(&url).is_some());
+        assert!(asked.asked_by(&url, page_ask), "news: send again signed");
+        assert!(!asked.asked_by(&url, page_ask), "no longer news");
+        let h = asked.headers_for(&url).unwrap();
+        assert!(
+            h.input
+                .starts_with(r#"sig1=("@authority" "signature-agent";key="sig1")"#)
+        );
+        // A site asking for more is news, and is answered.
+        let more = r#"sig1=("@method" "@target-uri" "@authority");tag="web-bot-auth""#;
+        assert!(asked.asked_by(&url, more));
+        let h = asked.headers_for(&url).unwrap();
+        assert!(
+            h.input.contains(r#""@method" "@target-uri""#),
+            "{}",
+            h.input
+        );
+        // A component this signer cannot provide is not news (it would be refused again).
+        assert!(!asked.asked_by(&url, r#"sig1=("@query-param";name="x");tag="web-bot-auth""#));
+        // Always mode: a site asking only for what is signed anyway is not news.
+        assert!(!signer.asked_by(&url, page_ask));
+        // The nonce is base64url of 64 bytes.
+        let nonce = h
+            .input
+            .split("nonce=\"")
+            .nth(1)
+            .and_then(|r| r.split('"').next())
+            .unwrap();
+        assert_eq!(
+            data_encoding::BASE64URL_NOPAD
+                .decode(nonce.as_bytes())
+                .unwrap()
+                .len(),
+            64
+        );
     }
 }

@@ -30,6 +30,7 @@ fn rdf_doc() -> RobotsRdf {
             changes: Some(base.join(".well-known/webcoop/changes").unwrap()),
             hub: None,
             snapshot: None,
+            snapshot_max_record: None,
             seq: Some(N as u64),
             content_usage: None,
         },

@@ -19,6 +19,13 @@ pub const SITE_FIELD: &str = "webcoop-site";
 pub const SEQUENCE_FIELD: &str = "webcoop-sequence";
 /// The `warcinfo` field stating what the site's content may be used for (aipref vocabulary).
 pub const CONTENT_USAGE_FIELD: &str = "webcoop-content-usage";
+/// The `warcinfo` field stating the largest content the snapshot holds, in bytes.
+pub const MAX_RECORD_FIELD: &str = "webcoop-max-record";
+
+/// The largest file a snapshot holds: webcoop-crawl's default page limit (4 MiB), so that a
+/// crawler's defaults read every record. A larger file is left out, listed in robots.rdf as
+/// any file is, for a fetch of its own.
+pub const MAX_RECORD: u64 = 4 << 20;
 
 /// The snapshot file at `sequence`: names sort in sequence order.
 pub fn file_name(sequence: u64) -> String {
@@ -60,6 +67,8 @@ pub struct SnapshotInfo {
     pub sequence: u64,
     /// What the site's content may be used for, as its webmaster states it.
     pub content_usage: Option<String>,
+    /// The largest content it holds, in bytes (at most [`MAX_RECORD`]).
+    pub max_record: Option<u64>,
 }
 
 impl SnapshotInfo {
@@ -73,6 +82,9 @@ impl SnapshotInfo {
             // One line: a value with a line break would end the field.
             let usage: String = usage.chars().filter(|c| !c.is_control()).collect();
             block.push_str(&format!("{CONTENT_USAGE_FIELD}: {usage}\r\n"));
+        }
+        if let Some(max) = self.max_record {
+            block.push_str(&format!("{MAX_RECORD_FIELD}: {max}\r\n"));
         }
         block
     }
@@ -101,6 +113,7 @@ impl SnapshotInfo {
             site: field(SITE_FIELD).ok_or(WarcError::Record("the warcinfo names no site"))?,
             sequence: number(SEQUENCE_FIELD, "the warcinfo has no sequence number")?,
             content_usage: field(CONTENT_USAGE_FIELD).map(|u| u.chars().take(1024).collect()),
+            max_record: field(MAX_RECORD_FIELD).and_then(|v| v.parse().ok()),
         })
     }
 }
@@ -197,6 +210,7 @@ mod tests {
             site: "https://e.org/".into(),
             sequence: 42,
             content_usage: Some("search=y, train-ai=n".into()),
+            max_record: Some(11),
         };
         let entries: Vec<Entry> = ["a", "b"]
             .iter()

@@ -312,9 +312,10 @@ impl RobotsUsage {
         self.global.is_empty() && self.groups.iter().all(|g| g.rules.is_empty())
     }
 
-    /// The preferences for `path` that apply to the crawler named `product_token`: its own
-    /// groups (else `*`'s) and the statements outside any group; among them the longest
-    /// matching path, the most restrictive where several are as long.
+    /// The preferences for `path` (with its query) that apply to the crawler named
+    /// `product_token`: its own groups (else `*`'s) and the statements outside any group;
+    /// among them the rule whose path matches as RFC 9309 matches (`*` any characters, a final
+    /// `$` the end) with the most characters, the most restrictive where several are as long.
     pub fn at(&self, product_token: &str, path: &str) -> Prefs {
         let token = product_token.to_ascii_lowercase();
         let mine: Vec<&Group> = self
@@ -335,7 +336,7 @@ impl RobotsUsage {
             .flat_map(|g| g.rules.iter())
             .chain(self.global.iter());
         let mut best: Option<(usize, Prefs)> = None;
-        for rule in rules.filter(|r| path.starts_with(&r.path)) {
+        for rule in rules.filter(|r| path_matches(&r.path, path)) {
             let len = rule.path.len();
             best = match best {
                 Some((l, p)) if l > len => Some((l, p)),
@@ -347,9 +348,88 @@ impl RobotsUsage {
     }
 }
 
+/// Whether a robots.txt path pattern matches `path` as RFC 9309 has it (section 2.2.3): from
+/// the path's start, `*` for any run of characters, a `$` at the pattern's end for the end of
+/// the path.
+pub fn path_matches(pattern: &str, path: &str) -> bool {
+    let (pattern, anchored) = match pattern.strip_suffix('$') {
+        Some(p) => (p, true),
+        None => (pattern, false),
+    };
+    let mut parts = pattern.split('*');
+    let first = parts.next().unwrap_or("");
+    let Some(mut rest) = path.strip_prefix(first) else {
+        return false;
+    };
+    let parts: Vec<&str> = parts.collect();
+    if parts.is_empty() {
+        return !anchored || rest.is_empty();
+    }
+    for (i, part) in parts.iter().enumerate() {
+        let last = i + 1 == parts.len();
+        if last && anchored {
+            return rest.ends_with(part);
+        }
+        match rest.find(part) {
+            Some(at) => rest = &rest[at + part.len()..],
+            None => return false,
+        }
+    }
+    true
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn paths_match_as_rfc_9309_has_it() {
+        for (pattern, path, m) in [
+            ("/", "/anything", true),
+            ("/fish", "/fish.html", true),
+            ("/fish", "/Fish.html", false),
+            ("/fish$", "/fish", true),
+            ("/fish$", "/fish.html", false),
+            ("/*.php", "/index.php", true),
+            ("/*.php", "/folder/filename.php?parameters", true),
+            ("/*.php$", "/filename.php", true),
+            ("/*.php$", "/filename.php?parameters", false),
+            ("/*.php$", "/filename.php5", false),
+            ("/fish*.php", "/fish.php", true),
+            ("/fish*.php", "/fishheads/catfish.php?parameters", true),
+            ("/fish*.php", "/Fish.PHP", false),
+            ("/*/private/", "/a/private/x", true),
+            ("/*/private/", "/private/x", false),
+            ("*", "/x", true),
+        ] {
+            assert_eq!(path_matches(pattern, path), m, "{pattern} {path}");
+        }
+    }
+
+    #[test]
+    fn usage_rules_match_with_wildcards_and_the_longest_pattern_wins() {
+        let u = RobotsUsage::parse(
+            "User-agent: *\nContent-Usage: /docs/*.pdf$ train-ai=n\nContent-Usage: /docs/ train-ai=y\n\
+             Content-Usage: /*/drafts/ search=n\n",
+        );
+        assert_eq!(
+            u.at("bot", "/docs/a.pdf").get(Purpose::AiTrain),
+            Some(false)
+        );
+        assert_eq!(
+            u.at("bot", "/docs/a.pdf?x=1").get(Purpose::AiTrain),
+            Some(true)
+        );
+        assert_eq!(
+            u.at("bot", "/docs/a.html").get(Purpose::AiTrain),
+            Some(true)
+        );
+        assert_eq!(
+            u.at("bot", "/blog/drafts/x").get(Purpose::Search),
+            Some(false)
+        );
+        assert_eq!(u.at("bot", "/drafts/x"), Prefs::NONE);
+    }
 
     fn prefs(s: &str) -> Prefs {
         Prefs::parse_aipref(s, &mut Vec::new()).unwrap()

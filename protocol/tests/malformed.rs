@@ -36,6 +36,7 @@ fn rdf(n: usize) -> String {
             changes: None,
             hub: None,
             snapshot: None,
+            snapshot_max_record: None,
             seq: Some(1),
             content_usage: None,
         },

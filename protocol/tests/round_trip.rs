@@ -166,6 +166,8 @@ fn channel() -> impl Strategy<Value = Channel> {
                 update_base,
                 changes,
                 hub,
+                // Written only beside the snapshot it describes.
+                snapshot_max_record: snapshot.as_ref().and(seq).map(|n| n % (64 << 20)),
                 snapshot,
                 seq,
                 content_usage: seq

@@ -92,7 +92,14 @@ struct Nginx {
 
 impl Drop for Nginx {
     fn drop(&mut self) {
-        let _ = self.child.kill();
+        // SIGTERM, not SIGKILL: a master killed outright leaves its workers serving (and
+        // holding our stdout), so the next run would share the port and the pipe.
+        if let Ok(pid) = i32::try_from(self.child.id()) {
+            // SAFETY: kill only sends a signal to our own child.
+            unsafe {
+                libc::kill(pid, libc::SIGTERM);
+            }
+        }
         let _ = self.child.wait();
     }
 }
@@ -121,6 +128,7 @@ fn nginx(www: &Path, dir: &Path) -> Nginx {
         .arg(dir)
         .arg("-c")
         .arg(dir.join("nginx.conf"))
+        .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .expect("start nginx");

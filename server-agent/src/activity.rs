@@ -78,6 +78,9 @@ pub(crate) struct JudgeStatus {
     pub(crate) unreachable: Option<(i64, String)>,
     /// Files waiting for its word.
     pub(crate) waiting: usize,
+    /// Why the server's configuration is not read (`--server-config none`, or a server whose
+    /// configuration the agent does not read), while that lasts.
+    pub(crate) config_unread: Option<String>,
 }
 
 /// One IndexNow request.
@@ -183,6 +186,11 @@ impl Activity {
         if i.judge.unreachable.is_none() {
             i.judge.unreachable = Some((at, why.to_string()));
         }
+    }
+
+    /// Notes whether the server's configuration is read (`None`) or why not.
+    pub(crate) fn server_config(&self, unread: Option<String>) {
+        self.inner().judge.config_unread = unread;
     }
 
     /// The judge's state.

@@ -23,8 +23,9 @@ use webcoop_protocol::warc::{ZstdWarcWriter, train_dictionary};
 
 /// The zstd level of snapshots unless configured.
 pub(crate) const DEFAULT_LEVEL: i32 = 12;
-/// Largest file put in a snapshot; larger ones are fetched on their own.
-pub(crate) const MAX_RECORD: u64 = 64 << 20;
+/// Largest file put in a snapshot ([`snapshot::MAX_RECORD`], a crawler's default page limit);
+/// larger ones are fetched on their own.
+pub(crate) const MAX_RECORD: u64 = snapshot::MAX_RECORD;
 /// Size of the dictionary trained on the site's pages (zstd's own default).
 const DICTIONARY_BYTES: usize = 112_640;
 /// Bytes of text files the dictionary is trained on at most.
@@ -45,6 +46,8 @@ pub(crate) struct Plan {
 pub struct BuiltSnapshot {
     /// Its sequence number.
     pub(crate) sequence: u64,
+    /// The largest content it holds, in bytes.
+    pub(crate) max_record: Option<u64>,
     /// Its file.
     pub path: PathBuf,
     /// Resources in it.
@@ -163,10 +166,19 @@ pub(crate) fn build(
     let source = Source::open(bodies)?;
     let dict = dictionary(&source, plan);
     let mut file = ZstdWarcWriter::new(AtomicFile::create(&path)?, dict.as_deref(), level)?;
+    // The largest file that fits, stated before the records so a crawler knows its limit
+    // reads them all.
+    let max_record = plan
+        .files
+        .iter()
+        .map(|(_, _, size, _)| *size)
+        .filter(|s| *s <= MAX_RECORD)
+        .max();
     let info = SnapshotInfo {
         site: base.to_string(),
         sequence: plan.sequence,
         content_usage: content_usage.map(str::to_string),
+        max_record,
     };
     let date = snapshot::warc_date(now);
     let id = record_id();
@@ -243,6 +255,7 @@ pub(crate) fn build(
     remove_older(&dir, plan.sequence);
     Ok(BuiltSnapshot {
         sequence: plan.sequence,
+        max_record,
         path,
         records,
         left_out,

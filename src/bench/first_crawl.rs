@@ -25,6 +25,8 @@ pub struct FirstCrawlConfig {
     pub seed: u64,
     /// Rounds, each crawling page by page and then by the snapshot.
     pub rounds: usize,
+    /// The crawlers' page limit (`--max-body`), if not the default.
+    pub max_body: Option<usize>,
     /// Where the run keeps its files.
     pub work: PathBuf,
     /// The agent's binary.
@@ -56,6 +58,8 @@ pub struct Crawl {
     pub wrong: usize,
     /// See `exact`.
     pub missing: usize,
+    /// The first few files held otherwise, then the first few lacking (URL and why).
+    pub not_exact: Vec<String>,
 }
 
 /// What a first-crawl run measured.
@@ -198,6 +202,11 @@ pub async fn run(cfg: &FirstCrawlConfig) -> Result<FirstCrawlResult, String> {
                     "0",
                 ])
                 .args(["--per-host-connections", "4"])
+                .args(
+                    cfg.max_body
+                        .map(|b| vec!["--max-body".to_string(), b.to_string()])
+                        .unwrap_or_default(),
+                )
                 .args(extra)
                 .stdout(Stdio::null())
                 .stderr(
@@ -218,6 +227,15 @@ pub async fn run(cfg: &FirstCrawlConfig) -> Result<FirstCrawlResult, String> {
                 .filter(|(u, v)| held.get(*u) == Some(*v))
                 .count();
             let missing = want.keys().filter(|u| !held.contains_key(*u)).count();
+            let not_exact: Vec<String> = want
+                .iter()
+                .filter(|(u, v)| held.get(*u) != Some(*v))
+                .take(8)
+                .map(|(u, _)| match held.get(u) {
+                    Some(h) => format!("{u} held as {h}"),
+                    None => format!("{u} missing"),
+                })
+                .collect();
             crawls.push(Crawl {
                 how,
                 round,
@@ -228,8 +246,12 @@ pub async fn run(cfg: &FirstCrawlConfig) -> Result<FirstCrawlResult, String> {
                 exact,
                 wrong: want.len() - exact - missing,
                 missing,
+                not_exact,
             });
-            let _ = std::fs::remove_dir_all(&out);
+            // Kept for a look at what was asked (its crawl.log) when asked to.
+            if std::env::var_os("WEBCOOP_BENCH_KEEP_CRAWLS").is_none() {
+                let _ = std::fs::remove_dir_all(&out);
+            }
         }
     }
     Ok(FirstCrawlResult {

@@ -52,6 +52,10 @@ struct Args {
     /// `first-crawl`: rounds, each crawling page by page, then by the snapshot.
     #[arg(long, default_value_t = 3)]
     rounds: usize,
+    /// `first-crawl`: the crawler's page limit in bytes (`--max-body`) for both crawls; a site
+    /// with pages above the crawler's default (4 MiB) needs more to hold every page exactly.
+    #[arg(long, value_name = "BYTES", requires = "preset")]
+    max_body: Option<usize>,
     /// `release`: the site before the release (a docroot).
     #[arg(long, requires = "preset")]
     old: Option<PathBuf>,
@@ -390,6 +394,7 @@ fn first_crawl(
         pages: args.pages,
         seed: args.seed,
         rounds: args.rounds,
+        max_body: args.max_body,
         work: out.join("runs"),
         agent,
         crawler,

@@ -216,11 +216,18 @@ fn rules_that_depend_on_who_asks_hide_their_places_and_unreadable_includes_hide_
     // out: only the configuration tells.
     let extra = "    location /office/ { if ($remote_addr !~ ^127\\.) { return 403; } }\n    \
                  location /local/ { allow 127.0.0.0/8; deny all; }\n";
-    let Some(mut site) = AgentSite::start(files, extra, &["--server-config", "none"], |_| {})
-    else {
+    let console = super::support::free_port();
+    let console_addr = format!("127.0.0.1:{console}");
+    let Some(mut site) = AgentSite::start(
+        files,
+        extra,
+        &["--server-config", "none", "--console", &console_addr],
+        |_| {},
+    ) else {
         return;
     };
-    // Told not to read it, the agent cannot know: loopback is let in, and it says so.
+    // Told not to read it, the agent cannot know: loopback is let in, and it says so, in its
+    // log and on its console for as long as it runs so.
     assert_eq!(site.get("/office/plan.html", &[]).status, 200);
     assert!(site.listed().contains(&"office/plan.html".to_string()));
     assert!(
@@ -228,6 +235,16 @@ fn rules_that_depend_on_who_asks_hide_their_places_and_unreadable_includes_hide_
             .contains("rules that depend on who asks are not looked for"),
         "{}",
         site.log_text()
+    );
+    let overview =
+        webcoop::servers::http_get(console_addr.parse().unwrap(), "/api/overview", &[]).unwrap();
+    let overview: serde_json::Value = serde_json::from_slice(&overview.body).unwrap();
+    let unread = overview["judge"]["config_unread"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        unread.contains("--server-config none") && unread.contains("not looked for"),
+        "{overview}"
     );
     site.kill_agent();
     // Read from nginx itself (no flag), the agent hides them, and what an include it cannot

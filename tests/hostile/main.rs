@@ -13,19 +13,26 @@ mod subscriber;
 mod agent;
 #[cfg(feature = "outside-tools")]
 mod apache;
+mod claims;
 mod crawler;
 #[cfg(feature = "outside-tools")]
 mod hub;
 #[cfg(feature = "outside-tools")]
 mod judge;
+mod listing_site;
 mod network;
 #[cfg(feature = "outside-tools")]
 mod nginx_site;
 mod origin;
+mod snapshots;
 #[cfg(feature = "outside-tools")]
 mod state;
 #[cfg(feature = "outside-tools")]
+mod stranger_apache;
+#[cfg(feature = "outside-tools")]
 mod stranger_nginx;
+#[cfg(feature = "outside-tools")]
+mod stranger_property;
 #[cfg(feature = "outside-tools")]
 mod stranger_support;
 // Without the agent's scenarios, some helpers have no caller.

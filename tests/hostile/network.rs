@@ -114,7 +114,7 @@ fn a_crawler_never_reaches_inside_a_network_a_site_names() {
     );
     assert!(asked.iter().any(|r| r.ends_with(" /redirect")), "{asked:?}");
     // Every refusal is counted and its host given up, with the reason.
-    let s = super::crawler::status_json(&out);
+    let s = super::listing_site::status_json(&out);
     let refused = s["net_refused"].as_u64().unwrap_or(0);
     assert!(refused >= 7, "{refused} refusals: {s}");
     let skipped = s["skipped_hosts"].to_string();

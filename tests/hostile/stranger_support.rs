@@ -236,3 +236,68 @@ pub(crate) fn only_root_reads(file: &Path) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o600)).unwrap();
 }
+
+/// The agent running (watching) over a docroot, its documents written to a directory of the
+/// test's.
+pub(crate) struct Watching {
+    _agent: webcoop::servers::Killed,
+    out: PathBuf,
+    log: PathBuf,
+    base: String,
+    _tmp: tempfile::TempDir,
+}
+
+impl Watching {
+    /// Starts the agent over `www` for `base`, with `args`.
+    pub(crate) fn start(www: &Path, base: &str, args: &[&str]) -> Watching {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("out");
+        std::fs::create_dir_all(&out).unwrap();
+        let log = tmp.path().join("agent.log");
+        let agent = webcoop::servers::Killed(
+            Command::new(agent_bin())
+                .arg("--docroot")
+                .arg(www)
+                .arg("--state")
+                .arg(tmp.path().join("state"))
+                .arg("--out")
+                .arg(&out)
+                .args(["--base-url", base, "--debounce-ms", "50"])
+                .args(args)
+                .stderr(std::fs::File::create(&log).unwrap())
+                .spawn()
+                .unwrap(),
+        );
+        Watching {
+            _agent: agent,
+            out,
+            log,
+            base: base.to_string(),
+            _tmp: tmp,
+        }
+    }
+
+    /// The docroot paths robots.rdf lists now.
+    pub(crate) fn listed(&self) -> Vec<String> {
+        let Ok(bytes) = std::fs::read(self.out.join("robots.rdf")) else {
+            return Vec::new();
+        };
+        let Ok(doc) = robots_rdf::parse(&bytes, &RdfLimits::default()) else {
+            return Vec::new();
+        };
+        doc.items
+            .iter()
+            .map(|i| i.url.as_str().trim_start_matches(&self.base).to_string())
+            .collect()
+    }
+
+    /// What it logged so far.
+    pub(crate) fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Everything it published, as text.
+    pub(crate) fn text(&self) -> String {
+        published_text(&self.out)
+    }
+}

@@ -100,6 +100,8 @@ pub(crate) struct HostileWeb {
     pages: Arc<Mutex<HashMap<(String, String), Canned>>>,
     log: Arc<Mutex<Vec<String>>>,
     posts: Posts,
+    /// Hosts that answer every conditional request 304, whatever they serve.
+    claims_unchanged: Arc<Mutex<Vec<String>>>,
     _runtime: tokio::runtime::Runtime,
 }
 
@@ -119,14 +121,20 @@ impl HostileWeb {
         let pages: Arc<Mutex<HashMap<(String, String), Canned>>> = Arc::default();
         let log: Arc<Mutex<Vec<String>>> = Arc::default();
         let posts: Posts = Arc::default();
+        let claims_unchanged: Arc<Mutex<Vec<String>>> = Arc::default();
         let listener = std::net::TcpListener::bind((std::net::Ipv4Addr::from(ip), 0)).unwrap();
         listener.set_nonblocking(true).unwrap();
         let addr = listener.local_addr().unwrap();
-        let (p, l, b) = (pages.clone(), log.clone(), posts.clone());
+        let (p, l, b, u) = (
+            pages.clone(),
+            log.clone(),
+            posts.clone(),
+            claims_unchanged.clone(),
+        );
         runtime.spawn(async move {
             let listener = tokio::net::TcpListener::from_std(listener).unwrap();
             let app = axum::Router::new().fallback(move |req: Request<Body>| {
-                let (pages, log, bodies) = (p.clone(), l.clone(), b.clone());
+                let (pages, log, bodies, unchanged) = (p.clone(), l.clone(), b.clone(), u.clone());
                 async move {
                     let host = req
                         .headers()
@@ -142,7 +150,20 @@ impl HostileWeb {
                         .path_and_query()
                         .map(|p| p.as_str().to_string())
                         .unwrap_or_default();
-                    log.lock().unwrap().push(format!("{host} {path}"));
+                    let conditional = req.headers().contains_key("if-none-match")
+                        || req.headers().contains_key("if-modified-since");
+                    let credentials = req.headers().contains_key("authorization");
+                    log.lock().unwrap().push(if credentials {
+                        format!("{host} {path} (with credentials)")
+                    } else {
+                        format!("{host} {path}")
+                    });
+                    if conditional && unchanged.lock().unwrap().contains(&host) {
+                        return Response::builder()
+                            .status(StatusCode::NOT_MODIFIED)
+                            .body(Body::empty())
+                            .unwrap();
+                    }
                     let canned = pages
                         .lock()
                         .unwrap()
@@ -181,8 +202,15 @@ impl HostileWeb {
             pages,
             log,
             posts,
+            claims_unchanged,
             _runtime: runtime,
         }
+    }
+
+    /// Makes `host` answer every conditional request 304 (Not Modified), as a site that
+    /// wants its claims confirmed without showing its pages would.
+    pub(crate) fn answer_unchanged(&self, host: &str) {
+        self.claims_unchanged.lock().unwrap().push(host.to_string());
     }
 
     pub(crate) fn set(&self, host: &str, path: &str, canned: Canned) {

@@ -12,4 +12,5 @@ mod bench_run;
 mod crawl_web;
 mod disk_full;
 mod fuzz_corpora;
+mod snapshot_limits;
 mod websub_conformance;

@@ -116,7 +116,7 @@ fn the_shipped_configurations_pass_and_each_broken_variant_names_its_fix() {
         (
             "nginx without gzip_types",
             nginx.replace(
-                "gzip_types application/rdf+xml application/atom+xml application/xml text/xml;",
+                "gzip_types application/rdf+xml application/atom+xml application/xml text/xml text/css\n               application/javascript text/javascript application/json image/svg+xml;",
                 "",
             ),
             "go out uncompressed",

@@ -146,34 +146,13 @@ fn a_webmaster_sees_what_is_published_excluded_subscribed_and_delivered() {
     // A crawler subscribes in push mode, signing its requests (its key directory on a web
     // server of its own); its subscription shows up on the hub's page, and the crawler on the
     // Crawlers page.
-    let keys_root = tmp.path().join("crawler-origin");
-    std::fs::create_dir_all(keys_root.join(".well-known")).unwrap();
     let key_file = tmp.path().join("keys.json");
-    for args in [
-        vec!["keys", "new", "--key-file", key_file.to_str().unwrap()],
-        vec![
-            "keys",
-            "directory",
-            "--key-file",
-            key_file.to_str().unwrap(),
-            "--output",
-            keys_root
-                .join(".well-known/http-message-signatures-directory")
-                .to_str()
-                .unwrap(),
-        ],
-    ] {
-        let o = Command::new(workspace_bin("webcoop-crawler", "webcoop-crawl"))
-            .args(&args)
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{args:?}");
-    }
-    let key_origin = Nginx::start(
-        &nginx_bin,
-        "server {\n    listen 80;\n    root /unused;\n}\n",
-        &keys_root,
-    );
+    let o = Command::new(workspace_bin("webcoop-crawler", "webcoop-crawl"))
+        .args(["keys", "new", "--key-file", key_file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "keys new");
+    let key_origin = super::web_bot_auth::key_server(&key_file);
     let out = tmp.path().join("crawl");
     let config = tmp.path().join("crawl.toml");
     std::fs::write(
@@ -214,7 +193,7 @@ fn a_webmaster_sees_what_is_published_excluded_subscribed_and_delivered() {
             "--signing-key",
             key_file.to_str().unwrap(),
             "--signature-agent",
-            &format!("http://{}", key_origin.addr),
+            &key_origin.origin,
         ])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -266,7 +245,7 @@ fn a_webmaster_sees_what_is_published_excluded_subscribed_and_delivered() {
         |t| {
             t.contains(&format!(
                 "{}/.well-known/http-message-signatures-directory",
-                key_origin.addr
+                key_origin.origin
             ))
         },
     );

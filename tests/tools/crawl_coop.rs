@@ -1164,9 +1164,10 @@ fn a_first_visit_takes_the_whole_site_from_its_snapshot_in_a_few_requests() {
     let requests = requests_in(&log);
     eprintln!("first visit: {requests} requests, {taken} pages from the snapshot");
     // robots.txt, robots.rdf, the snapshot, the seed page (queued before the listing came),
-    // three pages fetched again to check the snapshot: no request per page.
+    // six pages fetched again to check the snapshot (a site met now is checked most), and
+    // the one link to a page that does not exist: no request per page.
     assert!(taken >= 78, "{taken} pages from the snapshot:\n{log}");
-    assert!(requests <= 10, "{requests} requests:\n{log}");
+    assert!(requests <= 11, "{requests} requests:\n{log}");
     let coop = coop_of(&out, &site.nginx.url());
     assert!(coop.to_string().contains("from_snapshot"), "{coop}");
     // The archive says where each page came from, and warcio checks every record.

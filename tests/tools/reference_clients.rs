@@ -82,6 +82,7 @@ fn sample_rdf() -> RobotsRdf {
                     .join(".well-known/webcoop/snapshot/snapshot-000000000042.warc.zst")
                     .unwrap(),
             ),
+            snapshot_max_record: Some(1 << 20),
             seq: Some(42),
             content_usage: None,
         },

@@ -10,11 +10,11 @@ use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, SystemTime};
-use webcoop::servers::{Nginx, http_get, http_request};
+use webcoop::servers::{Killed, Nginx, http_get, http_request};
 use webcoop_testkit::{reference_python, run_ok, run_reference, tool, workspace_bin};
 
 /// Every request nginx answers, with the headers a signature lives in, one JSON line each.
-const LOG_FORMAT: &str = r#"log_format wba escape=json '{"host":"$http_host","uri":"$request_uri","method":"$request_method","status":$status,"ua":"$http_user_agent","sig":"$http_signature","input":"$http_signature_input","agent":"$http_signature_agent"}';"#;
+const LOG_FORMAT: &str = r#"log_format wba escape=json '{"host":"$http_host","uri":"$request_uri","method":"$request_method","status":$status,"ua":"$http_user_agent","sig":"$http_signature","input":"$http_signature_input","agent":"$http_signature_agent","digest":"$http_content_digest"}';"#;
 
 /// The shipped server block, logging every request to `log`; the last page's link (to a page
 /// that does not exist) redirects to the first, so a redirect's hop is signed too.
@@ -39,6 +39,43 @@ fn key_origin(nginx: &Path, root: &Path, directory: &str) -> Nginx {
     Nginx::start(nginx, &conf, root)
 }
 
+/// `webcoop-crawl keys serve` on a free loopback port: a crawler's origin whose key directory
+/// carries its binding signatures; stopped when dropped.
+pub(crate) struct KeyServer {
+    _child: Killed,
+    /// `http://127.0.0.1:PORT`, the Signature-Agent to name.
+    pub(crate) origin: String,
+}
+
+pub(crate) fn key_server(key_file: &Path) -> KeyServer {
+    use std::io::BufRead;
+    let mut child = Command::new(workspace_bin("webcoop-crawler", "webcoop-crawl"))
+        .args(["keys", "serve", "--listen", "127.0.0.1:0", "--key-file"])
+        .arg(key_file)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let child = Killed(child);
+    let mut line = String::new();
+    std::io::BufReader::new(stdout)
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .trim()
+        .rsplit(' ')
+        .next()
+        .unwrap_or_else(|| panic!("keys serve said {line:?}"));
+    let origin = url
+        .strip_suffix("/.well-known/http-message-signatures-directory")
+        .unwrap_or_else(|| panic!("keys serve said {line:?}"))
+        .to_string();
+    KeyServer {
+        _child: child,
+        origin,
+    }
+}
+
 fn keys(args: &[&OsStr]) -> String {
     let o = run_ok(
         Command::new(workspace_bin("webcoop-crawler", "webcoop-crawl"))
@@ -54,7 +91,7 @@ fn directory_path(root: &Path) -> PathBuf {
 
 #[test]
 fn a_signed_crawl_verifies_with_an_independent_verifier_and_keys_rotate_during_it() {
-    let (Some(python), Some(nginx)) = (reference_python(), tool("nginx")) else {
+    let (Some(python), Some(_)) = (reference_python(), tool("nginx")) else {
         return;
     };
     let tmp = tempfile::tempdir().unwrap();
@@ -64,10 +101,13 @@ fn a_signed_crawl_verifies_with_an_independent_verifier_and_keys_rotate_during_i
         return;
     };
     let root = tmp.path().join("crawler-origin");
-    let origin = key_origin(&nginx, &root, "add_header Cache-Control \"max-age=60\";");
-    let agent = format!("http://{}", origin.addr);
+    std::fs::create_dir_all(root.join(".well-known")).unwrap();
     let key_file = tmp.path().join("keys.json");
     let first = keys(&["new".as_ref(), "--key-file".as_ref(), key_file.as_os_str()]);
+    // The crawler's origin serves its directory signed; the file written beside it is what
+    // the independent verifier reads the keys from.
+    let origin = key_server(&key_file);
+    let agent = origin.origin.clone();
     let publish = || {
         keys(&[
             "directory".as_ref(),
@@ -116,6 +156,24 @@ fn a_signed_crawl_verifies_with_an_independent_verifier_and_keys_rotate_during_i
     });
     drop(c);
 
+    // The served directory binds both keys to its authority, for an independent verifier.
+    let served: Value = serde_json::from_str(&run_reference(
+        &python,
+        "web_bot_auth.py",
+        &[
+            "verify-directory".as_ref(),
+            format!("{agent}/.well-known/http-message-signatures-directory").as_ref(),
+        ],
+    ))
+    .unwrap();
+    assert_eq!(
+        served["content_type"],
+        "application/http-message-signatures-directory+json"
+    );
+    let mut both = vec![first.clone(), second.clone()];
+    both.sort();
+    assert_eq!(served["bound"], serde_json::json!(both), "{served}");
+
     // Only the crawler's requests: the agent asks nginx about its files too, unsigned.
     let crawler_lines: String = std::fs::read_to_string(&log)
         .unwrap()
@@ -151,8 +209,10 @@ fn a_signed_crawl_verifies_with_an_independent_verifier_and_keys_rotate_during_i
     let total = summary["total"].as_u64().unwrap();
     assert!(total >= 150, "{summary}");
     assert_eq!(summary["verified"], total, "{summary}");
-    let mut both = vec![first.clone(), second.clone()];
-    both.sort();
+    assert!(
+        crawler_lines.contains("\"method\":\"POST\""),
+        "the hub subscription is among the verified requests"
+    );
     assert_eq!(
         summary["keyids"],
         serde_json::json!(both),
@@ -184,12 +244,21 @@ fn a_signed_crawl_verifies_with_an_independent_verifier_and_keys_rotate_during_i
     );
 }
 
-/// A hub subscription request with `headers`, sent through nginx as `host`.
-fn subscribe(site: &Site, host: &str, headers: &[(String, String)]) -> (u16, String, bool) {
-    let body = format!(
+/// The form of a subscription to the site's changes feed.
+fn hub_form(site: &Site) -> String {
+    format!(
         "hub.mode=subscribe&hub.topic={}.well-known%2Fwebcoop%2Fchanges&hub.callback=http%3A%2F%2F127.0.0.1%3A9%2Fcb",
         site.nginx.url().replace(':', "%3A").replace('/', "%2F")
-    );
+    )
+}
+
+/// A hub subscription request with `headers`, sent through nginx as `host`.
+fn subscribe(
+    site: &Site,
+    host: &str,
+    headers: &[(String, String)],
+) -> (u16, String, Option<String>) {
+    let body = hub_form(site);
     let mut h: Vec<(&str, &str)> = vec![
         ("Host", host),
         ("Content-Type", "application/x-www-form-urlencoded"),
@@ -203,7 +272,7 @@ fn subscribe(site: &Site, host: &str, headers: &[(String, String)]) -> (u16, Str
         body.as_bytes(),
     )
     .unwrap();
-    let asks = r.header("accept-signature").is_some();
+    let asks = r.header("accept-signature").map(str::to_string);
     (
         r.status,
         String::from_utf8_lossy(&r.body).into_owned(),
@@ -231,6 +300,29 @@ fn signed(
         args.push(created.to_string());
         args.push(expires.to_string());
     }
+    reference_headers(python, &args)
+}
+
+/// The headers the independent signer makes for a form POST of `body` to `url`: covering the
+/// method, target, authority and `Content-Digest`, as a hub asks.
+fn signed_post(
+    python: &Path,
+    key: &Path,
+    url: &str,
+    agent: &str,
+    body: &str,
+) -> Vec<(String, String)> {
+    let args: Vec<String> = vec![
+        "sign-post".into(),
+        key.display().to_string(),
+        url.into(),
+        agent.into(),
+        body.into(),
+    ];
+    reference_headers(python, &args)
+}
+
+fn reference_headers(python: &Path, args: &[String]) -> Vec<(String, String)> {
     let args: Vec<&OsStr> = args.iter().map(OsStr::new).collect();
     let v: Value = serde_json::from_str(&run_reference(python, "web_bot_auth.py", &args)).unwrap();
     v.as_object()
@@ -279,18 +371,55 @@ fn the_agent_verifies_an_independent_signer_and_refuses_the_hostile() {
             directory_path(&good_root).as_os_str(),
         ],
     );
-    let good = key_origin(&nginx, &good_root, "");
-    let good_agent = format!("http://{}", good.addr);
+    // The independent signer's key, its directory served signed by `keys serve`.
+    let good = key_server(&key);
+    let good_agent = good.origin.clone();
     let host = site.nginx.addr.to_string();
     let hub = format!("{}.well-known/webcoop/hub", site.nginx.url());
+    let form = hub_form(&site);
 
-    // Unsigned: refused, and asked to sign.
+    // Unsigned: refused, and asked for a signature over the method, target and body.
     let (status, body, asks) = subscribe(&site, &host, &[]);
-    assert_eq!((status, asks), (403, true), "{body}");
+    assert_eq!(status, 403, "{body}");
     assert!(body.contains("not signed"), "{body}");
+    let asks = asks.expect("Accept-Signature");
+    for c in [
+        "\"@method\"",
+        "\"@target-uri\"",
+        "\"content-digest\"",
+        "tag=\"web-bot-auth\"",
+    ] {
+        assert!(asks.contains(c), "{asks}");
+    }
 
-    // Signed by the independent implementation: accepted.
-    let headers = signed(&python, &key, "POST", &hub, &good_agent, None);
+    // A valid page-request signature (the draft's minimum) replayed on the hub: refused.
+    let page = signed(&python, &key, "POST", &hub, &good_agent, None);
+    let (status, body, _) = subscribe(&site, &host, &page);
+    assert_eq!(status, 403, "{body}");
+    assert!(body.contains("must cover @method"), "{body}");
+
+    // Signed over another body (a digest that does not describe this one): refused.
+    let other_body = signed_post(&python, &key, &hub, &good_agent, "hub.mode=unsubscribe");
+    let (status, body, _) = subscribe(&site, &host, &other_body);
+    assert_eq!(status, 403, "{body}");
+    assert!(body.contains("does not match the body"), "{body}");
+
+    // The same key's directory served as a plain file, without binding signatures: its keys
+    // are not believed.
+    let unbound = key_origin(&nginx, &good_root, "");
+    let h = signed_post(
+        &python,
+        &key,
+        &hub,
+        &format!("http://{}", unbound.addr),
+        &form,
+    );
+    let (status, body, _) = subscribe(&site, &host, &h);
+    assert_eq!(status, 403, "{body}");
+    assert!(body.contains("binding signature"), "{body}");
+
+    // Signed by the independent implementation as the hub asked: accepted.
+    let headers = signed_post(&python, &key, &hub, &good_agent, &form);
     let (status, body, _) = subscribe(&site, &host, &headers);
     assert_eq!(status, 202, "{body}");
 
@@ -300,7 +429,7 @@ fn the_agent_verifies_an_independent_signer_and_refuses_the_hostile() {
     assert!(body.contains("replay"), "{body}");
 
     // A forged signature.
-    let mut forged = signed(&python, &key, "POST", &hub, &good_agent, None);
+    let mut forged = signed_post(&python, &key, &hub, &good_agent, &form);
     for (n, v) in forged.iter_mut() {
         if n == "signature" {
             let flip = if v.as_bytes()[10] == b'A' { "B" } else { "A" };
@@ -349,7 +478,7 @@ fn the_agent_verifies_an_independent_signer_and_refuses_the_hostile() {
             tmp.path().join("stranger-directory.json").as_os_str(),
         ],
     );
-    let h = signed(&python, &stranger, "POST", &hub, &good_agent, None);
+    let h = signed_post(&python, &stranger, &hub, &good_agent, &form);
     let (status, body, _) = subscribe(&site, &host, &h);
     assert_eq!(status, 403, "{body}");
     assert!(body.contains("holds no valid key"), "{body}");
@@ -372,7 +501,7 @@ fn the_agent_verifies_an_independent_signer_and_refuses_the_hostile() {
         ("https://10.1.2.3".to_string(), "--allow-callback-net"),
         ("http://www.example.org".to_string(), "must be https"),
     ] {
-        let h = signed(&python, &key, "POST", &hub, &agent, None);
+        let h = signed_post(&python, &key, &hub, &agent, &form);
         let (status, body, _) = subscribe(&site, &host, &h);
         assert_eq!(status, 403, "{agent}: {body}");
         assert!(body.contains(why), "{agent}: {body}");

@@ -107,6 +107,9 @@ pub struct Analysis {
     pub(crate) weak_validators: bool,
     /// Media type, from the header or sniffed when there is none.
     pub(crate) media_type: Option<String>,
+    /// Whether the content is not whole: the body was cut at the size limit, or decoding it
+    /// reached the limit. No validator is computed for such a page.
+    pub(crate) cut: bool,
     /// Where a 3xx points, resolved and normalised.
     pub(crate) location: Option<Url>,
     /// Digest of the decoded content (2xx only).
@@ -259,6 +262,12 @@ pub fn analyze(r: Received<'_>, depth: u32, policy: &LinkPolicy, decode_limit: u
         return a;
     };
     a.digest = Some(xxhash_rust::xxh3::xxh3_64(&content));
+    // A coded body whose decoding filled the limit may have more to it than was decoded.
+    let coded = !matches!(
+        r.header("content-encoding").map(str::trim),
+        None | Some("" | "identity")
+    );
+    a.cut = r.truncated || (coded && content.len() >= decode_limit);
     // WebSub discovery: the HTTP header first, then the document.
     if let Some(links) = r.header("link").map(|v| link_header(r.url, v)) {
         let find = |rel: &str| links.iter().find(|(_, r)| r == rel).map(|(u, _)| u.clone());
@@ -266,7 +275,7 @@ pub fn analyze(r: Received<'_>, depth: u32, policy: &LinkPolicy, decode_limit: u
             a.hub = Some((hub, find("self").unwrap_or_else(|| r.url.clone())));
         }
     }
-    if !r.truncated {
+    if !a.cut {
         a.validator = Some(Sha256Digest::of(&content).etag().to_string());
     }
     if a.media_type.is_none() && looks_like_html(&content) {
@@ -524,5 +533,49 @@ mod tests {
             "the header wins; without rel=self the topic is the page"
         );
         assert_eq!(hub_of(None, b"<p>no hub</p>"), None);
+    }
+}
+
+#[cfg(test)]
+mod cut_tests {
+    use super::*;
+    use crate::analyze::scope::{Limits, Scope};
+    use std::io::Write;
+
+    #[test]
+    fn a_page_whose_decoding_fills_the_limit_has_no_validator() {
+        let url = Url::parse("http://e.com/big.html").unwrap();
+        let policy = LinkPolicy::new(Scope::Host, std::slice::from_ref(&url), Limits::default());
+        let page = vec![b'a'; 10_000];
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(&page).unwrap();
+        let body = gz.finish().unwrap();
+        let headers = vec![
+            ("content-type".to_string(), "text/html".to_string()),
+            ("content-encoding".to_string(), "gzip".to_string()),
+        ];
+        let received = |limit| {
+            analyze(
+                Received {
+                    url: &url,
+                    status: 200,
+                    headers: &headers,
+                    body: &body,
+                    truncated: false,
+                },
+                0,
+                &policy,
+                limit,
+            )
+        };
+        // Small on the wire, larger than the limit decoded: not the whole page.
+        let cut = received(4_096);
+        assert!(cut.cut && cut.validator.is_none());
+        let whole = received(1 << 20);
+        assert!(!whole.cut);
+        assert_eq!(
+            whole.validator.as_deref(),
+            Some(Sha256Digest::of(&page).etag().to_string().as_str())
+        );
     }
 }

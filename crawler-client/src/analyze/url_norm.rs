@@ -27,6 +27,9 @@ pub enum Refusal {
     RepeatedSegments,
     /// Does not parse.
     Malformed,
+    /// Carries a user name or password (`http://user:secret@host/`): the crawler never sends
+    /// credentials a page or a site's document wrote, nor writes them into its archive.
+    Credentials,
 }
 
 /// Normalises `url` in place: lowercase scheme and host, no default port, no dot segments
@@ -134,6 +137,9 @@ pub fn check(url: &Url, max_len: usize) -> Result<(), Refusal> {
     }
     if url.as_str().len() > max_len {
         return Err(Refusal::TooLong);
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(Refusal::Credentials);
     }
     let segments: Vec<&str> = url
         .path_segments()
@@ -265,6 +271,17 @@ mod tests {
             ),
             Err(Refusal::TooLong)
         );
+        for creds in [
+            "http://alice:hunter2@e.com/",
+            "http://alice@e.com/",
+            "http://:pw@e.com/",
+        ] {
+            assert_eq!(
+                check(&Url::parse(creds).unwrap(), 2048),
+                Err(Refusal::Credentials),
+                "{creds}"
+            );
+        }
         assert!(is_dynamic(&Url::parse("http://e.com/cal?y=2026").unwrap()));
         assert_eq!(
             origin_key(&Url::parse("HTTP://E.com:80/x").unwrap()),

@@ -335,6 +335,8 @@ pub(crate) struct Resource<'a> {
     pub(crate) refers_to: Option<(&'a str, &'a str)>,
     /// How it was made (the value of [`DELTA_FIELD`]).
     pub(crate) how: &'a str,
+    /// The usage preferences it was taken under (aipref form), if any were stated.
+    pub(crate) usage: Option<&'a str>,
 }
 
 /// A `resource` record: content made or received outside an HTTP exchange, saying how, so
@@ -359,6 +361,9 @@ pub(crate) fn resource_digested(r: &Resource<'_>, payload: String, level: u32) -
         headers.push(("WARC-Refers-To-Target-URI", uri.to_string()));
     }
     headers.push((DELTA_FIELD, r.how.to_string()));
+    if let Some(usage) = r.usage {
+        headers.push((USAGE_FIELD, usage.to_string()));
+    }
     build(&headers, &[r.body], level)
 }
 
@@ -964,6 +969,7 @@ mod tests {
                 body: b"\x5e\x2a\x4d\x18",
                 refers_to: None,
                 how: "dcz pushed inline; base=\"x\"",
+                usage: None,
             },
             6,
         );
@@ -975,6 +981,7 @@ mod tests {
                 body: b"<p>new</p>",
                 refers_to: Some((&delta.id, "http://e.com/.well-known/webcoop/delta/a")),
                 how: "dcz pushed inline; base=\"x\"",
+                usage: Some("train-ai=n"),
             },
             6,
         );
@@ -983,6 +990,12 @@ mod tests {
         assert_eq!(content_of(&p, 1 << 20).as_deref(), Some(&b"<p>new</p>"[..]));
         assert_eq!(content_of(&p, 5), None, "past the limit");
         assert_eq!(p.header("WARC-Refers-To"), Some(delta.id.as_str()));
+        assert_eq!(
+            p.header(USAGE_FIELD),
+            Some("train-ai=n"),
+            "the usage field on a rebuilt page"
+        );
+        assert_eq!(d.header(USAGE_FIELD), None);
         assert_eq!(
             p.header("WARC-Block-Digest"),
             Some(digest(b"<p>new</p>").as_str())

@@ -4,6 +4,7 @@
 use super::discovery::delta_url;
 use super::requests::DeltaPlan;
 use super::state::{Claim, CoopState, InlineDelta, Reach};
+use super::stated::Arrival;
 use super::{CoopJob, CoopMode, MetaError, MetaKind};
 use crate::analyze::Link;
 use crate::clock::now_ms;
@@ -157,11 +158,11 @@ impl CoopState {
 
     /// One change the feed announces, for a page of the site's own.
     fn announced(&mut self, r: &mut Reach<'_>, host: HostId, e: &ChangeEntry) {
-        if !self.own_page(r, host, &e.url) {
+        let Some(url) = self.stated_url(r, host, &e.url, Arrival::Named) else {
             return;
-        }
+        };
         if e.kind == ChangeKind::Deleted {
-            self.deleted(r, host, &e.url, e.seq);
+            self.deleted(r, host, &url, e.seq);
             return;
         }
         let changes = self
@@ -176,10 +177,10 @@ impl CoopState {
             .filter(|d| deltas && d.encoding == webcoop_protocol::delta::DeltaEncoding::Dcz)
             .map(|d| (d.base.to_string(), d.data.clone()));
         let said = Said {
-            url: &e.url,
+            url: &url,
             modified: Some(e.time.timestamp_millis()),
             etag: e.etag.as_ref().map(ToString::to_string),
-            delta: changes.as_ref().and_then(|c| delta_url(c, &e.url)),
+            delta: changes.as_ref().and_then(|c| delta_url(c, &url)),
             inline,
         };
         self.listed(r, host, said, Reading::Update);
@@ -200,9 +201,10 @@ impl CoopState {
             delta,
             inline,
         } = said;
-        if r.policy.admit(url, 1).is_err() {
+        let Some(url) = self.stated_url(r, host, url, Arrival::Named) else {
             return;
-        }
+        };
+        let url = &url;
         let link = Link::to(url);
         if !r.frontier.seen(link.fp) {
             r.out.links.push(link);
@@ -233,7 +235,8 @@ impl CoopState {
         let covers = self.covers(host);
         if !changed {
             // A small share of "unchanged" claims is checked by a fetch.
-            if reading == Reading::Update && covers && self.chance(self.config.check_share) {
+            let share = super::trust::check_share(self.config.check_share, &self.site(host).trust);
+            if reading == Reading::Update && covers && self.chance(share) {
                 self.claims.insert(link.fp, (host, Claim::Unchanged));
                 self.site(host).stats.checks += 1;
                 self.due_now(r, host, &link);

@@ -6,6 +6,7 @@
 //! to check the site, as any claim is.
 
 use super::state::{Claim, CoopState, Reach};
+use super::stated::Arrival;
 use super::{CoopMode, MetaError};
 use crate::analyze::Link;
 use crate::clock::now_ms;
@@ -84,34 +85,44 @@ impl CoopState {
         };
         let mut taken = HashSet::new();
         if self.asks_bodies(r, host) {
-            let last: HashMap<&str, (ChangeKind, Option<String>)> = b
-                .feed
-                .entries
-                .iter()
-                .map(|e| {
-                    (
-                        e.url.as_str(),
-                        (e.kind, e.etag.as_ref().map(ToString::to_string)),
-                    )
-                })
-                .collect();
+            // The newest change of each URL, by its sequence number wherever it stands in the
+            // document: a batch carrying two versions of a page vouches for the later one.
+            let mut newest: HashMap<&str, (u64, ChangeKind, Option<String>)> = HashMap::new();
+            for e in &b.feed.entries {
+                let here = (e.seq, e.kind, e.etag.as_ref().map(ToString::to_string));
+                newest
+                    .entry(e.url.as_str())
+                    .and_modify(|held| {
+                        if here.0 > held.0 {
+                            *held = here.clone();
+                        }
+                    })
+                    .or_insert(here);
+            }
             let mut pages = Vec::new();
             for entry in b.entries {
-                let vouched = last.get(entry.url.as_str()).is_some_and(|(kind, tag)| {
-                    *kind != ChangeKind::Deleted
-                        && tag.as_deref() == Some(&entry.sha256.etag().to_string())
-                });
+                let vouched = newest
+                    .get(entry.url.as_str())
+                    .is_some_and(|(_, kind, tag)| {
+                        *kind != ChangeKind::Deleted
+                            && tag.as_deref() == Some(&entry.sha256.etag().to_string())
+                    });
                 if !vouched {
                     self.site(host).stats.refuted += 1;
                     continue;
                 }
                 pages.push(entry);
             }
+            let mut kept: HashSet<String> = HashSet::new();
             for entry in pages {
                 let Ok(page) = Url::parse(&entry.url) else {
                     continue;
                 };
-                if !self.own_page(r, host, &page) || r.policy.admit(&page, 1).is_err() {
+                let Some(page) = self.stated_url(r, host, &page, Arrival::WithContent) else {
+                    continue;
+                };
+                // One page per URL: fragments and session parameters name the same page.
+                if !kept.insert(page.as_str().to_string()) {
                     continue;
                 }
                 let link = Link::to(&page);
@@ -120,6 +131,7 @@ impl CoopState {
                     continue; // queued: fetched as usual
                 }
                 taken.insert(entry.url.clone());
+                taken.insert(page.as_str().to_string());
                 let tag = entry.sha256.etag().to_string();
                 if known
                     .as_ref()
@@ -133,6 +145,8 @@ impl CoopState {
                     .and_then(|s| s.page(link.fp))
                     .map_or(1, |p| p.depth);
                 self.site(host).stats.from_batch += 1;
+                let mut entry = entry;
+                entry.url = page.as_str().to_string();
                 r.out.batch.push(BatchPage {
                     host,
                     link,
@@ -150,16 +164,30 @@ impl CoopState {
         Ok(())
     }
 
-    /// A page taken from a batch was recorded: it is fetched again to check the site, now
-    /// and then, as any claim is.
-    pub(crate) fn batch_recorded(&mut self, r: &mut Reach<'_>, host: HostId, fp: Fp, url: &str) {
-        if !self.chance(self.config.check_share) {
+    /// A page taken from a batch was recorded: it counts as handed over by the site until
+    /// fetched live, and is fetched again to check the site now and then (more the less is
+    /// known of it), whole, its content compared with the batch's.
+    pub(crate) fn batch_recorded(
+        &mut self,
+        r: &mut Reach<'_>,
+        host: HostId,
+        fp: Fp,
+        url: &str,
+        digest: Option<webcoop_protocol::validator::Sha256Digest>,
+    ) {
+        self.unproven
+            .entry(host)
+            .or_default()
+            .insert(fp, (url.to_string(), digest));
+        let share = super::trust::check_share(self.config.check_share, &self.site(host).trust);
+        if !self.chance(share) {
             return;
         }
         let Ok(u) = Url::parse(url) else {
             return;
         };
-        self.claims.insert(fp, (host, Claim::Unchanged));
+        let claim = digest.map_or(Claim::Unchanged, Claim::Matches);
+        self.claims.insert(fp, (host, claim));
         self.site(host).stats.checks += 1;
         self.due_now(r, host, &Link::with_fp(&u, fp));
     }

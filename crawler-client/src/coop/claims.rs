@@ -9,18 +9,20 @@ use crate::ids::{Fp, HostId};
 use url::Url;
 
 impl CoopState {
-    /// Whether a believed site announced a change of the page since its last visit. Such a
-    /// visit asks without validators: a server's are often coarser than the announcement (a
-    /// `Last-Modified` to the second, nginx's ETag of mtime and size), and a 304 would then
-    /// hide a second edit within the same second and count against an honest site. A site not
-    /// believed gets conditional visits: its claims must not cost whole bodies.
+    /// Whether the page's next visit asks without validators: a believed site announced a
+    /// change (a server's validators are often coarser than the announcement, a
+    /// `Last-Modified` to the second, nginx's ETag of mtime and size, and a 304 would then hide
+    /// a second edit within the same second and count against an honest site), or the visit
+    /// checks a claim (a server that answers 304 to what it serves changed must not turn its
+    /// own claim into a confirmation). A site not believed gets conditional visits for its
+    /// announcements: its claims must not cost whole bodies.
     pub(crate) fn announced_change(&self, fp: Fp) -> bool {
-        self.claims.get(&fp).is_some_and(|(host, c)| {
-            *c == Claim::Changed
-                && self
-                    .sites
-                    .get(host)
-                    .is_some_and(|s| s.trust.believed(self.config.trust_min))
+        self.claims.get(&fp).is_some_and(|(host, c)| match c {
+            Claim::Unchanged | Claim::Matches(_) => true,
+            Claim::Changed => self
+                .sites
+                .get(host)
+                .is_some_and(|s| s.trust.believed(self.config.trust_min)),
         })
     }
 
@@ -32,16 +34,21 @@ impl CoopState {
         self.plans.remove(&fp)
     }
 
-    /// After a visit: the site's claim about the page is weighed, and a page of a covering
-    /// site is left to its announcements.
+    /// After a visit: the site's claim about the page is weighed (against its content's
+    /// SHA-256 `validator` for a page it handed over), and a page of a covering site is left
+    /// to its announcements. A page fetched live is no longer one the site handed over.
     pub(crate) fn visited(
         &mut self,
         r: &mut Reach<'_>,
         host: HostId,
         fp: Fp,
-        changed: bool,
+        (changed, validator, cut): (bool, Option<&str>, bool),
         delta: Option<&DeltaUse>,
+        live: bool,
     ) {
+        if live && let Some(pages) = self.unproven.get_mut(&host) {
+            pages.remove(&fp);
+        }
         if let Some(d) = delta {
             let site = self.site(host);
             match d {
@@ -50,14 +57,25 @@ impl CoopState {
                 DeltaUse::Fallback(_) => site.stats.delta_fallbacks += 1,
             }
         }
-        if let Some((claim_host, claim)) = self.claims.remove(&fp) {
+        // A page cut at the page limit cannot show what its whole content is: its claim is
+        // dropped unweighed.
+        let claimed = live.then(|| self.claims.remove(&fp)).flatten();
+        if let Some((claim_host, claim)) = claimed.filter(|_| !cut) {
             let before = self.covers(claim_host);
-            let right = (claim == Claim::Changed) == changed;
+            let right = match claim {
+                Claim::Matches(d) => validator == Some(d.etag().to_string().as_str()),
+                Claim::Changed => changed,
+                Claim::Unchanged => !changed,
+            };
             let site = self.site(claim_host);
-            if right {
-                site.trust.confirm();
-            } else {
-                site.trust.refute(1.0);
+            match (right, claim) {
+                (true, _) => site.trust.confirm(),
+                (false, Claim::Matches(_)) => {
+                    site.trust.disprove();
+                    site.stats.refuted += 1;
+                    self.disown(r, claim_host, fp);
+                }
+                (false, _) => site.trust.refute(1.0),
             }
             let after = self.covers(claim_host);
             if before != after {
@@ -81,6 +99,43 @@ impl CoopState {
             && let Some(s) = r.schedule.as_deref_mut()
         {
             s.cover(fp);
+        }
+    }
+
+    /// A page the site handed over proved not to be its live page: every page it handed over
+    /// and that was not fetched live since stops counting as the crawl's copy, and is fetched
+    /// again, whole, each a claim to check.
+    fn disown(&mut self, r: &mut Reach<'_>, host: HostId, refuted: Fp) {
+        let Some(pages) = self.unproven.remove(&host) else {
+            return;
+        };
+        tracing::warn!(
+            "{}: a page it handed over is not its live page; its {} other pages handed over are fetched again before they count as copies",
+            r.origin(host),
+            pages.len()
+        );
+        let at = crate::clock::now_ms();
+        for (fp, (url, digest)) in pages {
+            if fp == refuted {
+                continue;
+            }
+            r.out.disowned.push(crate::state::PageRecord {
+                url: url.clone(),
+                fp,
+                host,
+                error: Some("handed over by the site in bulk, and the site's live pages refuted it: fetched again".into()),
+                fetched_at: at,
+                disowned: true,
+                ..Default::default()
+            });
+            // Each page fetched again is one more claim weighed: what the site handed over
+            // for it, against what it serves.
+            if let Some(d) = digest {
+                self.claims.insert(fp, (host, Claim::Matches(d)));
+            }
+            if let Ok(u) = Url::parse(&url) {
+                self.due_now(r, host, &Link::with_fp(&u, fp));
+            }
         }
     }
 

@@ -6,6 +6,7 @@ use super::discovery::{delta_url, is_changes_endpoint, link_header, robots_txt_p
 use super::poll_rate::pace_from_dates;
 use super::snapshots::Listed;
 use super::state::{CoopState, Reach, Walk};
+use super::stated::Arrival;
 use super::trust::{lastmods_stamped, shared_moment};
 use super::{CoopJob, CoopMode, MetaError, MetaKind};
 use crate::clock::now_ms;
@@ -202,28 +203,33 @@ impl CoopState {
         let changes = changes.and_then(|c| Url::parse(&c).ok());
         let mut list = Vec::with_capacity(doc.items.len());
         for item in &doc.items {
-            if !self.own_page(r, host, &item.url) {
+            let Some(page) = self.stated_url(r, host, &item.url, Arrival::Named) else {
                 continue;
-            }
+            };
             let plan = item
                 .delta
                 .clone()
                 .filter(|d| self.speaks_for(r, host, d))
-                .or_else(|| changes.as_ref().and_then(|c| delta_url(c, &item.url)));
+                .or_else(|| changes.as_ref().and_then(|c| delta_url(c, &page)));
             let modified = item.modified.timestamp_millis();
             if last_poll.is_some_and(|t| modified > t) {
                 moved += 1;
             }
             list.push(Listed {
-                url: item.url.clone(),
+                url: page,
                 modified,
                 etag: item.etag.as_ref().map(ToString::to_string),
                 delta: plan,
+                size: item.size,
             });
         }
         let resyncing = std::mem::take(&mut self.site(host).resyncing);
         let list = if first || resyncing {
-            match self.take_snapshot(r, host, doc.channel.snapshot.as_ref(), list, reading) {
+            let snapshot = (
+                doc.channel.snapshot.as_ref(),
+                doc.channel.snapshot_max_record,
+            );
+            match self.take_snapshot(r, host, snapshot, list, reading) {
                 Ok(()) => Vec::new(),
                 Err(list) => {
                     r.frontier.hold_pages(host, false);
@@ -411,12 +417,12 @@ impl CoopState {
             self.pace_from_listing(r, host, &dates);
         }
         for e in &w.listed {
-            if !self.own_page(r, host, &e.loc) {
+            let Some(page) = self.stated_url(r, host, &e.loc, Arrival::Named) else {
                 continue;
-            }
+            };
             let lastmod = e.lastmod.filter(|_| !stamped);
             let said = Said {
-                url: &e.loc,
+                url: &page,
                 modified: lastmod.map(|t| t.timestamp_millis()),
                 etag: None,
                 delta: None,

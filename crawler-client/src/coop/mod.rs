@@ -28,6 +28,7 @@ mod report;
 pub(crate) mod snapshot_fetch;
 mod snapshots;
 pub(crate) mod state;
+pub(crate) mod stated;
 
 #[cfg(test)]
 mod tests;

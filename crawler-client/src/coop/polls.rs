@@ -174,12 +174,12 @@ impl CoopState {
                     self.sitemap_fed(r, host, None);
                 }
                 MetaKind::Changes => {}
-                MetaKind::Snapshot => self.snapshot_ended(r, host, Some(why.to_string())),
+                MetaKind::Snapshot => self.snapshot_ended(r, host, Some(why.to_string()), &[]),
             }
             return;
         }
         if kind == MetaKind::Snapshot {
-            self.snapshot_ended(r, host, Some(why.to_string()));
+            self.snapshot_ended(r, host, Some(why.to_string()), &[]);
             return;
         }
         if kind == MetaKind::Sitemap {
@@ -249,7 +249,11 @@ impl CoopState {
                 Ok(())
             }
             (MetaKind::Snapshot, 200) => {
-                self.snapshot_ended(r, host, None);
+                let oversize: Vec<String> = got
+                    .header(super::snapshot_fetch::OVERSIZE_FIELD)
+                    .map(|v| v.split(' ').map(str::to_string).collect())
+                    .unwrap_or_default();
+                self.snapshot_ended(r, host, None, &oversize);
                 Ok(())
             }
             (_, status) => Err(MetaError::Status {

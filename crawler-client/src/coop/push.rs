@@ -263,7 +263,9 @@ impl CoopState {
         r.out.bytes += body.len() as u64;
         let site = self.site(host);
         if let (None, Some((_, topic))) = (&site.changes, &site.page_hub) {
-            if let Ok(url) = Url::parse(topic) {
+            if let Ok(url) = Url::parse(topic)
+                && let Some(url) = self.stated_url(r, host, &url, super::stated::Arrival::Named)
+            {
                 tracing::info!("{url}: the hub says it changed");
                 self.due_now(r, host, &Link::to(&url));
             }

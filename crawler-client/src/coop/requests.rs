@@ -37,8 +37,15 @@ fn decoded_max(kind: MetaKind) -> usize {
 /// Time allowed for a hub request.
 const HUB_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Makes a cooperation request and sends the outcome.
-pub(crate) async fn run(ctx: Arc<Context>, host: HostId, job: CoopJob, tx: Outbox) {
+/// Makes a cooperation request and sends the outcome; a snapshot's pages are kept as `gate`
+/// lets them.
+pub(crate) async fn run(
+    ctx: Arc<Context>,
+    host: HostId,
+    job: CoopJob,
+    tx: Outbox,
+    gate: crate::fetch::outcome::PageGate,
+) {
     if let CoopJob::Fetch {
         kind: MetaKind::Snapshot,
         url,
@@ -46,7 +53,7 @@ pub(crate) async fn run(ctx: Arc<Context>, host: HostId, job: CoopJob, tx: Outbo
     } = &job
     {
         let url = url.clone();
-        return super::snapshot_fetch::run(ctx, host, job, url, tx).await;
+        return super::snapshot_fetch::run(ctx, host, job, url, tx, gate).await;
     }
     let start = Instant::now();
     let result = match &job {
@@ -122,18 +129,18 @@ async fn fetch_meta(
 }
 
 async fn post_hub(ctx: &Context, hub: &Url, form: &str) -> Result<CoopFetched, FetchError> {
-    let resp = ctx
-        .client
-        .post(hub.clone())?
-        .timeout(HUB_TIMEOUT)
-        .header(
-            reqwest::header::CONTENT_TYPE,
-            "application/x-www-form-urlencoded",
-        )
-        .body(form.to_string())
-        .send()
-        .await
-        .map_err(|e| crate::fetch::classify(&e))?;
+    let mut resp = send_form(ctx, hub, form).await?;
+    // A hub that takes verified crawlers only asks for a signature (RFC 9421 section 5):
+    // answered once, covering what it asked.
+    if matches!(resp.status().as_u16(), 401 | 403 | 429)
+        && let Some(asked) = resp
+            .headers()
+            .get("accept-signature")
+            .and_then(|v| v.to_str().ok())
+        && ctx.client.asked_to_sign(hub, asked)
+    {
+        resp = send_form(ctx, hub, form).await?;
+    }
     let status = resp.status().as_u16();
     let headers = crate::fetch::header_pairs(resp.headers());
     let body = resp
@@ -148,6 +155,15 @@ async fn post_hub(ctx: &Context, hub: &Url, form: &str) -> Result<CoopFetched, F
         body,
         record: None,
     })
+}
+
+async fn send_form(ctx: &Context, hub: &Url, form: &str) -> Result<reqwest::Response, FetchError> {
+    ctx.client
+        .post_form(hub.clone(), form.to_string())?
+        .timeout(HUB_TIMEOUT)
+        .send()
+        .await
+        .map_err(|e| crate::fetch::classify(&e))
 }
 
 /// How a changed page is to be fetched as a delta.
@@ -314,10 +330,10 @@ pub(crate) async fn page_delta(
     ctx: Arc<Context>,
     job: Queued,
     page: Url,
-    known: KnownPage,
-    plan: DeltaPlan,
+    (known, plan): (KnownPage, DeltaPlan),
     (lane, ticket): (Arc<Lane>, Ticket),
     tx: Outbox,
+    usage: webcoop_protocol::usage::Prefs,
 ) {
     let Some(permit) = lane.turn(ticket).await else {
         return give_back(&lane, job, &tx);
@@ -348,8 +364,16 @@ pub(crate) async fn page_delta(
         lane.stop();
     }
     drop(permit);
-    let result =
-        result.map(|resp| Box::new(examined(&ctx, &resp, job.depth, &known, how, derivation)));
+    let result = result.map(|resp| {
+        Box::new(examined(
+            &ctx,
+            &resp,
+            (job.depth, &known),
+            how,
+            derivation,
+            usage,
+        ))
+    });
     lane.leave();
     tx.send(Outcome::Page {
         job,
@@ -365,9 +389,9 @@ pub(crate) async fn page_inline(
     ctx: Arc<Context>,
     job: Queued,
     page: Url,
-    known: KnownPage,
-    plan: DeltaPlan,
+    (known, plan): (KnownPage, DeltaPlan),
     tx: Outbox,
+    usage: webcoop_protocol::usage::Prefs,
 ) -> Result<(), DeltaError> {
     let Some((base, delta)) = &plan.inline else {
         return Err(DeltaError::NoInline);
@@ -393,6 +417,7 @@ pub(crate) async fn page_inline(
             body: delta,
             refers_to: None,
             how: &how,
+            usage: None,
         },
         ctx.warc_level,
     );
@@ -423,10 +448,10 @@ pub(crate) async fn page_inline(
     let f = examined(
         &ctx,
         &resp,
-        job.depth,
-        &known,
+        (job.depth, &known),
         DeltaUse::Pushed,
         Some(derivation),
+        usage,
     );
     tx.send(Outcome::Page {
         job,
@@ -442,10 +467,10 @@ pub(crate) async fn page_inline(
 pub(crate) fn examined(
     ctx: &Context,
     resp: &FetchResponse,
-    depth: u32,
-    known: &KnownPage,
+    (depth, known): (u32, &KnownPage),
     how: DeltaUse,
     derivation: Option<Derivation>,
+    usage: webcoop_protocol::usage::Prefs,
 ) -> Fetched {
     let mut f = tasks::examine(
         resp,
@@ -453,8 +478,10 @@ pub(crate) fn examined(
         Some(known),
         &ctx.policy,
         (ctx.limits.max_body, ctx.warc_level),
-        webcoop_protocol::usage::Prefs::NONE,
+        usage,
     );
+    let usage = tasks::usage_of(resp, usage);
+    let usage = (!usage.is_empty()).then(|| usage.to_aipref());
     f.delta = Some(how);
     if let Some(d) = derivation {
         if !f.unchanged {
@@ -469,6 +496,7 @@ pub(crate) fn examined(
                     body: &resp.body,
                     refers_to: Some((&d.received.id, d.from.as_str())),
                     how: &d.how,
+                    usage: usage.as_deref(),
                 },
                 ctx.warc_level,
             ));

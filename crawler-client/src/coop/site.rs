@@ -59,13 +59,17 @@ pub struct CoopStats {
     /// Changed pages taken from a batch of changes instead of fetched one by one.
     #[serde(default)]
     pub(crate) from_batch: u64,
+    /// URLs the site's documents stated that a link could not be (credentials, out of scope,
+    /// disallowed by robots.txt): not taken.
+    #[serde(default)]
+    pub(crate) refused_urls: u64,
 }
 
 impl std::fmt::Display for CoopStats {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} metadata requests ({} bytes, {} not modified), {} changes announced, {} pushes, {} deltas ({} fell back), {} checks, {} foreign URLs ignored, {} pages from a snapshot ({} refuted), {} from batches",
+            "{} metadata requests ({} bytes, {} not modified), {} changes announced, {} pushes, {} deltas ({} fell back), {} checks, {} foreign URLs ignored, {} pages from a snapshot ({} refuted), {} from batches, {} stated URLs refused",
             self.meta_requests,
             self.meta_bytes,
             self.not_modified,
@@ -77,7 +81,8 @@ impl std::fmt::Display for CoopStats {
             self.foreign,
             self.from_snapshot,
             self.refuted,
-            self.from_batch
+            self.from_batch,
+            self.refused_urls
         )
     }
 }

@@ -3,14 +3,19 @@
 //! and `If-Range`, so a byte already received is never asked again), then each record is read,
 //! its content checked against its own digest, and sent to the loop as a page obtained
 //! without a request ([`Source::Snapshot`]), archived as a `resource` record that refers to the
-//! snapshot. The loop checks each against the site's listing before it believes it; the last
-//! outcome says how the snapshot went.
+//! snapshot and names the usage preferences it was taken under. A record is a claim held to
+//! what a link is held to: a URL with credentials, outside the crawl's scope, another site's,
+//! one robots.txt disallows or one whose usage preferences refuse the crawl is not kept, and
+//! a fragment names no other page. A record larger than the crawler's page limit is read past
+//! (the page is fetched alone, under the same limit); the rest of the snapshot is used. The
+//! loop checks each page against the site's listing before it believes it; the last outcome
+//! says how the snapshot went.
 
 use super::CoopJob;
 use crate::analyze::Link;
 use crate::archive::warc;
 use crate::fetch::outbox::Outbox;
-use crate::fetch::outcome::{Context, CoopFetched, Outcome, Source};
+use crate::fetch::outcome::{Context, CoopFetched, Outcome, PageGate, Source};
 use crate::fetch::tasks::{self, PayloadDigest};
 use crate::fetch::{FetchError, FetchResponse};
 use crate::ids::HostId;
@@ -22,7 +27,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use url::Url;
 use webcoop_protocol::snapshot::{Entry, SnapshotInfo};
-use webcoop_protocol::warc::ZstdWarcReader;
+use webcoop_protocol::warc::{Next, ZstdWarcReader};
 
 /// Largest snapshot file accepted.
 pub(crate) const MAX_SNAPSHOT_BYTES: u64 = 8 << 30;
@@ -48,7 +53,14 @@ fn part_path(dir: &Path, url: &Url) -> PathBuf {
 /// Fetches the snapshot at `url`, sends its pages, then the outcome of the job. The outcome's
 /// time is the download's: politeness weighs what the request cost the server, and reading
 /// the file afterwards (most of a snapshot's time on a fast link) costs it nothing.
-pub(crate) async fn run(ctx: Arc<Context>, host: HostId, job: CoopJob, url: Url, tx: Outbox) {
+pub(crate) async fn run(
+    ctx: Arc<Context>,
+    host: HostId,
+    job: CoopJob,
+    url: Url,
+    tx: Outbox,
+    gate: PageGate,
+) {
     let start = Instant::now();
     let downloaded = download(&ctx, &url).await;
     let elapsed = start.elapsed();
@@ -57,20 +69,23 @@ pub(crate) async fn run(ctx: Arc<Context>, host: HostId, job: CoopJob, url: Url,
             let ctx2 = ctx.clone();
             let tx2 = tx.clone();
             let url2 = url.clone();
-            let read =
-                tokio::task::spawn_blocking(move || send_pages(&ctx2, host, &url2, &path, &tx2))
-                    .await
-                    .map_err(|e| {
-                        FetchError::Other(format!("{url}: reading the snapshot stopped: {e}"))
-                    })
-                    .and_then(|r| r);
-            read.map(|(info, pages)| {
+            let read = tokio::task::spawn_blocking(move || {
+                send_pages(&ctx2, host, &url2, &path, &tx2, &gate)
+            })
+            .await
+            .map_err(|e| FetchError::Other(format!("{url}: reading the snapshot stopped: {e}")))
+            .and_then(|r| r);
+            read.map(|(info, read)| {
                 let mut headers = headers;
                 headers.push((
                     "x-webcoop-snapshot-sequence".into(),
                     info.sequence.to_string(),
                 ));
-                headers.push(("x-webcoop-snapshot-pages".into(), pages.to_string()));
+                headers.push(("x-webcoop-snapshot-pages".into(), read.pages.to_string()));
+                headers.push(("x-webcoop-snapshot-left".into(), read.left.to_string()));
+                if !read.oversize.is_empty() {
+                    headers.push((OVERSIZE_FIELD.into(), read.oversize.join(" ")));
+                }
                 CoopFetched {
                     status: 200,
                     headers,
@@ -207,15 +222,35 @@ async fn download(
     Err(last_error.unwrap_or_else(|| FetchError::Other(format!("{url}: snapshot not received"))))
 }
 
-/// Reads the downloaded snapshot and sends each page; returns its `warcinfo` and the pages
-/// sent. The file is removed once read: its pages are in the crawl's own archive.
+/// What reading a snapshot gave: the pages sent, and the records left for a fetch of their
+/// own (larger than the page limit) or not kept (what a link could not be).
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Read {
+    /// Pages sent to the loop.
+    pub(crate) pages: u64,
+    /// Records read past or refused.
+    pub(crate) left: u64,
+    /// The URLs of records above the page limit (at most [`MAX_OVERSIZE`]): fetched alone.
+    pub(crate) oversize: Vec<String>,
+}
+
+/// Where the answer of a snapshot's request names the records above the page limit, for the
+/// cooperation state (space-separated URLs).
+pub(crate) const OVERSIZE_FIELD: &str = "x-webcoop-snapshot-oversize";
+/// The most oversize records named; the others are fetched alone all the same.
+const MAX_OVERSIZE: usize = 64;
+
+/// Reads the downloaded snapshot and sends each page `gate` lets through; returns its
+/// `warcinfo` and what was read. The file is removed once read: its pages are in the crawl's
+/// own archive.
 fn send_pages(
     ctx: &Context,
     host: HostId,
     url: &Url,
     path: &Path,
     tx: &Outbox,
-) -> Result<(SnapshotInfo, u64), FetchError> {
+    gate: &PageGate,
+) -> Result<(SnapshotInfo, Read), FetchError> {
     let bad = |e: webcoop_protocol::warc::WarcError| FetchError::Other(format!("{url}: {e}"));
     let file = std::fs::File::open(path).map_err(|e| FetchError::Other(format!("{url}: {e}")))?;
     let mut reader =
@@ -237,7 +272,11 @@ fn send_pages(
         .map_or(2, |n| n.get())
         .clamp(1, 4);
     let pages = std::sync::atomic::AtomicU64::new(0);
-    let (entries, taken) = std::sync::mpsc::sync_channel::<(Url, Entry, u64)>(workers * 4);
+    let mut left = 0u64;
+    let mut oversize: Vec<String> = Vec::new();
+    let mut kept: std::collections::HashSet<String> = std::collections::HashSet::new();
+    let (entries, taken) =
+        std::sync::mpsc::sync_channel::<(Url, Entry, u64, Option<String>)>(workers * 4);
     let taken = std::sync::Mutex::new(taken);
     let result = std::thread::scope(|scope| {
         for _ in 0..workers {
@@ -247,11 +286,12 @@ fn send_pages(
                         Ok(rx) => rx.recv(),
                         Err(_) => return,
                     };
-                    let Ok((page, entry, offset)) = next else {
+                    let Ok((page, entry, offset, usage)) = next else {
                         return;
                     };
                     let how = format!("snapshot; sequence={}; offset={offset}", info.sequence);
-                    let fetched = page_of(ctx, &page, entry, None, 1, Some((&info_id, url)), &how);
+                    let from = Some((info_id.as_str(), url));
+                    let fetched = page_of(ctx, &page, entry, None, 1, from, &how, usage.as_deref());
                     let link = Link::to(&page);
                     tx.send(Outcome::Page {
                         job: Queued::unqueued(host, link.fp, link.url, 1, false),
@@ -264,8 +304,25 @@ fn send_pages(
             });
         }
         let read = loop {
-            let located = match reader.next_record() {
-                Ok(Some(l)) => l,
+            let located = match reader.next_or_oversize() {
+                Ok(Some(Next::Record(l))) => l,
+                Ok(Some(Next::Oversize {
+                    size, target_uri, ..
+                })) => {
+                    // The page is fetched alone once the listing is acted on.
+                    left += 1;
+                    if let Some(u) = target_uri.as_deref()
+                        && oversize.len() < MAX_OVERSIZE
+                        && !u.contains(char::is_whitespace)
+                    {
+                        oversize.push(u.to_string());
+                    }
+                    tracing::info!(
+                        "{url}: a record of {size} bytes ({}) is over the page limit; that page is fetched alone",
+                        target_uri.as_deref().unwrap_or("no URL")
+                    );
+                    continue;
+                }
                 Ok(None) => break Ok(()),
                 Err(e) => break Err(bad(e)),
             };
@@ -274,15 +331,20 @@ fn send_pages(
                 Ok(e) => e,
                 Err(e) => break Err(bad(e)),
             };
-            let Ok(page) = Url::parse(&entry.url) else {
+            let Some((page, usage)) = admitted(ctx, gate, &entry.url) else {
+                left += 1;
                 continue;
             };
+            if !kept.insert(page.as_str().to_string()) {
+                left += 1;
+                continue;
+            }
             while ctx.snapshot_backlog.load(Ordering::Relaxed) > BACKLOG {
                 std::thread::sleep(Duration::from_millis(5));
             }
             ctx.snapshot_backlog
                 .fetch_add(entry.body.len() as u64, Ordering::Relaxed);
-            if entries.send((page, entry, located.offset)).is_err() {
+            if entries.send((page, entry, located.offset, usage)).is_err() {
                 break Ok(());
             }
         };
@@ -292,11 +354,54 @@ fn send_pages(
     });
     let pages = pages.into_inner();
     let _ = std::fs::remove_file(path);
-    result.map(|()| (info, pages))
+    result.map(|()| {
+        (
+            info,
+            Read {
+                pages,
+                left,
+                oversize,
+            },
+        )
+    })
+}
+
+/// The page a snapshot record names, normalised, and the usage preferences it is kept under
+/// (aipref form), if `gate` lets it be kept.
+fn admitted(ctx: &Context, gate: &PageGate, stated: &str) -> Option<(Url, Option<String>)> {
+    let raw = Url::parse(stated).ok()?;
+    let page = match super::stated::refusal(
+        &raw,
+        &gate.origin,
+        &ctx.policy,
+        gate.rules.as_ref(),
+        super::stated::Arrival::WithContent,
+    ) {
+        Ok(p) => p,
+        Err(why) => {
+            tracing::debug!(
+                "{}: not kept from the snapshot: {why}",
+                super::stated::redacted(&raw)
+            );
+            return None;
+        }
+    };
+    let usage = gate
+        .rules
+        .as_ref()
+        .map(|r| r.usage_at(&page))
+        .unwrap_or_default()
+        .strictest(gate.stated);
+    if usage.refuses(&ctx.purposes).is_some() {
+        return None;
+    }
+    Some((page, (!usage.is_empty()).then(|| usage.to_aipref())))
 }
 
 /// The page of a snapshot's or a batch's entry, examined as a response would be (against the
-/// copy held, if any), archived as a `resource` record referring to the record it came from.
+/// copy held, if any), archived as a `resource` record referring to the record it came from
+/// and naming the usage preferences it was taken under.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn page_of(
     ctx: &Context,
     page: &Url,
@@ -305,6 +410,7 @@ pub(crate) fn page_of(
     depth: u32,
     from: Option<(&str, &Url)>,
     how: &str,
+    usage: Option<&str>,
 ) -> crate::fetch::outcome::Fetched {
     let now = crate::clock::now();
     let resp = FetchResponse {
@@ -338,6 +444,7 @@ pub(crate) fn page_of(
                     body: &resp.body,
                     refers_to: from.map(|(id, url)| (id, url.as_str())),
                     how,
+                    usage,
                 },
                 payload_digest.to_string(),
                 // A page fetched alone is archived as the server sent it: gzip'd at nginx's

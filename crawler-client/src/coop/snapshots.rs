@@ -1,9 +1,10 @@
 //! A snapshot of the whole site on a first visit: robots.rdf names one, so its list waits,
 //! the host's pages are held, and one request fetches every page. Each page read from the
 //! snapshot is believed only if robots.rdf lists it with the same SHA-256; what the snapshot
-//! lacks or disagrees on is fetched as usual once the list is acted on, and a few pages taken
-//! from it are fetched again at once to check it (a mismatch costs the site its trust, as any
-//! false claim does).
+//! lacks or disagrees on is fetched as usual once the list is acted on. A few pages taken from
+//! it (more the less is known of the site) are fetched again at once, whole, and compared with
+//! the content the snapshot gave: one that differs costs the site its trust at once, and every
+//! page the snapshot gave is disowned and fetched again before it counts as the crawl's copy.
 
 use super::announcements::{Reading, Said};
 use super::state::{Claim, CoopState, Reach};
@@ -12,9 +13,7 @@ use crate::analyze::Link;
 use crate::ids::HostId;
 use std::collections::HashMap;
 use url::Url;
-
-/// Pages taken from a snapshot that are fetched again to check it (unless checks are off).
-pub(crate) const CHECKS: usize = 3;
+use webcoop_protocol::validator::{EntityTag, Sha256Digest};
 
 /// A URL robots.rdf lists, as its list is acted on.
 #[derive(Debug, Clone)]
@@ -27,6 +26,8 @@ pub(crate) struct Listed {
     pub(crate) etag: Option<String>,
     /// Where its delta is.
     pub(crate) delta: Option<Url>,
+    /// Its size in bytes, as listed.
+    pub(crate) size: Option<u64>,
 }
 
 impl Listed {
@@ -49,11 +50,14 @@ pub(crate) struct PendingSnapshot {
     list: Vec<Listed>,
     /// Each listed URL's entity tag, to check a page against.
     tags: HashMap<String, Option<String>>,
-    /// URLs taken from the snapshot.
-    taken: Vec<Link>,
+    /// URLs taken from the snapshot, with the content's SHA-256.
+    taken: Vec<(Link, Sha256Digest)>,
     /// How the list is read once the snapshot ended: a first visit's, or a resync's (whose
     /// claims are weighed like any update).
     reading: Reading,
+    /// The largest record the snapshot holds, as robots.rdf states it: larger listed files
+    /// were left out of it, to be fetched alone.
+    max_record: Option<u64>,
 }
 
 impl CoopState {
@@ -64,7 +68,7 @@ impl CoopState {
         &mut self,
         r: &mut Reach<'_>,
         host: HostId,
-        snapshot: Option<&Url>,
+        (snapshot, max_record): (Option<&Url>, Option<u64>),
         list: Vec<Listed>,
         reading: Reading,
     ) -> Result<(), Vec<Listed>> {
@@ -94,6 +98,7 @@ impl CoopState {
                 tags,
                 taken: Vec::new(),
                 reading,
+                max_record,
             },
         );
         r.frontier.hold_pages(host, true);
@@ -130,23 +135,40 @@ impl CoopState {
         };
         let listed = p.tags.get(url);
         let agrees = matches!((listed, validator), (Some(Some(tag)), Some(v)) if tag == v);
-        if agrees && let Ok(u) = Url::parse(url) {
-            p.taken.push(Link::to(&u));
-            self.site(host).stats.from_snapshot += 1;
-        } else if listed.is_some() {
-            self.site(host).stats.refuted += 1;
+        let digest = validator
+            .and_then(|v| v.parse::<EntityTag>().ok())
+            .and_then(|t| Sha256Digest::from_etag(&t));
+        match (agrees, digest, Url::parse(url)) {
+            (true, Some(d), Ok(u)) => {
+                let link = Link::to(&u);
+                self.unproven
+                    .entry(host)
+                    .or_default()
+                    .insert(link.fp, (link.url.clone(), Some(d)));
+                p.taken.push((link, d));
+                self.site(host).stats.from_snapshot += 1;
+                true
+            }
+            _ => {
+                if listed.is_some() {
+                    self.site(host).stats.refuted += 1;
+                }
+                false
+            }
         }
-        agrees
     }
 
     /// The snapshot ended (`pages` taken, or it failed): the list is acted on (what the
     /// snapshot gave is known and unchanged; the rest is queued), a few of its pages are
-    /// checked, and the host's pages go again.
+    /// checked, and the host's pages go again. The pages whose records were above the page
+    /// limit (`oversize`) are fetched alone: each is a check of the listing the snapshot
+    /// agreed with, so it counts among the checks (three of its own pages are checked still).
     pub(crate) fn snapshot_ended(
         &mut self,
         r: &mut Reach<'_>,
         host: HostId,
         failed: Option<String>,
+        oversize: &[String],
     ) {
         let Some(p) = self.snapshots.remove(&host) else {
             return;
@@ -167,24 +189,51 @@ impl CoopState {
         // What was taken is held as the listing says: only the rest is weighed (the pages
         // taken may not be saved yet, so the copies held would look older).
         let taken: std::collections::HashSet<&str> =
-            p.taken.iter().map(|l| l.url.as_str()).collect();
+            p.taken.iter().map(|(l, _)| l.url.as_str()).collect();
         for l in p.list.iter().filter(|l| !taken.contains(l.url.as_str())) {
             self.listed(r, host, l.said(), p.reading);
         }
-        let step = (p.taken.len() / CHECKS).max(1);
+        // An operator who turned checks off (a share of 0) gets none here either.
+        let mut checks = if self.config.check_share > 0.0 {
+            let trust = self.site(host).trust;
+            super::trust::snapshot_checks(&trust, p.taken.len() + oversize.len())
+        } else {
+            0
+        };
+        // Pages left out of the snapshot by the site for being above the largest record it
+        // states are fetched alone: each checks the listing the snapshot agreed with. (Records
+        // above the crawl's own page limit are fetched alone too, but cut: they prove nothing.)
+        let left_for_size = |l: &&Listed| {
+            !taken.contains(l.url.as_str())
+                && !oversize.contains(&l.url.to_string())
+                && matches!((l.size, p.max_record), (Some(s), Some(m)) if s > m)
+        };
+        let mut alone = 0;
+        for l in p.list.iter().filter(|_| checks > 0).filter(left_for_size) {
+            let digest = l
+                .etag
+                .as_deref()
+                .and_then(|t| t.parse::<EntityTag>().ok())
+                .and_then(|t| Sha256Digest::from_etag(&t));
+            if let Some(d) = digest {
+                self.claims
+                    .insert(Link::to(&l.url).fp, (host, Claim::Matches(d)));
+                self.site(host).stats.checks += 1;
+                alone += 1;
+            }
+        }
+        checks = checks
+            .saturating_sub(alone)
+            .max(checks.min(super::trust::SNAPSHOT_CHECKS_MIN))
+            .min(p.taken.len());
+        let step = (p.taken.len() / checks.max(1)).max(1);
         let offset = if p.taken.is_empty() {
             0
         } else {
             (self.rng as usize) % step
         };
-        // An operator who turned checks off (a share of 0) gets none here either.
-        let checks = if self.config.check_share > 0.0 {
-            CHECKS
-        } else {
-            0
-        };
-        for link in p.taken.iter().skip(offset).step_by(step).take(checks) {
-            self.claims.insert(link.fp, (host, Claim::Unchanged));
+        for (link, digest) in p.taken.iter().skip(offset).step_by(step).take(checks) {
+            self.claims.insert(link.fp, (host, Claim::Matches(*digest)));
             self.site(host).stats.checks += 1;
             self.due_now(r, host, link);
         }

@@ -25,6 +25,9 @@ pub(crate) enum Claim {
     Changed,
     /// Nothing changed.
     Unchanged,
+    /// The page's content is this (a page handed over in a snapshot or a batch): checked by
+    /// a whole fetch, never a conditional one, whose content must have this SHA-256.
+    Matches(webcoop_protocol::validator::Sha256Digest),
 }
 
 /// A sitemap walk under way: the walk, the entries found so far (acted on once it is over and
@@ -34,6 +37,9 @@ pub(crate) struct Walk {
     pub(crate) listed: Vec<UrlEntry>,
     pub(crate) failures: usize,
 }
+
+/// A page a site handed over: its URL, and the digest of the content it was taken with.
+pub(crate) type Handed = (String, Option<webcoop_protocol::validator::Sha256Digest>);
 
 /// The crawl's cooperation state.
 pub(crate) struct CoopState {
@@ -49,6 +55,10 @@ pub(crate) struct CoopState {
     pub(crate) rng: u64,
     /// Snapshots being fetched, by host.
     pub(crate) snapshots: HashMap<HostId, super::snapshots::PendingSnapshot>,
+    /// Pages a site handed over (a snapshot, a batch) not fetched live since, with the
+    /// content they were taken with: if one the site handed over proves false, each is
+    /// disowned and fetched again.
+    pub(crate) unproven: HashMap<HostId, HashMap<Fp, Handed>>,
 }
 
 /// The pages held, as cooperation needs them: to tell a listed URL already visited from one
@@ -112,6 +122,9 @@ pub(crate) struct Effects {
     pub(crate) inline: Vec<InlineDelta>,
     /// Pages read from batches, to record.
     pub(crate) batch: Vec<super::batches::BatchPage>,
+    /// Pages handed over by a site whose bulk claims proved false: no longer the crawl's
+    /// copies (to record so) until fetched again.
+    pub(crate) disowned: Vec<PageRecord>,
     /// Deliveries that arrived.
     pub(crate) pushes: u64,
     /// Bytes that arrived outside requests (pushed documents).
@@ -146,6 +159,7 @@ impl CoopState {
             next_tick: None,
             rng: seed | 1,
             snapshots: HashMap::new(),
+            unproven: HashMap::new(),
         }
     }
 

@@ -260,7 +260,7 @@ fn claims_proved_wrong_end_belief_and_claims_proved_right_restore_it() {
         )])));
         // The visit takes the delta planned for it, as the loop does when it starts it.
         let planned = w.coop.delta_plan(a).is_some();
-        w.decide(|c, r| c.visited(r, host, a, changed, None));
+        w.decide(|c, r| c.visited(r, host, a, (changed, None, false), None, true));
         planned
     };
     // "Changed", and the fetch finds the same content: each time the site is believed less.
@@ -359,7 +359,16 @@ fn a_pushed_inline_delta_for_a_held_copy_is_applied_without_a_request() {
     assert!(w.due(a) <= now_ms());
     let stats = &w.coop.site_state(w.host).unwrap().stats;
     assert_eq!(stats.delta_fallbacks, 1);
-    w.decide(|c, r| c.visited(r, host, a, true, Some(&DeltaUse::Pushed)));
+    w.decide(|c, r| {
+        c.visited(
+            r,
+            host,
+            a,
+            (true, None, false),
+            Some(&DeltaUse::Pushed),
+            true,
+        )
+    });
     assert_eq!(w.coop.site_state(w.host).unwrap().stats.deltas, 1);
 }
 

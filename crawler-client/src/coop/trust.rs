@@ -13,6 +13,11 @@ const PRIOR_WRONG: f64 = 1.0;
 /// claims decide.
 const MEMORY: f64 = 0.98;
 
+/// The evidence against a site whose pages in bulk proved not to be its live pages: its score
+/// falls to 0.16, and it takes about thirteen claims proved right in a row to be believed
+/// again at the default threshold (0.5).
+const DISPROVED: f64 = 20.0;
+
 /// A site's record of claims proved right and wrong.
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Trust {
@@ -45,6 +50,37 @@ impl Trust {
         self.right *= MEMORY;
         self.wrong = self.wrong * MEMORY + weight;
     }
+
+    /// Pages the site handed over in bulk (a snapshot, a batch) proved not to be its live
+    /// pages: whatever it earned is gone, and its claims are not believed until enough prove
+    /// right again.
+    pub(crate) fn disprove(&mut self) {
+        self.right = 0.0;
+        self.wrong = self.wrong.max(DISPROVED);
+    }
+
+    /// How much of the score is still the prior's: 1 for a site met now, toward 0 as its
+    /// claims are weighed. A site is checked more the less is known of it.
+    pub(crate) fn doubt(&self) -> f64 {
+        (PRIOR_RIGHT + PRIOR_WRONG) / (self.right + self.wrong + PRIOR_RIGHT + PRIOR_WRONG)
+    }
+}
+
+/// The fewest pages taken from a snapshot that are checked (if it gave that many).
+pub(crate) const SNAPSHOT_CHECKS_MIN: usize = 3;
+
+/// Pages taken from a snapshot that are fetched again at once to check it: three for a
+/// site whose claims have long proved right, up to six for one met now.
+pub(crate) fn snapshot_checks(trust: &Trust, taken: usize) -> usize {
+    let k = SNAPSHOT_CHECKS_MIN + (3.0 * trust.doubt()).round() as usize;
+    k.min(taken)
+}
+
+/// The share of claims of "nothing changed" (and of pages taken from batches) checked by a
+/// fetch: the crawl's `--coop-check-share` for a proven site, up to five times it for one
+/// met now, never above one.
+pub(crate) fn check_share(base: f64, trust: &Trust) -> f64 {
+    (base * (1.0 + 4.0 * trust.doubt())).min(1.0)
 }
 
 /// The one moment a sitemap's `lastmod` values share, if they share one: at least ten
@@ -87,6 +123,42 @@ mod tests {
             t.confirm();
         }
         assert!(t.believed(0.5), "mended: {}", t.score());
+    }
+
+    #[test]
+    fn a_disproved_site_falls_at_once_and_earns_its_way_back() {
+        let mut t = Trust::default();
+        for _ in 0..100 {
+            t.confirm();
+        }
+        assert!(t.score() > 0.95);
+        t.disprove();
+        assert!(!t.believed(0.5), "{}", t.score());
+        let mut n = 0;
+        while !t.believed(0.5) {
+            t.confirm();
+            n += 1;
+        }
+        assert!(
+            (10..=16).contains(&n),
+            "{n} claims proved right to be believed again"
+        );
+    }
+
+    #[test]
+    fn the_less_is_known_of_a_site_the_more_it_is_checked() {
+        let new = Trust::default();
+        assert_eq!(snapshot_checks(&new, 30_000), 6);
+        assert_eq!(snapshot_checks(&new, 2), 2);
+        let mut proven = Trust::default();
+        for _ in 0..200 {
+            proven.confirm();
+        }
+        assert_eq!(snapshot_checks(&proven, 30_000), 3);
+        assert!((check_share(0.02, &new) - 0.10).abs() < 1e-9);
+        // Evidence fades (about the last 50 claims decide), so some doubt always remains.
+        assert!(check_share(0.02, &proven) < 0.03);
+        assert_eq!(check_share(0.5, &new), 1.0);
     }
 
     #[test]

@@ -69,18 +69,36 @@ impl Engine {
             });
             self.unsaved.page(page);
         }
+        for page in out.disowned {
+            self.log.write(&Entry {
+                at: page.fetched_at,
+                url: &page.url,
+                depth: 1,
+                note: "disowned (the site's bulk claims proved false)",
+                ..Default::default()
+            });
+            self.unsaved.page(page);
+        }
         for d in out.inline {
             let Ok(page) = Url::parse(&d.link.url) else {
                 continue;
             };
             let job = Queued::unqueued(d.host, d.link.fp, d.link.url.clone(), d.depth, true);
+            let usage = self.usage_stated(d.host, &page, std::time::Instant::now());
             let ctx = self.ctx.clone();
             let tx = self.tx.clone();
             let fallback = self.tx.clone();
             self.rt.spawn(async move {
                 let (host, fp, url) = (job.host, job.fp, job.url.clone());
-                let result =
-                    crate::coop::requests::page_inline(ctx, job, page, d.known, d.plan, tx).await;
+                let result = crate::coop::requests::page_inline(
+                    ctx,
+                    job,
+                    page,
+                    (d.known, d.plan),
+                    tx,
+                    usage,
+                )
+                .await;
                 if let Err(why) = result {
                     let why = why.to_string();
                     fallback.send(Outcome::InlineFailed { host, fp, url, why });
@@ -176,8 +194,20 @@ impl Engine {
         } else {
             None
         };
+        // Held to what a link is held to again, now: robots.txt as the crawl holds it.
+        let origin = self.origin(job.host);
+        let allowed = Url::parse(&job.url).ok().is_some_and(|u| {
+            crate::coop::stated::refusal(
+                &u,
+                &origin,
+                &self.ctx.policy,
+                self.frontier.rules(job.host, std::time::Instant::now()),
+                crate::coop::stated::Arrival::WithContent,
+            )
+            .is_ok()
+        });
         let validator = f.analysis.validator.as_deref();
-        if !self.coop.snapshot_page(job.host, &job.url, validator) {
+        if !allowed || !self.coop.snapshot_page(job.host, &job.url, validator) {
             return Ok(());
         }
         match held {
@@ -193,11 +223,17 @@ impl Engine {
         self.handle_page(job, Ok(f), Duration::ZERO, Source::Snapshot)
     }
 
-    /// Examines a page a batch carried, off the loop, and hands it back as an outcome.
+    /// Examines a page a batch carried, off the loop, and hands it back as an outcome; one
+    /// whose usage preferences refuse the crawl is not kept.
     fn read_from_batch(&mut self, b: BatchPage) {
         let Ok(page) = Url::parse(&b.link.url) else {
             return;
         };
+        let usage = self.usage_stated(b.host, &page, std::time::Instant::now());
+        if usage.refuses(&self.settings.purposes).is_some() {
+            return;
+        }
+        let usage = (!usage.is_empty()).then(|| usage.to_aipref());
         let job = Queued::unqueued(
             b.host,
             b.link.fp,
@@ -218,6 +254,7 @@ impl Engine {
                 b.depth,
                 id.as_deref().map(|id| (id, batch)),
                 &how,
+                usage.as_deref(),
             );
             tx.send(Outcome::Page {
                 job,
@@ -249,8 +286,14 @@ impl Engine {
             self.frontier.mark_seen(job.fp);
         }
         let (host, fp, url) = (job.host, job.fp, job.url.clone());
+        let digest = f
+            .analysis
+            .validator
+            .as_deref()
+            .and_then(|v| v.parse::<webcoop_protocol::validator::EntityTag>().ok())
+            .and_then(|t| webcoop_protocol::validator::Sha256Digest::from_etag(&t));
         self.handle_page(job, Ok(f), Duration::ZERO, Source::Batch)?;
-        self.with_coop(|c, r| c.batch_recorded(r, host, fp, &url));
+        self.with_coop(|c, r| c.batch_recorded(r, host, fp, &url, digest));
         Ok(())
     }
 
@@ -270,7 +313,7 @@ impl Engine {
         let results = self.rt.block_on(async move {
             let mut out = Vec::new();
             for (hub, form) in requests {
-                let request = match client.post(hub) {
+                let request = match client.post_form(hub, form) {
                     Ok(r) => r,
                     Err(e) => {
                         out.push(Err(e.to_string()));
@@ -280,11 +323,6 @@ impl Engine {
                 out.push(
                     request
                         .timeout(UNSUBSCRIBE_WAIT)
-                        .header(
-                            reqwest::header::CONTENT_TYPE,
-                            "application/x-www-form-urlencoded",
-                        )
-                        .body(form)
                         .send()
                         .await
                         .map(drop)

@@ -272,11 +272,17 @@ impl Engine {
                 }
                 Dispatch::Coop(host, job) => {
                     self.in_flight.request_started();
+                    let gate = crate::fetch::outcome::PageGate {
+                        origin: self.origin(host),
+                        rules: self.frontier.rules(host, now).cloned(),
+                        stated: self.coop.usage_of(host),
+                    };
                     self.rt.spawn(crate::coop::requests::run(
                         self.ctx.clone(),
                         host,
                         job,
                         self.tx.clone(),
+                        gate,
                     ));
                 }
                 Dispatch::Page(job) => {
@@ -328,10 +334,10 @@ impl Engine {
                 self.ctx.clone(),
                 job,
                 url,
-                known,
-                plan,
+                (known, plan),
                 lane,
                 self.tx.clone(),
+                usage,
             ));
             return Ok(());
         }

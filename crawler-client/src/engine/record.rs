@@ -170,6 +170,7 @@ impl Engine {
                 validator: a.validator.clone(),
                 content,
                 gone: false,
+                disowned: false,
             },
         );
         Ok(())
@@ -225,8 +226,12 @@ impl Engine {
             self.run.visited_again(f.changed);
         }
         let delta = f.delta.as_ref();
+        // A page the site handed over (a snapshot, a batch) proves nothing of the site's
+        // claims: only a visit weighs them.
+        let live = !matches!(source, Source::Snapshot | Source::Batch);
         self.with_coop(|c, r| {
-            c.visited(r, job.host, job.fp, f.changed, delta);
+            let seen = (f.changed, a.validator.as_deref(), f.truncated);
+            c.visited(r, job.host, job.fp, seen, delta, live);
             if let Some((hub, topic)) = &a.hub {
                 c.page_hub(r, job.host, hub, topic);
             }

@@ -24,7 +24,21 @@ struct Cli {
 
 fn settings(out: &Path) -> Settings {
     let out = out.to_string_lossy().into_owned();
-    let cli = Cli::parse_from(["webcoop-crawl", "--seeds", SEED, "--out", &out]);
+    // The made-up names are pinned here (documentation addresses), so that no resolver or
+    // hosts file of the machine decides where they lead.
+    let cli = Cli::parse_from([
+        "webcoop-crawl",
+        "--seeds",
+        SEED,
+        "--out",
+        &out,
+        "--resolve",
+        "site.test=192.0.2.10",
+        "--resolve",
+        "other.test=192.0.2.20",
+        "--allow-net",
+        "192.0.2.0/24",
+    ]);
     let mut s = config::settings(&cli.args).unwrap();
     s.max_attempts = 2;
     s.host_give_up = 3;
@@ -335,7 +349,14 @@ fn rebuild(e: &mut Engine, seed: &Queued, old: &str, new: &str, at: Instant) {
     let page = Url::parse(&job.url).unwrap();
     let (resp, used, made) =
         requests::answered(&e.ctx, &page, old.as_bytes(), &plan, answer).unwrap();
-    let f = requests::examined(&e.ctx, &resp, job.depth, &known, used, made);
+    let f = requests::examined(
+        &e.ctx,
+        &resp,
+        (job.depth, &known),
+        used,
+        made,
+        webcoop_protocol::usage::Prefs::NONE,
+    );
     e.handle(Outcome::Page {
         job,
         result: Ok(Box::new(f)),

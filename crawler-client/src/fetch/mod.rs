@@ -165,16 +165,40 @@ impl Net {
         Ok((sign(self.client.get(url), signature.as_ref()), signature))
     }
 
-    /// A POST to `url`, if its destination is allowed, signed when the crawler signs.
-    pub(crate) fn post(&self, url: Url) -> Result<reqwest::RequestBuilder, FetchError> {
+    /// A form POST of `body` to `url`, if its destination is allowed; signed when the crawler
+    /// signs, over its method, target and `Content-Digest` (which it then carries), so the
+    /// signature cannot be replayed on another request.
+    pub(crate) fn post_form(
+        &self,
+        url: Url,
+        body: String,
+    ) -> Result<reqwest::RequestBuilder, FetchError> {
         self.check(&url)?;
-        let signature = self.signer.as_ref().and_then(|s| s.headers_for(&url));
-        Ok(sign(self.client.post(url), signature.as_ref()))
+        let digest = webcoop_protocol::bot_auth::digest::content_digest(body.as_bytes());
+        let signature = self
+            .signer
+            .as_ref()
+            .and_then(|s| s.headers_for_request("POST", &url, Some(&digest)));
+        let mut builder = self
+            .client
+            .post(url)
+            .header(
+                reqwest::header::CONTENT_TYPE,
+                "application/x-www-form-urlencoded",
+            )
+            .body(body);
+        if signature.is_some() {
+            builder = builder.header("content-digest", digest);
+        }
+        Ok(sign(builder, signature.as_ref()))
     }
 
-    /// Notes a site's `Accept-Signature`; whether the request should now go again, signed.
-    pub(crate) fn asked_to_sign(&self, url: &Url) -> bool {
-        self.signer.as_ref().is_some_and(|s| s.asked_by(url))
+    /// Notes a site's `Accept-Signature`; whether the request should now go again, signed as
+    /// the site asked.
+    pub(crate) fn asked_to_sign(&self, url: &Url, accept_signature: &str) -> bool {
+        self.signer
+            .as_ref()
+            .is_some_and(|s| s.asked_by(url, accept_signature))
     }
 
     /// Requests signed so far.
@@ -265,7 +289,10 @@ pub(crate) async fn fetch(
 ) -> Result<FetchResponse, FetchError> {
     let first = fetch_once(client, request, limits).await?;
     let refused = matches!(first.status, 401 | 403 | 429);
-    if first.header("accept-signature").is_some() && client.asked_to_sign(&request.url) && refused {
+    if refused
+        && let Some(asked) = first.header("accept-signature")
+        && client.asked_to_sign(&request.url, asked)
+    {
         return fetch_once(client, request, limits).await;
     }
     Ok(first)

@@ -196,6 +196,19 @@ impl Context {
     }
 }
 
+/// What decides whether a page that arrives without a request of its own (in a site's
+/// snapshot) may be kept, and the usage preferences it is archived under: the site's origin,
+/// its robots.txt as the crawl holds it, and the preferences the site's agent stated.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct PageGate {
+    /// The site's origin.
+    pub(crate) origin: String,
+    /// Its robots.txt, when known.
+    pub(crate) rules: Option<crate::frontier::robots::Rules>,
+    /// What its agent states its content may be used for.
+    pub(crate) stated: webcoop_protocol::usage::Prefs,
+}
+
 /// A metadata response, decoded.
 #[derive(Debug, Clone)]
 pub(crate) struct CoopFetched {

@@ -24,13 +24,23 @@ pub(crate) const ROBOTS_REDIRECTS: u32 = 5;
 const INLINE_ANALYSIS: usize = 64 << 10;
 
 /// The usage preferences a response was received under: those stated before the request
-/// (`stated`: robots.txt, the site's agent) and its own `Content-Usage` header, the most
-/// restrictive winning. A header that cannot be read states nothing.
+/// (`stated`: robots.txt, the site's agent) and its own `Content-Usage` fields, combined, the
+/// most restrictive winning. A statement that cannot be read refuses every purpose.
 pub(crate) fn usage_of(resp: &FetchResponse, stated: Prefs) -> Prefs {
-    let header = resp
-        .header("content-usage")
-        .and_then(|v| Prefs::parse_aipref(v, &mut Vec::new()).ok())
-        .unwrap_or_default();
+    // Repeated fields are one field, their values joined by commas (RFC 9110, 5.3): a second
+    // `Content-Usage` adds to the first.
+    let values: Vec<&str> = resp
+        .headers
+        .iter()
+        .filter(|(n, _)| n.eq_ignore_ascii_case("content-usage"))
+        .map(|(_, v)| v.as_str())
+        .collect();
+    if values.is_empty() {
+        return stated;
+    }
+    let header = Prefs::parse_aipref(&values.join(", "), &mut Vec::new())
+        // A statement that cannot be read refuses every purpose, as the agent's does.
+        .unwrap_or(Prefs::REFUSE_ALL);
     stated.strictest(header)
 }
 
@@ -147,11 +157,13 @@ pub(crate) fn examine_archived(
     let unchanged = ok && held == analysis.digest;
     let changed = ok && held.is_some() && held != analysis.digest;
     let record = archive(unchanged, &http_head, &payload_digest);
+    // Cut on the wire, or its decoding at the limit: not the whole page either way.
+    let truncated = resp.truncated || analysis.cut;
     Fetched {
         status: resp.status,
         analysis,
         size: resp.body.len() as u64,
-        truncated: resp.truncated,
+        truncated,
         fetched_at: resp.fetched_at,
         retry_after: resp.header("retry-after").map(str::to_string),
         http_head,
@@ -359,4 +371,49 @@ pub(crate) async fn robots(ctx: Arc<Context>, host: HostId, origin: String, tx: 
         elapsed: start.elapsed(),
         source: Source::Request,
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use webcoop_protocol::usage::Purpose;
+
+    fn with_headers(headers: &[(&str, &str)]) -> FetchResponse {
+        FetchResponse {
+            url: url::Url::parse("http://site.test/a").unwrap(),
+            status: 200,
+            version: "HTTP/1.1",
+            reason: "OK".into(),
+            headers: headers
+                .iter()
+                .map(|(n, v)| (n.to_string(), v.to_string()))
+                .collect(),
+            body: bytes::Bytes::new(),
+            truncated: false,
+            fetched_at: chrono::Utc::now(),
+            elapsed: std::time::Duration::ZERO,
+            remote: None,
+            request_head: String::new(),
+        }
+    }
+
+    #[test]
+    fn repeated_content_usage_fields_combine_and_junk_refuses_everything() {
+        // Two fields are one list (RFC 9110, 5.3): the second refusal is not dropped.
+        let r = with_headers(&[
+            ("Content-Usage", "search=y"),
+            ("content-usage", "train-ai=n"),
+        ]);
+        let u = usage_of(&r, Prefs::NONE);
+        assert_eq!(u.get(Purpose::Search), Some(true));
+        assert_eq!(u.get(Purpose::AiTrain), Some(false));
+        // What robots.txt refused stays refused whatever the header says.
+        let mut stated = Vec::new();
+        let robots = Prefs::parse_aipref("search=n", &mut stated).unwrap();
+        assert_eq!(usage_of(&r, robots).get(Purpose::Search), Some(false));
+        // A field that cannot be read refuses every purpose.
+        let junk = with_headers(&[("Content-Usage", "train-ai=maybe, ((")]);
+        assert_eq!(usage_of(&junk, Prefs::NONE), Prefs::REFUSE_ALL);
+        assert_eq!(usage_of(&with_headers(&[]), robots), robots);
+    }
 }

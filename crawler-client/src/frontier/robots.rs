@@ -100,10 +100,18 @@ impl Rules {
         }
     }
 
-    /// The usage preferences robots.txt states for `url`, for this crawler.
+    /// The usage preferences robots.txt states for `url` (its path and query, matched as
+    /// RFC 9309 matches paths), for this crawler.
     pub fn usage_at(&self, url: &Url) -> Prefs {
         match self {
-            Rules::Parsed(r) => r.usage.at(&r.token, url.path()),
+            Rules::Parsed(r) => {
+                let mut path = url.path().to_string();
+                if let Some(q) = url.query() {
+                    path.push('?');
+                    path.push_str(q);
+                }
+                r.usage.at(&r.token, &path)
+            }
             _ => Prefs::NONE,
         }
     }

@@ -1,5 +1,5 @@
 //! `webcoop-crawl keys`: make a key, retire one, and write what the operator's web server
-//! publishes (the key directory and the Signature Agent Card).
+//! publishes (the key directory and the Signature Agent Card), or serve the directory signed.
 //!
 //! Rotation without a gap: `keys new --activate-in 86400` adds a key usable tomorrow;
 //! `keys directory` is published at once with both keys, so verifiers holding the directory
@@ -51,6 +51,26 @@ pub enum KeysCommand {
         /// Where to write it (standard output if absent); replaced atomically.
         #[arg(long, value_name = "FILE")]
         output: Option<PathBuf>,
+    },
+    /// Serve the key directory at /.well-known/http-message-signatures-directory, signed by
+    /// each of its keys for the authority asked (tag http-message-signatures-directory).
+    Serve {
+        /// The key file.
+        #[arg(long, value_name = "FILE")]
+        key_file: PathBuf,
+        /// Where to listen (port 0: any free port, printed).
+        #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8443")]
+        listen: std::net::SocketAddr,
+        /// A PEM certificate chain: serve HTTPS (with --tls-key).
+        #[arg(long, value_name = "FILE", requires = "tls_key")]
+        tls_cert: Option<PathBuf>,
+        /// The certificate's PEM private key.
+        #[arg(long, value_name = "FILE", requires = "tls_cert")]
+        tls_key: Option<PathBuf>,
+        /// Seconds verifiers may keep the directory.
+        #[arg(long, value_name = "SECS", default_value_t = 3600,
+              value_parser = clap::value_parser!(u32).range(60..=86_100))]
+        max_age: u32,
     },
     /// Write a Signature Agent Card describing the crawler and its keys.
     Card {
@@ -188,6 +208,18 @@ pub fn run(command: &KeysCommand) -> Result<(), String> {
             let set = read(key_file)?;
             emit(output.as_deref(), &Directory::write(&set.public(now())))
         }
+        KeysCommand::Serve {
+            key_file,
+            listen,
+            tls_cert,
+            tls_key,
+            max_age,
+        } => super::key_server::serve(&super::key_server::ServeSettings {
+            key_file: key_file.clone(),
+            listen: *listen,
+            tls: tls_cert.clone().zip(tls_key.clone()),
+            max_age: *max_age,
+        }),
         KeysCommand::Card {
             key_file,
             signature_agent,

@@ -4,6 +4,7 @@
 
 pub(crate) mod floor_http;
 pub(crate) mod inspect;
+pub(crate) mod key_server;
 pub(crate) mod keys;
 pub mod opic_sim;
 pub mod order_sim;

@@ -46,8 +46,9 @@ fn save_pages(tx: &Transaction<'_>, batch: &Batch) -> rusqlite::Result<()> {
                  ON CONFLICT (fp) DO UPDATE SET status = excluded.status, error = excluded.error,
                     fetched_at = excluded.fetched_at,
                     last_changed = CASE WHEN ?16 THEN excluded.fetched_at ELSE pages.last_changed END,
-                    etag = COALESCE(excluded.etag, pages.etag),
-                    last_modified = COALESCE(excluded.last_modified, pages.last_modified),
+                    etag = CASE WHEN ?26 THEN NULL ELSE COALESCE(excluded.etag, pages.etag) END,
+                    last_modified = CASE WHEN ?26 THEN NULL
+                        ELSE COALESCE(excluded.last_modified, pages.last_modified) END,
                     content_type = COALESCE(excluded.content_type, pages.content_type),
                     size = COALESCE(excluded.size, pages.size),
                     digest = COALESCE(excluded.digest, pages.digest),
@@ -59,9 +60,9 @@ fn save_pages(tx: &Transaction<'_>, batch: &Batch) -> rusqlite::Result<()> {
                     history_g = COALESCE(?19, pages.history_g),
                     changes_seen = COALESCE(?20, pages.changes_seen),
                     rate = COALESCE(?21, pages.rate),
-                    validator = CASE WHEN ?25 THEN NULL ELSE COALESCE(?22, pages.validator) END,
-                    content_file = CASE WHEN ?25 THEN NULL ELSE COALESCE(?23, pages.content_file) END,
-                    content_offset = CASE WHEN ?25 THEN NULL ELSE COALESCE(?24, pages.content_offset) END",
+                    validator = CASE WHEN ?25 OR ?26 THEN NULL ELSE COALESCE(?22, pages.validator) END,
+                    content_file = CASE WHEN ?25 OR ?26 THEN NULL ELSE COALESCE(?23, pages.content_file) END,
+                    content_offset = CASE WHEN ?25 OR ?26 THEN NULL ELSE COALESCE(?24, pages.content_offset) END",
             )?;
     for p in &batch.pages {
         page.execute(params![
@@ -89,7 +90,8 @@ fn save_pages(tx: &Transaction<'_>, batch: &Batch) -> rusqlite::Result<()> {
             p.validator,
             p.content.as_ref().map(|c| c.0.as_str()),
             p.content.as_ref().map(|c| c.1 as i64),
-            p.gone || matches!(p.status, Some(404 | 410))
+            p.gone || matches!(p.status, Some(404 | 410)),
+            p.disowned
         ])?;
     }
     Ok(())

@@ -128,6 +128,9 @@ pub(crate) struct PageRecord {
     pub(crate) content: Option<(String, u64)>,
     /// The site announced the page deleted: no copy is held any more.
     pub(crate) gone: bool,
+    /// The content held came from the site in bulk and a page it handed over proved false:
+    /// it is no longer the crawl's copy (a record of what the site claimed) until fetched.
+    pub(crate) disowned: bool,
 }
 
 /// What was known of a page before this visit.

@@ -179,6 +179,21 @@ impl KeySet {
             })
     }
 
+    /// The keys a directory publishes at `now` (expired ones left out), ready to sign its
+    /// binding signatures.
+    pub fn published(&self, now: i64) -> Vec<ActiveKey> {
+        self.keys
+            .iter()
+            .filter(|k| k.exp.is_none_or(|e| now < e))
+            .filter_map(|k| {
+                Some(ActiveKey {
+                    key: private_of(k).ok()?,
+                    keyid: k.thumbprint(),
+                })
+            })
+            .collect()
+    }
+
     /// The public keys, as a directory publishes them (expired ones left out).
     pub fn public(&self, now: i64) -> Vec<Jwk> {
         self.keys

@@ -4,13 +4,18 @@
 //!
 //! - [`keys`]: the signer's private key set (a JWK Set on disk) and RFC 7638 thumbprints;
 //! - [`directory`]: the public key directory a verifier fetches, read within bounds;
-//! - [`sign`]: the three request headers, covering `@authority` and `Signature-Agent`;
+//! - [`sign`]: the three request headers, covering `@authority` and `Signature-Agent` (and
+//!   the method, target and body digest of a state-changing request);
+//! - [`digest`]: `Content-Digest` (RFC 9530), written and checked;
+//! - [`binding`]: the directory's own signatures, binding its keys to its authority;
 //! - [`verify`]: reading a request's claim, then checking it against a directory;
 //! - [`card`]: the Signature Agent Card (draft-meunier-webbotauth-registry).
 //!
 //! Pure: time, nonces and fetched directories come from the caller.
 
+pub mod binding;
 pub mod card;
+pub mod digest;
 pub mod directory;
 pub mod keys;
 pub mod sign;

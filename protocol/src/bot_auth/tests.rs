@@ -280,3 +280,189 @@ fn keys_rotate_without_a_gap() {
     bad.keys[0].x = bad.keys[1].x.clone();
     assert!(KeySet::parse(&bad.to_json()).is_err());
 }
+
+fn pairs_of(h: &super::sign::SignatureHeaders) -> Vec<(String, String)> {
+    h.pairs()
+        .iter()
+        .map(|(n, v)| (n.to_string(), v.to_string()))
+        .collect()
+}
+
+/// A POST signed over the state-changing components, with its `Content-Digest`.
+fn signed_post(url: &str, body: &[u8]) -> Vec<(String, String)> {
+    use super::digest::content_digest;
+    use super::sign::{STATE_CHANGING, Target, sign_request};
+    let key = rfc_keys().active(NOW).unwrap();
+    let url = url::Url::parse(url).unwrap();
+    let digest = content_digest(body);
+    let h = sign_request(
+        &key,
+        &Target {
+            method: "POST",
+            url: &url,
+            content_digest: Some(&digest),
+        },
+        STATE_CHANGING,
+        SignParams {
+            agent: "https://crawler.example",
+            created: NOW,
+            lifetime: 60,
+            nonce: "bm9uY2U",
+        },
+    )
+    .unwrap();
+    let mut pairs = pairs_of(&h);
+    pairs.push(("content-digest".into(), digest));
+    pairs
+}
+
+fn claim_of(
+    method: &str,
+    path: &str,
+    headers: &[(String, String)],
+) -> Result<super::verify::Claim, String> {
+    let pairs: Vec<(&str, &str)> = headers
+        .iter()
+        .map(|(n, v)| (n.as_str(), v.as_str()))
+        .collect();
+    let v = RequestView {
+        scheme: "https",
+        authority: "example.com",
+        method,
+        path,
+        query: None,
+        headers: &pairs,
+    };
+    match read(&v, "example.com", NOW, false) {
+        Reading::Claim(c) => Ok(*c),
+        Reading::Invalid(e) => Err(e.to_string()),
+        Reading::Unsigned => Err("unsigned".into()),
+    }
+}
+
+#[test]
+fn a_state_changing_signature_binds_method_target_and_body() {
+    use super::sign::{PAGE_REQUEST, STATE_CHANGING};
+    let hub = "https://example.com/.well-known/webcoop/hub";
+    let h = signed_post(hub, b"hub.mode=subscribe");
+    let input = &h.iter().find(|(n, _)| n == "signature-input").unwrap().1;
+    assert!(
+        input.starts_with(
+            r#"sig1=("@method" "@target-uri" "@authority" "content-digest" "signature-agent";key="sig1")"#
+        ),
+        "{input}"
+    );
+    let c = claim_of("POST", "/.well-known/webcoop/hub", &h).unwrap();
+    assert!(c.covers(STATE_CHANGING));
+    c.verify(&directory(), NOW).unwrap();
+    // Replayed as a GET, or to another path: the base differs.
+    let c = claim_of("GET", "/.well-known/webcoop/hub", &h).unwrap();
+    assert!(c.verify(&directory(), NOW).is_err());
+    let c = claim_of("POST", "/.well-known/webcoop/changes", &h).unwrap();
+    assert!(c.verify(&directory(), NOW).is_err());
+    // A page request's signature verifies, and does not cover what a POST needs.
+    let page = signed("example.com", NOW, 60);
+    let c = claim_of("POST", "/.well-known/webcoop/hub", &page).unwrap();
+    assert!(c.covers(PAGE_REQUEST) && !c.covers(STATE_CHANGING));
+    c.verify(&directory(), NOW).unwrap();
+}
+
+#[test]
+fn accept_signature_is_read_to_the_letter() {
+    use super::sign::{
+        Component, PAGE_REQUEST, STATE_CHANGING, accept_signature, requested_components,
+    };
+    let asked = accept_signature(STATE_CHANGING);
+    assert_eq!(requested_components(&asked).unwrap(), STATE_CHANGING);
+    // The draft's minimum is added to what a site forgot.
+    let c = requested_components(r#"sig1=("@method");tag="web-bot-auth""#).unwrap();
+    assert_eq!(
+        c,
+        [
+            Component::Method,
+            Component::Authority,
+            Component::SignatureAgent
+        ]
+    );
+    assert_eq!(
+        requested_components(&accept_signature(PAGE_REQUEST)).unwrap(),
+        PAGE_REQUEST
+    );
+    // What this signer cannot make is named, and junk is an error, never a panic.
+    let e =
+        requested_components(r#"sig1=("@query-param";name="a");tag="web-bot-auth""#).unwrap_err();
+    assert!(e.contains("@query-param"), "{e}");
+    for junk in ["", "(((", "sig1=1", r#"sig1=("@method");tag="other""#] {
+        assert!(requested_components(junk).is_err(), "{junk}");
+    }
+}
+
+#[test]
+fn a_directory_binds_its_keys_to_its_authority() {
+    use super::binding::{bound_directory, signed_directory};
+    let mut set = KeySet::default();
+    let a = set.add([3; 32], 0);
+    let b = set.add([4; 32], NOW + 3600);
+    let (body, fields) = signed_directory(&set, "keys.example:8443", NOW, 600).unwrap();
+    let headers: Vec<(&str, &str)> = fields.iter().map(|(n, v)| (*n, v.as_str())).collect();
+    let dir = bound_directory(body.as_bytes(), &headers, "keys.example:8443", NOW + 10).unwrap();
+    let ids: Vec<&str> = dir.keys.iter().map(|(id, _, _)| id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [a.as_str(), b.as_str()],
+        "a key ahead of its nbf is bound too"
+    );
+    // Another authority, a changed body, an expired signature: nothing bound.
+    assert!(bound_directory(body.as_bytes(), &headers, "evil.example", NOW).is_err());
+    let changed = body.replacen("\"keys\"", "\"keys\" ", 1);
+    let e = bound_directory(changed.as_bytes(), &headers, "keys.example:8443", NOW).unwrap_err();
+    assert!(e.0.contains("Content-Digest"), "{e}");
+    assert!(bound_directory(body.as_bytes(), &headers, "keys.example:8443", NOW + 601).is_err());
+    // No signatures at all: no key.
+    let digest_only: Vec<(&str, &str)> = headers[..1].to_vec();
+    let e = bound_directory(body.as_bytes(), &digest_only, "keys.example:8443", NOW).unwrap_err();
+    assert!(e.0.contains("binding signature"), "{e}");
+    // One signature removed: only the other key is kept.
+    let (input, sig) = (&fields[1].1, &fields[2].1);
+    let first_input = input.split(", binding1=").next().unwrap();
+    let first_sig = sig.split(", binding1=").next().unwrap();
+    let one = [
+        ("content-digest", fields[0].1.as_str()),
+        ("signature-input", first_input),
+        ("signature", first_sig),
+    ];
+    let dir = bound_directory(body.as_bytes(), &one, "keys.example:8443", NOW).unwrap();
+    assert_eq!(dir.keys.len(), 1);
+    assert_eq!(dir.keys[0].0, a);
+    // A valid signature over the same components with another tag does not bind.
+    let key = &set.published(NOW)[0];
+    let params = format!(
+        "(\"@authority\";req \"content-digest\");created={NOW};expires={};keyid=\"{a}\";tag=\"web-bot-auth\"",
+        NOW + 60
+    );
+    let base = format!(
+        "\"@authority\";req: keys.example:8443\n\"content-digest\": {}\n\"@signature-params\": {params}",
+        fields[0].1
+    );
+    use super::sign::Ed25519Key;
+    use base64::Engine;
+    let sig = base64::engine::general_purpose::STANDARD.encode(key.sign_bytes(base.as_bytes()));
+    let (input, sig) = (format!("other={params}"), format!("other=:{sig}:"));
+    let other_tag = [
+        ("content-digest", fields[0].1.as_str()),
+        ("signature-input", input.as_str()),
+        ("signature", sig.as_str()),
+    ];
+    assert!(bound_directory(body.as_bytes(), &other_tag, "keys.example:8443", NOW).is_err());
+    // The same signature tagged as the draft says binds: the tag is what was refused.
+    let good_params = params.replace("web-bot-auth", super::binding::DIRECTORY_TAG);
+    let base = base.replace("web-bot-auth", super::binding::DIRECTORY_TAG);
+    let sig = base64::engine::general_purpose::STANDARD.encode(key.sign_bytes(base.as_bytes()));
+    let (input, sig) = (format!("other={good_params}"), format!("other=:{sig}:"));
+    let tagged = [
+        ("content-digest", fields[0].1.as_str()),
+        ("signature-input", input.as_str()),
+        ("signature", sig.as_str()),
+    ];
+    assert!(bound_directory(body.as_bytes(), &tagged, "keys.example:8443", NOW).is_ok());
+}

@@ -8,6 +8,7 @@
 //! component this reader does not resolve, is refused, not half-trusted.
 
 use super::directory::Directory;
+use super::sign::Component;
 use super::{BotAuthError, CLOCK_SKEW_SECS, DIRECTORY_PATH, MAX_LIFETIME_SECS, TAG, err};
 use url::Url;
 use web_bot_auth::WebBotAuthVerifier;
@@ -122,6 +123,8 @@ pub struct Claim {
     pub created: i64,
     /// Unix seconds.
     pub expires: i64,
+    /// What the signature covers, of the components this reader knows.
+    pub covered: Vec<Component>,
     verifier: WebBotAuthVerifier,
 }
 
@@ -224,12 +227,32 @@ fn claim(
             expires.saturating_sub(created)
         )));
     }
+    let covered = covered
+        .keys()
+        .filter_map(|c| match c {
+            CoveredComponent::Derived(DerivedComponent::Method { req: false }) => {
+                Some(Component::Method)
+            }
+            CoveredComponent::Derived(DerivedComponent::TargetUri { req: false }) => {
+                Some(Component::TargetUri)
+            }
+            CoveredComponent::Derived(DerivedComponent::Authority { req: false }) => {
+                Some(Component::Authority)
+            }
+            CoveredComponent::HTTP(HTTPField { name, parameters }) if parameters.0.is_empty() => {
+                (name == "content-digest").then_some(Component::ContentDigest)
+            }
+            c if *c == agent_keyed || *c == agent_legacy => Some(Component::SignatureAgent),
+            _ => None,
+        })
+        .collect();
     Ok(Claim {
         directory,
         keyid,
         nonce: details.nonce.clone(),
         created,
         expires,
+        covered,
         verifier,
     })
 }
@@ -287,6 +310,11 @@ fn directory_of(
 }
 
 impl Claim {
+    /// Whether the signature covers every one of `components`.
+    pub fn covers(&self, components: &[Component]) -> bool {
+        components.iter().all(|c| self.covered.contains(c))
+    }
+
     /// Checks the signature with the key `keyid` names in `directory` (fetched from
     /// [`Claim::directory`]), valid at `now`.
     pub fn verify(self, directory: &Directory, now: i64) -> Result<(), BotAuthError> {

@@ -58,6 +58,9 @@ pub struct Channel {
     /// `wc:snapshot`: the newest snapshot of the whole site (`.warc.zst`, see
     /// [`crate::snapshot`]), for a crawler's first visit.
     pub snapshot: Option<Url>,
+    /// `wc:snapshotMaxRecord`: the largest content in that snapshot, in bytes; files larger
+    /// than [`crate::snapshot::MAX_RECORD`] are left out of it and fetched alone.
+    pub snapshot_max_record: Option<u64>,
     /// `wc:seq`: sequence number of the last change this listing reflects; a client that resyncs
     /// from this document continues the changes feed after it.
     pub seq: Option<u64>,

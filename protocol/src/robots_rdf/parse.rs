@@ -62,6 +62,7 @@ struct ChannelDraft {
     changes: Option<Url>,
     hub: Option<Url>,
     snapshot: Option<Url>,
+    snapshot_max_record: Option<u64>,
     seq: Option<u64>,
     content_usage: Option<String>,
 }
@@ -290,6 +291,13 @@ fn channel_field(c: &mut ChannelDraft, ns: Ns, local: &str, text: &str) -> Resul
         (Ns::Webcoop, "contentUsage") => {
             c.content_usage = Some(text.trim().chars().take(1024).collect())
         }
+        (Ns::Webcoop, "snapshotMaxRecord") => {
+            c.snapshot_max_record = Some(
+                text.trim()
+                    .parse()
+                    .map_err(|e| bad("channel", "<wc:snapshotMaxRecord>", text, e))?,
+            )
+        }
         (Ns::Webcoop, "seq") => {
             c.seq = Some(
                 text.trim()
@@ -360,6 +368,7 @@ fn finish_channel(d: ChannelDraft) -> Result<Channel, ParseError> {
         changes: d.changes,
         hub: d.hub,
         snapshot: d.snapshot,
+        snapshot_max_record: d.snapshot_max_record,
         seq: d.seq,
         content_usage: d.content_usage,
     })

@@ -70,6 +70,9 @@ pub fn write_head(out: &mut String, channel: &Channel) {
     }
     if let Some(snapshot) = &channel.snapshot {
         empty_with_attr(out, "  ", "wc:snapshot", "rdf:resource", snapshot.as_str());
+        if let Some(max) = channel.snapshot_max_record {
+            leaf(out, "  ", "wc:snapshotMaxRecord", &max.to_string());
+        }
     }
     if let Some(seq) = channel.seq {
         leaf(out, "  ", "wc:seq", &seq.to_string());

@@ -6,7 +6,7 @@ pub mod record;
 pub mod zstd_file;
 
 pub use record::Record;
-pub use zstd_file::{Located, ZstdWarcReader, ZstdWarcWriter, train_dictionary};
+pub use zstd_file::{Located, Next, ZstdWarcReader, ZstdWarcWriter, train_dictionary};
 
 /// Why a WARC file or record could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

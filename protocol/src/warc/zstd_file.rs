@@ -120,6 +120,26 @@ pub struct Located {
     pub record: Record,
 }
 
+/// What the next frame of a file holds: a record, or one larger than the reader takes, which
+/// was read past (decoded only as far as its header, the rest discarded as it decoded).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Next {
+    /// A record within the size allowed.
+    Record(Located),
+    /// A record larger than allowed, skipped.
+    Oversize {
+        /// Offset of its frame in the file.
+        offset: u64,
+        /// Its size, uncompressed.
+        size: u64,
+        /// Its `WARC-Target-URI`, when its header could be read.
+        target_uri: Option<String>,
+    },
+}
+
+/// How much of an oversize record is decoded to find its header.
+const OVERSIZE_HEAD: u64 = 16 << 10;
+
 /// Reads the records of a `.warc.zst` in order.
 pub struct ZstdWarcReader<R: Read> {
     inner: Source<R>,
@@ -153,8 +173,26 @@ impl<R: Read> ZstdWarcReader<R> {
         })
     }
 
-    /// The next record, `None` at the end of the file.
+    /// The next record, `None` at the end of the file; a record larger than allowed is an
+    /// error.
     pub fn next_record(&mut self) -> Result<Option<Located>, WarcError> {
+        match self.next_bounded(false)? {
+            None => Ok(None),
+            Some(Next::Record(l)) => Ok(Some(l)),
+            Some(Next::Oversize { offset, .. }) => Err(WarcError::Zstd {
+                offset,
+                reason: "a record larger than allowed",
+            }),
+        }
+    }
+
+    /// The next record, `None` at the end of the file; a record larger than allowed is
+    /// read past and named, so the rest of the file can still be read.
+    pub fn next_or_oversize(&mut self) -> Result<Option<Next>, WarcError> {
+        self.next_bounded(true)
+    }
+
+    fn next_bounded(&mut self, skip_oversize: bool) -> Result<Option<Next>, WarcError> {
         loop {
             let offset = self.inner.count;
             let Some(magic) = peek_u32(&mut self.inner)? else {
@@ -176,21 +214,31 @@ impl<R: Read> ZstdWarcReader<R> {
                     reason: "not a Zstandard frame",
                 });
             }
-            let plain = self.decode_frame(offset)?;
+            let plain = match self.decode_frame(offset, skip_oversize)? {
+                Frame::Whole(plain) => plain,
+                Frame::Skipped { size, head } => {
+                    return Ok(Some(Next::Oversize {
+                        offset,
+                        size,
+                        target_uri: target_uri_of(&head),
+                    }));
+                }
+            };
             let record = record::parse_owned(plain).map_err(|e| WarcError::At {
                 offset,
                 error: Box::new(e),
             })?;
-            return Ok(Some(Located {
+            return Ok(Some(Next::Record(Located {
                 offset,
                 length: self.inner.count - offset,
                 record,
-            }));
+            })));
         }
     }
 
-    /// Decodes the frame at the reader's position, after checking its header.
-    fn decode_frame(&mut self, offset: u64) -> Result<Vec<u8>, WarcError> {
+    /// Decodes the frame at the reader's position, after checking its header; one larger
+    /// than allowed is read past when `skip_oversize`, keeping only its first bytes.
+    fn decode_frame(&mut self, offset: u64, skip_oversize: bool) -> Result<Frame, WarcError> {
         let bad = |reason| WarcError::Zstd { offset, reason };
         let header = frame_header(
             self.inner
@@ -204,7 +252,8 @@ impl<R: Read> ZstdWarcReader<R> {
         let size = header
             .content_size
             .ok_or(bad("a frame without its content size"))?;
-        if size > self.max_record {
+        let oversize = size > self.max_record;
+        if oversize && !skip_oversize {
             return Err(bad("a record larger than allowed"));
         }
         let expected_dict = self.dictionary.as_ref().map(|(id, _)| *id);
@@ -222,22 +271,62 @@ impl<R: Read> ZstdWarcReader<R> {
         decoder
             .window_log_max(MAX_WINDOW_LOG)
             .map_err(|_| bad("the decoder cannot start"))?;
+        let undecodable = |e: io::Error| {
+            if e.kind() == io::ErrorKind::UnexpectedEof {
+                bad("the file ends inside a frame")
+            } else {
+                bad("the frame does not decode (corrupt, wrong checksum, or a window over 8 MiB)")
+            }
+        };
+        if oversize {
+            // Its header is kept; the rest is decoded into nothing, which finds the frame's
+            // end and checks its checksum without holding the record.
+            let mut head = Vec::new();
+            (&mut decoder)
+                .take(OVERSIZE_HEAD)
+                .read_to_end(&mut head)
+                .map_err(undecodable)?;
+            let rest = io::copy(&mut (&mut decoder).take(size + 1), &mut io::sink())
+                .map_err(undecodable)?;
+            if head.len() as u64 + rest != size {
+                return Err(bad("the frame's content is not the size its header says"));
+            }
+            return Ok(Frame::Skipped { size, head });
+        }
         let mut plain = Vec::with_capacity(size.min(16 << 20) as usize);
         (&mut decoder)
             .take(size + 1)
             .read_to_end(&mut plain)
-            .map_err(|e| {
-                if e.kind() == io::ErrorKind::UnexpectedEof {
-                    bad("the file ends inside a frame")
-                } else {
-                    bad("the frame does not decode (corrupt, wrong checksum, or a window over 8 MiB)")
-                }
-            })?;
+            .map_err(undecodable)?;
         if plain.len() as u64 != size {
             return Err(bad("the frame's content is not the size its header says"));
         }
-        Ok(plain)
+        Ok(Frame::Whole(plain))
     }
+}
+
+/// A frame decoded, or read past.
+enum Frame {
+    Whole(Vec<u8>),
+    Skipped { size: u64, head: Vec<u8> },
+}
+
+/// The `WARC-Target-URI` of a record's first bytes, if its header is there.
+fn target_uri_of(head: &[u8]) -> Option<String> {
+    let end = head.windows(4).position(|w| w == b"\r\n\r\n")?;
+    let text = std::str::from_utf8(&head[..end]).ok()?;
+    text.lines().find_map(|l| {
+        let (name, value) = l.split_once(':')?;
+        name.trim()
+            .eq_ignore_ascii_case("WARC-Target-URI")
+            .then(|| {
+                value
+                    .trim()
+                    .trim_start_matches('<')
+                    .trim_end_matches('>')
+                    .to_string()
+            })
+    })
 }
 
 impl<R: Read> Iterator for ZstdWarcReader<R> {
@@ -518,6 +607,52 @@ mod tests {
             packed.len(),
             plain.len()
         );
+    }
+
+    #[test]
+    fn a_record_over_the_limit_is_read_past_and_named_and_the_rest_read() {
+        let mut pages: Vec<Vec<u8>> = (0..6).map(page).collect();
+        pages[2] = vec![b'x'; 300 << 10];
+        pages[4] = page(4).repeat(2000);
+        let samples: Vec<&[u8]> = pages.iter().map(Vec::as_slice).collect();
+        let dict = train_dictionary(&samples, 8 << 10);
+        for dictionary in [None, dict.as_deref()] {
+            let (bytes, at) = file(dictionary, &pages);
+            let mut r = ZstdWarcReader::new(&bytes[..], 64 << 10).unwrap();
+            let mut seen = Vec::new();
+            while let Some(n) = r.next_or_oversize().unwrap() {
+                seen.push(n);
+            }
+            assert_eq!(seen.len(), 6);
+            for (i, n) in seen.iter().enumerate() {
+                match (i, n) {
+                    (
+                        2 | 4,
+                        Next::Oversize {
+                            offset,
+                            size,
+                            target_uri,
+                        },
+                    ) => {
+                        assert_eq!(*offset, at[i].0);
+                        assert!(*size > 64 << 10);
+                        assert_eq!(
+                            target_uri.as_deref(),
+                            Some(format!("https://e.org/{i}.html").as_str())
+                        );
+                    }
+                    (_, Next::Record(l)) => assert_eq!(l.record.block, pages[i]),
+                    other => panic!("{other:?}"),
+                }
+            }
+            // The plain reading still refuses it.
+            let e = ZstdWarcReader::new(&bytes[..], 64 << 10)
+                .unwrap()
+                .nth(2)
+                .unwrap()
+                .unwrap_err();
+            assert!(e.to_string().contains("larger than allowed"), "{e}");
+        }
     }
 
     #[test]

@@ -278,6 +278,9 @@ impl Agent {
                 )?;
             }
             self.view = view;
+            if let Some(a) = &self.activity {
+                a.server_config(self.view.unread_note());
+            }
         }
         self.filter = filter_of(&self.config, rules)?;
         Ok(())
@@ -387,6 +390,7 @@ impl Agent {
 
     /// Notes publications and exclusions in `activity`, for the console.
     pub fn record_activity(&mut self, activity: Arc<Activity>) {
+        activity.server_config(self.view.unread_note());
         self.activity = Some(activity);
     }
 

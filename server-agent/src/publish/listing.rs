@@ -31,8 +31,8 @@ pub(crate) struct ListingContext<'a> {
     pub(crate) changes: Option<Url>,
     /// The WebSub hub.
     pub(crate) hub: Option<Url>,
-    /// The newest snapshot of the whole site.
-    pub(crate) snapshot: Option<Url>,
+    /// The newest snapshot of the whole site, and the largest content it holds.
+    pub(crate) snapshot: Option<(Url, Option<u64>)>,
     /// Prefix of delta links (`.../delta/`), when the delta service runs.
     pub(crate) delta_base: Option<Url>,
     /// Newest change reflected.
@@ -299,7 +299,8 @@ fn channel(ctx: &ListingContext<'_>) -> Channel {
         update_base: None,
         changes: ctx.changes.clone(),
         hub: ctx.hub.clone(),
-        snapshot: ctx.snapshot.clone(),
+        snapshot: ctx.snapshot.as_ref().map(|(u, _)| u.clone()),
+        snapshot_max_record: ctx.snapshot.as_ref().and_then(|(_, m)| *m),
         seq: Some(ctx.seq),
         content_usage: ctx.content_usage.clone(),
     }

@@ -110,8 +110,9 @@ pub(crate) struct Publisher {
     feed_entries: usize,
     listing: listing::ListingWriter,
     sitemaps: sitemaps::SitemapPublisher,
-    /// The sequence number of the snapshot robots.rdf advertises.
-    snapshot: Option<u64>,
+    /// The sequence number of the snapshot robots.rdf advertises, and the largest content it
+    /// holds.
+    snapshot: Option<(u64, Option<u64>)>,
     /// Whether the ResourceSync documents are published, and a Resource Dump with them.
     resourcesync: (bool, bool),
     /// The site's usage preferences (aipref form), stated in robots.rdf and the feed.
@@ -160,7 +161,7 @@ impl Publisher {
             feed_entries,
             listing: listing::ListingWriter::default(),
             sitemaps: sitemaps::SitemapPublisher::new(sitemap_part_urls),
-            snapshot: snapshot::newest(out),
+            snapshot: snapshot::newest(out).map(|seq| (seq, snapshot::max_record_of(out, seq))),
             resourcesync: (false, false),
             content_usage: None,
         }
@@ -201,7 +202,7 @@ impl Publisher {
 
     /// Advertises the snapshot at `sequence` from the next publication on.
     pub(crate) fn set_snapshot(&mut self, sequence: Option<u64>) {
-        self.snapshot = sequence;
+        self.snapshot = sequence.map(|seq| (seq, snapshot::max_record_of(&self.out, seq)));
     }
 
     /// Publishes the ResourceSync documents too (or no longer), and names the Resource Dump
@@ -212,7 +213,7 @@ impl Publisher {
 
     /// The sequence number of the snapshot advertised.
     pub(crate) fn snapshot(&self) -> Option<u64> {
-        self.snapshot
+        self.snapshot.map(|(seq, _)| seq)
     }
 
     /// The URL robots.rdf is served at.
@@ -309,7 +310,9 @@ impl Publisher {
                     .map_or_else(|| self.static_feed_url(), |l| l.changes.clone()),
             ),
             hub: self.links.as_ref().map(|l| l.hub.clone()),
-            snapshot: self.snapshot.map(|s| snapshot::url_of(&self.base, s)),
+            snapshot: self
+                .snapshot
+                .map(|(s, max)| (snapshot::url_of(&self.base, s), max)),
             delta_base: self.links.as_ref().map(|l| l.delta.clone()),
             seq: head_seq,
             date: now,

@@ -23,6 +23,18 @@ pub(crate) fn newest(out: &Path) -> Option<u64> {
         .max()
 }
 
+/// The largest content the snapshot at `sequence` holds, as its `warcinfo` states it.
+pub(crate) fn max_record_of(out: &Path, sequence: u64) -> Option<u64> {
+    let file = std::fs::File::open(directory(out).join(snapshot::file_name(sequence))).ok()?;
+    let first = webcoop_protocol::warc::ZstdWarcReader::new(file, 1 << 20)
+        .ok()?
+        .next_record()
+        .ok()??;
+    snapshot::SnapshotInfo::from_record(&first.record)
+        .ok()?
+        .max_record
+}
+
 /// The URL of the snapshot at `sequence` for the site at `base`.
 pub(crate) fn url_of(base: &Url, sequence: u64) -> Url {
     base.join(snapshot::DIRECTORY)

@@ -251,6 +251,37 @@ const APACHE_SEEN: &[&str] = &[
     "rlimitcpu", "rlimitmem", "rlimitnproc", "scriptinterpretersource", "scriptlog",
     "scriptloglength", "scriptlogbuffer", "scriptsock", "cgiscripttimeout", "qualifyredirecturl",
     "regexdefaultoptions", "rewritelock",
+    // Debian's stock mods-available and conf-available, and modules sites commonly load:
+    // caches, WebDAV's lock database, mod_proxy_html, mod_status, mod_ssl's process-wide
+    // settings, user directories, mod_remoteip (which only says where the client's address
+    // comes from), logs and limits.
+    "cachedirlength", "cachedirlevels", "cacheroot", "cacheenable", "cachedisable",
+    "cachequickhandler", "cacheignorenolastmod", "cachedefaultexpire", "cachemaxexpire",
+    "cachelock", "cachelockpath", "cachelockmaxage", "cacheheader", "cachedetailheader",
+    "davlockdb", "davmintimeout", "davdepthinfinity", "proxyftpdircharset",
+    "proxyhtmlevents", "proxyhtmllinks", "proxyhtmlenable", "proxyhtmlurlmap",
+    "proxyhtmlextended", "proxyhtmlinterp", "proxyhtmldoctype", "proxyhtmlmeta",
+    "proxyhtmlstripcomments", "proxyhtmlbufsize", "proxyhtmlcharsetout", "proxyhtmlfixups",
+    "proxyhtmllogverbose", "proxystatus", "proxyiobuffersize", "proxymaxforwards",
+    "proxyreceivebuffersize", "proxybadheader", "ssloptions", "sslpassphrasedialog",
+    "sslrandomseed", "sslstaplingrespondertimeout", "sslstaplingreturnrespondererrors",
+    "sslstaplingfaketrylater", "sslinsecurerenegotiation", "sslstrictsnivhostcheck",
+    "userdir", "remoteipheader", "remoteipinternalproxy", "remoteiptrustedproxy",
+    "remoteipproxiesheader", "remoteipinternalproxylist", "remoteiptrustedproxylist",
+    "limitinternalrecursion", "globallog", "bufferedlogs", "errorlogformat", "logiotrackttfb",
+    "forensiclog", "mmapfile", "cachefile", "phpinidir", "addoutputfilterbytype",
+    "outputsed", "inputsed", "sedbuffer", "brotlicompressionquality",
+    "brotlicompressionwindow", "brotlicompressionmaxinputblock", "brotlifilternote",
+    "deflatefilternote", "deflateinflatelimitrequestbody", "deflatealteretag",
+    "listenbacklog", "listencoresbucketsratio", "receivebuffersize", "sendbuffersize",
+    "asyncrequestworkerfactor", "gracefulshutdowntimeout", "maxmemfree", "threadstacksize",
+    "scoreboardfile", "coredumpdirectory", "enablesendfile", "allowencodedslashes",
+    "httpprotocoloptions", "maxrangeoverlaps", "maxrangereversals", "maxranges",
+    "seerequesttail", "stricthostcheck", "qualifyredirecturl", "protocolshonororder",
+    "h2moderntlsonly", "h2upgrade", "h2maxsessionstreams", "h2streammaxmemsize",
+    "h2windowsize", "h2copyfiles", "h2earlyhints", "h2pushpriority", "h2serializeheaders",
+    "h2tlscooldownsecs", "h2tlswarmupsize", "h2maxworkeridleseconds", "h2maxworkers",
+    "h2minworkers", "h2direct",
 ];
 
 /// Apache sections: how their content is read.

@@ -338,22 +338,7 @@ impl ServerRules {
                 if read_already.contains(&f) {
                     continue;
                 }
-                let text = read_rules_file(&f).map_err(|reason| ServerConfigError {
-                    path: f.clone(),
-                    reason,
-                })?;
-                let name = f.display().to_string();
-                let r = apache::read(
-                    &text,
-                    &name,
-                    apache::Context::Server { file: &f },
-                    site,
-                    IncludeSource::Disk,
-                )
-                .map_err(|reason| ServerConfigError {
-                    path: f.clone(),
-                    reason,
-                })?;
+                let r = read_apache_file(&f, site, IncludeSource::Disk)?;
                 self.sources.push(f.clone());
                 read_already.push(f.clone());
                 read_already.extend(r.includes.iter().cloned());
@@ -420,20 +405,7 @@ impl ServerRules {
         site: Site,
     ) -> Result<Survey, ServerConfigError> {
         let main = &includes.main;
-        let err = |reason: String| ServerConfigError {
-            path: main.clone(),
-            reason,
-        };
-        let text = read_rules_file(main).map_err(err)?;
-        let name = main.display().to_string();
-        let r = apache::read(
-            &text,
-            &name,
-            apache::Context::Server { file: main },
-            site,
-            IncludeSource::Apache(includes),
-        )
-        .map_err(err)?;
+        let r = read_apache_file(main, site, IncludeSource::Apache(includes))?;
         let mut survey = Survey {
             kind: Some(ServerKind::Apache),
             ..Survey::default()
@@ -447,22 +419,7 @@ impl ServerRules {
             if read.contains(&f) {
                 continue;
             }
-            let text = read_rules_file(&f).map_err(|reason| ServerConfigError {
-                path: f.clone(),
-                reason,
-            })?;
-            let name = f.display().to_string();
-            let r = apache::read(
-                &text,
-                &name,
-                apache::Context::Server { file: &f },
-                site,
-                IncludeSource::Apache(includes),
-            )
-            .map_err(|reason| ServerConfigError {
-                path: f.clone(),
-                reason,
-            })?;
+            let r = read_apache_file(&f, site, IncludeSource::Apache(includes))?;
             read.push(f.clone());
             self.sources.push(f);
             read.extend(r.includes.iter().cloned());
@@ -598,6 +555,28 @@ pub(crate) fn read_rules_file(file: &Path) -> Result<String, String> {
     }
     let bytes = std::fs::read(file).map_err(|e| format!("cannot be read ({e})"))?;
     Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// Reads one Apache configuration file in server context, its includes found through
+/// `source`; an error names the file.
+fn read_apache_file<'a>(
+    file: &Path,
+    site: Site,
+    source: IncludeSource<'a>,
+) -> Result<apache::Reading, ServerConfigError> {
+    let err = |reason: String| ServerConfigError {
+        path: file.to_path_buf(),
+        reason,
+    };
+    let text = read_rules_file(file).map_err(err)?;
+    apache::read(
+        &text,
+        &file.display().to_string(),
+        apache::Context::Server { file },
+        site,
+        source,
+    )
+    .map_err(err)
 }
 
 /// Whether a configuration's text is Apache's (else it is read as nginx's): nginx ends its

@@ -77,6 +77,22 @@ impl std::fmt::Display for Obtained {
 }
 
 impl ServerView {
+    /// What the console must say on every page while it lasts: the configuration not read,
+    /// so rules that depend on who asks are not looked for.
+    pub(crate) fn unread_note(&self) -> Option<String> {
+        matches!(
+            self.obtained,
+            Obtained::Declined | Obtained::NotApplicable(_)
+        )
+        .then(|| {
+            format!(
+                "The web server's configuration was {}. Files a rule grants only to some \
+                 clients may be published.",
+                self.obtained
+            )
+        })
+    }
+
     /// Every rule that hides files from the judge: the configuration's, and those of the
     /// per-directory files (`.htaccess`) as they are now.
     pub(crate) fn rules(&self, config: &Config) -> ServerRules {

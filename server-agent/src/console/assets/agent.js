@@ -20,6 +20,9 @@
       banner.hidden = false;
       banner.textContent = "The web server cannot be asked since " + fmt.time(j.unreachable[0]) + ": " +
         j.unreachable[1] + ". Nothing new is published until it answers; " + fmt.num(j.waiting) + " files wait.";
+    } else if (j.config_unread) {
+      banner.hidden = false;
+      banner.textContent = j.config_unread;
     } else {
       banner.hidden = true;
     }

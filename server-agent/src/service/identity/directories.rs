@@ -3,12 +3,15 @@
 //! 64 KiB and 5 seconds, cached as their `Cache-Control` says (one minute to one day), one
 //! fetch at a time per directory. A failed fetch is remembered for a minute and never evicts
 //! keys fetched before (an operator's outage must not revoke its keys everywhere at once).
+//! Only the keys the directory's own signatures bind to its authority are believed
+//! (draft-meunier-webbotauth-httpsig-directory): a directory served without them gives none.
 
 use super::super::callback_net::CallbackPolicy;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use url::Url;
+use webcoop_protocol::bot_auth::binding::bound_directory;
 use webcoop_protocol::bot_auth::directory::{Directory, MAX_BYTES};
 
 /// Directories kept at most.
@@ -198,6 +201,11 @@ impl Directories {
             return Err(format!("{url}: larger than {MAX_BYTES} bytes"));
         }
         let fresh = freshness(response.headers());
+        let headers: Vec<(String, String)> = response
+            .headers()
+            .iter()
+            .filter_map(|(n, v)| Some((n.as_str().to_string(), v.to_str().ok()?.to_string())))
+            .collect();
         let mut body = Vec::new();
         while let Some(chunk) = response.chunk().await.map_err(|e| format!("{url}: {e}"))? {
             if body.len() + chunk.len() > MAX_BYTES {
@@ -205,7 +213,21 @@ impl Directories {
             }
             body.extend_from_slice(&chunk);
         }
-        let dir = Directory::parse(&body).map_err(|e| format!("{url}: {e}"))?;
+        // The authority the request named, as `Host` carried it (a default port left out).
+        let host = url.host_str().unwrap_or_default();
+        let authority = match url.port() {
+            Some(p) => format!("{host}:{p}"),
+            None => host.to_string(),
+        };
+        let pairs: Vec<(&str, &str)> = headers
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.as_str()))
+            .collect();
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
+        let dir =
+            bound_directory(&body, &pairs, &authority, now).map_err(|e| format!("{url}: {e}"))?;
         Ok((dir, fresh))
     }
 }

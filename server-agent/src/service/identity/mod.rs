@@ -24,6 +24,8 @@ use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use url::Url;
+use webcoop_protocol::bot_auth::digest::check_content_digest;
+use webcoop_protocol::bot_auth::sign::{Component, PAGE_REQUEST, STATE_CHANGING, accept_signature};
 use webcoop_protocol::bot_auth::verify::{Reading, RequestView, read};
 
 /// What a request's signature came to.
@@ -68,9 +70,10 @@ fn limiter<K: std::hash::Hash + Eq + Clone>(
     per_minute.map(|n| governor::RateLimiter::keyed(Quota::per_minute(n).allow_burst(n)))
 }
 
-/// `Accept-Signature` as the draft asks a refused client to sign.
-pub(crate) const ACCEPT_SIGNATURE: &str =
-    r#"sig1=("@authority" "signature-agent";key="sig1");created;expires;tag="web-bot-auth""#;
+/// What a hub POST's signature must cover to count: its method, whole target and body
+/// digest, so that a signature made for a page request (or another POST) cannot be replayed
+/// to subscribe.
+const HUB_POST: &[Component] = STATE_CHANGING;
 
 fn unix_now() -> i64 {
     std::time::SystemTime::now()
@@ -102,16 +105,19 @@ impl Identities {
         }
     }
 
-    /// What the signature of a request (its method, URI and headers) comes to.
+    /// What the signature of a request (its method, URI and headers) comes to. `body` is
+    /// given where the signature must also cover the method, target and body (hub POSTs):
+    /// one covering less is not an identity there.
     pub(crate) async fn identify(
         &self,
         method: &axum::http::Method,
         uri: &axum::http::Uri,
         request_headers: &axum::http::HeaderMap,
+        body: Option<&[u8]>,
     ) -> Identity {
         let headers: Vec<(&str, &str)> = request_headers
             .iter()
-            .filter(|(n, _)| n.as_str().starts_with("signature"))
+            .filter(|(n, _)| n.as_str().starts_with("signature") || n.as_str() == "content-digest")
             .filter_map(|(n, v)| Some((n.as_str(), v.to_str().ok()?)))
             .collect();
         if headers.is_empty() {
@@ -135,6 +141,23 @@ impl Identities {
             Reading::Invalid(e) => return Identity::Invalid(e.to_string()),
             Reading::Claim(c) => c,
         };
+        if let Some(body) = body {
+            if !claim.covers(HUB_POST) {
+                return Identity::Invalid(
+                    "a hub request's signature must cover @method, @target-uri, @authority and \
+                     content-digest (this one was made for another kind of request)"
+                        .into(),
+                );
+            }
+            let digests: Vec<&str> = request_headers
+                .get_all("content-digest")
+                .iter()
+                .filter_map(|v| v.to_str().ok())
+                .collect();
+            if let Err(e) = check_content_digest(&digests, body) {
+                return Identity::Invalid(format!("the signed request's body: {e}"));
+            }
+        }
         if claim.directory.scheme() == "http" && !self.directories.http_allowed(&claim.directory) {
             return Identity::Invalid(format!(
                 "{}: a key directory must be https",
@@ -223,13 +246,14 @@ fn governed(path: &str) -> Option<&'static str> {
     }
 }
 
-fn refused(status: StatusCode, why: &str, ask_signature: bool) -> Response {
+/// A refusal; `ask` names what a signature should cover when the client is asked to sign
+/// (`Accept-Signature`, as the draft asks of a refusing site).
+fn refused(status: StatusCode, why: &str, ask: Option<&[Component]>) -> Response {
     let mut r = plain(status, &format!("{why}\n"));
-    if ask_signature {
-        r.headers_mut().insert(
-            "accept-signature",
-            HeaderValue::from_static(ACCEPT_SIGNATURE),
-        );
+    if let Some(components) = ask
+        && let Ok(v) = HeaderValue::from_str(&accept_signature(components))
+    {
+        r.headers_mut().insert("accept-signature", v);
     }
     if status == StatusCode::TOO_MANY_REQUESTS {
         r.headers_mut()
@@ -254,6 +278,27 @@ pub(crate) async fn identify(
         .headers()
         .keys()
         .any(|n| n.as_str().starts_with("signature"));
+    let hub_post = endpoint == "hub" && request.method() == axum::http::Method::POST;
+    // A signed hub POST is read whole (it is small) so its digest can be checked; the
+    // handler gets the same bytes.
+    let (request, body) = if signed && hub_post {
+        let (parts, body) = request.into_parts();
+        match axum::body::to_bytes(body, super::hub::MAX_REQUEST_BYTES).await {
+            Ok(bytes) => (
+                Request::from_parts(parts, axum::body::Body::from(bytes.clone())),
+                Some(bytes),
+            ),
+            Err(_) => {
+                return refused(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "the request body is larger than a hub request may be",
+                    None,
+                );
+            }
+        }
+    } else {
+        (request, None)
+    };
     // An unsigned request (most) is known at once; a signed one may wait for its directory,
     // across which the request itself cannot be held.
     let who = if signed {
@@ -262,7 +307,7 @@ pub(crate) async fn identify(
             request.uri().clone(),
             request.headers().clone(),
         );
-        ids.identify(&method, &uri, &headers).await
+        ids.identify(&method, &uri, &headers, body.as_deref()).await
     } else {
         Identity::Unsigned
     };
@@ -285,7 +330,7 @@ pub(crate) async fn identify(
         && request.method() == axum::http::Method::POST
         && let Some(why) = ids.refuses_subscription(&who)
     {
-        return refused(StatusCode::FORBIDDEN, &why, true);
+        return refused(StatusCode::FORBIDDEN, &why, Some(HUB_POST));
     }
     if endpoint != "hub" && ids.limited(&who, client) {
         s.metrics.rate_limited(who.outcome());
@@ -301,7 +346,7 @@ pub(crate) async fn identify(
         } else {
             StatusCode::TOO_MANY_REQUESTS
         };
-        return refused(status, why, !verified);
+        return refused(status, why, (!verified).then_some(PAGE_REQUEST));
     }
     next.run(request).await
 }
