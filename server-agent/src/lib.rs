@@ -5,6 +5,7 @@
 //! the binary, the tests, the examples and the fuzz targets use is re-exported here, and the
 //! rest is the crate's own.
 
+mod access_log;
 mod activity;
 mod agent;
 mod check;

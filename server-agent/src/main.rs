@@ -83,12 +83,6 @@ fn main() -> ExitCode {
     if !forget.is_empty() {
         return forget_versions(&config, &forget);
     }
-    if matches!(command, Some(AgentCommand::Check { .. })) && config.origin.is_some() {
-        eprintln!(
-            "webcoop-agent: check reads a docroot and its web server's configuration; in origin mode, run the agent with --once and read what it says it published and refused"
-        );
-        return ExitCode::from(2);
-    }
     if let Some(AgentCommand::Check { files }) = command {
         let (findings, verdicts) = webcoop_agent::check(&config, files);
         for f in &findings {

@@ -65,6 +65,7 @@ fn hostile_site() -> HostileWeb {
     web.set(HOST, "/good/", page("good"));
     web.set(HOST, "/list/", page("page two of a list"));
     web.set(HOST, "/from-log/", page("named by the log"));
+    web.set(HOST, "/editor-only/", page("an upload of a private post"));
     web.set(
         HOST,
         "/cookie/",
@@ -120,7 +121,12 @@ fn only_what_the_site_serves_to_anyone_is_published_and_strangers_pings_are_refu
     text.push_str("10.0.0.1 - alice [26/Nov/2026:12:00:00 +0000] \"GET /account/ HTTP/1.1\" 200 10 \"-\" \"x\"\n");
     text.push_str("10.0.0.1 - - [26/Nov/2026:12:00:00 +0000] \"GET /cart;jsessionid=9 HTTP/1.1\" 200 10 \"-\" \"x\"\n");
     text.push_str("10.0.0.1 - - [26/Nov/2026:12:00:00 +0000] \"GET //evil.test/x HTTP/1.1\" 200 10 \"-\" \"x\"\n");
-    text.push_str("10.0.0.1 - - [26/Nov/2026:12:00:00 +0000] \"GET /from-log/ HTTP/1.1\" 200 10 \"-\" \"x\"\n");
+    // Read by a visitor (not alice, whose session this address and browser are).
+    text.push_str("10.0.0.2 - - [26/Nov/2026:12:00:00 +0000] \"GET /from-log/ HTTP/1.1\" 200 10 \"-\" \"x\"\n");
+    // An editor logs in, then opens an upload of a private post: served to anonymous requests
+    // (the server cannot tell), yet only an editor ever asked for it; not listed.
+    text.push_str("10.0.0.7 - - [26/Nov/2026:12:00:00 +0000] \"POST /wp-login.php HTTP/1.1\" 302 0 \"-\" \"Mozilla/5.0 (editor)\"\n");
+    text.push_str("10.0.0.7 - - [26/Nov/2026:12:01:00 +0000] \"GET /editor-only/ HTTP/1.1\" 200 10 \"-\" \"Mozilla/5.0 (editor)\"\n");
     text.push_str(&"x".repeat(100_000));
     std::fs::write(&log, text).unwrap();
     let secret = tmp.path().join("secret");

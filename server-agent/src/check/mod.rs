@@ -8,6 +8,7 @@
 //! the client, media types of `.rdf` and `.atom`, compression of the listings; the robots.txt
 //! lines that point crawlers at the agent; and the state directory's permissions.
 
+mod origin;
 mod proxy;
 mod usage;
 pub(crate) mod verdicts;
@@ -101,7 +102,11 @@ pub(crate) fn robots_lines(config: &Config) -> [String; 2] {
 /// `every_file`, else a sample): `published PATH`, `hidden PATH (why)`, `refused PATH (why)`
 /// or `unknown PATH (why)`, by path.
 pub fn check(config: &Config, every_file: bool) -> (Vec<Finding>, Vec<String>) {
-    let (findings, verdicts) = check_verdicts(config, every_file);
+    let (findings, verdicts) = if config.origin.is_some() {
+        origin::check(config, every_file)
+    } else {
+        check_verdicts(config, every_file)
+    };
     let lines = verdicts
         .into_iter()
         .map(|(path, v)| match v {
@@ -123,8 +128,47 @@ fn check_verdicts(
     std::collections::BTreeMap<String, FileVerdict>,
 ) {
     let mut out = Vec::new();
-    // The state directory: the agent's alone (it holds subscribers' secrets and copies of
-    // files).
+    state_findings(config, &mut out);
+    // The documents, and the robots.txt lines that lead crawlers to them.
+    let listing = config.out.join(crate::publish::ROBOTS_RDF);
+    if listing.is_file() {
+        out.push(Finding::ok(format!("{} is published", listing.display())));
+    } else {
+        out.push(Finding::fix(
+            format!("{} is not published yet", listing.display()),
+            "run the agent (once with --once, or as its service)",
+        ));
+    }
+    let robots = config.docroot.join("robots.txt");
+    let text = std::fs::read_to_string(&robots).unwrap_or_default();
+    for line in robots_lines(config) {
+        if text.lines().any(|l| l.trim().eq_ignore_ascii_case(&line)) {
+            out.push(Finding::ok(format!("robots.txt has \"{line}\"")));
+        } else {
+            out.push(Finding::fix(
+                format!(
+                    "robots.txt lacks \"{line}\": crawlers will not find the agent's documents"
+                ),
+                format!(
+                    "add the line to {} (webcoop-agent --print-robots-lines prints both)",
+                    robots.display()
+                ),
+            ));
+        }
+    }
+    if let Some(problem) = crate::privacy::robots_txt_problem(text.as_bytes()) {
+        out.push(Finding::fix(
+            format!("robots.txt cannot be parsed: {problem}; nothing is published until it can"),
+            "fix robots.txt",
+        ));
+    }
+    usage::check(config.content_usage, &text, &mut out);
+    server_findings(config, every_file, &mut out)
+}
+
+/// Whether the state directory is the agent's alone and writable.
+fn state_findings(config: &Config, out: &mut Vec<Finding>) {
+    // The agent's alone: it holds subscribers' secrets and copies of files.
     match std::fs::metadata(&config.state) {
         Ok(m) if m.permissions().mode() & 0o002 != 0 => out.push(Finding::fix(
             format!(
@@ -165,41 +209,6 @@ fn check_verdicts(
             "create it, owned by the user the agent runs as",
         )),
     }
-    // The documents, and the robots.txt lines that lead crawlers to them.
-    let listing = config.out.join(crate::publish::ROBOTS_RDF);
-    if listing.is_file() {
-        out.push(Finding::ok(format!("{} is published", listing.display())));
-    } else {
-        out.push(Finding::fix(
-            format!("{} is not published yet", listing.display()),
-            "run the agent (once with --once, or as its service)",
-        ));
-    }
-    let robots = config.docroot.join("robots.txt");
-    let text = std::fs::read_to_string(&robots).unwrap_or_default();
-    for line in robots_lines(config) {
-        if text.lines().any(|l| l.trim().eq_ignore_ascii_case(&line)) {
-            out.push(Finding::ok(format!("robots.txt has \"{line}\"")));
-        } else {
-            out.push(Finding::fix(
-                format!(
-                    "robots.txt lacks \"{line}\": crawlers will not find the agent's documents"
-                ),
-                format!(
-                    "add the line to {} (webcoop-agent --print-robots-lines prints both)",
-                    robots.display()
-                ),
-            ));
-        }
-    }
-    if let Some(problem) = crate::privacy::robots_txt_problem(text.as_bytes()) {
-        out.push(Finding::fix(
-            format!("robots.txt cannot be parsed: {problem}; nothing is published until it can"),
-            "fix robots.txt",
-        ));
-    }
-    usage::check(config.content_usage, &text, &mut out);
-    server_findings(config, every_file, &mut out)
 }
 
 /// What `check` says of the web server: how its configuration was read, where the judge asks,

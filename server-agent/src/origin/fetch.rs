@@ -1,6 +1,7 @@
-//! Asking the origin for a page as an anonymous client would: a GET with identity coding, no
-//! cookies, no credentials, no redirects followed, the site's `Host`, at most one request at a
-//! time, each body read no further than a bound.
+//! Asking the origin for a page as the judge asks, a stranger: from the installation's own
+//! address in 127/8, with a crawler's `User-Agent`, a GET with identity coding, no cookies, no
+//! credentials, no redirects followed, the site's `Host`, at most one request at a time, each
+//! body read no further than a bound.
 
 use crate::judge::Target;
 use futures_util::StreamExt;
@@ -55,6 +56,7 @@ pub(crate) struct OriginClient {
     client: reqwest::Client,
     target: Target,
     timeout: Duration,
+    source: Option<std::net::IpAddr>,
 }
 
 impl Drop for OriginClient {
@@ -66,28 +68,35 @@ impl Drop for OriginClient {
 }
 
 impl OriginClient {
-    /// A client asking `server` (the origin, typically on loopback) for the site at `base`.
-    pub(crate) fn new(base: &Url, server: &Url, timeout: Duration) -> Result<Self, String> {
+    /// A client asking `server` (the origin, typically on loopback) for the site at `base`,
+    /// from `source` when given.
+    pub(crate) fn new(
+        base: &Url,
+        server: &Url,
+        timeout: Duration,
+        source: Option<std::net::IpAddr>,
+    ) -> Result<Self, String> {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let target = Target::new(base, server);
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(|e| e.to_string())?;
-        let client = crate::judge::anonymous_client(
-            &target,
-            timeout,
-            1,
-            concat!("webcoop-agent/", env!("CARGO_PKG_VERSION"), " (origin)"),
-            None,
-        )
-        .map_err(|e| e.to_string())?;
+        let client =
+            crate::judge::anonymous_client(&target, timeout, 1, crate::judge::USER_AGENT, source)
+                .map_err(|e| e.to_string())?;
         Ok(OriginClient {
             runtime: Some(runtime),
             client,
             target,
             timeout,
+            source,
         })
+    }
+
+    /// The address it asks from, when bound to one.
+    pub(crate) fn source(&self) -> Option<std::net::IpAddr> {
+        self.source
     }
 
     /// The origin asked, for messages.

@@ -2,44 +2,51 @@
 //! from its own web server on loopback, once for all crawlers.
 //!
 //! The pages come from what the site says and serves: its sitemaps ([`discover`]), the web
-//! server's access log ([`access_log`]) and the webmaster's seeds. Each page is asked for as an
-//! anonymous client would ([`fetch`]); what is served alike to anyone is published, with the
-//! same state, documents, deltas and hub as a docroot's files. Changes are found by pings
-//! (XML-RPC `weblogUpdates`, WebSub publish, `webcoop-agent notify`) and by checking every
-//! page again at its own pace ([`schedule`]) within a request budget; parts of a page written
-//! anew for each request do not count as changes ([`volatile`]), and a page that changes at
-//! every request anyway is not published.
+//! server's access log (`crate::access_log`, read by [`signals`]) and the webmaster's seeds
+//! ([`intake`]). Each page is asked for as the judge asks, a stranger ([`fetch`]), under the
+//! rules the web server's own configuration hides; what is served alike to anyone is
+//! published, with the same state, documents, deltas and hub as a docroot's files
+//! ([`page_check`]). Changes are found by pings (XML-RPC `weblogUpdates`, WebSub publish,
+//! `webcoop-agent notify`), by writes seen in the access log, and by checking every page again
+//! at its own pace ([`schedule`]) within a request budget; parts of a page written anew for
+//! each request do not count as changes ([`volatile`], and what two answers show in
+//! [`learned`]), and a page that changes at every request anyway is not published. A page that
+//! leaves takes its content with it from everything the agent serves ([`withdraw`], helped by
+//! [`quotes`]).
 
-pub(crate) mod access_log;
 mod discover;
 mod fetch;
+mod intake;
+mod learned;
+mod page_check;
+mod quotes;
 mod schedule;
+mod signals;
+pub(crate) mod survey;
 pub(crate) mod volatile;
+mod withdraw;
 
-use crate::activity::{Activity, Exclusions, Publication};
+use crate::access_log::AccessLog;
+use crate::activity::{Activity, Publication};
 use crate::agent::snapshots::{SnapshotSite, Snapshots};
 use crate::agent::{
     AgentError, ChangeObserver, commit_batch, open_state, publisher_for, retention_of,
 };
 use crate::config::{Config, OriginSettings};
-use crate::content_type;
-use crate::inventory::{FileEntry, Inventory};
+use crate::inventory::Inventory;
 use crate::privacy::{FilterRules, PublicFilter, RobotsTxt};
 use crate::publish::Publisher;
+use crate::server_config::ServerRules;
 use crate::snapshot::{Bodies, BuiltSnapshot};
-use crate::store::{Batch, LoggedChange, NewVersion, Retention, Store, truncate_ms};
-use chrono::{DateTime, Utc};
-use fetch::{Answer, OriginClient, Page, Validators};
+use crate::store::{Batch, Retention, Store, truncate_ms};
+use fetch::OriginClient;
 use schedule::Tracked;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
-use webcoop_protocol::changes_feed::ChangeKind;
 use webcoop_protocol::clock::Clock;
-use webcoop_protocol::delta::summarize;
-use webcoop_protocol::validator::Sha256Digest;
 
 /// Pages a ping named, as site paths, for the origin loop.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,7 +64,7 @@ pub(crate) struct Pacer {
 }
 
 impl Pacer {
-    fn new(rate: f64) -> Pacer {
+    pub(crate) fn new(rate: f64) -> Pacer {
         Pacer {
             gap: Duration::from_secs_f64(1.0 / rate),
             next: Instant::now(),
@@ -93,6 +100,10 @@ pub struct OriginStats {
     pub changes: u64,
     /// Pings taken.
     pub pings: u64,
+    /// Writes to the site seen in its access log.
+    pub writes: u64,
+    /// Pages withdrawn (they stopped being public).
+    pub withdrawals: u64,
 }
 
 /// The agent for a site read from its web server.
@@ -109,7 +120,31 @@ pub struct OriginAgent {
     observer: Option<ChangeObserver>,
     filter: Arc<PublicFilter>,
     pages: HashMap<String, Tracked>,
-    logs: Vec<access_log::AccessLog>,
+    logs: Vec<AccessLog>,
+    /// What the access logs say beyond the pages read: writes, editors.
+    signals: signals::Signals,
+    /// Which pages show which.
+    quotes: quotes::Quotes,
+    /// What the web server's configuration hides (rules the judge could be let in by).
+    access: ServerRules,
+    /// Volatile parts learned, by page.
+    learned: HashMap<String, learned::Learned>,
+    /// The paths the sitemaps named at their last reading.
+    in_sitemaps: HashSet<String>,
+    /// A write was seen: the next reading of the sitemaps looks for what left them.
+    write_pending: bool,
+    /// Pages withdrawn in the batch being saved.
+    withdrawn: Vec<String>,
+    /// Pages that showed something withdrawn, to be checked again.
+    quoting: HashSet<String>,
+    /// Pages checked again after a withdrawal, whose older versions go once the batch is saved.
+    purge_after_flush: Vec<String>,
+    /// Withdrawals so far, and at the start of the snapshot being built: a build that saw a
+    /// withdrawal happen is discarded.
+    withdrawals_seen: u64,
+    snapshot_started_at: u64,
+    /// The documents must be published again (a snapshot was withdrawn).
+    republish: bool,
     baseline_done: bool,
     batch: Batch,
     stats: OriginStats,
@@ -123,6 +158,19 @@ pub struct OriginAgent {
     unreachable: Option<String>,
     /// When the sitemaps were last read.
     last_discovery: Option<Instant>,
+}
+
+/// The web server as the agent sees it in origin mode: the origin is asked as the judge asks
+/// (from the installation's own address in 127/8, never 127.0.0.1), under the rules the
+/// server's configuration hides (read from the server itself, or `--server-config`).
+pub(crate) fn server_view(
+    config: &Config,
+    settings: &OriginSettings,
+) -> Result<(Option<crate::web_server::ServerView>, ServerRules), AgentError> {
+    let mut server_config = config.clone();
+    server_config.judge.server_url = settings.server.clone();
+    server_config.judge.server_url_given = true;
+    crate::agent::look_at_server(&server_config, true)
 }
 
 /// Shortest time between two readings of the sitemaps that pings ask for.
@@ -144,8 +192,21 @@ impl OriginAgent {
         let baseline_done = store.meta("baseline")?.as_deref() == Some("done");
         let inventory = store.load_inventory()?;
         let publisher = publisher_for(&config)?;
-        let client = OriginClient::new(&config.base_url, &settings.server, Duration::from_secs(20))
-            .map_err(AgentError::Origin)?;
+        let (view, access) = server_view(&config, &settings)?;
+        if let Some(view) = &view {
+            crate::agent::log_view(view);
+        }
+        for p in access.hidden() {
+            tracing::warn!("not published, the judge cannot see what others get there: {p}");
+        }
+        let source = view.as_ref().map(|v| v.judge.source);
+        let client = OriginClient::new(
+            &config.base_url,
+            &settings.server,
+            Duration::from_secs(20),
+            source,
+        )
+        .map_err(AgentError::Origin)?;
         let mut pages: HashMap<String, Tracked> = HashMap::new();
         let now = clock.now();
         for (path, _) in inventory.iter() {
@@ -177,10 +238,10 @@ impl OriginAgent {
         let logs = settings
             .access_logs
             .iter()
-            .map(|p| access_log::AccessLog::new(p.clone()))
+            .map(|p| AccessLog::new(p.clone()))
             .collect();
-        let filter = Self::filter_with(&config, RobotsTxt::Absent)?;
-        Ok(OriginAgent {
+        let filter = Self::filter_with(&config, RobotsTxt::Absent, access.clone())?;
+        let mut agent = OriginAgent {
             retention: retention_of(&config),
             pacer: Pacer::new(settings.rate),
             settings,
@@ -193,6 +254,18 @@ impl OriginAgent {
             filter,
             pages,
             logs,
+            signals: signals::Signals::new(signals::Endpoints::default()),
+            quotes: quotes::Quotes::default(),
+            access,
+            learned: HashMap::new(),
+            in_sitemaps: HashSet::new(),
+            write_pending: false,
+            withdrawn: Vec::new(),
+            quoting: HashSet::new(),
+            purge_after_flush: Vec::new(),
+            withdrawals_seen: 0,
+            snapshot_started_at: 0,
+            republish: false,
             baseline_done,
             batch: Batch::default(),
             stats: OriginStats::default(),
@@ -203,10 +276,30 @@ impl OriginAgent {
             unreachable: None,
             last_discovery: None,
             config,
-        })
+        };
+        agent.index_kept_pages()?;
+        Ok(agent)
     }
 
-    fn filter_with(config: &Config, robots: RobotsTxt) -> Result<Arc<PublicFilter>, AgentError> {
+    /// Reads what each kept page links to and its title, from the versions in the state.
+    fn index_kept_pages(&mut self) -> Result<(), AgentError> {
+        let base = self.config.base_url.clone();
+        for (path, entry) in self.inventory.iter() {
+            let Some(body) = self.store.version(path, &entry.sha256)? else {
+                continue;
+            };
+            if let Ok(url) = base.join(path) {
+                self.quotes.record(path, &body, &url, &base);
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn filter_with(
+        config: &Config,
+        robots: RobotsTxt,
+        access: ServerRules,
+    ) -> Result<Arc<PublicFilter>, AgentError> {
         let robots = if config.ignore_robots_txt {
             RobotsTxt::Absent
         } else {
@@ -221,7 +314,7 @@ impl OriginAgent {
             // never taken for a page of the site.
             own_dir: Some(""),
             own_files: &[],
-            access: crate::server_config::ServerRules::none(),
+            access,
         })?))
     }
 
@@ -246,138 +339,6 @@ impl OriginAgent {
             requests: self.pacer.requests,
             ..self.stats.clone()
         }
-    }
-
-    /// Reads the sitemaps and robots.txt again, and the access logs, taking new pages in.
-    pub fn discover(&mut self) -> Result<usize, AgentError> {
-        self.last_discovery = Some(Instant::now());
-        let robots = discover::robots_txt(&self.client, &mut self.pacer);
-        let robots_rule = match &robots {
-            discover::Robots::Body(b) => RobotsTxt::Bytes(b),
-            discover::Robots::Absent => RobotsTxt::Absent,
-            discover::Robots::Refused(why) => RobotsTxt::Unreadable(why.clone()),
-            discover::Robots::Unreachable(why) => {
-                // A server down for a while changes nothing of what is published: the rules
-                // and pages known stay, and the sitemaps are read again soon.
-                tracing::warn!(
-                    "{} cannot be reached ({why}): what is published stays; asked again in {} s",
-                    self.client.origin(),
-                    RETRY_UNREACHABLE.as_secs()
-                );
-                self.unreachable = Some(why.clone());
-                self.next_discovery = Instant::now() + RETRY_UNREACHABLE;
-                return Ok(0);
-            }
-        };
-        self.unreachable = None;
-        self.filter = Self::filter_with(&self.config, robots_rule)?;
-        if let discover::Robots::Refused(why) = &robots {
-            tracing::error!(
-                "{}/robots.txt cannot be read ({why}): nothing new is published until it can be",
-                self.client.origin()
-            );
-        }
-        let body = match &robots {
-            discover::Robots::Body(b) => Some(b.as_slice()),
-            _ => None,
-        };
-        let roots = discover::sitemap_roots(&self.config.base_url, body);
-        let found = discover::walk(
-            &self.client,
-            (&self.config.base_url, &self.settings.queries),
-            roots,
-            self.settings.max_urls,
-            &mut self.pacer,
-        );
-        for p in &found.problems {
-            tracing::warn!("sitemaps: {p}");
-        }
-        if !found.refused.is_empty() {
-            tracing::warn!(
-                "sitemaps name {} URLs that are not pages of {} (the first: {} {})",
-                found.refused.len(),
-                self.config.base_url,
-                found.refused[0].0,
-                found.refused[0].1
-            );
-        }
-        let paths = found
-            .paths
-            .into_iter()
-            .filter(|p| self.allowed(p).is_ok())
-            .collect();
-        let mut added = self.take_in(paths);
-        added += self.read_logs();
-        self.next_discovery = Instant::now() + self.settings.discover_every;
-        Ok(added)
-    }
-
-    /// Whether the rules (robots.txt, the globs, the names) let `path` be published, its query
-    /// included.
-    fn allowed(&self, path: &str) -> Result<(), String> {
-        self.filter
-            .check_file(&crate::urls::request_form(path))
-            .map_err(|why| why.to_string())
-    }
-
-    /// Takes `paths` in as pages to check, as far as the budget of pages allows; returns how
-    /// many were new.
-    fn take_in(&mut self, paths: Vec<String>) -> usize {
-        let mut added = 0;
-        for p in paths {
-            if self.pages.contains_key(&p) {
-                continue;
-            }
-            if self.pages.len() >= self.settings.max_urls {
-                tracing::warn!(
-                    "{} pages tracked, the most --origin-max-urls allows: {p} and later ones wait",
-                    self.pages.len()
-                );
-                break;
-            }
-            self.pages.insert(p, Tracked::default());
-            added += 1;
-        }
-        added
-    }
-
-    fn read_logs(&mut self) -> usize {
-        let mut paths = Vec::new();
-        for log in &mut self.logs {
-            match log.read_new() {
-                Ok(targets) => {
-                    for t in targets {
-                        if let Ok(p) = crate::urls::logged_path(
-                            &self.config.base_url,
-                            &t,
-                            &self.settings.queries,
-                        ) {
-                            paths.push(p);
-                        }
-                    }
-                }
-                Err(e) => tracing::warn!("{}: {e}", log.path().display()),
-            }
-        }
-        paths.retain(|p| self.allowed(p).is_ok());
-        self.take_in(paths)
-    }
-
-    /// Marks pages named by a ping to be checked before any other; returns how many were
-    /// taken (paths of this site that may be published).
-    pub fn urgent(&mut self, paths: &[String]) -> usize {
-        let mut taken = 0;
-        for p in paths {
-            if self.allowed(p).is_err() {
-                continue;
-            }
-            if !self.pages.contains_key(p) && self.pages.len() >= self.settings.max_urls {
-                continue;
-            }
-            self.pages.entry(p.clone()).or_default().urgent = true;
-            taken += 1;
-        }
-        taken
     }
 
     /// Discovers, then checks every page once (all of them on the first run), saves and
@@ -437,12 +398,21 @@ impl OriginAgent {
     /// Takes a finished background snapshot and starts the next when one is due.
     fn snapshot_step(&mut self) -> Result<(), AgentError> {
         if let Some(built) = self.snapshots.finished() {
-            self.publisher.set_snapshot(Some(built.sequence));
-            self.flush(true)?;
+            if self.snapshot_started_at == self.withdrawals_seen {
+                self.publisher.set_snapshot(Some(built.sequence));
+                self.flush(true)?;
+            } else {
+                // Built from versions a withdrawal since then took back.
+                crate::publish::snapshot::remove_all(&self.config.out);
+                crate::publish::resource_dump::remove_all(&self.config.out);
+                tracing::info!("a snapshot built across a withdrawal is discarded");
+            }
         }
-        if !self.baseline_done {
+        // Not before every page that showed something withdrawn was checked again.
+        if !self.baseline_done || !self.quoting.is_empty() {
             return Ok(());
         }
+        self.snapshot_started_at = self.withdrawals_seen;
         let mut snapshots = std::mem::take(&mut self.snapshots);
         let started = snapshots.start_if_due(&self.snapshot_site());
         self.snapshots = snapshots;
@@ -462,15 +432,18 @@ impl OriginAgent {
                 let now = self.stats();
                 let was = &last_summary.1;
                 tracing::info!(
-                    "origin, last {} s: {} requests ({} answered 304, {} the same once volatile parts were left out), {} changes, {} pings; {} pages published of {} tracked",
+                    "origin, last {} s: {} requests ({} answered 304, {} the same once volatile parts were left out), {} changes, {} pings, {} writes seen, {} withdrawn; {} pages published of {} tracked, {} URLs only editors read held back",
                     SUMMARY_EVERY.as_secs(),
                     now.requests - was.requests,
                     now.not_modified - was.not_modified,
                     now.unchanged - was.unchanged,
                     now.changes - was.changes,
                     now.pings - was.pings,
+                    now.writes - was.writes,
+                    now.withdrawals - was.withdrawals,
                     self.inventory.len(),
-                    self.pages.len()
+                    self.pages.len(),
+                    self.signals.held()
                 );
                 last_summary = (Instant::now(), now);
             }
@@ -521,6 +494,8 @@ impl OriginAgent {
         self.stats.pings += 1;
         let Notice { paths } = notice;
         let taken = self.urgent(&paths);
+        // A ping says something changed: what left the sitemaps is looked for too.
+        self.write_pending = true;
         tracing::info!(
             "told of changes at {} pages ({taken} taken): reading the sitemaps again",
             paths.len()
@@ -542,192 +517,6 @@ impl OriginAgent {
 
     fn now_ms(&self) -> i64 {
         crate::store::to_ms(self.clock.now())
-    }
-
-    /// Asks the origin for one page and records what it shows.
-    fn check(&mut self, path: &str) -> Result<(), AgentError> {
-        let listed = self.inventory.get(path).cloned();
-        // Its rules may have changed since it was taken in (robots.txt, read again).
-        if let Err(why) = self.allowed(path) {
-            let now = truncate_ms(self.clock.now());
-            self.remove(path, listed.as_ref(), now, why);
-            if let Some(t) = self.pages.get_mut(path) {
-                t.checked = Some(crate::store::to_ms(now));
-                t.urgent = false;
-            }
-            return Ok(());
-        }
-        let known = match (&listed, self.pages.get(path)) {
-            (Some(_), Some(t)) if t.conditional() => t.validators.clone(),
-            _ => Validators::default(),
-        };
-        let checking_304s = self
-            .pages
-            .get(path)
-            .is_some_and(|t| t.not_modified_streak >= schedule::TRUST_304);
-        self.pacer.wait();
-        let answer = self.client.get(path, &known);
-        let now = truncate_ms(self.clock.now());
-        let now_ms = crate::store::to_ms(now);
-        let previous_check = self.pages.get(path).and_then(|t| t.checked);
-        let interval = previous_check.map(|at| (now_ms - at).max(0) as f64 / 1000.0);
-        let outcome = match answer {
-            Answer::Page(page) => self.take_page(path, page, listed.as_ref(), now)?,
-            Answer::NotModified => {
-                self.stats.not_modified += 1;
-                if let Some(t) = self.pages.get_mut(path) {
-                    t.not_modified_streak += 1;
-                }
-                Outcome::Same
-            }
-            Answer::Gone => {
-                self.remove(path, listed.as_ref(), now, "gone (404 or 410)".into());
-                Outcome::Changed
-            }
-            Answer::Refused(why) => {
-                self.remove(path, listed.as_ref(), now, why);
-                Outcome::Changed
-            }
-            Answer::Unknown(why) => {
-                tracing::warn!("{path}: {why}; asked again later");
-                Outcome::Unknown
-            }
-        };
-        if let Some(t) = self.pages.get_mut(path)
-            && checking_304s
-            && !matches!(outcome, Outcome::Unknown)
-        {
-            if matches!(outcome, Outcome::Changed) && !t.validators_lie {
-                tracing::info!(
-                    "{path}: answered 304 although it had changed; its validators are no longer used"
-                );
-                t.validators_lie = true;
-            }
-            t.not_modified_streak = 0;
-        }
-        if let Some(t) = self.pages.get_mut(path) {
-            t.checked = Some(now_ms);
-            t.urgent = false;
-            if let (Some(length), Outcome::Same | Outcome::Changed) = (interval, &outcome) {
-                t.history
-                    .observe(length, matches!(outcome, Outcome::Changed), None);
-            }
-        }
-        Ok(())
-    }
-
-    /// Records a page served with 200: unchanged, changed, new, or changing at every request.
-    fn take_page(
-        &mut self,
-        path: &str,
-        page: Page,
-        listed: Option<&FileEntry>,
-        now: DateTime<Utc>,
-    ) -> Result<Outcome, AgentError> {
-        let ctype = page
-            .content_type
-            .clone()
-            .unwrap_or_else(|| content_type::of_path(path).to_string());
-        let text = content_type::is_text(&ctype);
-        let digest = volatile::change_digest(&page.body, text);
-        if let Some(t) = self.pages.get_mut(path) {
-            t.validators = page.validators.clone();
-        }
-        if listed.is_some_and(|e| e.fast == digest) {
-            self.stats.unchanged += 1;
-            return Ok(Outcome::Same);
-        }
-        if self.baseline_done {
-            // Changed, or new: asked once more, so a page that is different at every request
-            // (a clock, a counter, a random quote) is told from a page that changed.
-            self.pacer.wait();
-            if let Answer::Page(again) = self.client.get(path, &Validators::default())
-                && volatile::change_digest(&again.body, text) != digest
-            {
-                self.remove(
-                    path,
-                    listed,
-                    now,
-                    "changes at every request, beyond what the volatile-part rule leaves out"
-                        .into(),
-                );
-                return Ok(Outcome::Changed);
-            }
-        }
-        let sha256 = Sha256Digest::of(&page.body);
-        let size = page.body.len() as u64;
-        let changed = match (listed, text) {
-            (Some(prev), true) => self
-                .store
-                .version(path, &prev.sha256)?
-                .map(|old| summarize(&old, &page.body).changed_fraction),
-            _ => None,
-        };
-        let modified = match page.last_modified {
-            Some(lm) if !self.baseline_done && lm <= now => truncate_ms(lm),
-            _ => now,
-        };
-        let entry = FileEntry {
-            size,
-            mtime_ns: modified.timestamp_nanos_opt().unwrap_or(0),
-            ctime_ns: 0,
-            sha256,
-            fast: digest,
-            modified,
-            seen: true,
-        };
-        let announce = self.baseline_done;
-        self.batch
-            .upserts
-            .push((path.to_string(), entry, announce.then_some(modified)));
-        if text {
-            self.batch
-                .versions
-                .push(NewVersion::of(path, sha256, &page.body));
-        }
-        if announce {
-            self.stats.changes += 1;
-            self.batch.changes.push(LoggedChange {
-                seq: 0,
-                kind: if listed.is_some() {
-                    ChangeKind::Modified
-                } else {
-                    ChangeKind::Created
-                },
-                path: path.to_string(),
-                time: now,
-                sha256: Some(sha256),
-                prev_sha256: listed.map(|p| p.sha256),
-                size: Some(size),
-                content_type: Some(ctype),
-                changed,
-            });
-        }
-        if let Some(t) = self.pages.get_mut(path) {
-            t.refused = None;
-        }
-        Ok(Outcome::Changed)
-    }
-
-    /// A page that is no longer published: gone, refused, or changing at every request.
-    fn remove(&mut self, path: &str, listed: Option<&FileEntry>, now: DateTime<Utc>, why: String) {
-        if let Some(t) = self.pages.get_mut(path) {
-            if t.refused.as_deref() != Some(why.as_str()) {
-                tracing::info!("not published, {why}: {path}");
-                if let Some(a) = &self.activity {
-                    let mut e = Exclusions::default();
-                    e.add(path, &why);
-                    a.scanned_some(e);
-                }
-            }
-            t.refused = Some(why);
-            t.validators = Validators::default();
-        }
-        let Some(old) = listed else {
-            return;
-        };
-        self.stats.changes += 1;
-        self.batch.delete(path, old.sha256, now);
     }
 
     /// Saves what was found and publishes; the first time every page has been fetched, the
@@ -758,7 +547,11 @@ impl OriginAgent {
                 self.pacer.requests
             );
         }
-        if had || baseline_now || force_publish {
+        if had {
+            self.withdraw_saved()?;
+        }
+        let republish = std::mem::take(&mut self.republish);
+        if had || baseline_now || force_publish || republish {
             let now = truncate_ms(self.clock.now());
             let started = Instant::now();
             let result = self.publisher.publish(&self.inventory, &self.store, now);
@@ -785,13 +578,3 @@ impl OriginAgent {
 
 /// How often the loop says what it did.
 const SUMMARY_EVERY: Duration = Duration::from_secs(60);
-
-/// What a check showed.
-enum Outcome {
-    /// The page is as listed.
-    Same,
-    /// It changed (or came, or went).
-    Changed,
-    /// Nothing could be concluded.
-    Unknown,
-}

@@ -27,6 +27,8 @@ pub(crate) struct Tracked {
     pub(crate) not_modified_streak: u32,
     /// The server answered 304 for a page that had changed: its validators are not used.
     pub(crate) validators_lie: bool,
+    /// The next check asks without validators (a write may have changed it).
+    pub(crate) whole: bool,
 }
 
 /// 304 answers believed in a row before a page is fetched whole to check them: a server may

@@ -125,6 +125,19 @@ fn digest_of(path: &Path) -> io::Result<(Sha256Digest, u64)> {
     Ok((stream.finish(), length))
 }
 
+/// Removes every package from `out`'s ResourceSync directory (what they hold was withdrawn);
+/// returns how many went.
+pub(crate) fn remove_all(out: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(directory(out)) else {
+        return 0;
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_str().and_then(sequence_of).is_some())
+        .filter(|e| std::fs::remove_file(e.path()).is_ok())
+        .count()
+}
+
 /// Removes the packages before the one preceding `newest` (a download under way finishes).
 fn remove_older(dir: &Path, newest: u64) {
     let Ok(entries) = std::fs::read_dir(dir) else {

@@ -35,6 +35,24 @@ pub(crate) fn max_record_of(out: &Path, sequence: u64) -> Option<u64> {
         .max_record
 }
 
+/// Removes every snapshot and its index from `out` (what they hold was withdrawn); returns how
+/// many files went.
+pub(crate) fn remove_all(out: &Path) -> usize {
+    let dir = directory(out);
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return 0;
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| snapshot::sequence_of(n).is_some())
+        })
+        .filter(|e| std::fs::remove_file(e.path()).is_ok())
+        .count()
+}
+
 /// The URL of the snapshot at `sequence` for the site at `base`.
 pub(crate) fn url_of(base: &Url, sequence: u64) -> Url {
     base.join(snapshot::DIRECTORY)

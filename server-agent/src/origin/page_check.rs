@@ -1,0 +1,304 @@
+//! One check of one page: asked of the origin (whole when a write may have changed it), and
+//! what the answer shows recorded: unchanged, changed, new, changing at every request
+//! (volatile parts learned first, [`super::learned`]), or gone (withdrawn: [`super::withdraw`]).
+
+use super::fetch::{Answer, Page, Validators};
+use super::learned::{self, Learned, Unlearnable};
+use super::{OriginAgent, schedule, volatile};
+use crate::activity::Exclusions;
+use crate::agent::AgentError;
+use crate::content_type;
+use crate::inventory::FileEntry;
+use crate::store::{LoggedChange, NewVersion, truncate_ms};
+use chrono::{DateTime, Utc};
+use webcoop_protocol::changes_feed::ChangeKind;
+use webcoop_protocol::delta::summarize;
+use webcoop_protocol::validator::Sha256Digest;
+
+impl OriginAgent {
+    /// Asks the origin for one page and records what it shows.
+    pub(super) fn check(&mut self, path: &str) -> Result<(), AgentError> {
+        let listed = self.inventory.get(path).cloned();
+        // Its rules may have changed since it was taken in (robots.txt, read again).
+        if let Err(why) = self.allowed(path) {
+            let now = truncate_ms(self.clock.now());
+            self.remove(path, listed.as_ref(), now, why);
+            if let Some(t) = self.pages.get_mut(path) {
+                t.checked = Some(crate::store::to_ms(now));
+                t.urgent = false;
+            }
+            return Ok(());
+        }
+        // A page checked because of a write asks whole: a server may keep a validator while
+        // the page changes (WordPress's feeds answer 304 after a post leaves them).
+        let known = match (&listed, self.pages.get(path)) {
+            (Some(_), Some(t)) if t.conditional() && !t.whole => t.validators.clone(),
+            _ => Validators::default(),
+        };
+        let checking_304s = self
+            .pages
+            .get(path)
+            .is_some_and(|t| t.not_modified_streak >= schedule::TRUST_304);
+        self.pacer.wait();
+        let answer = self.client.get(path, &known);
+        let now = truncate_ms(self.clock.now());
+        let now_ms = crate::store::to_ms(now);
+        let previous_check = self.pages.get(path).and_then(|t| t.checked);
+        let interval = previous_check.map(|at| (now_ms - at).max(0) as f64 / 1000.0);
+        let outcome = match answer {
+            Answer::Page(page) => self.take_page(path, page, listed.as_ref(), now)?,
+            Answer::NotModified => {
+                self.stats.not_modified += 1;
+                if let Some(t) = self.pages.get_mut(path) {
+                    t.not_modified_streak += 1;
+                }
+                Outcome::Same
+            }
+            Answer::Gone => {
+                self.remove(path, listed.as_ref(), now, "gone (404 or 410)".into());
+                Outcome::Changed
+            }
+            Answer::Refused(why) => {
+                self.remove(path, listed.as_ref(), now, why);
+                Outcome::Changed
+            }
+            Answer::Unknown(why) => {
+                tracing::warn!("{path}: {why}; asked again later");
+                Outcome::Unknown
+            }
+        };
+        if let Some(t) = self.pages.get_mut(path)
+            && checking_304s
+            && !matches!(outcome, Outcome::Unknown)
+        {
+            if matches!(outcome, Outcome::Changed) && !t.validators_lie {
+                tracing::info!(
+                    "{path}: answered 304 although it had changed; its validators are no longer used"
+                );
+                t.validators_lie = true;
+            }
+            t.not_modified_streak = 0;
+        }
+        if !matches!(outcome, Outcome::Unknown) && self.quoting.remove(path) {
+            // It showed a page that left: once its versions are saved, the older ones go.
+            self.purge_after_flush.push(path.to_string());
+        }
+        if let Some(t) = self.pages.get_mut(path) {
+            t.checked = Some(now_ms);
+            t.urgent = false;
+            t.whole = false;
+            if let (Some(length), Outcome::Same | Outcome::Changed) = (interval, &outcome) {
+                t.history
+                    .observe(length, matches!(outcome, Outcome::Changed), None);
+            }
+        }
+        Ok(())
+    }
+
+    /// Records a page served with 200: unchanged, changed, new, or changing at every request.
+    fn take_page(
+        &mut self,
+        path: &str,
+        page: Page,
+        listed: Option<&FileEntry>,
+        now: DateTime<Utc>,
+    ) -> Result<Outcome, AgentError> {
+        let ctype = page
+            .content_type
+            .clone()
+            .unwrap_or_else(|| content_type::of_path(path).to_string());
+        let text = content_type::is_text(&ctype);
+        let mut digest = self.change_digest(path, &page.body, text);
+        if let Some(t) = self.pages.get_mut(path) {
+            t.validators = page.validators.clone();
+        }
+        if listed.is_some_and(|e| e.fast == digest) {
+            self.stats.unchanged += 1;
+            return Ok(Outcome::Same);
+        }
+        if self.baseline_done {
+            // Changed, or new: asked once more, so a page that is different at every request
+            // (a clock, a counter, a random quote) is told from a page that changed.
+            self.pacer.wait();
+            if let Answer::Page(again) = self.client.get(path, &Validators::default())
+                && self.change_digest(path, &again.body, text) != digest
+            {
+                match self.learn(path, &page.body, &again.body, text) {
+                    Ok(d) => {
+                        digest = d;
+                        if listed.is_some_and(|e| e.fast == digest) {
+                            self.stats.unchanged += 1;
+                            return Ok(Outcome::Same);
+                        }
+                    }
+                    Err(e) => {
+                        self.remove(
+                            path,
+                            listed,
+                            now,
+                            format!(
+                                "changes at every request ({}; it differs at {})",
+                                e.why, e.differs_at
+                            ),
+                        );
+                        return Ok(Outcome::Changed);
+                    }
+                }
+            }
+        }
+        let sha256 = Sha256Digest::of(&page.body);
+        let size = page.body.len() as u64;
+        let changed = match (listed, text) {
+            (Some(prev), true) => self
+                .store
+                .version(path, &prev.sha256)?
+                .map(|old| summarize(&old, &page.body).changed_fraction),
+            _ => None,
+        };
+        let modified = match page.last_modified {
+            Some(lm) if !self.baseline_done && lm <= now => truncate_ms(lm),
+            _ => now,
+        };
+        let entry = FileEntry {
+            size,
+            mtime_ns: modified.timestamp_nanos_opt().unwrap_or(0),
+            ctime_ns: 0,
+            sha256,
+            fast: digest,
+            modified,
+            seen: true,
+        };
+        let announce = self.baseline_done;
+        self.batch
+            .upserts
+            .push((path.to_string(), entry, announce.then_some(modified)));
+        if text {
+            self.batch
+                .versions
+                .push(NewVersion::of(path, sha256, &page.body));
+            if let Ok(url) = self.config.base_url.join(path) {
+                self.quotes
+                    .record(path, &page.body, &url, &self.config.base_url);
+            }
+        }
+        if announce {
+            self.stats.changes += 1;
+            self.batch.changes.push(LoggedChange {
+                seq: 0,
+                kind: if listed.is_some() {
+                    ChangeKind::Modified
+                } else {
+                    ChangeKind::Created
+                },
+                path: path.to_string(),
+                time: now,
+                sha256: Some(sha256),
+                prev_sha256: listed.map(|p| p.sha256),
+                size: Some(size),
+                content_type: Some(ctype),
+                changed,
+            });
+        }
+        if let Some(t) = self.pages.get_mut(path) {
+            t.refused = None;
+        }
+        Ok(Outcome::Changed)
+    }
+
+    /// A page that is no longer published: gone, refused, or changing at every request.
+    fn remove(&mut self, path: &str, listed: Option<&FileEntry>, now: DateTime<Utc>, why: String) {
+        if let Some(t) = self.pages.get_mut(path) {
+            if t.refused.as_deref() != Some(why.as_str()) {
+                tracing::info!("not published, {why}: {path}");
+                if let Some(a) = &self.activity {
+                    let mut e = Exclusions::default();
+                    e.add(path, &why);
+                    a.scanned_some(e);
+                }
+            }
+            t.refused = Some(why);
+            t.validators = Validators::default();
+        }
+        let Some(old) = listed else {
+            return;
+        };
+        self.stats.changes += 1;
+        self.batch.delete(path, old.sha256, now);
+        // Withdrawn: once the deletion is saved, nothing the agent serves may carry it.
+        self.withdrawn.push(path.to_string());
+    }
+
+    /// The change digest of `body` for `path`: the volatile-part rule, and what was learned of
+    /// the page. What was learned is dropped when the page no longer has its anchors (its
+    /// template changed).
+    pub(super) fn change_digest(&mut self, path: &str, body: &[u8], text: bool) -> u64 {
+        if !text {
+            return volatile::change_digest(body, false);
+        }
+        let learned = self.learned_of(path);
+        match learned.as_ref().map(|l| learned::apply(body, l)) {
+            Some(Some(masked)) => volatile::change_digest(&masked, true),
+            Some(None) => {
+                tracing::info!(
+                    "{path}: its template changed; its volatile parts are learned again"
+                );
+                self.learned.remove(path);
+                let _ = self.store.set_meta(&learned_key(path), "");
+                volatile::change_digest(body, true)
+            }
+            None => volatile::change_digest(body, true),
+        }
+    }
+
+    fn learned_of(&mut self, path: &str) -> Option<Learned> {
+        if let Some(l) = self.learned.get(path) {
+            return Some(l.clone());
+        }
+        let text = self.store.meta(&learned_key(path)).ok().flatten()?;
+        let l: Learned = serde_json::from_str(&text).ok()?;
+        self.learned.insert(path.to_string(), l.clone());
+        Some(l)
+    }
+
+    /// Two answers moments apart differ: learns where, and returns the digest of `first` with
+    /// what was learned, or why the page changes at every request.
+    pub(super) fn learn(
+        &mut self,
+        path: &str,
+        first: &[u8],
+        second: &[u8],
+        text: bool,
+    ) -> Result<u64, Unlearnable> {
+        if !text {
+            return Err(Unlearnable {
+                why: "not text".into(),
+                differs_at: String::new(),
+            });
+        }
+        let l = learned::learn(first, second)?;
+        tracing::info!(
+            "{path}: {} parts differ from one request to the next; they do not count as changes",
+            l.masks.len()
+        );
+        if let Ok(json) = serde_json::to_string(&l) {
+            let _ = self.store.set_meta(&learned_key(path), &json);
+        }
+        self.learned.insert(path.to_string(), l);
+        Ok(self.change_digest(path, first, true))
+    }
+}
+
+/// Where what was learned of `path` is kept in the state.
+fn learned_key(path: &str) -> String {
+    format!("volatile:{path}")
+}
+
+/// What a check showed.
+pub(super) enum Outcome {
+    /// The page is as listed.
+    Same,
+    /// It changed (or came, or went).
+    Changed,
+    /// Nothing could be concluded.
+    Unknown,
+}

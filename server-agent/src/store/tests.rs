@@ -1,0 +1,169 @@
+use super::*;
+use chrono::TimeZone;
+
+#[test]
+fn every_commit_is_durable_so_no_sequence_number_is_issued_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let (mode, sync): (String, i64) = store
+        .conn
+        .query_row(
+            "SELECT * FROM pragma_journal_mode, pragma_synchronous",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    // WAL with synchronous = FULL (2): the log is synced at each commit.
+    assert_eq!((mode.as_str(), sync), ("wal", 2));
+}
+
+fn t(s: i64) -> DateTime<Utc> {
+    Utc.timestamp_opt(1_700_000_000 + s, 0).unwrap()
+}
+
+fn entry(content: &[u8], at: DateTime<Utc>) -> FileEntry {
+    FileEntry {
+        size: content.len() as u64,
+        mtime_ns: 1,
+        ctime_ns: 2,
+        sha256: Sha256Digest::of(content),
+        fast: xxhash_rust::xxh3::xxh3_64(content),
+        modified: at,
+        seen: false,
+    }
+}
+
+fn version(path: &str, content: &[u8]) -> NewVersion {
+    NewVersion::of(path, Sha256Digest::of(content), content)
+}
+
+fn change(kind: ChangeKind, path: &str, at: DateTime<Utc>) -> LoggedChange {
+    LoggedChange {
+        seq: 0,
+        kind,
+        path: path.into(),
+        time: at,
+        sha256: None,
+        prev_sha256: None,
+        size: None,
+        content_type: None,
+        changed: None,
+    }
+}
+
+const KEEP: Retention = Retention {
+    versions_per_file: 2,
+    versions_budget: 1 << 30,
+    changes: 1000,
+};
+
+#[test]
+fn inventory_changes_and_history_survive_reopening() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path()).unwrap();
+    let batch = Batch {
+        upserts: vec![
+            ("a.html".into(), entry(b"v1", t(0)), Some(t(0))),
+            ("b.css".into(), entry(b"x", t(0)), None),
+        ],
+        changes: vec![change(ChangeKind::Created, "a.html", t(0))],
+        ..Batch::default()
+    };
+    let saved = store.commit(batch, t(0), &KEEP).unwrap();
+    assert_eq!(saved.changes[0].seq, 1);
+    let batch = Batch {
+        upserts: vec![("a.html".into(), entry(b"v2", t(5)), Some(t(5)))],
+        deletions: vec!["b.css".into()],
+        changes: vec![
+            change(ChangeKind::Modified, "a.html", t(5)),
+            change(ChangeKind::Deleted, "b.css", t(5)),
+        ],
+        ..Batch::default()
+    };
+    store.commit(batch, t(5), &KEEP).unwrap();
+    drop(store);
+
+    let store = Store::open(dir.path()).unwrap();
+    let inv = store.load_inventory().unwrap();
+    assert_eq!(inv.len(), 1);
+    assert_eq!(inv.get("a.html").unwrap(), &entry(b"v2", t(5)));
+    assert_eq!(store.file_facts("a.html").unwrap(), Some((t(0), 1)));
+    assert_eq!(store.head_seq().unwrap(), 3);
+    assert_eq!(store.history("a.html").unwrap(), [t(0), t(5)]);
+    let since = store.changes_since(1, 10).unwrap();
+    assert_eq!(
+        since.iter().map(|c| (c.seq, c.kind)).collect::<Vec<_>>(),
+        [(2, ChangeKind::Modified), (3, ChangeKind::Deleted)]
+    );
+    assert_eq!(store.recent_changes(1).unwrap()[0].seq, 3);
+}
+
+#[test]
+fn versions_are_kept_per_file_and_within_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path()).unwrap();
+    for i in 0..4i64 {
+        let content = format!("version {i} {}", "lorem ipsum ".repeat(50)).into_bytes();
+        let batch = Batch {
+            versions: vec![version("p.html", &content)],
+            ..Batch::default()
+        };
+        store.commit(batch, t(i), &KEEP).unwrap();
+    }
+    let kept = store.versions_of("p.html").unwrap();
+    assert_eq!(kept.len(), 2, "two versions per file");
+    let newest = format!("version 3 {}", "lorem ipsum ".repeat(50)).into_bytes();
+    assert_eq!(kept[0], Sha256Digest::of(&newest));
+    assert_eq!(store.version("p.html", &kept[0]).unwrap().unwrap(), newest);
+    assert!(store.versions_bytes() > 0);
+
+    // A budget smaller than what is kept evicts the oldest first.
+    let other = b"another file's only version, stored last".to_vec();
+    // Room for the new version only if one old version goes.
+    let added = zstd::bulk::compress(&other, 3).unwrap().len() as u64;
+    let tight = Retention {
+        versions_budget: store.versions_bytes() + added - 1,
+        ..KEEP
+    };
+    store
+        .commit(
+            Batch {
+                versions: vec![version("q.html", &other)],
+                ..Batch::default()
+            },
+            t(10),
+            &tight,
+        )
+        .unwrap();
+    assert!(store.versions_bytes() <= tight.versions_budget);
+    assert_eq!(
+        store.versions_of("q.html").unwrap().len(),
+        1,
+        "the newest survives"
+    );
+    assert_eq!(
+        store.versions_of("p.html").unwrap().len(),
+        1,
+        "the oldest went"
+    );
+    drop(store);
+    let reopened = Store::open(dir.path()).unwrap();
+    assert!(reopened.versions_bytes() <= tight.versions_budget);
+}
+
+#[test]
+fn the_change_log_is_pruned_but_sequence_numbers_never_repeat() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path()).unwrap();
+    let keep3 = Retention { changes: 3, ..KEEP };
+    for i in 0..10 {
+        let batch = Batch {
+            changes: vec![change(ChangeKind::Modified, "x", t(i))],
+            ..Batch::default()
+        };
+        store.commit(batch, t(i), &keep3).unwrap();
+    }
+    assert_eq!(store.head_seq().unwrap(), 10);
+    assert_eq!(store.oldest_seq().unwrap(), Some(8));
+    assert_eq!(store.changes_since(0, 100).unwrap().len(), 3);
+}
