@@ -227,6 +227,7 @@ fn change_entry() -> impl Strategy<Value = ChangeEntry> {
         (
             prop::option::of(content_type()),
             prop::option::of(0.0f64..=1.0),
+            prop::option::of(0.0f64..=1.0),
         ),
         prop::option::of((
             etag(),
@@ -241,7 +242,7 @@ fn change_entry() -> impl Strategy<Value = ChangeEntry> {
                 url,
                 time,
                 (etag, previous_etag, size),
-                (content_type, changed_fraction),
+                (content_type, changed_fraction, popularity),
                 delta,
             )| ChangeEntry {
                 seq,
@@ -262,6 +263,7 @@ fn change_entry() -> impl Strategy<Value = ChangeEntry> {
                     base,
                     data,
                 }),
+                popularity,
             },
         )
 }

@@ -136,6 +136,15 @@ struct Inner {
     judge: JudgeStatus,
     pings: VecDeque<Ping>,
     deliveries: VecDeque<DeliverySample>,
+    /// Each page's published share of reads, for the service's feeds.
+    #[serde(skip)]
+    popularity: Option<std::sync::Arc<std::collections::HashMap<String, f64>>>,
+    /// Each page's decayed distinct visitors, for the console.
+    visitors: Vec<(String, f64)>,
+    /// Clients (address and user agent) seen to sign their requests with a verified
+    /// signature: crawlers, whatever the access log says of them.
+    #[serde(skip)]
+    verified_clients: std::collections::HashSet<String>,
 }
 
 /// The agent's recent activity, shared by the watch loop, the service and the console.
@@ -191,6 +200,42 @@ impl Activity {
     /// Notes whether the server's configuration is read (`None`) or why not.
     pub(crate) fn server_config(&self, unread: Option<String>) {
         self.inner().judge.config_unread = unread;
+    }
+
+    /// The shares of reads published now.
+    pub(crate) fn set_popularity(
+        &self,
+        shares: Option<std::sync::Arc<std::collections::HashMap<String, f64>>>,
+        visitors: Vec<(String, f64)>,
+    ) {
+        let mut i = self.inner();
+        i.popularity = shares;
+        i.visitors = visitors;
+    }
+
+    /// The shares of reads published, if any.
+    pub(crate) fn popularity(
+        &self,
+    ) -> Option<std::sync::Arc<std::collections::HashMap<String, f64>>> {
+        self.inner().popularity.clone()
+    }
+
+    /// Each page's decayed distinct visitors, as last counted.
+    pub(crate) fn visitors(&self) -> Vec<(String, f64)> {
+        self.inner().visitors.clone()
+    }
+
+    /// Notes a client whose request carried a verified signature (at most 10,000 kept).
+    pub(crate) fn verified_client(&self, client: String) {
+        let mut i = self.inner();
+        if i.verified_clients.len() < 10_000 {
+            i.verified_clients.insert(client);
+        }
+    }
+
+    /// Whether a client was seen to sign with a verified signature.
+    pub(crate) fn is_verified_client(&self, client: &str) -> bool {
+        self.inner().verified_clients.contains(client)
     }
 
     /// The judge's state.

@@ -17,6 +17,7 @@ mod inventory;
 mod judge;
 mod notify_client;
 mod origin;
+mod popularity;
 mod privacy;
 mod publish;
 mod scan;

@@ -147,6 +147,7 @@ pub async fn run(cfg: &FirstCrawlConfig) -> Result<FirstCrawlResult, String> {
         crawler: cfg.crawler.clone(),
         nginx: cfg.nginx.clone(),
         history: Vec::new(),
+        access_log: None,
     };
     let site = match &cfg.site {
         Some(from) => {

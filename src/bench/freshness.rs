@@ -116,6 +116,27 @@ pub fn mean_score(pages: &[PageTimeline], start: f64, end: f64) -> Score {
     }
 }
 
+/// The mean score of many pages over the same interval, page `i` weighing `weights[i]` (its
+/// share of reads: freshness as the site's readers would meet it); the plain mean when no
+/// page weighs anything.
+pub fn weighted_score(pages: &[PageTimeline], weights: &[f64], start: f64, end: f64) -> Score {
+    let total: f64 = weights.iter().take(pages.len()).sum();
+    if total.is_nan() || total <= 0.0 {
+        return mean_score(pages, start, end);
+    }
+    let (f, a) = pages
+        .iter()
+        .zip(weights)
+        .fold((0.0, 0.0), |(f, a), (p, w)| {
+            let s = p.score(start, end);
+            (f + w * s.freshness, a + w * s.age)
+        });
+    Score {
+        freshness: f / total,
+        age: a / total,
+    }
+}
+
 /// What the model predicts for a copy never refreshed, of a page changing as a Poisson
 /// process of rate `rate` (per second), fresh at the start, averaged over `span` seconds:
 /// freshness `(1 - e^{-λT})/(λT)` and age `T/2 - (1 - (1 - e^{-λT})/(λT))/λ`.

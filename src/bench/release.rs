@@ -234,6 +234,7 @@ pub async fn run(cfg: &ReleaseConfig) -> Result<ReleaseResult, String> {
         crawler: cfg.crawler.clone(),
         nginx: cfg.nginx.clone(),
         history: Vec::new(),
+        access_log: None,
     };
     let site = GeneratedSite::given(&docroot, pages);
     let served = ServedSite::serve(&bench, &dir, site, &[], chrono::Utc::now()).await?;

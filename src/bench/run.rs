@@ -6,8 +6,9 @@
 //! scores it.
 
 use super::changes::Edit;
-use super::freshness::{PageTimeline, Score, mean_score, quantile};
+use super::freshness::{PageTimeline, Score, mean_score, quantile, weighted_score};
 use super::proxy::{CountingProxy, WireCount};
+use super::reads::Reads;
 use super::site::GeneratedSite;
 use super::site_server;
 use crate::servers::Killed;
@@ -39,14 +40,22 @@ pub enum Mode {
     /// Crawled once before the measurement and never again: how a copy left alone decays,
     /// the baseline the others are bought against.
     Once,
+    /// Every page asked "changed since?" on the crawler's schedule, by the optimal policy
+    /// (pages weighted by OPIC importance).
+    Optimal,
+    /// As `Optimal`, with the site's listing read: each page's stated popularity (its share
+    /// of reads, from the access log) added to its weight.
+    Listing,
 }
 
 impl Mode {
     /// Every mode, in the order of the table.
-    pub const ALL: [Mode; 7] = [
+    pub const ALL: [Mode; 9] = [
         Mode::Once,
         Mode::Poll,
         Mode::Conditional,
+        Mode::Optimal,
+        Mode::Listing,
         Mode::Meta,
         Mode::Delta,
         Mode::Push,
@@ -63,6 +72,8 @@ impl Mode {
             Mode::Push => "push",
             Mode::PushDelta => "push-delta",
             Mode::Once => "once",
+            Mode::Optimal => "optimal",
+            Mode::Listing => "listing",
         }
     }
 
@@ -73,17 +84,28 @@ impl Mode {
             .find(|m| m.name() == s)
             .ok_or_else(|| {
                 format!(
-                    "unknown mode {s:?}: once, poll, conditional, meta, delta, push, push-delta"
+                    "unknown mode {s:?}: once, poll, conditional, optimal, listing, meta, delta, push, push-delta"
                 )
             })
     }
 
     fn coop(self) -> &'static str {
         match self {
-            Mode::Once | Mode::Poll | Mode::Conditional => "off",
+            Mode::Once | Mode::Poll | Mode::Conditional | Mode::Optimal => "off",
+            Mode::Listing => "listing",
             Mode::Meta => "meta",
             Mode::Delta => "delta",
             Mode::Push | Mode::PushDelta => "push",
+        }
+    }
+
+    /// The crawler's refresh policy: uniform is polling as the baseline knows it (every page
+    /// once per cycle; the optimal policy would give up on the few pages that change most,
+    /// which make most of the changes).
+    fn policy(self) -> &'static str {
+        match self {
+            Mode::Optimal | Mode::Listing => "optimal",
+            _ => "uniform",
         }
     }
 
@@ -116,6 +138,8 @@ pub struct BenchConfig {
     /// Simulated seconds since each page last changed when the measurement begins, as its
     /// file's date (see [`super::changes::ages`]); empty: every file dated when generated.
     pub history: Vec<f64>,
+    /// An access log for the agent to count (`--access-log`, `--publish-popularity`).
+    pub access_log: Option<PathBuf>,
 }
 
 /// What one mode measured.
@@ -140,6 +164,8 @@ pub struct ModeResult {
     pub crawler_pushes: u64,
     /// Time-averaged freshness and age (seconds) of the copy.
     pub score: Score,
+    /// The same, each page weighted by its share of reads ([`super::reads`]).
+    pub read_score: Score,
     /// Detection latency, median and 99th percentile, simulated seconds.
     pub latency_p50: Option<f64>,
     /// See `latency_p50`.
@@ -299,6 +325,7 @@ impl ServedSite {
                 .args(["--server-url", &format!("http://{site_addr}")])
                 .args(["--allow-callback-net", "127.0.0.0/8"])
                 .args(["--hub-window-ms", "20", "--debounce-ms", "20"])
+                .args(popularity_args(cfg))
                 .args(clock_args)
                 .stdout(Stdio::null())
                 .stderr(
@@ -318,6 +345,14 @@ impl ServedSite {
             let last = said.lines().last().unwrap_or("(nothing)");
             format!("{e}; its last words: {last}")
         })?;
+        if cfg.access_log.is_some() {
+            // The log is counted at the agent's start and its figures published at the next
+            // publication: a crawler arriving earlier would read a listing without them.
+            let rdf = docroot.join("robots.rdf");
+            wait_until("the agent's popularity", limit, || {
+                std::fs::read_to_string(&rdf).is_ok_and(|t| t.contains("<wc:popularity>"))
+            })?;
+        }
         Ok(ServedSite {
             site,
             base,
@@ -336,6 +371,18 @@ impl ServedSite {
     /// The docroot.
     pub fn docroot(&self) -> &Path {
         &self.site.root
+    }
+}
+
+/// The agent's arguments for counting and publishing `cfg`'s access log.
+fn popularity_args(cfg: &BenchConfig) -> Vec<std::ffi::OsString> {
+    match &cfg.access_log {
+        Some(log) => vec![
+            "--access-log".into(),
+            log.into(),
+            "--publish-popularity".into(),
+        ],
+        None => Vec::new(),
     }
 }
 
@@ -412,6 +459,7 @@ pub async fn run_mode(cfg: &BenchConfig, mode: Mode, edits: &[Edit]) -> Result<M
         ..
     } = served;
     let docroot = site.root.clone();
+    let reads = Reads::of_site(&docroot, &site.paths, cfg.seed);
     let (callback_port, callback_proxy) = callback_proxy().await?;
     let out = dir.join("crawl");
     let config = dir.join("crawl.toml");
@@ -449,9 +497,7 @@ pub async fn run_mode(cfg: &BenchConfig, mode: Mode, edits: &[Edit]) -> Result<M
     if mode != Mode::Once {
         crawl
             .args(["--keep-fresh", "--refresh-cycle", &cfg.cycle.to_string()])
-            // Polling as the baseline knows it: every page once per cycle (the optimal policy
-            // would give up on the few pages that change most, which make most of the changes).
-            .args(["--refresh-policy", "uniform"]);
+            .args(["--refresh-policy", mode.policy()]);
     }
     if mode.pushed() {
         crawl.args([
@@ -554,6 +600,11 @@ pub async fn run_mode(cfg: &BenchConfig, mode: Mode, edits: &[Edit]) -> Result<M
             .or_default()
             .push((sim(at), k));
     }
+    let read_weights: Vec<f64> = site
+        .paths
+        .iter()
+        .map(|p| reads.shares.get(p).copied().unwrap_or(0.0))
+        .collect();
     let timelines: Vec<PageTimeline> = site
         .paths
         .iter()
@@ -581,6 +632,7 @@ pub async fn run_mode(cfg: &BenchConfig, mode: Mode, edits: &[Edit]) -> Result<M
         deliveries,
         crawler_pushes,
         score: mean_score(&timelines, 0.0, cfg.duration),
+        read_score: weighted_score(&timelines, &read_weights, 0.0, cfg.duration),
         latency_p50: quantile(&found, 0.5),
         latency_p99: quantile(&found, 0.99),
         cpu_crawler,

@@ -43,9 +43,16 @@ struct Args {
     /// HEAD per page against one robots.rdf, and what webcoop adds), `release` (a real
     /// site's release, `--old` then `--new`, through push with deltas, against the floor of
     /// its deltas and new pages), or `first-crawl` (a crawler's first visit, one request per
-    /// page against the site's snapshot; `--site DIR` or a generated site of `--pages`).
-    #[arg(long, value_parser = ["castillo-2004", "release", "first-crawl"])]
+    /// page against the site's snapshot; `--site DIR` or a generated site of `--pages`), or
+    /// `popularity` (an access log drawn from Castillo's navigation model, counted and
+    /// published by the agent: the reads a first crawl holds early, breadth-first, by OPIC and
+    /// by OPIC with the stated popularity; and read-weighted freshness at one refresh budget,
+    /// with and without it, over `--duration` with the modes' edits).
+    #[arg(long, value_parser = ["castillo-2004", "release", "first-crawl", "popularity"])]
     preset: Option<String>,
+    /// `popularity`: visits in the generated access log (each a distinct visitor).
+    #[arg(long, default_value_t = 50_000)]
+    visits: usize,
     /// `first-crawl`: the docroot to serve (copied), e.g. /usr/share/doc/python3.11/html.
     #[arg(long, requires = "preset")]
     site: Option<PathBuf>,
@@ -183,11 +190,11 @@ fn fmt_secs(s: Option<f64>) -> String {
 
 fn table(results: &[ModeResult]) -> String {
     let mut t = String::from(
-        "| mode | requests | bytes down | bytes up | pushed | bytes per change | changes found | freshness | age | latency p50 | p99 | CPU crawler | CPU agent |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| mode | requests | bytes down | bytes up | pushed | bytes per change | changes found | freshness | read-weighted | age | latency p50 | p99 | CPU crawler | CPU agent |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for r in results {
         t.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {}/{} | {:.4} | {} | {} | {} | {:.2} s | {:.2} s |\n",
+            "| {} | {} | {} | {} | {} | {} | {}/{} | {:.4} | {:.4} | {} | {} | {} | {:.2} s | {:.2} s |\n",
             r.mode.name(),
             r.site.requests,
             fmt_bytes(r.site.down as f64),
@@ -197,6 +204,7 @@ fn table(results: &[ModeResult]) -> String {
             r.detected,
             r.changes,
             r.score.freshness,
+            r.read_score.freshness,
             fmt_secs(Some(r.score.age)),
             fmt_secs(r.latency_p50),
             fmt_secs(r.latency_p99),
@@ -231,12 +239,12 @@ fn agreement(results: &[ModeResult]) -> String {
 
 fn csv(results: &[ModeResult]) -> String {
     let mut t = String::from(
-        "mode,requests,crawler_requests,deliveries,crawler_pushes,bytes_down,bytes_up,pushed_bytes,bytes_per_change,changes,detected,freshness,age_s,latency_p50_s,latency_p99_s,cpu_crawler_s,cpu_agent_s\n",
+        "mode,requests,crawler_requests,deliveries,crawler_pushes,bytes_down,bytes_up,pushed_bytes,bytes_per_change,changes,detected,freshness,read_freshness,age_s,latency_p50_s,latency_p99_s,cpu_crawler_s,cpu_agent_s\n",
     );
     let opt = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:.3}"));
     for r in results {
         t.push_str(&format!(
-            "{},{},{},{},{},{},{},{},{},{},{},{:.6},{:.3},{},{},{:.3},{:.3}\n",
+            "{},{},{},{},{},{},{},{},{},{},{},{:.6},{:.6},{:.3},{},{},{:.3},{:.3}\n",
             r.mode.name(),
             r.site.requests,
             r.crawler_requests,
@@ -249,6 +257,7 @@ fn csv(results: &[ModeResult]) -> String {
             r.changes,
             r.detected,
             r.score.freshness,
+            r.read_score.freshness,
             r.score.age,
             opt(r.latency_p50),
             opt(r.latency_p99),
@@ -278,6 +287,7 @@ fn castillo(
         crawler,
         nginx,
         history: Vec::new(),
+        access_log: None,
     };
     let rt = runtime()?;
     let checks = rt.block_on(castillo::run(&cfg))?;
@@ -409,6 +419,20 @@ fn first_crawl(
     std::fs::write(out.join("first-crawl.json"), json).map_err(|e| format!("first-crawl.json: {e}"))
 }
 
+fn popularity(cfg: &BenchConfig, edits: &[Edit], visits: usize, out: &Path) -> Result<(), String> {
+    use webcoop::bench::popularity;
+    if !(100..=10_000_000).contains(&visits) {
+        return Err(format!("--visits {visits}: between 100 and 10000000"));
+    }
+    let rt = runtime()?;
+    let result = rt.block_on(popularity::run(cfg, edits, visits))?;
+    let t = popularity::table(&result);
+    print!("{t}");
+    std::fs::write(out.join("popularity.md"), &t).map_err(|e| format!("popularity.md: {e}"))?;
+    let json = serde_json::to_string_pretty(&result).map_err(|e| e.to_string())?;
+    std::fs::write(out.join("popularity.json"), json).map_err(|e| format!("popularity.json: {e}"))
+}
+
 fn main() -> ExitCode {
     let args = Args::parse();
     // The workspace's one TLS provider; loopback needs none, but reqwest insists on one.
@@ -455,8 +479,8 @@ fn run(args: &Args) -> Result<(), String> {
     match args.preset.as_deref() {
         Some("release") => return release(args, &out, agent, crawler, nginx),
         Some("first-crawl") => return first_crawl(args, &out, agent, crawler, nginx),
-        Some(_) => return castillo(args, &out, agent, crawler, nginx),
-        None => {}
+        Some("castillo-2004") => return castillo(args, &out, agent, crawler, nginx),
+        _ => {}
     }
     let paths: Vec<String> = (0..args.pages).map(|i| format!("/p/{i}.html")).collect();
     // A trace says nothing of the site's past: its files are dated when generated.
@@ -488,6 +512,7 @@ fn run(args: &Args) -> Result<(), String> {
         crawler,
         nginx,
         history,
+        access_log: None,
     };
     eprintln!(
         "webcoop-bench: {} pages, {} edits over {} simulated s at {}x ({:.0} s per mode)",
@@ -501,6 +526,9 @@ fn run(args: &Args) -> Result<(), String> {
         eprintln!(
             "webcoop-bench: warning: no edit falls within the run; only the first crawl is measured"
         );
+    }
+    if args.preset.as_deref() == Some("popularity") {
+        return popularity(&cfg, &edits, args.visits, &out);
     }
     let one = |mode: Mode| -> Result<ModeResult, String> {
         // A runtime per mode: its proxies and servers run on its worker while the mode's

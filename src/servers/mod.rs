@@ -298,7 +298,37 @@ pub fn http_request(
     headers: &[(&str, &str)],
     body: &[u8],
 ) -> std::io::Result<Response> {
-    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
+    let stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
+    exchange(stream, method, path, headers, body)
+}
+
+/// As [`http_request`], from the local address `source` (any of 127/8 on loopback): each
+/// address a client of its own in the server's access log.
+pub fn http_request_from(
+    source: std::net::IpAddr,
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> std::io::Result<Response> {
+    let socket = socket2::Socket::new(
+        socket2::Domain::for_address(addr),
+        socket2::Type::STREAM,
+        Some(socket2::Protocol::TCP),
+    )?;
+    socket.bind(&SocketAddr::new(source, 0).into())?;
+    socket.connect_timeout(&addr.into(), Duration::from_secs(5))?;
+    exchange(socket.into(), method, path, headers, body)
+}
+
+fn exchange(
+    mut stream: TcpStream,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> std::io::Result<Response> {
     stream.set_read_timeout(Some(Duration::from_secs(30)))?;
     let mut request = format!("{method} {path} HTTP/1.0\r\n");
     if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("host")) {

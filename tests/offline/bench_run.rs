@@ -327,3 +327,59 @@ fn the_release_preset_brings_the_copy_to_the_new_tree_for_little_more_than_its_d
         "{wire} B on the wire for a floor of {floor} B"
     );
 }
+
+#[test]
+fn a_sites_stated_popularity_brings_what_people_read_into_the_first_crawl_sooner() {
+    let bench = bench();
+    let out = tempfile::tempdir().unwrap();
+    let run = Command::new(&bench)
+        .args([
+            "--preset",
+            "popularity",
+            "--pages",
+            "150",
+            "--visits",
+            "20000",
+        ])
+        .args(["--duration", "1h", "--cycle", "1h", "--seed", "5", "--out"])
+        .arg(out.path())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{said}");
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.path().join("popularity.json")).unwrap())
+            .unwrap();
+    // The agent counted the log and published figures for the pages read by enough people.
+    let published = v["published"].as_u64().unwrap();
+    assert!(published > 20 && published <= 151, "{v}");
+    let at_10 = |name: &str| {
+        let o = v["orders"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o["strategy"] == name)
+            .unwrap_or_else(|| panic!("{name} in {v}"));
+        assert_eq!(o["pages"], 150, "every page crawled: {o}");
+        o["captured"][0].as_f64().unwrap()
+    };
+    let (best, plain, stated) = (
+        at_10("by reads (the best any order can do)"),
+        at_10("OPIC, listing"),
+        at_10("OPIC, listing, popularity"),
+    );
+    // The twin: the same crawl with the figures ignored is the one they improve on.
+    assert!(stated > plain * 1.3, "{stated} vs {plain}");
+    assert!(stated <= best + 1e-9, "{stated} vs {best}");
+    let refresh = v["refresh"].as_array().unwrap();
+    assert_eq!(refresh.len(), 2);
+    for r in refresh {
+        let (f, rf) = (
+            r["score"]["freshness"].as_f64().unwrap(),
+            r["read_score"]["freshness"].as_f64().unwrap(),
+        );
+        assert!((0.0..=1.0).contains(&f) && (0.0..=1.0).contains(&rf), "{r}");
+    }
+    let table = std::fs::read_to_string(out.path().join("popularity.md")).unwrap();
+    assert!(table.contains("read-weighted staleness"), "{table}");
+}

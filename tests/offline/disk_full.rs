@@ -111,7 +111,7 @@ fn a_crawl_that_fills_its_disk_stops_saying_so_and_resumes_without_losing_a_page
 
 #[test]
 fn an_agent_whose_disk_fills_keeps_the_published_documents_and_catches_up() {
-    let Some(state_disk) = Tmpfs::mount("150k") else {
+    let Some(state_disk) = Tmpfs::mount("176k") else {
         return;
     };
     let Some(out_disk) = Tmpfs::mount("12k") else {

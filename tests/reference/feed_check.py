@@ -38,6 +38,7 @@ def main():
                 "link": e.get("link"),
                 "updated": when(e.get("updated_parsed")),
                 "terms": [t.get("term") for t in e.get("tags", [])],
+                "wc_popularity": e.get("wc_popularity"),
             }
             for e in d.entries
         ],

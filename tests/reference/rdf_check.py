@@ -2,7 +2,7 @@
 
 Usage: rdf_check.py FILE
 Prints JSON {"channel": uri, "seq": [uris in rdf:Seq order], "items": {uri: {"date": str,
-"format": str, "size": str, "etag": str}}}. A document that is not valid RDF/XML fails here.
+"format": str, "size": str, "etag": str, "popularity": str}}}. A document that is not valid RDF/XML fails here.
 """
 import json
 import sys
@@ -36,6 +36,7 @@ def main():
             "format": str(g.value(item, DC["format"])) if g.value(item, DC["format"]) else None,
             "size": str(g.value(item, WC.size)) if g.value(item, WC.size) else None,
             "etag": str(g.value(item, WC.etag)) if g.value(item, WC.etag) else None,
+            "popularity": str(g.value(item, WC.popularity)) if g.value(item, WC.popularity) else None,
         }
     json.dump({"channel": str(channel), "seq": seq, "items": items}, sys.stdout)
 

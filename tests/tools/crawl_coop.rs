@@ -103,12 +103,17 @@ impl Site {
         Some(site)
     }
 
+    /// Stops the agent (killed outright, as `kill -9`).
+    pub(super) fn stop_agent(&mut self) {
+        self.agent = None;
+    }
+
     fn start_agent(&mut self) {
         self.start_agent_with(&[]);
     }
 
     /// Starts the agent (again) on the same state, with `extra` arguments.
-    fn start_agent_with(&mut self, extra: &[&str]) {
+    pub(super) fn start_agent_with(&mut self, extra: &[&str]) {
         self.agent = None;
         let child = Command::new(workspace_bin("webcoop-agent", "webcoop-agent"))
             .arg("--docroot")

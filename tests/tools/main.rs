@@ -9,6 +9,7 @@ mod common;
 mod agent_check;
 mod agent_feedparser;
 mod agent_nginx;
+mod agent_popularity;
 mod agent_resourcesync;
 mod agent_snapshot;
 mod agent_withdrawal;

@@ -281,7 +281,7 @@ fn subscribe(
 }
 
 /// The headers the independent signer makes for `method url`, naming `agent`.
-fn signed(
+pub(super) fn signed(
     python: &Path,
     key: &Path,
     method: &str,

@@ -387,6 +387,7 @@ fn coop_config(file: &CrawlOptions) -> Result<crate::coop::site::CoopConfig, Con
         backup_poll_max: file.coop_backup_poll_max.unwrap_or_default(),
         trust_min: file.coop_trust_min.unwrap_or_default(),
         check_share: file.coop_check_share.unwrap_or_default(),
+        popularity_weight: file.coop_popularity_weight.unwrap_or_default().max(0.0),
         lease_secs: file.hub_lease.unwrap_or_default(),
         failures_to_degrade: d.failures_to_degrade,
         deltas: file.coop_deltas.unwrap_or_default(),

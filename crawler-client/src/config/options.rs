@@ -263,6 +263,10 @@ pub struct CrawlOptions {
     /// Share of pages announced unchanged that are fetched to check the claim.
     #[arg(long, value_name = "SHARE")]
     pub(crate) coop_check_share: Option<f64>,
+    /// Weight of a site's stated popularity (its pages' shares of reads) against OPIC cash in
+    /// the order of its pages and in the refresh schedule's weights; 0 ignores it.
+    #[arg(long, value_name = "W")]
+    pub(crate) coop_popularity_weight: Option<f64>,
     /// Fetch changed pages as deltas where a site offers them (delta and push modes).
     #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
     pub(crate) coop_deltas: Option<bool>,
@@ -345,6 +349,7 @@ impl CrawlOptions {
             coop_backup_poll_max: Some(c.backup_poll_max),
             coop_trust_min: Some(c.trust_min),
             coop_check_share: Some(c.check_share),
+            coop_popularity_weight: Some(c.popularity_weight),
             coop_deltas: Some(c.deltas),
             coop_snapshots: Some(c.snapshots),
             coop_batches: Some(c.batches),

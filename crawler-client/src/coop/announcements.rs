@@ -25,6 +25,8 @@ pub(crate) struct Said<'a> {
     pub(crate) etag: Option<String>,
     pub(crate) delta: Option<Url>,
     pub(crate) inline: Option<(String, Vec<u8>)>,
+    /// The page's share of the site's reads, as the site states it.
+    pub(crate) popularity: Option<f64>,
 }
 
 /// Which reading of the site's documents a URL comes from.
@@ -182,6 +184,7 @@ impl CoopState {
             etag: e.etag.as_ref().map(ToString::to_string),
             delta: changes.as_ref().and_then(|c| delta_url(c, &url)),
             inline,
+            popularity: e.popularity,
         };
         self.listed(r, host, said, Reading::Update);
     }
@@ -200,12 +203,16 @@ impl CoopState {
             etag,
             delta,
             inline,
+            popularity,
         } = said;
         let Some(url) = self.stated_url(r, host, url, Arrival::Named) else {
             return;
         };
         let url = &url;
         let link = Link::to(url);
+        if let Some(p) = popularity {
+            self.stated_popularity(r, host, link.fp, p);
+        }
         if !r.frontier.seen(link.fp) {
             r.out.links.push(link);
             return;
@@ -244,7 +251,7 @@ impl CoopState {
             return;
         }
         self.claims.insert(link.fp, (host, Claim::Changed));
-        if !believed || self.config.mode == CoopMode::Off {
+        if !believed || self.config.mode < CoopMode::Meta {
             return; // weighed at the next visit, not acted on
         }
         if self.config.uses_deltas()

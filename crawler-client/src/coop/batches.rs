@@ -42,7 +42,7 @@ impl CoopState {
     /// that was away would ask one per changed page).
     pub(crate) fn asks_bodies(&self, r: &Reach<'_>, host: HostId) -> bool {
         self.config.batches
-            && self.config.mode != CoopMode::Off
+            && self.config.mode >= CoopMode::Meta
             && !r.frontier.is_shared()
             && self.sites.get(&host).is_some_and(|s| {
                 !s.no_batches

@@ -68,8 +68,12 @@ impl CoopState {
         if let Some(url) = listing {
             // On a first visit the site's pages wait for its listing: a page fetched (or
             // queued by the links of one) before robots.rdf names a snapshot would be a
-            // request the snapshot saves.
-            if first && self.config.snapshots && !r.frontier.is_shared() {
+            // request the snapshot saves, and one taken before robots.rdf states what people
+            // read would be taken by its links alone.
+            let snapshot = self.config.snapshots && self.config.mode >= CoopMode::Meta;
+            let popularity =
+                self.config.popularity_weight > 0.0 && self.config.mode >= CoopMode::Listing;
+            if first && (snapshot || popularity) && !r.frontier.is_shared() {
                 r.frontier.hold_pages(host, true);
             }
             self.fetch_listing(r, host, url);
@@ -202,6 +206,7 @@ impl CoopState {
         let changes = self.sites.get(&host).and_then(|s| s.changes.clone());
         let changes = changes.and_then(|c| Url::parse(&c).ok());
         let mut list = Vec::with_capacity(doc.items.len());
+        self.site(host).listed_urls = doc.items.len() as u64;
         for item in &doc.items {
             let Some(page) = self.stated_url(r, host, &item.url, Arrival::Named) else {
                 continue;
@@ -221,6 +226,11 @@ impl CoopState {
                 etag: item.etag.as_ref().map(ToString::to_string),
                 delta: plan,
                 size: item.size,
+                popularity: item
+                    .extensions
+                    .get("popularity")
+                    .and_then(|v| v.trim().parse::<f64>().ok())
+                    .filter(|p| (0.0..=1.0).contains(p)),
             });
         }
         let resyncing = std::mem::take(&mut self.site(host).resyncing);
@@ -427,6 +437,7 @@ impl CoopState {
                 etag: None,
                 delta: None,
                 inline: None,
+                popularity: None,
             };
             self.listed(r, host, said, reading);
         }

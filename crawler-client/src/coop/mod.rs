@@ -23,6 +23,7 @@ pub(crate) mod batches;
 mod claims;
 mod listings;
 mod polls;
+mod popularity;
 mod push;
 mod report;
 pub(crate) mod snapshot_fetch;
@@ -87,6 +88,10 @@ pub(crate) enum MetaError {
 pub enum CoopMode {
     /// None: every host is crawled and refreshed by the crawler's own scheduler.
     Off,
+    /// Sitemaps and robots.rdf seed the frontier and state each page's popularity; pages are
+    /// refreshed by the crawler's own scheduler (no changes feed, snapshot, batch or push):
+    /// a polling crawler that reads what the site lists.
+    Listing,
     /// Sitemaps, robots.rdf and the changes feed seed the frontier and announce changes.
     Meta,
     /// As `meta`, and changed pages are fetched as deltas against the copy held.

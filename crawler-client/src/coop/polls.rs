@@ -15,7 +15,7 @@ impl CoopState {
     /// Polls that are due, subscriptions to make or renew; at most every 100 ms.
     pub(crate) fn tick(&mut self, r: &mut Reach<'_>) {
         let now = Instant::now();
-        if self.config.mode == CoopMode::Off || self.next_tick.is_some_and(|t| t > now) {
+        if self.config.mode < CoopMode::Meta || self.next_tick.is_some_and(|t| t > now) {
             return;
         }
         self.next_tick = Some(now + tick_period());

@@ -92,6 +92,9 @@ impl std::fmt::Display for CoopStats {
 pub struct SiteCoop {
     /// Discovery ran (robots.txt read, the documents looked for).
     pub(crate) discovered: bool,
+    /// URLs its robots.rdf listed at the last reading.
+    #[serde(default)]
+    pub(crate) listed_urls: u64,
     /// Sitemaps named in robots.txt or found at `/sitemap.xml`.
     pub(crate) sitemaps: Vec<String>,
     /// Other origins the site's robots.txt delegates to (its `Sitemap:` and `Robots-RDF:`
@@ -177,6 +180,9 @@ pub struct CoopConfig {
     pub trust_min: f64,
     /// Share of pages announced unchanged that are fetched anyway to check the claim.
     pub(crate) check_share: f64,
+    /// Weight of a site's stated popularity in the order of its pages and their refresh.
+    #[serde(default = "one")]
+    pub(crate) popularity_weight: f64,
     /// Lease asked of hubs, seconds.
     pub(crate) lease_secs: u64,
     /// Failed metadata requests in a row after which the site is polled like any other.
@@ -195,6 +201,10 @@ pub struct CoopConfig {
 
 fn yes() -> bool {
     true
+}
+
+fn one() -> f64 {
+    1.0
 }
 
 fn backup_poll_max() -> f64 {
@@ -219,6 +229,7 @@ impl Default for CoopConfig {
             backup_poll_max: 21_600.0,
             trust_min: 0.5,
             check_share: 0.02,
+            popularity_weight: 1.0,
             lease_secs: 86_400,
             failures_to_degrade: 2,
             deltas: true,
@@ -241,7 +252,7 @@ impl SiteCoop {
         match () {
             _ if self.changes.is_some() && pushed && mode >= CoopMode::Push => Level::Push,
             _ if self.changes.is_some() && mode >= CoopMode::Delta => Level::Delta,
-            _ if self.changes.is_some() => Level::Changes,
+            _ if self.changes.is_some() && mode >= CoopMode::Meta => Level::Changes,
             _ if self.listing.is_some() => Level::Listing,
             _ if self.sitemap_dates => Level::Sitemap,
             _ => Level::None,
@@ -251,7 +262,9 @@ impl SiteCoop {
     /// Whether the site's announcements stand in for polling its pages: it offers dated
     /// metadata, it answers, and it is believed.
     pub(crate) fn covers(&self, c: &CoopConfig) -> bool {
-        self.level(c.mode, c.failures_to_degrade) > Level::None && self.trust.believed(c.trust_min)
+        c.mode >= CoopMode::Meta
+            && self.level(c.mode, c.failures_to_degrade) > Level::None
+            && self.trust.believed(c.trust_min)
     }
 
     /// Seconds until the next metadata poll.
@@ -304,6 +317,21 @@ mod tests {
         assert_eq!(s.level(CoopMode::Push, 2), Level::Push);
         assert_eq!(s.level(CoopMode::Delta, 2), Level::Delta);
         assert_eq!(s.level(CoopMode::Off, 2), Level::None);
+        // Reading the listing only: the site's changes are not used, and do not cover polls.
+        assert_eq!(s.level(CoopMode::Listing, 2), Level::Listing);
+        let c = CoopConfig {
+            mode: CoopMode::Listing,
+            ..CoopConfig::default()
+        };
+        assert!(!s.covers(&c));
+        let meta = CoopConfig {
+            mode: CoopMode::Meta,
+            ..CoopConfig::default()
+        };
+        assert!(
+            s.covers(&meta),
+            "the same site covers polls once its changes are used"
+        );
         s.failures = 2;
         assert_eq!(s.level(CoopMode::Push, 2), Level::None);
     }

@@ -28,6 +28,8 @@ pub(crate) struct Listed {
     pub(crate) delta: Option<Url>,
     /// Its size in bytes, as listed.
     pub(crate) size: Option<u64>,
+    /// Its share of the site's reads, as listed.
+    pub(crate) popularity: Option<f64>,
 }
 
 impl Listed {
@@ -39,6 +41,7 @@ impl Listed {
             etag: self.etag.clone(),
             delta: self.delta.clone(),
             inline: None,
+            popularity: self.popularity,
         }
     }
 }
@@ -76,6 +79,7 @@ impl CoopState {
             return Err(list);
         };
         if !self.config.snapshots
+            || self.config.mode < super::CoopMode::Meta
             || r.frontier.is_shared()
             || self.snapshots.contains_key(&host)
             || !self.speaks_for(r, host, url)

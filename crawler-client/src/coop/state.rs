@@ -59,6 +59,8 @@ pub(crate) struct CoopState {
     /// content they were taken with: if one the site handed over proves false, each is
     /// disowned and fetched again.
     pub(crate) unproven: HashMap<HostId, HashMap<Fp, Handed>>,
+    /// The weight each page's stated popularity adds (see `super::popularity`).
+    pub(crate) popularity: HashMap<Fp, f64>,
 }
 
 /// The pages held, as cooperation needs them: to tell a listed URL already visited from one
@@ -125,6 +127,8 @@ pub(crate) struct Effects {
     /// Pages handed over by a site whose bulk claims proved false: no longer the crawl's
     /// copies (to record so) until fetched again.
     pub(crate) disowned: Vec<PageRecord>,
+    /// Pages whose place in their host's order a stated popularity raised, by how much.
+    pub(crate) boosts: Vec<(HostId, Fp, f64)>,
     /// Deliveries that arrived.
     pub(crate) pushes: u64,
     /// Bytes that arrived outside requests (pushed documents).
@@ -160,6 +164,7 @@ impl CoopState {
             rng: seed | 1,
             snapshots: HashMap::new(),
             unproven: HashMap::new(),
+            popularity: HashMap::new(),
         }
     }
 

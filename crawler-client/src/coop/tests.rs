@@ -499,3 +499,38 @@ fn a_sites_stated_usage_preferences_only_ever_restrict_and_junk_refuses_everythi
     w.coop.site(host).usage = Some("future-term=n, search=y".into());
     assert!(w.coop.usage_of(host).allows(Purpose::AiTrain));
 }
+
+#[test]
+fn stated_popularity_raises_pages_within_the_sites_share_and_only_from_a_believed_site() {
+    let mut w = World::new(CoopConfig::default());
+    w.coop.sites.get_mut(&w.host).unwrap().listed_urls = 4;
+    let mut popular = change(11, ChangeKind::Created, "/popular", None);
+    popular.popularity = Some(0.5);
+    let mut rare = change(12, ChangeKind::Created, "/rare", None);
+    rare.popularity = Some(0.0625);
+    let quiet = change(13, ChangeKind::Created, "/quiet", None);
+    let out = w.poll_changes(Ok(World::feed(vec![popular, rare, quiet])));
+    let weights: Vec<f64> = out.boosts.iter().map(|(_, _, b)| *b).collect();
+    assert_eq!(weights.len(), 2, "the page that states none gets none");
+    // Shares are kept in proportion, scaled by the trust (0.8 for a new site) and bounded by
+    // the site's share of the crawl (4 listed URLs of at least 4 known: all of it here).
+    assert!((weights[0] - 0.5 * 0.8).abs() < 1e-9, "{weights:?}");
+    assert!((weights[1] - 0.0625 * 0.8).abs() < 1e-9, "{weights:?}");
+    let fp = out.boosts[0].1;
+    assert!(w.coop.popularity_of(fp) > 0.0);
+    // A site whose claims are not believed states nothing, and what it stated goes.
+    w.coop.sites.get_mut(&w.host).unwrap().trust.refute(50.0);
+    let mut again = change(14, ChangeKind::Modified, "/popular", None);
+    again.popularity = Some(0.5);
+    let out = w.poll_changes(Ok(World::feed(vec![again])));
+    assert!(out.boosts.is_empty());
+    assert_eq!(w.coop.popularity_of(fp), 0.0);
+    // The crawl's weight 0 ignores popularity altogether.
+    let mut off = World::new(CoopConfig {
+        popularity_weight: 0.0,
+        ..CoopConfig::default()
+    });
+    let mut p = change(11, ChangeKind::Created, "/popular", None);
+    p.popularity = Some(1.0);
+    assert!(off.poll_changes(Ok(World::feed(vec![p]))).boosts.is_empty());
+}

@@ -55,8 +55,21 @@ impl Engine {
         t
     }
 
-    fn carry_out(&mut self, out: Effects) {
-        for link in &out.links {
+    fn carry_out(&mut self, mut out: Effects) {
+        // Boosts first: a URL the same listing states and queues is queued with its boost,
+        // and the most read first, since the first URLs a host queues go straight to its
+        // buffer.
+        for (host, fp, boost) in &out.boosts {
+            self.frontier.boost(*host, *fp, *boost);
+        }
+        let mut links = std::mem::take(&mut out.links);
+        if !out.boosts.is_empty() {
+            links.sort_by(|a, b| {
+                let boost = |fp| self.frontier.boost_of(fp);
+                boost(b.fp).total_cmp(&boost(a.fp))
+            });
+        }
+        for link in &links {
             self.push(link, 1, 0);
         }
         for page in out.gone {

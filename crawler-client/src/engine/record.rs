@@ -306,7 +306,9 @@ impl Engine {
             .keep_fresh
             .map_or(1.0 / 86_400.0, |c| c.prior_rate);
         let rate = seen.rate(prior);
-        let mut weight = self.importance(job.fp, (history, clock_before));
+        // Freshness weighted by what people read, where the site states it.
+        let mut weight =
+            self.importance(job.fp, (history, clock_before)) + self.coop.popularity_of(job.fp);
         if from_snapshot {
             weight = weight.max(1.0 / self.frontier.seen_len().max(1) as f64);
         }

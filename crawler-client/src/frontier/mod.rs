@@ -88,6 +88,9 @@ pub(crate) struct Frontier {
     servers: servers::Servers,
     /// Hosts blocked and delays set from the console.
     operator: operator::OperatorSet,
+    /// What a site's stated popularity adds to a page's cash in its host's order (see
+    /// `coop::popularity`); the cash itself, and OPIC's accounting, are unchanged.
+    boosts: HashMap<Fp, f64>,
 }
 
 impl Frontier {
@@ -127,6 +130,7 @@ impl Frontier {
             by_address: false,
             servers: servers::Servers::default(),
             operator: operator::OperatorSet::default(),
+            boosts: HashMap::new(),
         };
         let now = Instant::now();
         for rec in store.hosts()? {
@@ -315,6 +319,30 @@ impl Frontier {
         cash
     }
 
+    /// Raises page `fp` of `host` in its host's order by `boost` (a site's stated popularity),
+    /// on top of its cash: at once where it waits in memory, at the next refill where it was
+    /// saved.
+    pub(crate) fn boost(&mut self, host: HostId, fp: Fp, boost: f64) {
+        if boost > 0.0 && boost.is_finite() {
+            self.boosts.insert(fp, boost);
+        } else {
+            self.boosts.remove(&fp);
+        }
+        if self.pending_at.contains_key(&fp) {
+            self.reprioritise(fp);
+            return;
+        }
+        let Some(key) = self.cash.key(fp) else {
+            return;
+        };
+        self.rerank_buffered(host, fp, key + self.boost_of(fp));
+    }
+
+    /// What a site's stated popularity adds to page `fp`'s key.
+    pub(crate) fn boost_of(&self, fp: Fp) -> f64 {
+        self.boosts.get(&fp).copied().unwrap_or(0.0)
+    }
+
     /// Saves the cash totals with the next batch; the virtual page's cash is shared out first.
     pub(crate) fn cash_meta(&mut self) -> (String, String) {
         self.cash.spread_virtual();
@@ -331,21 +359,28 @@ impl Frontier {
         let Some(key) = self.cash.key(fp) else {
             return;
         };
+        let key = key + self.boost_of(fp);
         if let Some(i) = self.pending_at.get(&fp)
             && let Some(u) = self.pending.get_mut(*i)
             && !u.revisit
         {
             u.priority = key;
-            if let Some(h) = self.hosts.get_mut(&u.host)
-                && let Some(pos) = h.buffer.iter().position(|q| q.fp == fp)
-                && let Some(mut row) = h.buffer.remove(pos)
-            {
-                row.priority = key;
-                let at = h
-                    .buffer
-                    .partition_point(|q| better(q, &row) != Ordering::Greater);
-                h.buffer.insert(at, row);
-            }
+            let host = u.host;
+            self.rerank_buffered(host, fp, key);
+        }
+    }
+
+    /// Moves `fp`, if it waits in `host`'s buffer as a first fetch, to its place for `key`.
+    fn rerank_buffered(&mut self, host: HostId, fp: Fp, key: f64) {
+        if let Some(h) = self.hosts.get_mut(&host)
+            && let Some(pos) = h.buffer.iter().position(|q| q.fp == fp && !q.revisit)
+            && let Some(mut row) = h.buffer.remove(pos)
+        {
+            row.priority = key;
+            let at = h
+                .buffer
+                .partition_point(|q| better(q, &row) != Ordering::Greater);
+            h.buffer.insert(at, row);
         }
     }
 
@@ -368,6 +403,7 @@ impl Frontier {
         let Some(priority) = self.cash.discover(fp) else {
             return false;
         };
+        let priority = priority + self.boost_of(fp);
         self.enqueue(host, url, fp, depth, hops, priority, false);
         true
     }
@@ -732,7 +768,7 @@ impl Frontier {
             if !q.revisit
                 && let Some(k) = self.cash.key(q.fp)
             {
-                q.priority = k;
+                q.priority = k + self.boosts.get(&q.fp).copied().unwrap_or(0.0);
             }
         }
         rows.sort_by(better);
@@ -743,6 +779,13 @@ impl Frontier {
             h.ahead = rows.split_off(BUFFER);
         }
         if rows.len() < BUFFER && !h.unsaved.is_empty() {
+            for q in &mut h.unsaved {
+                if !q.revisit
+                    && let Some(k) = self.cash.key(q.fp)
+                {
+                    q.priority = k + self.boosts.get(&q.fp).copied().unwrap_or(0.0);
+                }
+            }
             h.unsaved.sort_by(better);
             let take = (BUFFER - rows.len()).min(h.unsaved.len());
             rows.extend(h.unsaved.drain(..take));

@@ -371,3 +371,47 @@ fn a_host_with_no_delay_is_handed_requests_ahead_which_leave_the_crawl_s_count()
     assert_eq!(f.surplus(), 0);
     assert!(f.next(&q, now).unwrap().is_none());
 }
+
+#[test]
+fn a_stated_popularity_raises_a_page_above_richer_ones_of_its_host_only() {
+    let mut q = MemoryQueue::default();
+    let mut f = load(&q, 1);
+    let a = f.host_for(&q, "http://a.com").unwrap();
+    let far = Instant::now() + Duration::from_secs(3600);
+    f.robots_known(a, Rules::AllowAll, far);
+    f.push(a, "http://a.com/".into(), Fp(1), 0, 0);
+    f.endow_seeds(&[Fp(1)]);
+    for (fp, url) in [
+        (2, "http://a.com/x"),
+        (3, "http://a.com/y"),
+        (4, "http://a.com/z"),
+    ] {
+        assert!(f.push(a, url.into(), Fp(fp), 1, 0));
+    }
+    let home = page(f.next(&q, Instant::now()).unwrap());
+    f.finished(a, Instant::now());
+    // y gets cash twice, x and z once each.
+    f.read_cash(Fp(1), &[Fp(3), Fp(2), Fp(3), Fp(4)]);
+    save(&mut f, &mut q, &[(a, home.seq)], vec![home.seq]);
+    let gap = f.cash().cash(Fp(3)) - f.cash().cash(Fp(2));
+    assert!(gap > 0.0);
+    // z is read by people: its stated popularity outweighs y's extra cash.
+    f.boost(a, Fp(4), 2.0 * gap);
+    let mut order = Vec::new();
+    let mut now = Instant::now();
+    while let Some(d) = f.next(&q, now).unwrap() {
+        let p = page(Some(d));
+        order.push(p.url);
+        f.finished(a, now);
+        now += Duration::from_secs(1);
+    }
+    assert_eq!(
+        order,
+        ["http://a.com/z", "http://a.com/y", "http://a.com/x"]
+    );
+    // The cash itself is OPIC's, untouched by the boost.
+    assert!((f.cash().total() - 1.0).abs() < 1e-9);
+    // A boost that is not a number is no boost.
+    f.boost(a, Fp(2), f64::NAN);
+    assert_eq!(f.boost_of(Fp(2)), 0.0);
+}

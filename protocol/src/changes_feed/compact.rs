@@ -419,6 +419,7 @@ pub fn parse_cbor(bytes: &[u8], limits: &FeedLimits) -> Result<ChangesFeed, Pars
             content_type,
             changed_fraction: changed.map(|m| (f64::from(m) / 1e6).min(1.0)),
             delta,
+            popularity: None,
         });
     }
     Ok(feed)

@@ -124,6 +124,9 @@ pub struct ChangeEntry {
     pub changed_fraction: Option<f64>,
     /// `wc:delta`: the change itself, when small enough to inline.
     pub delta: Option<InlineDelta>,
+    /// `wc:popularity`: the page's share of the site's reads, as its webmaster publishes it
+    /// (0 to 1; Atom only: the CBOR form does not carry it).
+    pub popularity: Option<f64>,
 }
 
 impl ChangeEntry {
@@ -140,6 +143,7 @@ impl ChangeEntry {
             content_type: None,
             changed_fraction: None,
             delta: None,
+            popularity: None,
         }
     }
 }

@@ -91,6 +91,7 @@ struct EntryDraft {
     size: Option<u64>,
     content_type: Option<String>,
     changed_fraction: Option<f64>,
+    popularity: Option<f64>,
     delta_meta: Option<(DeltaEncoding, EntityTag)>,
     delta: Option<InlineDelta>,
 }
@@ -283,6 +284,21 @@ pub fn parse(bytes: &[u8], limits: &FeedLimits) -> Result<ChangesFeed, ParseErro
                             }
                             e.changed_fraction = Some(f);
                         }
+                        (Ns::Webcoop, "popularity") => {
+                            let p: f64 = text
+                                .trim()
+                                .parse()
+                                .map_err(|err| bad(&context, "<wc:popularity>", text, err))?;
+                            if !(0.0..=1.0).contains(&p) {
+                                return Err(bad(
+                                    &context,
+                                    "<wc:popularity>",
+                                    text,
+                                    "must be between 0 and 1",
+                                ));
+                            }
+                            e.popularity = Some(p);
+                        }
                         (Ns::Webcoop, "delta") => {
                             if let Some((encoding, base)) = e.delta_meta.take() {
                                 let compact: String =
@@ -348,5 +364,6 @@ fn finish_entry(e: EntryDraft, index: usize) -> Result<ChangeEntry, ParseError> 
         content_type: e.content_type,
         changed_fraction: e.changed_fraction,
         delta: e.delta,
+        popularity: e.popularity,
     })
 }

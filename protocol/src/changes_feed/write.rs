@@ -111,6 +111,12 @@ pub fn write_entry(out: &mut String, feed_id: &str, entry: &ChangeEntry) {
         };
         leaf(out, "    ", "wc:changed", &format!("{f}"));
     }
+    if let Some(p) = entry
+        .popularity
+        .filter(|p| p.is_finite() && (0.0..=1.0).contains(p))
+    {
+        leaf(out, "    ", "wc:popularity", &format!("{p}"));
+    }
     if let Some(delta) = &entry.delta {
         out.push_str("    <wc:delta encoding=\"");
         out.push_str(delta.encoding.as_str());

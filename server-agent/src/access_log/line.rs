@@ -15,8 +15,8 @@ pub(crate) struct LogLine {
     pub(crate) client: String,
     /// Whether the server logged an authenticated user (HTTP authentication).
     pub(crate) user: bool,
-    /// When (seconds since the epoch), if the time field reads.
-    pub(crate) time: Option<i64>,
+    /// When (seconds since the epoch).
+    pub(crate) time: i64,
     /// The method.
     pub(crate) method: String,
     /// The request target (origin form).
@@ -80,7 +80,10 @@ pub(crate) fn parse(line: &str) -> Option<LogLine> {
     let rest = rest.strip_prefix(' ')?;
     let mut after = rest.splitn(3, ' ');
     let status: u16 = after.next()?.parse().ok()?;
-    let _bytes = after.next()?;
+    let bytes = after.next()?;
+    if bytes != "-" && bytes.parse::<u64>().is_err() {
+        return None;
+    }
     let agent = match after.next() {
         Some(more) => {
             let (_referer, more) = quoted(more)?;
@@ -101,9 +104,10 @@ pub(crate) fn parse(line: &str) -> Option<LogLine> {
     {
         return None;
     }
+    // A line whose time does not read is junk: nothing else in it can be trusted either.
     let time = DateTime::parse_from_str(time, "%d/%b/%Y:%H:%M:%S %z")
-        .ok()
-        .map(|t| t.timestamp());
+        .ok()?
+        .timestamp();
     Some(LogLine {
         client: client.to_string(),
         user: user != "-",
@@ -130,7 +134,7 @@ mod tests {
             l.agent.as_deref(),
             Some("Mozilla/5.0 (X11; Linux) \"quoted\"")
         );
-        assert_eq!(l.time, Some(1_795_694_400));
+        assert_eq!(l.time, 1_795_694_400);
         assert!(l.served_anonymously() && !l.successful_write());
         let nginx_escaped = parse(
             r#"::1 - - [26/Nov/2026:12:00:00 +0000] "POST /wp-json/wp/v2/posts/5 HTTP/1.1" 200 10 "-" "curl \x22x\x22""#,
@@ -148,6 +152,9 @@ mod tests {
             r#"127.0.0.1 - - [26/Nov/2026:12:00:00 +0000] "GET /a HTTP/1.1" 999 10"#,
             r#"127.0.0.1 - - [26/Nov/2026:12:00:00 +0000] "GET /a HTTP/1.1" 200 10 "-" "unterminated"#,
             r#"127.0.0.1 - - [26/Nov/2026:12:00:00 +0000] "get /a HTTP/1.1" 200 10"#,
+            r#"127.0.0.1 - - [26/Nov/2026:12:00:00 +0000] "GET /a HTTP/1.1" 200 99999999999999999999999"#,
+            r#"127.0.0.1 - - [26/Nov/2026:12:00:00 +0000] "GET /a HTTP/1.1" 200 ten"#,
+            r#"127.0.0.1 - - [yesterday] "GET /a HTTP/1.1" 200 10"#,
             "garbage",
             "",
             "a b c [",

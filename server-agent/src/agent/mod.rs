@@ -8,6 +8,7 @@
 //! when the server's rules change ([`judging`]); [`watch_loop`] drives it all while watching.
 
 mod judging;
+mod reads;
 pub(crate) mod snapshots;
 mod watch_loop;
 
@@ -168,6 +169,8 @@ pub struct Agent {
     linked: BTreeSet<String>,
     /// The snapshot being built, if any.
     snapshots: snapshots::Snapshots,
+    /// What visitors read, counted from the access logs (`--access-log`).
+    popularity: Option<crate::popularity::Popularity>,
 }
 
 fn own_dir_within(docroot: &Path, out: &Path) -> Option<String> {
@@ -355,6 +358,15 @@ impl Agent {
                 .map_err(|source| AgentError::Publish(PublishError::Write { path, source }))?;
         }
         let retention = retention_of(&config);
+        let popularity = if config.access_logs.is_empty() {
+            None
+        } else {
+            Some(crate::popularity::Popularity::open(
+                config.popularity,
+                &config.access_logs,
+                &store,
+            )?)
+        };
         Ok(Agent {
             observer: None,
             activity: None,
@@ -376,6 +388,7 @@ impl Agent {
             waiting: BTreeSet::new(),
             linked: BTreeSet::new(),
             snapshots: snapshots::Snapshots::default(),
+            popularity,
         })
     }
 
@@ -958,6 +971,7 @@ impl Agent {
 
     /// Publishes the documents for the current state.
     pub fn publish(&mut self) -> Result<PublishReport, AgentError> {
+        self.count_reads()?;
         let now = truncate_ms(self.clock.now());
         let started = Instant::now();
         let result = self.publisher.publish(&self.inventory, &self.store, now);

@@ -138,6 +138,7 @@ impl Agent {
         let mut judging = Judging::new();
         let mut server = Reload::of(self.server_watch());
         let mut config_polled = Instant::now();
+        let mut reads_counted = Instant::now();
 
         while !stop.load(Ordering::Relaxed) {
             if let Some(w) = watcher.as_mut() {
@@ -205,6 +206,13 @@ impl Agent {
                 }
             }
             let now = Instant::now();
+            if now.duration_since(reads_counted) >= super::reads::READS_EVERY {
+                reads_counted = now;
+                // New shares of reads (rounded: rarely) are published at once.
+                if self.count_reads()? {
+                    self.publish()?;
+                }
+            }
             if now.duration_since(config_polled) >= CONFIG_POLL {
                 config_polled = now;
                 if let Some(what) = server.changed() {

@@ -60,6 +60,8 @@ pub fn help_with_defaults(cmd: clap::Command) -> clap::Command {
     webcoop_daemon::layered::help_with_defaults(cmd, &AgentOptions::defaults())
 }
 
+pub(crate) use crate::popularity::PopularitySettings;
+
 /// The agent's one-off commands.
 #[derive(Debug, Clone, clap::Subcommand)]
 pub enum AgentCommand {
@@ -95,6 +97,10 @@ pub enum AgentCommand {
 pub struct Config {
     /// Origin mode: the site read from its web server, when set.
     pub origin: Option<OriginSettings>,
+    /// The web server's access logs, followed to count what visitors read.
+    pub(crate) access_logs: Vec<PathBuf>,
+    /// Whether and how reads are published.
+    pub(crate) popularity: PopularitySettings,
     /// Who may tell the agent of changes.
     pub notify: NotifySettings,
     /// The docroot, canonical.
@@ -485,6 +491,19 @@ impl Config {
                 Some(ConsoleSettings { addr, token })
             }
         };
+        let popularity = PopularitySettings {
+            publish: given(o.publish_popularity, "publish_popularity")?,
+            half_life: Duration::from_secs(
+                given(o.popularity_half_life, "popularity_half_life")?.clamp(3600, 365 * 86_400),
+            ),
+            min_visitors: given(o.popularity_min_visitors, "popularity_min_visitors")?.max(1),
+        };
+        if popularity.publish && o.access_log.as_ref().is_none_or(Vec::is_empty) {
+            return Err(ConfigError::Value(
+                "--publish-popularity publishes what the access log shows: give --access-log FILE"
+                    .into(),
+            ));
+        }
         let server_url_given = o.server_url.is_some();
         let server_url = match o.server_url {
             Some(u) => check_server_url(&u)?,
@@ -587,6 +606,8 @@ impl Config {
             include: o.include.unwrap_or_default(),
             exclude: o.exclude.unwrap_or_default(),
             publish_ext: o.publish_ext.unwrap_or_default(),
+            access_logs: o.access_log.clone().unwrap_or_default(),
+            popularity,
             server_config,
             server_config_none,
             judge: crate::judge::JudgeSettings {

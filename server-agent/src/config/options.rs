@@ -182,10 +182,22 @@ pub struct AgentOptions {
     /// In origin mode: pages to publish besides those the site's sitemaps name (repeatable).
     #[arg(long, value_delimiter = ',', value_name = "URL")]
     pub seed: Option<Vec<String>>,
-    /// In origin mode: the web server's access log (combined or common format), whose pages
-    /// served with 200 to anonymous GETs, without a query, are taken as the site's (repeatable).
+    /// The web server's access log (combined or common format, repeatable): what visitors
+    /// read is counted from it (each page's distinct visitors, crawlers left out), and in
+    /// origin mode its pages served with 200 to anonymous GETs are taken as the site's.
     #[arg(long, value_delimiter = ',', value_name = "FILE")]
     pub access_log: Option<Vec<PathBuf>>,
+    /// Publish each page's share of reads (`wc:popularity` in robots.rdf and the changes feed,
+    /// and the sitemap's `priority`), rounded to a power of two, for pages read by at least
+    /// --popularity-min-visitors distinct visitors; needs --access-log.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    pub publish_popularity: Option<bool>,
+    /// Half-life of a read, seconds: older reads count for less.
+    #[arg(long, value_name = "SECS")]
+    pub popularity_half_life: Option<u64>,
+    /// Distinct visitors a page needs before its figure is published.
+    #[arg(long, value_name = "N")]
+    pub popularity_min_visitors: Option<u32>,
     /// In origin mode: a query parameter that may name a page (repeatable; e.g. `page` for
     /// `/news/?page=2`); a URL with any other parameter (a session, a tracker) is never
     /// published [default: none, no page has a query].
@@ -230,6 +242,9 @@ impl AgentOptions {
         AgentOptions {
             once: Some(false),
             ignore_robots_txt: Some(false),
+            publish_popularity: Some(false),
+            popularity_half_life: Some(7 * 86_400),
+            popularity_min_visitors: Some(10),
             replace_existing: Some(false),
             versions: Some(5),
             versions_budget: Some(ByteSize(1 << 30)),

@@ -47,7 +47,6 @@ pub(super) fn settings(
     let Some(origin) = &o.origin else {
         let stray = [
             ("--seed", o.seed.is_some()),
-            ("--access-log", o.access_log.is_some()),
             ("--allow-query", o.allow_query.is_some()),
         ];
         if let Some((flag, _)) = stray.iter().find(|(_, set)| *set) {

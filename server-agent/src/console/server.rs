@@ -1,6 +1,7 @@
 //! The agent console's HTTP side: the page, its assets, the JSON API and a stream of events.
 //!
 //! API (JSON): `GET /api/overview` (files, head, publications, exclusions by reason),
+//! `GET /api/popularity` (each page's decayed distinct visitors and published share),
 //! `GET /api/changes` (the last changes with their sequence numbers), `GET /api/excluded`
 //! (paths left out and why), `GET /api/hub` (subscribers and deliveries over time),
 //! `GET /api/indexnow` (pings and answers), `GET /api/events` (server-sent events: head,
@@ -99,6 +100,7 @@ pub async fn start(
         .route("/api/overview", get(overview))
         .route("/api/changes", get(changes))
         .route("/api/excluded", get(excluded))
+        .route("/api/popularity", get(popularity))
         .route("/api/hub", get(hub))
         .route("/api/indexnow", get(indexnow))
         .route("/api/identities", get(identities))
@@ -219,6 +221,21 @@ async fn excluded(State(c): State<Arc<Console>>) -> Response {
         .map(|(path, why)| json!({ "path": path, "why": why }))
         .collect();
     Json(json!({ "total": e.total, "by_reason": e.by_reason, "paths": paths })).into_response()
+}
+
+/// What visitors read: each page's decayed distinct visitors, and the shares published.
+async fn popularity(State(c): State<Arc<Console>>) -> Response {
+    let published = c.activity.popularity();
+    let pages: Vec<Value> = c
+        .activity
+        .visitors()
+        .into_iter()
+        .map(|(path, visitors)| {
+            let share = published.as_ref().and_then(|p| p.get(&path)).copied();
+            json!({ "path": path, "visitors": visitors, "published": share })
+        })
+        .collect();
+    Json(json!({ "pages": pages, "publishing": published.is_some() })).into_response()
 }
 
 /// A callback as the console shows it: its origin and path, never its query (which may carry

@@ -131,34 +131,52 @@ impl OriginAgent {
                     .as_deref()
                     .is_some_and(|a| a.contains("webcoop-agent/"))
         };
+        let lines = self
+            .popularity
+            .as_mut()
+            .map(|p| p.read_lines())
+            .unwrap_or_default();
         let mut wrote = false;
-        for log in &mut self.logs {
-            match log.read_new() {
-                Ok(lines) => {
-                    for line in lines {
-                        match self.signals.observe(&line, now, own) {
-                            Seen::Page(t) => {
-                                if let Ok(p) = crate::urls::logged_path(
-                                    &self.config.base_url,
-                                    &t,
-                                    &self.settings.queries,
-                                ) {
-                                    paths.push(p);
-                                }
-                            }
-                            Seen::Write => wrote = true,
-                            Seen::Held | Seen::Nothing => {}
-                        }
+        for line in &lines {
+            match self.signals.observe(line, now, own) {
+                Seen::Page(t) => {
+                    if let Ok(p) =
+                        crate::urls::logged_path(&self.config.base_url, &t, &self.settings.queries)
+                    {
+                        paths.push(p);
                     }
                 }
-                Err(e) => tracing::warn!("{}: {e}", log.path().display()),
+                Seen::Write => wrote = true,
+                Seen::Held | Seen::Nothing => {}
             }
         }
+        self.count_reads(&lines, now);
         if wrote {
             self.write_seen();
         }
         paths.retain(|p| self.allowed(p).is_ok());
         self.take_in(paths)
+    }
+
+    /// Counts the reads among `lines`, of pages published now.
+    fn count_reads(&mut self, lines: &[LogLine], now: i64) {
+        let Some(popularity) = self.popularity.as_mut() else {
+            return;
+        };
+        let (base, queries, inventory) = (
+            &self.config.base_url,
+            &self.settings.queries,
+            &self.inventory,
+        );
+        let resolve = |target: &str| {
+            let p = crate::urls::logged_path(base, target, queries).ok()?;
+            inventory.get(&p).is_some().then_some(p)
+        };
+        let activity = self.activity.clone();
+        let verified = |c: &str| activity.as_ref().is_some_and(|a| a.is_verified_client(c));
+        for line in lines {
+            popularity.observe(line, now, &resolve, &verified);
+        }
     }
 
     /// Someone wrote to the site: the sitemaps are read again at once (what left them is

@@ -26,7 +26,6 @@ pub(crate) mod survey;
 pub(crate) mod volatile;
 mod withdraw;
 
-use crate::access_log::AccessLog;
 use crate::activity::{Activity, Publication};
 use crate::agent::snapshots::{SnapshotSite, Snapshots};
 use crate::agent::{
@@ -120,7 +119,6 @@ pub struct OriginAgent {
     observer: Option<ChangeObserver>,
     filter: Arc<PublicFilter>,
     pages: HashMap<String, Tracked>,
-    logs: Vec<AccessLog>,
     /// What the access logs say beyond the pages read: writes, editors.
     signals: signals::Signals,
     /// Which pages show which.
@@ -145,6 +143,8 @@ pub struct OriginAgent {
     snapshot_started_at: u64,
     /// The documents must be published again (a snapshot was withdrawn).
     republish: bool,
+    /// What visitors read, counted from the access logs.
+    popularity: Option<crate::popularity::Popularity>,
     baseline_done: bool,
     batch: Batch,
     stats: OriginStats,
@@ -235,11 +235,6 @@ impl OriginAgent {
         for seed in &settings.seeds {
             pages.entry(seed.clone()).or_default();
         }
-        let logs = settings
-            .access_logs
-            .iter()
-            .map(|p| AccessLog::new(p.clone()))
-            .collect();
         let filter = Self::filter_with(&config, RobotsTxt::Absent, access.clone())?;
         let mut agent = OriginAgent {
             retention: retention_of(&config),
@@ -253,7 +248,6 @@ impl OriginAgent {
             observer: None,
             filter,
             pages,
-            logs,
             signals: signals::Signals::new(signals::Endpoints::default()),
             quotes: quotes::Quotes::default(),
             access,
@@ -266,6 +260,7 @@ impl OriginAgent {
             withdrawals_seen: 0,
             snapshot_started_at: 0,
             republish: false,
+            popularity: None,
             baseline_done,
             batch: Batch::default(),
             stats: OriginStats::default(),
@@ -278,6 +273,15 @@ impl OriginAgent {
             config,
         };
         agent.index_kept_pages()?;
+        if !agent.settings.access_logs.is_empty() {
+            // The logs are followed here: the intake takes their lines for pages, writes and
+            // editors, and the counts take the reads among them.
+            agent.popularity = Some(crate::popularity::Popularity::open(
+                agent.config.popularity,
+                &agent.settings.access_logs,
+                &agent.store,
+            )?);
+        }
         Ok(agent)
     }
 
@@ -549,6 +553,18 @@ impl OriginAgent {
         }
         if had {
             self.withdraw_saved()?;
+        }
+        if let Some(p) = self.popularity.as_mut() {
+            let now = self.clock.now().timestamp();
+            let inventory = &self.inventory;
+            p.retain(|path| inventory.get(path).is_some());
+            p.save(&mut self.store)?;
+            if self.publisher.set_popularity(p.published(now)) {
+                self.republish = true;
+            }
+            if let Some(a) = &self.activity {
+                a.set_popularity(self.publisher.popularity(), p.visitors(now));
+            }
         }
         let republish = std::mem::take(&mut self.republish);
         if had || baseline_now || force_publish || republish {

@@ -97,7 +97,7 @@ impl Signals {
         if own(line) {
             return Seen::Nothing;
         }
-        let at = line.time.unwrap_or(now);
+        let at = line.time.min(now);
         let admin = Self::starts(&self.endpoints.admin, &line.target);
         if admin || line.user {
             self.note_editor(key(line), at);
@@ -320,19 +320,16 @@ mod tests {
     fn a_session_ends_and_memory_is_bounded() {
         let mut s = Signals::new(Endpoints::default());
         let none = |_: &LogLine| false;
-        let at = |secs: i64, l: LogLine| LogLine {
-            time: Some(secs),
-            ..l
-        };
+        let at = |secs: i64, l: LogLine| LogLine { time: secs, ..l };
         s.observe(
             &at(0, line("10.0.0.5", "-", "GET", "/wp-admin/", 200, "b")),
-            0,
+            2 * SESSION,
             none,
         );
         assert_eq!(
             s.observe(
                 &at(SESSION, line("10.0.0.5", "-", "GET", "/x/", 200, "b")),
-                0,
+                2 * SESSION,
                 none
             ),
             Seen::Held
@@ -340,7 +337,7 @@ mod tests {
         assert_eq!(
             s.observe(
                 &at(SESSION + 1, line("10.0.0.5", "-", "GET", "/y/", 200, "b")),
-                0,
+                2 * SESSION,
                 none
             ),
             Seen::Page("/y/".into())

@@ -5,6 +5,7 @@ use super::atomic::write_atomic;
 use crate::store::LoggedChange;
 use crate::urls::url_of;
 use chrono::{DateTime, Utc};
+use std::collections::HashMap;
 use std::io;
 use std::path::Path;
 use url::Url;
@@ -15,8 +16,13 @@ pub(crate) fn feed_id(base: &Url) -> String {
     format!("{base}.well-known/webcoop/changes")
 }
 
-/// Turns logged changes into feed entries.
-pub(crate) fn entries(base: &Url, changes: &[LoggedChange]) -> Vec<ChangeEntry> {
+/// Turns logged changes into feed entries, each with its page's published share of reads when
+/// `popularity` names it.
+pub(crate) fn entries(
+    base: &Url,
+    changes: &[LoggedChange],
+    popularity: Option<&HashMap<String, f64>>,
+) -> Vec<ChangeEntry> {
     changes
         .iter()
         .map(|c| ChangeEntry {
@@ -30,6 +36,7 @@ pub(crate) fn entries(base: &Url, changes: &[LoggedChange]) -> Vec<ChangeEntry> 
             content_type: c.content_type.clone(),
             changed_fraction: c.changed,
             delta: None,
+            popularity: popularity.and_then(|p| p.get(&c.path)).copied(),
         })
         .collect()
 }
@@ -41,6 +48,7 @@ pub(crate) fn write_feed(
     (self_link, hub): (Url, Option<Url>),
     changes: &[LoggedChange],
     (head_seq, content_usage): (u64, Option<String>),
+    popularity: Option<&HashMap<String, f64>>,
     now: DateTime<Utc>,
 ) -> io::Result<()> {
     let feed = ChangesFeed {
@@ -53,7 +61,7 @@ pub(crate) fn write_feed(
         head_seq: Some(head_seq),
         resync: None,
         content_usage,
-        entries: entries(base, changes),
+        entries: entries(base, changes, popularity),
     };
     write_atomic(dest, changes_feed::write(&feed).as_bytes())
 }

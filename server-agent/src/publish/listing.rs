@@ -41,9 +41,14 @@ pub(crate) struct ListingContext<'a> {
     pub(crate) date: DateTime<Utc>,
     /// The site's usage preferences (aipref form).
     pub(crate) content_usage: Option<String>,
+    /// Each page's published share of reads, written as `wc:popularity`.
+    pub(crate) popularity: Option<&'a std::collections::HashMap<String, f64>>,
 }
 
 const FLUSH_AT: usize = 256 << 10;
+
+/// The `wc:` element carrying a page's share of reads.
+const POPULARITY: &str = "popularity";
 
 /// Where the entries of the last written listing are.
 struct Layout {
@@ -324,6 +329,11 @@ fn render_item(buf: &mut String, ctx: &ListingContext<'_>, inventory: &Inventory
         push_url(&mut s, d, path);
         s
     });
+    let popularity = ctx.popularity.and_then(|p| p.get(path)).and_then(|share| {
+        let mut e = webcoop_protocol::robots_rdf::Extensions::default();
+        e.insert(POPULARITY, format!("{share}")).ok()?;
+        Some(e)
+    });
     write_item_ref(
         buf,
         &ItemRef {
@@ -334,7 +344,7 @@ fn render_item(buf: &mut String, ctx: &ListingContext<'_>, inventory: &Inventory
             content_type: Some(crate::content_type::of_path(path)),
             etag: Some(ValidatorRef::Digest(&entry.sha256)),
             delta: delta.as_deref(),
-            extensions: None,
+            extensions: popularity.as_ref(),
         },
     );
 }
@@ -369,6 +379,7 @@ mod tests {
             seq,
             date: Utc.timestamp_opt(1_800_000_000 + seq as i64, 0).unwrap(),
             content_usage: None,
+            popularity: None,
         }
     }
 

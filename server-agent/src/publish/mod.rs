@@ -117,6 +117,8 @@ pub(crate) struct Publisher {
     resourcesync: (bool, bool),
     /// The site's usage preferences (aipref form), stated in robots.rdf and the feed.
     content_usage: Option<String>,
+    /// Each page's published share of reads (`--publish-popularity`), if published.
+    popularity: Option<std::sync::Arc<std::collections::HashMap<String, f64>>>,
 }
 
 /// Whether the file at `path` was written by us: robots.rdf declares our namespace, sitemaps
@@ -164,6 +166,7 @@ impl Publisher {
             snapshot: snapshot::newest(out).map(|seq| (seq, snapshot::max_record_of(out, seq))),
             resourcesync: (false, false),
             content_usage: None,
+            popularity: None,
         }
     }
 
@@ -198,6 +201,28 @@ impl Publisher {
         Ok(atomic::clean_stale(&self.out)
             + atomic::clean_stale(feed_dir)
             + atomic::clean_stale(&snapshot::directory(&self.out)))
+    }
+
+    /// Publishes these shares of reads from the next publication on; whether they differ from
+    /// those published (every listing entry and sitemap part is then written again).
+    pub(crate) fn set_popularity(
+        &mut self,
+        shares: Option<std::collections::HashMap<String, f64>>,
+    ) -> bool {
+        if self.popularity.as_deref() == shares.as_ref() {
+            return false;
+        }
+        self.popularity = shares.map(std::sync::Arc::new);
+        self.listing.reset();
+        self.sitemaps.reset();
+        true
+    }
+
+    /// The shares of reads published, if any.
+    pub(crate) fn popularity(
+        &self,
+    ) -> Option<std::sync::Arc<std::collections::HashMap<String, f64>>> {
+        self.popularity.clone()
     }
 
     /// Advertises the snapshot at `sequence` from the next publication on.
@@ -266,7 +291,13 @@ impl Publisher {
         let path = self.out.join(SITEMAP);
         let report = self
             .sitemaps
-            .publish(&self.out, inventory, &self.base, now)
+            .publish(
+                &self.out,
+                inventory,
+                &self.base,
+                now,
+                self.popularity.as_deref(),
+            )
             .map_err(|source| PublishError::Write { path, source })?;
         if let (true, dump_wanted) = self.resourcesync {
             let push = self.links.as_ref().map(|l| (&l.hub, &l.resourcesync_topic));
@@ -317,6 +348,7 @@ impl Publisher {
             seq: head_seq,
             date: now,
             content_usage: self.content_usage.clone(),
+            popularity: self.popularity.as_deref(),
         };
         let written = self
             .listing
@@ -345,6 +377,7 @@ impl Publisher {
             (self.static_feed_url(), hub),
             &changes,
             (head_seq, self.content_usage.clone()),
+            self.popularity.as_deref(),
             now,
         )
         .map_err(err(&feed_path))?;

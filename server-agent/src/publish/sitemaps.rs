@@ -9,6 +9,7 @@ use crate::urls::push_url;
 use chrono::{DateTime, Utc};
 use flate2::Compression;
 use flate2::write::GzEncoder;
+use std::collections::HashMap;
 use std::io::{self, Write};
 use std::path::Path;
 use url::Url;
@@ -45,6 +46,22 @@ impl Default for SitemapPublisher {
     }
 }
 
+/// Sitemap priorities from shares of reads: each page's share relative to the most read
+/// page's, rounded to a power of two (1, 0.5, 0.25...), no lower than 1/128.
+fn priorities_of(shares: &HashMap<String, f64>) -> HashMap<String, f32> {
+    let top = shares.values().copied().fold(0.0f64, f64::max);
+    if top <= 0.0 {
+        return HashMap::new();
+    }
+    shares
+        .iter()
+        .map(|(p, s)| {
+            let relative = (s / top).clamp(1.0 / 128.0, 1.0);
+            (p.clone(), 2f64.powi(relative.log2().round() as i32) as f32)
+        })
+        .collect()
+}
+
 fn part_of(path: &str, parts: usize) -> usize {
     (xxhash_rust::xxh3::xxh3_64(path.as_bytes()) % parts as u64) as usize
 }
@@ -70,7 +87,10 @@ impl SitemapPublisher {
         inventory: &Inventory,
         base: &Url,
         now: DateTime<Utc>,
+        popularity: Option<&HashMap<String, f64>>,
     ) -> io::Result<SitemapReport> {
+        let priorities = popularity.map(priorities_of);
+        let priority = |path: &str| priorities.as_ref().and_then(|p| p.get(path)).copied();
         if inventory.len() <= self.part_urls {
             let mut file = AtomicFile::create(&dir.join(SITEMAP))?;
             let mut buf = String::from(URLSET_HEAD);
@@ -78,7 +98,7 @@ impl SitemapPublisher {
             for (path, entry) in inventory.iter() {
                 url.clear();
                 push_url(&mut url, base, path);
-                write_url(&mut buf, &url, Some(entry.modified), None, None);
+                write_url(&mut buf, &url, Some(entry.modified), None, priority(path));
                 if buf.len() >= FLUSH_AT {
                     file.write_all(buf.as_bytes())?;
                     buf.clear();
@@ -97,7 +117,7 @@ impl SitemapPublisher {
 
         let mut parts = inventory.len().div_ceil(self.part_urls);
         loop {
-            match self.publish_parts(dir, inventory, base, now, parts)? {
+            match self.publish_parts(dir, inventory, base, (now, parts), &priority)? {
                 Some(report) => return Ok(report),
                 // A part would break a limit (very long URLs): spread over more parts.
                 None => {
@@ -113,8 +133,8 @@ impl SitemapPublisher {
         dir: &Path,
         inventory: &Inventory,
         base: &Url,
-        now: DateTime<Utc>,
-        parts: usize,
+        (now, parts): (DateTime<Utc>, usize),
+        priority: &impl Fn(&str) -> Option<f32>,
     ) -> io::Result<Option<SitemapReport>> {
         // One pass to fingerprint each part by its paths and dates, without rendering.
         let mut hashers: Vec<xxhash_rust::xxh3::Xxh3Default> =
@@ -154,7 +174,7 @@ impl SitemapPublisher {
             {
                 url.clear();
                 push_url(&mut url, base, path);
-                write_url(&mut xml, &url, Some(entry.modified), None, None);
+                write_url(&mut xml, &url, Some(entry.modified), None, priority(path));
                 if xml.len() >= FLUSH_AT {
                     gz.write_all(xml.as_bytes())?;
                     raw_len += xml.len() as u64;

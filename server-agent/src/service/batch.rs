@@ -88,7 +88,7 @@ pub(crate) async fn respond(
     }
     let mut feed = page_feed(&s, head, page.last().map_or(s.clock.now(), |c| c.time));
     feed.next = next_link(&s, since, limit, &page, head, true);
-    feed.entries = entries(&s.base_url, &page);
+    feed.entries = entries(&s.base_url, &page, s.activity.popularity().as_deref());
     let atom = changes_feed::write(&feed);
     let mut self_url = s.topic.clone();
     self_url

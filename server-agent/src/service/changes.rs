@@ -138,7 +138,7 @@ pub(crate) async fn changes(
     }
     let mut feed = page_feed(&s, head, page.last().map_or(s.clock.now(), |c| c.time));
     feed.next = next_link(&s, since, limit, &page, head, false);
-    feed.entries = entries(&s.base_url, &page);
+    feed.entries = entries(&s.base_url, &page, s.activity.popularity().as_deref());
     atom(StatusCode::OK, Some(&etag), changes_feed::write(&feed))
 }
 

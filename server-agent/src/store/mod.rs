@@ -9,10 +9,12 @@ mod batch;
 mod commit;
 mod judging;
 mod log;
+mod popularity;
 mod schema;
 mod versions;
 
 pub(crate) use batch::{Batch, ChangeObserver, Due, LoggedChange, NewVersion, RefusedFile};
+pub(crate) use popularity::{PageReads, Unsaved};
 
 use crate::inventory::{FileEntry, Inventory};
 use chrono::{DateTime, Utc};

@@ -52,6 +52,12 @@ CREATE TABLE IF NOT EXISTS versions (
     PRIMARY KEY (path, sha256)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS versions_by_age ON versions (stored);
+CREATE TABLE IF NOT EXISTS popularity (
+    path TEXT PRIMARY KEY,
+    visitors REAL NOT NULL,
+    at INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS popularity_pairs (h INTEGER PRIMARY KEY);
 ";
 
 /// Columns added since the first release, with their definitions: a state written by an

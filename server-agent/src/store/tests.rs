@@ -167,3 +167,59 @@ fn the_change_log_is_pruned_but_sequence_numbers_never_repeat() {
     assert_eq!(store.oldest_seq().unwrap(), Some(8));
     assert_eq!(store.changes_since(0, 100).unwrap().len(), 3);
 }
+
+#[test]
+fn reads_saved_are_read_back_and_only_what_changed_is_written() {
+    use super::{PageReads, Unsaved};
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path()).unwrap();
+    let reads = |v: f64| PageReads {
+        visitors: v,
+        at: 1000,
+    };
+    let first = Unsaved {
+        pages: vec![("a.html".into(), reads(3.0)), ("b.html".into(), reads(1.0))],
+        forgotten: vec![],
+        pairs: vec![1, 2, 3, u64::MAX],
+        fresh_day: true,
+    };
+    let positions = [("access_log:/var/log/a".to_string(), "7:120".to_string())];
+    store
+        .save_reads(&first, (20_000, [5, 6]), &positions)
+        .unwrap();
+    // The next save: a counted anew, b forgotten, one more pair; the day unchanged.
+    let second = Unsaved {
+        pages: vec![("a.html".into(), reads(4.0))],
+        forgotten: vec!["b.html".into()],
+        pairs: vec![4],
+        fresh_day: false,
+    };
+    store
+        .save_reads(&second, (20_000, [5, 6]), &positions)
+        .unwrap();
+    drop(store);
+    let store = Store::open(dir.path()).unwrap();
+    let (pages, day) = store.load_reads().unwrap();
+    assert_eq!(pages.len(), 1);
+    assert_eq!(pages["a.html"], reads(4.0));
+    let (d, key, pairs) = day.unwrap();
+    assert_eq!((d, key), (20_000, [5, 6]));
+    assert_eq!(pairs, [1, 2, 3, 4, u64::MAX].into_iter().collect());
+    assert_eq!(
+        store.meta("access_log:/var/log/a").unwrap().as_deref(),
+        Some("7:120")
+    );
+    // A new day: its pairs alone are kept.
+    let mut store = store;
+    let third = Unsaved {
+        pages: vec![],
+        forgotten: vec![],
+        pairs: vec![9],
+        fresh_day: true,
+    };
+    store
+        .save_reads(&third, (20_001, [7, 8]), &positions)
+        .unwrap();
+    let (_, day) = store.load_reads().unwrap();
+    assert_eq!(day.unwrap().2, [9].into_iter().collect());
+}

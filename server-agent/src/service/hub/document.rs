@@ -285,7 +285,7 @@ impl Documents {
         }
         let page: Vec<_> = page.into_iter().filter(|c| c.seq <= upto).collect();
         let reached = page.last().map_or(upto, |c| c.seq);
-        let mut list = entries(&self.base, &page);
+        let mut list = entries(&self.base, &page, None);
         for (entry, change) in list.iter_mut().zip(&page) {
             if let (ChangeKind::Modified, Some(prev), Some(new)) =
                 (change.kind, change.prev_sha256, change.sha256)

@@ -326,6 +326,15 @@ pub(crate) async fn identify(
         Identity::Unsigned => {}
     }
     let client = super::hub::subscribe::client_ip(peer, request.headers(), &s.hub.trusted_proxies);
+    if matches!(who, Identity::Verified { .. }) {
+        // A verified crawler: its reads of pages in the access log are not visitors'.
+        let agent = request
+            .headers()
+            .get(header::USER_AGENT)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default();
+        s.activity.verified_client(format!("{client} {agent}"));
+    }
     if endpoint == "hub"
         && request.method() == axum::http::Method::POST
         && let Some(why) = ids.refuses_subscription(&who)
