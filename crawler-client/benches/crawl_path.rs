@@ -65,6 +65,7 @@ fn bench(c: &mut Criterion) {
                     payload_digest: &digest,
                     truncated: false,
                     usage: None,
+                    encoding: None,
                 };
                 black_box(warc::response(&x, level)).bytes.len()
             })

@@ -50,7 +50,9 @@ pub mod archives {
 
 /// The parsers a crawl runs over what sites send (for the fuzz targets and tests).
 pub mod parsers {
-    pub use crate::analyze::links::extract as extract_links;
+    pub use crate::analyze::links::{
+        PageLinks, extract as extract_links, extract_served as extract_links_served,
+    };
     pub use crate::analyze::scope::{Limits, LinkPolicy, Scope};
     pub use crate::analyze::{Analysis, Link, Received, analyze, decode, robots_tag, url_norm};
     pub use crate::coop::discovery::{link_header, robots_txt_pointers};

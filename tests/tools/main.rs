@@ -24,6 +24,7 @@ mod fleet_crawl;
 mod fleet_leases;
 mod fleet_queue;
 mod importance_cli;
+mod links_reference;
 mod reference_clients;
 mod web_bot_auth;
 mod wordpress_site;

@@ -18,6 +18,11 @@ pub(crate) struct Tag<'a> {
     html: &'a [u8],
     name: &'a [u8],
     attrs: &'a [(Range<usize>, Range<usize>)],
+    /// Inside SVG or MathML (the tag is not HTML's).
+    pub(crate) foreign: bool,
+    /// Inside a `<template>`: content that is not part of the document until a script
+    /// clones it, so nothing in it is a link or a declaration of the page.
+    pub(crate) inert: bool,
 }
 
 impl Tag<'_> {
@@ -49,6 +54,8 @@ pub(crate) fn start_tags(html: &[u8], mut on_tag: impl FnMut(&Tag<'_>)) {
     let mut name_buf = [0u8; NAME_MAX];
     // Depth of `svg` and `math` elements open: inside them, raw text is not.
     let mut foreign = 0usize;
+    // Depth of `template` elements open.
+    let mut template = 0usize;
     let mut i = 0;
     while let Some(lt) = memchr::memchr(b'<', &html[i..]) {
         let at = i + lt;
@@ -65,8 +72,12 @@ pub(crate) fn start_tags(html: &[u8], mut on_tag: impl FnMut(&Tag<'_>)) {
                     let Some((after, _)) = attributes(html, end, &mut attrs) else {
                         return;
                     };
-                    if foreign > 0 && matches!(&name_buf[..name], b"svg" | b"math") {
-                        foreign -= 1;
+                    match &name_buf[..name] {
+                        b"svg" | b"math" if foreign > 0 => foreign -= 1,
+                        // The standard's breakout for these two end tags.
+                        b"p" | b"br" => foreign = 0,
+                        b"template" => template = template.saturating_sub(1),
+                        _ => {}
                     }
                     after
                 }
@@ -81,15 +92,23 @@ pub(crate) fn start_tags(html: &[u8], mut on_tag: impl FnMut(&Tag<'_>)) {
                     return;
                 };
                 let name = &name_buf[..name];
+                let breaks_out = leaves_foreign_content(name)
+                    || (name == b"font" && font_leaves_foreign_content(html, &attrs));
+                let svg_or_math = matches!(name, b"svg" | b"math");
                 on_tag(&Tag {
                     html,
                     name,
                     attrs: &attrs,
+                    foreign: svg_or_math || (foreign > 0 && !breaks_out),
+                    inert: template > 0,
                 });
-                if matches!(name, b"svg" | b"math") {
+                if name == b"template" {
+                    template += 1;
+                }
+                if svg_or_math {
                     foreign += usize::from(!self_closing);
                     after
-                } else if foreign > 0 && !leaves_foreign_content(name) {
+                } else if foreign > 0 && !breaks_out {
                     after
                 } else {
                     foreign = 0;
@@ -156,6 +175,17 @@ fn leaves_foreign_content(name: &[u8]) -> bool {
             | b"ul"
             | b"var"
     )
+}
+
+/// A `font` start tag with `color`, `face` or `size` leaves foreign content; a plain one
+/// does not.
+fn font_leaves_foreign_content(html: &[u8], attrs: &[(Range<usize>, Range<usize>)]) -> bool {
+    attrs.iter().any(|(n, _)| {
+        let n = &html[n.clone()];
+        [&b"color"[..], b"face", b"size"]
+            .iter()
+            .any(|a| n.eq_ignore_ascii_case(a))
+    })
 }
 
 /// A tag's name from `from` (its first letter), lower-cased into `buf`: its length there (0

@@ -2,6 +2,8 @@
 //! the media type as checked after the fact (servers ignore `Accept`), the content digest that
 //! finds duplicates and changes, and for HTML the links worth following.
 
+mod char_refs;
+pub(crate) mod encoding;
 mod html_tags;
 pub(crate) mod links;
 pub mod robots_tag;
@@ -110,8 +112,11 @@ pub struct Analysis {
     /// Whether the content is not whole: the body was cut at the size limit, or decoding it
     /// reached the limit. No validator is computed for such a page.
     pub(crate) cut: bool,
-    /// Where a 3xx points, resolved and normalised.
+    /// Where a 3xx points, or a page's `<meta http-equiv="refresh">`, resolved and normalised.
     pub(crate) location: Option<Url>,
+    /// The encoding an HTML page was read in and where it was learnt (`windows-1252;
+    /// from=header`).
+    pub(crate) encoding: Option<String>,
     /// Digest of the decoded content (2xx only).
     pub(crate) digest: Option<u64>,
     /// Strong validator of the decoded content as the webcoop protocol writes it (the
@@ -295,7 +300,15 @@ pub fn analyze(r: Received<'_>, depth: u32, policy: &LinkPolicy, decode_limit: u
             .map(|(_, v)| v.as_str()),
         policy.agent(),
     );
-    let found = links::extract(r.url, &content);
+    let found = links::extract_served(r.url, &content, r.header("content-type"));
+    a.encoding = found
+        .encoding
+        .map(|(e, source)| format!("{}; from={}", e.name(), source.as_str()));
+    // A refresh is a redirect written in the page: followed as one, whatever `nofollow` says
+    // of the page's links.
+    if a.location.is_none() {
+        a.location = found.refresh.clone();
+    }
     a.noindex = found.noindex || tag.noindex;
     if a.hub.is_none()
         && let Some(hub) = found.hub

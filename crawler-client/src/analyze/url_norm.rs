@@ -130,6 +130,46 @@ pub fn resolve(base: &Url, href: &str) -> Option<Url> {
     Some(url)
 }
 
+/// Parses a link's `href` against the document's `base` as a browser does (the URL
+/// standard's parser: leading and trailing C0 controls and spaces stripped, tabs and newlines
+/// removed, the query encoded in `encoding`, the document's), and normalises it; `None` for
+/// what is not a crawlable URL. An empty link or a fragment names the base itself.
+pub fn resolve_link(
+    base: &Url,
+    href: &str,
+    encoding: &'static encoding_rs::Encoding,
+) -> Option<Url> {
+    let mut url = parse_in_document(base, href, encoding)?;
+    if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
+        return None;
+    }
+    normalize(&mut url);
+    Some(url)
+}
+
+/// The URL standard's parser on `href` against `base`, for a document in `encoding`: its
+/// query is encoded in the document's output encoding (UTF-8 for UTF-16 documents).
+pub(crate) fn parse_in_document(
+    base: &Url,
+    href: &str,
+    encoding: &'static encoding_rs::Encoding,
+) -> Option<Url> {
+    let encoding = encoding.output_encoding();
+    fn encoder(
+        encoding: &'static encoding_rs::Encoding,
+    ) -> impl for<'s> Fn(&'s str) -> std::borrow::Cow<'s, [u8]> {
+        move |s| encoding.encode(s).0
+    }
+    let encode = encoder(encoding);
+    let options = Url::options().base_url(Some(base));
+    let options = if encoding == encoding_rs::UTF_8 {
+        options
+    } else {
+        options.encoding_override(Some(&encode))
+    };
+    options.parse(href).ok()
+}
+
 /// The trap guards, applied to every URL before it is queued.
 pub fn check(url: &Url, max_len: usize) -> Result<(), Refusal> {
     if !matches!(url.scheme(), "http" | "https") {

@@ -78,6 +78,7 @@ fn one_page(url: &Url, http: &warc::HttpMessage, level: u32) -> u64 {
             payload_digest: &payload,
             truncated: false,
             usage: None,
+            encoding: None,
         },
         level,
     );

@@ -202,7 +202,15 @@ pub struct Exchange<'a> {
     pub truncated: bool,
     /// The usage preferences that applied (aipref form), if the site stated any.
     pub usage: Option<&'a str>,
+    /// The encoding an HTML page was read in and where it was learnt (`windows-1252;
+    /// from=header`).
+    pub encoding: Option<&'a str>,
 }
+
+/// The WARC field naming the encoding the crawler read an HTML page in, and where it learnt
+/// it (`bom`, `header`, `meta`, `meta-late`, `default`), as `WARC-Webcoop-Encoding:
+/// windows-1252; from=header`.
+pub(crate) const ENCODING_FIELD: &str = "WARC-Webcoop-Encoding";
 
 /// The WARC field naming the usage preferences a capture was made under (aipref form:
 /// `search=y, train-ai=n`), from robots.txt, the `Content-Usage` header and the site's agent.
@@ -219,6 +227,7 @@ pub fn response(x: &Exchange<'_>, level: u32) -> Record {
         payload_digest,
         truncated,
         usage,
+        encoding,
     } = *x;
     let block_digest = {
         let mut h = Sha1::new();
@@ -246,6 +255,9 @@ pub fn response(x: &Exchange<'_>, level: u32) -> Record {
     }
     if let Some(usage) = usage {
         headers.push((USAGE_FIELD, usage.to_string()));
+    }
+    if let Some(encoding) = encoding {
+        headers.push((ENCODING_FIELD, encoding.to_string()));
     }
     if content_coded(http_head) {
         // The heads at the level asked, the coded body as it came.
@@ -823,6 +835,7 @@ pub(crate) fn test_response(uri: &str, head: &str, body: &[u8], level: u32) -> R
         payload_digest: &digest(body),
         truncated: false,
         usage: None,
+        encoding: None,
     };
     response(&x, level)
 }

@@ -435,7 +435,7 @@ pub(crate) fn page_of(
         known,
         &ctx.policy,
         (ctx.limits.max_body, PayloadDigest::OfContent),
-        |_, _, payload_digest| {
+        |_, _, payload_digest, _| {
             warc::resource_digested(
                 &warc::Resource {
                     uri: page.as_str(),

@@ -71,6 +71,17 @@ fn note(
             " (replayed)"
         });
     }
+    // A page not read as UTF-8 says so: its links were read in another encoding.
+    if let Some(encoding) = f
+        .analysis
+        .encoding
+        .as_deref()
+        .filter(|e| !e.starts_with("UTF-8;"))
+    {
+        note.push_str(if note.is_empty() { "" } else { "; " });
+        note.push_str("encoding ");
+        note.push_str(encoding);
+    }
     note
 }
 

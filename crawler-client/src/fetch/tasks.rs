@@ -62,7 +62,7 @@ pub(crate) fn examine(
         known,
         policy,
         (decode_limit, PayloadDigest::Sha1),
-        |unchanged, http_head, payload_digest| {
+        |unchanged, http_head, payload_digest, encoding| {
             let uri = resp.url.as_str();
             let previous =
                 known.map(|k| (uri, chrono::DateTime::from_timestamp_millis(k.fetched_at)));
@@ -97,6 +97,7 @@ pub(crate) fn examine(
                         payload_digest,
                         truncated: resp.truncated,
                         usage: usage.as_deref(),
+                        encoding,
                     },
                     level,
                 )
@@ -125,7 +126,7 @@ pub(crate) fn examine_archived(
     known: Option<&KnownPage>,
     policy: &LinkPolicy,
     (decode_limit, digest): (usize, PayloadDigest),
-    archive: impl FnOnce(bool, &str, &str) -> warc::Record,
+    archive: impl FnOnce(bool, &str, &str, Option<&str>) -> warc::Record,
 ) -> Fetched {
     let received = Received {
         url: &resp.url,
@@ -156,7 +157,12 @@ pub(crate) fn examine_archived(
     let ok = (200..300).contains(&resp.status) && analysis.digest.is_some();
     let unchanged = ok && held == analysis.digest;
     let changed = ok && held.is_some() && held != analysis.digest;
-    let record = archive(unchanged, &http_head, &payload_digest);
+    let record = archive(
+        unchanged,
+        &http_head,
+        &payload_digest,
+        analysis.encoding.as_deref(),
+    );
     // Cut on the wire, or its decoding at the limit: not the whole page either way.
     let truncated = resp.truncated || analysis.cut;
     Fetched {
@@ -289,6 +295,7 @@ pub(crate) fn archived(resp: &FetchResponse, level: u32) -> warc::Record {
             payload_digest: &payload_digest,
             truncated: resp.truncated,
             usage: None,
+            encoding: None,
         },
         level,
     )

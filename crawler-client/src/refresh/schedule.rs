@@ -116,6 +116,34 @@ impl Schedule {
         }
         self.alloc.solve();
         self.changes_since_solve = 0;
+        self.bring_forward();
+    }
+
+    /// Plans again, from its last visit, each page the new solution wants back sooner than
+    /// planned. A page is planned with the solution of its visit: early in a crawl the budget
+    /// (the pages known over the cycle) is small, and a page the few pages known then left
+    /// out would otherwise wait the longest interval, however much it weighs once the
+    /// crawl knows more. Pages wanted later keep their plan (a visit plans them again), and
+    /// so do pages taken for a visit not made yet ([`Schedule::take_due`] holds them at the
+    /// longest interval from then, past any plan from their last visit).
+    fn bring_forward(&mut self) {
+        let margin = (self.config.min_interval_secs * 1000.0) as i64;
+        let longest = (self.config.max_interval_secs * 1000.0) as i64;
+        let sooner: Vec<(Fp, i64)> = self
+            .pages
+            .iter()
+            .filter(|(_, p)| !p.covered && p.due <= p.last.saturating_add(longest))
+            .filter_map(|(fp, p)| {
+                let due = p.last.saturating_add(self.interval_ms(p.rate, p.weight));
+                (due.saturating_add(margin) < p.due).then_some((*fp, due))
+            })
+            .collect();
+        for (fp, due) in sooner {
+            if let Some(p) = self.pages.get_mut(&fp) {
+                p.due = due;
+            }
+            self.heap.push(Reverse((due, fp)));
+        }
     }
 
     /// Takes back pages from an earlier run (their `due` is ignored): counts them all, solves
@@ -441,6 +469,37 @@ mod tests {
         assert_eq!((f.polled, f.covered), (1, 1));
         assert_eq!(s.due_of(HostId(1), 10).len(), 2);
         assert_eq!(s.covered_per_host().get(&HostId(1)), Some(&1));
+    }
+
+    #[test]
+    fn a_page_left_out_while_few_pages_were_known_is_brought_back_once_the_budget_grows() {
+        let mut s = Schedule::new(config(Policy::Optimal));
+        // Two pages known: the budget is two visits per cycle, and the light one is left out.
+        s.visited(Fp(1), HostId(1), "http://e/heavy", 0, 0, Some(0.01), 100.0);
+        s.visited(Fp(2), HostId(1), "http://e/light", 0, 0, Some(0.01), 1.0);
+        let left_out = s.page(Fp(2)).unwrap().due;
+        assert_eq!(left_out, 10_000_000, "the longest interval");
+        // Forty more pages as light as it: the budget grows forty-fold, and the page is
+        // planned again within it, not at its old plan.
+        for i in 0..40 {
+            let url = format!("http://e/{i}");
+            s.visited(Fp(10 + i), HostId(1), &url, 0, 1_000, Some(0.01), 1.0);
+        }
+        let due = s.page(Fp(2)).unwrap().due;
+        assert!(due < left_out / 10, "{due}");
+        // A page taken for a visit is not planned again before the visit is made: it would be
+        // taken twice.
+        let taken = s.take_due(due, 100);
+        assert!(taken.iter().any(|(fp, _)| *fp == Fp(2)));
+        for i in 0..40 {
+            let url = format!("http://e/more{i}");
+            s.visited(Fp(100 + i), HostId(1), &url, 0, due, Some(0.01), 1.0);
+        }
+        let again = s.take_due(due + 1, 1000);
+        assert!(
+            !again.iter().any(|(fp, _)| *fp == Fp(2)),
+            "taken again before its visit"
+        );
     }
 
     #[test]

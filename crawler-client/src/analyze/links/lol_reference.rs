@@ -134,5 +134,7 @@ pub(super) fn lol_links(page: &Url, html: &[u8]) -> PageLinks {
     let mut rewriter = HtmlRewriter::new(settings, |_: &[u8]| {});
     // A parse failure midway keeps what was found so far.
     let _ = rewriter.write(html).and_then(|_| rewriter.end());
-    super::finish(page, raw.into_inner())
+    // lol_html read the pages the tests give it as UTF-8, as they are.
+    let sniffed = crate::analyze::encoding::sniff(html, None);
+    super::finish(page, raw.into_inner(), sniffed)
 }

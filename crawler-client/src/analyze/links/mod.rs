@@ -1,12 +1,19 @@
-//! Links of an HTML page: `a`, `area`, `link`, `frame` and `iframe`, resolved against the page
-//! URL or its `<base href>`, entity-decoded, with `<meta name="robots">` and `rel="nofollow"`
-//! honoured. The tags come from `html_tags`, a tokenizer's scan.
+//! Links of an HTML page as a browser reads them: `a` and `area` (and SVG's `a`, by `href`
+//! or `xlink:href`), `link` to alternates and navigation, `frame` and `iframe`, and a `<meta>`
+//! refresh; in the page's encoding (`encoding`), character references decoded by the HTML
+//! standard's rules (`char_refs`), resolved by the URL standard against the page's URL or its
+//! `<base href>`, with `<meta name="robots">` and `rel="nofollow"` honoured; nothing inside a
+//! `<template>`. The tags come from `html_tags`, a tokenizer's scan.
 
+use super::char_refs::decode_attribute;
+use super::encoding::{self, Sniffed};
 use super::html_tags::{Tag, start_tags};
+use encoding_rs::Encoding;
 use url::Url;
 
 #[cfg(test)]
 mod lol_reference;
+mod refresh;
 
 /// What a page says about itself and where it leads.
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -23,6 +30,22 @@ pub struct PageLinks {
     pub(crate) hub: Option<Url>,
     /// `<link rel="self">`: the topic to subscribe to at the hub.
     pub(crate) topic: Option<Url>,
+    /// Where a `<meta http-equiv="refresh">` sends the reader, when not to the page itself.
+    pub(crate) refresh: Option<Url>,
+    /// The encoding the page was read in, and where it was learnt.
+    pub(crate) encoding: Option<(&'static Encoding, encoding::Source)>,
+}
+
+impl PageLinks {
+    /// Where the page's `<meta http-equiv="refresh">` sends the reader.
+    pub fn refresh(&self) -> Option<&Url> {
+        self.refresh.as_ref()
+    }
+
+    /// The name of the encoding the page was read in (the Encoding Standard's).
+    pub fn encoding_name(&self) -> Option<&'static str> {
+        self.encoding.map(|(e, _)| e.name())
+    }
 }
 
 #[derive(Default)]
@@ -34,15 +57,15 @@ struct Raw {
     canonical: Option<String>,
     hub: Option<String>,
     topic: Option<String>,
+    refresh: Option<String>,
+    /// The encoding the first `<meta>` declaring one names.
+    declared: Option<&'static Encoding>,
+    declared_seen: bool,
 }
 
 /// An attribute's value with its character references decoded.
 fn decoded(value: &[u8]) -> String {
-    let text = String::from_utf8_lossy(value);
-    if !text.contains('&') {
-        return text.into_owned();
-    }
-    html_escape::decode_html_entities(&text).into_owned()
+    decode_attribute(&String::from_utf8_lossy(value)).into_owned()
 }
 
 fn text(value: Option<&[u8]>) -> String {
@@ -60,6 +83,9 @@ fn rel_has(rel: Option<&[u8]>, word: &str) -> bool {
 
 /// What one start tag adds to the page's links.
 fn take(tag: &Tag<'_>, r: &mut Raw) {
+    if tag.inert {
+        return;
+    }
     match tag.name() {
         b"base" => {
             if r.base.is_none()
@@ -69,7 +95,11 @@ fn take(tag: &Tag<'_>, r: &mut Raw) {
             }
         }
         b"a" | b"area" => {
-            if let Some(h) = tag.get("href")
+            // SVG 1.1 wrote `xlink:href`; SVG 2's `href` wins where both are.
+            let href = tag
+                .get("href")
+                .or_else(|| tag.foreign.then(|| tag.get("xlink:href")).flatten());
+            if let Some(h) = href
                 && !rel_has(tag.get("rel"), "nofollow")
             {
                 r.hrefs.push(decoded(h));
@@ -106,6 +136,7 @@ fn take(tag: &Tag<'_>, r: &mut Raw) {
             }
         }
         b"meta" => {
+            meta_pragmas(tag, r);
             let (Some(name), Some(content)) = (tag.get("name"), tag.get("content")) else {
                 return;
             };
@@ -129,19 +160,86 @@ fn take(tag: &Tag<'_>, r: &mut Raw) {
     }
 }
 
-/// Extracts the links of `html` fetched from `page`. Broken markup gives what it can.
+/// What a `<meta>` declares of the page: its encoding (`charset`, or `http-equiv` with a
+/// `content` charset) and a refresh.
+fn meta_pragmas(tag: &Tag<'_>, r: &mut Raw) {
+    let equiv = tag.get("http-equiv");
+    if !r.declared_seen {
+        let declared = match (tag.get("charset"), equiv) {
+            (Some(c), _) => Some(Encoding::for_label(
+                String::from_utf8_lossy(c).trim().as_bytes(),
+            )),
+            (None, Some(e)) if e.eq_ignore_ascii_case(b"content-type") => tag
+                .get("content")
+                .map(|c| encoding::charset_of_meta_content(decoded(c).as_bytes())),
+            _ => None,
+        };
+        if let Some(e) = declared.flatten() {
+            r.declared = Some(e);
+            r.declared_seen = true;
+        }
+    }
+    if r.refresh.is_none()
+        && equiv.is_some_and(|e| e.eq_ignore_ascii_case(b"refresh"))
+        && let Some(content) = tag.get("content")
+        && let Some(url) = refresh::target(&decoded(content))
+    {
+        r.refresh = Some(url.to_string());
+    }
+}
+
+/// Extracts the links of `html` fetched from `page` (UTF-8 unless the page says otherwise).
+/// Broken markup gives what it can.
 pub fn extract(page: &Url, html: &[u8]) -> PageLinks {
+    extract_served(page, html, None)
+}
+
+/// Extracts the links of `html` fetched from `page` with the `Content-Type` header
+/// `content_type`, in the encoding the HTML standard's sniffing decides.
+pub fn extract_served(page: &Url, html: &[u8], content_type: Option<&str>) -> PageLinks {
+    let sniffed = encoding::sniff(html, content_type);
+    let (raw, sniffed) = match scan(html, sniffed) {
+        // A tentative encoding a later `<meta>` contradicts: read again in the declared one.
+        (raw, s) if s.source.tentative() => {
+            match raw
+                .declared
+                .and_then(|d| encoding::changed_by_meta(s.encoding, d))
+            {
+                Some(e) => scan(
+                    html,
+                    Sniffed {
+                        encoding: e,
+                        source: encoding::Source::Meta,
+                        bom: 0,
+                    },
+                ),
+                None => (raw, s),
+            }
+        }
+        done => done,
+    };
+    finish(page, raw, sniffed)
+}
+
+/// The tags of `html` read in `sniffed`'s encoding.
+fn scan(html: &[u8], sniffed: Sniffed) -> (Raw, Sniffed) {
     let mut raw = Raw::default();
-    start_tags(html, |tag| take(tag, &mut raw));
-    finish(page, raw)
+    if sniffed.encoding == encoding_rs::UTF_8 && sniffed.bom == 0 {
+        start_tags(html, |tag| take(tag, &mut raw));
+    } else {
+        let text = encoding::decode(html, sniffed);
+        start_tags(text.as_bytes(), |tag| take(tag, &mut raw));
+    }
+    (raw, sniffed)
 }
 
 /// The links found, resolved against the page's base, each once.
-fn finish(page: &Url, raw: Raw) -> PageLinks {
+fn finish(page: &Url, raw: Raw, sniffed: Sniffed) -> PageLinks {
+    let encoding = sniffed.encoding;
     let base = raw
         .base
         .as_deref()
-        .and_then(|b| page.join(b).ok())
+        .and_then(|b| resolve_base(page, b, encoding))
         .unwrap_or_else(|| page.clone());
     let mut out = PageLinks {
         noindex: raw.noindex,
@@ -152,12 +250,22 @@ fn finish(page: &Url, raw: Raw) -> PageLinks {
             .and_then(|c| crate::analyze::url_norm::resolve(&base, c)),
         hub: raw.hub.as_deref().and_then(|h| base.join(h).ok()),
         topic: raw.topic.as_deref().and_then(|h| base.join(h).ok()),
+        refresh: raw
+            .refresh
+            .as_deref()
+            .and_then(|r| resolve_link(&base, r, encoding))
+            .filter(|r| {
+                let mut here = page.clone();
+                crate::analyze::url_norm::normalize(&mut here);
+                *r != here
+            }),
+        encoding: Some((encoding, sniffed.source)),
         links: Vec::new(),
     };
     if !raw.nofollow {
         let mut seen = std::collections::HashSet::new();
         for href in raw.hrefs {
-            if let Some(url) = crate::analyze::url_norm::resolve(&base, &href)
+            if let Some(url) = resolve_link(&base, &href, encoding)
                 && seen.insert(url.as_str().to_string())
             {
                 out.links.push(url);
@@ -165,6 +273,16 @@ fn finish(page: &Url, raw: Raw) -> PageLinks {
         }
     }
     out
+}
+
+fn resolve_link(base: &Url, href: &str, encoding: &'static Encoding) -> Option<Url> {
+    crate::analyze::url_norm::resolve_link(base, href, encoding)
+}
+
+/// The document's base URL from `<base href>`: parsed against the page's URL in the page's
+/// encoding, kept whole (its fragment does not matter to what it resolves).
+fn resolve_base(page: &Url, href: &str, encoding: &'static Encoding) -> Option<Url> {
+    crate::analyze::url_norm::parse_in_document(page, href, encoding)
 }
 
 /// The `(target, rel)` pairs of a `Link` header value (RFC 8288), targets resolved against
@@ -319,10 +437,10 @@ mod tests {
                 String::from_utf8_lossy(html)
             );
         }
-        // Where they part: bytes that are not UTF-8 become U+FFFD, as a browser's decoder
-        // makes them (lol_html read this pair as something else again).
+        // Where they part: a page that is not UTF-8 and says nothing of its encoding is read
+        // in the standard's default, windows-1252 (lol_html read this pair as UTF-8).
         let links = extract(&page, b"<a href=\"\xff\xfe.html\">");
-        assert_eq!(urls(&links), ["http://e.com/d/%EF%BF%BD%EF%BF%BD.html"]);
+        assert_eq!(urls(&links), ["http://e.com/d/%C3%BF%C3%BE.html"]);
     }
 
     /// The scan against lol_html on real documentation sites Debian packages: every page of
@@ -361,7 +479,12 @@ mod tests {
                     };
                     let page = Url::from_file_path(&path).unwrap();
                     pages += 1;
-                    if extract(&page, &html) != lol_reference::lol_links(&page, &html) {
+                    // lol_html's extraction read no refresh.
+                    let ours = PageLinks {
+                        refresh: None,
+                        ..extract(&page, &html)
+                    };
+                    if ours != lol_reference::lol_links(&page, &html) {
                         differ.push(path);
                     }
                 }
