@@ -13,7 +13,9 @@ pub(crate) mod fleet;
 mod host;
 mod operator;
 pub(crate) mod politeness;
+mod priority;
 pub(crate) mod queue_store;
+mod refill;
 pub(crate) mod robots;
 pub(crate) mod servers;
 pub(crate) mod shared;
@@ -25,7 +27,7 @@ use crate::state::{HostRecord, NewUrl, Queued};
 pub(crate) use dispatch::{CoopJob, Dispatch, MetaKind};
 use host::ByCash;
 pub(crate) use host::{Host, RobotsState};
-use queue_store::{CASH_META, QueueStore};
+use queue_store::QueueStore;
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::time::Instant;
@@ -297,91 +299,6 @@ impl Frontier {
     /// The OPIC cash book.
     pub(crate) fn cash(&self) -> &CashBook {
         &self.cash
-    }
-
-    /// The seeds of a crawl that has read nothing yet share the system's cash.
-    pub(crate) fn endow_seeds(&mut self, fps: &[Fp]) {
-        if self.cash.clock() == 0.0 && self.cash.total() < 1e-9 {
-            self.cash.endow(fps, 1.0);
-            for fp in fps {
-                self.reprioritise(*fp);
-            }
-        }
-    }
-
-    /// A page was read with these links: its cash goes to them (see `CashBook::read`), and
-    /// queued ones move up in their host's order. Returns the cash the page had.
-    pub(crate) fn read_cash(&mut self, fp: Fp, children: &[Fp]) -> f64 {
-        let cash = self.cash.read(fp, children);
-        for c in children {
-            self.reprioritise(*c);
-        }
-        cash
-    }
-
-    /// Raises page `fp` of `host` in its host's order by `boost` (a site's stated popularity),
-    /// on top of its cash: at once where it waits in memory, at the next refill where it was
-    /// saved.
-    pub(crate) fn boost(&mut self, host: HostId, fp: Fp, boost: f64) {
-        if boost > 0.0 && boost.is_finite() {
-            self.boosts.insert(fp, boost);
-        } else {
-            self.boosts.remove(&fp);
-        }
-        if self.pending_at.contains_key(&fp) {
-            self.reprioritise(fp);
-            return;
-        }
-        let Some(key) = self.cash.key(fp) else {
-            return;
-        };
-        self.rerank_buffered(host, fp, key + self.boost_of(fp));
-    }
-
-    /// What a site's stated popularity adds to page `fp`'s key.
-    pub(crate) fn boost_of(&self, fp: Fp) -> f64 {
-        self.boosts.get(&fp).copied().unwrap_or(0.0)
-    }
-
-    /// Saves the cash totals with the next batch; the virtual page's cash is shared out first.
-    pub(crate) fn cash_meta(&mut self) -> (String, String) {
-        self.cash.spread_virtual();
-        (
-            CASH_META.to_string(),
-            serde_json::to_string(&self.cash.totals()).unwrap_or_default(),
-        )
-    }
-
-    /// Brings a queued URL's priority up to its current key where it is still in memory (its
-    /// unsaved row, its host's buffer). Rows already saved keep the key they were saved with;
-    /// refills re-rank what they read by the current keys.
-    fn reprioritise(&mut self, fp: Fp) {
-        let Some(key) = self.cash.key(fp) else {
-            return;
-        };
-        let key = key + self.boost_of(fp);
-        if let Some(i) = self.pending_at.get(&fp)
-            && let Some(u) = self.pending.get_mut(*i)
-            && !u.revisit
-        {
-            u.priority = key;
-            let host = u.host;
-            self.rerank_buffered(host, fp, key);
-        }
-    }
-
-    /// Moves `fp`, if it waits in `host`'s buffer as a first fetch, to its place for `key`.
-    fn rerank_buffered(&mut self, host: HostId, fp: Fp, key: f64) {
-        if let Some(h) = self.hosts.get_mut(&host)
-            && let Some(pos) = h.buffer.iter().position(|q| q.fp == fp && !q.revisit)
-            && let Some(mut row) = h.buffer.remove(pos)
-        {
-            row.priority = key;
-            let at = h
-                .buffer
-                .partition_point(|q| better(q, &row) != Ordering::Greater);
-            h.buffer.insert(at, row);
-        }
     }
 
     /// Queues a URL of a known host unless already seen; returns whether it was new.
@@ -722,83 +639,6 @@ impl Frontier {
             return Ok(Some(Dispatch::Page(job)));
         }
         Ok(None)
-    }
-
-    /// The cash key of a host's best URL (refilling its buffer if needed); robots.txt to fetch
-    /// counts as the best of all.
-    fn best_key<S: QueueStore>(&mut self, store: &S, id: HostId) -> Result<f64, S::Error> {
-        let robots_known = self
-            .hosts
-            .get(&id)
-            .is_some_and(|h| matches!(h.robots, RobotsState::Known(..)));
-        if !robots_known || self.hosts.get(&id).is_some_and(Host::coop_waiting) {
-            return Ok(f64::INFINITY);
-        }
-        if self.hosts.get(&id).is_some_and(|h| h.buffer.is_empty()) {
-            self.refill(store, id)?;
-        }
-        Ok(self
-            .hosts
-            .get(&id)
-            .and_then(|h| h.buffer.front())
-            .map_or(f64::NEG_INFINITY, |q| q.priority))
-    }
-
-    fn refill<S: QueueStore>(&mut self, store: &S, id: HostId) -> Result<(), S::Error> {
-        let Some(h) = self.hosts.get_mut(&id) else {
-            return Ok(());
-        };
-        // Saved rows are ordered by the key they were saved with; a wider read re-ranked by the
-        // current keys lets URLs that gained cash since move up. What is read and not kept
-        // waits in `ahead`, so the next refill reads only what it lacks, after the cursor.
-        // A fleet's rows are taken as they are read: only as many as are kept.
-        let mut rows = if self.shared {
-            store.next_for_host(id, None, FLEET_TAKE, &h.taken)?
-        } else {
-            let want = (BUFFER * REFILL_WINDOW).saturating_sub(h.ahead.len());
-            let read = store.next_for_host(id, h.read_to, want, &h.taken)?;
-            if let Some(last) = read.last() {
-                h.read_to = Some((last.priority, last.seq));
-            }
-            let mut rows = std::mem::take(&mut h.ahead);
-            rows.extend(read);
-            rows
-        };
-        for q in &mut rows {
-            if !q.revisit
-                && let Some(k) = self.cash.key(q.fp)
-            {
-                q.priority = k + self.boosts.get(&q.fp).copied().unwrap_or(0.0);
-            }
-        }
-        rows.sort_by(better);
-        let Some(h) = self.hosts.get_mut(&id) else {
-            return Ok(());
-        };
-        if rows.len() > BUFFER && !self.shared {
-            h.ahead = rows.split_off(BUFFER);
-        }
-        if rows.len() < BUFFER && !h.unsaved.is_empty() {
-            for q in &mut h.unsaved {
-                if !q.revisit
-                    && let Some(k) = self.cash.key(q.fp)
-                {
-                    q.priority = k + self.boosts.get(&q.fp).copied().unwrap_or(0.0);
-                }
-            }
-            h.unsaved.sort_by(better);
-            let take = (BUFFER - rows.len()).min(h.unsaved.len());
-            rows.extend(h.unsaved.drain(..take));
-            rows.sort_by(better);
-        }
-        if rows.is_empty() {
-            // The count drifted (a row given up by another path): nothing is left.
-            h.queued = 0;
-        } else {
-            h.queued = h.queued.saturating_sub(rows.len() as u64);
-        }
-        h.buffer.extend(rows);
-        Ok(())
     }
 
     /// A request to a host ended; it may be contacted again no earlier than `not_before`.

@@ -8,24 +8,30 @@
 //! when the server's rules change ([`judging`]); [`watch_loop`] drives it all while watching.
 
 mod judging;
+mod outcome;
 mod reads;
+mod server_look;
+mod setup;
 pub(crate) mod snapshots;
 mod watch_loop;
+
+pub use outcome::AgentError;
+pub(crate) use outcome::Reconciled;
+use server_look::indexnow_key_file;
+pub(crate) use server_look::{filter_of, log_view, look_at_server};
+pub(crate) use setup::{commit_batch, open_state, publisher_for, retention_of};
 
 use crate::activity::{Activity, Exclusions, Publication};
 use crate::config::Config;
 use crate::content_type;
 use crate::inventory::{FileEntry, Inventory};
-use crate::judge::{Ask, Judge, JudgeError, Refusal, Verdict};
-use crate::privacy::{FilterRules, PatternError, PublicFilter, RobotsTxt};
+use crate::judge::{Ask, Judge, Refusal, Verdict};
+use crate::privacy::PublicFilter;
 use crate::publish::{PublishError, PublishReport, Publisher};
 use crate::scan::{self, ReadError, Stat};
-use crate::server_config::{ServerConfigError, ServerRules};
-use crate::store::{
-    Batch, LoggedChange, NewVersion, RefusedFile, Retention, Store, StoreError, truncate_ms,
-};
+use crate::store::{Batch, LoggedChange, NewVersion, RefusedFile, Retention, Store, truncate_ms};
 use crate::watch::Watcher;
-use crate::web_server::{Obtained, ServerView, ViewError};
+use crate::web_server::ServerView;
 use chrono::{DateTime, Utc};
 use rayon::prelude::*;
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -36,71 +42,6 @@ use webcoop_protocol::changes_feed::ChangeKind;
 use webcoop_protocol::clock::Clock;
 use webcoop_protocol::delta::summarize;
 use webcoop_protocol::validator::Sha256Digest;
-
-/// Why the agent stopped.
-#[derive(Debug, thiserror::Error)]
-pub enum AgentError {
-    /// The state database failed.
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    /// Publishing failed.
-    #[error(transparent)]
-    Publish(#[from] PublishError),
-    /// A bad include/exclude pattern.
-    #[error(transparent)]
-    Pattern(#[from] PatternError),
-    /// A web server configuration the agent cannot safely understand.
-    #[error(transparent)]
-    ServerConfig(#[from] ServerConfigError),
-    /// The web server cannot be asked about files.
-    #[error(transparent)]
-    Judge(#[from] JudgeError),
-    /// The web server cannot be known well enough to judge files.
-    #[error(transparent)]
-    Server(#[from] ViewError),
-    /// Origin mode cannot start.
-    #[error("origin mode: {0}")]
-    Origin(String),
-    /// The state directory belongs to another site.
-    #[error(
-        "state directory {state} belongs to {other}, not {this}; give this site its own --state"
-    )]
-    StateOfAnotherSite {
-        /// The state directory.
-        state: String,
-        /// The docroot and base URL recorded there.
-        other: String,
-        /// This run's.
-        this: String,
-    },
-}
-
-/// What one reconciliation did.
-#[derive(Debug, Default)]
-pub struct Reconciled {
-    /// Public files seen (full scans) or looked at (partial ones).
-    pub(crate) files_seen: usize,
-    /// Files and directories left out by the privacy rules.
-    pub excluded: usize,
-    /// Changes logged, with sequence numbers.
-    pub changes: Vec<LoggedChange>,
-    /// Files whose timestamp moved but whose content did not.
-    pub touched: usize,
-    /// Files still being written, to look at again later.
-    pub unstable: Vec<String>,
-    /// Problems worth a log line.
-    pub problems: Vec<String>,
-    /// Whether this run only recorded the baseline (first run ever: nothing is announced).
-    pub baseline: bool,
-    /// Files the web server was asked about in this pass.
-    pub(crate) judged: usize,
-    /// Files the web server refused when asked in this pass.
-    pub(crate) refused: usize,
-    /// Files the web server could not be asked about: nothing of them changed, they wait.
-    pub deferred: Vec<String>,
-    /// Why the web server could not be asked, when it could not.
-    pub unreachable: Option<String>,
-}
 
 /// Files read per chunk: bounds memory (contents are held until the chunk commits).
 const CHUNK_FILES: usize = 512;
@@ -171,144 +112,6 @@ pub struct Agent {
     snapshots: snapshots::Snapshots,
     /// What visitors read, counted from the access logs (`--access-log`).
     popularity: Option<crate::popularity::Popularity>,
-}
-
-fn own_dir_within(docroot: &Path, out: &Path) -> Option<String> {
-    out.strip_prefix(docroot)
-        .ok()
-        .map(|rel| rel.to_string_lossy().trim_matches('/').to_string())
-}
-
-/// The site's robots.txt as the listing must obey it: a file that exists but cannot be read
-/// is not the same as no file (the listing then fails closed). Read as any public file is
-/// (a FIFO or a link out of the docroot is not read), and no further than crawlers read.
-fn robots_txt_of(config: &Config) -> Result<Option<Vec<u8>>, String> {
-    if config.ignore_robots_txt {
-        return Ok(None);
-    }
-    let (file, _) = match scan::open_confined(&config.docroot, "robots.txt") {
-        Ok(f) => f,
-        Err(ReadError::Gone) => return Ok(None),
-        Err(ReadError::NotPublic(why)) => return Err(why),
-        Err(ReadError::Io(e)) => return Err(e.to_string()),
-        Err(ReadError::Unstable) => return Err("changing".into()),
-    };
-    let mut bytes = Vec::new();
-    std::io::Read::read_to_end(&mut std::io::Read::take(file, 500 << 10), &mut bytes)
-        .map_err(|e| e.to_string())?;
-    Ok(Some(bytes))
-}
-
-/// The IndexNow key file the agent publishes, if configured.
-fn indexnow_key_file(config: &Config) -> Option<String> {
-    config.indexnow.as_ref().map(|i| format!("{}.txt", i.key))
-}
-
-/// Looks at the web server: where the judge asks, from which address, and what its
-/// configuration hides. A configuration the agent cannot read or understand stops the agent
-/// at start-up (`strict`); once running, it hides everything instead, loudly, until it can be
-/// read again (`None` then: the caller keeps its judge).
-pub(crate) fn look_at_server(
-    config: &Config,
-    strict: bool,
-) -> Result<(Option<ServerView>, ServerRules), AgentError> {
-    let source = crate::judge::source::of_installation(&config.state, config.judge.source)
-        .map_err(ViewError::Source)?;
-    match crate::web_server::look(config, source) {
-        Ok(view) => {
-            let rules = view.rules(config);
-            Ok((Some(view), rules))
-        }
-        Err(e) if strict => Err(e.into()),
-        Err(e) => {
-            tracing::error!("{e}: nothing is published until it can be read and understood");
-            let mut rules = ServerRules::none();
-            rules.hide_all(e.to_string());
-            Ok((None, rules))
-        }
-    }
-}
-
-/// The rules of what may be published, with what the server's configuration hides.
-pub(crate) fn filter_of(
-    config: &Config,
-    access: ServerRules,
-) -> Result<Arc<PublicFilter>, AgentError> {
-    let robots = robots_txt_of(config);
-    let own_dir = own_dir_within(&config.docroot, &config.out);
-    let own_files: Vec<String> = indexnow_key_file(config).into_iter().collect();
-    let filter = PublicFilter::from_rules(FilterRules {
-        include: &config.include,
-        exclude: &config.exclude,
-        publish_ext: &config.publish_ext,
-        robots_txt: Some(match &robots {
-            Ok(Some(bytes)) => RobotsTxt::Bytes(bytes),
-            Ok(None) => RobotsTxt::Absent,
-            Err(why) => RobotsTxt::Unreadable(why.clone()),
-        }),
-        own_dir: own_dir.as_deref(),
-        own_files: &own_files,
-        access,
-    })?;
-    for p in filter.access().hidden() {
-        tracing::warn!("not published, the judge cannot see what others get there: {p}");
-    }
-    if let Some(why) = filter.robots_unreadable() {
-        tracing::error!(
-            "{}/robots.txt cannot be read or parsed ({why}): nothing is published until it can be",
-            config.docroot.display()
-        );
-    }
-    Ok(Arc::new(filter))
-}
-
-impl Agent {
-    /// Looks at the web server again (its configuration or its process changed): new rules,
-    /// and a new judge if it must now ask elsewhere. Whether anything the judge depends on
-    /// changed.
-    pub(crate) fn look_at_server_again(&mut self) -> Result<(), AgentError> {
-        let (view, rules) = look_at_server(&self.config, false)?;
-        if let Some(view) = view {
-            log_view(&view);
-            if view.server_url != self.view.server_url
-                || view.judge.source != self.view.judge.source
-            {
-                self.judge = Judge::new(
-                    &self.config.base_url,
-                    &self.config.judge,
-                    &view.server_url,
-                    view.judge.source,
-                )?;
-            }
-            self.view = view;
-            if let Some(a) = &self.activity {
-                a.server_config(self.view.unread_note());
-            }
-        }
-        self.filter = filter_of(&self.config, rules)?;
-        Ok(())
-    }
-
-    /// What to watch for a change of the web server.
-    pub(crate) fn server_watch(&self) -> crate::web_server::reload::Watch {
-        self.view.watch.clone()
-    }
-}
-
-/// Says how the agent sees its web server, as every start and reload must.
-pub(crate) fn log_view(view: &ServerView) {
-    for line in view.summary() {
-        match view.obtained {
-            Obtained::Declined | Obtained::NotApplicable(_) => tracing::warn!("{line}"),
-            _ => tracing::info!("{line}"),
-        }
-    }
-    for w in &view.warnings {
-        match &w.fix {
-            Some(fix) => tracing::warn!("{} ({fix})", w.text),
-            None => tracing::info!("{}", w.text),
-        }
-    }
 }
 
 impl Agent {
@@ -982,85 +785,6 @@ impl Agent {
         self.note_publication("all", started.elapsed(), noted);
         Ok(result?)
     }
-}
-
-/// Opens the state of the site named `identity`, refusing a state directory of another site.
-pub(crate) fn open_state(config: &Config, identity: &str) -> Result<Store, AgentError> {
-    let store = Store::open(&config.state)?;
-    match store.meta("site")? {
-        Some(recorded) if recorded != identity => {
-            return Err(AgentError::StateOfAnotherSite {
-                state: config.state.display().to_string(),
-                other: recorded,
-                this: identity.to_string(),
-            });
-        }
-        Some(_) => {}
-        None => store.set_meta("site", identity)?,
-    }
-    Ok(store)
-}
-
-/// The publisher of the documents `config` asks for, its output directory checked.
-pub(crate) fn publisher_for(config: &Config) -> Result<Publisher, AgentError> {
-    let links = config
-        .service
-        .as_ref()
-        .map(|s| crate::publish::ServiceLinks::at(&s.public_url));
-    let mut publisher = Publisher::new(
-        &config.out,
-        &config.base_url,
-        config.feed_entries,
-        config.sitemap_part_urls,
-        links,
-    );
-    publisher.set_content_usage(config.content_usage.map(|p| p.to_aipref()));
-    publisher.set_resourcesync(
-        config.resourcesync,
-        config.snapshots.as_ref().is_some_and(|s| s.resource_dump),
-    );
-    let stale = publisher.prepare(config.replace_existing)?;
-    if stale > 0 {
-        tracing::info!(stale, "removed temporary files left by an interrupted run");
-    }
-    Ok(publisher)
-}
-
-/// What is kept of versions and changes.
-pub(crate) fn retention_of(config: &Config) -> Retention {
-    Retention {
-        versions_per_file: config.versions,
-        versions_budget: config.versions_budget,
-        changes: config.retain_changes,
-    }
-}
-
-/// Commits a batch, then brings the inventory in line with the state, tells the publisher of
-/// the changes and the observer (the hub) of them; returns the batch with sequence numbers.
-pub(crate) fn commit_batch(
-    store: &mut Store,
-    inventory: &mut Inventory,
-    publisher: &mut Publisher,
-    observer: Option<&mut ChangeObserver>,
-    retention: &Retention,
-    batch: Batch,
-    now: DateTime<Utc>,
-) -> Result<Batch, AgentError> {
-    let mut saved = store.commit(batch, now, retention)?;
-    for path in &saved.deletions {
-        inventory.remove(path);
-    }
-    for (path, entry, _) in &saved.upserts {
-        inventory.insert(path, entry.clone());
-    }
-    saved.versions.clear();
-    publisher.note_changes(&saved.changes);
-    if let Some(observer) = observer
-        && !saved.changes.is_empty()
-    {
-        observer(&saved.changes, inventory);
-    }
-    Ok(saved)
 }
 
 fn inside(root: &Path, path: &Path) -> bool {
