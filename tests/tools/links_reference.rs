@@ -224,6 +224,16 @@ fn every_hard_case_yields_the_links_a_browser_reads() {
             .iter()
             .any(|l| l.contains("in-script"))
     );
+    // Integration points hold HTML again: their raw text is raw text, their links links;
+    // MathML's `a` and `title` outside them are not HTML's.
+    assert_eq!(
+        links("integration.html"),
+        [
+            "/fo-link.html",
+            "/svg-after-title.html",
+            "/plain-integration.html"
+        ]
+    );
 }
 
 /// Every page of Debian's Python documentation read both ways.

@@ -7,9 +7,11 @@
 //! (docs/ARCHITECTURE.md has the measurements; the differential test against lol_html is in
 //! `links`).
 //!
-//! Where it is simpler than a browser: foreign content (`svg`, `math`) is tracked by depth
-//! and left on the HTML tags that leave it, without its integration points (`foreignObject`);
-//! character references are decoded by the caller, on the few values it keeps.
+//! Foreign content (`svg`, `math`) is followed with its integration points (`foreignObject`,
+//! MathML's text elements: HTML inside them again) and left on the tags the standard says
+//! leave it. Where it is simpler than a browser: no tree is built, so what the tree builder
+//! drops (an `<a>` inside `<select>`) is still read; character references are decoded by the
+//! caller, on the few values it keeps.
 
 use std::ops::Range;
 
@@ -18,8 +20,8 @@ pub(crate) struct Tag<'a> {
     html: &'a [u8],
     name: &'a [u8],
     attrs: &'a [(Range<usize>, Range<usize>)],
-    /// Inside SVG or MathML (the tag is not HTML's).
-    pub(crate) foreign: bool,
+    /// The namespace the tag's element is in.
+    pub(crate) namespace: Namespace,
     /// Inside a `<template>`: content that is not part of the document until a script
     /// clones it, so nothing in it is a link or a declaration of the page.
     pub(crate) inert: bool,
@@ -40,6 +42,14 @@ impl Tag<'_> {
     }
 }
 
+/// The namespace of an element: HTML, or the foreign content of SVG or MathML.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Namespace {
+    Html,
+    Svg,
+    MathMl,
+}
+
 /// Longest tag name kept: longer names are none of those this module or its callers look for.
 const NAME_MAX: usize = 16;
 
@@ -47,13 +57,105 @@ fn space(b: u8) -> bool {
     matches!(b, b'\t' | b'\n' | b'\x0c' | b'\r' | b' ')
 }
 
+/// An element open that decides how what follows it is read: SVG or MathML (foreign
+/// content, where raw text is not) or one of their HTML integration points (HTML again).
+#[derive(Clone, Copy, PartialEq)]
+enum Frame {
+    Svg,
+    Math,
+    /// `foreignObject`, `desc` or `title` in SVG; `mi`, `mo`, `mn`, `ms`, `mtext` or an HTML
+    /// `annotation-xml` in MathML: the index of its name in [`INTEGRATION_POINTS`].
+    Integration(usize),
+}
+
+/// The HTML integration points and MathML text integration points (the standard's tree
+/// construction, "HTML integration point"), by the namespace they are in.
+const INTEGRATION_POINTS: [(&[u8], Frame); 9] = [
+    (b"foreignobject", Frame::Svg),
+    (b"desc", Frame::Svg),
+    (b"title", Frame::Svg),
+    (b"mi", Frame::Math),
+    (b"mo", Frame::Math),
+    (b"mn", Frame::Math),
+    (b"ms", Frame::Math),
+    (b"mtext", Frame::Math),
+    (b"annotation-xml", Frame::Math),
+];
+
+/// The contexts open: which of them is current decides whether a tag is read as HTML.
+#[derive(Default)]
+struct Contexts {
+    open: Vec<Frame>,
+}
+
+/// Deepest nesting of contexts followed: past it a page is read as if the outermost held.
+const CONTEXTS_MAX: usize = 256;
+
+impl Contexts {
+    fn foreign(&self) -> Option<Frame> {
+        self.open
+            .last()
+            .copied()
+            .filter(|f| matches!(f, Frame::Svg | Frame::Math))
+    }
+
+    fn push(&mut self, f: Frame) {
+        if self.open.len() < CONTEXTS_MAX {
+            self.open.push(f);
+        }
+    }
+
+    /// Leaves foreign content for the HTML around it (the nearest integration point, or the
+    /// document).
+    fn break_out(&mut self) {
+        while self.foreign().is_some() {
+            self.open.pop();
+        }
+    }
+
+    /// An end tag: closes the nearest context it names.
+    fn close(&mut self, name: &[u8]) {
+        let named = |f: &Frame| match f {
+            Frame::Svg => name == b"svg",
+            Frame::Math => name == b"math",
+            Frame::Integration(i) => INTEGRATION_POINTS[*i].0 == name,
+        };
+        if let Some(at) = self.open.iter().rposition(named) {
+            self.open.truncate(at);
+        }
+    }
+}
+
+/// Whether a start tag in `within` opens one of its integration points.
+fn integration_point(
+    within: Frame,
+    name: &[u8],
+    html: &[u8],
+    attrs: &[(Range<usize>, Range<usize>)],
+) -> Option<usize> {
+    let i = INTEGRATION_POINTS
+        .iter()
+        .position(|(n, f)| *n == name && *f == within)?;
+    if name != b"annotation-xml" {
+        return Some(i);
+    }
+    // Only an `annotation-xml` whose encoding is HTML holds HTML.
+    let html_encoding = attrs.iter().any(|(n, v)| {
+        html[n.clone()].eq_ignore_ascii_case(b"encoding")
+            && (html[v.clone()].eq_ignore_ascii_case(b"text/html")
+                || html[v.clone()].eq_ignore_ascii_case(b"application/xhtml+xml"))
+    });
+    html_encoding.then_some(i)
+}
+
 /// Calls `on_tag` for every start tag of `html`, in document order. A tag cut off by the end
 /// of the input is not one (as in a browser).
 pub(crate) fn start_tags(html: &[u8], mut on_tag: impl FnMut(&Tag<'_>)) {
     let mut attrs: Vec<(Range<usize>, Range<usize>)> = Vec::new();
     let mut name_buf = [0u8; NAME_MAX];
-    // Depth of `svg` and `math` elements open: inside them, raw text is not.
-    let mut foreign = 0usize;
+    // SVG and MathML open, and their integration points: inside foreign content, raw text
+    // is not.
+    let mut contexts = Contexts::default();
     // Depth of `template` elements open.
     let mut template = 0usize;
     let mut i = 0;
@@ -63,7 +165,7 @@ pub(crate) fn start_tags(html: &[u8], mut on_tag: impl FnMut(&Tag<'_>)) {
             return;
         };
         i = match next {
-            b'!' => markup_declaration(html, at, foreign > 0),
+            b'!' => markup_declaration(html, at, contexts.foreign().is_some()),
             b'?' => bogus_comment(html, at + 1),
             b'/' => match html.get(at + 2) {
                 Some(c) if c.is_ascii_alphabetic() => {
@@ -73,11 +175,10 @@ pub(crate) fn start_tags(html: &[u8], mut on_tag: impl FnMut(&Tag<'_>)) {
                         return;
                     };
                     match &name_buf[..name] {
-                        b"svg" | b"math" if foreign > 0 => foreign -= 1,
                         // The standard's breakout for these two end tags.
-                        b"p" | b"br" => foreign = 0,
+                        b"p" | b"br" if contexts.foreign().is_some() => contexts.break_out(),
                         b"template" => template = template.saturating_sub(1),
-                        _ => {}
+                        name => contexts.close(name),
                     }
                     after
                 }
@@ -92,26 +193,47 @@ pub(crate) fn start_tags(html: &[u8], mut on_tag: impl FnMut(&Tag<'_>)) {
                     return;
                 };
                 let name = &name_buf[..name];
-                let breaks_out = leaves_foreign_content(name)
-                    || (name == b"font" && font_leaves_foreign_content(html, &attrs));
-                let svg_or_math = matches!(name, b"svg" | b"math");
+                let within = contexts.foreign();
+                let breaks_out = within.is_some()
+                    && (leaves_foreign_content(name)
+                        || (name == b"font" && font_leaves_foreign_content(html, &attrs)));
+                if breaks_out {
+                    contexts.break_out();
+                }
+                let foreign_root = match name {
+                    b"svg" => Some(Frame::Svg),
+                    b"math" => Some(Frame::Math),
+                    _ => None,
+                };
+                let in_foreign = contexts.foreign();
+                let namespace = match foreign_root.or(in_foreign) {
+                    Some(Frame::Svg) => Namespace::Svg,
+                    Some(Frame::Math) => Namespace::MathMl,
+                    _ => Namespace::Html,
+                };
                 on_tag(&Tag {
                     html,
                     name,
                     attrs: &attrs,
-                    foreign: svg_or_math || (foreign > 0 && !breaks_out),
+                    namespace,
                     inert: template > 0,
                 });
-                if name == b"template" {
+                if name == b"template" && in_foreign.is_none() {
                     template += 1;
                 }
-                if svg_or_math {
-                    foreign += usize::from(!self_closing);
+                if let Some(root) = foreign_root {
+                    if !self_closing {
+                        contexts.push(root);
+                    }
                     after
-                } else if foreign > 0 && !breaks_out {
+                } else if let Some(within) = in_foreign {
+                    if !self_closing
+                        && let Some(point) = integration_point(within, name, html, &attrs)
+                    {
+                        contexts.push(Frame::Integration(point));
+                    }
                     after
                 } else {
-                    foreign = 0;
                     match name {
                         b"script" => script_end(html, after),
                         b"style" | b"iframe" | b"xmp" | b"noembed" | b"noframes" | b"noscript"

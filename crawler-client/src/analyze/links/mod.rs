@@ -7,7 +7,7 @@
 
 use super::char_refs::decode_attribute;
 use super::encoding::{self, Sniffed};
-use super::html_tags::{Tag, start_tags};
+use super::html_tags::{Namespace, Tag, start_tags};
 use encoding_rs::Encoding;
 use url::Url;
 
@@ -86,6 +86,12 @@ fn take(tag: &Tag<'_>, r: &mut Raw) {
     if tag.inert {
         return;
     }
+    // SVG's `a` is a link; any other element of SVG or MathML is not the HTML one its name
+    // says (MathML's `a`, SVG's `link` or `title`).
+    if tag.namespace == Namespace::MathMl || (tag.namespace == Namespace::Svg && tag.name() != b"a")
+    {
+        return;
+    }
     match tag.name() {
         b"base" => {
             if r.base.is_none()
@@ -96,9 +102,11 @@ fn take(tag: &Tag<'_>, r: &mut Raw) {
         }
         b"a" | b"area" => {
             // SVG 1.1 wrote `xlink:href`; SVG 2's `href` wins where both are.
-            let href = tag
-                .get("href")
-                .or_else(|| tag.foreign.then(|| tag.get("xlink:href")).flatten());
+            let href = tag.get("href").or_else(|| {
+                (tag.namespace == Namespace::Svg)
+                    .then(|| tag.get("xlink:href"))
+                    .flatten()
+            });
             if let Some(h) = href
                 && !rel_has(tag.get("rel"), "nofollow")
             {
