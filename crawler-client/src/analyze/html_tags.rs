@@ -193,6 +193,21 @@ pub(crate) fn start_tags(html: &[u8], mut on_tag: impl FnMut(&Tag<'_>)) {
                     return;
                 };
                 let name = &name_buf[..name];
+                // Most pages have no SVG or MathML: their tags take the short way.
+                if contexts.open.is_empty() && !matches!(name, b"svg" | b"math") {
+                    on_tag(&Tag {
+                        html,
+                        name,
+                        attrs: &attrs,
+                        namespace: Namespace::Html,
+                        inert: template > 0,
+                    });
+                    if name == b"template" {
+                        template += 1;
+                    }
+                    i = html_content_end(html, after, name);
+                    continue;
+                }
                 let within = contexts.foreign();
                 let breaks_out = within.is_some()
                     && (leaves_foreign_content(name)
@@ -234,17 +249,23 @@ pub(crate) fn start_tags(html: &[u8], mut on_tag: impl FnMut(&Tag<'_>)) {
                     }
                     after
                 } else {
-                    match name {
-                        b"script" => script_end(html, after),
-                        b"style" | b"iframe" | b"xmp" | b"noembed" | b"noframes" | b"noscript"
-                        | b"textarea" | b"title" => raw_text_end(html, after, name),
-                        b"plaintext" => return,
-                        _ => after,
-                    }
+                    html_content_end(html, after, name)
                 }
             }
             _ => at + 1,
         };
+    }
+}
+
+/// Where the content of an HTML element `name` whose start tag ends at `after` goes on being
+/// markup: past its text for raw text and RCDATA elements, nowhere after `plaintext`.
+fn html_content_end(html: &[u8], after: usize, name: &[u8]) -> usize {
+    match name {
+        b"script" => script_end(html, after),
+        b"style" | b"iframe" | b"xmp" | b"noembed" | b"noframes" | b"noscript" | b"textarea"
+        | b"title" => raw_text_end(html, after, name),
+        b"plaintext" => html.len(),
+        _ => after,
     }
 }
 
