@@ -194,10 +194,28 @@ pub(crate) fn urls(data: &[u8]) {
     }
 }
 
-/// Link extraction from HTML (lol_html), with `<base>`, entities and meta robots.
+/// Link extraction from HTML as a browser reads it (encoding sniffing, `<base>`, character
+/// references, meta refresh, foreign content), served with no charset and with several: every
+/// link and refresh it yields is an http(s) URL with a host and no fragment.
 pub(crate) fn links(data: &[u8]) {
-    if let Ok(page) = Url::parse("http://site.test/dir/page.html") {
-        let _ = webcoop_crawler::parsers::extract_links(&page, data);
+    let Ok(page) = Url::parse("http://site.test/dir/page.html") else {
+        return;
+    };
+    for served in [
+        None,
+        Some("text/html; charset=windows-1252"),
+        Some("text/html; charset=utf-16le"),
+        Some("text/html; charset=shift_jis"),
+        Some("text/html; charset=\"nonsense\""),
+    ] {
+        let found = webcoop_crawler::parsers::extract_links_served(&page, data, served);
+        for u in found.links.iter().chain(found.refresh()) {
+            assert!(
+                matches!(u.scheme(), "http" | "https") && u.host().is_some(),
+                "{u}"
+            );
+            assert!(u.fragment().is_none(), "{u}");
+        }
     }
 }
 
