@@ -6,11 +6,10 @@
 //! docroot.
 
 use super::proxy::WireCount;
-use super::run::{BenchConfig, ServedSite, cpu_seconds, held, io, wait_until};
+use super::run::{BenchConfig, ServedSite, cpu_seconds, first_visit, held, io, wait_until};
 use super::site::GeneratedSite;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use webcoop_protocol::validator::Sha256Digest;
 
@@ -189,19 +188,8 @@ pub async fn run(cfg: &FirstCrawlConfig) -> Result<FirstCrawlResult, String> {
                 children_cpu(),
             );
             let started = Instant::now();
-            let status = Command::new(&cfg.crawler)
-                .arg("crawl")
-                .args(["--seeds", &base, "--allow-net", "127.0.0.0/8"])
-                .arg("--out")
-                .arg(&out)
-                .args([
-                    "--progress",
-                    "quiet",
-                    "--delay-min",
-                    "0",
-                    "--delay-factor",
-                    "0",
-                ])
+            let err = dir.join(format!("crawl-{how}-{round}.err"));
+            let status = first_visit(&cfg.crawler, &base, &out, &err)
                 .args(["--per-host-connections", "4"])
                 .args(
                     cfg.max_body
@@ -209,11 +197,6 @@ pub async fn run(cfg: &FirstCrawlConfig) -> Result<FirstCrawlResult, String> {
                         .unwrap_or_default(),
                 )
                 .args(extra)
-                .stdout(Stdio::null())
-                .stderr(
-                    std::fs::File::create(dir.join(format!("crawl-{how}-{round}.err")))
-                        .map_or(Stdio::null(), Stdio::from),
-                )
                 .status()
                 .map_err(io("webcoop-crawl"))?;
             let wall = started.elapsed().as_secs_f64();

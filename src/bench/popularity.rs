@@ -12,9 +12,8 @@
 
 use super::changes::Edit;
 use super::reads::Reads;
-use super::run::{BenchConfig, Mode, ModeResult, ServedSite, io, run_mode};
+use super::run::{BenchConfig, Mode, ModeResult, ServedSite, first_visit, io, run_mode};
 use super::site::GeneratedSite;
-use std::process::{Command, Stdio};
 
 /// The seed of every crawl.
 const HOME: &str = "/index.html";
@@ -132,26 +131,10 @@ pub async fn run(
         let rdf = std::fs::read_to_string(served.docroot().join("robots.rdf")).unwrap_or_default();
         published = rdf.matches("<wc:popularity>").count();
         let out = run_dir.join("crawl");
-        let status = Command::new(&cfg.crawler)
-            .arg("crawl")
-            .args(["--seeds", &served.base, "--allow-net", "127.0.0.0/8"])
-            .arg("--out")
-            .arg(&out)
-            .args([
-                "--progress",
-                "quiet",
-                "--delay-min",
-                "0",
-                "--delay-factor",
-                "0",
-            ])
+        let status = first_visit(&cfg.crawler, &served.base, &out, &run_dir.join("crawl.err"))
             // One connection: the order of the log is the frontier's.
             .args(["--per-host-connections", "1", "--coop", coop])
             .args(["--coop-popularity-weight", weight])
-            .stdout(Stdio::null())
-            .stderr(
-                std::fs::File::create(run_dir.join("crawl.err")).map_or(Stdio::null(), Stdio::from),
-            )
             .status()
             .map_err(io("webcoop-crawl"))?;
         if !status.success() {

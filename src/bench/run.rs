@@ -640,6 +640,28 @@ pub async fn run_mode(cfg: &BenchConfig, mode: Mode, edits: &[Edit]) -> Result<M
     })
 }
 
+/// The crawler crawling `base` from nothing into `out`, politeness off, quiet, its log to
+/// `err`: the first visits the presets compare (the caller adds what it varies).
+pub(crate) fn first_visit(crawler: &Path, base: &str, out: &Path, err: &Path) -> Command {
+    let mut crawl = Command::new(crawler);
+    crawl
+        .arg("crawl")
+        .args(["--seeds", base, "--allow-net", "127.0.0.0/8"])
+        .arg("--out")
+        .arg(out)
+        .args([
+            "--progress",
+            "quiet",
+            "--delay-min",
+            "0",
+            "--delay-factor",
+            "0",
+        ])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(err).map_or(Stdio::null(), Stdio::from));
+    crawl
+}
+
 /// Asks the crawler to stop (it unsubscribes and saves), then makes sure it has.
 pub(crate) fn stop(mut crawler: Killed) {
     let pid = crawler.0.id().to_string();

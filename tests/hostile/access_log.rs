@@ -3,11 +3,12 @@
 //! reading a page 100,000 times. The agent counts only the true visitors, exactly, with
 //! bounded memory and without a panic; no page gets more than its true share.
 
+use super::popularity::counted;
 use std::collections::BTreeMap;
 use std::io::{BufWriter, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use webcoop::servers::{Killed, http_get};
+use webcoop::servers::Killed;
 use webcoop_testkit::browser::console_address;
 
 const FIREFOX: &str = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0";
@@ -176,7 +177,7 @@ fn a_hostile_access_log_counts_only_true_visitors_with_bounded_memory() {
     ]);
     let deadline = Instant::now() + Duration::from_secs(240);
     let counted = loop {
-        let counted = counts(console);
+        let counted = counted(console);
         if counted.get("p1.html").is_some_and(|(v, _)| *v > 20.5) {
             break counted;
         }
@@ -219,26 +220,4 @@ fn a_hostile_access_log_counts_only_true_visitors_with_bounded_memory() {
         child.0.try_wait().unwrap().is_none(),
         "the agent is still up"
     );
-}
-
-/// Each page's visitors and published figure, from the console.
-fn counts(console: std::net::SocketAddr) -> BTreeMap<String, (f64, Option<f64>)> {
-    let Ok(r) = http_get(console, "/api/popularity", &[]) else {
-        return BTreeMap::new();
-    };
-    let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap_or_default();
-    v["pages"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|p| {
-            (
-                p["path"].as_str().unwrap_or_default().to_string(),
-                (
-                    p["visitors"].as_f64().unwrap_or(-1.0),
-                    p["published"].as_f64(),
-                ),
-            )
-        })
-        .collect()
 }

@@ -25,6 +25,8 @@ mod network;
 #[cfg(feature = "outside-tools")]
 mod nginx_site;
 mod origin;
+#[path = "../common/popularity.rs"]
+mod popularity;
 mod snapshots;
 #[cfg(feature = "outside-tools")]
 mod state;

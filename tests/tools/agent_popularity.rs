@@ -7,6 +7,7 @@
 //! rdflib and ultimate-sitemap-parser.
 
 use super::crawl_coop::{Site, page, wait_for};
+use super::popularity::counted;
 use super::web_bot_auth::{key_server, signed};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -55,28 +56,6 @@ fn console_of(site: &Site) -> std::net::SocketAddr {
         found.is_some()
     });
     found.unwrap()
-}
-
-/// Each page's decayed visitors and published share, as the console shows them.
-fn counted(console: std::net::SocketAddr) -> BTreeMap<String, (f64, Option<f64>)> {
-    let Ok(r) = http_get(console, "/api/popularity", &[]) else {
-        return BTreeMap::new();
-    };
-    let v: Value = serde_json::from_slice(&r.body).unwrap_or_default();
-    v["pages"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|p| {
-            (
-                p["path"].as_str().unwrap_or_default().to_string(),
-                (
-                    p["visitors"].as_f64().unwrap_or(-1.0),
-                    p["published"].as_f64(),
-                ),
-            )
-        })
-        .collect()
 }
 
 /// Whether the counts are `expected` (decay over a test's minute is far below 0.01).

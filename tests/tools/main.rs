@@ -25,6 +25,8 @@ mod fleet_leases;
 mod fleet_queue;
 mod importance_cli;
 mod links_reference;
+#[path = "../common/popularity.rs"]
+mod popularity;
 mod reference_clients;
 mod web_bot_auth;
 mod wordpress_site;

@@ -7,6 +7,7 @@
 //! prescan or the fallback is tentative, and a `<meta>` the tokenizer meets later may change
 //! it ([`changed_by_meta`]), as a browser would reload the page.
 
+use super::html_tags::space as is_space;
 use encoding_rs::{Encoding, UTF_8, UTF_16BE, UTF_16LE, WINDOWS_1252, X_USER_DEFINED};
 
 /// Where a page's encoding came from.
@@ -156,10 +157,6 @@ pub(crate) fn charset_of_meta_content(content: &[u8]) -> Option<&'static Encodin
 fn find_ascii_ci(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len())
         .position(|w| w.eq_ignore_ascii_case(needle))
-}
-
-fn is_space(b: u8) -> bool {
-    matches!(b, b'\t' | b'\n' | b'\x0c' | b'\r' | b' ')
 }
 
 /// The standard's "prescan a byte stream to determine its encoding", on the bytes given.

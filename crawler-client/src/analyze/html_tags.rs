@@ -53,7 +53,8 @@ pub(crate) enum Namespace {
 /// Longest tag name kept: longer names are none of those this module or its callers look for.
 const NAME_MAX: usize = 16;
 
-fn space(b: u8) -> bool {
+/// ASCII whitespace as HTML defines it.
+pub(crate) fn space(b: u8) -> bool {
     matches!(b, b'\t' | b'\n' | b'\x0c' | b'\r' | b' ')
 }
 

@@ -350,6 +350,39 @@ mod tests {
     }
 
     #[test]
+    fn a_refresh_names_a_crawlable_url_or_nothing() {
+        let page = Url::parse("http://e.com/d/p.html").unwrap();
+        let refresh = |content: &str| {
+            let html = format!("<meta http-equiv=refresh content=\"{content}\"><a href=x>x</a>");
+            extract(&page, html.as_bytes())
+                .refresh()
+                .map(Url::to_string)
+        };
+        // Scripts, data and the page itself lead nowhere; another site's page is named, and
+        // the crawl's scope decides (as for a redirect).
+        assert_eq!(refresh("0;url=javascript:alert(1)"), None);
+        assert_eq!(refresh("0;url=data:text/html,x"), None);
+        assert_eq!(refresh("0;url=p.html#top"), None);
+        assert_eq!(refresh("0"), None);
+        assert_eq!(
+            refresh("0;url=http://other.test/"),
+            Some("http://other.test/".into())
+        );
+        assert_eq!(
+            refresh("0; url='q.html'"),
+            Some("http://e.com/d/q.html".into())
+        );
+        // Under nofollow the links go, the refresh (a redirect) stays.
+        let html = b"<meta name=robots content=nofollow><meta http-equiv=refresh content='0;url=q.html'><a href=x>x</a>";
+        let found = extract(&page, html);
+        assert!(found.links.is_empty());
+        assert_eq!(
+            found.refresh().map(Url::as_str),
+            Some("http://e.com/d/q.html")
+        );
+    }
+
+    #[test]
     fn every_kind_of_link_resolved_and_decoded() {
         let page = Url::parse("http://e.com/dir/page.html").unwrap();
         let html = br#"<html><head><link rel="stylesheet" href="s.css"><link rel="alternate" href="feed.xml">
