@@ -3,9 +3,16 @@
 //! private address now (or only some of the time) is refused each time it does.
 
 use crate::policy::{NetPolicy, Refusal, RefusalCounter};
+use hickory_resolver::TokioResolver;
+use hickory_resolver::config::{LookupIpStrategy, NameServerConfig, ResolveHosts, ResolverConfig};
+use hickory_resolver::net::runtime::TokioRuntimeProvider;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use url::{Host, Url};
+
+/// Answers kept by a name server's resolver: a crawl of many hosts asks each name once per TTL
+/// rather than once per connection (the system's resolver keeps nothing without nscd).
+const NAME_CACHE_ENTRIES: u64 = 65_536;
 
 /// A resolver for reqwest that applies a [`NetPolicy`] to every address, after the host
 /// overrides the operator gave (`--resolve`), which are checked like any other address.
@@ -14,6 +21,7 @@ pub struct GuardedResolver {
     policy: NetPolicy,
     overrides: Arc<Vec<(String, SocketAddr)>>,
     refusals: Arc<RefusalCounter>,
+    server: Option<Arc<TokioResolver>>,
 }
 
 impl GuardedResolver {
@@ -23,7 +31,55 @@ impl GuardedResolver {
             policy,
             overrides: Arc::new(overrides),
             refusals: Arc::default(),
+            server: None,
         }
+    }
+
+    /// The same resolver asking the DNS server at `server` (UDP, then TCP for long answers)
+    /// instead of the system's resolver, keeping answers for their TTL; `/etc/hosts` is not
+    /// read, so what the server says is what is used.
+    pub fn with_name_server(mut self, server: SocketAddr) -> GuardedResolver {
+        let mut ns = NameServerConfig::udp_and_tcp(server.ip());
+        for c in &mut ns.connections {
+            c.port = server.port();
+        }
+        let mut builder = TokioResolver::builder_with_config(
+            ResolverConfig::from_name_servers(vec![ns]),
+            TokioRuntimeProvider::default(),
+        );
+        let opts = builder.options_mut();
+        opts.use_hosts_file = ResolveHosts::Never;
+        // One question per name (AAAA only for a name without A), not A and AAAA each time:
+        // half the lookups over a crawl of many hosts.
+        opts.ip_strategy = LookupIpStrategy::Ipv4thenIpv6;
+        opts.cache_size = NAME_CACHE_ENTRIES;
+        // A crawl resolves hundreds of new names at once over one socket.
+        opts.max_active_requests = 1024;
+        self.server = builder.build().ok().map(Arc::new);
+        self
+    }
+
+    /// Every address `host` resolves to, the override first, before any policy check.
+    pub async fn lookup(&self, host: &str, port: u16) -> Result<Vec<SocketAddr>, ResolveError> {
+        let name = host.trim_matches(['[', ']']).to_ascii_lowercase();
+        if let Some((_, addr)) = self.overrides.iter().find(|(h, _)| *h == name) {
+            return Ok(vec![*addr]);
+        }
+        if let Some(server) = &self.server
+            && name.parse::<std::net::IpAddr>().is_err()
+        {
+            // A name ending in a dot is absolute; without one, no search list applies either,
+            // since none is configured.
+            let found = server
+                .lookup_ip(format!("{}.", name.trim_end_matches('.')))
+                .await
+                .map_err(|e| ResolveError::Lookup(format!("{name} does not resolve: {e}")))?;
+            return Ok(found.iter().map(|ip| SocketAddr::new(ip, port)).collect());
+        }
+        Ok(tokio::net::lookup_host((name.as_str(), port))
+            .await
+            .map_err(|e| ResolveError::Lookup(format!("{name} does not resolve: {e}")))?
+            .collect())
     }
 
     /// The policy.
@@ -53,13 +109,7 @@ impl GuardedResolver {
         port: u16,
     ) -> Result<Vec<SocketAddr>, ResolveError> {
         let name = host.trim_matches(['[', ']']).to_ascii_lowercase();
-        let found: Vec<SocketAddr> = match self.overrides.iter().find(|(h, _)| *h == name) {
-            Some((_, addr)) => vec![*addr],
-            None => tokio::net::lookup_host((name.as_str(), port))
-                .await
-                .map_err(|e| ResolveError::Lookup(format!("{name} does not resolve: {e}")))?
-                .collect(),
-        };
+        let found = self.lookup(&name, port).await?;
         let mut first_refusal = None;
         let allowed: Vec<SocketAddr> = found
             .into_iter()
@@ -188,5 +238,90 @@ mod tests {
             .await;
         std::thread::sleep(std::time::Duration::from_millis(50));
         assert!(listener.accept().is_ok(), "the allowed request connected");
+    }
+
+    fn loopback_allowed() -> GuardedResolver {
+        GuardedResolver::new(
+            NetPolicy::new(vec!["127.0.0.0/8".parse().unwrap()], "--allow-net"),
+            Vec::new(),
+        )
+    }
+
+    /// A DNS server on loopback answering every A question with `answer` (NXDOMAIN for
+    /// none), counting the questions.
+    async fn name_server(
+        answer: Option<std::net::Ipv4Addr>,
+    ) -> (SocketAddr, Arc<std::sync::atomic::AtomicUsize>) {
+        use hickory_proto::op::{Message, MessageType, OpCode, ResponseCode};
+        use hickory_proto::rr::rdata::A;
+        use hickory_proto::rr::{RData, Record, RecordType};
+        let sock = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let addr = sock.local_addr().unwrap();
+        let asked = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let count = asked.clone();
+        tokio::spawn(async move {
+            let mut buf = [0u8; 1500];
+            while let Ok((n, from)) = sock.recv_from(&mut buf).await {
+                let q = Message::from_vec(&buf[..n]).unwrap();
+                count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let mut r = Message::new(q.metadata.id, MessageType::Response, OpCode::Query);
+                r.metadata.recursion_available = true;
+                for query in &q.queries {
+                    r.add_query(query.clone());
+                    match answer {
+                        Some(ip) if query.query_type() == RecordType::A => {
+                            r.add_answer(Record::from_rdata(
+                                query.name().clone(),
+                                300,
+                                RData::A(A(ip)),
+                            ));
+                        }
+                        Some(_) => {}
+                        None => r.metadata.response_code = ResponseCode::NXDomain,
+                    }
+                }
+                let _ = sock.send_to(&r.to_vec().unwrap(), from).await;
+            }
+        });
+        (addr, asked)
+    }
+
+    #[tokio::test]
+    async fn a_name_server_is_asked_once_per_ttl_and_its_answers_are_checked() {
+        let (server, asked) = name_server(Some([127, 1, 2, 3].into())).await;
+        let allowed = loopback_allowed().with_name_server(server);
+        for _ in 0..3 {
+            let found = allowed.resolve_checked("Site.Test", 8080).await.unwrap();
+            assert_eq!(found, vec![SocketAddr::from(([127, 1, 2, 3], 8080))]);
+        }
+        assert_eq!(asked.load(std::sync::atomic::Ordering::SeqCst), 1);
+        // The same answer to a crawler that may not reach loopback: refused, and counted.
+        let strict = strict(Vec::new()).with_name_server(server);
+        let e = strict.resolve_checked("site.test", 80).await.unwrap_err();
+        assert!(e.to_string().contains("loopback"), "{e}");
+        assert_eq!(strict.refusals().count(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_name_server_pointing_at_the_metadata_address_is_refused() {
+        let (server, _) = name_server(Some([169, 254, 169, 254].into())).await;
+        let r = loopback_allowed().with_name_server(server);
+        let e = r.resolve_checked("metadata.test", 80).await.unwrap_err();
+        assert!(matches!(e, ResolveError::Refused(_)), "{e}");
+        assert!(e.to_string().contains("link-local"), "{e}");
+    }
+
+    #[tokio::test]
+    async fn a_name_the_server_does_not_know_is_named_in_the_error() {
+        let (server, _) = name_server(None).await;
+        let r = strict(Vec::new()).with_name_server(server);
+        let e = r.resolve_checked("nowhere.test", 80).await.unwrap_err();
+        assert!(matches!(e, ResolveError::Lookup(_)), "{e}");
+        assert!(
+            e.to_string().contains("nowhere.test does not resolve"),
+            "{e}"
+        );
+        // An address literal needs no server.
+        assert!(r.lookup("192.0.2.1", 80).await.is_ok());
     }
 }

@@ -13,6 +13,7 @@ pub mod pywb;
 pub mod redis;
 pub mod static_site;
 pub mod testweb;
+pub mod webshape;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -9,6 +9,7 @@ mod common;
 mod agent_service;
 mod bench_proxy;
 mod bench_run;
+mod crawl_shape;
 mod crawl_web;
 mod disk_full;
 mod fuzz_corpora;

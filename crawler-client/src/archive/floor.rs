@@ -3,7 +3,7 @@
 //! WARC record's compression), on one thread, with nothing else. The same pages fetched again
 //! by the crawler's HTTP client are `offline::floor_http` (the archive fetches nothing). A
 //! crawl's CPU per page set beside this says what the crawler itself costs
-//! (`examples/crawl_bench.rs --docroot`).
+//! (`examples/crawl_bench --docroot`).
 
 use crate::analyze::{self, links};
 use crate::archive::{cdxj, warc};

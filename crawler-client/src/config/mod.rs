@@ -47,6 +47,8 @@ pub struct Settings {
     pub(crate) per_host: usize,
     /// Connections overall.
     pub(crate) concurrency: usize,
+    /// Hosts crawled at once (0: no limit).
+    pub(crate) hosts_at_once: usize,
     /// User-Agent.
     pub(crate) user_agent: String,
     /// Fetch limits.
@@ -75,6 +77,8 @@ pub struct Settings {
     pub(crate) fetch_threads: usize,
     /// Address overrides.
     pub(crate) resolve: Vec<(String, SocketAddr)>,
+    /// The DNS server asked instead of the system's resolver.
+    pub(crate) nameserver: Option<SocketAddr>,
     /// Networks the crawler may reach although they are not public.
     pub(crate) allow_net: Vec<ipnet::IpNet>,
     /// Metrics address.
@@ -204,6 +208,7 @@ fn settings_from(args: &CrawlArgs, given: CrawlOptions) -> Result<Settings, Conf
         politeness_key: file.politeness_key.unwrap_or_default(),
         per_host,
         concurrency,
+        hosts_at_once: file.hosts_at_once.unwrap_or_default(),
         user_agent: file.user_agent.clone().unwrap_or_default(),
         fetch: fetch_limits(&file)?,
         max_redirects: file.max_redirects.unwrap_or_default(),
@@ -218,6 +223,7 @@ fn settings_from(args: &CrawlArgs, given: CrawlOptions) -> Result<Settings, Conf
         commit_results: file.commit_results.unwrap_or_default().max(1),
         fetch_threads,
         resolve: resolve(args, &file)?,
+        nameserver: file.nameserver,
         allow_net: allow_net(&file)?,
         metrics: file.metrics,
         console: console(args, &file)?,

@@ -121,6 +121,10 @@ pub struct CrawlOptions {
     /// Connections over all hosts.
     #[arg(long, value_name = "N")]
     pub(crate) concurrency: Option<usize>,
+    /// Hosts crawled at once: others with work wait until one is done (0: no limit). Each
+    /// holds a connection and its buffered URLs between requests.
+    #[arg(long, value_name = "N")]
+    pub(crate) hosts_at_once: Option<usize>,
     /// The User-Agent sent, whose first word is matched against robots.txt groups.
     #[arg(long, value_name = "UA")]
     pub(crate) user_agent: Option<String>,
@@ -201,6 +205,10 @@ pub struct CrawlOptions {
     /// to such an address (pages, redirects, robots.txt, sitemaps, hubs) is refused.
     #[arg(long, value_name = "CIDR")]
     pub(crate) allow_net: Option<Vec<String>>,
+    /// Ask this DNS server (IP:PORT, UDP then TCP) for every name, keeping each answer for its
+    /// TTL, instead of the system's resolver (which asks again for every connection).
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) nameserver: Option<SocketAddr>,
     /// Serve Prometheus metrics at http://ADDR/metrics.
     #[arg(long, value_name = "ADDR")]
     pub(crate) metrics: Option<SocketAddr>,
@@ -318,6 +326,7 @@ impl CrawlOptions {
             politeness_key: Some(crate::frontier::servers::PolitenessKey::default()),
             per_host_connections: Some(1),
             concurrency: Some(128),
+            hosts_at_once: Some(crate::frontier::DEFAULT_HOSTS_AT_ONCE),
             user_agent: Some(DEFAULT_USER_AGENT.into()),
             sign_requests: Some(crate::signing::SignWhen::default()),
             timeout: Some(f.timeout.as_secs_f64()),
@@ -379,6 +388,7 @@ pub(super) const PER_PROCESS: &[&str] = &[
     "seeds",
     "max_pages",
     "concurrency",
+    "hosts_at_once",
     "timeout",
     "connect_timeout",
     "min_speed",
@@ -389,6 +399,7 @@ pub(super) const PER_PROCESS: &[&str] = &[
     "commit_results",
     "fetch_threads",
     "resolve",
+    "nameserver",
     "allow_net",
     "metrics",
     "console",

@@ -45,6 +45,7 @@ pub(crate) async fn run(
     job: CoopJob,
     tx: Outbox,
     gate: crate::fetch::outcome::PageGate,
+    close: bool,
 ) {
     if let CoopJob::Fetch {
         kind: MetaKind::Snapshot,
@@ -62,7 +63,16 @@ pub(crate) async fn run(
             url,
             etag,
             last_modified,
-        } => fetch_meta(&ctx, *kind, url, etag.clone(), last_modified.clone()).await,
+        } => {
+            fetch_meta(
+                &ctx,
+                *kind,
+                url,
+                (etag.clone(), last_modified.clone()),
+                close,
+            )
+            .await
+        }
         CoopJob::Hub { hub, form, .. } => post_hub(&ctx, hub, form).await,
     };
     tx.send(Outcome::Coop {
@@ -77,8 +87,8 @@ async fn fetch_meta(
     ctx: &Context,
     kind: MetaKind,
     url: &Url,
-    etag: Option<String>,
-    last_modified: Option<String>,
+    (etag, last_modified): (Option<String>, Option<String>),
+    close: bool,
 ) -> Result<CoopFetched, FetchError> {
     let limits = FetchLimits {
         max_body: META_MAX_BYTES,
@@ -88,7 +98,7 @@ async fn fetch_meta(
         url: url.clone(),
         etag,
         last_modified,
-        headers: Vec::new(),
+        headers: crate::fetch::tasks::closing(close),
     };
     let resp = fetch::fetch(&ctx.client, &request, &limits).await?;
     if resp.truncated {

@@ -60,7 +60,10 @@ impl Engine {
             }
             let idle = self.in_flight.requests() == 0;
             // With a console to unblock them from, blocked hosts' work keeps the crawl open.
-            let mut nothing_left = !self.frontier.has_work()
+            // Looked at only when nothing is under way: it walks every host, and a crawl of
+            // ten thousand hosts goes round this loop thousands of times a second.
+            let mut nothing_left = idle
+                && !self.frontier.has_work()
                 && self.schedule.is_none()
                 && !(self.console.is_some() && self.frontier.blocked_with_work());
             if nothing_left && self.fleet.is_some() {
@@ -157,7 +160,8 @@ impl Engine {
             wake = wake.min(now + wait.max(tick_period()));
         }
         // Pages already due but without room wait for a request to end, not the clock.
-        if self.refresh_room() > 0
+        if self.schedule.is_some()
+            && self.refresh_room() > 0
             && let Some(due) = self.schedule.as_mut().and_then(Schedule::next_due)
         {
             let wait = clock::real_wait(due - now_ms()).min(Duration::from_secs(60));
@@ -169,6 +173,9 @@ impl Engine {
     /// Queues the pages the refresh schedule says are due, as far as the share of requests
     /// left to refreshes allows while new URLs wait.
     fn queue_due_refreshes(&mut self) {
+        if self.schedule.is_none() {
+            return;
+        }
         let room = self.refresh_room();
         let Some(schedule) = self.schedule.as_mut() else {
             return;
@@ -263,11 +270,13 @@ impl Engine {
                         .map(|h| h.origin.clone())
                         .unwrap_or_default();
                     self.in_flight.request_started();
+                    let close = !self.frontier.on_bench(host);
                     self.rt.spawn(tasks::robots(
                         self.ctx.clone(),
                         host,
                         origin,
                         self.tx.clone(),
+                        close,
                     ));
                 }
                 Dispatch::Coop(host, job) => {
@@ -277,12 +286,14 @@ impl Engine {
                         rules: self.frontier.rules(host, now).cloned(),
                         stated: self.coop.usage_of(host),
                     };
+                    let close = !self.frontier.on_bench(host);
                     self.rt.spawn(crate::coop::requests::run(
                         self.ctx.clone(),
                         host,
                         job,
                         self.tx.clone(),
                         gate,
+                        close,
                     ));
                 }
                 Dispatch::Page(job) => {

@@ -311,7 +311,23 @@ impl Engine {
             return Ok(());
         }
         let host = job.host;
-        if self.frontier.host(host).is_some_and(|h| h.failures > 0) {
+        if (500..600).contains(&f.status) && source == Source::Request {
+            // A server that answers only errors is down all the same: so many in a row and
+            // the host is given up, as after so many failed connections, rather than every
+            // URL of it waiting out its retries.
+            let failures = self.host_failed(host);
+            let update = self.host_update(host, None, None);
+            self.unsaved.host(update);
+            if failures >= self.settings.host_give_up {
+                let why = format!("HTTP {} ({failures} server errors in a row)", f.status);
+                self.record_page(&job, f, elapsed, source)?;
+                self.give_up(host, why);
+                if freed {
+                    self.request_ended(host, now);
+                }
+                return Ok(());
+            }
+        } else if self.frontier.host(host).is_some_and(|h| h.failures > 0) {
             if let Some(h) = self.frontier.host_mut(host) {
                 h.failures = 0;
             }

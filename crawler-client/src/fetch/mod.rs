@@ -239,6 +239,7 @@ pub(crate) fn client(
     guard: GuardedResolver,
     per_host: usize,
     signer: Option<Arc<Signer>>,
+    idle: Duration,
 ) -> reqwest::Result<Net> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let client = reqwest::Client::builder()
@@ -250,7 +251,7 @@ pub(crate) fn client(
         .no_deflate()
         .connect_timeout(limits.connect_timeout)
         .pool_max_idle_per_host(per_host.max(1))
-        .pool_idle_timeout(Duration::from_secs(15))
+        .pool_idle_timeout(idle)
         .no_proxy()
         .dns_resolver(Arc::new(guard.clone()))
         .build()?;
@@ -266,8 +267,13 @@ pub(crate) fn client(
 pub(crate) fn classify(e: &reqwest::Error) -> FetchError {
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(err) = source {
-        if let Some(ResolveError::Refused(r)) = err.downcast_ref::<ResolveError>() {
-            return FetchError::Refused(r.to_string());
+        match err.downcast_ref::<ResolveError>() {
+            Some(ResolveError::Refused(r)) => return FetchError::Refused(r.to_string()),
+            // Named, as the chain's top says only that sending failed.
+            Some(lookup @ ResolveError::Lookup(_)) => {
+                return FetchError::Connect(lookup.to_string());
+            }
+            None => {}
         }
         source = err.source();
     }
@@ -450,7 +456,7 @@ mod tests {
             webcoop_netguard::NetPolicy::new(vec!["127.0.0.0/8".parse().unwrap()], "--allow-net"),
             Vec::new(),
         );
-        let client = client("test/1", &limits, open, 1, None).unwrap();
+        let client = client("test/1", &limits, open, 1, None, Duration::from_secs(15)).unwrap();
         let request = FetchRequest {
             url: Url::parse(&format!("http://{addr}/")).unwrap(),
             etag: None,
@@ -473,7 +479,7 @@ mod tests {
             vec![("inside.test".into(), addr)],
         );
         let limits = FetchLimits::default();
-        let net = client("test/1", &limits, strict, 1, None).unwrap();
+        let net = client("test/1", &limits, strict, 1, None, Duration::from_secs(15)).unwrap();
         for url in [
             format!("http://inside.test:{}/", addr.port()),
             format!("http://{addr}/"),

@@ -171,8 +171,6 @@ pub(crate) struct Context {
     pub(crate) warc_dir: PathBuf,
     /// Whether revisits send the held copy's validators.
     pub(crate) conditional: bool,
-    /// Addresses given with `--resolve`, which lookups use first.
-    pub(crate) resolve: Vec<(String, std::net::SocketAddr)>,
     /// Bytes of snapshot pages sent to the loop and not yet recorded.
     pub(crate) snapshot_backlog: std::sync::Arc<std::sync::atomic::AtomicU64>,
     /// What the crawl is for: responses whose usage preferences refuse it are not kept.
@@ -189,7 +187,6 @@ impl Context {
             warc_level: self.warc_level,
             warc_dir: self.warc_dir.clone(),
             conditional: self.conditional,
-            resolve: self.resolve.clone(),
             snapshot_backlog: self.snapshot_backlog.clone(),
             purposes: self.purposes.clone(),
         }

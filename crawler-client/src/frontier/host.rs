@@ -70,6 +70,10 @@ pub(crate) struct Host {
     pub(crate) delay_set: Option<std::time::Duration>,
     /// The delay after its last request, and why it is that long.
     pub(crate) delay: (std::time::Duration, super::politeness::DelayWhy),
+    /// Among the hosts crawled at once (the workbench).
+    pub(super) on_bench: bool,
+    /// Waiting for room on the workbench.
+    pub(super) waiting_room: bool,
 }
 
 impl Host {
@@ -100,6 +104,8 @@ impl Host {
                 std::time::Duration::ZERO,
                 super::politeness::DelayWhy::Minimum,
             ),
+            on_bench: false,
+            waiting_room: false,
         }
     }
 

@@ -19,6 +19,9 @@ mod refill;
 pub(crate) mod robots;
 pub(crate) mod servers;
 pub(crate) mod shared;
+mod workbench;
+
+pub(crate) use workbench::DEFAULT_HOSTS_AT_ONCE;
 
 use crate::frontier::cash::{CashBook, CashTotals};
 use crate::frontier::robots::Rules;
@@ -93,6 +96,8 @@ pub(crate) struct Frontier {
     /// What a site's stated popularity adds to a page's cash in its host's order (see
     /// `coop::popularity`); the cash itself, and OPIC's accounting, are unchanged.
     boosts: HashMap<Fp, f64>,
+    /// The hosts crawled at once, and those waiting for room.
+    bench: workbench::Workbench,
 }
 
 impl Frontier {
@@ -133,6 +138,7 @@ impl Frontier {
             servers: servers::Servers::default(),
             operator: operator::OperatorSet::default(),
             boosts: HashMap::new(),
+            bench: workbench::Workbench::default(),
         };
         let now = Instant::now();
         for rec in store.hosts()? {
@@ -218,7 +224,11 @@ impl Frontier {
         h.queued = 0;
         h.coop.clear();
         h.robots = RobotsState::Unknown;
-        h.buffer.drain(..).collect()
+        let held = h.buffer.drain(..).collect();
+        if self.bench.release_if_done(h) {
+            self.admit_waiting();
+        }
+        held
     }
 
     /// More URLs arrived in the shared queue of a host held.
@@ -481,6 +491,7 @@ impl Frontier {
             return;
         };
         if h.in_heap
+            || h.waiting_room
             || h.skipped.is_some()
             || h.blocked
             || !h.has_queue()
@@ -506,25 +517,10 @@ impl Frontier {
         self.heap.peek().map(|Reverse((t, _))| *t)
     }
 
-    /// Whether any host has work left (queued or under way).
-    pub(crate) fn has_work(&self) -> bool {
-        self.hosts
-            .values()
-            .any(|h| h.in_flight > 0 || (h.skipped.is_none() && !h.blocked && h.has_queue()))
-    }
-
     /// Requests under way.
     #[cfg(test)]
     pub(crate) fn in_flight(&self) -> usize {
         self.hosts.values().map(|h| h.in_flight).sum()
-    }
-
-    /// Hosts with work.
-    pub(crate) fn active_hosts(&self) -> usize {
-        self.hosts
-            .values()
-            .filter(|h| h.in_flight > 0 || (h.skipped.is_none() && !h.blocked && h.has_queue()))
-            .count()
     }
 
     /// URLs waiting, over all hosts that are crawled.
@@ -620,6 +616,13 @@ impl Frontier {
                 // Scheduled again when the hold ends.
                 continue;
             }
+            // Pages only on the workbench (robots.txt and cooperation requests go before, one
+            // each); waiting for room, the longest to crawl first (its URLs times its delay,
+            // learnt from robots.txt), so that the slowest hosts do not start last.
+            let key = h.waiting() as f64 * h.delay.0.as_secs_f64().max(0.001);
+            if !self.bench.admit(h, key) {
+                continue;
+            }
             if h.buffer.is_empty() {
                 self.refill(store, id)?;
             }
@@ -644,12 +647,17 @@ impl Frontier {
     /// A request to a host ended; it may be contacted again no earlier than `not_before`.
     pub(crate) fn finished(&mut self, id: HostId, not_before: Instant) {
         let mut ip = None;
+        let mut freed = false;
         if let Some(h) = self.hosts.get_mut(&id) {
             land(h, self.per_host, &mut self.surplus);
             h.next_allowed = h.next_allowed.max(not_before);
             ip = h.address.ip();
+            freed = self.bench.release_if_done(h);
         }
         self.schedule(id);
+        if freed {
+            self.admit_waiting();
+        }
         if let Some(ip) = ip {
             for waiting in self.servers.ended(ip, not_before) {
                 self.schedule(waiting);
@@ -763,6 +771,9 @@ impl Frontier {
             h.coop.clear();
             h.queued = 0;
             h.skipped = Some(reason);
+            if self.bench.release_if_done(h) {
+                self.admit_waiting();
+            }
         }
     }
 

@@ -415,3 +415,50 @@ fn a_stated_popularity_raises_a_page_above_richer_ones_of_its_host_only() {
     f.boost(a, Fp(2), f64::NAN);
     assert_eq!(f.boost_of(Fp(2)), 0.0);
 }
+
+#[test]
+fn past_the_hosts_at_once_a_host_waits_until_one_is_done() {
+    let q = MemoryQueue::default();
+    let mut f = load(&q, 1);
+    f.set_hosts_at_once(2);
+    let hosts: Vec<HostId> = ["http://a.com", "http://b.com", "http://c.com"]
+        .iter()
+        .enumerate()
+        .map(|(i, origin)| {
+            let h = f.host_for(&q, origin).unwrap();
+            assert!(f.push(h, format!("{origin}/p"), Fp(i as u64 + 1), 0, 0));
+            h
+        })
+        .collect();
+    let now = Instant::now();
+    // robots.txt goes to every host, room or not: its answer tells how long a host will take.
+    for _ in 0..3 {
+        assert!(matches!(
+            f.next(&q, now).unwrap(),
+            Some(Dispatch::Robots(_))
+        ));
+    }
+    for &h in &hosts {
+        f.robots_known(h, Rules::AllowAll, now + Duration::from_secs(3600));
+        f.finished(h, now);
+    }
+    let first: Vec<Queued> = (0..2).map(|_| page(f.next(&q, now).unwrap())).collect();
+    assert!(f.next(&q, now).unwrap().is_none(), "two hosts at once");
+    assert_eq!(
+        f.active_hosts(),
+        3,
+        "the third host's page still counts as work"
+    );
+    let waiting = *hosts
+        .iter()
+        .find(|h| first.iter().all(|j| j.host != **h))
+        .unwrap();
+    // The first host's only page done, it leaves, and the third host comes in.
+    f.finished(first[0].host, now);
+    let third = page(f.next(&q, now).unwrap());
+    assert_eq!(third.host, waiting, "the waiting host is let in");
+    // A host given up leaves room too.
+    f.abandon(first[1].host, "gone".into());
+    f.finished(first[1].host, now);
+    assert!(f.next(&q, now).unwrap().is_none());
+}

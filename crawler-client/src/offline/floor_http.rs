@@ -1,6 +1,6 @@
 //! The floor's HTTP part: the pages a crawl archived fetched again, one after another on one
 //! kept-alive connection, by the crawler's own HTTP client, timing the exchange and its
-//! decoding (`examples/crawl_bench.rs --floor-of`). Beside `archive::floor`, which sends the
+//! decoding (`examples/crawl_bench --floor-of`). Beside `archive::floor`, which sends the
 //! same pages through the per-page library calls; here, not in the archive, because it
 //! fetches.
 
@@ -9,6 +9,9 @@ use crate::archive::warc;
 use crate::fetch;
 use std::io;
 use std::path::Path;
+
+/// Connections kept between the floor's requests, which follow one another.
+const IDLE: std::time::Duration = std::time::Duration::from_secs(15);
 
 /// [`crate::archive::floor::floor`], and then the same pages fetched again in the order archived, one at a time on
 /// one kept-alive connection, by the crawler's client on a single-threaded runtime, timing
@@ -27,8 +30,8 @@ pub fn with_http(out: &Path, level: u32, allow_net: &[ipnet::IpNet]) -> io::Resu
         webcoop_netguard::NetPolicy::new(allow_net.to_vec(), "--allow-net"),
         Vec::new(),
     );
-    let client =
-        fetch::client("webcoop-floor/1", &limits, guard, 1, None).map_err(io::Error::other)?;
+    let client = fetch::client("webcoop-floor/1", &limits, guard, 1, None, IDLE)
+        .map_err(io::Error::other)?;
     for (url, digest) in pages {
         let request = fetch::FetchRequest {
             url,

@@ -1,0 +1,112 @@
+//! How many hosts are crawled at once (BUbiNG's workbench): a host enters at its first page
+//! and leaves when nothing of it is queued or under way; past the limit, hosts with pages wait
+//! outside, the longest to crawl first (URLs waiting times the delay its robots.txt answer
+//! set), which is what bounds a crawl's end when slow hosts would otherwise start last. Each host crawled at once holds an open
+//! connection (about 27 KB of client buffers) and its buffered URLs, so ten thousand hosts
+//! interleaved cost 400 MB where a few thousand crawled through keep the machine as busy.
+
+use super::Frontier;
+use super::host::{ByCash, Host};
+use crate::ids::HostId;
+use std::collections::BinaryHeap;
+
+/// Hosts crawled at once by default: at a second between requests to a host this is
+/// thousands of requests a second, more than one process fetches and analyses.
+pub(crate) const DEFAULT_HOSTS_AT_ONCE: usize = 3000;
+
+/// The hosts being crawled and those waiting for room.
+#[derive(Debug, Default)]
+pub(super) struct Workbench {
+    /// The most hosts crawled at once; 0: no limit.
+    pub(super) limit: usize,
+    /// Hosts in.
+    pub(super) inside: usize,
+    /// Hosts with pages, waiting for room, the longest to crawl on top.
+    waiting: BinaryHeap<ByCash>,
+}
+
+impl Workbench {
+    /// Whether `h` may be sent a page: in already, or taken in now that there is room. A host
+    /// without room is put in line (`key`: the seconds its crawl will take at least) and false
+    /// returned.
+    pub(super) fn admit(&mut self, h: &mut Host, key: f64) -> bool {
+        if h.on_bench {
+            return true;
+        }
+        if self.limit > 0 && self.inside >= self.limit {
+            if !h.waiting_room {
+                h.waiting_room = true;
+                self.waiting.push(ByCash(key, h.id));
+            }
+            return false;
+        }
+        h.on_bench = true;
+        h.waiting_room = false;
+        self.inside += 1;
+        true
+    }
+
+    /// Takes `h` off the bench if nothing of it is queued or under way (or it was given up);
+    /// returns whether a place was freed.
+    pub(super) fn release_if_done(&mut self, h: &mut Host) -> bool {
+        let done = h.in_flight == 0 && (h.skipped.is_some() || !h.has_queue());
+        if h.on_bench && done {
+            h.on_bench = false;
+            self.inside = self.inside.saturating_sub(1);
+            return true;
+        }
+        false
+    }
+
+    /// The next host waiting for room, if any (it is then no longer waiting).
+    pub(super) fn next_waiting(&mut self, mut valid: impl FnMut(HostId) -> bool) -> Option<HostId> {
+        while let Some(ByCash(_, id)) = self.waiting.pop() {
+            if valid(id) {
+                return Some(id);
+            }
+        }
+        None
+    }
+}
+
+impl Frontier {
+    /// Whether a host is being crawled (on the workbench): its connection is worth keeping.
+    pub(crate) fn on_bench(&self, id: HostId) -> bool {
+        self.hosts.get(&id).is_some_and(|h| h.on_bench)
+    }
+
+    /// Sets the most hosts crawled at once (0: no limit).
+    pub(crate) fn set_hosts_at_once(&mut self, limit: usize) {
+        self.bench.limit = limit;
+    }
+
+    /// Lets the next host waiting for room onto the workbench, as a place was freed.
+    pub(super) fn admit_waiting(&mut self) {
+        let hosts = &mut self.hosts;
+        let next = self.bench.next_waiting(|id| {
+            hosts.get_mut(&id).is_some_and(|h| {
+                let waiting = h.waiting_room;
+                h.waiting_room = false;
+                waiting && h.skipped.is_none() && h.has_queue()
+            })
+        });
+        if let Some(id) = next {
+            self.schedule(id);
+        }
+    }
+
+    /// Whether any host has work left (queued or under way).
+    pub(crate) fn has_work(&self) -> bool {
+        self.hosts
+            .values()
+            .any(|h| h.in_flight > 0 || (h.skipped.is_none() && !h.blocked && h.has_queue()))
+    }
+
+    /// Hosts with work.
+    pub(crate) fn active_hosts(&self) -> usize {
+        self.hosts
+            .values()
+            .filter(|h| h.in_flight > 0 || (h.skipped.is_none() && !h.blocked && h.has_queue()))
+            .count()
+    }
+}

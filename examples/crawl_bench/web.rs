@@ -1,0 +1,484 @@
+//! The crawler at the web's shape (`--web 1`): thousands of hosts of a hundred pages, each on its
+//! own loopback address behind a name the bench's DNS server answers, some slow and some failing
+//! (`webcoop_testkit::webshape`), crawled at the crawler's default politeness with the number
+//! of hosts in flight it chooses. Beside it, in the same run, the same crawler on one host with
+//! politeness off (what many hosts cost beyond the pages), and optionally a `kill -9` and
+//! resume in the middle and a fleet of two on a Redis Cluster.
+//!
+//! `cargo run --release --example crawl_bench -- --web 1 [--hosts 10000] [--pages 100]
+//!  [--slow-ms 100-2000] [--slow-share 0.02] [--failing-share 0.02] [--one-host-pages 20000]
+//!  [--kill-at SECS] [--fleet 1]`
+
+use super::{arg, reap};
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use webcoop_testkit as testkit;
+use webcoop_testkit::webshape::{Figures, ShapeSpec, WebShape};
+
+/// What was seen of a crawler process from outside while it ran.
+#[derive(Debug, Default, Clone)]
+struct Watched {
+    wall: Duration,
+    cpu: Duration,
+    peak_rss_kib: i64,
+    peak_fds: usize,
+    peak_sockets: usize,
+    /// (URLs known to the crawl, resident KiB), once a second.
+    rss_by_seen: Vec<(u64, i64)>,
+    /// The console's host table, milliseconds per answer.
+    console_ms: Vec<f64>,
+    code: i32,
+}
+
+fn status_kib(pid: u32, field: &str) -> i64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            let line = s.lines().find(|l| l.starts_with(field))?.to_string();
+            line.split_whitespace().nth(1)?.parse().ok()
+        })
+        .unwrap_or(0)
+}
+
+/// Open descriptors of a process, and how many of them are sockets.
+fn fds(pid: u32) -> (usize, usize) {
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return (0, 0);
+    };
+    let (mut all, mut sockets) = (0, 0);
+    for e in dir.flatten() {
+        all += 1;
+        if std::fs::read_link(e.path()).is_ok_and(|t| t.to_string_lossy().starts_with("socket:")) {
+            sockets += 1;
+        }
+    }
+    (all, sockets)
+}
+
+fn overview_seen(console: SocketAddr) -> Option<u64> {
+    let r = webcoop::servers::http_get(console, "/api/overview", &[]).ok()?;
+    let v: serde_json::Value = serde_json::from_slice(&r.body).ok()?;
+    v["seen"].as_u64()
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
+}
+
+/// Runs a crawl from `make` to its end, watching it; with `kill_at`, kills it with SIGKILL
+/// then and runs it again to its end (the figures add up both).
+// The child is reaped by wait4 (for its rusage), which clippy cannot see.
+#[allow(clippy::zombie_processes)]
+fn watched(
+    make: &dyn Fn() -> Command,
+    console: Option<SocketAddr>,
+    kill_at: Option<Duration>,
+) -> Watched {
+    let start = Instant::now();
+    let seen = Arc::new(Mutex::new(Watched::default()));
+    let mut total = Watched::default();
+    let log = tempfile::tempfile().expect("a file for the crawler's log");
+    for part in 0..2 {
+        let mut cmd = make();
+        let child = cmd
+            .stdout(Stdio::null())
+            .stderr(log.try_clone().expect("the crawler's log"))
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+        let pid = child.id();
+        let done = Arc::new(AtomicBool::new(false));
+        let (d, s) = (done.clone(), seen.clone());
+        let sampler = std::thread::spawn(move || {
+            let mut tick = 0u64;
+            while !d.load(Ordering::Relaxed) {
+                let rss = status_kib(pid, "VmHWM:");
+                let (all, sockets) = fds(pid);
+                // As the console's page asks: the overview and the host table every 2 s.
+                let watch = console.filter(|_| tick.is_multiple_of(4));
+                let known = watch.and_then(overview_seen);
+                let hosts_ms = watch.and_then(|c| {
+                    let t = Instant::now();
+                    let r = webcoop::servers::http_get(c, "/api/hosts", &[]).ok()?;
+                    (r.status == 200).then(|| t.elapsed().as_secs_f64() * 1000.0)
+                });
+                if let Ok(mut w) = s.lock() {
+                    w.peak_rss_kib = w.peak_rss_kib.max(rss);
+                    w.peak_fds = w.peak_fds.max(all);
+                    w.peak_sockets = w.peak_sockets.max(sockets);
+                    if let Some(k) = known {
+                        w.rss_by_seen.push((k, status_kib(pid, "VmRSS:")));
+                    }
+                    w.console_ms.extend(hosts_ms);
+                }
+                tick += 1;
+                std::thread::sleep(Duration::from_millis(500));
+            }
+        });
+        let killer = kill_at.filter(|_| part == 0).map(|at| {
+            let d = done.clone();
+            std::thread::spawn(move || {
+                let until = Instant::now() + at;
+                while Instant::now() < until && !d.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                // SAFETY: kill(2) on our own child's pid; at worst it has exited already.
+                unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+            })
+        });
+        let (code, cpu, _) = reap(pid as libc::pid_t);
+        done.store(true, Ordering::Relaxed);
+        let _ = sampler.join();
+        if let Some(k) = killer {
+            let _ = k.join();
+        }
+        total.cpu += cpu;
+        total.code = code;
+        if kill_at.is_none() || part == 1 {
+            break;
+        }
+        eprintln!(
+            "killed with SIGKILL after {:.1} s (exit {code}); resuming",
+            start.elapsed().as_secs_f64()
+        );
+    }
+    let s = seen.lock().map(|s| s.clone()).unwrap_or_default();
+    Watched {
+        wall: start.elapsed(),
+        cpu: total.cpu,
+        code: total.code,
+        ..s
+    }
+}
+
+/// The crawler's command for a web: default politeness unless `extra` says otherwise.
+fn crawl_command(
+    bin: &Path,
+    web: &WebShape,
+    seeds: usize,
+    dir: &Path,
+    console: Option<SocketAddr>,
+    extra: &[&str],
+) -> Command {
+    std::fs::create_dir_all(dir).expect("crawl directory");
+    let seeds_file = dir.join("seeds.txt");
+    let list: Vec<String> = (0..seeds).map(|i| web.root(i)).collect();
+    std::fs::write(&seeds_file, list.join("\n") + "\n").expect("seeds");
+    let cfg = dir.join("crawl.toml");
+    std::fs::write(&cfg, format!("nameserver = \"{}\"\n", web.dns)).expect("config");
+    // CRAWL_BENCH_WRAP="heaptrack -o FILE": the crawler run under a profiler.
+    let wrap = std::env::var("CRAWL_BENCH_WRAP").unwrap_or_default();
+    let mut words = wrap.split_whitespace();
+    let mut cmd = match words.next() {
+        Some(first) => {
+            let mut c = Command::new(first);
+            c.args(words).arg(bin);
+            c
+        }
+        None => Command::new(bin),
+    };
+    // A dead host is given up after three failures (30 s + 60 s parked) rather than ten
+    // (four hours of doubling parks), so that the crawl ends; politeness is the default.
+    cmd.args(["crawl", "--allow-net", "127.0.0.0/8", "--progress", "quiet"])
+        .args(["--host-give-up", "3"])
+        // A URL keeps the depth it was first found at; on a web of ten thousand hosts with
+        // links across them that is often deeper than its own site's tree.
+        .args(["--max-depth", "60"])
+        .args(["--scope", "any", "--seeds"])
+        .arg(&seeds_file)
+        .arg("--config")
+        .arg(&cfg)
+        .arg("--out")
+        .arg(dir.join("out"))
+        .args(extra);
+    if let Some(c) = console {
+        cmd.arg("--console").arg(c.to_string());
+    }
+    cmd
+}
+
+fn free_port() -> SocketAddr {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    ([127, 0, 0, 1], port).into()
+}
+
+fn print_run(name: &str, w: &Watched, f: &Figures, floor: Duration) {
+    let pages = f.pages_served.max(1) as f64;
+    let secs = w.wall.as_secs_f64();
+    println!("\n### {name}\n");
+    println!("| figure | value |\n|---|---:|");
+    println!("| pages fetched (200) | {} |", f.pages_served);
+    println!(
+        "| pages served twice / missed | {} / {} |",
+        f.served_twice, f.missed
+    );
+    println!("| requests, all hosts | {} |", f.requests);
+    if floor.is_zero() {
+        println!("| wall | {secs:.1} s |");
+    } else {
+        println!(
+            "| wall | {secs:.1} s ({:.2}x the politeness floor of {:.1} s) |",
+            secs / floor.as_secs_f64(),
+            floor.as_secs_f64()
+        );
+    }
+    println!("| pages per second | {:.0} |", pages / secs);
+    println!(
+        "| pages per CPU-second | {:.0} ({:.1} µs CPU per page) |",
+        pages / w.cpu.as_secs_f64().max(1e-9),
+        w.cpu.as_secs_f64() * 1e6 / pages
+    );
+    println!(
+        "| peak RSS | {:.0} MiB ({:.2} KiB per page fetched) |",
+        w.peak_rss_kib as f64 / 1024.0,
+        w.peak_rss_kib as f64 / pages
+    );
+    if let (Some(first), Some(last)) = (w.rss_by_seen.first(), w.rss_by_seen.last())
+        && last.0 > first.0
+    {
+        println!(
+            "| RSS growth per URL known | {:.0} B ({} to {} URLs) |",
+            (last.1 - first.1) as f64 * 1024.0 / (last.0 - first.0) as f64,
+            first.0,
+            last.0
+        );
+    }
+    println!(
+        "| peak descriptors (sockets) | {} ({}) |",
+        w.peak_fds, w.peak_sockets
+    );
+    println!(
+        "| connections accepted, per host reached | {} ({:.1}) |",
+        f.connections,
+        f.connections as f64 / f.hosts_reached.max(1) as f64
+    );
+    println!(
+        "| name lookups, per host looked up (most) | {} ({:.2}, {}) |",
+        f.lookups,
+        f.lookups as f64 / f.hosts_looked_up.max(1) as f64,
+        f.most_lookups
+    );
+    if let Some((gap, required)) = f.closest_gap {
+        println!(
+            "| closest two requests to a host | {:.3} s after the answer, {:.3} s required ({:.3}x) |",
+            gap.as_secs_f64(),
+            required.as_secs_f64(),
+            gap.as_secs_f64() / required.as_secs_f64().max(1e-9)
+        );
+    }
+    println!("| overlapping requests to a host | {} |", f.overlaps);
+    println!("| requests robots.txt forbids | {} |", f.forbidden);
+    if !w.console_ms.is_empty() {
+        let worst = w.console_ms.iter().copied().fold(0.0, f64::max);
+        println!(
+            "| console host table | median {:.1} ms, worst {worst:.1} ms over {} reads |",
+            median(&w.console_ms),
+            w.console_ms.len()
+        );
+    }
+    println!("| exit code | {} |", w.code);
+}
+
+/// `--web 1`: the web-shaped benchmark.
+pub(super) fn run(args: &HashMap<String, String>) {
+    let num = |name: &str, default: &str| -> f64 {
+        arg(args, name, default)
+            .parse()
+            .unwrap_or_else(|_| panic!("--{name} takes a number"))
+    };
+    let (lo, hi) = arg(args, "slow-ms", "100-2000")
+        .split_once('-')
+        .and_then(|(a, b)| Some((a.parse().ok()?, b.parse().ok()?)))
+        .expect("--slow-ms LO-HI");
+    let spec = ShapeSpec {
+        hosts: num("hosts", "10000") as usize,
+        pages: num("pages", "100") as usize,
+        page_bytes: num("page-bytes", "2000") as usize,
+        slow_share: num("slow-share", "0.02"),
+        slow_ms: (lo, hi),
+        failing_share: num("failing-share", "0.02"),
+        seeds: num("seeds", "20") as usize,
+        ..ShapeSpec::default()
+    };
+    let one_host_pages = num("one-host-pages", "20000") as usize;
+    let kill_at = args
+        .get("kill-at")
+        .and_then(|s| s.parse::<f64>().ok())
+        .map(Duration::from_secs_f64);
+    let bin = testkit::workspace_bin("webcoop-crawler", "webcoop-crawl");
+    let tmp = tempfile::tempdir().expect("temporary directory");
+
+    // One host, politeness off: the cost of the pages themselves.
+    let one = WebShape::start(ShapeSpec {
+        hosts: 1,
+        pages: one_host_pages,
+        slow_share: 0.0,
+        failing_share: 0.0,
+        seeds: 1,
+        politeness: (Duration::ZERO, 0.0),
+        ..spec.clone()
+    });
+    let dir = tmp.path().join("one-host");
+    let w1 = watched(
+        &|| {
+            crawl_command(
+                &bin,
+                &one,
+                1,
+                &dir,
+                None,
+                &[
+                    "--delay-min",
+                    "0",
+                    "--delay-factor",
+                    "0",
+                    "--per-host-connections",
+                    "4",
+                ],
+            )
+        },
+        None,
+        None,
+    );
+    let f1 = one.figures();
+    drop(one);
+    let _ = std::fs::remove_dir_all(&dir);
+
+    let web = WebShape::start(spec.clone());
+    let floor = web.nominal_floor();
+    eprintln!(
+        "web: {} hosts x {} pages ({} crawlable), DNS on {}, port {}, floor {:.1} s",
+        spec.hosts,
+        spec.pages,
+        web.crawlable(),
+        web.dns,
+        web.port(),
+        floor.as_secs_f64()
+    );
+    let dir = tmp.path().join("web");
+    let console = free_port();
+    // `--crawl-args "..."`: more of the crawler's options for the web's crawl.
+    let more = arg(args, "crawl-args", "");
+    let more: Vec<&str> = more.split_whitespace().collect();
+    let w = watched(
+        &|| crawl_command(&bin, &web, spec.seeds, &dir, Some(console), &more),
+        Some(console),
+        kill_at,
+    );
+    let f = web.figures();
+    if f.missed > 0 {
+        eprintln!("hosts with pages missed: {:?}", web.missing_hosts(10));
+    }
+    drop(web);
+    if std::env::var_os("CRAWL_BENCH_KEEP").is_some() {
+        eprintln!("the crawl is kept in {}", dir.display());
+        std::mem::forget(tmp);
+        return;
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+
+    println!(
+        "\n{} hosts x {} pages (~{} B), {}% slow ({lo}-{hi} ms), {}% failing, default politeness{}",
+        spec.hosts,
+        spec.pages,
+        spec.page_bytes,
+        spec.slow_share * 100.0,
+        spec.failing_share * 100.0,
+        if kill_at.is_some() {
+            ", killed with SIGKILL and resumed"
+        } else {
+            ""
+        }
+    );
+    print_run(
+        &format!("one host of {one_host_pages} pages, politeness off"),
+        &w1,
+        &f1,
+        Duration::ZERO,
+    );
+    print_run("the web, one process", &w, &f, floor);
+    let per_page = |w: &Watched, f: &Figures| w.cpu.as_secs_f64() / f.pages_served.max(1) as f64;
+    println!(
+        "\nCPU per page, the web against one host: {:.2}x",
+        per_page(&w, &f) / per_page(&w1, &f1)
+    );
+    if arg(args, "fleet", "0") == "1" {
+        fleet_of_two(&bin, &spec, tmp.path(), per_page(&w, &f), w.wall);
+    }
+}
+
+/// The same web crawled by two processes sharing a frontier on a Redis Cluster.
+fn fleet_of_two(bin: &Path, spec: &ShapeSpec, tmp: &Path, single_per_page: f64, single: Duration) {
+    let Some(cluster) = testkit::redis::RedisCluster::start() else {
+        eprintln!("no redis-server: the fleet is not measured");
+        return;
+    };
+    let cpu_of = |c: &testkit::redis::RedisCluster| -> f64 {
+        c.nodes
+            .iter()
+            .map(|n| super::fleets::redis_info(n.port).1)
+            .sum()
+    };
+    let web = WebShape::start(spec.clone());
+    let redis_before = cpu_of(&cluster);
+    let dir = tmp.join("fleet");
+    let url = cluster.frontier_url();
+    let started = Instant::now();
+    let ws: Vec<Watched> = std::thread::scope(|s| {
+        let runs: Vec<_> = (0..2)
+            .map(|i| {
+                let (web, dir, url) = (&web, &dir, &url);
+                s.spawn(move || {
+                    let process = format!("p{i}");
+                    let make = || {
+                        crawl_command(
+                            bin,
+                            web,
+                            spec.seeds,
+                            &dir.join(&process),
+                            None,
+                            &["--frontier", url, "--crawl", "web", "--process", &process],
+                        )
+                    };
+                    watched(&make, None, None)
+                })
+            })
+            .collect();
+        runs.into_iter().filter_map(|t| t.join().ok()).collect()
+    });
+    let wall = started.elapsed();
+    let redis_cpu = cpu_of(&cluster) - redis_before;
+    let f = web.figures();
+    let cpu: f64 = ws.iter().map(|w| w.cpu.as_secs_f64()).sum::<f64>() + redis_cpu.max(0.0);
+    let fleet = Watched {
+        wall,
+        cpu: Duration::from_secs_f64(cpu),
+        peak_rss_kib: ws.iter().map(|w| w.peak_rss_kib).max().unwrap_or(0),
+        peak_fds: ws.iter().map(|w| w.peak_fds).max().unwrap_or(0),
+        peak_sockets: ws.iter().map(|w| w.peak_sockets).max().unwrap_or(0),
+        code: ws.iter().map(|w| w.code).find(|&c| c != 0).unwrap_or(0),
+        ..Watched::default()
+    };
+    print_run(
+        &format!(
+            "the web, a fleet of two on a Redis Cluster (Redis CPU {redis_cpu:.1} s included)"
+        ),
+        &fleet,
+        &f,
+        web.nominal_floor(),
+    );
+    println!(
+        "\nfleet of two against one process: wall {:.2}x, CPU per page {:.2}x",
+        wall.as_secs_f64() / single.as_secs_f64(),
+        cpu / f.pages_served.max(1) as f64 / single_per_page
+    );
+}
