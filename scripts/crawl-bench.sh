@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Crawl throughput, politeness off: webcoop-crawl, wget -r and Scrapy on the same test web of
-# many hosts on loopback (examples/crawl_bench.rs). Installs Scrapy in target/benchvenv and
+# many hosts on loopback (examples/crawl_bench/). Installs Scrapy in target/benchvenv and
 # wget if missing; prints a markdown table.
 #
 # Usage: scripts/crawl-bench.sh [--hosts 200] [--pages 500] [--page-bytes 2000] [--others-seconds 60]

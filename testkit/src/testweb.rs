@@ -183,11 +183,42 @@ pub struct TestWeb {
     /// Where it listens.
     pub addr: SocketAddr,
     state: Arc<State>,
+    _server: ServerThread,
+}
+
+/// A server's own thread and two-worker runtime, stopped (and its requests under way dropped)
+/// when this is dropped.
+pub(crate) struct ServerThread {
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
-impl Drop for TestWeb {
+impl ServerThread {
+    /// Runs `serve` on a runtime of its own until the receiver it is given says stop.
+    pub(crate) fn start<F, Fut>(serve: F) -> ServerThread
+    where
+        F: FnOnce(tokio::sync::oneshot::Receiver<()>) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = ()>,
+    {
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap_or_else(|e| panic!("runtime: {e}"));
+            rt.block_on(serve(rx));
+            // Requests held at a gate never end: do not wait for them.
+            rt.shutdown_timeout(Duration::from_millis(10));
+        });
+        ServerThread {
+            shutdown: Some(tx),
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for ServerThread {
     fn drop(&mut self) {
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
@@ -221,35 +252,24 @@ impl TestWeb {
             counters: Mutex::new(HashMap::new()),
             versions: Mutex::new(HashMap::new()),
         });
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let s = state.clone();
-        let thread = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .unwrap_or_else(|e| panic!("runtime: {e}"));
-            rt.block_on(async move {
-                let listener = tokio::net::TcpListener::from_std(listener)
-                    .unwrap_or_else(|e| panic!("listener: {e}"));
-                let app = axum::Router::new().fallback(move |req: Request<Body>| {
-                    let s = s.clone();
-                    async move { handle(s, req).await }
-                });
-                let _ = axum::serve(listener, app)
-                    .with_graceful_shutdown(async {
-                        let _ = rx.await;
-                    })
-                    .await;
+        let server = ServerThread::start(move |rx| async move {
+            let listener = tokio::net::TcpListener::from_std(listener)
+                .unwrap_or_else(|e| panic!("listener: {e}"));
+            let app = axum::Router::new().fallback(move |req: Request<Body>| {
+                let s = s.clone();
+                async move { handle(s, req).await }
             });
-            // Requests held at the gate never end: do not wait for them.
-            rt.shutdown_timeout(Duration::from_millis(10));
+            let _ = axum::serve(listener, app)
+                .with_graceful_shutdown(async {
+                    let _ = rx.await;
+                })
+                .await;
         });
         TestWeb {
             addr,
             state,
-            shutdown: Some(tx),
-            thread: Some(thread),
+            _server: server,
         }
     }
 

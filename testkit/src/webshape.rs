@@ -127,8 +127,7 @@ pub struct WebShape {
     web: Arc<Web>,
     /// The DNS server's address (UDP).
     pub dns: SocketAddr,
-    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    _server: crate::testweb::ServerThread,
 }
 
 /// What the server saw of a crawl.
@@ -499,35 +498,25 @@ impl WebShape {
             arrivals: AtomicU64::new(0),
             gate: AtomicU64::new(u64::MAX),
         });
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let w = web.clone();
-        let thread = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .unwrap_or_else(|e| panic!("runtime: {e}"));
-            rt.block_on(async move {
-                for (i, l) in listeners.into_iter().enumerate() {
-                    let _ = l.set_nonblocking(true);
-                    let Ok(l) = tokio::net::TcpListener::from_std(l) else {
-                        continue;
-                    };
-                    tokio::spawn(serve_host(w.clone(), i, l));
-                }
-                let _ = dns.set_nonblocking(true);
-                if let Ok(sock) = tokio::net::UdpSocket::from_std(dns) {
-                    tokio::spawn(serve_dns(w.clone(), sock));
-                }
-                let _ = rx.await;
-            });
-            rt.shutdown_timeout(Duration::from_millis(10));
+        let server = crate::testweb::ServerThread::start(move |rx| async move {
+            for (i, l) in listeners.into_iter().enumerate() {
+                let _ = l.set_nonblocking(true);
+                let Ok(l) = tokio::net::TcpListener::from_std(l) else {
+                    continue;
+                };
+                tokio::spawn(serve_host(w.clone(), i, l));
+            }
+            let _ = dns.set_nonblocking(true);
+            if let Ok(sock) = tokio::net::UdpSocket::from_std(dns) {
+                tokio::spawn(serve_dns(w.clone(), sock));
+            }
+            let _ = rx.await;
         });
         WebShape {
             web,
             dns: dns_addr,
-            shutdown: Some(tx),
-            thread: Some(thread),
+            _server: server,
         }
     }
 
@@ -702,17 +691,6 @@ async fn serve_dns(web: Arc<Web>, sock: tokio::net::UdpSocket) {
         };
         if let Some(reply) = web.dns_answer(&buf[..n]) {
             let _ = sock.send_to(&reply, from).await;
-        }
-    }
-}
-
-impl Drop for WebShape {
-    fn drop(&mut self) {
-        if let Some(tx) = self.shutdown.take() {
-            let _ = tx.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
         }
     }
 }
