@@ -10,6 +10,9 @@ use std::time::Duration;
 use url::Url;
 use webcoop_protocol as p;
 
+#[path = "links_reference.rs"]
+mod links_reference;
+
 /// Bytes as text, the way a parser of text input would see them.
 fn text(data: &[u8]) -> &str {
     match std::str::from_utf8(data) {
@@ -219,6 +222,30 @@ pub(crate) fn links(data: &[u8]) {
     }
 }
 
+/// The crawler's scan held to a browser's tree (`links_reference.rs`: html5ever, the `url`
+/// crate) on the same bytes, served as UTF-8 and as windows-1252: the same links and the same
+/// refresh, or the input shows where the scan reads a page differently from a browser.
+pub(crate) fn links_reference(data: &[u8]) {
+    let Ok(page) = Url::parse("http://site.test/dir/page.html") else {
+        return;
+    };
+    for (served, charset) in [
+        ("text/html; charset=utf-8", encoding_rs::UTF_8),
+        ("text/html; charset=windows-1252", encoding_rs::WINDOWS_1252),
+    ] {
+        let ours = webcoop_crawler::parsers::extract_links_served(&page, data, Some(served));
+        let theirs = links_reference::read(&page, data, charset);
+        let our_links: std::collections::BTreeSet<String> =
+            ours.links.iter().map(Url::to_string).collect();
+        assert_eq!(our_links, theirs.links, "links, served as {served}");
+        assert_eq!(
+            ours.refresh().map(Url::to_string),
+            theirs.refresh,
+            "refresh, served as {served}"
+        );
+    }
+}
+
 /// WARC replay after a crash: records read back from whatever the file holds, and the pages'
 /// content decoded from them.
 pub(crate) fn warc(data: &[u8]) {
@@ -297,6 +324,7 @@ pub(crate) const TARGETS: &[(&str, Target)] = &[
     ("robots_txt", robots_txt),
     ("urls", urls),
     ("links", links),
+    ("links_reference", links_reference),
     ("warc", warc),
     ("snapshot", snapshot),
     ("server_config", server_config),

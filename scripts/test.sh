@@ -226,8 +226,10 @@ if [ -n "$fuzz_build" ]; then
         mkdir -p "$work"
         find "$corpus/$target" -maxdepth 1 -type f -printf '%f\n' | shuf -n 300 |
             while read -r f; do ln -s "$corpus/$target/$f" "$work/$f"; done
+        local dict=()
+        [ -f "fuzz/dicts/$target.dict" ] && dict=(-dict="$PWD/fuzz/dicts/$target.dict")
         if ! cargo +nightly fuzz run --dev -s none "$target" "$work" "$PWD/fuzz/seeds/$target" -- \
-            -max_total_time="$fuzz_secs" -rss_limit_mb=2048 -max_len=65536 \
+            -max_total_time="$fuzz_secs" -rss_limit_mb=2048 -max_len=65536 "${dict[@]}" \
             >"$logs/$target.log" 2>&1; then
             tail -n 40 "$logs/$target.log" >&2
             echo "error: fuzz target $target failed; its input is in fuzz/artifacts/$target" >&2

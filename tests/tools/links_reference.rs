@@ -234,6 +234,17 @@ fn every_hard_case_yields_the_links_a_browser_reads() {
             "/plain-integration.html"
         ]
     );
+    // Read by the tree builder: a frameset's frames, and SVG misnested with the HTML around
+    // it (the title after it is text, the HTML `a` inside `desc` has no href, the frame in
+    // the body is dropped).
+    assert_eq!(
+        links("frames.html"),
+        ["/frame-left.html", "/frame-right.html"]
+    );
+    assert_eq!(
+        links("misnested-svg.html"),
+        ["/icon-link.html", "/plain-misnested.html"]
+    );
 }
 
 /// Every page of Debian's Python documentation read both ways.

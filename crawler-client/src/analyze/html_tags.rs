@@ -7,12 +7,12 @@
 //! (docs/ARCHITECTURE.md has the measurements; the differential test against lol_html is in
 //! `links`).
 //!
-//! Foreign content (`svg`, `math`) is followed with its integration points (`foreignObject`,
-//! MathML's text elements: HTML inside them again) and left on the tags the standard says
-//! leave it. Where it is simpler than a browser: no tree is built, so what the tree builder
-//! drops (an `<a>` inside `<select>`) is still read; character references are decoded by the
-//! caller, on the few values it keeps.
+//! Foreign content (`svg`, `math`) is followed by `foreign`, which says where the reading
+//! needs the tree the scan does not build (a frameset, misnested SVG): the scan then stops
+//! with [`Unsure`] and the caller reads the page with a tree builder. Character references
+//! are decoded by the caller, on the few values it keeps.
 
+use super::foreign::{Contexts, StartTag, Unsure};
 use std::ops::Range;
 
 /// A start tag: its name (lower case) and its attributes' names and raw values.
@@ -58,103 +58,13 @@ pub(crate) fn space(b: u8) -> bool {
     matches!(b, b'\t' | b'\n' | b'\x0c' | b'\r' | b' ')
 }
 
-/// An element open that decides how what follows it is read: SVG or MathML (foreign
-/// content, where raw text is not) or one of their HTML integration points (HTML again).
-#[derive(Clone, Copy, PartialEq)]
-enum Frame {
-    Svg,
-    Math,
-    /// `foreignObject`, `desc` or `title` in SVG; `mi`, `mo`, `mn`, `ms`, `mtext` or an HTML
-    /// `annotation-xml` in MathML: the index of its name in [`INTEGRATION_POINTS`].
-    Integration(usize),
-}
-
-/// The HTML integration points and MathML text integration points (the standard's tree
-/// construction, "HTML integration point"), by the namespace they are in.
-const INTEGRATION_POINTS: [(&[u8], Frame); 9] = [
-    (b"foreignobject", Frame::Svg),
-    (b"desc", Frame::Svg),
-    (b"title", Frame::Svg),
-    (b"mi", Frame::Math),
-    (b"mo", Frame::Math),
-    (b"mn", Frame::Math),
-    (b"ms", Frame::Math),
-    (b"mtext", Frame::Math),
-    (b"annotation-xml", Frame::Math),
-];
-
-/// The contexts open: which of them is current decides whether a tag is read as HTML.
-#[derive(Default)]
-struct Contexts {
-    open: Vec<Frame>,
-}
-
-/// Deepest nesting of contexts followed: past it a page is read as if the outermost held.
-const CONTEXTS_MAX: usize = 256;
-
-impl Contexts {
-    fn foreign(&self) -> Option<Frame> {
-        self.open
-            .last()
-            .copied()
-            .filter(|f| matches!(f, Frame::Svg | Frame::Math))
-    }
-
-    fn push(&mut self, f: Frame) {
-        if self.open.len() < CONTEXTS_MAX {
-            self.open.push(f);
-        }
-    }
-
-    /// Leaves foreign content for the HTML around it (the nearest integration point, or the
-    /// document).
-    fn break_out(&mut self) {
-        while self.foreign().is_some() {
-            self.open.pop();
-        }
-    }
-
-    /// An end tag: closes the nearest context it names.
-    fn close(&mut self, name: &[u8]) {
-        let named = |f: &Frame| match f {
-            Frame::Svg => name == b"svg",
-            Frame::Math => name == b"math",
-            Frame::Integration(i) => INTEGRATION_POINTS[*i].0 == name,
-        };
-        if let Some(at) = self.open.iter().rposition(named) {
-            self.open.truncate(at);
-        }
-    }
-}
-
-/// Whether a start tag in `within` opens one of its integration points.
-fn integration_point(
-    within: Frame,
-    name: &[u8],
-    html: &[u8],
-    attrs: &[(Range<usize>, Range<usize>)],
-) -> Option<usize> {
-    let i = INTEGRATION_POINTS
-        .iter()
-        .position(|(n, f)| *n == name && *f == within)?;
-    if name != b"annotation-xml" {
-        return Some(i);
-    }
-    // Only an `annotation-xml` whose encoding is HTML holds HTML.
-    let html_encoding = attrs.iter().any(|(n, v)| {
-        html[n.clone()].eq_ignore_ascii_case(b"encoding")
-            && (html[v.clone()].eq_ignore_ascii_case(b"text/html")
-                || html[v.clone()].eq_ignore_ascii_case(b"application/xhtml+xml"))
-    });
-    html_encoding.then_some(i)
-}
-
 /// Calls `on_tag` for every start tag of `html`, in document order. A tag cut off by the end
-/// of the input is not one (as in a browser).
-pub(crate) fn start_tags(html: &[u8], mut on_tag: impl FnMut(&Tag<'_>)) {
+/// of the input is not one (as in a browser). Stops with [`Unsure`] where the page's reading
+/// needs a tree (`foreign` says where): the caller reads it with a tree builder.
+pub(crate) fn start_tags(html: &[u8], mut on_tag: impl FnMut(&Tag<'_>)) -> Result<(), Unsure> {
     let mut attrs: Vec<(Range<usize>, Range<usize>)> = Vec::new();
     let mut name_buf = [0u8; NAME_MAX];
-    // SVG and MathML open, and their integration points: inside foreign content, raw text
+    // SVG and MathML open, with what is open inside them: inside foreign content, raw text
     // is not.
     let mut contexts = Contexts::default();
     // Depth of `template` elements open.
@@ -163,99 +73,70 @@ pub(crate) fn start_tags(html: &[u8], mut on_tag: impl FnMut(&Tag<'_>)) {
     while let Some(lt) = memchr::memchr(b'<', &html[i..]) {
         let at = i + lt;
         let Some(&next) = html.get(at + 1) else {
-            return;
+            return Ok(());
         };
         i = match next {
-            b'!' => markup_declaration(html, at, contexts.foreign().is_some()),
+            b'!' => markup_declaration(html, at, contexts.cdata_allowed()),
             b'?' => bogus_comment(html, at + 1),
             b'/' => match html.get(at + 2) {
                 Some(c) if c.is_ascii_alphabetic() => {
                     let (name, end) = tag_name(html, at + 2, &mut name_buf);
                     attrs.clear();
                     let Some((after, _)) = attributes(html, end, &mut attrs) else {
-                        return;
+                        return Ok(());
                     };
-                    match &name_buf[..name] {
-                        // The standard's breakout for these two end tags.
-                        b"p" | b"br" if contexts.foreign().is_some() => contexts.break_out(),
-                        b"template" => template = template.saturating_sub(1),
-                        name => contexts.close(name),
+                    let name = &name_buf[..name];
+                    let html_rules = contexts.end_tag(name)?;
+                    if html_rules && name == b"template" {
+                        template = template.saturating_sub(1);
                     }
                     after
                 }
                 Some(b'>') => at + 3,
                 Some(_) => bogus_comment(html, at + 2),
-                None => return,
+                None => return Ok(()),
             },
             c if c.is_ascii_alphabetic() => {
                 let (name, end) = tag_name(html, at + 1, &mut name_buf);
                 attrs.clear();
                 let Some((after, self_closing)) = attributes(html, end, &mut attrs) else {
-                    return;
+                    return Ok(());
                 };
                 let name = &name_buf[..name];
                 // Most pages have no SVG or MathML: their tags take the short way.
-                if contexts.open.is_empty() && !matches!(name, b"svg" | b"math") {
-                    on_tag(&Tag {
-                        html,
-                        name,
-                        attrs: &attrs,
-                        namespace: Namespace::Html,
-                        inert: template > 0,
-                    });
-                    if name == b"template" {
-                        template += 1;
+                let read = if contexts.is_empty() && !matches!(name, b"svg" | b"math") {
+                    if matches!(name, b"frameset" | b"frame") {
+                        // Whether a frameset replaces the body, and whether a frame is kept,
+                        // depends on what came before: a tree tells.
+                        return Err(Unsure);
                     }
-                    i = html_content_end(html, after, name);
-                    continue;
-                }
-                let within = contexts.foreign();
-                let breaks_out = within.is_some()
-                    && (leaves_foreign_content(name)
-                        || (name == b"font" && font_leaves_foreign_content(html, &attrs)));
-                if breaks_out {
-                    contexts.break_out();
-                }
-                let foreign_root = match name {
-                    b"svg" => Some(Frame::Svg),
-                    b"math" => Some(Frame::Math),
-                    _ => None,
-                };
-                let in_foreign = contexts.foreign();
-                let namespace = match foreign_root.or(in_foreign) {
-                    Some(Frame::Svg) => Namespace::Svg,
-                    Some(Frame::Math) => Namespace::MathMl,
-                    _ => Namespace::Html,
+                    StartTag {
+                        namespace: Namespace::Html,
+                        html: true,
+                    }
+                } else {
+                    contexts.start_tag(html, name, &attrs, self_closing)?
                 };
                 on_tag(&Tag {
                     html,
                     name,
                     attrs: &attrs,
-                    namespace,
+                    namespace: read.namespace,
                     inert: template > 0,
                 });
-                if name == b"template" && in_foreign.is_none() {
-                    template += 1;
-                }
-                if let Some(root) = foreign_root {
-                    if !self_closing {
-                        contexts.push(root);
+                if read.html {
+                    if name == b"template" {
+                        template += 1;
                     }
-                    after
-                } else if let Some(within) = in_foreign {
-                    if !self_closing
-                        && let Some(point) = integration_point(within, name, html, &attrs)
-                    {
-                        contexts.push(Frame::Integration(point));
-                    }
-                    after
-                } else {
                     html_content_end(html, after, name)
+                } else {
+                    after
                 }
             }
             _ => at + 1,
         };
     }
+    Ok(())
 }
 
 /// Where the content of an HTML element `name` whose start tag ends at `after` goes on being
@@ -268,68 +149,6 @@ fn html_content_end(html: &[u8], after: usize, name: &[u8]) -> usize {
         b"plaintext" => html.len(),
         _ => after,
     }
-}
-
-/// The tags after which a browser leaves SVG or MathML (the HTML standard's "any other start
-/// tag" rule in foreign content, as lol_html applies it).
-fn leaves_foreign_content(name: &[u8]) -> bool {
-    matches!(
-        name,
-        b"b" | b"big"
-            | b"blockquote"
-            | b"body"
-            | b"br"
-            | b"center"
-            | b"code"
-            | b"dd"
-            | b"div"
-            | b"dl"
-            | b"dt"
-            | b"em"
-            | b"embed"
-            | b"h1"
-            | b"h2"
-            | b"h3"
-            | b"h4"
-            | b"h5"
-            | b"h6"
-            | b"head"
-            | b"hr"
-            | b"i"
-            | b"img"
-            | b"li"
-            | b"listing"
-            | b"menu"
-            | b"meta"
-            | b"nobr"
-            | b"ol"
-            | b"p"
-            | b"pre"
-            | b"ruby"
-            | b"s"
-            | b"small"
-            | b"span"
-            | b"strong"
-            | b"strike"
-            | b"sub"
-            | b"sup"
-            | b"table"
-            | b"tt"
-            | b"u"
-            | b"ul"
-            | b"var"
-    )
-}
-
-/// A `font` start tag with `color`, `face` or `size` leaves foreign content; a plain one
-/// does not.
-fn font_leaves_foreign_content(html: &[u8], attrs: &[(Range<usize>, Range<usize>)]) -> bool {
-    attrs.iter().any(|(n, _)| {
-        let n = &html[n.clone()];
-        [&b"color"[..], b"face", b"size"]
-            .iter()
-            .any(|a| n.eq_ignore_ascii_case(a))
-    })
 }
 
 /// A tag's name from `from` (its first letter), lower-cased into `buf`: its length there (0
@@ -528,7 +347,7 @@ mod tests {
 
     fn tags(html: &str) -> Vec<String> {
         let mut out = Vec::new();
-        start_tags(html.as_bytes(), |t| {
+        let read = start_tags(html.as_bytes(), |t| {
             let name = String::from_utf8_lossy(t.name()).into_owned();
             let href = t
                 .get("href")
@@ -538,6 +357,7 @@ mod tests {
                 None => name,
             });
         });
+        assert_eq!(read, Ok(()), "{html} needs no tree");
         out
     }
 

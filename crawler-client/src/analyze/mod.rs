@@ -4,6 +4,7 @@
 
 mod char_refs;
 pub(crate) mod encoding;
+mod foreign;
 mod html_tags;
 pub(crate) mod links;
 pub mod robots_tag;

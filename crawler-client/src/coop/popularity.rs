@@ -8,9 +8,11 @@
 //! the URLs the crawl knows, `w` the crawl's `coop_popularity_weight` (1). Over a site the
 //! weights sum to at most `w · n/N`: the mass its pages would hold on average, so a site that
 //! overstates its pages cannot raise itself above others. The weight is added to a page's
-//! OPIC cash where the frontier orders a host's pages, and to its importance where the refresh
-//! schedule weighs it (freshness weighted by what people read). A site not believed states
-//! nothing.
+//! OPIC cash where the frontier orders a host's pages. Where the refresh schedule weighs a
+//! page of a site that states popularity, the objective becomes freshness weighted by what
+//! people read, as far as the site is trusted: the page's link importance counts for `1 - s`,
+//! its stated weight beside it (a page the site gives no figure, read by fewer than its
+//! minimum of visitors, keeps only the `1 - s`). A site not believed states nothing.
 
 use super::state::{CoopState, Reach};
 use crate::ids::{Fp, HostId};
@@ -30,8 +32,10 @@ impl CoopState {
         };
         if w <= 0.0 || !share.is_finite() || !site.trust.believed(self.config.trust_min) {
             self.popularity.remove(&fp);
+            self.popularity_sites.remove(&host);
             return;
         }
+        self.popularity_sites.insert(host);
         let n = site.listed_urls.max(1) as f64;
         let known = (r.frontier.seen_len() as f64).max(n);
         let weight = w * share.clamp(0.0, 1.0) * site.trust.score() * n / known;
@@ -42,5 +46,20 @@ impl CoopState {
     /// The weight page `fp`'s stated popularity adds, if its site states one.
     pub(crate) fn popularity_of(&self, fp: Fp) -> f64 {
         self.popularity.get(&fp).copied().unwrap_or(0.0)
+    }
+
+    /// Page `fp`'s weight in the refresh schedule, from its link `importance`: where its site
+    /// states popularity and is believed, importance counts as far as the site is not trusted
+    /// and the stated weight (already scaled by the trust) beside it.
+    pub(crate) fn refresh_weight(&self, host: HostId, fp: Fp, importance: f64) -> f64 {
+        let stating = self
+            .sites
+            .get(&host)
+            .filter(|_| self.popularity_sites.contains(&host))
+            .filter(|site| site.trust.believed(self.config.trust_min));
+        match stating {
+            Some(site) => (1.0 - site.trust.score()) * importance + self.popularity_of(fp),
+            None => importance,
+        }
     }
 }

@@ -61,6 +61,8 @@ pub(crate) struct CoopState {
     pub(crate) unproven: HashMap<HostId, HashMap<Fp, Handed>>,
     /// The weight each page's stated popularity adds (see `super::popularity`).
     pub(crate) popularity: HashMap<Fp, f64>,
+    /// The believed sites that state their pages' popularity.
+    pub(crate) popularity_sites: HashSet<HostId>,
 }
 
 /// The pages held, as cooperation needs them: to tell a listed URL already visited from one
@@ -165,6 +167,7 @@ impl CoopState {
             snapshots: HashMap::new(),
             unproven: HashMap::new(),
             popularity: HashMap::new(),
+            popularity_sites: HashSet::new(),
         }
     }
 

@@ -518,6 +518,21 @@ fn stated_popularity_raises_pages_within_the_sites_share_and_only_from_a_believe
     assert!((weights[1] - 0.0625 * 0.8).abs() < 1e-9, "{weights:?}");
     let fp = out.boosts[0].1;
     assert!(w.coop.popularity_of(fp) > 0.0);
+    // In the refresh schedule a stating site's pages weigh what people read, as far as the
+    // site is trusted: importance counts for 1 - 0.8, the stated weight beside it; a page it
+    // gives no figure keeps only its share of importance; another site's page is untouched.
+    let importance = 0.01;
+    let popular = w.coop.refresh_weight(w.host, fp, importance);
+    assert!(
+        (popular - (0.2 * importance + 0.5 * 0.8)).abs() < 1e-9,
+        "{popular}"
+    );
+    let unread = w.coop.refresh_weight(w.host, Fp(999), importance);
+    assert!((unread - 0.2 * importance).abs() < 1e-12, "{unread}");
+    assert_eq!(
+        w.coop.refresh_weight(HostId(77), fp, importance),
+        importance
+    );
     // A site whose claims are not believed states nothing, and what it stated goes.
     w.coop.sites.get_mut(&w.host).unwrap().trust.refute(50.0);
     let mut again = change(14, ChangeKind::Modified, "/popular", None);
@@ -525,6 +540,7 @@ fn stated_popularity_raises_pages_within_the_sites_share_and_only_from_a_believe
     let out = w.poll_changes(Ok(World::feed(vec![again])));
     assert!(out.boosts.is_empty());
     assert_eq!(w.coop.popularity_of(fp), 0.0);
+    assert_eq!(w.coop.refresh_weight(w.host, fp, importance), importance);
     // The crawl's weight 0 ignores popularity altogether.
     let mut off = World::new(CoopConfig {
         popularity_weight: 0.0,

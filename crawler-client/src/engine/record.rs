@@ -318,8 +318,8 @@ impl Engine {
             .map_or(1.0 / 86_400.0, |c| c.prior_rate);
         let rate = seen.rate(prior);
         // Freshness weighted by what people read, where the site states it.
-        let mut weight =
-            self.importance(job.fp, (history, clock_before)) + self.coop.popularity_of(job.fp);
+        let importance = self.importance(job.fp, (history, clock_before));
+        let mut weight = self.coop.refresh_weight(job.host, job.fp, importance);
         if from_snapshot {
             weight = weight.max(1.0 / self.frontier.seen_len().max(1) as f64);
         }

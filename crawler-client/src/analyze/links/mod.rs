@@ -9,11 +9,13 @@ use super::char_refs::decode_attribute;
 use super::encoding::{self, Sniffed};
 use super::html_tags::{Namespace, Tag, start_tags};
 use encoding_rs::Encoding;
+use std::borrow::Cow;
 use url::Url;
 
 #[cfg(test)]
 mod lol_reference;
 mod refresh;
+mod tree;
 
 /// What a page says about itself and where it leads.
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -63,68 +65,95 @@ struct Raw {
     declared_seen: bool,
 }
 
-/// An attribute's value with its character references decoded.
-fn decoded(value: &[u8]) -> String {
-    decode_attribute(&String::from_utf8_lossy(value)).into_owned()
+/// An element as link extraction reads it: a start tag of the scan, or an element of a
+/// tree builder's document.
+pub(super) trait Element {
+    /// The element's local name, lower case.
+    fn name(&self) -> &[u8];
+    /// The namespace it is in.
+    fn namespace(&self) -> Namespace;
+    /// Inside a template's contents.
+    fn inert(&self) -> bool;
+    /// The first attribute named `name` (`xlink:href` for XLink's), character references
+    /// decoded.
+    fn attr(&self, name: &str) -> Option<Cow<'_, str>>;
 }
 
-fn text(value: Option<&[u8]>) -> String {
-    value
-        .map(|v| String::from_utf8_lossy(v).into_owned())
-        .unwrap_or_default()
+impl Element for Tag<'_> {
+    fn name(&self) -> &[u8] {
+        Tag::name(self)
+    }
+
+    fn namespace(&self) -> Namespace {
+        self.namespace
+    }
+
+    fn inert(&self) -> bool {
+        self.inert
+    }
+
+    fn attr(&self, name: &str) -> Option<Cow<'_, str>> {
+        Some(match String::from_utf8_lossy(self.get(name)?) {
+            Cow::Borrowed(v) => decode_attribute(v),
+            Cow::Owned(v) => Cow::Owned(decode_attribute(&v).into_owned()),
+        })
+    }
 }
 
-fn rel_has(rel: Option<&[u8]>, word: &str) -> bool {
+fn rel_has(rel: Option<&str>, word: &str) -> bool {
     rel.is_some_and(|r| {
-        r.split(|b| matches!(b, b'\t' | b'\n' | b'\x0c' | b'\r' | b' '))
-            .any(|w| w.eq_ignore_ascii_case(word.as_bytes()))
+        r.split(['\t', '\n', '\x0c', '\r', ' '])
+            .any(|w| w.eq_ignore_ascii_case(word))
     })
 }
 
-/// What one start tag adds to the page's links.
-fn take(tag: &Tag<'_>, r: &mut Raw) {
-    if tag.inert {
+/// What one element adds to the page's links.
+fn take(tag: &impl Element, r: &mut Raw) {
+    if tag.inert() {
         return;
     }
     // SVG's `a` is a link; any other element of SVG or MathML is not the HTML one its name
     // says (MathML's `a`, SVG's `link` or `title`).
-    if tag.namespace == Namespace::MathMl || (tag.namespace == Namespace::Svg && tag.name() != b"a")
-    {
+    let namespace = tag.namespace();
+    if namespace == Namespace::MathMl || (namespace == Namespace::Svg && tag.name() != b"a") {
         return;
     }
     match tag.name() {
         b"base" => {
             if r.base.is_none()
-                && let Some(h) = tag.get("href")
+                && let Some(h) = tag.attr("href")
             {
-                r.base = Some(decoded(h));
+                r.base = Some(h.into_owned());
             }
         }
         b"a" | b"area" => {
             // SVG 1.1 wrote `xlink:href`; SVG 2's `href` wins where both are.
-            let href = tag.get("href").or_else(|| {
-                (tag.namespace == Namespace::Svg)
-                    .then(|| tag.get("xlink:href"))
+            let href = tag.attr("href").or_else(|| {
+                (namespace == Namespace::Svg)
+                    .then(|| tag.attr("xlink:href"))
                     .flatten()
             });
             if let Some(h) = href
-                && !rel_has(tag.get("rel"), "nofollow")
+                && !rel_has(tag.attr("rel").as_deref(), "nofollow")
             {
-                r.hrefs.push(decoded(h));
+                r.hrefs.push(h.into_owned());
             }
         }
         b"frame" | b"iframe" => {
-            if let Some(h) = tag.get("src") {
-                r.hrefs.push(decoded(h));
+            if let Some(h) = tag.attr("src") {
+                r.hrefs.push(h.into_owned());
             }
         }
         b"link" => {
-            let Some(h) = tag.get("href") else {
+            let Some(h) = tag.attr("href") else {
                 return;
             };
-            let rel = text(tag.get("rel")).to_ascii_lowercase();
-            let href = decoded(h);
-            let words: Vec<&str> = rel.split_ascii_whitespace().collect();
+            let rel = tag.attr("rel").unwrap_or_default().to_ascii_lowercase();
+            let href = h.into_owned();
+            let words: Vec<&str> = rel
+                .split(['\t', '\n', '\x0c', '\r', ' '])
+                .filter(|w| !w.is_empty())
+                .collect();
             if words.contains(&"canonical") {
                 r.canonical = Some(href.clone());
             }
@@ -145,13 +174,13 @@ fn take(tag: &Tag<'_>, r: &mut Raw) {
         }
         b"meta" => {
             meta_pragmas(tag, r);
-            let (Some(name), Some(content)) = (tag.get("name"), tag.get("content")) else {
+            let (Some(name), Some(content)) = (tag.attr("name"), tag.attr("content")) else {
                 return;
             };
-            if !name.eq_ignore_ascii_case(b"robots") {
+            if !name.eq_ignore_ascii_case("robots") {
                 return;
             }
-            let content = text(Some(content)).to_ascii_lowercase();
+            let content = content.to_ascii_lowercase();
             for directive in content.split(',').map(str::trim) {
                 match directive {
                     "noindex" => r.noindex = true,
@@ -170,16 +199,14 @@ fn take(tag: &Tag<'_>, r: &mut Raw) {
 
 /// What a `<meta>` declares of the page: its encoding (`charset`, or `http-equiv` with a
 /// `content` charset) and a refresh.
-fn meta_pragmas(tag: &Tag<'_>, r: &mut Raw) {
-    let equiv = tag.get("http-equiv");
+fn meta_pragmas(tag: &impl Element, r: &mut Raw) {
+    let equiv = tag.attr("http-equiv");
     if !r.declared_seen {
-        let declared = match (tag.get("charset"), equiv) {
-            (Some(c), _) => Some(Encoding::for_label(
-                String::from_utf8_lossy(c).trim().as_bytes(),
-            )),
-            (None, Some(e)) if e.eq_ignore_ascii_case(b"content-type") => tag
-                .get("content")
-                .map(|c| encoding::charset_of_meta_content(decoded(c).as_bytes())),
+        let declared = match (tag.attr("charset"), equiv.as_deref()) {
+            (Some(c), _) => Some(Encoding::for_label(c.trim().as_bytes())),
+            (None, Some(e)) if e.eq_ignore_ascii_case("content-type") => tag
+                .attr("content")
+                .map(|c| encoding::charset_of_meta_content(c.as_bytes())),
             _ => None,
         };
         if let Some(e) = declared.flatten() {
@@ -188,9 +215,9 @@ fn meta_pragmas(tag: &Tag<'_>, r: &mut Raw) {
         }
     }
     if r.refresh.is_none()
-        && equiv.is_some_and(|e| e.eq_ignore_ascii_case(b"refresh"))
-        && let Some(content) = tag.get("content")
-        && let Some(url) = refresh::target(&decoded(content))
+        && equiv.is_some_and(|e| e.eq_ignore_ascii_case("refresh"))
+        && let Some(content) = tag.attr("content")
+        && let Some(url) = refresh::target(&content)
     {
         r.refresh = Some(url.to_string());
     }
@@ -229,14 +256,20 @@ pub fn extract_served(page: &Url, html: &[u8], content_type: Option<&str>) -> Pa
     finish(page, raw, sniffed)
 }
 
-/// The tags of `html` read in `sniffed`'s encoding.
+/// The tags of `html` read in `sniffed`'s encoding; by a tree builder where the scan cannot
+/// tell how a browser reads them.
 fn scan(html: &[u8], sniffed: Sniffed) -> (Raw, Sniffed) {
     let mut raw = Raw::default();
-    if sniffed.encoding == encoding_rs::UTF_8 && sniffed.bom == 0 {
-        start_tags(html, |tag| take(tag, &mut raw));
+    let decoded;
+    let text = if sniffed.encoding == encoding_rs::UTF_8 && sniffed.bom == 0 {
+        html
     } else {
-        let text = encoding::decode(html, sniffed);
-        start_tags(text.as_bytes(), |tag| take(tag, &mut raw));
+        decoded = encoding::decode(html, sniffed);
+        decoded.as_bytes()
+    };
+    if start_tags(text, |tag| take(tag, &mut raw)).is_err() {
+        raw = Raw::default();
+        tree::elements(&String::from_utf8_lossy(text), |e| take(e, &mut raw));
     }
     (raw, sniffed)
 }
@@ -390,7 +423,7 @@ mod tests {
             </head><body>
             <a href="a.html">a</a> <a href="/p?x=1&amp;y=2">amp</a> <a href="b.html#frag">frag</a>
             <A HREF=/caps.html>caps</A> <a href='q&eacute;.html'>entity</a>
-            <area href="map.html"> <iframe src="frame.html"></iframe> <frame src="f2.html">
+            <area href="map.html"> <iframe src="frame.html"></iframe>
             <a href="mailto:x@e.com">mail</a> <a href="a.html">again</a>
             <a rel="nofollow ugc" href="spam.html">spam</a>
             <script>var s = '<a href="not-a-link.html">';</script>
@@ -409,7 +442,6 @@ mod tests {
                 "http://e.com/dir/q%C3%A9.html",
                 "http://e.com/dir/map.html",
                 "http://e.com/dir/frame.html",
-                "http://e.com/dir/f2.html",
             ]
         );
         assert_eq!(
@@ -444,6 +476,43 @@ mod tests {
         assert_eq!(urls(&links), ["http://e.com/a/ok.html"]);
     }
 
+    /// SVG and MathML as the tree builder nests them (each case one the `links_reference`
+    /// fuzz target found the scan reading differently from html5ever), and the pages the scan
+    /// hands to a tree builder read as a browser reads them.
+    #[test]
+    fn foreign_content_as_the_tree_builder_nests_it() {
+        let page = Url::parse("http://e.com/d/p.html").unwrap();
+        let read = |html: &str| {
+            let found = extract(&page, html.as_bytes());
+            found
+                .links
+                .iter()
+                .map(|u| u.path().trim_start_matches("/d/").to_string())
+                .collect::<Vec<_>>()
+        };
+        // Inside MathML an `svg` is MathML's, and so is its `a`; inside SVG a `math` is SVG's.
+        assert_eq!(read("<math><svg><a href=m>"), Vec::<String>::new());
+        assert_eq!(read("<svg><math><a href=s>"), ["s"]);
+        // An end tag closes the SVG elements open down to the one it names.
+        assert_eq!(
+            read("<svg><g><a xlink:href=x></g><a xlink:href=y></svg><a href=z>"),
+            ["x", "y", "z"]
+        );
+        // A template's end tag inside SVG is SVG's, and leaves the HTML template open.
+        assert_eq!(
+            read("<template><svg><template></template><a href=t></svg></template><a href=o>"),
+            ["o"]
+        );
+        // Handed to the tree builder: an end tag naming an element open outside the SVG
+        // closes the SVG, so the `title` after it is HTML's and holds text only.
+        assert_eq!(read("<a href=1><svg></a><title><a href=2>"), ["1"]);
+        // ... and an integration point's end tag with HTML open inside it is ignored.
+        assert_eq!(
+            read("<svg><desc><b></desc><a xlink:href=in><a href=html>"),
+            ["html"]
+        );
+    }
+
     /// The scan against lol_html, the parser it replaced, on markup chosen to tell them apart.
     #[test]
     fn the_scan_finds_what_lol_html_found_in_awkward_markup() {
@@ -461,7 +530,7 @@ mod tests {
             br#"<base href="/root/"><base href="/second/"><a href=r>"#,
             br#"<meta name=robots content="NOINDEX"><link rel="next prev" href=n>"#,
             br#"<link rel=canonical href="/c"><link rel=hub href=//hub.e.com/><link rel=self href=/f>"#,
-            br#"<iframe src=f1></iframe><frame src=f2><area href=ar>"#,
+            br#"<iframe src=f1></iframe><area href=ar>"#,
             b"<a href=\"\xc3\xa9.html\">",
             br#"<a href="x.html"<a href="y.html">"#,
             br#"<a/href=slash><a href=a/><a href=b =c>"#,
@@ -482,6 +551,12 @@ mod tests {
         // in the standard's default, windows-1252 (lol_html read this pair as UTF-8).
         let links = extract(&page, b"<a href=\"\xff\xfe.html\">");
         assert_eq!(urls(&links), ["http://e.com/d/%C3%BF%C3%BE.html"]);
+        // A `frame` outside a frameset is dropped by the tree builder (lol_html kept it); a
+        // frameset's frames are read.
+        let links = extract(&page, b"<body><p>text<frame src=f2><a href=a>");
+        assert_eq!(urls(&links), ["http://e.com/d/a"]);
+        let links = extract(&page, b"<frameset><frame src=f1><frame src=f2></frameset>");
+        assert_eq!(urls(&links), ["http://e.com/d/f1", "http://e.com/d/f2"]);
     }
 
     /// The scan against lol_html on real documentation sites Debian packages: every page of
@@ -501,7 +576,7 @@ mod tests {
             );
             return;
         }
-        let (mut pages, mut differ) = (0, Vec::new());
+        let (mut pages, mut differ, mut tree_read) = (0, Vec::new(), Vec::new());
         let mut seen_rust = 0usize..;
         let mut stack: Vec<std::path::PathBuf> = roots.iter().map(Into::into).collect();
         while let Some(dir) = stack.pop() {
@@ -526,7 +601,12 @@ mod tests {
                         ..extract(&page, &html)
                     };
                     if ours != lol_reference::lol_links(&page, &html) {
-                        differ.push(path);
+                        differ.push(path.clone());
+                    }
+                    // Real pages are read by the scan alone: the tree builder is for the odd
+                    // misnested one.
+                    if start_tags(&html, |_| {}).is_err() {
+                        tree_read.push(path);
                     }
                 }
             }
@@ -536,6 +616,10 @@ mod tests {
             differ.is_empty(),
             "{} of {pages} pages differ: {differ:?}",
             differ.len()
+        );
+        assert!(
+            tree_read.is_empty(),
+            "read by the tree builder: {tree_read:?}"
         );
     }
 }
