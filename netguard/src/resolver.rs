@@ -324,4 +324,103 @@ mod tests {
         // An address literal needs no server.
         assert!(r.lookup("192.0.2.1", 80).await.is_ok());
     }
+
+    /// A hostile name server: what it answers depends on the question's first label.
+    async fn hostile_name_server() -> SocketAddr {
+        use hickory_proto::op::{Message, MessageType, OpCode};
+        use hickory_proto::rr::rdata::{A, CNAME};
+        use hickory_proto::rr::{Name, RData, Record};
+        let sock = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let addr = sock.local_addr().unwrap();
+        tokio::spawn(async move {
+            let mut buf = [0u8; 1500];
+            while let Ok((n, from)) = sock.recv_from(&mut buf).await {
+                let Ok(q) = Message::from_vec(&buf[..n]) else {
+                    continue;
+                };
+                let Some(query) = q.queries.first().cloned() else {
+                    continue;
+                };
+                let qname = query.name().clone();
+                let label = qname.to_ascii().split('.').next().unwrap_or("").to_string();
+                let mut r = Message::new(q.metadata.id, MessageType::Response, OpCode::Query);
+                r.metadata.recursion_available = true;
+                r.add_query(query);
+                let a = |name: &Name, ttl, ip: [u8; 4]| {
+                    Record::from_rdata(name.clone(), ttl, RData::A(A(ip.into())))
+                };
+                let bytes = match label.as_str() {
+                    "garbage" => (0..64u8).map(|b| b.wrapping_mul(37) ^ 0x5a).collect(),
+                    "wrongid" => {
+                        r.metadata.id = q.metadata.id.wrapping_add(1);
+                        r.add_answer(a(&qname, 300, [127, 1, 2, 3]));
+                        r.to_vec().unwrap()
+                    }
+                    "short" => {
+                        // The header promises an answer the message does not hold.
+                        r.add_answer(a(&qname, 300, [127, 1, 2, 3]));
+                        let mut v = r.to_vec().unwrap();
+                        v.truncate(12);
+                        v
+                    }
+                    "other" => {
+                        // An answer for a name nobody asked about.
+                        let evil = Name::from_ascii("evil.test.").unwrap();
+                        r.add_answer(a(&evil, 300, [127, 9, 9, 9]));
+                        r.to_vec().unwrap()
+                    }
+                    "loop" => {
+                        r.add_answer(Record::from_rdata(
+                            qname.clone(),
+                            300,
+                            RData::CNAME(CNAME(qname.clone())),
+                        ));
+                        r.to_vec().unwrap()
+                    }
+                    "mixed" => {
+                        r.add_answer(a(&qname, 300, [169, 254, 169, 254]));
+                        r.add_answer(a(&qname, 300, [127, 1, 2, 3]));
+                        r.to_vec().unwrap()
+                    }
+                    _ => {
+                        r.add_answer(a(&qname, u32::MAX, [127, 1, 2, 4]));
+                        r.to_vec().unwrap()
+                    }
+                };
+                let _ = sock.send_to(&bytes, from).await;
+            }
+        });
+        addr
+    }
+
+    /// What a hostile name server sends is never an address: garbage, a spoofed id, a message
+    /// shorter than its header says, an answer for another name and a CNAME to itself each end
+    /// in "does not resolve" (after the resolver's timeout at worst); a metadata address among
+    /// loopback ones is dropped; the honest twin, an answer with the longest TTL, resolves.
+    #[tokio::test]
+    async fn a_hostile_name_server_gives_no_address() {
+        let server = hostile_name_server().await;
+        let r = loopback_allowed().with_name_server(server);
+        let mut asked = Vec::new();
+        for name in ["garbage", "wrongid", "short", "other", "loop"] {
+            let r = r.clone();
+            asked.push((
+                name,
+                tokio::spawn(async move { r.resolve_checked(&format!("{name}.test"), 80).await }),
+            ));
+        }
+        for (name, answer) in asked {
+            match answer.await.unwrap() {
+                Err(ResolveError::Lookup(why)) => assert!(
+                    why.contains(name) && why.contains("does not resolve"),
+                    "{name}: {why}"
+                ),
+                other => panic!("{name}: {other:?}"),
+            }
+        }
+        let mixed = r.resolve_checked("mixed.test", 80).await.unwrap();
+        assert_eq!(mixed, vec![SocketAddr::from(([127, 1, 2, 3], 80))]);
+        let honest = r.resolve_checked("honest.test", 80).await.unwrap();
+        assert_eq!(honest, vec![SocketAddr::from(([127, 1, 2, 4], 80))]);
+    }
 }

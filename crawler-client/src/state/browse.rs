@@ -107,8 +107,27 @@ pub(crate) struct PageVisit {
     pub(crate) rate_per_day: Option<f64>,
 }
 
+/// The host table's query, in `order` and `dir` (columns and words of a fixed set). Each
+/// host's figures are counted from its own index entries, for the hosts of the page only when
+/// the order is the id or the origin: O(hosts shown), not O(pages crawled), which at a million
+/// pages took the table 380 ms a request during a crawl.
+fn host_page_sql(order: &str, dir: &str) -> String {
+    format!(
+        "SELECT h.id, h.origin,
+                (SELECT COUNT(*) FROM queue WHERE host = h.id) AS queued,
+                (SELECT COUNT(*) FROM pages WHERE host = h.id) AS fetched,
+                (SELECT COALESCE(SUM(status >= 400 OR (status IS NULL AND error != ?1)), 0)
+                   FROM pages WHERE host = h.id) AS errors,
+                h.robots_status, h.robots_fetched, h.skipped, h.parked_until, h.failures, h.coop
+         FROM hosts h
+         WHERE ?2 = '' OR instr(lower(h.origin), ?2) > 0
+         ORDER BY {order} {dir}, h.id
+         LIMIT ?3 OFFSET ?4"
+    )
+}
+
 impl Store {
-    /// Every host with its saved figures (one pass over pages and queue).
+    /// Every host with its saved figures.
     pub(crate) fn host_figures(&self) -> Result<Vec<HostFigures>, StoreError> {
         Ok(self
             .host_page(&HostQuery {
@@ -128,9 +147,9 @@ impl Store {
         let order = match q.sort {
             HostSort::Id => "h.id",
             HostSort::Origin => "h.origin",
-            HostSort::Queued => "COALESCE(q.n, 0)",
-            HostSort::Fetched => "COALESCE(p.n, 0)",
-            HostSort::Errors => "COALESCE(p.bad, 0)",
+            HostSort::Queued => "queued",
+            HostSort::Fetched => "fetched",
+            HostSort::Errors => "errors",
         };
         let dir = if q.descending { "DESC" } else { "ASC" };
         let filter = q.filter.to_ascii_lowercase();
@@ -143,18 +162,7 @@ impl Store {
             )
             .map_err(|e| self.err(e))?
             .max(0) as u64;
-        let sql = format!(
-            "SELECT h.id, h.origin, COALESCE(q.n, 0), COALESCE(p.n, 0), COALESCE(p.bad, 0),
-                    h.robots_status, h.robots_fetched, h.skipped, h.parked_until, h.failures, h.coop
-             FROM hosts h
-             LEFT JOIN (SELECT host, COUNT(*) AS n FROM queue GROUP BY host) q ON q.host = h.id
-             LEFT JOIN (SELECT host, COUNT(*) AS n,
-                               SUM(status >= 400 OR (status IS NULL AND error != ?1)) AS bad
-                        FROM pages GROUP BY host) p ON p.host = h.id
-             WHERE ?2 = '' OR instr(lower(h.origin), ?2) > 0
-             ORDER BY {order} {dir}, h.id
-             LIMIT ?3 OFFSET ?4"
-        );
+        let sql = host_page_sql(order, dir);
         let limit = i64::try_from(q.limit).unwrap_or(i64::MAX);
         let offset = i64::try_from(q.offset).unwrap_or(i64::MAX);
         let rows = self.rows(
@@ -296,5 +304,39 @@ mod tests {
         assert_eq!(page(HostSort::Id, false, "%", 0, 10).1, 0);
         assert_eq!(HostSort::of("state"), None);
         assert_eq!(HostSort::of("errors").map(HostSort::column), Some("errors"));
+    }
+
+    /// A page of the table in the console's default order reads the hosts it shows through
+    /// the host indexes, and no table whole: its cost follows the hosts shown, not the pages
+    /// crawled.
+    #[test]
+    fn the_default_host_table_reads_only_the_hosts_it_shows() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(dir.path()).unwrap();
+        let plan = |s: &Store| -> Vec<String> {
+            s.rows(
+                &format!("EXPLAIN QUERY PLAN {}", host_page_sql("h.id", "ASC")),
+                rusqlite::params![DISALLOWED, "", 50, 0],
+                |r| r.get::<_, String>(3),
+            )
+            .unwrap()
+        };
+        // The twin: without the index, every pages row is read for every host shown.
+        s.conn.execute_batch("DROP INDEX pages_by_host").unwrap();
+        assert!(
+            plan(&s).iter().any(|d| d.starts_with("SCAN pages")),
+            "{:?}",
+            plan(&s)
+        );
+        drop(s);
+        let s = Store::open(dir.path()).unwrap();
+        let plan = plan(&s);
+        let scans: Vec<&String> = plan
+            .iter()
+            .filter(|d| d.starts_with("SCAN") && !d.contains(" h"))
+            .collect();
+        assert!(scans.is_empty(), "{plan:?}");
+        assert!(plan.iter().any(|d| d.contains("pages_by_host")), "{plan:?}");
+        assert!(plan.iter().any(|d| d.contains("queue_by_host")), "{plan:?}");
     }
 }

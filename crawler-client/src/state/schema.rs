@@ -54,6 +54,7 @@ CREATE TABLE IF NOT EXISTS pages (
 );
 CREATE UNIQUE INDEX IF NOT EXISTS pages_by_fp ON pages (fp);
 CREATE INDEX IF NOT EXISTS pages_by_digest ON pages (digest) WHERE digest IS NOT NULL;
+CREATE INDEX IF NOT EXISTS pages_by_host ON pages (host, fetched_at);
 CREATE TABLE IF NOT EXISTS warc (file TEXT PRIMARY KEY, committed INTEGER NOT NULL) WITHOUT ROWID;
 ";
 
