@@ -51,6 +51,25 @@ struct Console {
     live: Option<Arc<Live>>,
     log: ActionLog,
     fleet: bool,
+    /// The crawl's figures as last counted, when, and what counting them took.
+    figures: std::sync::Mutex<Option<CountedFigures>>,
+}
+
+/// The figures of the crawl's database, kept while counting them again would cost more than a
+/// twentieth of the time: they are a pass over every page (300 ms at a million), and a page
+/// watching the console asks every two seconds.
+#[derive(Clone, Copy)]
+struct CountedFigures {
+    figures: crate::state::Figures,
+    at: std::time::Instant,
+    took: std::time::Duration,
+}
+
+impl CountedFigures {
+    /// Still served: younger than a second, or than twenty times its cost.
+    fn fresh(&self, now: std::time::Instant) -> bool {
+        now.duration_since(self.at) < (self.took * 20).max(std::time::Duration::from_secs(1))
+    }
 }
 
 /// Starts the console of a running crawl on the crawl's runtime; returns where it listens.
@@ -128,6 +147,7 @@ fn bind(
         live,
         log: ActionLog::new(dir),
         fleet,
+        figures: std::sync::Mutex::new(None),
     });
     Ok((listener, console))
 }
@@ -177,8 +197,26 @@ async fn with_store<T: Send + 'static>(
     c.store.read("the crawl's database", f).await
 }
 
+/// The crawl's figures, counted again only when the last count is stale (`CountedFigures`).
+async fn figures(c: &Arc<Console>) -> Result<crate::state::Figures, Response> {
+    let now = std::time::Instant::now();
+    let kept = c.figures.lock().ok().and_then(|k| *k);
+    if let Some(k) = kept.filter(|k| k.fresh(now)) {
+        return Ok(k.figures);
+    }
+    let figures = with_store(c, |s| s.figures()).await?;
+    if let Ok(mut k) = c.figures.lock() {
+        *k = Some(CountedFigures {
+            figures,
+            at: now,
+            took: now.elapsed(),
+        });
+    }
+    Ok(figures)
+}
+
 async fn overview(State(c): State<Arc<Console>>) -> Response {
-    let figures = match with_store(&c, |s| s.figures()).await {
+    let figures = match figures(&c).await {
         Ok(f) => f,
         Err(r) => return r,
     };
@@ -486,4 +524,28 @@ async fn events(State(c): State<Arc<Console>>) -> Response {
     Sse::new(stream)
         .keep_alive(KeepAlive::default())
         .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CountedFigures;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn figures_are_counted_again_at_most_a_twentieth_of_the_time() {
+        let at = Instant::now();
+        let kept = |took| CountedFigures {
+            figures: Default::default(),
+            at,
+            took,
+        };
+        // A cheap count (a small crawl) is at most a second old.
+        let cheap = kept(Duration::from_millis(2));
+        assert!(cheap.fresh(at + Duration::from_millis(900)));
+        assert!(!cheap.fresh(at + Duration::from_millis(1100)));
+        // 300 ms over a million pages: kept six seconds, so counting costs 5% of a core.
+        let dear = kept(Duration::from_millis(300));
+        assert!(dear.fresh(at + Duration::from_millis(5900)));
+        assert!(!dear.fresh(at + Duration::from_millis(6100)));
+    }
 }
