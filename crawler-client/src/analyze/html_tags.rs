@@ -60,8 +60,13 @@ pub(crate) fn space(b: u8) -> bool {
 
 /// Calls `on_tag` for every start tag of `html`, in document order. A tag cut off by the end
 /// of the input is not one (as in a browser). Stops with [`Unsure`] where the page's reading
-/// needs a tree (`foreign` says where): the caller reads it with a tree builder.
-pub(crate) fn start_tags(html: &[u8], mut on_tag: impl FnMut(&Tag<'_>)) -> Result<(), Unsure> {
+/// needs a tree (`foreign` says where) when `strict`: the caller reads it with a tree builder.
+/// Not `strict`, it reads on, as if foreign content ended there and frames were in a frameset.
+pub(crate) fn start_tags(
+    html: &[u8],
+    strict: bool,
+    mut on_tag: impl FnMut(&Tag<'_>),
+) -> Result<(), Unsure> {
     let mut attrs: Vec<(Range<usize>, Range<usize>)> = Vec::new();
     let mut name_buf = [0u8; NAME_MAX];
     // SVG and MathML open, with what is open inside them: inside foreign content, raw text
@@ -86,7 +91,14 @@ pub(crate) fn start_tags(html: &[u8], mut on_tag: impl FnMut(&Tag<'_>)) -> Resul
                         return Ok(());
                     };
                     let name = &name_buf[..name];
-                    let html_rules = contexts.end_tag(name)?;
+                    let html_rules = match contexts.end_tag(name) {
+                        Ok(h) => h,
+                        Err(e) if strict => return Err(e),
+                        Err(_) => {
+                            contexts = Contexts::default();
+                            true
+                        }
+                    };
                     if html_rules && name == b"template" {
                         template = template.saturating_sub(1);
                     }
@@ -105,7 +117,7 @@ pub(crate) fn start_tags(html: &[u8], mut on_tag: impl FnMut(&Tag<'_>)) -> Resul
                 let name = &name_buf[..name];
                 // Most pages have no SVG or MathML: their tags take the short way.
                 let read = if contexts.is_empty() && !matches!(name, b"svg" | b"math") {
-                    if matches!(name, b"frameset" | b"frame") {
+                    if strict && matches!(name, b"frameset" | b"frame") {
                         // Whether a frameset replaces the body, and whether a frame is kept,
                         // depends on what came before: a tree tells.
                         return Err(Unsure);
@@ -115,7 +127,17 @@ pub(crate) fn start_tags(html: &[u8], mut on_tag: impl FnMut(&Tag<'_>)) -> Resul
                         html: true,
                     }
                 } else {
-                    contexts.start_tag(html, name, &attrs, self_closing)?
+                    match contexts.start_tag(html, name, &attrs, self_closing) {
+                        Ok(read) => read,
+                        Err(e) if strict => return Err(e),
+                        Err(_) => {
+                            contexts = Contexts::default();
+                            StartTag {
+                                namespace: Namespace::Html,
+                                html: true,
+                            }
+                        }
+                    }
                 };
                 on_tag(&Tag {
                     html,
@@ -347,7 +369,7 @@ mod tests {
 
     fn tags(html: &str) -> Vec<String> {
         let mut out = Vec::new();
-        let read = start_tags(html.as_bytes(), |t| {
+        let read = start_tags(html.as_bytes(), true, |t| {
             let name = String::from_utf8_lossy(t.name()).into_owned();
             let href = t
                 .get("href")
