@@ -61,7 +61,8 @@ EOF
 nginx -c "$work/nginx.conf" -p "$work"
 base="http://127.0.0.1:$port/"
 "$agent" --docroot "$work/www" --state "$work/state" --base-url "$base" \
-    --listen "127.0.0.1:$agent_port" --allow-callback-net 127.0.0.0/8 2> "$work/agent.log" &
+    --listen "127.0.0.1:$agent_port" --allow-callback-net 127.0.0.0/8 \
+    --complete-listing 2> "$work/agent.log" &
 agent_pid=$!
 for i in $(seq 600); do
     # (grep reads all: with -q, curl would die of SIGPIPE and pipefail call it a failure)

@@ -12,7 +12,7 @@ use std::sync::Arc;
 /// Labels of the fetch counter.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(crate) struct OutcomeLabels {
-    /// `2xx`, `304`, `3xx`, `4xx`, `5xx`, `failed` or `disallowed`.
+    /// `2xx`, `304`, `3xx`, `4xx`, `5xx`, `failed`, `disallowed` or `held`.
     pub(crate) outcome: &'static str,
 }
 

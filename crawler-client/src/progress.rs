@@ -171,6 +171,13 @@ pub fn summary(f: &Figures, skipped: &[(String, String)], run: Option<&RunFigure
         f.failures,
         f.disallowed
     );
+    if f.held > 0 {
+        let _ = writeln!(
+            s,
+            "held: {} links not fetched (the site's complete listing says nothing is there; a few were checked)",
+            f.held
+        );
+    }
     if f.usage_skipped + f.usage_not_kept > 0 {
         let _ = writeln!(
             s,

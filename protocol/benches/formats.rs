@@ -31,6 +31,7 @@ fn rdf_doc() -> RobotsRdf {
             hub: None,
             snapshot: None,
             snapshot_max_record: None,
+            complete: false,
             seq: Some(N as u64),
             content_usage: None,
         },

@@ -37,6 +37,7 @@ fn rdf(n: usize) -> String {
             hub: None,
             snapshot: None,
             snapshot_max_record: None,
+            complete: false,
             seq: Some(1),
             content_usage: None,
         },

@@ -168,6 +168,7 @@ fn channel() -> impl Strategy<Value = Channel> {
                 hub,
                 // Written only beside the snapshot it describes.
                 snapshot_max_record: snapshot.as_ref().and(seq).map(|n| n % (64 << 20)),
+                complete: seq.is_some_and(|n| n % 2 == 0),
                 snapshot,
                 seq,
                 content_usage: seq

@@ -325,6 +325,9 @@ impl ServedSite {
                 .args(["--server-url", &format!("http://{site_addr}")])
                 .args(["--allow-callback-net", "127.0.0.0/8"])
                 .args(["--hub-window-ms", "20", "--debounce-ms", "20"])
+                // A docroot of static files, served by nginx or the bench's file server: the
+                // listing names every page there is.
+                .arg("--complete-listing")
                 .args(popularity_args(cfg))
                 .args(clock_args)
                 .stdout(Stdio::null())

@@ -58,6 +58,7 @@ pub(crate) fn listing(
             hub: Some(Url::parse(hub).unwrap()),
             snapshot: None,
             snapshot_max_record: None,
+            complete: false,
             seq: Some(1),
             content_usage: None,
         },
@@ -103,6 +104,18 @@ pub(crate) fn site_claiming(
     live: &[(String, String)],
     claimed: &[(String, String)],
 ) {
+    site_claiming_complete(web, robots_txt, live, claimed, false);
+}
+
+/// [`site_claiming`], its robots.rdf stating that it lists every page (`wc:complete`) when
+/// `complete`.
+pub(crate) fn site_claiming_complete(
+    web: &HostileWeb,
+    robots_txt: &str,
+    live: &[(String, String)],
+    claimed: &[(String, String)],
+    complete: bool,
+) {
     use webcoop_protocol::validator::Sha256Digest;
     let site = web.origin("site.test");
     web.set(
@@ -132,6 +145,7 @@ pub(crate) fn site_claiming(
         item.size = Some(body.len() as u64);
     }
     doc.channel.snapshot = Some(Url::parse(&format!("{site}{SNAPSHOT_PATH}")).unwrap());
+    doc.channel.complete = complete;
     web.set(
         "site.test",
         "/robots.rdf",

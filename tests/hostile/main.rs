@@ -9,6 +9,7 @@
 #[allow(dead_code)]
 mod subscriber;
 
+mod absences;
 mod access_log;
 #[cfg(feature = "outside-tools")]
 mod agent;

@@ -83,6 +83,7 @@ fn sample_rdf() -> RobotsRdf {
                     .unwrap(),
             ),
             snapshot_max_record: Some(1 << 20),
+            complete: true,
             seq: Some(42),
             content_usage: None,
         },

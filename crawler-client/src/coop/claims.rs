@@ -18,7 +18,7 @@ impl CoopState {
     /// announcements: its claims must not cost whole bodies.
     pub(crate) fn announced_change(&self, fp: Fp) -> bool {
         self.claims.get(&fp).is_some_and(|(host, c)| match c {
-            Claim::Unchanged | Claim::Matches(_) => true,
+            Claim::Unchanged | Claim::Matches(_) | Claim::Absent => true,
             Claim::Changed => self
                 .sites
                 .get(host)
@@ -66,6 +66,8 @@ impl CoopState {
                 Claim::Matches(d) => validator == Some(d.etag().to_string().as_str()),
                 Claim::Changed => changed,
                 Claim::Unchanged => !changed,
+                // Weighed when the response was recorded (`absence_checked`), never here.
+                Claim::Absent => true,
             };
             let site = self.site(claim_host);
             match (right, claim) {

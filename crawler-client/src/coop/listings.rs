@@ -238,6 +238,7 @@ impl CoopState {
             let snapshot = (
                 doc.channel.snapshot.as_ref(),
                 doc.channel.snapshot_max_record,
+                doc.channel.complete,
             );
             match self.take_snapshot(r, host, snapshot, list, reading) {
                 Ok(()) => Vec::new(),

@@ -18,6 +18,7 @@ pub(crate) mod requests;
 pub(crate) mod site;
 pub(crate) mod trust;
 
+mod absences;
 mod announcements;
 pub(crate) mod batches;
 mod claims;
@@ -35,6 +36,7 @@ pub(crate) mod stated;
 mod tests;
 
 pub(crate) use crate::frontier::{CoopJob, MetaKind};
+pub(crate) use absences::HELD;
 pub(crate) use polls::tick_period;
 pub(crate) use state::{CoopState, Effects, KnownPages, Reach};
 

@@ -63,13 +63,16 @@ pub struct CoopStats {
     /// disallowed by robots.txt): not taken.
     #[serde(default)]
     pub(crate) refused_urls: u64,
+    /// Links held unfetched because the site's complete listing does not name them.
+    #[serde(default)]
+    pub(crate) held: u64,
 }
 
 impl std::fmt::Display for CoopStats {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} metadata requests ({} bytes, {} not modified), {} changes announced, {} pushes, {} deltas ({} fell back), {} checks, {} foreign URLs ignored, {} pages from a snapshot ({} refuted), {} from batches, {} stated URLs refused",
+            "{} metadata requests ({} bytes, {} not modified), {} changes announced, {} pushes, {} deltas ({} fell back), {} checks, {} foreign URLs ignored, {} pages from a snapshot ({} refuted), {} from batches, {} stated URLs refused, {} unlisted links held",
             self.meta_requests,
             self.meta_bytes,
             self.not_modified,
@@ -82,7 +85,8 @@ impl std::fmt::Display for CoopStats {
             self.from_snapshot,
             self.refuted,
             self.from_batch,
-            self.refused_urls
+            self.refused_urls,
+            self.held
         )
     }
 }

@@ -52,7 +52,7 @@ pub(crate) struct PendingSnapshot {
     /// The listed URLs.
     list: Vec<Listed>,
     /// Each listed URL's entity tag, to check a page against.
-    tags: HashMap<String, Option<String>>,
+    pub(super) tags: HashMap<String, Option<String>>,
     /// URLs taken from the snapshot, with the content's SHA-256.
     taken: Vec<(Link, Sha256Digest)>,
     /// How the list is read once the snapshot ended: a first visit's, or a resync's (whose
@@ -61,6 +61,9 @@ pub(crate) struct PendingSnapshot {
     /// The largest record the snapshot holds, as robots.rdf states it: larger listed files
     /// were left out of it, to be fetched alone.
     max_record: Option<u64>,
+    /// Whether robots.rdf states that it names every page of the site (`wc:complete`): a
+    /// link to a URL it does not name is then held (`super::absences`).
+    pub(super) complete: bool,
 }
 
 impl CoopState {
@@ -71,7 +74,7 @@ impl CoopState {
         &mut self,
         r: &mut Reach<'_>,
         host: HostId,
-        (snapshot, max_record): (Option<&Url>, Option<u64>),
+        (snapshot, max_record, complete): (Option<&Url>, Option<u64>, bool),
         list: Vec<Listed>,
         reading: Reading,
     ) -> Result<(), Vec<Listed>> {
@@ -103,6 +106,7 @@ impl CoopState {
                 taken: Vec::new(),
                 reading,
                 max_record,
+                complete,
             },
         );
         r.frontier.hold_pages(host, true);
@@ -178,6 +182,7 @@ impl CoopState {
             return;
         };
         let origin = r.origin(host);
+        let used = failed.is_none();
         match failed {
             Some(why) => tracing::warn!(
                 "{origin}: snapshot not used ({why}); fetching its {} listed pages one by one",
@@ -198,11 +203,20 @@ impl CoopState {
             self.listed(r, host, l.said(), p.reading);
         }
         // An operator who turned checks off (a share of 0) gets none here either.
+        let held = self.held_count(host);
         let mut checks = if self.config.check_share > 0.0 {
             let trust = self.site(host).trust;
-            super::trust::snapshot_checks(&trust, p.taken.len() + oversize.len())
+            super::trust::snapshot_checks(&trust, p.taken.len() + oversize.len() + held)
         } else {
             0
+        };
+        // The links held are the snapshot's other claim (that nothing is there): they get
+        // their share of the checks, at least one.
+        let absent_checks = if held == 0 || checks == 0 {
+            0
+        } else {
+            let share = checks as f64 * held as f64 / (p.taken.len() + held) as f64;
+            (share.round() as usize).clamp(1, held)
         };
         // Pages left out of the snapshot by the site for being above the largest record it
         // states are fetched alone: each checks the listing the snapshot agreed with. (Records
@@ -227,8 +241,12 @@ impl CoopState {
             }
         }
         checks = checks
-            .saturating_sub(alone)
-            .max(checks.min(super::trust::SNAPSHOT_CHECKS_MIN))
+            .saturating_sub(alone + absent_checks)
+            .max(
+                checks
+                    .min(super::trust::SNAPSHOT_CHECKS_MIN)
+                    .saturating_sub(absent_checks),
+            )
             .min(p.taken.len());
         let step = (p.taken.len() / checks.max(1)).max(1);
         let offset = if p.taken.is_empty() {
@@ -241,6 +259,7 @@ impl CoopState {
             self.site(host).stats.checks += 1;
             self.due_now(r, host, link);
         }
+        self.settle_absences(r, host, absent_checks, !used);
         r.frontier.hold_pages(host, false);
     }
 }

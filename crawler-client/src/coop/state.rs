@@ -28,6 +28,9 @@ pub(crate) enum Claim {
     /// The page's content is this (a page handed over in a snapshot or a batch): checked by
     /// a whole fetch, never a conditional one, whose content must have this SHA-256.
     Matches(webcoop_protocol::validator::Sha256Digest),
+    /// Nothing is there (a link a complete listing does not name, see `super::absences`):
+    /// checked by a fetch that must find no page of the site's own.
+    Absent,
 }
 
 /// A sitemap walk under way: the walk, the entries found so far (acted on once it is over and
@@ -63,6 +66,9 @@ pub(crate) struct CoopState {
     pub(crate) popularity: HashMap<Fp, f64>,
     /// The believed sites that state their pages' popularity.
     pub(crate) popularity_sites: HashSet<HostId>,
+    /// Links held unfetched because a site's complete listing does not name them, by site
+    /// (see `super::absences`).
+    pub(crate) held: HashMap<HostId, HashMap<Fp, super::absences::Held>>,
 }
 
 /// The pages held, as cooperation needs them: to tell a listed URL already visited from one
@@ -168,6 +174,7 @@ impl CoopState {
             unproven: HashMap::new(),
             popularity: HashMap::new(),
             popularity_sites: HashSet::new(),
+            held: HashMap::new(),
         }
     }
 

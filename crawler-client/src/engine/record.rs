@@ -113,6 +113,11 @@ impl Engine {
             .filter(|u| *u != job.url)
             .or(found.clone());
         let redirect = self.follow_redirect(job, &f.analysis);
+        // A link held because the site's listing said nothing was there, fetched to check.
+        if self.coop.checks_absence(job.fp) {
+            let duplicate = duplicate_of.is_some();
+            self.with_coop(|c, r| c.absence_checked(r, job.fp, f.status, duplicate));
+        }
         let mut children = Vec::new();
         if ok && !f.unchanged && duplicate_of.is_none() {
             for link in &f.analysis.links {
@@ -396,6 +401,22 @@ impl Engine {
                     if let Some(fleet) = self.fleet.as_mut() {
                         fleet.forbidden.push(link.fp);
                     }
+                }
+            }
+            Ok(host) if self.coop.claims_absent(host, &link.url) => {
+                // The site says nothing is there: recorded as held, unfetched, unless the
+                // check of its claim or its fall from belief queues it.
+                if self.frontier.mark_seen(link.fp) {
+                    self.coop.hold(host, link, depth);
+                    let mut job = Queued::unqueued(host, link.fp, link.url.clone(), depth, false);
+                    job.hops = hops;
+                    let record = self.logged_without_content(
+                        &job,
+                        crate::coop::HELD.to_string(),
+                        Duration::ZERO,
+                    );
+                    self.unsaved.page(record);
+                    self.metrics.fetch("held");
                 }
             }
             Ok(host) => {

@@ -67,10 +67,11 @@ impl Store {
         };
         f.usage_skipped = prefixed(USAGE_SKIPPED)?;
         f.usage_not_kept = prefixed(USAGE_NOT_KEPT)?;
-        // Neither is a failure: the site answered, or said beforehand, what it allows.
+        f.held = prefixed(super::HELD)?;
+        // None is a failure: the site answered, or said beforehand, what it allows or serves.
         f.failures = f
             .failures
-            .saturating_sub(f.usage_skipped + f.usage_not_kept);
+            .saturating_sub(f.usage_skipped + f.usage_not_kept + f.held);
         f.net_refused = self
             .meta(NET_REFUSED)?
             .and_then(|v| v.parse().ok())
@@ -111,6 +112,8 @@ pub struct Figures {
     pub(crate) usage_skipped: u64,
     /// Fetched and not kept: the response's `Content-Usage` header refuses the purpose.
     pub(crate) usage_not_kept: u64,
+    /// Links held unfetched: the site's complete listing says nothing is there.
+    pub(crate) held: u64,
     /// Exact duplicates of another page.
     pub(crate) duplicates: u64,
     /// Changes seen on revisits.
@@ -135,9 +138,10 @@ pub struct Figures {
 
 impl Figures {
     /// Requests that got a response or failed (not those robots.txt or usage preferences
-    /// forbade).
+    /// forbade, nor links held).
     pub fn fetched(&self) -> u64 {
-        self.pages - self.disallowed - self.usage_skipped
+        self.pages
+            .saturating_sub(self.disallowed + self.usage_skipped + self.held)
     }
 
     /// Responses that are errors or no response at all.

@@ -43,6 +43,9 @@ use webcoop_daemon::sqlite_error::{Hints, SqliteError};
 
 /// The `error` of a page robots.txt forbids.
 pub(crate) const DISALLOWED: &str = "disallowed by robots.txt";
+/// The `error` of a link held unfetched: the site's complete listing says nothing is there
+/// (`coop::absences`).
+pub(crate) const HELD: &str = "held: the site's complete listing does not name it";
 /// How the record of a page skipped for the site's usage preferences begins.
 pub(crate) const USAGE_SKIPPED: &str = "skipped: the site's usage preferences refuse ";
 /// How the record of a page fetched and not kept for its `Content-Usage` header begins.

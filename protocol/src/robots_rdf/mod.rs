@@ -61,6 +61,10 @@ pub struct Channel {
     /// `wc:snapshotMaxRecord`: the largest content in that snapshot, in bytes; files larger
     /// than [`crate::snapshot::MAX_RECORD`] are left out of it and fetched alone.
     pub snapshot_max_record: Option<u64>,
+    /// `wc:complete`: the site states that its items are every URL at which it serves a page of
+    /// its own (another URL serves a listed page's content or nothing): a crawler may take a
+    /// link to an unlisted URL of the site as a claim that nothing is there, and check it.
+    pub complete: bool,
     /// `wc:seq`: sequence number of the last change this listing reflects; a client that resyncs
     /// from this document continues the changes feed after it.
     pub seq: Option<u64>,

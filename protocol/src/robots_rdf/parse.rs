@@ -63,6 +63,7 @@ struct ChannelDraft {
     hub: Option<Url>,
     snapshot: Option<Url>,
     snapshot_max_record: Option<u64>,
+    complete: bool,
     seq: Option<u64>,
     content_usage: Option<String>,
 }
@@ -298,6 +299,20 @@ fn channel_field(c: &mut ChannelDraft, ns: Ns, local: &str, text: &str) -> Resul
                     .map_err(|e| bad("channel", "<wc:snapshotMaxRecord>", text, e))?,
             )
         }
+        (Ns::Webcoop, "complete") => {
+            c.complete = match text.trim() {
+                "true" => true,
+                "false" => false,
+                _ => {
+                    return Err(bad(
+                        "channel",
+                        "<wc:complete>",
+                        text,
+                        "must be true or false",
+                    ));
+                }
+            }
+        }
         (Ns::Webcoop, "seq") => {
             c.seq = Some(
                 text.trim()
@@ -369,6 +384,7 @@ fn finish_channel(d: ChannelDraft) -> Result<Channel, ParseError> {
         hub: d.hub,
         snapshot: d.snapshot,
         snapshot_max_record: d.snapshot_max_record,
+        complete: d.complete,
         seq: d.seq,
         content_usage: d.content_usage,
     })
@@ -436,4 +452,32 @@ fn check_table_of_contents(seq: &[String], items: &[RdfItem]) -> Result<(), Pars
         });
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_complete(value: &str) -> String {
+        format!(
+            r#"<?xml version="1.0"?>
+<rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#" xmlns="http://purl.org/rss/1.0/" xmlns:wc="{}">
+<channel rdf:about="https://e.org/robots.rdf"><title>t</title><link>https://e.org/</link>
+<description>d</description><wc:complete>{value}</wc:complete>
+<items><rdf:Seq/></items></channel></rdf:RDF>"#,
+            crate::namespaces::WEBCOOP
+        )
+    }
+
+    #[test]
+    fn completeness_is_read_as_stated_and_anything_else_refused() {
+        let read = |v: &str| parse(with_complete(v).as_bytes(), &RdfLimits::default());
+        assert!(read("true").unwrap().channel.complete);
+        assert!(!read(" false ").unwrap().channel.complete);
+        // A claim that cannot be read is not taken for either answer.
+        for bad in ["yes", "1", "TRUE", ""] {
+            let e = read(bad).unwrap_err().to_string();
+            assert!(e.contains("wc:complete"), "{bad:?}: {e}");
+        }
+    }
 }

@@ -74,6 +74,9 @@ pub fn write_head(out: &mut String, channel: &Channel) {
             leaf(out, "  ", "wc:snapshotMaxRecord", &max.to_string());
         }
     }
+    if channel.complete {
+        leaf(out, "  ", "wc:complete", "true");
+    }
     if let Some(seq) = channel.seq {
         leaf(out, "  ", "wc:seq", &seq.to_string());
     }

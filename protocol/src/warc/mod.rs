@@ -2,11 +2,13 @@
 //! ([`record`]) and files compressed per the IIPC's WARC-zstd ([`zstd_file`]).
 
 pub mod cdxj;
+mod dictionary;
 pub mod record;
 pub mod zstd_file;
 
+pub use dictionary::{train_cover, train_dictionary};
 pub use record::Record;
-pub use zstd_file::{Located, Next, ZstdWarcReader, ZstdWarcWriter, train_dictionary};
+pub use zstd_file::{Located, Next, ZstdWarcReader, ZstdWarcWriter, frames_size, record_bytes};
 
 /// Why a WARC file or record could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -35,33 +35,25 @@ pub struct ZstdWarcWriter<W: Write> {
 
 impl<W: Write> ZstdWarcWriter<W> {
     /// Starts a file on `out`, with `dictionary` (a Zstandard dictionary, as
-    /// [`train_dictionary`] makes) in its first frame when given, records compressed at `level`.
+    /// [`super::train_dictionary`] makes) in its first frame when given, records compressed at `level`.
     pub fn new(mut out: W, dictionary: Option<&[u8]>, level: i32) -> io::Result<Self> {
         let mut written = 0u64;
-        let mut compressor = match dictionary {
-            Some(dict) => {
-                let mut plain = zstd::bulk::Compressor::new(19)?;
-                plain.set_parameter(zstd::stream::raw::CParameter::ChecksumFlag(true))?;
-                let packed = plain.compress(dict)?;
-                if packed.len() > MAX_DICTIONARY || dict.len() > MAX_DICTIONARY {
-                    return Err(io::Error::new(
-                        io::ErrorKind::InvalidInput,
-                        "a WARC-zstd dictionary is at most 8 MiB",
-                    ));
-                }
-                out.write_all(&DICTIONARY_MAGIC.to_le_bytes())?;
-                out.write_all(&(packed.len() as u32).to_le_bytes())?;
-                out.write_all(&packed)?;
-                written += 8 + packed.len() as u64;
-                zstd::bulk::Compressor::with_dictionary(level, dict)?
+        if let Some(dict) = dictionary {
+            let mut plain = zstd::bulk::Compressor::new(19)?;
+            plain.set_parameter(zstd::stream::raw::CParameter::ChecksumFlag(true))?;
+            let packed = plain.compress(dict)?;
+            if packed.len() > MAX_DICTIONARY || dict.len() > MAX_DICTIONARY {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "a WARC-zstd dictionary is at most 8 MiB",
+                ));
             }
-            None => zstd::bulk::Compressor::new(level)?,
-        };
-        use zstd::stream::raw::CParameter;
-        compressor.set_parameter(CParameter::ChecksumFlag(true))?;
-        compressor.set_parameter(CParameter::ContentSizeFlag(true))?;
-        compressor.set_parameter(CParameter::DictIdFlag(true))?;
-        compressor.set_parameter(CParameter::WindowLog(MAX_WINDOW_LOG))?;
+            out.write_all(&DICTIONARY_MAGIC.to_le_bytes())?;
+            out.write_all(&(packed.len() as u32).to_le_bytes())?;
+            out.write_all(&packed)?;
+            written += 8 + packed.len() as u64;
+        }
+        let compressor = record_compressor(dictionary, level)?;
         Ok(ZstdWarcWriter {
             out,
             compressor,
@@ -72,11 +64,8 @@ impl<W: Write> ZstdWarcWriter<W> {
 
     /// Appends the record of `fields` and `block`; returns its offset and length in the file.
     pub fn append(&mut self, fields: &[(&str, &str)], block: &[u8]) -> io::Result<(u64, u64)> {
-        let head = record::head(fields, block.len() as u64);
         self.scratch.clear();
-        self.scratch.extend_from_slice(head.as_bytes());
-        self.scratch.extend_from_slice(block);
-        self.scratch.extend_from_slice(record::END);
+        record_into(&mut self.scratch, fields, block);
         let frame = self.compressor.compress(&self.scratch)?;
         self.out.write_all(&frame)?;
         let at = self.written;
@@ -96,17 +85,49 @@ impl<W: Write> ZstdWarcWriter<W> {
     }
 }
 
-/// A dictionary of at most `size` bytes trained on `samples` (pages of the site), or `None`
-/// when they are too few or too alike to train on (the file is then written without one).
-pub fn train_dictionary(samples: &[&[u8]], size: usize) -> Option<Vec<u8>> {
-    let size = size.min(MAX_DICTIONARY);
-    let mut joined = Vec::new();
-    let mut lengths = Vec::new();
-    for s in samples {
-        joined.extend_from_slice(s);
-        lengths.push(s.len());
+/// The compressor of a file's records: each frame with its content size, checksum and the
+/// dictionary's ID, as the specification asks.
+fn record_compressor(
+    dictionary: Option<&[u8]>,
+    level: i32,
+) -> io::Result<zstd::bulk::Compressor<'static>> {
+    let mut compressor = match dictionary {
+        Some(dict) => zstd::bulk::Compressor::with_dictionary(level, dict)?,
+        None => zstd::bulk::Compressor::new(level)?,
+    };
+    use zstd::stream::raw::CParameter;
+    compressor.set_parameter(CParameter::ChecksumFlag(true))?;
+    compressor.set_parameter(CParameter::ContentSizeFlag(true))?;
+    compressor.set_parameter(CParameter::DictIdFlag(true))?;
+    compressor.set_parameter(CParameter::WindowLog(MAX_WINDOW_LOG))?;
+    Ok(compressor)
+}
+
+/// The bytes `records` (as [`record_bytes`] makes them) take as frames of a file written with
+/// `dictionary` at `level`: what a choice of dictionary is measured by.
+pub fn frames_size(dictionary: Option<&[u8]>, level: i32, records: &[&[u8]]) -> io::Result<u64> {
+    let mut compressor = record_compressor(dictionary, level)?;
+    let mut total = 0u64;
+    for r in records {
+        total += compressor.compress(r)?.len() as u64;
     }
-    zstd::dict::from_continuous(&joined, &lengths, size).ok()
+    Ok(total)
+}
+
+/// The bytes of the record of `fields` and `block`, as a frame of the file holds them: what a
+/// dictionary is trained on, so the records' headers are in it too.
+pub fn record_bytes(fields: &[(&str, &str)], block: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    record_into(&mut out, fields, block);
+    out
+}
+
+fn record_into(out: &mut Vec<u8>, fields: &[(&str, &str)], block: &[u8]) {
+    let head = record::head(fields, block.len() as u64);
+    out.reserve(head.len() + block.len() + record::END.len());
+    out.extend_from_slice(head.as_bytes());
+    out.extend_from_slice(block);
+    out.extend_from_slice(record::END);
 }
 
 /// A record read back, with where its frame is.
@@ -538,6 +559,7 @@ impl<R: Read> BufRead for Source<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::warc::train_dictionary;
 
     fn page(i: usize) -> Vec<u8> {
         format!(

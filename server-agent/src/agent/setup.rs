@@ -40,6 +40,7 @@ pub(crate) fn publisher_for(config: &Config) -> Result<Publisher, AgentError> {
         links,
     );
     publisher.set_content_usage(config.content_usage.map(|p| p.to_aipref()));
+    publisher.set_complete(config.complete_listing);
     publisher.set_resourcesync(
         config.resourcesync,
         config.snapshots.as_ref().is_some_and(|s| s.resource_dump),

@@ -163,6 +163,8 @@ pub struct Config {
     pub(crate) resourcesync: bool,
     /// What the site's content may be used for, as the webmaster states it.
     pub(crate) content_usage: Option<webcoop_protocol::usage::Prefs>,
+    /// Whether robots.rdf states that it lists every page the site serves.
+    pub(crate) complete_listing: bool,
 }
 
 /// When snapshots of the whole site are rebuilt, and how hard they are compressed.
@@ -638,6 +640,7 @@ impl Config {
             snapshots,
             resourcesync: given(o.resourcesync, "resourcesync")?,
             content_usage: content_usage(o.content_usage.as_deref())?,
+            complete_listing: given(o.complete_listing, "complete_listing")?,
         })
     }
 }

@@ -174,6 +174,12 @@ pub struct AgentOptions {
     /// compared with robots.txt by `check`.
     #[arg(long, value_name = "PREFS")]
     pub content_usage: Option<String>,
+    /// State in robots.rdf that the listing names every page the site serves (`wc:complete`):
+    /// for a docroot of static files whose web server runs nothing else there (no scripts,
+    /// rewrites or proxies). A crawler may then take a link to an unlisted URL as a claim that
+    /// nothing is there, checking a few. Not with --origin.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub complete_listing: Option<bool>,
     /// Read the site from this web server instead of watching a docroot (origin mode, for a
     /// generated site such as WordPress): e.g. http://127.0.0.1:80, asked with the base URL's
     /// Host. Needs --state and --out, and no --docroot.
@@ -261,6 +267,7 @@ impl AgentOptions {
             judge_rate: Some(200.0),
             snapshots: Some(true),
             resourcesync: Some(true),
+            complete_listing: Some(false),
             resource_dump: Some(false),
             snapshot_share: Some(0.1),
             snapshot_every: Some(86_400),

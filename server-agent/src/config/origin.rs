@@ -56,6 +56,11 @@ pub(super) fn settings(
         }
         return Ok(None);
     };
+    if o.complete_listing == Some(true) {
+        return Err(ConfigError::Value(
+            "--complete-listing states that a docroot's files are all the site serves; origin mode lists the pages it finds, never all of them".into(),
+        ));
+    }
     let server = check_server_url(origin)
         .map_err(|e| ConfigError::Value(e.to_string().replace("--server-url", "--origin")))?;
     let queries: Vec<String> = o

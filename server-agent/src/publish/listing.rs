@@ -41,6 +41,8 @@ pub(crate) struct ListingContext<'a> {
     pub(crate) date: DateTime<Utc>,
     /// The site's usage preferences (aipref form).
     pub(crate) content_usage: Option<String>,
+    /// Whether the listing names every page the site serves.
+    pub(crate) complete: bool,
     /// Each page's published share of reads, written as `wc:popularity`.
     pub(crate) popularity: Option<&'a std::collections::HashMap<String, f64>>,
 }
@@ -306,6 +308,7 @@ fn channel(ctx: &ListingContext<'_>) -> Channel {
         hub: ctx.hub.clone(),
         snapshot: ctx.snapshot.as_ref().map(|(u, _)| u.clone()),
         snapshot_max_record: ctx.snapshot.as_ref().and_then(|(_, m)| *m),
+        complete: ctx.complete,
         seq: Some(ctx.seq),
         content_usage: ctx.content_usage.clone(),
     }
@@ -379,6 +382,7 @@ mod tests {
             seq,
             date: Utc.timestamp_opt(1_800_000_000 + seq as i64, 0).unwrap(),
             content_usage: None,
+            complete: false,
             popularity: None,
         }
     }

@@ -117,6 +117,8 @@ pub(crate) struct Publisher {
     resourcesync: (bool, bool),
     /// The site's usage preferences (aipref form), stated in robots.rdf and the feed.
     content_usage: Option<String>,
+    /// Whether robots.rdf states that it names every page the site serves.
+    complete: bool,
     /// Each page's published share of reads (`--publish-popularity`), if published.
     popularity: Option<std::sync::Arc<std::collections::HashMap<String, f64>>>,
 }
@@ -166,6 +168,7 @@ impl Publisher {
             snapshot: snapshot::newest(out).map(|seq| (seq, snapshot::max_record_of(out, seq))),
             resourcesync: (false, false),
             content_usage: None,
+            complete: false,
             popularity: None,
         }
     }
@@ -173,6 +176,11 @@ impl Publisher {
     /// States the site's usage preferences in robots.rdf and the changes feed.
     pub(crate) fn set_content_usage(&mut self, usage: Option<String>) {
         self.content_usage = usage;
+    }
+
+    /// States in robots.rdf that it names every page the site serves (`wc:complete`).
+    pub(crate) fn set_complete(&mut self, complete: bool) {
+        self.complete = complete;
     }
 
     /// Refuses to start over documents someone else wrote (unless told to replace them) and
@@ -348,6 +356,7 @@ impl Publisher {
             seq: head_seq,
             date: now,
             content_usage: self.content_usage.clone(),
+            complete: self.complete,
             popularity: self.popularity.as_deref(),
         };
         let written = self

@@ -410,3 +410,44 @@ fn relative_paths_are_the_working_directory_s_and_a_snapshot_is_built_on_request
         "{rdf}"
     );
 }
+
+#[test]
+fn a_complete_listing_is_stated_only_when_asked_and_never_in_origin_mode() {
+    let tmp = tempfile::tempdir().unwrap();
+    let www = tmp.path().join("www");
+    std::fs::create_dir_all(&www).unwrap();
+    std::fs::write(www.join("index.html"), "<h1>home</h1>").unwrap();
+    let server = StaticServer::serve(&www);
+    let listing = |complete: bool| {
+        let mut cmd = agent();
+        cmd.env("WEBCOOP_SERVER_URL", server.url())
+            .arg("--docroot")
+            .arg(&www)
+            .args(["--base-url", "https://site.example/", "--once"]);
+        if complete {
+            cmd.arg("--complete-listing");
+        }
+        let o = run(&mut cmd);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let doc = std::fs::read(www.join("robots.rdf")).unwrap();
+        webcoop_protocol::robots_rdf::parse(&doc, &Default::default()).unwrap()
+    };
+    assert!(!listing(false).channel.complete);
+    assert!(listing(true).channel.complete);
+    // A generated site's agent lists the pages it finds: it cannot say they are all.
+    let o = run(agent()
+        .args([
+            "--origin",
+            "http://127.0.0.1:9/",
+            "--base-url",
+            "https://e/",
+            "--complete-listing",
+            "--once",
+        ])
+        .arg("--state")
+        .arg(tmp.path().join("state"))
+        .arg("--out")
+        .arg(tmp.path().join("out")));
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--complete-listing"), "{}", stderr(&o));
+}

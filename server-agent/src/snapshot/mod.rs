@@ -5,6 +5,8 @@
 //! never claims a version it does not hold. Written atomically: the index first names a
 //! complete file, and the previous snapshot stays until the new one is complete.
 
+mod dictionary;
+
 use crate::content_type;
 use crate::publish::atomic::AtomicFile;
 use crate::publish::resource_dump::DumpWriter;
@@ -18,18 +20,14 @@ use url::Url;
 use webcoop_protocol::resourcesync::Resource;
 use webcoop_protocol::snapshot::{self, Entry, SnapshotInfo};
 use webcoop_protocol::validator::Sha256Digest;
+use webcoop_protocol::warc::ZstdWarcWriter;
 use webcoop_protocol::warc::cdxj::Line;
-use webcoop_protocol::warc::{ZstdWarcWriter, train_dictionary};
 
 /// The zstd level of snapshots unless configured.
 pub(crate) const DEFAULT_LEVEL: i32 = 12;
 /// Largest file put in a snapshot ([`snapshot::MAX_RECORD`], a crawler's default page limit);
 /// larger ones are fetched on their own.
 pub(crate) const MAX_RECORD: u64 = snapshot::MAX_RECORD;
-/// Size of the dictionary trained on the site's pages (zstd's own default).
-const DICTIONARY_BYTES: usize = 112_640;
-/// Bytes of text files the dictionary is trained on at most.
-const TRAINING_BYTES: usize = 8 << 20;
 
 /// What a snapshot is made of: each file's docroot path and the digest the inventory holds.
 pub(crate) struct Plan {
@@ -120,36 +118,6 @@ fn content(source: &Source, rel: &str, sha256: &Sha256Digest, size: u64) -> Opti
     (Sha256Digest::of(&bytes) == *sha256).then_some(bytes)
 }
 
-/// A dictionary trained on text files spread over the site.
-fn dictionary(source: &Source, plan: &Plan) -> Option<Vec<u8>> {
-    let texts: Vec<&(String, Sha256Digest, u64, DateTime<Utc>)> = plan
-        .files
-        .iter()
-        .filter(|(rel, _, size, _)| {
-            *size <= 1 << 20 && content_type::is_text(content_type::of_path(rel))
-        })
-        .collect();
-    let total: u64 = texts.iter().map(|(_, _, s, _)| *s).sum();
-    let step = (total / TRAINING_BYTES as u64).max(1) as usize;
-    let mut samples = Vec::new();
-    let mut taken = 0usize;
-    for (rel, sha, size, _) in texts.iter().step_by(step.min(texts.len().max(1))) {
-        if taken >= TRAINING_BYTES {
-            break;
-        }
-        if let Some(bytes) = content(source, rel, sha, *size) {
-            taken += bytes.len();
-            samples.push(bytes);
-        }
-    }
-    // Below a few dozen samples zstd cannot train; the file is then written without one.
-    if samples.len() < 16 {
-        return None;
-    }
-    let refs: Vec<&[u8]> = samples.iter().map(Vec::as_slice).collect();
-    train_dictionary(&refs, DICTIONARY_BYTES)
-}
-
 /// Writes the snapshot of `plan` into `out` for the site at `base`, compressed at `level`,
 /// its warcinfo stating the site's usage preferences (`content_usage`).
 pub(crate) fn build(
@@ -164,7 +132,7 @@ pub(crate) fn build(
     let dir = directory(out);
     let path = dir.join(snapshot::file_name(plan.sequence));
     let source = Source::open(bodies)?;
-    let dict = dictionary(&source, plan);
+    let dict = dictionary::choose(&source, plan, base, level, now);
     let mut file = ZstdWarcWriter::new(AtomicFile::create(&path)?, dict.as_deref(), level)?;
     // The largest file that fits, stated before the records so a crawler knows its limit
     // reads them all.
