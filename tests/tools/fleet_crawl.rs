@@ -636,3 +636,106 @@ fn bad_names_addresses_and_stored_settings_are_refused_by_name_without_a_panic()
         "a heartbeat out of time counts as alive: {status}"
     );
 }
+
+#[test]
+fn urls_found_for_a_host_given_up_do_not_keep_the_fleet_waiting() {
+    use webcoop_crawler::fleet::SharedQueue;
+    let Some(redis) = RedisServer::start(false) else {
+        eprintln!("no redis-server: skipped");
+        return;
+    };
+    // A farm linking a host whose robots.txt fails: the fleet gives that host up.
+    let mut farm = HostSpec::new("farm.test", 1);
+    farm.farm = Some(testkit::testweb::Farm {
+        pages: 4,
+        links: 3,
+        hosts: vec!["bad.test".into()],
+    });
+    let mut bad = HostSpec::new("bad.test", 1);
+    bad.robots = testkit::testweb::Robots::ServerError;
+    let web = TestWeb::start(vec![farm, bad]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("fleet");
+    let frontier = redis.url();
+    let spawn = |first: bool| {
+        let mut c = Command::new(crawl_bin());
+        c.args([
+            "crawl",
+            "--allow-net",
+            "127.0.0.0/8",
+            "--frontier",
+            &frontier,
+        ])
+        .args(["--crawl", "t", "--out"])
+        .arg(&out)
+        .args(["--progress", "quiet"])
+        .args(web.resolve_args())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+        if first {
+            c.args(["--seeds", &format!("{}/", web.origin("farm.test"))])
+                .args(["--scope", "any", "--coop", "off", "--host-give-up", "2"])
+                .args(["--delay-min", &DELAY.to_string(), "--delay-factor", "0"]);
+        }
+        c.spawn().unwrap()
+    };
+    let wait = |mut child: Child| {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while child.try_wait().unwrap().is_none() {
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("the process did not end: it waits for the URLs of a host given up");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        assert!(child.wait().unwrap().success());
+    };
+    wait(spawn(true));
+    let status = || {
+        let o = testkit::run_ok(Command::new(crawl_bin()).args([
+            "status",
+            "--frontier",
+            &frontier,
+            "--crawl",
+            "t",
+            "--json",
+        ]));
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()
+    };
+    let v = status();
+    assert!(
+        v["skipped"].to_string().contains("bad.test"),
+        "given up: {v}"
+    );
+    // A link to it found later by another process (here written as that process would):
+    // the offer queues it, for it cannot read the list of hosts given up.
+    let mut q = SharedQueue::connect(&frontier, "t", "finder").unwrap();
+    let host = q.host_id(&web.origin("bad.test")).unwrap();
+    let late: Vec<webcoop_crawler::NewUrl> = (0..3)
+        .map(|i| webcoop_crawler::NewUrl {
+            seq: 0,
+            host,
+            url: format!("{}/late/{i}.html", web.origin("bad.test")),
+            fp: webcoop_crawler::Fp(0xbad0 + i),
+            depth: 2,
+            hops: 0,
+            priority: 1.0,
+            revisit: false,
+        })
+        .collect();
+    assert_eq!(q.offer(host, &late).unwrap(), 3);
+    assert_eq!(q.queued(host).unwrap(), 3);
+    // A process joining finds the host given up, drops what was queued for it and ends.
+    wait(spawn(false));
+    assert_eq!(q.queued(host).unwrap(), 0);
+    let requested: Vec<String> = web
+        .log()
+        .iter()
+        .filter(|r| r.host.starts_with("bad.test") && r.target.starts_with("/late/"))
+        .map(|r| r.target.clone())
+        .collect();
+    assert!(
+        requested.is_empty(),
+        "fetched from a host given up: {requested:?}"
+    );
+}

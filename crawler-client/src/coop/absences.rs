@@ -13,8 +13,6 @@ use super::state::{Claim, CoopState, Reach};
 use crate::analyze::Link;
 use crate::ids::{Fp, HostId};
 
-pub(crate) use crate::state::HELD;
-
 /// Most links held per site: past them a site's pages link more than a listing could be
 /// claimed complete about, and the rest are fetched.
 const MAX_HELD: usize = 10_000;

@@ -36,7 +36,6 @@ pub(crate) mod stated;
 mod tests;
 
 pub(crate) use crate::frontier::{CoopJob, MetaKind};
-pub(crate) use absences::HELD;
 pub(crate) use polls::tick_period;
 pub(crate) use state::{CoopState, Effects, KnownPages, Reach};
 

@@ -376,6 +376,26 @@ impl Engine {
             .is_some_and(|r| url::Url::parse(&link.url).is_ok_and(|u| !r.allows(&u)))
     }
 
+    /// Records a link never to be fetched as it stands (`why`, counted as `metric`), unless it
+    /// was seen; returns whether it was new.
+    fn record_unfetched(
+        &mut self,
+        link: &Link,
+        (host, depth, hops): (crate::ids::HostId, u32, u32),
+        why: &str,
+        metric: &'static str,
+    ) -> bool {
+        if !self.frontier.mark_seen(link.fp) {
+            return false;
+        }
+        let mut job = Queued::unqueued(host, link.fp, link.url.clone(), depth, false);
+        job.hops = hops;
+        let record = self.logged_without_content(&job, why.to_string(), Duration::ZERO);
+        self.unsaved.page(record);
+        self.metrics.fetch(metric);
+        true
+    }
+
     /// Queues a link unless seen.
     pub(super) fn push(&mut self, link: &Link, depth: u32, hops: u32) {
         if self.frontier.seen(link.fp) {
@@ -388,35 +408,18 @@ impl Engine {
             Ok(host) if self.forbidden_when_found(host, link) => {
                 // Fetching it could only end in this record: it is made now, and the URL
                 // costs the queue (a fleet's shared one above all) nothing.
-                if self.frontier.mark_seen(link.fp) {
-                    let mut job = Queued::unqueued(host, link.fp, link.url.clone(), depth, false);
-                    job.hops = hops;
-                    let record = self.logged_without_content(
-                        &job,
-                        crate::state::DISALLOWED.to_string(),
-                        Duration::ZERO,
-                    );
-                    self.unsaved.page(record);
-                    self.metrics.fetch("disallowed");
-                    if let Some(fleet) = self.fleet.as_mut() {
-                        fleet.forbidden.push(link.fp);
-                    }
+                let unfetched = (host, depth, hops);
+                if self.record_unfetched(link, unfetched, crate::state::DISALLOWED, "disallowed")
+                    && let Some(fleet) = self.fleet.as_mut()
+                {
+                    fleet.forbidden.push(link.fp);
                 }
             }
             Ok(host) if self.coop.claims_absent(host, &link.url) => {
                 // The site says nothing is there: recorded as held, unfetched, unless the
                 // check of its claim or its fall from belief queues it.
-                if self.frontier.mark_seen(link.fp) {
+                if self.record_unfetched(link, (host, depth, hops), crate::state::HELD, "held") {
                     self.coop.hold(host, link, depth);
-                    let mut job = Queued::unqueued(host, link.fp, link.url.clone(), depth, false);
-                    job.hops = hops;
-                    let record = self.logged_without_content(
-                        &job,
-                        crate::coop::HELD.to_string(),
-                        Duration::ZERO,
-                    );
-                    self.unsaved.page(record);
-                    self.metrics.fetch("held");
                 }
             }
             Ok(host) => {

@@ -7,11 +7,10 @@
 //! default small one are each measured on records held out of training, and the one that makes
 //! the smallest file wins.
 
-use super::{Plan, Source, content, record_id};
+use super::{Plan, Source, content, entry_of, record_id};
 use crate::content_type;
 use chrono::{DateTime, Utc};
 use url::Url;
-use webcoop_protocol::snapshot::Entry;
 use webcoop_protocol::validator::Sha256Digest;
 use webcoop_protocol::warc::{frames_size, record_bytes, train_cover, train_dictionary};
 
@@ -84,12 +83,7 @@ impl Samples {
             let Some(body) = content(source, rel, sha256, *size) else {
                 continue;
             };
-            let entry = Entry {
-                url: crate::urls::url_of(base, rel).to_string(),
-                content_type: content_type::of_path(rel).to_string(),
-                sha256: *sha256,
-                body,
-            };
+            let entry = entry_of(base, rel, sha256, body);
             let fields = entry.fields(&record_id(), now);
             let fields: Vec<(&str, &str)> = fields.iter().map(|(n, v)| (*n, v.as_str())).collect();
             let record = record_bytes(&fields, &entry.body);
@@ -172,6 +166,7 @@ pub(super) fn choose(
 mod tests {
     use super::*;
     use chrono::TimeZone;
+    use webcoop_protocol::snapshot::Entry;
 
     /// A documentation-like site of `n` pages in twelve sections, each section's pages sharing
     /// its navigation (together more than a small dictionary holds), each page with its own text.

@@ -184,12 +184,7 @@ pub(crate) fn build(
             };
             d.add(rel, resource, &body)?;
         }
-        let entry = Entry {
-            url: crate::urls::url_of(base, rel).to_string(),
-            content_type: content_type::of_path(rel).to_string(),
-            sha256: *sha256,
-            body,
-        };
+        let entry = entry_of(base, rel, sha256, body);
         let fields = entry.fields(&record_id(), now);
         let borrowed: Vec<(&str, &str)> = fields.iter().map(|(n, v)| (*n, v.as_str())).collect();
         let (offset, length) = file.append(&borrowed, &entry.body)?;
@@ -250,6 +245,16 @@ fn remove_older(dir: &Path, newest: u64) {
     for seq in sequences {
         let _ = std::fs::remove_file(dir.join(snapshot::index_name(seq)));
         let _ = std::fs::remove_file(dir.join(snapshot::file_name(seq)));
+    }
+}
+
+/// The snapshot's record of the file at `rel`.
+fn entry_of(base: &Url, rel: &str, sha256: &Sha256Digest, body: Vec<u8>) -> Entry {
+    Entry {
+        url: crate::urls::url_of(base, rel).to_string(),
+        content_type: content_type::of_path(rel).to_string(),
+        sha256: *sha256,
+        body,
     }
 }
 

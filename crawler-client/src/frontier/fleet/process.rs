@@ -232,7 +232,11 @@ impl FleetProcess {
         let Some(origin) = self.queue.origin(host)? else {
             return Ok(None);
         };
-        if self.queue.skipped(host)?.is_some() {
+        if let Some(reason) = self.queue.skipped(host)? {
+            // URLs of it found after it was given up were queued for it (the offer cannot
+            // read the crawl's list of hosts given up in the host's own slot): they go as its
+            // queue went, or the fleet would wait for them forever.
+            self.queue.drop_host(host, &reason)?;
             return Ok(None);
         }
         let queued = self.queue.queued(host)?;
