@@ -657,27 +657,30 @@ fn urls_found_for_a_host_given_up_do_not_keep_the_fleet_waiting() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("fleet");
     let frontier = redis.url();
+    let seed = format!("{}/", web.origin("farm.test"));
+    let delay = DELAY.to_string();
     let spawn = |first: bool| {
-        let mut c = Command::new(crawl_bin());
-        c.args([
-            "crawl",
-            "--allow-net",
-            "127.0.0.0/8",
-            "--frontier",
-            &frontier,
-        ])
-        .args(["--crawl", "t", "--out"])
-        .arg(&out)
-        .args(["--progress", "quiet"])
-        .args(web.resolve_args())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-        if first {
-            c.args(["--seeds", &format!("{}/", web.origin("farm.test"))])
-                .args(["--scope", "any", "--coop", "off", "--host-give-up", "2"])
-                .args(["--delay-min", &DELAY.to_string(), "--delay-factor", "0"]);
-        }
-        c.spawn().unwrap()
+        let settings = [
+            "--seeds",
+            &seed,
+            "--scope",
+            "any",
+            "--coop",
+            "off",
+            "--host-give-up",
+            "2",
+            "--delay-min",
+            &delay,
+            "--delay-factor",
+            "0",
+        ];
+        let extra: &[&str] = if first { &settings } else { &[] };
+        // Not piped: nothing reads the output while the test waits on the process.
+        process(&web, &frontier, &out, false, extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
     };
     let wait = |mut child: Child| {
         let deadline = Instant::now() + Duration::from_secs(60);
