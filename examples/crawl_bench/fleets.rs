@@ -25,6 +25,27 @@ pub(super) fn redis_info(port: u16) -> (u64, f64) {
     )
 }
 
+/// Redis's time by command (`INFO commandstats`): name -> (calls, microseconds).
+pub(super) fn redis_commands(port: u16) -> std::collections::HashMap<String, (u64, u64)> {
+    let o = Command::new("redis-cli")
+        .args(["-p", &port.to_string(), "info", "commandstats"])
+        .output()
+        .expect("redis-cli");
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter_map(|l| {
+            let (name, rest) = l.strip_prefix("cmdstat_")?.split_once(':')?;
+            let field = |f: &str| -> Option<u64> {
+                rest.split(',')
+                    .find_map(|kv| kv.strip_prefix(f)?.strip_prefix('='))?
+                    .parse()
+                    .ok()
+            };
+            Some((name.to_string(), (field("calls")?, field("usec")?)))
+        })
+        .collect()
+}
+
 /// A fleet of `n` processes on one crawl, on a fresh local Redis, all started at once; its
 /// wall time is the last process's, its CPU the processes' and Redis's together.
 pub(super) fn fleet(
@@ -71,21 +92,10 @@ pub(super) fn fleet(
     let (_, cpu_after) = redis_info(redis.port);
     // What the fleet asked of Redis, the costliest first, to see where its time goes.
     if std::env::var_os("CRAWL_BENCH_COMMANDSTATS").is_some() {
-        let o = Command::new("redis-cli")
-            .args(["-p", &redis.port.to_string(), "info", "commandstats"])
-            .output()
-            .expect("redis-cli");
-        let text = String::from_utf8_lossy(&o.stdout).into_owned();
-        let mut stats: Vec<(f64, &str)> = text
-            .lines()
-            .filter_map(|l| {
-                let usec = l.split("usec=").nth(1)?.split(',').next()?.parse().ok()?;
-                Some((usec, l))
-            })
-            .collect();
-        stats.sort_by(|a, b| b.0.total_cmp(&a.0));
-        for (_, l) in stats.iter().take(12) {
-            eprintln!("fleet of {n}: {l}");
+        let mut stats: Vec<_> = redis_commands(redis.port).into_iter().collect();
+        stats.sort_by_key(|(_, (_, usec))| std::cmp::Reverse(*usec));
+        for (name, (calls, usec)) in stats.iter().take(12) {
+            eprintln!("fleet of {n}: {name}: calls={calls}, usec={usec}");
         }
     }
     let (mut pages, mut bytes) = (0, 0);

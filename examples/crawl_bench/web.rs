@@ -476,6 +476,28 @@ fn fleet_of_two(bin: &Path, spec: &ShapeSpec, tmp: &Path, single_per_page: f64, 
         &f,
         web.nominal_floor(),
     );
+    // Where Redis's time went, summed over the cluster's masters, largest first.
+    let mut by_command: HashMap<String, (u64, u64)> = HashMap::new();
+    for n in &cluster.nodes {
+        for (name, (calls, usec)) in super::fleets::redis_commands(n.port) {
+            let e = by_command.entry(name).or_default();
+            e.0 += calls;
+            e.1 += usec;
+        }
+    }
+    let mut by_command: Vec<_> = by_command.into_iter().collect();
+    by_command.sort_by_key(|(_, (_, usec))| std::cmp::Reverse(*usec));
+    println!("\n| Redis command | calls | per page | s | us per call |");
+    println!("|---|---:|---:|---:|---:|");
+    let pages = f.pages_served.max(1) as f64;
+    for (name, (calls, usec)) in by_command.iter().take(8) {
+        println!(
+            "| {name} | {calls} | {:.2} | {:.2} | {:.1} |",
+            *calls as f64 / pages,
+            *usec as f64 / 1e6,
+            *usec as f64 / (*calls).max(1) as f64
+        );
+    }
     println!(
         "\nfleet of two against one process: wall {:.2}x, CPU per page {:.2}x",
         wall.as_secs_f64() / single.as_secs_f64(),

@@ -139,3 +139,41 @@ fn a_crawl_killed_with_sigkill_and_resumed_fetches_every_page_once() {
     testkit::run_ok(&mut crawl_command(&web, tmp.path(), true, 0));
     assert_polite_and_complete(&web, 2);
 }
+
+/// Connections the server accepted and hosts it was asked by, for a crawl of healthy hosts
+/// with `at_once` hosts crawled at once.
+fn connections_of_a_healthy_web(at_once: usize) -> (u64, u64) {
+    let web = WebShape::start(ShapeSpec {
+        hosts: 40,
+        pages: 6,
+        page_bytes: 600,
+        slow_share: 0.0,
+        failing_share: 0.0,
+        seeds: 4,
+        politeness: (Duration::from_secs_f64(DELAY), 5.0),
+        ..ShapeSpec::default()
+    });
+    let tmp = tempfile::tempdir().unwrap();
+    testkit::run_ok(&mut crawl_command(&web, tmp.path(), true, at_once));
+    assert_polite_and_complete(&web, 1);
+    let f = web.figures();
+    (f.connections, f.hosts_reached)
+}
+
+#[test]
+fn with_room_on_the_workbench_a_hosts_robots_txt_and_pages_share_one_connection() {
+    // Room for every host: robots.txt takes the host in and its connection carries the pages.
+    let (connections, hosts) = connections_of_a_healthy_web(0);
+    assert_eq!(hosts, 40);
+    assert!(
+        connections <= hosts + hosts / 10,
+        "{connections} connections for {hosts} hosts"
+    );
+    // The twin: eight at once, so 32 hosts have their robots.txt on a connection closed after
+    // it (nothing would use it before they are let in), and open another for their pages.
+    let (connections, hosts) = connections_of_a_healthy_web(8);
+    assert!(
+        connections >= hosts + 28,
+        "{connections} connections for {hosts} hosts"
+    );
+}

@@ -598,6 +598,7 @@ impl Frontier {
                 _ => {
                     h.robots = RobotsState::Fetching;
                     h.in_flight += 1;
+                    self.bench.admit_if_room(h);
                     self.started(ip);
                     return Ok(Some(Dispatch::Robots(id)));
                 }
@@ -608,6 +609,7 @@ impl Frontier {
             }
             if let Some(job) = h.coop.pop_front() {
                 h.in_flight += 1;
+                self.bench.admit_if_room(h);
                 self.started(ip);
                 self.schedule(id);
                 return Ok(Some(Dispatch::Coop(id, job)));
@@ -617,7 +619,7 @@ impl Frontier {
                 continue;
             }
             // Pages only on the workbench (robots.txt and cooperation requests go before, one
-            // each); waiting for room, the longest to crawl first (its URLs times its delay,
+            // each, and take a place if one is free); waiting for room, the longest to crawl first (its URLs times its delay,
             // learnt from robots.txt), so that the slowest hosts do not start last.
             let key = h.waiting() as f64 * h.delay.0.as_secs_f64().max(0.001);
             if !self.bench.admit(h, key) {

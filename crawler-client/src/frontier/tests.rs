@@ -438,6 +438,9 @@ fn past_the_hosts_at_once_a_host_waits_until_one_is_done() {
             Some(Dispatch::Robots(_))
         ));
     }
+    // The first two took the places free at their robots.txt (their connection is kept).
+    let in_at_robots = hosts.iter().filter(|&&h| f.on_bench(h)).count();
+    assert_eq!(in_at_robots, 2);
     for &h in &hosts {
         f.robots_known(h, Rules::AllowAll, now + Duration::from_secs(3600));
         f.finished(h, now);

@@ -46,6 +46,18 @@ impl Workbench {
         true
     }
 
+    /// Takes `h` in at a request made before its pages (robots.txt, a cooperation probe) if
+    /// there is room, so that the request's connection is kept for the pages after it rather
+    /// than closed and opened again; with no room the host waits for its first page as before.
+    pub(super) fn admit_if_room(&mut self, h: &mut Host) {
+        if h.on_bench || (self.limit > 0 && self.inside >= self.limit) {
+            return;
+        }
+        h.on_bench = true;
+        h.waiting_room = false;
+        self.inside += 1;
+    }
+
     /// Takes `h` off the bench if nothing of it is queued or under way (or it was given up);
     /// returns whether a place was freed.
     pub(super) fn release_if_done(&mut self, h: &mut Host) -> bool {

@@ -1,6 +1,6 @@
 //! The figures `status` and the final summary print.
 
-use super::{DISALLOWED, Store, StoreError, USAGE_NOT_KEPT, USAGE_SKIPPED};
+use super::{Store, StoreError};
 
 /// The `meta` key of the count of connections refused by the network guard, over all runs.
 pub(crate) const NET_REFUSED: &str = "net_refused";
@@ -9,42 +9,32 @@ impl Store {
     /// The figures `status` and the final summary print.
     pub fn figures(&self) -> Result<Figures, StoreError> {
         let mut f = Figures::default();
-        self.conn
-            .query_row(
-                "SELECT COUNT(*),
-                    COALESCE(SUM(status BETWEEN 200 AND 299), 0),
-                    COALESCE(SUM(status = 304), 0),
-                    COALESCE(SUM(status BETWEEN 300 AND 399 AND status != 304), 0),
-                    COALESCE(SUM(status BETWEEN 400 AND 499), 0),
-                    COALESCE(SUM(status >= 500), 0),
-                    COALESCE(SUM(status IS NULL AND error != ?1), 0),
-                    COALESCE(SUM(error = ?1), 0),
-                    COALESCE(SUM(duplicate_of IS NOT NULL), 0),
-                    COALESCE(SUM(changes), 0),
-                    COALESCE(SUM(size), 0),
-                    COALESCE(MIN(first_fetched), 0),
-                    COALESCE(MAX(fetched_at), 0)
-                 FROM pages",
-                [DISALLOWED],
-                |r| {
-                    let g = |i| r.get::<_, i64>(i).map(|v| v.max(0) as u64);
-                    f.pages = g(0)?;
-                    f.ok = g(1)?;
-                    f.not_modified = g(2)?;
-                    f.redirects = g(3)?;
-                    f.client_errors = g(4)?;
-                    f.server_errors = g(5)?;
-                    f.failures = g(6)?;
-                    f.disallowed = g(7)?;
-                    f.duplicates = g(8)?;
-                    f.changes = g(9)?;
-                    f.bytes = g(10)?;
-                    f.first_fetch = g(11)?;
-                    f.last_fetch = g(12)?;
-                    Ok(())
-                },
-            )
-            .map_err(|e| self.err(e))?;
+        let pages = match super::page_figures::read(&self.conn).map_err(|e| self.err(e))? {
+            Some(kept) => kept,
+            None => self.counted_page_figures()?,
+        };
+        for (name, v) in pages {
+            let v = v.max(0) as u64;
+            match name {
+                "pages" => f.pages = v,
+                "ok" => f.ok = v,
+                "not_modified" => f.not_modified = v,
+                "redirects" => f.redirects = v,
+                "client_errors" => f.client_errors = v,
+                "server_errors" => f.server_errors = v,
+                "failures" => f.failures = v,
+                "disallowed" => f.disallowed = v,
+                "duplicates" => f.duplicates = v,
+                "changes" => f.changes = v,
+                "bytes" => f.bytes = v,
+                "usage_skipped" => f.usage_skipped = v,
+                "usage_not_kept" => f.usage_not_kept = v,
+                "held" => f.held = v,
+                "first_fetch" => f.first_fetch = v,
+                "last_fetch" => f.last_fetch = v,
+                _ => {}
+            }
+        }
         let count = |sql: &str| -> Result<u64, StoreError> {
             self.conn
                 .query_row(sql, [], |r| r.get::<_, i64>(0))
@@ -55,19 +45,6 @@ impl Store {
         f.hosts = count("SELECT COUNT(*) FROM hosts")?;
         f.hosts_skipped = count("SELECT COUNT(*) FROM hosts WHERE skipped IS NOT NULL")?;
         f.warc_bytes = count("SELECT COALESCE(SUM(committed), 0) FROM warc")?;
-        let prefixed = |prefix: &str| -> Result<u64, StoreError> {
-            self.conn
-                .query_row(
-                    "SELECT COUNT(*) FROM pages WHERE substr(error, 1, length(?1)) = ?1",
-                    [prefix],
-                    |r| r.get::<_, i64>(0),
-                )
-                .map(|v| v.max(0) as u64)
-                .map_err(|e| self.err(e))
-        };
-        f.usage_skipped = prefixed(USAGE_SKIPPED)?;
-        f.usage_not_kept = prefixed(USAGE_NOT_KEPT)?;
-        f.held = prefixed(super::HELD)?;
         // None is a failure: the site answered, or said beforehand, what it allows or serves.
         f.failures = f
             .failures
@@ -77,6 +54,11 @@ impl Store {
             .and_then(|v| v.parse().ok())
             .unwrap_or(0);
         Ok(f)
+    }
+
+    /// The pages' figures counted over every page, as the kept row must always have them.
+    pub(crate) fn counted_page_figures(&self) -> Result<Vec<(&'static str, i64)>, StoreError> {
+        super::page_figures::count(&self.conn).map_err(|e| self.err(e))
     }
 
     /// Hosts not crawled, and why.

@@ -17,6 +17,7 @@ mod checkpoint;
 mod commit;
 mod directory;
 mod figures;
+mod page_figures;
 mod pages;
 mod rows;
 mod schema;
@@ -95,6 +96,7 @@ impl Store {
             .map_err(e)?;
         conn.execute_batch(SCHEMA).map_err(e)?;
         migrate(&conn).map_err(e)?;
+        page_figures::keep(&conn).map_err(e)?;
         conn.execute_batch(&format!("PRAGMA cache_size = -{CACHE_KIB};"))
             .map_err(e)?;
         Ok(Store { conn, path })
