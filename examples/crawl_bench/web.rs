@@ -277,6 +277,15 @@ fn print_run(name: &str, w: &Watched, f: &Figures, floor: Duration) {
     }
     println!("| overlapping requests to a host | {} |", f.overlaps);
     println!("| requests robots.txt forbids | {} |", f.forbidden);
+    // Only where politeness holds: with it off, a host's answers overlap.
+    if let Some((first, last, own)) = f.ended_last.filter(|_| floor > Duration::ZERO) {
+        println!(
+            "| the host answered last | first request at {:.1} s, last answer at {:.1} s; its answers and delays {:.1} s of that |",
+            first.as_secs_f64(),
+            last.as_secs_f64(),
+            own.as_secs_f64()
+        );
+    }
     if !w.console_ms.is_empty() {
         let worst = w.console_ms.iter().copied().fold(0.0, f64::max);
         println!(

@@ -102,6 +102,7 @@ struct Seen {
     overlaps: AtomicU32,
     forbidden: AtomicU32,
     last_answered_ns: AtomicU64,
+    first_arrived_ns: AtomicU64,
     required_ns: AtomicU64,
     min_gap_ns: AtomicI64,
     gap_required_ns: AtomicU64,
@@ -160,6 +161,10 @@ pub struct Figures {
     pub closest_gap: Option<(Duration, Duration)>,
     /// The politeness floor: the longest any healthy host's answers and required delays take.
     pub floor: Duration,
+    /// The healthy host answered last: its first request and last answer (from the web's
+    /// start), and what its answers and the delays required after them took in all; the rest
+    /// of its span it waited for the crawler.
+    pub ended_last: Option<(Duration, Duration, Duration)>,
 }
 
 fn mix(mut x: u64) -> u64 {
@@ -325,6 +330,12 @@ impl Web {
             return text(StatusCode::SERVICE_UNAVAILABLE, "held\n".into());
         }
         let arrived = self.now_ns();
+        let _ = seen.first_arrived_ns.compare_exchange(
+            0,
+            arrived.max(1),
+            Ordering::AcqRel,
+            Ordering::Relaxed,
+        );
         seen.requests.fetch_add(1, Ordering::Relaxed);
         if seen.in_flight.fetch_add(1, Ordering::AcqRel) > 0 {
             seen.overlaps.fetch_add(1, Ordering::Relaxed);
@@ -589,6 +600,11 @@ impl WebShape {
                     .load(Ordering::Relaxed)
                     .saturating_sub(s.required_ns.load(Ordering::Relaxed));
                 f.floor = f.floor.max(Duration::from_nanos(floor));
+                let last = Duration::from_nanos(s.last_answered_ns.load(Ordering::Relaxed));
+                if f.ended_last.is_none_or(|(_, l, _)| last > l) {
+                    let first = Duration::from_nanos(s.first_arrived_ns.load(Ordering::Relaxed));
+                    f.ended_last = Some((first, last, Duration::from_nanos(floor)));
+                }
                 for j in 0..pages {
                     match w.served[i * (pages + 1) + j].load(Ordering::Relaxed) {
                         0 => f.missed += 1,
