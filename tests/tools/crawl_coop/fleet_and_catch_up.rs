@@ -259,6 +259,34 @@ fn stop(c: &mut Killed, what: &str) {
     }
 }
 
+/// A crawler back after its time away, run until it holds the site again: the pages it took
+/// from the site's bulk source (log lines marked `from`), its requests, and them listed.
+fn run_back(
+    site: &Site,
+    out: &Path,
+    mode: &str,
+    quiet: &[&str],
+    before: usize,
+    from: &str,
+) -> (usize, Vec<String>, String) {
+    let truth = site.truth();
+    let mut c = crawler(site, out, mode, 60, quiet);
+    wait_for("catching up", Duration::from_secs(30), || {
+        held(out) == truth
+    });
+    let log = log_of(out);
+    stop(&mut c, "the second run");
+    let run: Vec<&str> = log.lines().skip(before).collect();
+    let taken = run.iter().filter(|l| l.contains(from)).count();
+    let requests: Vec<String> = run
+        .iter()
+        .filter(|l| webcoop_crawler::crawl_log::is_request(l))
+        .map(|l| l.to_string())
+        .collect();
+    let listing = requests.iter().map(|l| format!("{l}\n")).collect();
+    (taken, requests, listing)
+}
+
 #[test]
 fn a_crawler_that_was_away_catches_up_on_100_changes_in_one_batch() {
     let Some(site) = Site::start(150) else {
@@ -291,43 +319,17 @@ fn a_crawler_that_was_away_catches_up_on_100_changes_in_one_batch() {
                 .all(|tag| listing.contains(tag.trim_matches('"')))
         })
     });
-    let mut c = crawler(&site, &out, "delta", 60, &quiet);
-    wait_for("catching up", Duration::from_secs(30), || {
-        held(&out) == truth
-    });
-    let log = log_of(&out);
-    stop(&mut c, "the second run");
-    let run: Vec<&str> = log.lines().skip(before).collect();
-    let taken = run
-        .iter()
-        .filter(|l| l.contains(webcoop_crawler::crawl_log::FROM_BATCH))
-        .count();
-    let requests: Vec<&&str> = run
-        .iter()
-        .filter(|l| webcoop_crawler::crawl_log::is_request(l))
-        .collect();
+    let from = webcoop_crawler::crawl_log::FROM_BATCH;
+    let (taken, requests, listing) = run_back(&site, &out, "delta", &quiet, before, from);
     eprintln!(
         "catching up on 100 changes: {} requests, {taken} pages from batches",
         requests.len()
     );
-    assert_eq!(
-        taken,
-        100,
-        "{}\n{}",
-        requests
-            .iter()
-            .map(|l| format!("{l}\n"))
-            .collect::<String>(),
-        messages_of(&out)
-    );
+    assert_eq!(taken, 100, "{listing}\n{}", messages_of(&out));
     assert!(
         requests.len() <= 3,
-        "{} requests to catch up:\n{}",
+        "{} requests to catch up:\n{listing}",
         requests.len(),
-        requests
-            .iter()
-            .map(|l| format!("{l}\n"))
-            .collect::<String>()
     );
     assert!(
         coop_of(&out, &site.nginx.url())
@@ -375,22 +377,8 @@ fn a_crawler_away_longer_than_the_site_s_history_takes_its_snapshot_again() {
             })
         },
     );
-    let mut c = crawler(&site, &out, "meta", 60, &quiet);
-    wait_for("catching up", Duration::from_secs(30), || {
-        held(&out) == truth
-    });
-    let log = log_of(&out);
-    stop(&mut c, "the second run");
-    let run: Vec<&str> = log.lines().skip(before).collect();
-    let taken = run
-        .iter()
-        .filter(|l| l.contains(webcoop_crawler::crawl_log::FROM_SNAPSHOT))
-        .count();
-    let requests: Vec<&&str> = run
-        .iter()
-        .filter(|l| webcoop_crawler::crawl_log::is_request(l))
-        .collect();
-    let listing = |r: &[&&str]| r.iter().map(|l| format!("{l}\n")).collect::<String>();
+    let from = webcoop_crawler::crawl_log::FROM_SNAPSHOT;
+    let (taken, requests, listing) = run_back(&site, &out, "meta", &quiet, before, from);
     eprintln!(
         "away past the history: {} requests, {taken} pages from the snapshot",
         requests.len()
@@ -401,9 +389,8 @@ fn a_crawler_away_longer_than_the_site_s_history_takes_its_snapshot_again() {
         requests
             .iter()
             .any(|l| l.contains("/.well-known/webcoop/changes") && l.contains(" 410 ")),
-        "{}",
-        listing(&requests)
+        "{listing}"
     );
-    assert_eq!(taken, 100, "{}\n{}", listing(&requests), messages_of(&out));
-    assert!(requests.len() <= 4, "{}", listing(&requests));
+    assert_eq!(taken, 100, "{listing}\n{}", messages_of(&out));
+    assert!(requests.len() <= 4, "{listing}");
 }
