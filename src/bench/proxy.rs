@@ -56,6 +56,8 @@ struct Counters {
     posts: AtomicU64,
     connections: AtomicU64,
     unparsed: AtomicU64,
+    /// Connections whose relay has ended: every byte either side sent is counted.
+    closed: AtomicU64,
 }
 
 /// A running proxy; it stops with the runtime it was started on.
@@ -80,8 +82,9 @@ impl CountingProxy {
                 let c = c.clone();
                 tokio::spawn(async move {
                     if let Ok(server) = TcpStream::connect(upstream).await {
-                        relay(client, server, c).await;
+                        relay(client, server, c.clone()).await;
                     }
+                    c.closed.fetch_add(1, Ordering::Release);
                 });
             }
         });
@@ -103,6 +106,19 @@ impl CountingProxy {
             connections: c.connections.load(Ordering::Relaxed),
             unparsed: c.unparsed.load(Ordering::Relaxed),
         }
+    }
+
+    /// The counts once every connection accepted so far has ended (or `patience` has passed):
+    /// after the client has exited, its last bytes may still be on their way through the relay.
+    pub async fn count_when_closed(&self, patience: std::time::Duration) -> WireCount {
+        let deadline = tokio::time::Instant::now() + patience;
+        while self.counters.closed.load(Ordering::Acquire)
+            < self.counters.connections.load(Ordering::Acquire)
+            && tokio::time::Instant::now() < deadline
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        self.count()
     }
 }
 

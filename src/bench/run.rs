@@ -155,9 +155,12 @@ pub struct ModeResult {
     pub site: WireCount,
     /// Hub to the crawler's callback, as the proxy counted.
     pub pushed: WireCount,
-    /// Requests to the site the crawler logged in the same interval (pushed pages it
-    /// updated without a request left out), to set beside the proxy's count.
+    /// Requests to the site the crawler logged over its whole run, first crawl and stop
+    /// included (pushed pages it updated without a request left out).
     pub crawler_requests: u64,
+    /// Requests to the site the proxy saw over the crawler's whole run, to set beside
+    /// `crawler_requests`: counted from its start to its exit, no request is cut in two.
+    pub proxied_requests: u64,
     /// Deliveries (POSTs) the proxy passed to the crawler's callback over the whole run.
     pub deliveries: u64,
     /// Deliveries the crawler says it accepted over the whole run, from its saved state.
@@ -180,10 +183,10 @@ impl ModeResult {
     /// Where the crawler's own counts differ from the proxy's, in words; none when they agree.
     pub fn disagreement(&self) -> Option<String> {
         let mut what = Vec::new();
-        if self.crawler_requests != self.site.requests {
+        if self.crawler_requests != self.proxied_requests {
             what.push(format!(
                 "the proxy saw {} requests to the site, the crawler logged {}",
-                self.site.requests, self.crawler_requests
+                self.proxied_requests, self.crawler_requests
             ));
         }
         if self.crawler_pushes != self.deliveries {
@@ -510,6 +513,7 @@ pub async fn run_mode(cfg: &BenchConfig, mode: Mode, edits: &[Edit]) -> Result<M
             &format!("http://127.0.0.1:{}/", callback_proxy.addr.port()),
         ]);
     }
+    let site_start = site_proxy.count();
     let crawler = Killed(
         crawl
             .stdout(Stdio::null())
@@ -577,12 +581,12 @@ pub async fn run_mode(cfg: &BenchConfig, mode: Mode, edits: &[Edit]) -> Result<M
         tokio::time::sleep(Duration::from_secs_f64(left / cfg.speed)).await;
     }
     let (site1, pushed1) = (site_proxy.count(), callback_proxy.count());
-    let t1 = clock.now();
     let cpu_crawler = cpu_seconds(crawler.0.id());
     let cpu_agent = cpu_seconds(agent.0.id());
     stop(crawler);
+    let site_end = site_proxy.count_when_closed(Duration::from_secs(5)).await;
     drop(agent);
-    let logged = requests_logged(&out, t0, t1);
+    let logged = requests_logged(&out);
     let deliveries = callback_proxy.count().posts;
     let crawler_pushes = pushes_accepted(&out);
 
@@ -632,6 +636,7 @@ pub async fn run_mode(cfg: &BenchConfig, mode: Mode, edits: &[Edit]) -> Result<M
         site: site1.since(&site0),
         pushed: pushed1.since(&pushed0),
         crawler_requests: logged,
+        proxied_requests: site_end.since(&site_start).requests,
         deliveries,
         crawler_pushes,
         score: mean_score(&timelines, 0.0, cfg.duration),
@@ -679,14 +684,11 @@ pub(crate) fn stop(mut crawler: Killed) {
     let _ = crawler.0.kill();
 }
 
-/// Requests the crawler's log shows between `from` and `to` (its own clock's times).
-fn requests_logged(out: &Path, from: DateTime<Utc>, to: DateTime<Utc>) -> u64 {
+/// Requests the crawler's log shows, over its whole run.
+fn requests_logged(out: &Path) -> u64 {
     let log = std::fs::read_to_string(out.join("crawl.log")).unwrap_or_default();
     log.lines()
         .filter(|l| webcoop_crawler::crawl_log::is_request(l))
-        .filter_map(|l| l.split(' ').next())
-        .filter_map(|t| DateTime::parse_from_rfc3339(t).ok())
-        .filter(|t| *t >= from && *t < to)
         .count() as u64
 }
 

@@ -228,8 +228,8 @@ fn agreement(results: &[ModeResult]) -> String {
              and the {pushes} deliveries it accepted from the hub.\n"
         )
     } else {
-        // A request still in flight when the measurement ends is counted by the proxy at once
-        // and logged by the crawler when answered; anything more is a bug worth reporting.
+        // Both counts span the crawler's whole run, so no request in flight is cut in two:
+        // any difference is a bug worth reporting.
         format!(
             "The crawler's own counts differ from the proxy's:\n{}",
             off.concat()
@@ -239,15 +239,16 @@ fn agreement(results: &[ModeResult]) -> String {
 
 fn csv(results: &[ModeResult]) -> String {
     let mut t = String::from(
-        "mode,requests,crawler_requests,deliveries,crawler_pushes,bytes_down,bytes_up,pushed_bytes,bytes_per_change,changes,detected,freshness,read_freshness,age_s,latency_p50_s,latency_p99_s,cpu_crawler_s,cpu_agent_s\n",
+        "mode,requests,crawler_requests,proxied_requests,deliveries,crawler_pushes,bytes_down,bytes_up,pushed_bytes,bytes_per_change,changes,detected,freshness,read_freshness,age_s,latency_p50_s,latency_p99_s,cpu_crawler_s,cpu_agent_s\n",
     );
     let opt = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:.3}"));
     for r in results {
         t.push_str(&format!(
-            "{},{},{},{},{},{},{},{},{},{},{},{:.6},{:.6},{:.3},{},{},{:.3},{:.3}\n",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{:.6},{:.6},{:.3},{},{},{:.3},{:.3}\n",
             r.mode.name(),
             r.site.requests,
             r.crawler_requests,
+            r.proxied_requests,
             r.deliveries,
             r.crawler_pushes,
             r.site.down,

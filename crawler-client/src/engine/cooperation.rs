@@ -326,29 +326,38 @@ impl Engine {
         let results = self.rt.block_on(async move {
             let mut out = Vec::new();
             for (hub, form) in requests {
-                let request = match client.post_form(hub, form) {
-                    Ok(r) => r,
-                    Err(e) => {
-                        out.push(Err(e.to_string()));
-                        continue;
-                    }
-                };
-                out.push(
-                    request
+                let began = Instant::now();
+                let answer = match client.post_form(hub, form) {
+                    Ok(request) => request
                         .timeout(UNSUBSCRIBE_WAIT)
                         .send()
                         .await
-                        .map(drop)
+                        .map(|r| r.status().as_u16())
                         .map_err(|e| e.to_string()),
-                );
+                    Err(e) => Err(e.to_string()),
+                };
+                out.push((answer, began.elapsed()));
             }
             out
         });
-        for ((host, hub, _), r) in asked.iter().zip(results) {
-            if let Err(e) = r {
-                let origin = self.frontier.host(*host).map_or("", |h| h.origin.as_str());
-                tracing::warn!("{origin}: unsubscribing from {hub}: {e}");
-            }
+        // Logged like every other request, so the log stays a full account of the wire.
+        for ((host, hub, _), (answer, elapsed)) in asked.iter().zip(results) {
+            let (status, note) = match answer {
+                Ok(status) => (Some(status), "unsubscribe".to_string()),
+                Err(e) => {
+                    let origin = self.frontier.host(*host).map_or("", |h| h.origin.as_str());
+                    tracing::warn!("{origin}: unsubscribing from {hub}: {e}");
+                    (None, format!("unsubscribe: {e}"))
+                }
+            };
+            self.log.write(&Entry {
+                at: now_ms(),
+                status,
+                url: hub.as_str(),
+                elapsed,
+                note: &note,
+                ..Default::default()
+            });
         }
         let deadline = Instant::now() + UNSUBSCRIBE_WAIT;
         let mut waiting: HashSet<HostId> = asked.iter().map(|(h, _, _)| *h).collect();
