@@ -278,12 +278,19 @@ fn print_run(name: &str, w: &Watched, f: &Figures, floor: Duration) {
     println!("| overlapping requests to a host | {} |", f.overlaps);
     println!("| requests robots.txt forbids | {} |", f.forbidden);
     // Only where politeness holds: with it off, a host's answers overlap.
-    if let Some((first, last, own)) = f.ended_last.filter(|_| floor > Duration::ZERO) {
+    if let Some(e) = f.ended_last.filter(|_| floor > Duration::ZERO) {
         println!(
-            "| the host answered last | first request at {:.1} s, last answer at {:.1} s; its answers and delays {:.1} s of that |",
-            first.as_secs_f64(),
-            last.as_secs_f64(),
-            own.as_secs_f64()
+            "| the host answered last | first request at {:.1} s, last answer at {:.1} s; its answers and delays {:.1} s of that; longest wait past its delay {:.1} s (ended at {:.1} s), {} waits over a second |",
+            e.first.as_secs_f64(),
+            e.last.as_secs_f64(),
+            e.own.as_secs_f64(),
+            e.longest_wait.0.as_secs_f64(),
+            e.longest_wait.1.as_secs_f64(),
+            e.waits_over_second
+        );
+        println!(
+            "| healthy hosts once kept waiting over 10 s past their delay | {} |",
+            f.hosts_kept_waiting
         );
     }
     if !w.console_ms.is_empty() {

@@ -4,7 +4,8 @@
 //!
 //! Requests are counted by following the client's byte stream with `httparse`: each complete
 //! request head is one request, and its body (`Content-Length` or chunked) is skipped, so
-//! pipelined and keep-alive requests count one by one.
+//! pipelined and keep-alive requests count one by one. A request counts once the server
+//! answers it; one the server closes the connection on is counted apart, as unanswered.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -19,10 +20,14 @@ pub struct WireCount {
     pub up: u64,
     /// Bytes from the server to the client (responses).
     pub down: u64,
-    /// HTTP requests seen.
+    /// HTTP requests answered: a request counts once the server sends bytes after it, so one
+    /// sent on a connection the server was closing (and sent again by the client's pool on a
+    /// new one) is not counted twice.
     pub requests: u64,
     /// Of those, POSTs: on a WebSub callback, the hub's content deliveries.
     pub posts: u64,
+    /// Requests the server closed the connection on without a byte of answer.
+    pub unanswered: u64,
     /// TCP connections accepted.
     pub connections: u64,
     /// Client streams that stopped being HTTP (counted as bytes only from there on).
@@ -37,6 +42,7 @@ impl WireCount {
             down: self.down - earlier.down,
             requests: self.requests - earlier.requests,
             posts: self.posts - earlier.posts,
+            unanswered: self.unanswered - earlier.unanswered,
             connections: self.connections - earlier.connections,
             unparsed: self.unparsed - earlier.unparsed,
         }
@@ -54,6 +60,7 @@ struct Counters {
     down: AtomicU64,
     requests: AtomicU64,
     posts: AtomicU64,
+    unanswered: AtomicU64,
     connections: AtomicU64,
     unparsed: AtomicU64,
     /// Connections whose relay has ended: every byte either side sent is counted.
@@ -103,6 +110,7 @@ impl CountingProxy {
             down: c.down.load(Ordering::Relaxed),
             requests: c.requests.load(Ordering::Relaxed),
             posts: c.posts.load(Ordering::Relaxed),
+            unanswered: c.unanswered.load(Ordering::Relaxed),
             connections: c.connections.load(Ordering::Relaxed),
             unparsed: c.unparsed.load(Ordering::Relaxed),
         }
@@ -127,7 +135,10 @@ async fn relay(client: TcpStream, server: TcpStream, c: Arc<Counters>) {
     let _ = server.set_nodelay(true);
     let (mut cr, mut cw) = client.into_split();
     let (mut sr, mut sw) = server.into_split();
-    let up_counters = c.clone();
+    // Requests (and POSTs among them) seen on this connection and not answered yet: counted
+    // before they are forwarded, so no answer can come before them.
+    let pending = Arc::new((AtomicU64::new(0), AtomicU64::new(0)));
+    let (up_counters, up_pending) = (c.clone(), pending.clone());
     let up = async move {
         let mut buf = vec![0u8; 64 << 10];
         let mut requests = RequestCounter::default();
@@ -138,8 +149,8 @@ async fn relay(client: TcpStream, server: TcpStream, c: Arc<Counters>) {
             };
             up_counters.up.fetch_add(n as u64, Ordering::Relaxed);
             let Fed { seen, posts, lost } = requests.feed(&buf[..n]);
-            up_counters.requests.fetch_add(seen, Ordering::Relaxed);
-            up_counters.posts.fetch_add(posts, Ordering::Relaxed);
+            up_pending.0.fetch_add(seen, Ordering::AcqRel);
+            up_pending.1.fetch_add(posts, Ordering::AcqRel);
             if lost {
                 up_counters.unparsed.fetch_add(1, Ordering::Relaxed);
             }
@@ -149,6 +160,7 @@ async fn relay(client: TcpStream, server: TcpStream, c: Arc<Counters>) {
         }
         let _ = sw.shutdown().await;
     };
+    let (down_counters, down_pending) = (c.clone(), pending.clone());
     let down = async move {
         let mut buf = vec![0u8; 64 << 10];
         loop {
@@ -156,7 +168,12 @@ async fn relay(client: TcpStream, server: TcpStream, c: Arc<Counters>) {
                 Ok(0) | Err(_) => break,
                 Ok(n) => n,
             };
+            let c = &down_counters;
             c.down.fetch_add(n as u64, Ordering::Relaxed);
+            let answered = down_pending.0.swap(0, Ordering::AcqRel);
+            c.requests.fetch_add(answered, Ordering::Relaxed);
+            let posts = down_pending.1.swap(0, Ordering::AcqRel);
+            c.posts.fetch_add(posts, Ordering::Relaxed);
             if cw.write_all(&buf[..n]).await.is_err() {
                 break;
             }
@@ -164,6 +181,8 @@ async fn relay(client: TcpStream, server: TcpStream, c: Arc<Counters>) {
         let _ = cw.shutdown().await;
     };
     tokio::join!(up, down);
+    c.unanswered
+        .fetch_add(pending.0.swap(0, Ordering::AcqRel), Ordering::Relaxed);
 }
 
 /// Where the client's stream is: in a request head, in a body, or past understanding.

@@ -107,6 +107,11 @@ struct Seen {
     min_gap_ns: AtomicI64,
     gap_required_ns: AtomicU64,
     floor_ns: AtomicU64,
+    /// Past the delay after the previous answer: the longest wait, when it ended, how many
+    /// passed a second.
+    longest_wait_ns: AtomicU64,
+    longest_wait_until_ns: AtomicU64,
+    waits_over_second: AtomicU32,
 }
 
 struct Web {
@@ -161,10 +166,27 @@ pub struct Figures {
     pub closest_gap: Option<(Duration, Duration)>,
     /// The politeness floor: the longest any healthy host's answers and required delays take.
     pub floor: Duration,
-    /// The healthy host answered last: its first request and last answer (from the web's
-    /// start), and what its answers and the delays required after them took in all; the rest
-    /// of its span it waited for the crawler.
-    pub ended_last: Option<(Duration, Duration, Duration)>,
+    /// The healthy host answered last (see [`EndedLast`]).
+    pub ended_last: Option<EndedLast>,
+    /// Healthy hosts that once waited more than ten seconds past a required delay.
+    pub hosts_kept_waiting: u64,
+}
+
+/// The healthy host answered last, times from the web's start: what bounds a crawl's wall
+/// beyond the politeness floor.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct EndedLast {
+    /// Its first request.
+    pub first: Duration,
+    /// Its last answer.
+    pub last: Duration,
+    /// Its answers and the delays required after them, in all; the rest of its span it
+    /// waited for the crawler.
+    pub own: Duration,
+    /// Its longest wait past a required delay, and when the request ending it arrived.
+    pub longest_wait: (Duration, Duration),
+    /// Its waits past a required delay longer than a second.
+    pub waits_over_second: u32,
 }
 
 fn mix(mut x: u64) -> u64 {
@@ -352,6 +374,14 @@ impl Web {
             if closer {
                 seen.min_gap_ns.store(gap, Ordering::Release);
                 seen.gap_required_ns.store(required, Ordering::Release);
+            }
+            let waited = (gap - required as i64).max(0) as u64;
+            if waited > 1_000_000_000 {
+                seen.waits_over_second.fetch_add(1, Ordering::Relaxed);
+            }
+            if waited > seen.longest_wait_ns.load(Ordering::Acquire) {
+                seen.longest_wait_ns.store(waited, Ordering::Release);
+                seen.longest_wait_until_ns.store(arrived, Ordering::Release);
             }
         }
         let path = req.uri().path().to_string();
@@ -601,9 +631,17 @@ impl WebShape {
                     .saturating_sub(s.required_ns.load(Ordering::Relaxed));
                 f.floor = f.floor.max(Duration::from_nanos(floor));
                 let last = Duration::from_nanos(s.last_answered_ns.load(Ordering::Relaxed));
-                if f.ended_last.is_none_or(|(_, l, _)| last > l) {
-                    let first = Duration::from_nanos(s.first_arrived_ns.load(Ordering::Relaxed));
-                    f.ended_last = Some((first, last, Duration::from_nanos(floor)));
+                f.hosts_kept_waiting +=
+                    u64::from(s.longest_wait_ns.load(Ordering::Relaxed) > 10_000_000_000);
+                if f.ended_last.is_none_or(|e| last > e.last) {
+                    let ns = |a: &AtomicU64| Duration::from_nanos(a.load(Ordering::Relaxed));
+                    f.ended_last = Some(EndedLast {
+                        first: ns(&s.first_arrived_ns),
+                        last,
+                        own: Duration::from_nanos(floor),
+                        longest_wait: (ns(&s.longest_wait_ns), ns(&s.longest_wait_until_ns)),
+                        waits_over_second: s.waits_over_second.load(Ordering::Relaxed),
+                    });
                 }
                 for j in 0..pages {
                     match w.served[i * (pages + 1) + j].load(Ordering::Relaxed) {

@@ -136,3 +136,57 @@ async fn the_bench_site_serves_files_gzipped_and_conditionally() {
     let none = webcoop::servers::http_get(addr, "/.well-known/webcoop/changes", &[]).unwrap();
     assert_eq!(none.status, 404, "no agent beside it");
 }
+
+/// A server that reads one request and then answers it, or closes without a byte (as a
+/// server does to a kept-alive connection it has timed out, when the client's request
+/// crosses the close).
+async fn one_shot_server(answer: bool) -> std::net::SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let (mut s, _) = listener.accept().await.unwrap();
+        let mut buf = Vec::new();
+        while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+            let mut chunk = [0u8; 1024];
+            let n = s.read(&mut chunk).await.unwrap();
+            if n == 0 {
+                return;
+            }
+            buf.extend_from_slice(&chunk[..n]);
+        }
+        if answer {
+            let _ = s
+                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+                .await;
+        }
+    });
+    addr
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_the_server_closes_on_unanswered_is_not_counted_as_one() {
+    for answer in [false, true] {
+        let proxy = CountingProxy::start(one_shot_server(answer).await)
+            .await
+            .unwrap();
+        let mut s = tokio::net::TcpStream::connect(proxy.addr).await.unwrap();
+        s.write_all(b"GET / HTTP/1.1\r\nHost: site.test\r\n\r\n")
+            .await
+            .unwrap();
+        let mut response = Vec::new();
+        let _ = s.read_to_end(&mut response).await;
+        drop(s);
+        let c = proxy
+            .count_when_closed(std::time::Duration::from_secs(5))
+            .await;
+        // A client's pool sends such a request again on a new connection: counting the
+        // first as well would put the wire one request ahead of what the client made.
+        let expected = if answer { (1, 0) } else { (0, 1) };
+        assert_eq!(
+            (c.requests, c.unanswered),
+            expected,
+            "answer {answer}: {c:?}"
+        );
+        assert_eq!(c.up, 35, "{c:?}");
+    }
+}

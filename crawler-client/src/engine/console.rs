@@ -198,6 +198,11 @@ impl Engine {
         let set = self.frontier.host(host).and_then(|h| h.delay_set);
         let (d, why) = self.settings.politeness.explain(crawl_delay, elapsed, set);
         self.note_delay(host, d, why);
+        if elapsed > Duration::ZERO
+            && let Some(h) = self.frontier.host_mut(host)
+        {
+            h.answered_in = elapsed;
+        }
         d
     }
 

@@ -70,6 +70,8 @@ pub(crate) struct Host {
     pub(crate) delay_set: Option<std::time::Duration>,
     /// The delay after its last request, and why it is that long.
     pub(crate) delay: (std::time::Duration, super::politeness::DelayWhy),
+    /// How long its last answer took: with the delay, what each of its pages costs its crawl.
+    pub(crate) answered_in: std::time::Duration,
     /// Among the hosts crawled at once (the workbench).
     pub(super) on_bench: bool,
     /// Waiting for room on the workbench.
@@ -104,6 +106,7 @@ impl Host {
                 std::time::Duration::ZERO,
                 super::politeness::DelayWhy::Minimum,
             ),
+            answered_in: std::time::Duration::ZERO,
             on_bench: false,
             waiting_room: false,
         }
@@ -129,6 +132,14 @@ impl Host {
     /// URLs waiting.
     pub(crate) fn waiting(&self) -> u64 {
         self.queued + self.buffer.len() as u64
+    }
+
+    /// The least its crawl will take from here, in seconds, as far as it is known: each URL
+    /// waiting costs an answer and the delay after it, as the last one did. The answer's time
+    /// counts because a slow server's pages take it on top of the delay, and a delay at its
+    /// minimum says nothing of how slow the server is.
+    pub(super) fn crawl_seconds_left(&self) -> f64 {
+        self.waiting() as f64 * (self.delay.0 + self.answered_in).as_secs_f64().max(0.001)
     }
 }
 

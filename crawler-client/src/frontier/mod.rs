@@ -619,10 +619,9 @@ impl Frontier {
                 continue;
             }
             // Pages only on the workbench (robots.txt and cooperation requests go before, one
-            // each, and take a place if one is free); waiting for room, the longest to crawl first (its URLs times its delay,
-            // learnt from robots.txt), so that the slowest hosts do not start last.
-            let key = h.waiting() as f64 * h.delay.0.as_secs_f64().max(0.001);
-            if !self.bench.admit(h, key) {
+            // each, and take a place if one is free); waiting for room, the longest to crawl
+            // first, so that the slowest hosts do not start last.
+            if !self.bench.admit(h, h.crawl_seconds_left()) {
                 continue;
             }
             if h.buffer.is_empty() {

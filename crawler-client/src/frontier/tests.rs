@@ -3,6 +3,7 @@
 use super::*;
 use crate::ids::{Fp, HostId};
 use crate::state::{Batch, Store};
+use politeness::DelayWhy;
 use queue_store::memory::MemoryQueue;
 use std::fmt::Debug;
 use std::time::Duration;
@@ -464,4 +465,55 @@ fn past_the_hosts_at_once_a_host_waits_until_one_is_done() {
     f.abandon(first[1].host, "gone".into());
     f.finished(first[1].host, now);
     assert!(f.next(&q, now).unwrap().is_none());
+}
+
+/// One place on the workbench, held by `a`; `b` (made first) and `c` wait with one URL each
+/// and a delay at its minimum, their last answers taking `b_ms` and `c_ms`. Which comes in
+/// when `a` is done.
+fn let_in_after(b_ms: u64, c_ms: u64) -> &'static str {
+    let q = MemoryQueue::default();
+    let mut f = load(&q, 1);
+    f.set_hosts_at_once(1);
+    let origins = ["http://a.com", "http://b.com", "http://c.com"];
+    let hosts: Vec<HostId> = origins
+        .iter()
+        .enumerate()
+        .map(|(i, origin)| {
+            let h = f.host_for(&q, origin).unwrap();
+            assert!(f.push(h, format!("{origin}/p"), Fp(i as u64 + 1), 0, 0));
+            h
+        })
+        .collect();
+    let now = Instant::now();
+    for _ in 0..3 {
+        assert!(matches!(
+            f.next(&q, now).unwrap(),
+            Some(Dispatch::Robots(_))
+        ));
+    }
+    for (&h, ms) in hosts.iter().zip([1, b_ms, c_ms]) {
+        f.robots_known(h, Rules::AllowAll, now + Duration::from_secs(3600));
+        f.finished(h, now);
+        let host = f.host_mut(h).unwrap();
+        host.delay = (Duration::from_secs(1), DelayWhy::Minimum);
+        host.answered_in = Duration::from_millis(ms);
+    }
+    let first = page(f.next(&q, now).unwrap());
+    assert_eq!(
+        first.host, hosts[0],
+        "the host that took the place at robots.txt"
+    );
+    assert!(f.next(&q, now).unwrap().is_none(), "one host at once");
+    f.finished(first.host, now);
+    let next = page(f.next(&q, now).unwrap());
+    origins[hosts.iter().position(|&h| h == next.host).unwrap()]
+}
+
+#[test]
+fn waiting_for_room_a_slow_server_goes_first_though_its_delay_is_at_the_minimum() {
+    // 150 ms an answer against 1 ms: both delays are the minimum second, yet each page of c
+    // takes its crawl 15% longer, and the longest crawl goes first.
+    assert_eq!(let_in_after(1, 150), "http://c.com");
+    // The twin: answers alike, the tie goes to the host made first.
+    assert_eq!(let_in_after(1, 1), "http://b.com");
 }

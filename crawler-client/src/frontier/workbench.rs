@@ -2,10 +2,10 @@
 //! request while there is room (its robots.txt then keeps its connection for the pages), else
 //! at its first page once there is, and leaves when nothing of it is queued or under way. Past
 //! the limit, hosts with pages wait outside, the longest to crawl first (URLs waiting times
-//! the delay its robots.txt answer set), which is what bounds a crawl's end when slow hosts
-//! would otherwise start last. Each host crawled at once holds an open connection (about 27 KB
-//! of client buffers) and its buffered URLs, so ten thousand hosts interleaved cost 400 MB
-//! where a few thousand crawled through keep the machine as busy.
+//! its last answer's time and the delay after it), which is what bounds a crawl's end when
+//! slow hosts would otherwise start last. Each host crawled at once holds an open
+//! connection (about 27 KB of client buffers) and its buffered URLs, so ten thousand hosts
+//! interleaved cost 400 MB where a few thousand crawled through keep the machine as busy.
 
 use super::Frontier;
 use super::host::{ByCash, Host};
