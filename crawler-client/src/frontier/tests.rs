@@ -417,11 +417,12 @@ fn a_stated_popularity_raises_a_page_above_richer_ones_of_its_host_only() {
     assert_eq!(f.boost_of(Fp(2)), 0.0);
 }
 
-#[test]
-fn past_the_hosts_at_once_a_host_waits_until_one_is_done() {
+/// Three hosts, a.com, b.com and c.com, made in that order with one URL each, at most
+/// `places` crawled at once, each sent its robots.txt.
+fn three_hosts_asked_robots(places: usize) -> (MemoryQueue, Frontier, Vec<HostId>, Instant) {
     let q = MemoryQueue::default();
     let mut f = load(&q, 1);
-    f.set_hosts_at_once(2);
+    f.set_hosts_at_once(places);
     let hosts: Vec<HostId> = ["http://a.com", "http://b.com", "http://c.com"]
         .iter()
         .enumerate()
@@ -439,6 +440,12 @@ fn past_the_hosts_at_once_a_host_waits_until_one_is_done() {
             Some(Dispatch::Robots(_))
         ));
     }
+    (q, f, hosts, now)
+}
+
+#[test]
+fn past_the_hosts_at_once_a_host_waits_until_one_is_done() {
+    let (q, mut f, hosts, now) = three_hosts_asked_robots(2);
     // The first two took the places free at their robots.txt (their connection is kept).
     let in_at_robots = hosts.iter().filter(|&&h| f.on_bench(h)).count();
     assert_eq!(in_at_robots, 2);
@@ -471,26 +478,8 @@ fn past_the_hosts_at_once_a_host_waits_until_one_is_done() {
 /// and a delay at its minimum, their last answers taking `b_ms` and `c_ms`. Which comes in
 /// when `a` is done.
 fn let_in_after(b_ms: u64, c_ms: u64) -> &'static str {
-    let q = MemoryQueue::default();
-    let mut f = load(&q, 1);
-    f.set_hosts_at_once(1);
+    let (q, mut f, hosts, now) = three_hosts_asked_robots(1);
     let origins = ["http://a.com", "http://b.com", "http://c.com"];
-    let hosts: Vec<HostId> = origins
-        .iter()
-        .enumerate()
-        .map(|(i, origin)| {
-            let h = f.host_for(&q, origin).unwrap();
-            assert!(f.push(h, format!("{origin}/p"), Fp(i as u64 + 1), 0, 0));
-            h
-        })
-        .collect();
-    let now = Instant::now();
-    for _ in 0..3 {
-        assert!(matches!(
-            f.next(&q, now).unwrap(),
-            Some(Dispatch::Robots(_))
-        ));
-    }
     for (&h, ms) in hosts.iter().zip([1, b_ms, c_ms]) {
         f.robots_known(h, Rules::AllowAll, now + Duration::from_secs(3600));
         f.finished(h, now);
