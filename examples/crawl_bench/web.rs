@@ -428,12 +428,18 @@ pub(super) fn run(args: &HashMap<String, String>) {
         per_page(&w, &f) / per_page(&w1, &f1)
     );
     if arg(args, "fleet", "0") == "1" {
-        fleet_of_two(&bin, &spec, tmp.path(), per_page(&w, &f), w.wall);
+        fleet_of_two(&bin, &spec, tmp.path(), (per_page(&w, &f), w.wall), &more);
     }
 }
 
 /// The same web crawled by two processes sharing a frontier on a Redis Cluster.
-fn fleet_of_two(bin: &Path, spec: &ShapeSpec, tmp: &Path, single_per_page: f64, single: Duration) {
+fn fleet_of_two(
+    bin: &Path,
+    spec: &ShapeSpec,
+    tmp: &Path,
+    (single_per_page, single): (f64, Duration),
+    more: &[&str],
+) {
     let Some(cluster) = testkit::redis::RedisCluster::start() else {
         eprintln!("no redis-server: the fleet is not measured");
         return;
@@ -455,16 +461,11 @@ fn fleet_of_two(bin: &Path, spec: &ShapeSpec, tmp: &Path, single_per_page: f64, 
                 let (web, dir, url) = (&web, &dir, &url);
                 s.spawn(move || {
                     let process = format!("p{i}");
-                    let make = || {
-                        crawl_command(
-                            bin,
-                            web,
-                            spec.seeds,
-                            &dir.join(&process),
-                            None,
-                            &["--frontier", url, "--crawl", "web", "--process", &process],
-                        )
-                    };
+                    let mut extra = vec!["--frontier", url, "--crawl", "web"];
+                    extra.extend(["--process", &process]);
+                    extra.extend(more);
+                    let make =
+                        || crawl_command(bin, web, spec.seeds, &dir.join(&process), None, &extra);
                     watched(&make, None, None)
                 })
             })

@@ -210,3 +210,62 @@ fn a_bad_frontier_address_is_named() {
         "{e}"
     );
 }
+
+/// Every master of `cluster` forgets its scripts, as a restarted node has.
+pub(crate) fn flush_scripts(cluster: &RedisCluster) {
+    for n in &cluster.nodes {
+        let out = std::process::Command::new("redis-cli")
+            .args(["-p", &n.port.to_string(), "script", "flush"])
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "OK");
+    }
+}
+
+/// A lease on `host` for `lease`, waiting out the host's delay.
+fn granted(leases: &mut HostLeases, host: &str, lease: Duration) -> String {
+    for _ in 0..100 {
+        match leases.acquire(host, 1, lease, DELAY).unwrap() {
+            Grant::Granted(token) => return token,
+            Grant::Wait(d) => std::thread::sleep(d.min(Duration::from_millis(50))),
+            Grant::Busy => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+    panic!("{host}: no lease in 100 tries")
+}
+
+#[test]
+fn leases_renewed_together_on_a_cluster_say_which_was_lost_even_once_its_nodes_forgot_the_script() {
+    let Some(cluster) = RedisCluster::start() else {
+        return;
+    };
+    let url = cluster.frontier_url();
+    let hosts: Vec<String> = (0..12).map(|i| format!("http://h{i}.test")).collect();
+    let short = Duration::from_millis(300);
+    let mut a = HostLeases::connect(&url, "test", "a").unwrap();
+    let mut b = HostLeases::connect(&url, "test", "b").unwrap();
+    let held: Vec<(String, String)> = hosts
+        .iter()
+        .map(|h| (h.clone(), granted(&mut a, h, short)))
+        .collect();
+    // Renewed together, every lease outlives its first term.
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(a.renew_many(&held, short).unwrap(), vec![true; 12]);
+    std::thread::sleep(Duration::from_millis(200));
+    for h in &hosts {
+        assert_eq!(b.acquire(h, 1, short, DELAY).unwrap(), Grant::Busy, "{h}");
+    }
+    // One of them expires and changes hands: renewed with the others, after every node lost
+    // its scripts (as a node that restarts does), it alone is said lost.
+    let others: Vec<(String, String)> = (0..12)
+        .filter(|&i| i != 5)
+        .map(|i| held[i].clone())
+        .collect();
+    assert_eq!(a.renew_many(&others, LEASE).unwrap(), vec![true; 11]);
+    std::thread::sleep(short);
+    granted(&mut b, &hosts[5], LEASE);
+    flush_scripts(&cluster);
+    let mut want = vec![true; 12];
+    want[5] = false;
+    assert_eq!(a.renew_many(&held, LEASE).unwrap(), want);
+}

@@ -547,3 +547,32 @@ fn a_host_grown_through_many_bucket_splits_keeps_every_row_once() {
     assert_eq!(retried, 50, "a retry's count survives its row's move");
     assert_eq!(q.queued(host).unwrap(), 0);
 }
+
+#[test]
+fn offers_on_a_cluster_whose_nodes_forgot_their_scripts_still_count_each_url_once() {
+    let Some(cluster) = RedisCluster::start() else {
+        return;
+    };
+    let mut q = SharedQueue::connect(&cluster.frontier_url(), "test", "p").unwrap();
+    let hosts: Vec<HostId> = (0..6)
+        .map(|s| q.host_id(&format!("http://s{s}.test")).unwrap())
+        .collect();
+    for (s, host) in hosts.iter().enumerate() {
+        assert_eq!(q.offer(*host, &offers(s, 10)).unwrap(), 10);
+    }
+    // Every node restarts its script cache: the next offers, ten seen and five new per
+    // host, are counted as the first were, and each URL is handed out once.
+    super::fleet_leases::flush_scripts(&cluster);
+    for (s, host) in hosts.iter().enumerate() {
+        assert_eq!(q.offer(*host, &offers(s, 15)).unwrap(), 5, "host {s}");
+    }
+    for (s, host) in hosts.iter().enumerate() {
+        let taken = q.take(*host, 100, LEASE).unwrap();
+        let mut urls: Vec<String> = taken.iter().map(|t| t.job.url.clone()).collect();
+        urls.sort();
+        urls.dedup();
+        assert_eq!((taken.len(), urls.len()), (15, 15), "host {s}");
+        assert_eq!(q.settle_done(*host, &taken).unwrap(), 15);
+        assert_eq!(q.queued(*host).unwrap(), 0);
+    }
+}

@@ -154,6 +154,32 @@ impl HostLeases {
         Ok(held == 1)
     }
 
+    /// Extends the leases `held` (host, token) to `lease` from now, in one round trip (one per
+    /// node of a cluster); says for each whether it was still held.
+    pub fn renew_many(
+        &mut self,
+        held: &[(String, String)],
+        lease: Duration,
+    ) -> Result<Vec<bool>, FleetError> {
+        let cmds: Vec<redis::Cmd> = held
+            .iter()
+            .map(|(host, token)| {
+                let mut cmd = redis::cmd("EVALSHA");
+                cmd.arg(self.renew.get_hash())
+                    .arg(1)
+                    .arg(self.keys(host).0)
+                    .arg(token)
+                    .arg(lease.as_millis() as u64);
+                cmd
+            })
+            .collect();
+        let answers = self.link.run_keyed(&[&cmds], &[&self.renew])?;
+        Ok(answers
+            .into_iter()
+            .map(|v| redis::from_redis_value::<i64>(v).is_ok_and(|n| n == 1))
+            .collect())
+    }
+
     /// Extends a lease still held to `lease` from now; false when it had expired.
     pub fn renew(&mut self, host: &str, token: &str, lease: Duration) -> Result<bool, FleetError> {
         let (leases, _) = self.keys(host);

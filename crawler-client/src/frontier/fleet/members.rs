@@ -1,7 +1,7 @@
 //! Who works on a crawl: the settings stored with it, and each process's heartbeat (what it
 //! holds and how fast it goes), which `status` shows and by which a process knows whether work
 //! may still come from the others. A [`Look`] takes what a process needs of them, with the
-//! count of hosts with work, in one round trip.
+//! count of hosts with work, in one round trip (a script).
 //!
 //! Keys, per crawl `C`: `{C:crawl}:settings` (the shared settings, JSON, written once by the
 //! process that starts the crawl) and `{C:crawl}:members` (hash: process name -> heartbeat
@@ -186,23 +186,31 @@ impl Look {
     }
 }
 
-/// Looks at crawl `crawl` over `link`: in one round trip on one server, so that the thread
-/// writing a batch can look right after it and the crawl loop need not ask.
+/// What [`look`] asks, in one script so that it is one round trip on a cluster too (where
+/// `TIME` may not share a pipeline): KEYS = [active, members].
+const LOOK: &str =
+    "return {redis.call('ZCARD', KEYS[1]), redis.call('HGETALL', KEYS[2]), redis.call('TIME')}";
+
+static LOOK_SCRIPT: std::sync::LazyLock<redis::Script> =
+    std::sync::LazyLock::new(|| redis::Script::new(LOOK));
+
+/// Looks at crawl `crawl` over `link`, in one round trip, so that the thread writing a batch
+/// can look right after it and the crawl loop need not ask.
 pub(crate) fn look(link: &mut RedisLink, crawl: &str) -> Result<Look, FleetError> {
-    let mut active = redis::cmd("ZCARD");
-    active.arg(key(crawl, "active"));
-    let mut members = redis::cmd("HGETALL");
-    members.arg(key(crawl, "members"));
-    let answers = link.run_all(&[active, members, redis::cmd("TIME")], &[])?;
+    let script = &*LOOK_SCRIPT;
+    let mut cmd = redis::cmd("EVALSHA");
+    cmd.arg(script.get_hash())
+        .arg(2)
+        .arg(key(crawl, "active"))
+        .arg(key(crawl, "members"));
+    let answers = link.run_keyed(&[&[cmd]], &[script])?;
     let bad = |e: redis::ParsingError| FleetError::Redis {
         url: link.shown().to_string(),
         source: e.into(),
     };
-    let mut answers = answers.into_iter();
-    let mut next = || answers.next().unwrap_or(redis::Value::Nil);
-    let active: u64 = redis::from_redis_value(next()).map_err(bad)?;
-    let raw: Vec<(String, String)> = redis::from_redis_value(next()).map_err(bad)?;
-    let time: (i64, i64) = redis::from_redis_value(next()).map_err(bad)?;
+    let answer = answers.into_iter().next().unwrap_or(redis::Value::Nil);
+    let (active, raw, time): (u64, Vec<(String, String)>, (i64, i64)) =
+        redis::from_redis_value(answer).map_err(bad)?;
     Ok(Look {
         active,
         members: heartbeats(raw),

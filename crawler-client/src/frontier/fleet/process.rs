@@ -394,17 +394,32 @@ impl SharedFrontier for FleetProcess {
     }
 
     fn renew_all(&mut self, now: Instant) -> Result<Vec<HostId>, FleetError> {
-        let due: Vec<HostId> = self
+        if !self.held.values().any(|h| h.renew_at <= now) {
+            return Ok(Vec::new());
+        }
+        // Once one is due, those due within the next sixth of a lease go with it: a round
+        // trip renews them all, and their times gather so that the next one does too.
+        let soon = now + self.lease / 6;
+        let due: Vec<(HostId, (String, String))> = self
             .held
             .iter()
-            .filter(|(_, h)| h.renew_at <= now)
-            .map(|(id, _)| *id)
+            .filter(|(_, h)| h.renew_at <= soon)
+            .map(|(id, h)| (*id, (id.to_string(), h.token.clone())))
             .collect();
+        let keys: Vec<(String, String)> = due.iter().map(|(_, k)| k.clone()).collect();
+        let kept = self.leases.renew_many(&keys, self.lease)?;
         let mut lost = Vec::new();
-        for host in due {
-            if !self.keep(host, now)? {
-                lost.push(host);
+        for ((host, _), kept) in due.into_iter().zip(kept) {
+            if kept {
+                if let Some(h) = self.held.get_mut(&host) {
+                    h.renew_at = now + self.lease / 3;
+                }
+                continue;
             }
+            tracing::warn!("lost the lease of host {host}: another process has it now");
+            self.held.remove(&host);
+            self.forget(host);
+            lost.push(host);
         }
         Ok(lost)
     }

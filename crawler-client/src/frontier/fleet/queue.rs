@@ -245,8 +245,8 @@ impl SharedQueue {
         Ok(())
     }
 
-    /// Sends what `put` holds, in one round trip where the server allows it; returns what
-    /// each host's part did.
+    /// Sends what `put` holds, in one round trip on one server and two on a cluster; returns
+    /// what each host's part did.
     pub(crate) fn send(&mut self, put: Put) -> Result<Vec<(HostId, PutDone)>, FleetError> {
         let mut cmds = Vec::with_capacity(2 * put.hosts.len() + put.rest.len());
         for (host, p) in &put.hosts {
@@ -306,7 +306,10 @@ impl SharedQueue {
             hosts.push((host, offered, hold.map(|(t, _)| (t, p.urls))));
         }
         cmds.extend(put.rest);
-        let answers = self.link.run_all(&cmds, &[&self.put])?;
+        // The hosts are listed before their rows are queued: on a cluster, where the two
+        // live on different nodes, as a stage before.
+        let (listed, rows) = cmds.split_at(first);
+        let answers = self.link.run_keyed(&[listed, rows], &[&self.put])?;
         Ok(hosts
             .into_iter()
             .zip(answers.into_iter().skip(first))
