@@ -76,6 +76,8 @@ pub(crate) struct Host {
     pub(super) on_bench: bool,
     /// Waiting for room on the workbench.
     pub(super) waiting_room: bool,
+    /// Pages handed out.
+    pub(super) handed: u64,
 }
 
 impl Host {
@@ -109,6 +111,7 @@ impl Host {
             answered_in: std::time::Duration::ZERO,
             on_bench: false,
             waiting_room: false,
+            handed: 0,
         }
     }
 
@@ -134,12 +137,18 @@ impl Host {
         self.queued + self.buffer.len() as u64
     }
 
-    /// The least its crawl will take from here, in seconds, as far as it is known: each URL
-    /// waiting costs an answer and the delay after it, as the last one did. The answer's time
-    /// counts because a slow server's pages take it on top of the delay, and a delay at its
-    /// minimum says nothing of how slow the server is.
-    pub(super) fn crawl_seconds_left(&self) -> f64 {
-        self.waiting() as f64 * (self.delay.0 + self.answered_in).as_secs_f64().max(0.001)
+    /// What its crawl will take from here, in seconds, as far as it is known: each URL
+    /// costs an answer and the delay after it, as the last one did. The answer's time counts
+    /// because a slow server's pages take it on top of the delay, and a delay at its minimum
+    /// says nothing of how slow the server is. A host not crawled yet knows only the URLs
+    /// other hosts link to (its in-degree, not its size): it counts as at least `typical`
+    /// pages, what the hosts crawled through had.
+    pub(super) fn crawl_seconds_left(&self, typical: u64) -> f64 {
+        let pages = match self.handed {
+            0 => self.waiting().max(typical),
+            _ => self.waiting(),
+        };
+        pages as f64 * (self.delay.0 + self.answered_in).as_secs_f64().max(0.001)
     }
 }
 

@@ -621,7 +621,8 @@ impl Frontier {
             // Pages only on the workbench (robots.txt and cooperation requests go before, one
             // each, and take a place if one is free); waiting for room, the longest to crawl
             // first, so that the slowest hosts do not start last.
-            if !self.bench.admit(h, h.crawl_seconds_left()) {
+            let typical = self.bench.typical();
+            if !self.bench.admit(h, h.crawl_seconds_left(typical)) {
                 continue;
             }
             if h.buffer.is_empty() {
@@ -634,6 +635,7 @@ impl Frontier {
                 continue;
             };
             h.taken.insert(job.seq);
+            h.handed += 1;
             h.in_flight += 1;
             if h.in_flight > per_host {
                 self.surplus += 1;

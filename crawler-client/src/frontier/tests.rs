@@ -506,3 +506,43 @@ fn waiting_for_room_a_slow_server_goes_first_though_its_delay_is_at_the_minimum(
     // The twin: answers alike, the tie goes to the host made first.
     assert_eq!(let_in_after(1, 1), "http://b.com");
 }
+
+/// One place, taken by `a` at its robots.txt; `b` (fast, five URLs known: linked from many
+/// hosts) and `c` (answers in 150 ms, one URL known) wait. `a` has `a_pages` pages and is
+/// crawled through. Which comes in after it.
+fn let_in_after_a_crawled(a_pages: u64) -> &'static str {
+    let (q, mut f, hosts, now) = three_hosts_asked_robots(1);
+    for i in 1..a_pages {
+        assert!(f.push(hosts[0], format!("http://a.com/{i}"), Fp(200 + i), 0, 0));
+    }
+    for i in 0..4 {
+        assert!(f.push(hosts[1], format!("http://b.com/{i}"), Fp(300 + i), 0, 0));
+    }
+    for (&h, ms) in hosts.iter().zip([1, 1, 150]) {
+        f.robots_known(h, Rules::AllowAll, now + Duration::from_secs(3600));
+        f.finished(h, now);
+        let host = f.host_mut(h).unwrap();
+        host.delay = (Duration::from_secs(1), DelayWhy::Minimum);
+        host.answered_in = Duration::from_millis(ms);
+    }
+    let mut next = page(f.next(&q, now).unwrap());
+    assert!(f.next(&q, now).unwrap().is_none(), "b and c wait for room");
+    let mut of_a = 0;
+    while next.host == hosts[0] {
+        of_a += 1;
+        f.finished(next.host, now);
+        next = page(f.next(&q, now).unwrap());
+    }
+    assert_eq!(of_a, a_pages, "a crawled through first");
+    ["http://a.com", "http://b.com", "http://c.com"]
+        [hosts.iter().position(|&h| h == next.host).unwrap()]
+}
+
+#[test]
+fn a_slow_host_not_yet_crawled_counts_as_large_as_those_crawled_through() {
+    // Ten pages a host so far: c's ten would take 11.5 s, b's 10 s, though more links led
+    // to b.
+    assert_eq!(let_in_after_a_crawled(10), "http://c.com");
+    // The twin: with hosts of one page so far, the URLs known decide (b's 5 s against 1.15).
+    assert_eq!(let_in_after_a_crawled(1), "http://b.com");
+}

@@ -1,8 +1,9 @@
 //! How many hosts are crawled at once (BUbiNG's workbench): a host enters at its first
 //! request while there is room (its robots.txt then keeps its connection for the pages), else
 //! at its first page once there is, and leaves when nothing of it is queued or under way. Past
-//! the limit, hosts with pages wait outside, the longest to crawl first (URLs waiting times
-//! its last answer's time and the delay after it), which is what bounds a crawl's end when
+//! the limit, hosts with pages wait outside, the longest to crawl first (URLs waiting, or
+//! the pages of a host crawled through on average if more, times its last answer's time and
+//! the delay after it), which is what bounds a crawl's end when
 //! slow hosts would otherwise start last. Each host crawled at once holds an open
 //! connection (about 27 KB of client buffers) and its buffered URLs, so ten thousand hosts
 //! interleaved cost 400 MB where a few thousand crawled through keep the machine as busy.
@@ -25,6 +26,10 @@ pub(super) struct Workbench {
     pub(super) inside: usize,
     /// Hosts with pages, waiting for room, the longest to crawl on top.
     waiting: BinaryHeap<ByCash>,
+    /// Hosts that left with pages handed out, and those pages.
+    crawled: (u64, u64),
+    /// The typical size the waiting hosts were keyed with.
+    keyed_with: u64,
 }
 
 impl Workbench {
@@ -65,11 +70,38 @@ impl Workbench {
     pub(super) fn release_if_done(&mut self, h: &mut Host) -> bool {
         let done = h.in_flight == 0 && (h.skipped.is_some() || !h.has_queue());
         if h.on_bench && done {
+            if h.handed > 0 {
+                self.crawled.0 += 1;
+                self.crawled.1 += h.handed;
+            }
             h.on_bench = false;
             self.inside = self.inside.saturating_sub(1);
             return true;
         }
         false
+    }
+
+    /// Pages a host crawled through had, on average (0 before any).
+    pub(super) fn typical(&self) -> u64 {
+        self.crawled.1.checked_div(self.crawled.0).unwrap_or(0)
+    }
+
+    /// Keys the hosts waiting again once the typical size has doubled since they were: the
+    /// first hosts wait before any host was crawled through.
+    pub(super) fn rekey(&mut self, hosts: &std::collections::HashMap<HostId, Host>) {
+        let typical = self.typical();
+        if typical < 2 * self.keyed_with.max(1) {
+            return;
+        }
+        self.keyed_with = typical;
+        let waiting = std::mem::take(&mut self.waiting);
+        self.waiting = waiting
+            .into_iter()
+            .filter_map(|ByCash(_, id)| {
+                let h = hosts.get(&id).filter(|h| h.waiting_room)?;
+                Some(ByCash(h.crawl_seconds_left(typical), id))
+            })
+            .collect();
     }
 
     /// The next host waiting for room, if any (it is then no longer waiting).
@@ -96,6 +128,7 @@ impl Frontier {
 
     /// Lets the next host waiting for room onto the workbench, as a place was freed.
     pub(super) fn admit_waiting(&mut self) {
+        self.bench.rekey(&self.hosts);
         let hosts = &mut self.hosts;
         let next = self.bench.next_waiting(|id| {
             hosts.get_mut(&id).is_some_and(|h| {
