@@ -28,10 +28,10 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
 
 /// Hosts a process of a fleet leases, at most, per host it crawls at once.
 const HELD_PER_BENCH: usize = 4;
-use std::time::{Duration, Instant};
 
 /// What the loop decided that the fleet must hear of, said at its next fallible step.
 pub(super) enum Tell {

@@ -1,12 +1,12 @@
 //! How many hosts are crawled at once (BUbiNG's workbench): a host enters at its first
 //! request while there is room (its robots.txt then keeps its connection for the pages), else
 //! at its first page once there is, and leaves when nothing of it is queued or under way. Past
-//! the limit, hosts with pages wait outside, the longest to crawl first (URLs waiting, or
-//! the pages of a host crawled through on average if more, times its last answer's time and
-//! the delay after it), which is what bounds a crawl's end when
-//! slow hosts would otherwise start last. Each host crawled at once holds an open
-//! connection (about 27 KB of client buffers) and its buffered URLs, so ten thousand hosts
-//! interleaved cost 400 MB where a few thousand crawled through keep the machine as busy.
+//! the limit, hosts with pages wait outside, the longest to crawl first (URLs waiting, or the
+//! pages of a host crawled through on average if more, times its last answer's time and the
+//! delay after it), which is what bounds a crawl's end when slow hosts would otherwise start
+//! last. Each host crawled at once holds an open connection (about 27 KB of client buffers)
+//! and its buffered URLs, so ten thousand hosts interleaved cost 400 MB where a few thousand
+//! crawled through keep the machine as busy.
 
 use super::Frontier;
 use super::host::{ByCash, Host};

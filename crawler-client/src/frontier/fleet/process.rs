@@ -400,16 +400,15 @@ impl SharedFrontier for FleetProcess {
         // Once one is due, those due within the next sixth of a lease go with it: a round
         // trip renews them all, and their times gather so that the next one does too.
         let soon = now + self.lease / 6;
-        let due: Vec<(HostId, (String, String))> = self
+        let (due, keys): (Vec<HostId>, Vec<(String, String)>) = self
             .held
             .iter()
             .filter(|(_, h)| h.renew_at <= soon)
             .map(|(id, h)| (*id, (id.to_string(), h.token.clone())))
-            .collect();
-        let keys: Vec<(String, String)> = due.iter().map(|(_, k)| k.clone()).collect();
+            .unzip();
         let kept = self.leases.renew_many(&keys, self.lease)?;
         let mut lost = Vec::new();
-        for ((host, _), kept) in due.into_iter().zip(kept) {
+        for (host, kept) in due.into_iter().zip(kept) {
             if kept {
                 if let Some(h) = self.held.get_mut(&host) {
                     h.renew_at = now + self.lease / 3;
