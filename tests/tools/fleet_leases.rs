@@ -269,3 +269,56 @@ fn leases_renewed_together_on_a_cluster_say_which_was_lost_even_once_its_nodes_f
     want[5] = false;
     assert_eq!(a.renew_many(&held, LEASE).unwrap(), want);
 }
+
+/// Calls of `EVALSHA` the server on `port` has answered.
+fn script_calls(port: u16) -> u64 {
+    let out = std::process::Command::new("redis-cli")
+        .args(["-p", &port.to_string(), "info", "commandstats"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("cmdstat_evalsha:calls="))
+        .and_then(|rest| rest.split(',').next())
+        .map_or(0, |n| n.parse().unwrap())
+}
+
+#[test]
+fn renewing_hundreds_of_leases_is_a_call_per_group_not_per_host() {
+    let Some(redis) = RedisServer::start(false) else {
+        return;
+    };
+    let url = redis.url();
+    let mut a = HostLeases::connect(&url, "test", "a").unwrap();
+    let mut b = HostLeases::connect(&url, "test", "b").unwrap();
+    let short = Duration::from_millis(400);
+    let hosts: Vec<String> = (0..300).map(|i| i.to_string()).collect();
+    let held: Vec<(String, String)> = hosts
+        .iter()
+        .map(|h| (h.clone(), granted(&mut a, h, short)))
+        .collect();
+    // A few lapse and change hands; the rest are renewed together.
+    std::thread::sleep(short + Duration::from_millis(50));
+    let lapsed = [7, 150, 299];
+    for &i in &lapsed {
+        granted(&mut b, &hosts[i], LEASE);
+    }
+    // The script loaded first (a server that lacks it answers each call, then runs it again).
+    let none = [("none".to_string(), "none".to_string())];
+    assert_eq!(a.renew_many(&none, LEASE).unwrap(), vec![false]);
+    let before = script_calls(redis.port);
+    let kept = a.renew_many(&held, LEASE).unwrap();
+    let calls = script_calls(redis.port) - before;
+    // 300 leases in 32 groups (one call each), where a call per lease made 300.
+    assert!(calls <= 32, "{calls} script calls renewed 300 leases");
+    let want: Vec<bool> = (0..300).map(|i| !lapsed.contains(&i)).collect();
+    assert_eq!(kept, want);
+    // Renewed in their groups, the others are still held: nobody else gets them.
+    for (i, h) in hosts
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !lapsed.contains(i))
+    {
+        assert_eq!(b.acquire(h, 1, LEASE, DELAY).unwrap(), Grant::Busy, "{i}");
+    }
+}

@@ -6,13 +6,30 @@
 //! the dead process could not say when its request ended.
 //!
 //! Times are the Redis server's (`TIME` inside the scripts), so the clocks of the machines of
-//! a fleet need not agree. A host's keys share a hash tag, so each script touches one slot of
-//! a cluster.
+//! a fleet need not agree. A host's lease keys carry the hash tag of one of [`GROUPS`] groups,
+//! `{C:lgN}:leases:HOST` and `{C:lgN}:next:HOST`, so that each script touches one slot of a
+//! cluster and a process renews every lease it holds in a group with one call: one call per
+//! lease cost Redis a script call per host held every 10 s, as many as a polite crawl of
+//! thousands of hosts makes for its pages.
 
 use super::redis_link::RedisLink;
-use super::{FleetError, connect, tag};
+use super::{FleetError, connect};
 use redis::Script;
+use std::collections::HashMap;
 use std::time::Duration;
+
+/// The groups a crawl's host leases are spread over: enough to spread them over a cluster's
+/// masters, few enough that a renewal of thousands of leases is a few dozen calls.
+pub(crate) const GROUPS: u64 = 32;
+
+/// The keys of `host`'s leases and next allowed time in crawl `crawl` (`host` is its
+/// politeness key: a host id, or `ip:ADDRESS`).
+pub(crate) fn lease_keys(crawl: &str, host: &str) -> (String, String) {
+    // xxh3 rather than std's hasher: every build of a fleet must put a host in one group.
+    let group = xxhash_rust::xxh3::xxh3_64(host.as_bytes()) % GROUPS;
+    let tag = super::tag(crawl, &format!("lg{group}"));
+    (format!("{tag}:leases:{host}"), format!("{tag}:next:{host}"))
+}
 
 /// What a request for a lease got.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,6 +80,18 @@ const RENEW: &str = concat!(
 "
 );
 
+/// Extends leases held in one group: KEYS = their leases keys; ARGV = [lease ms, a token per
+/// key]. Returns, per key, whether its lease was still held.
+const RENEW_MANY: &str = concat!(
+    server_now!(),
+    r"local expiry, held = now + tonumber(ARGV[1]), {}
+for i = 1, #KEYS do
+  held[i] = redis.call('ZADD', KEYS[i], 'XX', 'CH', expiry, ARGV[i + 1])
+end
+return held
+"
+);
+
 /// The host leases of one crawl, over one connection (a process holds one).
 pub struct HostLeases {
     link: RedisLink,
@@ -72,6 +101,7 @@ pub struct HostLeases {
     acquire: Script,
     release: Script,
     renew: Script,
+    renew_many: Script,
 }
 
 impl HostLeases {
@@ -88,6 +118,7 @@ impl HostLeases {
             acquire: Script::new(ACQUIRE),
             release: Script::new(RELEASE),
             renew: Script::new(RENEW),
+            renew_many: Script::new(RENEW_MANY),
         })
     }
 
@@ -98,8 +129,7 @@ impl HostLeases {
 
     /// The keys of a host's leases and next allowed time: one hash tag, one slot.
     fn keys(&self, host: &str) -> (String, String) {
-        let tag = tag(&self.crawl, host);
-        (format!("{tag}:leases"), format!("{tag}:next"))
+        lease_keys(&self.crawl, host)
     }
 
     /// Asks for a lease on `host` (its politeness key: an origin, or a server address) for
@@ -154,30 +184,48 @@ impl HostLeases {
         Ok(held == 1)
     }
 
-    /// Extends the leases `held` (host, token) to `lease` from now, in one round trip (one per
-    /// node of a cluster); says for each whether it was still held.
+    /// Extends the leases `held` (host, token) to `lease` from now, with one call per group
+    /// in one round trip (one per node of a cluster); says for each whether it was still held.
     pub fn renew_many(
         &mut self,
         held: &[(String, String)],
         lease: Duration,
     ) -> Result<Vec<bool>, FleetError> {
-        let cmds: Vec<redis::Cmd> = held
+        // Per group (its tag is the part of a key up to the first '}'): positions in `held`.
+        let mut groups: HashMap<String, Vec<usize>> = HashMap::new();
+        let keys: Vec<String> = held.iter().map(|(host, _)| self.keys(host).0).collect();
+        for (i, key) in keys.iter().enumerate() {
+            let tag = key.split_inclusive('}').next().unwrap_or(key);
+            groups.entry(tag.to_string()).or_default().push(i);
+        }
+        let groups: Vec<Vec<usize>> = groups.into_values().collect();
+        let cmds: Vec<redis::Cmd> = groups
             .iter()
-            .map(|(host, token)| {
+            .map(|at| {
                 let mut cmd = redis::cmd("EVALSHA");
-                cmd.arg(self.renew.get_hash())
-                    .arg(1)
-                    .arg(self.keys(host).0)
-                    .arg(token)
-                    .arg(lease.as_millis() as u64);
+                cmd.arg(self.renew_many.get_hash()).arg(at.len());
+                for &i in at {
+                    cmd.arg(&keys[i]);
+                }
+                cmd.arg(lease.as_millis() as u64);
+                for &i in at {
+                    cmd.arg(&held[i].1);
+                }
                 cmd
             })
             .collect();
-        let answers = self.link.run_keyed(&[&cmds], &[&self.renew])?;
-        Ok(answers
-            .into_iter()
-            .map(|v| redis::from_redis_value::<i64>(v).is_ok_and(|n| n == 1))
-            .collect())
+        let answers = self.link.run_keyed(&[&cmds], &[&self.renew_many])?;
+        let mut kept = vec![false; held.len()];
+        for (at, answer) in groups.iter().zip(answers) {
+            // An answer that is not one flag per lease says none of them was kept.
+            let flags: Vec<i64> = redis::from_redis_value(answer).unwrap_or_default();
+            if flags.len() == at.len() {
+                for (&i, flag) in at.iter().zip(flags) {
+                    kept[i] = flag == 1;
+                }
+            }
+        }
+        Ok(kept)
     }
 
     /// Extends a lease still held to `lease` from now; false when it had expired.

@@ -45,6 +45,12 @@ const SHARE_EVERY: Duration = Duration::from_secs(1);
 /// How often a process asks whether the others may still bring work, at most.
 const LOOK_EVERY: Duration = Duration::from_millis(500);
 
+/// How long a process leaves a host another holds before asking for it again: the holder
+/// renews its lease every tenth of a minute and keeps the host while it has work, so asking
+/// sooner is a script call that answers "busy" (at 3,000 hosts, asking every 2 s, with the
+/// renewals before they were grouped, 3.11 script calls a page; 2.53 after both).
+const BUSY_RETRY: Duration = Duration::from_secs(10);
+
 struct HostLease {
     token: String,
     renew_at: Instant,
@@ -476,7 +482,7 @@ impl SharedFrontier for FleetProcess {
                     self.not_before.insert(host, now + d);
                 }
                 Grant::Busy => {
-                    self.not_before.insert(host, now + Duration::from_secs(2));
+                    self.not_before.insert(host, now + BUSY_RETRY);
                 }
             }
         }

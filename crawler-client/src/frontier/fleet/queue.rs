@@ -33,6 +33,8 @@
 //!   big-endian double): the URLs handed out, by which taking, with the cash they go back
 //!   with. A taking's URLs are held together, so that handing out and settling cost a write
 //!   per taking rather than two per URL.
+//! - `{C:lgN}:leases:KEY` and `{C:lgN}:next:KEY`: the host leases of `super::leases`, in one
+//!   of its groups `N` (from layout 4; before, `{C:KEY}:leases` and `{C:KEY}:next`).
 //!
 //! A fingerprint is its 8 bytes, big-endian, wherever it is a member or a field: as decimal
 //! text it took 20 bytes, and with three copies of each queued URL's, the difference is a
@@ -47,7 +49,7 @@ use redis::Script;
 use std::time::Duration;
 
 /// The version of the layout above, kept in `{C:crawl}:layout`.
-pub(crate) const LAYOUT: &str = "3";
+pub(crate) const LAYOUT: &str = "4";
 
 /// Rows per bucket at which the next bucket is split: buckets not yet split in a round hold
 /// up to twice as many, which stays under Redis's 128 listpack entries with room for chance.

@@ -87,7 +87,7 @@ pub fn read(url: &str, crawl: &str) -> Result<FleetStatus, FleetError> {
         seen += rows.unwrap_or(0);
         let leases: u64 = link.run(|con| {
             redis::cmd("ZCOUNT")
-                .arg(format!("{t}:leases"))
+                .arg(super::leases::lease_keys(crawl, &id.to_string()).0)
                 .arg(now)
                 .arg("+inf")
                 .query(con)
