@@ -26,6 +26,7 @@ use webcoop_testkit as testkit;
 use webcoop_testkit::testweb::{HostSpec, Robots, TestWeb};
 
 mod fleets;
+mod slowlog;
 mod web;
 
 use fleets::{fleet, redis_info, redis_memory};

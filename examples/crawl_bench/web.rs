@@ -454,8 +454,25 @@ fn fleet_of_two(
     let redis_before = cpu_of(&cluster);
     let dir = tmp.join("fleet");
     let url = cluster.frontier_url();
+    // CRAWL_BENCH_SLOWLOG=SECONDS: Redis's time by script over the fleet's first SECONDS.
+    let slowlog: Option<u64> = std::env::var("CRAWL_BENCH_SLOWLOG")
+        .ok()
+        .and_then(|s| s.parse().ok());
+    let ports: Vec<u16> = cluster.nodes.iter().map(|n| n.port).collect();
+    // Entries kept per node: a fleet of two at the full shape logs some 30,000 a second.
+    const SLOWLOG_KEEP: u32 = 200_000;
+    if slowlog.is_some() {
+        super::slowlog::start(&ports, SLOWLOG_KEEP);
+    }
     let started = Instant::now();
     let ws: Vec<Watched> = std::thread::scope(|s| {
+        if let Some(secs) = slowlog {
+            let ports = &ports;
+            s.spawn(move || {
+                std::thread::sleep(Duration::from_secs(secs));
+                super::slowlog::report(ports, SLOWLOG_KEEP);
+            });
+        }
         let runs: Vec<_> = (0..2)
             .map(|i| {
                 let (web, dir, url) = (&web, &dir, &url);
