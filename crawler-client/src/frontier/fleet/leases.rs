@@ -25,10 +25,14 @@ pub(crate) const GROUPS: u64 = 32;
 /// The keys of `host`'s leases and next allowed time in crawl `crawl` (`host` is its
 /// politeness key: a host id, or `ip:ADDRESS`).
 pub(crate) fn lease_keys(crawl: &str, host: &str) -> (String, String) {
-    // xxh3 rather than std's hasher: every build of a fleet must put a host in one group.
-    let group = xxhash_rust::xxh3::xxh3_64(host.as_bytes()) % GROUPS;
-    let tag = super::tag(crawl, &format!("lg{group}"));
+    let tag = super::tag(crawl, &format!("lg{}", group_of(host)));
     (format!("{tag}:leases:{host}"), format!("{tag}:next:{host}"))
+}
+
+/// The group of `host`'s lease keys.
+fn group_of(host: &str) -> u64 {
+    // xxh3 rather than std's hasher: every build of a fleet must put a host in one group.
+    xxhash_rust::xxh3::xxh3_64(host.as_bytes()) % GROUPS
 }
 
 /// What a request for a lease got.
@@ -191,13 +195,12 @@ impl HostLeases {
         held: &[(String, String)],
         lease: Duration,
     ) -> Result<Vec<bool>, FleetError> {
-        // Per group (its tag is the part of a key up to the first '}'): positions in `held`.
-        let mut groups: HashMap<String, Vec<usize>> = HashMap::new();
-        let keys: Vec<String> = held.iter().map(|(host, _)| self.keys(host).0).collect();
-        for (i, key) in keys.iter().enumerate() {
-            let tag = key.split_inclusive('}').next().unwrap_or(key);
-            groups.entry(tag.to_string()).or_default().push(i);
+        // Per group: positions in `held`.
+        let mut groups: HashMap<u64, Vec<usize>> = HashMap::new();
+        for (i, (host, _)) in held.iter().enumerate() {
+            groups.entry(group_of(host)).or_default().push(i);
         }
+        let keys: Vec<String> = held.iter().map(|(host, _)| self.keys(host).0).collect();
         let groups: Vec<Vec<usize>> = groups.into_values().collect();
         let cmds: Vec<redis::Cmd> = groups
             .iter()
