@@ -265,8 +265,10 @@ pub fn console_address(
             }
         }
     });
+    // An agent prints it after its first scan and publication: a debug build reading a log
+    // of a million lines beside the whole suite on two cores takes over a minute.
     let addr = rx
-        .recv_timeout(Duration::from_secs(60))
+        .recv_timeout(Duration::from_secs(240))
         .ok()
         .and_then(|a| a.parse().ok());
     match addr {

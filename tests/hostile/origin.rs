@@ -6,6 +6,7 @@
 use super::support::{Canned, HostileWeb, agent_bin, free_port, wait_for};
 use std::process::{Command, Stdio};
 use webcoop::servers::{Killed, http_request};
+use webcoop_protocol::validator::Sha256Digest;
 
 const HOST: &str = "h.test";
 
@@ -288,4 +289,169 @@ fn only_what_the_site_serves_to_anyone_is_published_and_strangers_pings_are_refu
             .status,
         200
     );
+}
+
+/// A post's comment feed, whose only change at an edit is its build date, as WordPress's.
+fn comment_feed(built: &str) -> Canned {
+    Canned::ok(
+        "application/rss+xml; charset=UTF-8",
+        format!(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?><rss version=\"2.0\"><channel>\
+             <title>Comments on: Second post</title><link>http://h.test/second-post/</link>\
+             <lastBuildDate>{built}</lastBuildDate><description>Just another site</description>\
+             <language>en-US</language></channel></rss>"
+        ),
+    )
+}
+
+/// A page that prints the time at one-second resolution, as many themes do.
+fn clock_page(time: &str) -> Canned {
+    Canned::ok(
+        "text/html",
+        format!(
+            "<html><body><h1>Opening hours</h1><p>Mon to Fri.</p><footer>Served at {time} by the shop.</footer></body></html>"
+        ),
+    )
+}
+
+#[test]
+fn an_edit_between_two_asks_is_not_learned_as_volatile_and_later_edits_still_count() {
+    let web = HostileWeb::start();
+    web.set(
+        HOST,
+        "/robots.txt",
+        Canned::ok(
+            "text/plain",
+            "User-agent: *\nSitemap: http://h.test/pages.xml\n",
+        ),
+    );
+    let mut set = String::from(
+        r#"<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">"#,
+    );
+    for p in ["second-post/feed/", "counter/", "hours/"] {
+        set.push_str(&format!("<url><loc>http://h.test/{p}</loc></url>"));
+    }
+    set.push_str("</urlset>");
+    web.set(HOST, "/pages.xml", Canned::ok("application/xml", set));
+    let built = |minute: u32| format!("Sat, 28 Nov 2026 20:{minute:02}:00 +0000");
+    web.set(HOST, "/second-post/feed/", comment_feed(&built(0)));
+    web.set(HOST, "/hours/", clock_page("09:00:00"));
+    // The honest twin: a counter, new at every request, is learned and stays quiet.
+    let counter = |n: usize| {
+        Canned::ok(
+            "text/html",
+            format!(
+                "<html><body><h1>Guest book</h1><p>You are visitor number {n} of this page.</p><p>Sign below.</p></body></html>"
+            ),
+        )
+    };
+    web.set(HOST, "/counter/", counter(0));
+    web.then(HOST, "/counter/", (1..2000).map(counter).collect());
+
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let secret = tmp.path().join("secret");
+    std::fs::write(&secret, "s3cret-s3cret-s3cret\n").unwrap();
+    let said_at = tmp.path().join("agent.err");
+    let port = free_port();
+    let _agent = Killed(
+        Command::new(agent_bin())
+            .arg("--origin")
+            .arg(format!("http://{}", web.addr))
+            .args(["--base-url", "http://h.test/", "--state"])
+            .arg(tmp.path().join("state"))
+            .arg("--out")
+            .arg(&out)
+            .args(["--origin-rate", "200", "--notify-from", "127.0.0.1/32"])
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .arg("--notify-secret-file")
+            .arg(&secret)
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&said_at).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let said = || std::fs::read_to_string(&said_at).unwrap_or_default();
+    wait_for(30, "the baseline", || said().contains("baseline recorded"));
+    let changes = || {
+        webcoop::servers::http_get(addr, "/.well-known/webcoop/changes?since=0", &[])
+            .map(|r| String::from_utf8_lossy(&r.body).into_owned())
+            .unwrap_or_default()
+    };
+    let sha = |c: &Canned| Sha256Digest::of(&c.body).etag().to_string();
+    let ping = |path: &str| {
+        let body = format!("hub.mode=publish&hub.url=http://h.test/{path}");
+        let r = http_request(
+            addr,
+            "POST",
+            "/.well-known/webcoop/ping",
+            &[],
+            body.as_bytes(),
+        );
+        assert_eq!(r.unwrap().status, 200);
+    };
+    let asked = |path: &str| {
+        web.log()
+            .iter()
+            .filter(|l| l.as_str() == format!("h.test /{path}"))
+            .count()
+    };
+
+    // The post is edited while the agent asks twice: its first answer has one build date,
+    // the next ones another. That is an edit, not a part new at every request.
+    web.then(
+        HOST,
+        "/second-post/feed/",
+        vec![comment_feed(&built(1)), comment_feed(&built(2))],
+    );
+    ping("second-post/feed/");
+    let raced = sha(&comment_feed(&built(2)));
+    wait_for(30, "the raced edit", || changes().contains(&raced));
+    // A later edit changes the build date again, and only it: still a change.
+    web.set(HOST, "/second-post/feed/", comment_feed(&built(3)));
+    ping("second-post/feed/");
+    let edited = sha(&comment_feed(&built(3)));
+    wait_for(30, "the edit after the race", || {
+        changes().contains(&edited)
+    });
+    assert!(!said().contains(" second-post/feed/: "), "{}", said());
+
+    // The counter is learned at its first check after the baseline, and later checks are quiet.
+    ping("counter/");
+    wait_for(30, "the counter learned", || {
+        said().contains("counter/: 1 parts differ from one request to the next")
+    });
+    let quiet = changes().matches("/counter/").count();
+    let before = asked("counter/");
+    ping("counter/");
+    wait_for(30, "the counter checked again", || {
+        asked("counter/") > before
+    });
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert_eq!(
+        changes().matches("/counter/").count(),
+        quiet,
+        "{}",
+        changes()
+    );
+
+    // A clock of one-second resolution: two asks straddle a second now and then. Once is an
+    // edit; the same region straddled again is learned, and the clock is quiet from then on.
+    for (first, then) in [("09:00:01", "09:00:02"), ("09:05:07", "09:05:08")] {
+        web.then(HOST, "/hours/", vec![clock_page(first), clock_page(then)]);
+        ping("hours/");
+        let latest = sha(&clock_page(then));
+        wait_for(30, "the clock straddled", || changes().contains(&latest));
+    }
+    assert!(said().contains(" hours/: 1 parts differ"), "{}", said());
+    let quiet = changes().matches("/hours/").count();
+    web.set(HOST, "/hours/", clock_page("11:42:13"));
+    let before = asked("hours/");
+    ping("hours/");
+    wait_for(30, "the clock checked again", || asked("hours/") > before);
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert_eq!(changes().matches("/hours/").count(), quiet, "{}", changes());
+    assert!(!said().contains("panicked"), "{}", said());
 }

@@ -93,11 +93,16 @@ impl Canned {
 /// POST bodies received, with `host path`.
 type Posts = Arc<Mutex<Vec<(String, Vec<u8>)>>>;
 
+/// Answers canned by host and path.
+type Answers<T> = Arc<Mutex<HashMap<(String, String), T>>>;
+
 /// A web on loopback whose answers a test writes byte for byte, per host and path; anything
 /// else is 404. Every request is logged as `host path`.
 pub(crate) struct HostileWeb {
     pub addr: SocketAddr,
-    pages: Arc<Mutex<HashMap<(String, String), Canned>>>,
+    pages: Answers<Canned>,
+    /// Answers given once each, in order, before `pages` (the last one given stays there).
+    queued: Answers<std::collections::VecDeque<Canned>>,
     log: Arc<Mutex<Vec<String>>>,
     posts: Posts,
     /// Hosts that answer every conditional request 304, whatever they serve.
@@ -118,15 +123,17 @@ impl HostileWeb {
             .enable_all()
             .build()
             .unwrap();
-        let pages: Arc<Mutex<HashMap<(String, String), Canned>>> = Arc::default();
+        let pages: Answers<Canned> = Arc::default();
+        let queued: Answers<std::collections::VecDeque<Canned>> = Arc::default();
         let log: Arc<Mutex<Vec<String>>> = Arc::default();
         let posts: Posts = Arc::default();
         let claims_unchanged: Arc<Mutex<Vec<String>>> = Arc::default();
         let listener = std::net::TcpListener::bind((std::net::Ipv4Addr::from(ip), 0)).unwrap();
         listener.set_nonblocking(true).unwrap();
         let addr = listener.local_addr().unwrap();
-        let (p, l, b, u) = (
+        let (p, q, l, b, u) = (
             pages.clone(),
+            queued.clone(),
             log.clone(),
             posts.clone(),
             claims_unchanged.clone(),
@@ -134,7 +141,8 @@ impl HostileWeb {
         runtime.spawn(async move {
             let listener = tokio::net::TcpListener::from_std(listener).unwrap();
             let app = axum::Router::new().fallback(move |req: Request<Body>| {
-                let (pages, log, bodies, unchanged) = (p.clone(), l.clone(), b.clone(), u.clone());
+                let (pages, queued, log, bodies, unchanged) =
+                    (p.clone(), q.clone(), l.clone(), b.clone(), u.clone());
                 async move {
                     let host = req
                         .headers()
@@ -164,11 +172,19 @@ impl HostileWeb {
                             .body(Body::empty())
                             .unwrap();
                     }
-                    let canned = pages
+                    let key = (host.clone(), req.uri().path().to_string());
+                    let next = queued
                         .lock()
                         .unwrap()
-                        .get(&(host.clone(), req.uri().path().to_string()))
-                        .cloned();
+                        .get_mut(&key)
+                        .and_then(|q| q.pop_front());
+                    let canned = match next {
+                        Some(c) => {
+                            pages.lock().unwrap().insert(key, c.clone());
+                            Some(c)
+                        }
+                        None => pages.lock().unwrap().get(&key).cloned(),
+                    };
                     if req.method() == axum::http::Method::POST {
                         let body = axum::body::to_bytes(req.into_body(), 1 << 20)
                             .await
@@ -200,6 +216,7 @@ impl HostileWeb {
         HostileWeb {
             addr,
             pages,
+            queued,
             log,
             posts,
             claims_unchanged,
@@ -218,6 +235,14 @@ impl HostileWeb {
             .lock()
             .unwrap()
             .insert((host.to_string(), path.to_string()), canned);
+    }
+
+    /// The next requests for `path` get `answers`, one each in order; the last one then stays.
+    pub(crate) fn then(&self, host: &str, path: &str, answers: Vec<Canned>) {
+        self.queued
+            .lock()
+            .unwrap()
+            .insert((host.to_string(), path.to_string()), answers.into());
     }
 
     pub(crate) fn origin(&self, host: &str) -> String {

@@ -127,6 +127,9 @@ pub struct OriginAgent {
     access: ServerRules,
     /// Volatile parts learned, by page.
     learned: HashMap<String, learned::Learned>,
+    /// Regions seen to differ once, between two asks a third did not confirm: learned only
+    /// when a later pair differs in the same regions.
+    suspected: HashMap<String, learned::Learned>,
     /// The paths the sitemaps named at their last reading.
     in_sitemaps: HashSet<String>,
     /// A write was seen: the next reading of the sitemaps looks for what left them.
@@ -252,6 +255,7 @@ impl OriginAgent {
             quotes: quotes::Quotes::default(),
             access,
             learned: HashMap::new(),
+            suspected: HashMap::new(),
             in_sitemaps: HashSet::new(),
             write_pending: false,
             withdrawn: Vec::new(),

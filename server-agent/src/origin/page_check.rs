@@ -99,7 +99,7 @@ impl OriginAgent {
     fn take_page(
         &mut self,
         path: &str,
-        page: Page,
+        mut page: Page,
         listed: Option<&FileEntry>,
         now: DateTime<Utc>,
     ) -> Result<Outcome, AgentError> {
@@ -120,28 +120,30 @@ impl OriginAgent {
             // Changed, or new: asked once more, so a page that is different at every request
             // (a clock, a counter, a random quote) is told from a page that changed.
             self.pacer.wait();
-            if let Answer::Page(again) = self.client.get(path, &Validators::default())
-                && self.change_digest(path, &again.body, text) != digest
-            {
-                match self.learn(path, &page.body, &again.body, text) {
-                    Ok(d) => {
-                        digest = d;
-                        if listed.is_some_and(|e| e.fast == digest) {
-                            self.stats.unchanged += 1;
-                            return Ok(Outcome::Same);
+            if let Answer::Page(second) = self.client.get(path, &Validators::default()) {
+                let second_digest = self.change_digest(path, &second.body, text);
+                if second_digest != digest {
+                    match self.third_answer(path, page, second, second_digest, text) {
+                        Verdict::Taken(latest, d) => (page, digest) = (latest, d),
+                        Verdict::EveryRequest(e) => {
+                            self.remove(
+                                path,
+                                listed,
+                                now,
+                                format!(
+                                    "changes at every request ({}; it differs at {})",
+                                    e.why, e.differs_at
+                                ),
+                            );
+                            return Ok(Outcome::Changed);
                         }
                     }
-                    Err(e) => {
-                        self.remove(
-                            path,
-                            listed,
-                            now,
-                            format!(
-                                "changes at every request ({}; it differs at {})",
-                                e.why, e.differs_at
-                            ),
-                        );
-                        return Ok(Outcome::Changed);
+                    if let Some(t) = self.pages.get_mut(path) {
+                        t.validators = page.validators.clone();
+                    }
+                    if listed.is_some_and(|e| e.fast == digest) {
+                        self.stats.unchanged += 1;
+                        return Ok(Outcome::Same);
                     }
                 }
             }
@@ -203,6 +205,51 @@ impl OriginAgent {
             t.refused = None;
         }
         Ok(Outcome::Changed)
+    }
+
+    /// Two answers moments apart differ: a third tells an edit made between them (the third
+    /// agrees with the second) from parts written anew at every request (it differs again).
+    /// Only the second kind is learned: a region learned from one edit would hide every later
+    /// edit of that region (a feed whose only change is its build date). A one-off difference
+    /// is kept as a suspicion, learned only when a later pair differs in the same regions (a
+    /// clock of one-second resolution, which two asks straddle now and then).
+    fn third_answer(
+        &mut self,
+        path: &str,
+        first: Page,
+        second: Page,
+        second_digest: u64,
+        text: bool,
+    ) -> Verdict {
+        self.pacer.wait();
+        let third = match self.client.get(path, &Validators::default()) {
+            Answer::Page(third) => third,
+            // Nothing more to compare: the later answer is the page, and a change.
+            _ => return Verdict::Taken(second, second_digest),
+        };
+        let third_digest = self.change_digest(path, &third.body, text);
+        if third_digest != second_digest {
+            return match self.learn(path, &third.body, &second.body, text) {
+                Ok(d) => Verdict::Taken(third, d),
+                Err(e) => Verdict::EveryRequest(e),
+            };
+        }
+        let Some(suspected) = text
+            .then(|| learned::learn(&first.body, &second.body).ok())
+            .flatten()
+            .filter(|l| !l.masks.is_empty())
+        else {
+            return Verdict::Taken(third, third_digest);
+        };
+        if self.suspected.get(path) != Some(&suspected) {
+            self.suspected.insert(path.to_string(), suspected);
+            return Verdict::Taken(third, third_digest);
+        }
+        self.suspected.remove(path);
+        match self.learn(path, &third.body, &first.body, text) {
+            Ok(d) => Verdict::Taken(third, d),
+            Err(_) => Verdict::Taken(third, third_digest),
+        }
     }
 
     /// A page that is no longer published: gone, refused, or changing at every request.
@@ -291,6 +338,14 @@ impl OriginAgent {
 /// Where what was learned of `path` is kept in the state.
 fn learned_key(path: &str) -> String {
     format!("volatile:{path}")
+}
+
+/// What three answers for one page showed.
+enum Verdict {
+    /// The answer taken for the page, and its change digest (with what was learned of it).
+    Taken(Page, u64),
+    /// It changes at every request beyond what can be learned.
+    EveryRequest(Unlearnable),
 }
 
 /// What a check showed.
