@@ -271,7 +271,7 @@ fn leases_renewed_together_on_a_cluster_say_which_was_lost_even_once_its_nodes_f
 }
 
 /// Calls of `EVALSHA` the server on `port` has answered.
-fn script_calls(port: u16) -> u64 {
+pub(super) fn script_calls(port: u16) -> u64 {
     let out = std::process::Command::new("redis-cli")
         .args(["-p", &port.to_string(), "info", "commandstats"])
         .output()

@@ -576,3 +576,62 @@ fn offers_on_a_cluster_whose_nodes_forgot_their_scripts_still_count_each_url_onc
         assert_eq!(q.queued(*host).unwrap(), 0);
     }
 }
+
+/// Offers of 300 hosts in one batch on `url`: each host's part answered for itself, only
+/// new URLs queued, and each host's URLs back from its own queue once; `calls` counts the
+/// script calls the two batches made, where it can.
+fn a_batch_of_many_hosts(url: &str, calls: impl Fn() -> u64) -> u64 {
+    let mut q = SharedQueue::connect(url, "test", "p").unwrap();
+    let hosts: Vec<HostId> = (0..300)
+        .map(|s| q.host_id(&format!("http://s{s}.test")).unwrap())
+        .collect();
+    // The script loaded first (a server that lacks it answers each call, then runs it again),
+    // and one URL of the first host seen before the batch.
+    assert_eq!(q.offer(hosts[0], &offers(0, 1)).unwrap(), 1);
+    let batch = |n| {
+        hosts
+            .iter()
+            .enumerate()
+            .map(|(s, h)| (*h, offers(s, n)))
+            .collect::<Vec<_>>()
+    };
+    let before = calls();
+    let queued: HashMap<HostId, usize> = q.offer_many(batch(3)).unwrap().into_iter().collect();
+    let again: HashMap<HostId, usize> = q.offer_many(batch(5)).unwrap().into_iter().collect();
+    let made = calls() - before;
+    for (s, h) in hosts.iter().enumerate() {
+        assert_eq!(
+            queued.get(h),
+            Some(if s == 0 { &2 } else { &3 }),
+            "host {s}"
+        );
+        assert_eq!(again.get(h), Some(&2), "host {s}");
+        let taken = q.take(*h, 100, LEASE).unwrap();
+        let mut urls: Vec<String> = taken.iter().map(|t| t.job.url.clone()).collect();
+        urls.sort();
+        let mut want: Vec<String> = offers(s, 5).into_iter().map(|u| u.url).collect();
+        want.sort();
+        assert_eq!(urls, want, "host {s}");
+        assert_eq!(q.settle_done(*h, &taken).unwrap(), 5, "host {s}");
+    }
+    made
+}
+
+#[test]
+fn a_batch_for_hundreds_of_hosts_is_a_call_per_group_and_queues_each_url_once() {
+    let Some(redis) = RedisServer::start(false) else {
+        return;
+    };
+    let port = redis.port;
+    let made = a_batch_of_many_hosts(&redis.url(), || super::fleet_leases::script_calls(port));
+    // Two batches of 300 hosts in 32 groups, where a call per host made 600.
+    assert!(
+        made <= 64,
+        "{made} script calls for two batches of 300 hosts"
+    );
+    assert!(made >= 2, "{made}: the counter counts nothing");
+    let Some(cluster) = RedisCluster::start() else {
+        return;
+    };
+    a_batch_of_many_hosts(&cluster.frontier_url(), || 0);
+}

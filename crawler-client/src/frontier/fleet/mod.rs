@@ -4,9 +4,11 @@
 //! that each URL is fetched once, taken under a lease that returns it if its taker dies.
 //!
 //! Every key of a crawl starts with a hash tag: `{crawl:crawl}` for what the crawl has one of,
-//! `{crawl:host}` for what each host's queue has, and `{crawl:lgN}` for the host leases of one
-//! of `leases::GROUPS` groups (renewed a group at a time), so that every script touches one slot
-//! of a cluster and the hosts spread over its masters.
+//! `{crawl:qgN}` for the queues of one of `queue::HOST_GROUPS` groups of hosts (a saved batch
+//! is one script per group), `{crawl:ID}` for a host's robots.txt and pages kept fresh, and
+//! `{crawl:lgN}` for the host leases of one of `leases::GROUPS` groups (renewed a group at a
+//! time), so that every script touches one slot of a cluster and the hosts spread over its
+//! masters.
 
 /// The Lua line that reads the Redis server's clock into `now` (ms), which every script that
 /// dates a lease starts with: the fleet's machines need not agree on the time.

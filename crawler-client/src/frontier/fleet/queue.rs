@@ -11,25 +11,28 @@
 //! - `{C:crawl}:skipped` (hash id -> reason): hosts given up on.
 //! - `{C:crawl}:layout` (string): the version of this layout, [`LAYOUT`]; a crawl begun by a
 //!   build with another layout is refused by name rather than misread.
-//! - `{C:ID}:seq` (counter): the host's rows are numbered in arrival order.
-//! - `{C:ID}:rows:B` (hashes fingerprint -> `seq \t depth \t hops \t attempts \t revisit \t
+//! - The keys of host `ID` carry the hash tag of one of [`HOST_GROUPS`] groups `N` (from
+//!   layout 5; before, `{C:ID}`), so that the hosts of a group share a slot of a cluster and
+//!   a saved batch is one script call per group:
+//! - `{C:qgN}:ID:seq` (counter): the host's rows are numbered in arrival order.
+//! - `{C:qgN}:ID:rows:B` (hashes fingerprint -> `seq \t depth \t hops \t attempts \t revisit \t
 //!   url`, or empty once done): the host's seen-set and what the crawl loop needs of a URL
 //!   queued or taken. One store for both, so that "seen? then queue" is one `HSETNX` in one
 //!   slot (no crash can lose a URL or queue it twice), and a queued URL is held once, not in a
 //!   set besides. The URL is kept without its origin when it starts with it (the host's origin
 //!   is known).
-//! - `{C:ID}:shape` (hash `level`, `split`, `count`): how the rows are spread over buckets
+//! - `{C:qgN}:ID:shape` (hash `level`, `split`, `count`): how the rows are spread over buckets
 //!   `B`, by linear hashing on the low 24 bits of the fingerprint: `2^level + split` buckets of
 //!   about [`ROWS_PER_BUCKET`] rows, split one at a time as the host grows, so that each stays
 //!   small enough for Redis to keep it as a listpack (`hash-max-listpack-entries`, 128 by
 //!   default, and `hash-max-listpack-value`, 64 bytes): a row then costs its bytes and about
 //!   four more, where a hash table entry costs 60 beyond them. A bucket holding a longer row
 //!   becomes a hash table, which costs what one hash of every row would.
-//! - `{C:ID}:queue` (sorted set of fingerprints scored by minus their OPIC cash): the URLs
+//! - `{C:qgN}:ID:queue` (sorted set of fingerprints scored by minus their OPIC cash): the URLs
 //!   waiting, best first. The fingerprint is the member so that any process can pay a queued
 //!   URL cash (`ZADD XX INCR`) without knowing more of it.
-//! - `{C:ID}:taken` (sorted set of takings' tokens scored by their lease's expiry, server ms)
-//!   and `{C:ID}:holders` (hash token -> 16 bytes per URL: its fingerprint, then its cash as a
+//! - `{C:qgN}:ID:taken` (sorted set of takings' tokens scored by their lease's expiry, server ms)
+//!   and `{C:qgN}:ID:holders` (hash token -> 16 bytes per URL: its fingerprint, then its cash as a
 //!   big-endian double): the URLs handed out, by which taking, with the cash they go back
 //!   with. A taking's URLs are held together, so that handing out and settling cost a write
 //!   per taking rather than two per URL.
@@ -46,10 +49,11 @@ use super::{FleetError, connect, tag};
 use crate::ids::{Fp, HostId};
 use crate::state::{NewUrl, Queued};
 use redis::Script;
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// The version of the layout above, kept in `{C:crawl}:layout`.
-pub(crate) const LAYOUT: &str = "4";
+pub(crate) const LAYOUT: &str = "5";
 
 /// Rows per bucket at which the next bucket is split: buckets not yet split in a round hold
 /// up to twice as many, which stays under Redis's 128 listpack entries with room for chance.
@@ -74,11 +78,42 @@ pub struct Taken {
     token: String,
 }
 
+/// Groups of hosts whose queue keys share a hash tag (one slot of a cluster): a saved batch
+/// is one script per group, not one per host.
+pub(crate) const HOST_GROUPS: u64 = 32;
+
+/// The group of `host`'s queue keys.
+fn host_group(host: HostId) -> u64 {
+    // xxh3 rather than std's hasher: every build of a fleet must put a host in one group.
+    xxhash_rust::xxh3::xxh3_64(host.0.to_string().as_bytes()) % HOST_GROUPS
+}
+
+/// What `host`'s queue keys start with: its group's hash tag, then its id.
+pub(crate) fn host_prefix(crawl: &str, host: HostId) -> String {
+    format!(
+        "{}:{}",
+        tag(crawl, &format!("qg{}", host_group(host))),
+        host.0
+    )
+}
+
+/// Appends `a` to a script's arguments.
+fn push<T: redis::ToRedisArgs>(out: &mut Vec<Vec<u8>>, a: &T) {
+    a.write_redis_args(out);
+}
+
 /// The keys of one host's queue, in the order every host script takes them.
 struct HostKeys([String; 6]);
 
 /// A taking a put makes for this process: its token, and the URLs offered under it.
 type Holding = (String, Vec<NewUrl>);
+
+/// One host's part of a group's script: the host, the URLs it was offered, and the taking
+/// that holds the new ones.
+type Part = (HostId, usize, Option<Holding>);
+
+/// One group's script: its hosts' keys, their arguments, and what each part was.
+type GroupPut = (Vec<String>, Vec<Vec<u8>>, Vec<Part>);
 
 /// What a saved batch owes one host's queue.
 #[derive(Default)]
@@ -170,7 +205,7 @@ impl SharedQueue {
     }
 
     fn host_keys(&self, host: HostId) -> HostKeys {
-        let tag = tag(&self.crawl, &host.to_string());
+        let tag = host_prefix(&self.crawl, host);
         HostKeys(
             ["queue", "seq", "rows", "shape", "taken", "holders"].map(|k| format!("{tag}:{k}")),
         )
@@ -219,6 +254,23 @@ impl SharedQueue {
         Ok(self.send(put)?.first().map_or(0, |(_, d)| d.queued))
     }
 
+    /// Offers the URLs of many hosts as [`SharedQueue::offer`] does for one, in one round trip
+    /// and one script call per group of hosts; returns how many each host queued.
+    pub fn offer_many(
+        &mut self,
+        offers: Vec<(HostId, Vec<NewUrl>)>,
+    ) -> Result<Vec<(HostId, usize)>, FleetError> {
+        let mut put = Put::default();
+        for (host, urls) in offers {
+            put.offer(host, urls);
+        }
+        Ok(self
+            .send(put)?
+            .into_iter()
+            .map(|(h, d)| (h, d.queued))
+            .collect())
+    }
+
     /// Offers `urls` as [`SharedQueue::offer`] does, but takes those new to the crawl for this
     /// process at once under `lease` (as [`SharedQueue::take`] would): for the process that
     /// holds `host`. Revisits and URLs another process found first are queued or paid as
@@ -250,21 +302,24 @@ impl SharedQueue {
     /// Sends what `put` holds, in one round trip on one server and two on a cluster; returns
     /// what each host's part did.
     pub(crate) fn send(&mut self, put: Put) -> Result<Vec<(HostId, PutDone)>, FleetError> {
-        let mut cmds = Vec::with_capacity(2 * put.hosts.len() + put.rest.len());
+        let mut cmds = Vec::with_capacity(1 + HOST_GROUPS as usize + put.rest.len());
+        // Every host offered URLs listed with one command (`GT` holds per member).
+        let mut listed = redis::cmd("ZADD");
+        listed.arg(self.crawl_key("active")).arg("GT");
+        let mut any = false;
         for (host, p) in &put.hosts {
             if let Some(best) = p.urls.iter().map(|u| u.priority).reduce(f64::max) {
-                let mut listed = redis::cmd("ZADD");
-                listed
-                    .arg(self.crawl_key("active"))
-                    .arg("GT")
-                    .arg(best)
-                    .arg(host.0);
-                cmds.push(listed);
+                listed.arg(best).arg(host.0);
+                any = true;
             }
         }
+        if any {
+            cmds.push(listed);
+        }
         let first = cmds.len();
-        // Per host: URLs offered, and the taking that holds the new ones with what was offered.
-        let mut hosts: Vec<(HostId, usize, Option<Holding>)> = Vec::new();
+        // Per group of hosts: one script, and per host its keys, its arguments and what it
+        // offered (with the taking that holds the new ones).
+        let mut groups: BTreeMap<u64, GroupPut> = BTreeMap::new();
         for (host, p) in put.hosts {
             let origin = match p.urls.is_empty() {
                 true => String::new(),
@@ -277,52 +332,68 @@ impl SharedQueue {
                 }
                 _ => None,
             };
-            let mut cmd = redis::cmd("EVALSHA");
-            cmd.arg(self.put.get_hash())
-                .arg(6)
-                .arg(&self.host_keys(host).0[..])
-                .arg(ROWS_PER_BUCKET)
-                .arg(hold.as_ref().map_or("", |(t, _)| t.as_str()))
-                .arg(hold.as_ref().map_or(0, |(_, l)| l.as_millis() as u64))
-                .arg(p.urls.len());
+            let (keys, args, parts) = groups.entry(host_group(host)).or_default();
+            keys.extend(self.host_keys(host).0);
+            let mut part: Vec<Vec<u8>> = Vec::with_capacity(4 + 6 * p.urls.len());
+            push(&mut part, &hold.as_ref().map_or("", |(t, _)| t.as_str()));
+            push(
+                &mut part,
+                &hold.as_ref().map_or(0, |(_, l)| l.as_millis() as u64),
+            );
+            push(&mut part, &p.urls.len());
             for u in &p.urls {
-                cmd.arg(&member(u.fp)[..])
-                    .arg(u.priority.max(0.0))
-                    .arg(u.depth)
-                    .arg(u.hops)
-                    .arg(if u.revisit { "1" } else { "0" })
-                    .arg(relative(&u.url, &origin));
+                push(&mut part, &&member(u.fp)[..]);
+                push(&mut part, &u.priority.max(0.0));
+                push(&mut part, &u.depth);
+                push(&mut part, &u.hops);
+                push(&mut part, &if u.revisit { "1" } else { "0" });
+                push(&mut part, &relative(&u.url, &origin));
             }
-            cmd.arg(p.cash.len());
+            push(&mut part, &p.cash.len());
             for (fp, c) in &p.cash {
-                cmd.arg(&member(*fp)[..]).arg(*c);
+                push(&mut part, &&member(*fp)[..]);
+                push(&mut part, c);
             }
             for (token, how, fps) in &p.settles {
-                cmd.arg(token).arg(*how).arg(fps.len());
+                push(&mut part, token);
+                push(&mut part, how);
+                push(&mut part, &fps.len());
                 for fp in fps {
-                    cmd.arg(&member(*fp)[..]);
+                    push(&mut part, &&member(*fp)[..]);
                 }
             }
+            push(args, &part.len());
+            args.append(&mut part);
+            parts.push((host, p.urls.len(), hold.map(|(t, _)| (t, p.urls))));
+        }
+        let mut by_group = Vec::with_capacity(groups.len());
+        for (keys, args, parts) in groups.into_values() {
+            let mut cmd = redis::cmd("EVALSHA");
+            cmd.arg(self.put.get_hash())
+                .arg(keys.len())
+                .arg(&keys[..])
+                .arg(ROWS_PER_BUCKET)
+                .arg(&args[..]);
             cmds.push(cmd);
-            let offered = p.urls.len();
-            hosts.push((host, offered, hold.map(|(t, _)| (t, p.urls))));
+            by_group.push(parts);
         }
         cmds.extend(put.rest);
         // The hosts are listed before their rows are queued: on a cluster, where the two
         // live on different nodes, as a stage before.
         let (listed, rows) = cmds.split_at(first);
         let answers = self.link.run_keyed(&[listed, rows], &[&self.put])?;
-        Ok(hosts
-            .into_iter()
-            .zip(answers.into_iter().skip(first))
-            .map(|((h, offered, hold), v)| {
-                let (queued, settled, blob): (usize, usize, Vec<u8>) =
-                    redis::from_redis_value(v).unwrap_or((0, 0, Vec::new()));
+        let mut done = Vec::new();
+        for (parts, v) in by_group.into_iter().zip(answers.into_iter().skip(first)) {
+            let each: Vec<(usize, usize, Vec<u8>)> = redis::from_redis_value(v).unwrap_or_default();
+            for ((h, offered, hold), (queued, settled, blob)) in parts.into_iter().zip(
+                each.into_iter()
+                    .chain(std::iter::repeat_with(Default::default)),
+            ) {
                 let held = match hold {
                     Some((token, urls)) => held_rows(h, &token, &urls, &blob),
                     None => Vec::new(),
                 };
-                (
+                done.push((
                     h,
                     PutDone {
                         queued,
@@ -330,9 +401,10 @@ impl SharedQueue {
                         settled,
                         offered,
                     },
-                )
-            })
-            .collect())
+                ));
+            }
+        }
+        Ok(done)
     }
 
     /// Takes up to `n` rows of `host`, best first, for `lease`; rows whose earlier lease

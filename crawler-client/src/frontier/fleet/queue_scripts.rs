@@ -1,24 +1,32 @@
-//! The Lua scripts of the shared queue (`queue`): each changes one host's keys (one slot of a
-//! cluster) at once, so that no crash or other process sees half a change. Every host script
-//! takes the host's keys in one order, KEYS = [queue, seq, rows, shape, taken, holders], and
-//! shares the functions below: a saved batch's offers, cash and settled rows of one host are
-//! one call ([`PUT`]) rather than three, which is what a fleet's Redis spends most on.
+//! The Lua scripts of the shared queue (`queue`): each changes the keys of hosts of one group
+//! (one slot of a cluster) at once, so that no crash or other process sees half a change.
+//! A host's keys come in one order, [queue, seq, rows, shape, taken, holders], six KEYS per
+//! host, and the functions below work on the host [`rows_in_buckets`]'s `begin_host` chose
+//! last: a saved batch's offers, cash and settled rows of every host of a group are one call
+//! ([`PUT`]), which is what a fleet's Redis spends most on. The functions are defined once
+//! per call, not once per host, and keep the host's state in variables `begin_host` sets.
 
-/// A host's keys by name, and its rows' buckets: `bucket(fp)` names the bucket of a
-/// fingerprint (8 bytes; remembered for the script's run, as a script asks it twice of a
-/// row it reads and writes, until `grow()` changes the shape), `grow()` splits buckets while the rows outnumber them, and
-/// `save_shape()` writes the shape back.
+/// A host's keys by name, and its rows' buckets: `begin_host(k)` makes the host whose six
+/// keys start at `KEYS[k]` the one the functions work on (its keys and shape read),
+/// `bucket(fp)` names the bucket of a fingerprint (8 bytes; remembered for the host's turn,
+/// as a script asks it twice of a row it reads and writes, until `grow()` changes the
+/// shape), `grow()` splits buckets while the rows outnumber them, and `save_shape()` writes
+/// the shape back.
 macro_rules! rows_in_buckets {
     () => {
         concat!(
-            "local QUEUE, SEQ, ROWS, SHAPE, TAKEN, HOLDERS = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local shape = redis.call('HMGET', SHAPE, 'level', 'split', 'count')
-local level, split, count = tonumber(shape[1] or '0'), tonumber(shape[2] or '0'), tonumber(shape[3] or '0')
+            "local QUEUE, SEQ, ROWS, SHAPE, TAKEN, HOLDERS
+local level, split, count, span, names, of
 local function low24(fp)
   local x, y, z = string.byte(fp, 6, 8)
   return x * 65536 + y * 256 + z
 end
-local span, names, of = 2 ^ level, {}, {}
+local function begin_host(k)
+  QUEUE, SEQ, ROWS, SHAPE, TAKEN, HOLDERS = KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 5]
+  local shape = redis.call('HMGET', SHAPE, 'level', 'split', 'count')
+  level, split, count = tonumber(shape[1] or '0'), tonumber(shape[2] or '0'), tonumber(shape[3] or '0')
+  span, names, of = 2 ^ level, {}, {}
+end
 local function bucket(fp)
   local name = of[fp]
   if name then return name end
@@ -306,51 +314,73 @@ end
     };
 }
 
-/// What a saved batch does to one host's queue: ARGV = [rows per bucket, the taking that
-/// holds what is new ('' for none: queued), its lease in ms, n, the n URLs offered (6 each,
-/// see `offer`), m, the m pairs of cash owed (see `deposit`), then any number of settlements:
-/// token, how, k, the k fingerprints]. Returns {queued, settled, the URLs held (see `offer`)}.
+/// What a saved batch does to the queues of a group's hosts: KEYS = six per host (see the
+/// module); ARGV = [rows per bucket, then per host, in the order of its keys: the length of
+/// its part, the taking that holds what is new ('' for none: queued), its lease in ms, n, the
+/// n URLs offered (6 each, see `offer`), m, the m pairs of cash owed (see `deposit`), then
+/// any number of settlements: token, how, k, the k fingerprints]. Returns per host {queued,
+/// settled, the URLs held (see `offer`)}.
 pub(super) const PUT: &str = concat!(
     rows_in_buckets!(),
     bulk!(),
     grouped!(),
     host_functions!(),
-    r"local n = tonumber(ARGV[4])
-local m = tonumber(ARGV[5 + 6 * n])
--- Which revisits are of URLs seen: each bucket read once. Any other URL is queued by
--- HSETNX, which says whether it was seen.
-local asked = {}
-for k = 1, n do
-  if ARGV[5 + (k - 1) * 6 + 4] == '1' then asked[#asked + 1] = ARGV[5 + (k - 1) * 6] end
-end
-local known = {}
-known_of(asked, known)
-local queued, held = 0, ''
-if n > 0 then
-  local hold, expiry = nil, 0
-  if ARGV[2] ~= '' then
-    local t = redis.call('TIME')
-    hold = ARGV[2]
-    expiry = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[3])
+    r"local per_bucket = tonumber(ARGV[1])
+local clock
+-- One host's part: its keys from KEYS[k], its arguments after ARGV[b + 1] (its length) up
+-- to ARGV[last].
+local function put_host(k, b, last)
+  begin_host(k)
+  writes, written = {}, {}
+  local n = tonumber(ARGV[b + 4])
+  local m = tonumber(ARGV[b + 5 + 6 * n])
+  -- Which revisits are of URLs seen: each bucket read once. Any other URL is queued by
+  -- HSETNX, which says whether it was seen.
+  local asked = {}
+  for j = 1, n do
+    local i = b + 5 + (j - 1) * 6
+    if ARGV[i + 4] == '1' then asked[#asked + 1] = ARGV[i] end
   end
-  queued, held = offer(5, n, hold, expiry, known)
+  local known = {}
+  known_of(asked, known)
+  local queued, held = 0, ''
+  if n > 0 then
+    local hold, expiry = nil, 0
+    if ARGV[b + 2] ~= '' then
+      if not clock then
+        local t = redis.call('TIME')
+        clock = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+      end
+      hold = ARGV[b + 2]
+      expiry = clock + tonumber(ARGV[b + 3])
+    end
+    queued, held = offer(b + 5, n, hold, expiry, known)
+  end
+  if m > 0 then deposit(b + 6 + 6 * n, m) end
+  local at = b + 6 + 6 * n + 2 * m
+  local settled = 0
+  while at <= last do
+    local c = tonumber(ARGV[at + 2])
+    local fps = {}
+    for i = 1, c do fps[i] = ARGV[at + 2 + i] end
+    settled = settled + settle(ARGV[at], ARGV[at + 1], fps)
+    at = at + 3 + c
+  end
+  flush()
+  if queued > 0 then
+    grow(per_bucket)
+    save_shape()
+  end
+  return {queued, settled, held}
 end
-if m > 0 then deposit(6 + 6 * n, m) end
-local at = 6 + 6 * n + 2 * m
-local settled = 0
-while at <= #ARGV do
-  local k = tonumber(ARGV[at + 2])
-  local fps = {}
-  for i = 1, k do fps[i] = ARGV[at + 2 + i] end
-  settled = settled + settle(ARGV[at], ARGV[at + 1], fps)
-  at = at + 3 + k
+local out, s, k = {}, 2, 1
+while s <= #ARGV do
+  local len = tonumber(ARGV[s])
+  out[#out + 1] = put_host(k, s - 1, s + len)
+  s = s + 1 + len
+  k = k + 6
 end
-flush()
-if queued > 0 then
-  grow(tonumber(ARGV[1]))
-  save_shape()
-end
-return {queued, settled, held}
+return out
 "
 );
 
@@ -365,7 +395,8 @@ pub(super) const TAKE: &str = concat!(
     rows_in_buckets!(),
     bulk!(),
     grouped!(),
-    r"local expired = redis.call('ZRANGEBYSCORE', TAKEN, '-inf', now)
+    r"begin_host(1)
+local expired = redis.call('ZRANGEBYSCORE', TAKEN, '-inf', now)
 if #expired > 0 then
   local held = fetch('HMGET', HOLDERS, expired)
   local back = {}

@@ -72,7 +72,7 @@ pub fn read(url: &str, crawl: &str) -> Result<FleetStatus, FleetError> {
     };
     let (mut queued, mut taken, mut seen, mut leased) = (0, 0, 0, 0);
     for id in 1..=max_id.unwrap_or(0) {
-        let t = tag(crawl, &id.to_string());
+        let t = super::queue::host_prefix(crawl, crate::ids::HostId(id as i64));
         queued += count(&mut link, "ZCARD", &format!("{t}:queue"))?;
         let held: Vec<Vec<u8>> =
             link.run(|con| redis::cmd("HVALS").arg(format!("{t}:holders")).query(con))?;
