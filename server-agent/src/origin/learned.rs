@@ -8,9 +8,9 @@
 //! ([`MAX_MASKS`]) and cover a small part of it ([`MAX_SHARE`]), and each region is bounded by
 //! shared text on both sides; an edit inside a learned region (a new figure where a counter
 //! was) is not seen until the page changes elsewhere too, which is why a difference an edit
-//! made between two asks is not learned from ([`super::page_check`] asks a third time). When an
-//! answer no longer has a
-//! region's anchors (the template changed), what was learned is dropped and learned again.
+//! made between two asks is not learned from ([`super::page_check`] asks a third time). When
+//! an answer no longer has a region's anchors (the template changed), what was learned is
+//! dropped and learned again.
 
 use serde::{Deserialize, Serialize};
 use similar::{DiffOp, TextDiff};

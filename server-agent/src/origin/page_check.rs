@@ -124,8 +124,8 @@ impl OriginAgent {
                 let second_digest = self.change_digest(path, &second.body, text);
                 if second_digest != digest {
                     match self.third_answer(path, page, second, second_digest, text) {
-                        Verdict::Taken(latest, d) => (page, digest) = (latest, d),
-                        Verdict::EveryRequest(e) => {
+                        Ok((latest, d)) => (page, digest) = (latest, d),
+                        Err(e) => {
                             self.remove(
                                 path,
                                 listed,
@@ -212,7 +212,8 @@ impl OriginAgent {
     /// Only the second kind is learned: a region learned from one edit would hide every later
     /// edit of that region (a feed whose only change is its build date). A one-off difference
     /// is kept as a suspicion, learned only when a later pair differs in the same regions (a
-    /// clock of one-second resolution, which two asks straddle now and then).
+    /// clock of one-second resolution, which two asks straddle now and then). Returns the
+    /// answer taken for the page and its change digest, or why it changes at every request.
     fn third_answer(
         &mut self,
         path: &str,
@@ -220,36 +221,35 @@ impl OriginAgent {
         second: Page,
         second_digest: u64,
         text: bool,
-    ) -> Verdict {
+    ) -> Result<(Page, u64), Unlearnable> {
         self.pacer.wait();
         let third = match self.client.get(path, &Validators::default()) {
             Answer::Page(third) => third,
             // Nothing more to compare: the later answer is the page, and a change.
-            _ => return Verdict::Taken(second, second_digest),
+            _ => return Ok((second, second_digest)),
         };
         let third_digest = self.change_digest(path, &third.body, text);
         if third_digest != second_digest {
-            return match self.learn(path, &third.body, &second.body, text) {
-                Ok(d) => Verdict::Taken(third, d),
-                Err(e) => Verdict::EveryRequest(e),
-            };
+            return self
+                .learn(path, &third.body, &second.body, text)
+                .map(|d| (third, d));
         }
         let Some(suspected) = text
             .then(|| learned::learn(&first.body, &second.body).ok())
             .flatten()
             .filter(|l| !l.masks.is_empty())
         else {
-            return Verdict::Taken(third, third_digest);
+            return Ok((third, third_digest));
         };
         if self.suspected.get(path) != Some(&suspected) {
             self.suspected.insert(path.to_string(), suspected);
-            return Verdict::Taken(third, third_digest);
+            return Ok((third, third_digest));
         }
         self.suspected.remove(path);
-        match self.learn(path, &third.body, &first.body, text) {
-            Ok(d) => Verdict::Taken(third, d),
-            Err(_) => Verdict::Taken(third, third_digest),
-        }
+        let digest = self
+            .learn(path, &third.body, &first.body, text)
+            .unwrap_or(third_digest);
+        Ok((third, digest))
     }
 
     /// A page that is no longer published: gone, refused, or changing at every request.
@@ -338,14 +338,6 @@ impl OriginAgent {
 /// Where what was learned of `path` is kept in the state.
 fn learned_key(path: &str) -> String {
     format!("volatile:{path}")
-}
-
-/// What three answers for one page showed.
-enum Verdict {
-    /// The answer taken for the page, and its change digest (with what was learned of it).
-    Taken(Page, u64),
-    /// It changes at every request beyond what can be learned.
-    EveryRequest(Unlearnable),
 }
 
 /// What a check showed.
