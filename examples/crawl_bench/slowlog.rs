@@ -53,17 +53,24 @@ fn what(args: &[Vec<u8>]) -> String {
     }
     let sha = String::from_utf8_lossy(&args[1]);
     let first = args.get(3).map_or(String::new(), |k| shape(k));
-    format!(
-        "script {} ({} keys, {first})",
-        &sha[..sha.len().min(8)],
-        String::from_utf8_lossy(&args[2])
-    )
+    format!("script {} ({first})", &sha[..sha.len().min(8)])
+}
+
+/// How many keys an entry's script was given (0 for a command).
+fn keys_of(args: &[Vec<u8>]) -> u64 {
+    args.get(2)
+        .and_then(|k| std::str::from_utf8(k).ok()?.parse().ok())
+        .filter(|_| {
+            args.first()
+                .is_some_and(|a| a.eq_ignore_ascii_case(b"evalsha"))
+        })
+        .unwrap_or(0)
 }
 
 /// Reads the nodes' slow logs and prints Redis's time by what ran, the costliest first.
 pub(super) fn report(ports: &[u16], keep: u32) {
-    // name -> (calls, microseconds); the span of the entries' times.
-    let mut by: HashMap<String, (u64, u64)> = HashMap::new();
+    // name -> (calls, microseconds, keys); the span of the entries' times.
+    let mut by: HashMap<String, (u64, u64, u64)> = HashMap::new();
     let (mut first, mut last) = (i64::MAX, i64::MIN);
     for &port in ports {
         let entries: redis::RedisResult<Vec<redis::Value>> = connect(port)
@@ -97,20 +104,23 @@ pub(super) fn report(ports: &[u16], keep: u32) {
             let e = by.entry(what(&args)).or_default();
             e.0 += 1;
             e.1 += usec;
+            e.2 += keys_of(&args);
         }
     }
     let span = (last - first).max(1) as f64;
     let mut rows: Vec<_> = by.into_iter().collect();
-    rows.sort_by_key(|(_, (_, usec))| std::cmp::Reverse(*usec));
+    rows.sort_by_key(|(_, (_, usec, _))| std::cmp::Reverse(*usec));
     println!(
-        "\n| Redis, by what ran (slow log over {span:.0} s) | calls | per second | us per call |"
+        "\n| Redis, by what ran (slow log over {span:.0} s) | calls | per second | s | us per call | keys per call |"
     );
-    println!("|---|---:|---:|---:|");
-    for (name, (calls, usec)) in rows.iter().take(16) {
+    println!("|---|---:|---:|---:|---:|---:|");
+    for (name, (calls, usec, keys)) in rows.iter().take(16) {
         println!(
-            "| {name} | {calls} | {:.0} | {:.1} |",
+            "| {name} | {calls} | {:.0} | {:.2} | {:.1} | {:.1} |",
             *calls as f64 / span,
-            *usec as f64 / (*calls).max(1) as f64
+            *usec as f64 / 1e6,
+            *usec as f64 / (*calls).max(1) as f64,
+            *keys as f64 / (*calls).max(1) as f64
         );
     }
 }

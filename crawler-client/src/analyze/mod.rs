@@ -3,6 +3,7 @@
 //! finds duplicates and changes, and for HTML the links worth following.
 
 mod char_refs;
+mod content_coding;
 pub(crate) mod encoding;
 mod foreign;
 mod html_tags;
@@ -21,8 +22,9 @@ pub(crate) fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<
 
 use crate::analyze::scope::LinkPolicy;
 use crate::ids::Fp;
+pub use content_coding::decode;
+pub(crate) use content_coding::{Undecoded, decode_within};
 use links::link_header;
-use std::io::Read;
 use url::Url;
 use webcoop_protocol::validator::Sha256Digest;
 
@@ -167,52 +169,6 @@ fn decoded<'a>(
         Some(std::borrow::Cow::Borrowed(&body[..body.len().min(limit)]))
     } else {
         decode(coding, body, truncated, limit).map(std::borrow::Cow::Owned)
-    }
-}
-
-/// The body with its content coding removed, at most `limit` bytes; `None` for an unknown
-/// coding or corrupt data. A body cut at the size limit decodes as far as it goes.
-pub fn decode(coding: Option<&str>, body: &[u8], truncated: bool, limit: usize) -> Option<Vec<u8>> {
-    let coding = coding.unwrap_or("identity").trim().to_ascii_lowercase();
-    let limit = limit as u64;
-    let mut out = Vec::new();
-    let read = match coding.as_str() {
-        "" | "identity" => return Some(body[..body.len().min(limit as usize)].to_vec()),
-        "gzip" | "x-gzip" => flate2::read::MultiGzDecoder::new(body)
-            .take(limit)
-            .read_to_end(&mut out),
-        "deflate" => {
-            // "deflate" is zlib-wrapped (RFC 9110); some servers send it raw.
-            let zlib = flate2::read::ZlibDecoder::new(body)
-                .take(limit)
-                .read_to_end(&mut out);
-            if zlib.is_err() {
-                out.clear();
-                flate2::read::DeflateDecoder::new(body)
-                    .take(limit)
-                    .read_to_end(&mut out)
-            } else {
-                zlib
-            }
-        }
-        "br" => brotli_decompressor::Decompressor::new(body, 4096)
-            .take(limit)
-            .read_to_end(&mut out),
-        // RFC 9659: a zstd content coding uses at most an 8 MB window; a frame asking for
-        // more (up to 2 GB) would make the decoder allocate it.
-        "zstd" => match zstd::stream::read::Decoder::new(body) {
-            Ok(mut d) => match d.window_log_max(23) {
-                Ok(()) => d.take(limit).read_to_end(&mut out),
-                Err(e) => Err(e),
-            },
-            Err(e) => Err(e),
-        },
-        _ => return None,
-    };
-    match read {
-        Ok(_) => Some(out),
-        Err(_) if truncated && !out.is_empty() => Some(out),
-        Err(_) => None,
     }
 }
 

@@ -109,21 +109,21 @@ async fn fetch_meta(
     }
     let body = if (200..300).contains(&resp.status) || resp.status == 410 {
         let limit = decoded_max(kind);
-        let body = crate::analyze::decode(
-            resp.header("content-encoding"),
-            &resp.body,
-            false,
-            limit + 1,
-        )
-        .ok_or_else(|| FetchError::Other(format!("{url}: undecodable content coding")))?;
-        if body.len() > limit {
-            return Err(FetchError::Other(format!(
-                "{url}: decodes to more than the {} MiB a {} may hold",
-                limit >> 20,
-                kind.as_str()
-            )));
+        match crate::analyze::decode_within(resp.header("content-encoding"), &resp.body, limit) {
+            Ok(body) => body,
+            Err(crate::analyze::Undecoded::Coding) => {
+                return Err(FetchError::Other(format!(
+                    "{url}: undecodable content coding"
+                )));
+            }
+            Err(crate::analyze::Undecoded::TooLarge) => {
+                return Err(FetchError::Other(format!(
+                    "{url}: decodes to more than the {} MiB a {} may hold",
+                    limit >> 20,
+                    kind.as_str()
+                )));
+            }
         }
-        body
     } else {
         Vec::new()
     };

@@ -14,14 +14,15 @@
 //! - The keys of host `ID` carry the hash tag of one of [`HOST_GROUPS`] groups `N` (from
 //!   layout 5; before, `{C:ID}`), so that the hosts of a group share a slot of a cluster and
 //!   a saved batch is one script call per group:
-//! - `{C:qgN}:ID:seq` (counter): the host's rows are numbered in arrival order.
 //! - `{C:qgN}:ID:rows:B` (hashes fingerprint -> `seq \t depth \t hops \t attempts \t revisit \t
 //!   url`, or empty once done): the host's seen-set and what the crawl loop needs of a URL
 //!   queued or taken. One store for both, so that "seen? then queue" is one `HSETNX` in one
 //!   slot (no crash can lose a URL or queue it twice), and a queued URL is held once, not in a
 //!   set besides. The URL is kept without its origin when it starts with it (the host's origin
 //!   is known).
-//! - `{C:qgN}:ID:shape` (hash `level`, `split`, `count`): how the rows are spread over buckets
+//! - `{C:qgN}:ID:shape` (hash `level`, `split`, `count`, `seq`): the host's rows are numbered
+//!   in arrival order (`seq`, the last number given; a key of its own before layout 6, read
+//!   and written by every part that queued a URL), and spread over buckets
 //!   `B`, by linear hashing on the low 24 bits of the fingerprint: `2^level + split` buckets of
 //!   about [`ROWS_PER_BUCKET`] rows, split one at a time as the host grows, so that each stays
 //!   small enough for Redis to keep it as a listpack (`hash-max-listpack-entries`, 128 by
@@ -53,7 +54,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// The version of the layout above, kept in `{C:crawl}:layout`.
-pub(crate) const LAYOUT: &str = "5";
+pub(crate) const LAYOUT: &str = "6";
 
 /// Rows per bucket at which the next bucket is split: buckets not yet split in a round hold
 /// up to twice as many, which stays under Redis's 128 listpack entries with room for chance.
@@ -103,7 +104,7 @@ fn push<T: redis::ToRedisArgs>(out: &mut Vec<Vec<u8>>, a: &T) {
 }
 
 /// The keys of one host's queue, in the order every host script takes them.
-struct HostKeys([String; 6]);
+struct HostKeys([String; 5]);
 
 /// A taking a put makes for this process: its token, and the URLs offered under it.
 type Holding = (String, Vec<NewUrl>);
@@ -206,9 +207,7 @@ impl SharedQueue {
 
     fn host_keys(&self, host: HostId) -> HostKeys {
         let tag = host_prefix(&self.crawl, host);
-        HostKeys(
-            ["queue", "seq", "rows", "shape", "taken", "holders"].map(|k| format!("{tag}:{k}")),
-        )
+        HostKeys(["queue", "rows", "shape", "taken", "holders"].map(|k| format!("{tag}:{k}")))
     }
 
     fn crawl_key(&self, name: &str) -> String {
@@ -478,7 +477,7 @@ impl SharedQueue {
     /// Puts back every URL of `host` some process took, and returns how many: for the
     /// process that has just become the host's only taker (see `process`).
     pub(crate) fn reclaim(&mut self, host: HostId) -> Result<usize, FleetError> {
-        let [queue, _, _, _, taken, holders] = &self.host_keys(host).0;
+        let [queue, _, _, taken, holders] = &self.host_keys(host).0;
         let script = &self.reclaim;
         self.link
             .run(|con| script.key(queue).key(taken).key(holders).invoke(con))
@@ -528,7 +527,7 @@ impl SharedQueue {
     /// Drops a host's queue for good (it is given up on, for the reason saved beside it). Its
     /// rows stay: they are its seen-set, so nothing found later queues its URLs again.
     pub(crate) fn drop_host(&mut self, host: HostId, reason: &str) -> Result<(), FleetError> {
-        let [queue, _, _, _, taken, holders] = self.host_keys(host).0;
+        let [queue, _, _, taken, holders] = self.host_keys(host).0;
         let (active, skipped) = (self.crawl_key("active"), self.crawl_key("skipped"));
         self.link.run(|con| {
             redis::cmd("HSET")

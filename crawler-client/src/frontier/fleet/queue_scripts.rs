@@ -1,35 +1,42 @@
 //! The Lua scripts of the shared queue (`queue`): each changes the keys of hosts of one group
 //! (one slot of a cluster) at once, so that no crash or other process sees half a change.
-//! A host's keys come in one order, [queue, seq, rows, shape, taken, holders], six KEYS per
+//! A host's keys come in one order, [queue, rows, shape, taken, holders], five KEYS per
 //! host, and the functions below work on the host [`rows_in_buckets`]'s `begin_host` chose
 //! last: a saved batch's offers, cash and settled rows of every host of a group are one call
 //! ([`PUT`]), which is what a fleet's Redis spends most on. The functions are defined once
 //! per call, not once per host, and keep the host's state in variables `begin_host` sets.
 
-/// A host's keys by name, and its rows' buckets: `begin_host(k)` makes the host whose six
-/// keys start at `KEYS[k]` the one the functions work on (its keys and shape read),
-/// `bucket(fp)` names the bucket of a fingerprint (8 bytes; remembered for the host's turn,
-/// as a script asks it twice of a row it reads and writes, until `grow()` changes the
+/// A host's keys by name, and its rows' buckets: `begin_host(k)` makes the host whose five
+/// keys start at `KEYS[k]` the one the functions work on; its shape (the buckets' level,
+/// split and row count, and the last row number given, `seq`) is read by `need_shape()` the
+/// first time a function needs it, so a part that only pays cash to queued URLs never reads
+/// it. `bucket(fp)` names the bucket of a fingerprint (8 bytes; remembered for the host's
+/// turn, as a script asks it twice of a row it reads and writes, until `grow()` changes the
 /// shape), `grow()` splits buckets while the rows outnumber them, and `save_shape()` writes
 /// the shape back.
 macro_rules! rows_in_buckets {
     () => {
         concat!(
-            "local QUEUE, SEQ, ROWS, SHAPE, TAKEN, HOLDERS
-local level, split, count, span, names, of
+            "local QUEUE, ROWS, SHAPE, TAKEN, HOLDERS
+local shaped, level, split, count, seq, span, names, of
 local function low24(fp)
   local x, y, z = string.byte(fp, 6, 8)
   return x * 65536 + y * 256 + z
 end
 local function begin_host(k)
-  QUEUE, SEQ, ROWS, SHAPE, TAKEN, HOLDERS = KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 5]
-  local shape = redis.call('HMGET', SHAPE, 'level', 'split', 'count')
+  QUEUE, ROWS, SHAPE, TAKEN, HOLDERS = KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4]
+  shaped, names, of = false, {}, {}
+end
+local function need_shape()
+  if shaped then return end
+  local shape = redis.call('HMGET', SHAPE, 'level', 'split', 'count', 'seq')
   level, split, count = tonumber(shape[1] or '0'), tonumber(shape[2] or '0'), tonumber(shape[3] or '0')
-  span, names, of = 2 ^ level, {}, {}
+  seq, span, shaped = tonumber(shape[4] or '0'), 2 ^ level, true
 end
 local function bucket(fp)
   local name = of[fp]
   if name then return name end
+  need_shape()
   local h = low24(fp)
   local b = h % span
   if b < split then b = h % (span * 2) end
@@ -66,7 +73,7 @@ local function grow(per_bucket)
   end
 end
 local function save_shape()
-  redis.call('HSET', SHAPE, 'level', level, 'split', split, 'count', count)
+  redis.call('HSET', SHAPE, 'level', level, 'split', split, 'count', count, 'seq', seq)
 end
 "
         )
@@ -171,7 +178,7 @@ local function known_of(fps, known)
   end
 end
 local function offer(at, n, hold, expiry, known)
-  local seq = tonumber(redis.call('GET', SEQ) or '0')
+  need_shape()
   local fresh, numbered = {}, {}
   local score, scored, owed, owing = {}, {}, {}, {}
   local queued = 0
@@ -237,7 +244,6 @@ local function offer(at, n, hold, expiry, known)
     end
   end
   many('ZADD', QUEUE, zadd)
-  if queued > 0 then redis.call('SET', SEQ, seq) end
   return queued, table.concat(told)
 end
 local function deposit(at, n)
@@ -314,7 +320,7 @@ end
     };
 }
 
-/// What a saved batch does to the queues of a group's hosts: KEYS = six per host (see the
+/// What a saved batch does to the queues of a group's hosts: KEYS = five per host (see the
 /// module); ARGV = [rows per bucket, then per host, in the order of its keys: the length of
 /// its part, the taking that holds what is new ('' for none: queued), its lease in ms, n, the
 /// n URLs offered (6 each, see `offer`), m, the m pairs of cash owed (see `deposit`), then
@@ -378,7 +384,7 @@ while s <= #ARGV do
   local len = tonumber(ARGV[s])
   out[#out + 1] = put_host(k, s - 1, s + len)
   s = s + 1 + len
-  k = k + 6
+  k = k + 5
 end
 return out
 "
