@@ -2,8 +2,8 @@
 """Redis's CPU per host part of the fleet's batch script (`PUT` in
 crawler-client/src/frontier/fleet/queue_scripts.rs), two versions side by side, each on a
 scratch redis-server on loopback: 3,000 hosts of 10 queued URLs, then calls of 22 hosts each
-(the mean of a crawl at 3,000 hosts) whose parts are empty, pay cash to two queued URLs, or
-offer one new URL. Prints Redis's CPU (INFO cpu) per host part, in microseconds.
+(the mean of a crawl at 3,000 hosts) whose parts are empty, pay cash to one queued URL
+(`deposit1`) or to two (`deposit`), or offer one new URL. Prints Redis's CPU (INFO cpu) per host part, in microseconds.
 
     scripts/put-script-cost.py OLD.rs:KEYS NEW.rs:KEYS [ROUNDS]
 
@@ -76,13 +76,15 @@ def run(path, nkeys, port):
         return i['used_cpu_user'] + i['used_cpu_sys']
     out = {}
     rnd = random.Random(1)
-    for scenario in ['empty', 'deposit', 'offer']:
+    for scenario in ['empty', 'deposit1', 'deposit', 'offer']:
         c0, t0 = cpu(), time.time()
         calls = 1500
         for c in range(calls):
             hosts = rnd.sample(range(H), PER)
             if scenario == 'empty':
                 parts = [(h, [], []) for h in hosts]
+            elif scenario == 'deposit1':
+                parts = [(h, [], [fp(h * 1000 + rnd.randrange(10))]) for h in hosts]
             elif scenario == 'deposit':
                 parts = [(h, [], [fp(h * 1000 + rnd.randrange(10)), fp(h * 1000 + rnd.randrange(10))]) for h in hosts]
             else:

@@ -281,6 +281,51 @@ fn cash_paid_by_any_process_reorders_the_shared_queue() {
     assert_eq!(b.take(host, 1, LEASE).unwrap()[0].job.priority, 0.3);
 }
 
+/// Cash owed to one or two URLs of a host is paid by a command per URL, to more by one read
+/// and one write: either way only URLs still queued are paid, and each gets its own share.
+#[test]
+fn cash_owed_to_few_or_many_urls_of_a_host_is_paid_alike() {
+    let Some(redis) = RedisServer::start(false) else {
+        return;
+    };
+    let mut q = SharedQueue::connect(&redis.url(), "owed", "a").unwrap();
+    let host = q.host_id("http://o.test").unwrap();
+    let mut urls = offers(5, 6);
+    for u in urls.iter_mut() {
+        u.priority = 0.0;
+    }
+    assert_eq!(q.offer(host, &urls).unwrap(), 6);
+    // One URL taken: cash owed to it is not created out of nothing, by either way of paying.
+    let first = q.take(host, 1, LEASE).unwrap();
+    let gone = first[0].job.fp;
+    let fp = |i: usize| urls[i].fp;
+    let others: Vec<usize> = (0..6).filter(|&i| fp(i) != gone).collect();
+    // Few: one URL named twice (its shares add up) and the taken one.
+    q.deposit(
+        host,
+        &[(fp(others[0]), 1.0), (gone, 50.0), (fp(others[0]), 0.5)],
+    )
+    .unwrap();
+    // Many: three URLs, the taken one among them.
+    q.deposit(
+        host,
+        &[(fp(others[1]), 4.0), (fp(others[2]), 2.0), (gone, 60.0)],
+    )
+    .unwrap();
+    let taken = q.take(host, 10, LEASE).unwrap();
+    let got: Vec<(u64, f64)> = taken.iter().map(|t| (t.job.fp.0, t.job.priority)).collect();
+    assert_eq!(
+        &got[..3],
+        [
+            (fp(others[1]).0, 4.0),
+            (fp(others[2]).0, 2.0),
+            (fp(others[0]).0, 1.5)
+        ]
+    );
+    assert_eq!(got.len(), 5, "the taken URL was not queued again by cash");
+    assert!(got[3..].iter().all(|(_, cash)| *cash == 0.0));
+}
+
 /// The scripts send each command once per bucket, not once per row: one call naming a URL
 /// twice must still answer as two calls in a row would.
 #[test]

@@ -139,7 +139,8 @@ end
 /// many were queued and, when `hold` names a taking, the URLs new to the crawl as taken by it
 /// (its lease ending at `expiry`, server ms) rather than queued: 24 bytes each, fingerprint,
 /// cash and row number (big-endian doubles), for the process that holds the host and would
-/// take them next. `deposit(at, n)` pays the `n` pairs (fp, cash) at `at` to those still
+/// take them next. `deposit(at, n)` pays the `n` pairs (fp, cash) at `at` (by a `ZADD XX INCR` per URL for one
+/// or two URLs, by one read and one write for more) to those still
 /// queued. `settle(token, how, fps)` settles the rows of `fps` still held by `token`: done,
 /// retry (back with one more attempt) or return (back as it was); returns how many. Each is
 /// found by a plain search of the taking's string (a match counts only on a row's boundary),
@@ -253,6 +254,12 @@ local function deposit(at, n)
     local fp = ARGV[i]
     if not owed[fp] then fps[#fps + 1] = fp end
     owed[fp] = (owed[fp] or 0) + tonumber(ARGV[i + 1])
+  end
+  -- Most parts owe one or two URLs (a page's link to another host): a command each, which
+  -- pays only a URL still queued (XX), where a read and a write cost two for any number.
+  if #fps <= 2 then
+    for _, fp in ipairs(fps) do redis.call('ZADD', QUEUE, 'XX', 'INCR', -owed[fp], fp) end
+    return
   end
   local now = fetch('ZMSCORE', QUEUE, fps)
   local zadd = {}
