@@ -148,6 +148,14 @@ fn watched(
             start.elapsed().as_secs_f64()
         );
     }
+    // What a fleet process says of its own costs at its end (host parts per page).
+    let mut said = String::new();
+    let mut log = log;
+    let _ = std::io::Seek::seek(&mut log, std::io::SeekFrom::Start(0))
+        .and_then(|_| std::io::Read::read_to_string(&mut log, &mut said));
+    for line in said.lines().filter(|l| l.contains("host parts")) {
+        eprintln!("{line}");
+    }
     let s = seen.lock().map(|s| s.clone()).unwrap_or_default();
     Watched {
         wall: start.elapsed(),

@@ -163,6 +163,7 @@ impl CoopState {
         let Some(url) = self.stated_url(r, host, &e.url, Arrival::Named) else {
             return;
         };
+        self.explained(host, Link::to(&url).fp);
         if e.kind == ChangeKind::Deleted {
             self.deleted(r, host, &url, e.seq);
             return;

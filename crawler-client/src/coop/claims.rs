@@ -61,7 +61,6 @@ impl CoopState {
         // dropped unweighed.
         let claimed = live.then(|| self.claims.remove(&fp)).flatten();
         if let Some((claim_host, claim)) = claimed.filter(|_| !cut) {
-            let before = self.covers(claim_host);
             let right = match claim {
                 Claim::Matches(d) => validator == Some(d.etag().to_string().as_str()),
                 Claim::Changed => changed,
@@ -69,31 +68,19 @@ impl CoopState {
                 // Weighed when the response was recorded (`absence_checked`), never here.
                 Claim::Absent => true,
             };
-            let site = self.site(claim_host);
             match (right, claim) {
-                (true, _) => site.trust.confirm(),
-                (false, Claim::Matches(_)) => {
-                    site.trust.disprove();
-                    site.stats.refuted += 1;
-                    self.disown(r, claim_host, fp);
+                (false, Claim::Matches(_)) if self.may_explain(r, claim_host) => {
+                    self.question(r, claim_host, fp);
                 }
-                (false, _) => site.trust.refute(1.0),
-            }
-            let after = self.covers(claim_host);
-            if before != after {
-                let origin = r.origin(claim_host);
-                let score = self.sites.get(&claim_host).map_or(0.0, |s| s.trust.score());
-                if after {
-                    tracing::info!(
-                        "{origin}: claims proved right again (trust {score:.2}); believed"
-                    );
-                } else {
-                    tracing::warn!(
-                        "{origin}: claims proved wrong (trust {score:.2}); polling its pages instead"
-                    );
-                }
-                if let Some(s) = r.schedule.as_deref_mut() {
-                    s.set_host_covered(claim_host, after);
+                (false, Claim::Matches(_)) => self.handed_over_refuted(r, claim_host, fp),
+                (right, _) => {
+                    let before = self.covers(claim_host);
+                    let site = self.site(claim_host);
+                    match right {
+                        true => site.trust.confirm(),
+                        false => site.trust.refute(1.0),
+                    }
+                    self.belief_moved(r, claim_host, before);
                 }
             }
         }
@@ -101,6 +88,40 @@ impl CoopState {
             && let Some(s) = r.schedule.as_deref_mut()
         {
             s.cover(fp);
+        }
+    }
+
+    /// A page `fp` the site handed over proved not to be its live page: the site is not
+    /// believed until enough claims prove right again, and what else it handed over goes.
+    pub(crate) fn handed_over_refuted(&mut self, r: &mut Reach<'_>, host: HostId, fp: Fp) {
+        let before = self.covers(host);
+        let site = self.site(host);
+        site.trust.disprove();
+        site.stats.refuted += 1;
+        // The schedule hears first that the site is polled now: taking its pages back from
+        // the announcements sets their times again, which would undo the disowned pages'
+        // "due now".
+        self.belief_moved(r, host, before);
+        self.disown(r, host, fp);
+    }
+
+    /// Says so, and tells the schedule, when whether `host` is believed changed from `before`.
+    fn belief_moved(&mut self, r: &mut Reach<'_>, host: HostId, before: bool) {
+        let after = self.covers(host);
+        if before == after {
+            return;
+        }
+        let origin = r.origin(host);
+        let score = self.sites.get(&host).map_or(0.0, |s| s.trust.score());
+        if after {
+            tracing::info!("{origin}: claims proved right again (trust {score:.2}); believed");
+        } else {
+            tracing::warn!(
+                "{origin}: claims proved wrong (trust {score:.2}); polling its pages instead"
+            );
+        }
+        if let Some(s) = r.schedule.as_deref_mut() {
+            s.set_host_covered(host, after);
         }
     }
 

@@ -26,6 +26,7 @@ mod listings;
 mod polls;
 mod popularity;
 mod push;
+mod questions;
 mod report;
 pub(crate) mod snapshot_fetch;
 mod snapshots;

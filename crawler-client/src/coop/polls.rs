@@ -19,6 +19,7 @@ impl CoopState {
             return;
         }
         self.next_tick = Some(now + tick_period());
+        self.questions_overdue(r);
         let at = now_ms();
         let ids: Vec<HostId> = self.sites.keys().copied().collect();
         for host in ids {
@@ -87,9 +88,11 @@ impl CoopState {
     pub(crate) fn plan_next_poll(&mut self, host: HostId) {
         let c = self.config;
         let at = now_ms();
+        let question = self.question_due(host);
         let site = self.site(host);
         let secs = site.poll_interval(&c);
-        site.next_poll = Some(at + (secs * 1000.0) as i64);
+        let next = at + (secs * 1000.0) as i64;
+        site.next_poll = Some(question.map_or(next, |q| q.min(next)));
     }
 
     /// A cooperation request ended (the loop has logged and archived it).
@@ -116,6 +119,7 @@ impl CoopState {
                 self.hub_answered(r, host, &hub, unsubscribe, result);
             }
             CoopJob::Fetch { kind, url, .. } => {
+                let read_feed = kind == MetaKind::Changes;
                 let outcome = match result {
                     Ok(got) => self.meta_answered(r, host, kind, &url, got),
                     Err(e) => Err(MetaError::from(e)),
@@ -134,6 +138,10 @@ impl CoopState {
                             if let Some(s) = r.schedule.as_deref_mut() {
                                 s.set_host_covered(host, true);
                             }
+                        }
+                        let caught_up = self.sites.get(&host).is_some_and(|s| !s.catching_up);
+                        if read_feed && caught_up {
+                            self.feed_read(r, host);
                         }
                     }
                     Err(why) => self.meta_failed(r, host, kind, &why),

@@ -69,6 +69,9 @@ pub(crate) struct CoopState {
     /// Links held unfetched because a site's complete listing does not name them, by site
     /// (see `super::absences`).
     pub(crate) held: HashMap<HostId, HashMap<Fp, super::absences::Held>>,
+    /// Pages a site handed over that its live pages contradicted, with when (ms), until its
+    /// feed explains them or not (see `super::questions`).
+    pub(crate) questioned: HashMap<HostId, HashMap<Fp, i64>>,
 }
 
 /// The pages held, as cooperation needs them: to tell a listed URL already visited from one
@@ -175,6 +178,7 @@ impl CoopState {
             popularity: HashMap::new(),
             popularity_sites: HashSet::new(),
             held: HashMap::new(),
+            questioned: HashMap::new(),
         }
     }
 

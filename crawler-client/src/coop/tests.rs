@@ -550,3 +550,111 @@ fn stated_popularity_raises_pages_within_the_sites_share_and_only_from_a_believe
     p.popularity = Some(1.0);
     assert!(off.poll_changes(Ok(World::feed(vec![p]))).boosts.is_empty());
 }
+
+#[test]
+fn a_handed_over_page_edited_since_is_explained_by_the_feed_and_an_unexplained_one_refutes() {
+    use super::state::Claim;
+    use webcoop_protocol::validator::Sha256Digest;
+    let tag = |b: &[u8]| Sha256Digest::of(b).etag().to_string();
+    // A site handed over /a and /b; /a's live page is not what it handed over.
+    let handed = |w: &mut World| {
+        let host = w.host;
+        let a = w.held_page("/a", 1_000, &tag(b"handed a"));
+        let b = w.held_page("/b", 1_000, &tag(b"handed b"));
+        w.coop
+            .claims
+            .insert(a, (host, Claim::Matches(Sha256Digest::of(b"handed a"))));
+        let unproven = w.coop.unproven.entry(host).or_default();
+        unproven.insert(
+            a,
+            (format!("{SITE}/a"), Some(Sha256Digest::of(b"handed a"))),
+        );
+        unproven.insert(
+            b,
+            (format!("{SITE}/b"), Some(Sha256Digest::of(b"handed b"))),
+        );
+        let live = tag(b"edited a");
+        w.decide(|c, r| c.visited(r, host, a, (true, Some(&live), false), None, true));
+        a
+    };
+    let refuted = |w: &World| w.coop.site_state(w.host).unwrap().stats.refuted;
+    // Edited after it was handed over: the feed's next reading announces it.
+    let mut w = World::new(CoopConfig::default());
+    let host = w.host;
+    let a = handed(&mut w);
+    assert!(w.coop.covers(host), "a question weighs nothing yet");
+    assert_eq!(refuted(&w), 0);
+    let next = w.coop.site_state(host).unwrap().next_poll.unwrap();
+    assert!(
+        next <= now_ms() + super::questions::SETTLE_MS,
+        "the feed is read again soon"
+    );
+    w.coop
+        .questioned
+        .get_mut(&host)
+        .unwrap()
+        .insert(a, now_ms() - 6_000);
+    let out = w.poll_changes(Ok(World::feed(vec![change(
+        11,
+        ChangeKind::Modified,
+        "/a",
+        Some(&tag(b"edited a")),
+    )])));
+    assert!(w.coop.questioned.is_empty() && out.disowned.is_empty());
+    assert!(
+        w.coop.covers(host) && refuted(&w) == 0,
+        "explained: still believed"
+    );
+
+    // The twin: the feed, read after the settling time, says nothing of /a.
+    let mut w = World::new(CoopConfig::default());
+    let a = handed(&mut w);
+    // Read too early, the feed does not settle it.
+    w.poll_changes(Ok(World::feed(vec![change(
+        11,
+        ChangeKind::Modified,
+        "/c",
+        None,
+    )])));
+    assert_eq!((refuted(&w), w.coop.questioned.len()), (0, 1));
+    w.coop
+        .questioned
+        .get_mut(&w.host)
+        .unwrap()
+        .insert(a, now_ms() - 6_000);
+    let out = w.poll_changes(Ok(World::feed(vec![change(
+        12,
+        ChangeKind::Modified,
+        "/c",
+        None,
+    )])));
+    assert!(!w.coop.covers(w.host), "unexplained: no longer believed");
+    assert_eq!(refuted(&w), 1);
+    let disowned: Vec<&str> = out.disowned.iter().map(|p| p.url.as_str()).collect();
+    assert_eq!(
+        disowned,
+        [format!("{SITE}/b").as_str()],
+        "what else it handed over goes"
+    );
+
+    // A feed that does not answer: the question ends refuting after its longest wait.
+    let mut w = World::new(CoopConfig::default());
+    let a = handed(&mut w);
+    let old = now_ms() - super::questions::QUESTION_MAX_MS - 1;
+    w.coop.questioned.get_mut(&w.host).unwrap().insert(a, old);
+    w.coop.next_tick = None;
+    w.decide(|c, r| c.tick(r));
+    assert!(!w.coop.covers(w.host) && refuted(&w) == 1);
+
+    // A crawl not kept fresh reads no feed again: the live page refutes at once.
+    let mut w = World::new(CoopConfig::default());
+    w.schedule = None;
+    let host = w.host;
+    let a = url_norm::fingerprint(&Url::parse(&format!("{SITE}/a")).unwrap());
+    w.coop
+        .claims
+        .insert(a, (host, Claim::Matches(Sha256Digest::of(b"handed a"))));
+    let live = tag(b"edited a");
+    w.decide(|c, r| c.visited(r, host, a, (true, Some(&live), false), None, true));
+    assert!(!w.coop.covers(host) && refuted(&w) == 1 && w.coop.questioned.is_empty());
+}

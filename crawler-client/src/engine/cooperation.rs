@@ -22,9 +22,22 @@ use webcoop_protocol::websub::Mode;
 /// How long shutdown waits for hubs to verify unsubscriptions.
 const UNSUBSCRIBE_WAIT: Duration = Duration::from_secs(3);
 
-impl KnownPages for Store {
+/// What the crawl knows of its pages now: a page's record in the batch not yet saved, else
+/// its saved row. An announcement read between a page's visit (or its taking from a snapshot)
+/// and the next save is weighed against that visit, not against the copy before it, or an
+/// edit announced just after a snapshot was taken would look like a page not fetched yet and
+/// be dropped.
+struct KnownNow<'a> {
+    store: &'a Store,
+    unsaved: &'a super::Unsaved,
+}
+
+impl KnownPages for KnownNow<'_> {
     fn known(&self, fp: Fp) -> Option<KnownPage> {
-        match self.page(fp) {
+        if let Some(k) = self.unsaved.known(fp) {
+            return Some(k);
+        }
+        match self.store.page(fp) {
             Ok(k) => k,
             Err(e) => {
                 tracing::warn!("page {fp}: {e}");
@@ -35,6 +48,15 @@ impl KnownPages for Store {
 }
 
 impl Engine {
+    /// What the crawl knows of page `fp` now (see [`KnownNow`]).
+    fn known_now(&self, fp: Fp) -> Option<KnownPage> {
+        KnownNow {
+            store: &self.store,
+            unsaved: &self.unsaved,
+        }
+        .known(fp)
+    }
+
     /// Runs a decision of the cooperation state, then carries out its effects.
     pub(super) fn with_coop<T>(
         &mut self,
@@ -45,7 +67,10 @@ impl Engine {
             let mut reach = Reach {
                 frontier: &mut self.frontier,
                 schedule: self.schedule.as_mut(),
-                pages: &self.store,
+                pages: &KnownNow {
+                    store: &self.store,
+                    unsaved: &self.unsaved,
+                },
                 policy: &self.ctx.policy,
                 out: &mut out,
             };
@@ -200,7 +225,7 @@ impl Engine {
         // Read again after a resync: a page held is taken only if the snapshot has another
         // version of it (the listing's claims weigh the rest), one only queued is fetched.
         let held = if self.frontier.seen(job.fp) {
-            match self.store.known(job.fp) {
+            match self.known_now(job.fp) {
                 Some(k) if k.digest.is_some() && k.digest != f.analysis.digest => Some(k),
                 _ => return Ok(()),
             }
@@ -289,7 +314,7 @@ impl Engine {
             return Ok(());
         };
         if self.frontier.seen(job.fp) {
-            let held = self.store.known(job.fp);
+            let held = self.known_now(job.fp);
             if held.is_none()
                 || held.map(|k| k.validator) != f.known.as_ref().map(|k| k.validator.clone())
             {

@@ -330,9 +330,13 @@ impl Engine {
             self.final_without_fetch(job, state::usage_skipped(p.as_str()), now);
             return Ok(());
         }
-        // Only a revisit has validators to send (a new URL has no record yet).
+        // Only a revisit has validators to send (a new URL has no record yet); a visit or a
+        // page taken from a snapshot since the last save counts as held.
         let known = if job.revisit {
-            self.store.page(job.fp)?
+            match self.unsaved.known(job.fp) {
+                Some(k) => Some(k),
+                None => self.store.page(job.fp)?,
+            }
         } else {
             None
         };

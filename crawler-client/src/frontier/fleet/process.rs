@@ -86,6 +86,8 @@ pub(crate) struct FleetProcess {
     held_rows: HashMap<HostId, Vec<Taken>>,
     /// Pages fetched here (see [`DONE_REMEMBERED`]).
     done_here: std::collections::HashSet<Fp>,
+    /// Saved batches sent, their host parts, the parts only paying cash, and pages settled.
+    sent: [u64; 4],
 }
 
 fn tracked_key(crawl: &str, host: HostId) -> String {
@@ -157,6 +159,7 @@ impl FleetProcess {
             confirmed: Vec::new(),
             held_rows: HashMap::new(),
             done_here: Default::default(),
+            sent: [0; 4],
         })
     }
 
@@ -353,8 +356,13 @@ impl SharedFrontier for FleetProcess {
                 done.entry(host).or_default().push(t);
             }
         }
+        let done_rows: usize = done.values().map(Vec::len).sum();
         for (host, rows) in done {
             put.settle(host, &rows, Settle::Done);
+        }
+        let (parts, alone) = put.parts();
+        for (n, add) in self.sent.iter_mut().zip([1, parts, alone, done_rows]) {
+            *n += add as u64;
         }
         for host in put.offered() {
             *self.awaiting.entry(host).or_default() += 1;
@@ -597,4 +605,15 @@ fn parse_robots(raw: &[u8]) -> Option<(u16, Vec<u8>, i64)> {
     let status = std::str::from_utf8(parts.next()?).ok()?.parse().ok()?;
     let at = std::str::from_utf8(parts.next()?).ok()?.parse().ok()?;
     Some((status, parts.next()?.to_vec(), at))
+}
+
+impl Drop for FleetProcess {
+    /// Says what the saved batches cost in host parts (the fleet bench prints it).
+    fn drop(&mut self) {
+        let [batches, parts, alone, pages] = self.sent;
+        tracing::info!(
+            "fleet: {batches} saved batches sent, {parts} host parts ({alone} paying cash alone) for {pages} pages, {:.2} a page",
+            parts as f64 / pages.max(1) as f64
+        );
+    }
 }

@@ -589,6 +589,16 @@ impl Put {
         }
     }
 
+    /// How many host parts the put has, and how many of them only pay cash.
+    pub(crate) fn parts(&self) -> (usize, usize) {
+        let alone = self
+            .hosts
+            .values()
+            .filter(|p| p.urls.is_empty() && p.hold.is_none() && p.settles.is_empty())
+            .count();
+        (self.hosts.len(), alone)
+    }
+
     /// The hosts offered URLs.
     pub(crate) fn offered(&self) -> Vec<HostId> {
         self.hosts
