@@ -28,11 +28,14 @@ impl CoopState {
     /// Holds the contradiction of page `fp` of `host` until the site's feed is read again.
     pub(crate) fn question(&mut self, r: &Reach<'_>, host: HostId, fp: Fp) {
         let at = now_ms();
-        tracing::info!(
-            "{}: a page it handed over differs from its live page; its changes feed is read again before this counts against it",
-            r.origin(host)
-        );
-        self.questioned.entry(host).or_default().insert(fp, at);
+        let open = self.questioned.entry(host).or_default();
+        if open.is_empty() {
+            tracing::info!(
+                "{}: a page it handed over differs from its live page; its changes feed is read again before this counts against it",
+                r.origin(host)
+            );
+        }
+        open.insert(fp, at);
         let site = self.site(host);
         let due = at + SETTLE_MS;
         site.next_poll = Some(site.next_poll.map_or(due, |t| t.min(due)));

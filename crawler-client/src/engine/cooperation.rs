@@ -27,17 +27,24 @@ const UNSUBSCRIBE_WAIT: Duration = Duration::from_secs(3);
 /// and the next save is weighed against that visit, not against the copy before it, or an
 /// edit announced just after a snapshot was taken would look like a page not fetched yet and
 /// be dropped.
-struct KnownNow<'a> {
-    store: &'a Store,
-    unsaved: &'a super::Unsaved,
+pub(super) struct KnownNow<'a> {
+    pub(super) store: &'a Store,
+    pub(super) unsaved: &'a super::Unsaved,
+}
+
+impl KnownNow<'_> {
+    /// The page's latest record not yet saved, else its saved row.
+    pub(super) fn read(&self, fp: Fp) -> Result<Option<KnownPage>, crate::state::StoreError> {
+        match self.unsaved.known(fp) {
+            Some(k) => Ok(Some(k)),
+            None => self.store.page(fp),
+        }
+    }
 }
 
 impl KnownPages for KnownNow<'_> {
     fn known(&self, fp: Fp) -> Option<KnownPage> {
-        if let Some(k) = self.unsaved.known(fp) {
-            return Some(k);
-        }
-        match self.store.page(fp) {
+        match self.read(fp) {
             Ok(k) => k,
             Err(e) => {
                 tracing::warn!("page {fp}: {e}");

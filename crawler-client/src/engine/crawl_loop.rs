@@ -333,10 +333,11 @@ impl Engine {
         // Only a revisit has validators to send (a new URL has no record yet); a visit or a
         // page taken from a snapshot since the last save counts as held.
         let known = if job.revisit {
-            match self.unsaved.known(job.fp) {
-                Some(k) => Some(k),
-                None => self.store.page(job.fp)?,
+            super::cooperation::KnownNow {
+                store: &self.store,
+                unsaved: &self.unsaved,
             }
+            .read(job.fp)?
         } else {
             None
         };
