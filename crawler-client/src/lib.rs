@@ -75,6 +75,7 @@ pub mod fleet {
     pub use crate::frontier::fleet::FleetError;
     pub use crate::frontier::fleet::leases::{Grant, HostLeases};
     pub use crate::frontier::fleet::queue::{Settle, SharedQueue};
+    pub use crate::frontier::fleet::shards::owner as shard_of;
     pub use crate::frontier::fleet::status::read as status;
 }
 

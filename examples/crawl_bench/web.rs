@@ -3,11 +3,13 @@
 //! (`webcoop_testkit::webshape`), crawled at the crawler's default politeness with the number
 //! of hosts in flight it chooses. Beside it, in the same run, the same crawler on one host with
 //! politeness off (what many hosts cost beyond the pages), and optionally a `kill -9` and
-//! resume in the middle and a fleet of two on a Redis Cluster.
+//! resume in the middle and a fleet of two on a Redis Cluster: leasing hosts from a shared
+//! queue (`--fleet 1`), splitting them by owner (`--fleet shards`), or both in turn
+//! (`--fleet both`).
 //!
 //! `cargo run --release --example crawl_bench -- --web 1 [--hosts 10000] [--pages 100]
 //!  [--slow-ms 100-2000] [--slow-share 0.02] [--failing-share 0.02] [--one-host-pages 20000]
-//!  [--kill-at SECS] [--fleet 1]`
+//!  [--kill-at SECS] [--fleet 1|shards|both]`
 
 use super::{arg, reap};
 use std::collections::HashMap;
@@ -435,18 +437,24 @@ pub(super) fn run(args: &HashMap<String, String>) {
         "\nCPU per page, the web against one host: {:.2}x",
         per_page(&w, &f) / per_page(&w1, &f1)
     );
-    if arg(args, "fleet", "0") == "1" {
-        fleet_of_two(&bin, &spec, tmp.path(), (per_page(&w, &f), w.wall), &more);
+    let fleet = arg(args, "fleet", "0");
+    for (mode, sharded) in [("1", false), ("shards", true)] {
+        if fleet == mode || fleet == "both" {
+            let single = (per_page(&w, &f), w.wall);
+            fleet_of_two(&bin, &spec, tmp.path(), single, &more, sharded);
+        }
     }
 }
 
-/// The same web crawled by two processes sharing a frontier on a Redis Cluster.
+/// The same web crawled by two processes sharing a frontier on a Redis Cluster: leasing
+/// hosts from its queue, or (`sharded`) each owning half the hosts.
 fn fleet_of_two(
     bin: &Path,
     spec: &ShapeSpec,
     tmp: &Path,
     (single_per_page, single): (f64, Duration),
     more: &[&str],
+    sharded: bool,
 ) {
     let Some(cluster) = testkit::redis::RedisCluster::start() else {
         eprintln!("no redis-server: the fleet is not measured");
@@ -460,7 +468,7 @@ fn fleet_of_two(
     };
     let web = WebShape::start(spec.clone());
     let redis_before = cpu_of(&cluster);
-    let dir = tmp.join("fleet");
+    let dir = tmp.join(if sharded { "shards" } else { "fleet" });
     let url = cluster.frontier_url();
     // CRAWL_BENCH_SLOWLOG=SECONDS: Redis's time by script over the fleet's first SECONDS.
     let slowlog: Option<u64> = std::env::var("CRAWL_BENCH_SLOWLOG")
@@ -486,8 +494,12 @@ fn fleet_of_two(
                 let (web, dir, url) = (&web, &dir, &url);
                 s.spawn(move || {
                     let process = format!("p{i}");
+                    let shard = format!("{i}/2");
                     let mut extra = vec!["--frontier", url, "--crawl", "web"];
                     extra.extend(["--process", &process]);
+                    if sharded {
+                        extra.extend(["--shard", &shard]);
+                    }
                     extra.extend(more);
                     let make =
                         || crawl_command(bin, web, spec.seeds, &dir.join(&process), None, &extra);
@@ -512,7 +524,8 @@ fn fleet_of_two(
     };
     print_run(
         &format!(
-            "the web, a fleet of two on a Redis Cluster (Redis CPU {redis_cpu:.1} s included)"
+            "the web, a fleet of two{} on a Redis Cluster (Redis CPU {redis_cpu:.1} s included)",
+            if sharded { " split by owner" } else { "" }
         ),
         &fleet,
         &f,
@@ -541,7 +554,8 @@ fn fleet_of_two(
         );
     }
     println!(
-        "\nfleet of two against one process: wall {:.2}x, CPU per page {:.2}x",
+        "\nfleet of two{} against one process: wall {:.2}x, CPU per page {:.2}x",
+        if sharded { " split by owner" } else { "" },
         wall.as_secs_f64() / single.as_secs_f64(),
         cpu / f.pages_served.max(1) as f64 / single_per_page
     );

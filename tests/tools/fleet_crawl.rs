@@ -14,15 +14,15 @@ use webcoop_testkit as testkit;
 use webcoop_testkit::redis::{RedisCluster, RedisServer};
 use webcoop_testkit::testweb::{HostSpec, TestWeb};
 
-const DELAY: f64 = 0.25;
-const HOSTS: usize = 9;
-const PAGES: usize = 24;
+pub(super) const DELAY: f64 = 0.25;
+pub(super) const HOSTS: usize = 9;
+pub(super) const PAGES: usize = 24;
 
-fn crawl_bin() -> PathBuf {
+pub(super) fn crawl_bin() -> PathBuf {
     testkit::workspace_bin("webcoop-crawler", "webcoop-crawl")
 }
 
-fn web() -> TestWeb {
+pub(super) fn web() -> TestWeb {
     let names: Vec<String> = (0..HOSTS).map(|i| format!("h{i}.test")).collect();
     let hosts = names
         .iter()
@@ -84,7 +84,7 @@ fn wait_started(frontier: &str) {
     }
 }
 
-fn finish(child: Child) -> String {
+pub(super) fn finish(child: Child) -> String {
     let o = child.wait_with_output().unwrap();
     let text = format!(
         "{}\n{}",
@@ -100,7 +100,7 @@ fn finish(child: Child) -> String {
 }
 
 /// Every page the web has, as URLs.
-fn all_pages(web: &TestWeb) -> BTreeSet<String> {
+pub(super) fn all_pages(web: &TestWeb) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     for i in 0..HOSTS {
         let origin = web.origin(&format!("h{i}.test"));
@@ -113,7 +113,7 @@ fn all_pages(web: &TestWeb) -> BTreeSet<String> {
 }
 
 /// Response records of pages in every process's WARC files: URL -> (process, count).
-fn archived(out: &Path) -> HashMap<String, Vec<String>> {
+pub(super) fn archived(out: &Path) -> HashMap<String, Vec<String>> {
     let mut found: HashMap<String, Vec<String>> = HashMap::new();
     for dir in std::fs::read_dir(out).unwrap() {
         let dir = dir.unwrap().path();
@@ -133,7 +133,7 @@ fn archived(out: &Path) -> HashMap<String, Vec<String>> {
 
 /// Never two requests to a host closer than the delay, whichever process sent them, and
 /// robots.txt once per host.
-fn assert_polite(web: &TestWeb, robots_reads: usize) {
+pub(super) fn assert_polite(web: &TestWeb, robots_reads: usize) {
     let mut by_host: HashMap<String, Vec<Instant>> = HashMap::new();
     let mut robots: HashMap<String, usize> = HashMap::new();
     for r in web.log() {
@@ -285,7 +285,7 @@ fn a_joining_process_with_a_conflicting_setting_is_refused_by_name() {
 }
 
 /// Waits until the web has answered `n` requests.
-fn wait_for_arrivals(web: &TestWeb, n: u64) {
+pub(super) fn wait_for_arrivals(web: &TestWeb, n: u64) {
     let deadline = Instant::now() + Duration::from_secs(60);
     while web.arrivals() < n {
         assert!(Instant::now() < deadline, "the crawl did not get going");

@@ -23,6 +23,7 @@ mod crawl_usage;
 mod fleet_crawl;
 mod fleet_leases;
 mod fleet_queue;
+mod fleet_shards;
 mod importance_cli;
 mod links_reference;
 #[path = "../common/popularity.rs"]

@@ -10,6 +10,7 @@ mod inputs;
 mod options;
 mod shared;
 
+use crate::frontier::fleet::shards::MAX_SHARDS;
 pub(crate) use crate::progress::ProgressMode;
 pub use error::ConfigError;
 pub use inputs::read_token_file;
@@ -122,6 +123,35 @@ pub(crate) struct FleetSettings {
     pub(crate) process: Option<String>,
     /// How long a host lease lasts unrenewed.
     pub(crate) lease: Duration,
+    /// This process's shard, `(i, n)`, when the fleet splits hosts by owner.
+    pub(crate) shard: Option<(u32, u32)>,
+}
+
+/// `--shard I/N`, checked: `I < N <= MAX_SHARDS`, and politeness by host name (the hosts
+/// of one address may belong to different shards, which could not share a delay).
+fn shard(given: Option<&str>, file: &CrawlOptions) -> Result<Option<(u32, u32)>, ConfigError> {
+    let Some(given) = given else {
+        return Ok(None);
+    };
+    let parsed = given
+        .split_once('/')
+        .and_then(|(i, n)| Some((i.trim().parse::<u32>().ok()?, n.trim().parse::<u32>().ok()?)));
+    let (i, n) = match parsed {
+        Some((i, n)) if i < n && n <= MAX_SHARDS => (i, n),
+        _ => {
+            return Err(out_of_range(format!(
+                "--shard {given:?}: expected I/N with 0 <= I < N <= {MAX_SHARDS}"
+            )));
+        }
+    };
+    if file.politeness_key == Some(crate::frontier::servers::PolitenessKey::Ip) {
+        return Err(out_of_range(
+            "--shard needs politeness by host name: the hosts of one address may belong to \
+             different shards, which cannot share its delay (use the leased fleet, without \
+             --shard, for --politeness-key ip)",
+        ));
+    }
+    Ok(Some((i, n)))
 }
 
 /// Where the console listens and the token that guards it.
@@ -243,6 +273,7 @@ fn settings_from(args: &CrawlArgs, given: CrawlOptions) -> Result<Settings, Conf
                 crawl: args.crawl.clone().unwrap_or_default(),
                 process: args.process.clone(),
                 lease: secs("fleet_lease", file.fleet_lease.unwrap_or_default().max(1.0))?,
+                shard: shard(args.shard.as_deref(), &file)?,
             }),
         },
     })

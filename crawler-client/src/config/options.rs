@@ -64,6 +64,11 @@ pub struct CrawlArgs {
     /// [default: HOSTNAME-N, the first N whose directory is free].
     #[arg(long, value_name = "NAME", requires = "frontier")]
     pub(crate) process: Option<String>,
+    /// In a fleet: own the hosts whose name hashes to I of N (`I/N`, from 0) instead of
+    /// leasing hosts from a shared queue; links to other hosts go to their owner through Redis
+    /// [default process name: shard-I].
+    #[arg(long, value_name = "I/N", requires = "frontier")]
+    pub(crate) shard: Option<String>,
     /// Progress display: a bar on a terminal, log lines otherwise.
     #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
     pub(crate) progress: ProgressMode,

@@ -55,7 +55,7 @@ impl Engine {
             &settings,
             &self.settings.out,
             live.clone(),
-            self.fleet.is_some(),
+            self.fleet.is_some() || self.shard.is_some(),
         )?;
         tracing::info!("console at http://{addr}/");
         self.console = Some(Console::new(live, actions));

@@ -45,6 +45,7 @@ impl Engine {
             if pace.stop_seen.is_none() {
                 self.coop_tick();
                 self.queue_due_refreshes();
+                self.shard_poll()?;
             }
             if (stop.load(Ordering::Relaxed) || time_up) && pace.stop_seen.is_none() {
                 pace.stop_seen = Some(Instant::now());
@@ -74,6 +75,9 @@ impl Engine {
                 // Asked first: it waits for this process's own offers and counts them.
                 let busy = self.fleet_busy()?;
                 nothing_left = !busy && !self.frontier.has_work();
+            }
+            if nothing_left && self.shard.is_some() {
+                nothing_left = self.shard_over()? && !self.frontier.has_work();
             }
             if idle && (pace.stop_seen.is_some() || self.budget_spent() || nothing_left) {
                 break;
@@ -137,6 +141,9 @@ impl Engine {
         }
         if !self.unsaved.is_empty() {
             wake = wake.min(self.last_commit + self.settings.commit_interval);
+        }
+        if let Some(shard) = &self.shard {
+            wake = wake.min(shard.shards.read_due());
         }
         if pace.stop_seen.is_none()
             && !self.paused()

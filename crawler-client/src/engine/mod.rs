@@ -27,6 +27,7 @@ mod record;
 mod replay;
 mod run_counters;
 mod save;
+mod shards;
 #[cfg(test)]
 mod tests;
 mod unsaved;
@@ -164,6 +165,8 @@ struct Engine {
     coop: CoopState,
     /// This process's part of a fleet, when it is one.
     fleet: Option<fleet::Fleet>,
+    /// This process's shard of a fleet split by owner, when it is one.
+    shard: Option<shards::Shard>,
     /// The console, when one is served.
     console: Option<console::Console>,
 }
@@ -173,6 +176,19 @@ pub fn run(mut s: Settings, stop: Arc<AtomicBool>) -> Result<Report, CrawlError>
     let started = Instant::now();
     let (_lock, shared) = match s.fleet.clone() {
         None => (lock(&s.out)?, None),
+        Some(mut f) if f.shard.is_some() => {
+            let (i, n) = f.shard.unwrap_or_default();
+            f.process.get_or_insert_with(|| format!("shard-{i}"));
+            let (lock, name, dir) = fleet::process_dir(&s.out, &f)?;
+            s.out = dir;
+            tracing::info!(
+                "shard {i} of {n} ({name}) of crawl {:?} on {}: state and WARC files in {}",
+                f.crawl,
+                crate::frontier::fleet::shown(&f.frontier),
+                s.out.display()
+            );
+            (lock, None)
+        }
         Some(f) => {
             let (lock, name, dir) = fleet::process_dir(&s.out, &f)?;
             s.out = dir;
@@ -191,7 +207,23 @@ pub fn run(mut s: Settings, stop: Arc<AtomicBool>) -> Result<Report, CrawlError>
             s.seeds.push(seed);
         }
     }
+    let sharded = s.fleet.clone().and_then(|f| Some((f.shard?, f)));
     let (mut e, seeds) = Engine::open(s)?;
+    if let Some((shard, f)) = sharded {
+        let consumed = e
+            .store
+            .meta(shards::CONSUMED)?
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        let joined = crate::frontier::fleet::shards::Shards::join(
+            &f.frontier,
+            &f.crawl,
+            shard,
+            f.lease,
+            consumed,
+        )?;
+        e.shard = Some(shards::Shard::new(joined));
+    }
     if let Some(process) = shared {
         e.frontier.share();
         e.fleet = Some(process);
@@ -203,7 +235,9 @@ pub fn run(mut s: Settings, stop: Arc<AtomicBool>) -> Result<Report, CrawlError>
     e.replay()?;
     e.seed(&seeds);
     e.commit()?;
-    let complete = e.crawl(&stop)?;
+    let complete = e.crawl(&stop);
+    e.shard_leave();
+    let complete = complete?;
     let figures = e.store.figures()?;
     if complete && figures.queued == 0 && e.store.refresh_pass_open()? {
         e.store.set_refresh_pass_open(false)?;
@@ -233,6 +267,8 @@ impl Engine {
             let link = crate::analyze::Link::to(seed);
             fps.push(link.fp);
             self.push(&link, 0, 0);
+            // Another shard's seed: its share of the cash goes there.
+            self.shard_paid(&link);
         }
         self.frontier.endow_seeds(&fps);
     }

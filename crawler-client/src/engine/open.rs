@@ -283,6 +283,7 @@ impl Engine {
             schedule: None,
             coop,
             fleet: None,
+            shard: None,
             console: None,
             settings: s,
         };

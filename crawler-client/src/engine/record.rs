@@ -123,6 +123,7 @@ impl Engine {
             for link in &f.analysis.links {
                 self.push(link, job.depth + 1, 0);
                 children.push(link.fp);
+                self.shard_paid(link);
                 if let Some(fleet) = self.fleet.as_mut()
                     && let Some(host) = self.frontier.id_of(link.origin())
                 {
@@ -398,7 +399,7 @@ impl Engine {
 
     /// Queues a link unless seen.
     pub(super) fn push(&mut self, link: &Link, depth: u32, hops: u32) {
-        if self.frontier.seen(link.fp) {
+        if self.frontier.seen(link.fp) || self.shard_forward(link, depth, hops) {
             return;
         }
         match self.host_for(link.origin()) {

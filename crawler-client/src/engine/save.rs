@@ -47,11 +47,17 @@ impl Engine {
                 .meta
                 .push((NET_REFUSED.to_string(), refused.to_string()));
         }
+        let consumed = self.shard_send()?;
         if !self.unsaved.is_empty() {
             let cash = self.frontier.cash_meta();
-            self.unsaved.batch_mut().meta.push(cash);
+            let meta = &mut self.unsaved.batch_mut().meta;
+            meta.push(cash);
+            if let Some(n) = consumed {
+                meta.push((super::shards::CONSUMED.to_string(), n.to_string()));
+            }
             self.store.commit(self.unsaved.batch())?;
         }
+        self.shard_saved()?;
         let settled = self.unsaved.saved();
         self.frontier.saved(&settled);
         self.log.flush()?;

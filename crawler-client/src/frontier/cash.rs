@@ -132,6 +132,26 @@ impl CashBook {
         cash
     }
 
+    /// Takes all the cash of a known URL (it leaves this book: another shard owns the URL).
+    pub(crate) fn take(&mut self, fp: Fp) -> f64 {
+        let u = self.u;
+        match self.keys.get_mut(&fp) {
+            Some(k) => std::mem::replace(k, -u) + u,
+            None => 0.0,
+        }
+    }
+
+    /// Adds `cash` to a known URL (paid by a page another shard read); unknown URLs are left.
+    pub(crate) fn give(&mut self, fp: Fp, cash: f64) -> bool {
+        match self.keys.get_mut(&fp) {
+            Some(k) if cash.is_finite() && cash > 0.0 => {
+                *k += cash;
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// The virtual page is read: its cash goes to every known URL equally.
     pub(crate) fn spread_virtual(&mut self) {
         if self.keys.is_empty() || self.virtual_cash <= 0.0 {
@@ -177,6 +197,29 @@ mod tests {
         assert!(b.cash(Fp(1)) > b.cash(Fp(2)));
         // The clock is the cash of every read, the virtual page's included.
         assert!((b.clock() - (1.0 + 0.425 + 0.425 + 0.36125 + 1.0 + 0.25)).abs() < 1e-9);
+    }
+
+    #[test]
+    fn cash_taken_for_another_shard_leaves_the_book_and_only_known_urls_are_given_cash() {
+        let mut b = CashBook::new(HashMap::new(), CashTotals::default(), 0.15);
+        b.discover(Fp(1));
+        b.discover(Fp(2));
+        b.endow(&[Fp(1)], 1.0);
+        b.read(Fp(1), &[Fp(2)]);
+        let owed = b.take(Fp(2));
+        assert!((owed - 0.85).abs() < 1e-12, "{owed}");
+        assert_eq!(b.cash(Fp(2)), 0.0);
+        assert!(
+            (b.total() - 0.15).abs() < 1e-12,
+            "what left is the virtual page's"
+        );
+        assert_eq!(b.take(Fp(99)), 0.0);
+        // The owner's book: cash given to a URL it knows, never to one it does not.
+        assert!(b.give(Fp(2), owed));
+        assert!((b.cash(Fp(2)) - 0.85).abs() < 1e-12);
+        assert!(!b.give(Fp(99), 1.0) && !b.contains(Fp(99)));
+        assert!(!b.give(Fp(2), f64::NAN) && !b.give(Fp(2), -1.0));
+        assert!((b.total() - 1.0).abs() < 1e-12);
     }
 
     #[test]

@@ -27,6 +27,18 @@ impl Frontier {
         cash
     }
 
+    /// Takes all the cash of `fp`, which another shard owns, to send it there.
+    pub(crate) fn take_cash(&mut self, fp: Fp) -> f64 {
+        self.cash.take(fp)
+    }
+
+    /// Pays `fp` the cash a page of another shard gave it, and moves it up its host's order.
+    pub(crate) fn give_cash(&mut self, fp: Fp, cash: f64) {
+        if self.cash.give(fp, cash) {
+            self.reprioritise(fp);
+        }
+    }
+
     /// Raises page `fp` of `host` in its host's order by `boost` (a site's stated popularity),
     /// on top of its cash: at once where it waits in memory, at the next refill where it was
     /// saved.

@@ -25,6 +25,7 @@ mod put_writer;
 pub(crate) mod queue;
 mod queue_scripts;
 pub(crate) mod redis_link;
+pub(crate) mod shards;
 pub(crate) mod status;
 
 use redis_link::RedisLink;
@@ -57,6 +58,10 @@ pub enum FleetError {
     /// The thread writing saved batches to the frontier stopped.
     #[error("frontier: {0}")]
     Thread(String),
+    /// A fleet split by owner refused this process (another number of shards, an index
+    /// held by a live process, a membership lapsed).
+    #[error("{0}")]
+    Shards(String),
     /// Redis refused or did not answer.
     #[error("frontier {url}: {source}")]
     Redis {

@@ -48,6 +48,8 @@ pub struct FleetStatus {
     pub(crate) seen: u64,
     /// Hosts given up on, and why.
     pub(crate) skipped: Vec<(String, String)>,
+    /// The shards, when the crawl is split by owner (`--shard`).
+    pub(crate) shards: Vec<super::shards::ShardStatus>,
 }
 
 fn count(link: &mut RedisLink, cmd: &str, key: &str) -> Result<u64, FleetError> {
@@ -124,6 +126,7 @@ pub fn read(url: &str, crawl: &str) -> Result<FleetStatus, FleetError> {
             .into_iter()
             .map(|(id, why)| (origin_of(&id), why))
             .collect(),
+        shards: super::shards::status(&mut link, crawl)?,
     })
 }
 
@@ -189,6 +192,22 @@ impl FleetStatus {
                     "; cooperation: {sites} sites, {subscribed} subscribed"
                 )),
                 p.seen_ago
+            ));
+        }
+        if !self.shards.is_empty() {
+            out.push_str("shards (split by owner):\n");
+        }
+        for s in &self.shards {
+            out.push_str(&format!(
+                "  shard {:<4} {:<8} {:>6} inbox elements waiting, {:>8} taken in\n",
+                s.shard,
+                match (s.member, s.idle) {
+                    (false, _) => "absent",
+                    (true, true) => "idle",
+                    (true, false) => "working",
+                },
+                s.inbox,
+                s.trimmed
             ));
         }
         if !self.skipped.is_empty() {
