@@ -54,6 +54,14 @@ fn shard(web: &TestWeb, frontier: &str, out: &Path, (i, n): (u32, u32), extra: &
     c
 }
 
+/// Shards 0 and 1 of 2, run together to their end; their logs.
+fn both_shards(web: &TestWeb, redis: &RedisServer, out: &Path) -> Vec<String> {
+    let children: Vec<Child> = (0..2)
+        .map(|i| shard(web, &redis.url(), out, (i, 2), &[]).spawn().unwrap())
+        .collect();
+    children.into_iter().map(finish).collect()
+}
+
 /// The hosts of the test web by the shard that owns them, of `n`.
 fn owners(web: &TestWeb, n: u32) -> BTreeMap<u32, Vec<String>> {
     let mut out: BTreeMap<u32, Vec<String>> = BTreeMap::new();
@@ -110,14 +118,7 @@ fn two_shards_fetch_every_page_once_each_host_by_its_owner_and_end_together() {
     );
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("fleet");
-    let children: Vec<Child> = (0..2)
-        .map(|i| {
-            shard(&web, &redis.url(), &out, (i, 2), &[])
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    let logs: Vec<String> = children.into_iter().map(finish).collect();
+    let logs = both_shards(&web, &redis, &out);
     assert_each_host_by_its_owner(&web, &out, 0);
     let refetched: Vec<_> = web
         .answered_counts()
@@ -291,14 +292,7 @@ fn a_shard_refuses_another_split_a_held_index_and_inbox_lines_it_does_not_own_or
          c 00000000000000ff NaN\nu 1 0 ftp://h0.test/x\n"
     );
     redis_cli(&redis, &["rpush", "{t:shards}:inbox:0", &lines]);
-    let children: Vec<Child> = (0..2)
-        .map(|i| {
-            shard(&web, &redis.url(), &out, (i, 2), &[])
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    let logs: Vec<String> = children.into_iter().map(finish).collect();
+    let logs = both_shards(&web, &redis, &out);
     let targets: BTreeSet<(String, String)> = web.answered_counts().into_keys().collect();
     let host_of = |origin: &str| {
         origin

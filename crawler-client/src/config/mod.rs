@@ -10,7 +10,6 @@ mod inputs;
 mod options;
 mod shared;
 
-use crate::frontier::fleet::shards::MAX_SHARDS;
 pub(crate) use crate::progress::ProgressMode;
 pub use error::ConfigError;
 pub use inputs::read_token_file;
@@ -21,6 +20,7 @@ pub(crate) use shared::{settings_joining, shared_settings};
 
 use crate::analyze::scope::{Limits, Scope};
 use crate::fetch::FetchLimits;
+use crate::frontier::fleet::shards::MAX_SHARDS;
 use crate::frontier::politeness::Politeness;
 use std::net::SocketAddr;
 use std::path::PathBuf;
