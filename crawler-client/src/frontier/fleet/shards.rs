@@ -338,7 +338,7 @@ impl Shards {
         Ok(())
     }
 
-    /// Whether the inbox is due a look (every 250 ms), and when it is.
+    /// When the inbox is due its next look (every 250 ms).
     pub(crate) fn read_due(&self) -> Instant {
         self.next_read
     }
