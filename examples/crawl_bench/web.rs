@@ -8,7 +8,7 @@
 //! (`--fleet both`).
 //!
 //! `cargo run --release --example crawl_bench -- --web 1 [--hosts 10000] [--pages 100]
-//!  [--slow-ms 100-2000] [--slow-share 0.02] [--failing-share 0.02] [--one-host-pages 20000]
+//!  [--slow-ms 100-2000] [--slow-share 0.02] [--failing-share 0.02] [--one-host-pages 20000[,N]]
 //!  [--kill-at SECS] [--fleet 1|shards|both]`
 
 use super::{arg, reap};
@@ -335,7 +335,16 @@ pub(super) fn run(args: &HashMap<String, String>) {
         seeds: num("seeds", "20") as usize,
         ..ShapeSpec::default()
     };
-    let one_host_pages = num("one-host-pages", "20000") as usize;
+    // `--one-host-pages 20000,1000000`: one host at each size, the first the reference; a
+    // size equal to the web's pages tells the store's growth from the hosts' cost.
+    let one_host_sizes: Vec<usize> = arg(args, "one-host-pages", "20000")
+        .split(',')
+        .map(|n| {
+            n.trim()
+                .parse()
+                .unwrap_or_else(|_| panic!("--one-host-pages takes numbers"))
+        })
+        .collect();
     let kill_at = args
         .get("kill-at")
         .and_then(|s| s.parse::<f64>().ok())
@@ -344,40 +353,46 @@ pub(super) fn run(args: &HashMap<String, String>) {
     let tmp = tempfile::tempdir().expect("temporary directory");
 
     // One host, politeness off: the cost of the pages themselves.
-    let one = WebShape::start(ShapeSpec {
-        hosts: 1,
-        pages: one_host_pages,
-        slow_share: 0.0,
-        failing_share: 0.0,
-        seeds: 1,
-        politeness: (Duration::ZERO, 0.0),
-        ..spec.clone()
-    });
-    let dir = tmp.path().join("one-host");
-    let w1 = watched(
-        &|| {
-            crawl_command(
-                &bin,
-                &one,
-                1,
-                &dir,
-                None,
-                &[
-                    "--delay-min",
-                    "0",
-                    "--delay-factor",
-                    "0",
-                    "--per-host-connections",
-                    "4",
-                ],
-            )
-        },
-        None,
-        None,
-    );
-    let f1 = one.figures();
-    drop(one);
-    let _ = std::fs::remove_dir_all(&dir);
+    let mut ones = Vec::new();
+    for &one_host_pages in &one_host_sizes {
+        let one = WebShape::start(ShapeSpec {
+            hosts: 1,
+            pages: one_host_pages,
+            slow_share: 0.0,
+            failing_share: 0.0,
+            seeds: 1,
+            politeness: (Duration::ZERO, 0.0),
+            ..spec.clone()
+        });
+        let dir = tmp.path().join("one-host");
+        // Watched as the web's crawl is, so that the two differ only in their hosts.
+        let console1 = free_port();
+        let w1 = watched(
+            &|| {
+                crawl_command(
+                    &bin,
+                    &one,
+                    1,
+                    &dir,
+                    Some(console1),
+                    &[
+                        "--delay-min",
+                        "0",
+                        "--delay-factor",
+                        "0",
+                        "--per-host-connections",
+                        "4",
+                    ],
+                )
+            },
+            Some(console1),
+            None,
+        );
+        let f1 = one.figures();
+        drop(one);
+        let _ = std::fs::remove_dir_all(&dir);
+        ones.push((one_host_pages, w1, f1));
+    }
 
     let web = WebShape::start(spec.clone());
     let floor = web.nominal_floor();
@@ -425,18 +440,23 @@ pub(super) fn run(args: &HashMap<String, String>) {
             ""
         }
     );
-    print_run(
-        &format!("one host of {one_host_pages} pages, politeness off"),
-        &w1,
-        &f1,
-        Duration::ZERO,
-    );
+    for (pages, w1, f1) in &ones {
+        print_run(
+            &format!("one host of {pages} pages, politeness off"),
+            w1,
+            f1,
+            Duration::ZERO,
+        );
+    }
     print_run("the web, one process", &w, &f, floor);
     let per_page = |w: &Watched, f: &Figures| w.cpu.as_secs_f64() / f.pages_served.max(1) as f64;
-    println!(
-        "\nCPU per page, the web against one host: {:.2}x",
-        per_page(&w, &f) / per_page(&w1, &f1)
-    );
+    println!();
+    for (pages, w1, f1) in &ones {
+        println!(
+            "CPU per page, the web against one host of {pages} pages: {:.2}x",
+            per_page(&w, &f) / per_page(w1, f1)
+        );
+    }
     let fleet = arg(args, "fleet", "0");
     for (mode, sharded) in [("1", false), ("shards", true)] {
         if fleet == mode || fleet == "both" {

@@ -301,8 +301,15 @@ async fn hosts(
         Ok(r) => r,
         Err(r) => return r,
     };
+    // Only the rows shown: the loop's view holds every host (10,000 clones a request).
+    let shown: std::collections::HashSet<i64> = saved.iter().map(|f| f.id).collect();
     let live: HashMap<i64, HostLive> = c.live.as_ref().map_or_else(HashMap::new, |l| {
-        l.view().hosts.iter().map(|h| (h.id, h.clone())).collect()
+        l.view()
+            .hosts
+            .iter()
+            .filter(|h| shown.contains(&h.id))
+            .map(|h| (h.id, h.clone()))
+            .collect()
     });
     let blocked = c.log.controls().map(|(c, _)| c.blocked).unwrap_or_default();
     let now = crate::clock::now_ms();

@@ -17,6 +17,7 @@ mod checkpoint;
 mod commit;
 mod directory;
 mod figures;
+mod host_counts;
 mod page_figures;
 mod pages;
 mod rows;
@@ -97,6 +98,7 @@ impl Store {
         conn.execute_batch(SCHEMA).map_err(e)?;
         migrate(&conn).map_err(e)?;
         page_figures::keep(&conn).map_err(e)?;
+        host_counts::keep(&conn).map_err(e)?;
         conn.execute_batch(&format!("PRAGMA cache_size = -{CACHE_KIB};"))
             .map_err(e)?;
         Ok(Store { conn, path })

@@ -113,18 +113,7 @@ fn named(r: &rusqlite::Row<'_>) -> rusqlite::Result<Vec<(&'static str, i64)>> {
 /// build writes them.
 pub(super) fn keep(conn: &Connection) -> rusqlite::Result<()> {
     let wanted = triggers();
-    let mut current = true;
-    for (name, sql) in &wanted {
-        let have: Option<String> = conn
-            .query_row(
-                "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = ?1",
-                [name],
-                |r| r.get(0),
-            )
-            .optional()?;
-        current &= have.as_deref() == Some(sql.as_str());
-    }
-    if current {
+    if triggers_current(conn, &wanted)? {
         return Ok(());
     }
     let cols = columns();
@@ -155,17 +144,43 @@ pub(super) fn keep(conn: &Connection) -> rusqlite::Result<()> {
     tx.commit()
 }
 
+/// Whether every trigger is in `sqlite_master` with exactly this build's text.
+pub(super) fn triggers_current(
+    conn: &Connection,
+    wanted: &[(&'static str, String)],
+) -> rusqlite::Result<bool> {
+    for (name, sql) in wanted {
+        let have: Option<String> = conn
+            .query_row(
+                "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = ?1",
+                [name],
+                |r| r.get(0),
+            )
+            .optional()?;
+        if have.as_deref() != Some(sql.as_str()) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Whether the database has a table of that name (a crawl directory from an older build,
+/// opened read-only, may not).
+pub(super) fn has_table(conn: &Connection, name: &str) -> rusqlite::Result<bool> {
+    Ok(conn
+        .query_row(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1",
+            [name],
+            |r| r.get::<_, i64>(0),
+        )
+        .optional()?
+        .is_some())
+}
+
 /// The kept figures, by column name, if this database keeps them (a read-only view of a crawl
 /// directory made before them does not).
 pub(super) fn read(conn: &Connection) -> rusqlite::Result<Option<Vec<(&'static str, i64)>>> {
-    let exists: Option<i64> = conn
-        .query_row(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'page_figures'",
-            [],
-            |r| r.get(0),
-        )
-        .optional()?;
-    if exists.is_none() {
+    if !has_table(conn, "page_figures")? {
         return Ok(None);
     }
     let sql = format!(
@@ -193,7 +208,7 @@ pub(super) fn count(conn: &Connection) -> rusqlite::Result<Vec<(&'static str, i6
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::super::Store;
     use super::{count, keep, read};
     use rand::rngs::StdRng;
@@ -203,7 +218,7 @@ mod tests {
     /// changes class, rows of every kind of record, at times that go forward; and deletions if
     /// `deletes` (none are made, but the counts must follow them: the first and last fetch
     /// need not).
-    fn churn(s: &Store, rng: &mut StdRng, steps: usize, deletes: bool) {
+    pub(in crate::state) fn churn(s: &Store, rng: &mut StdRng, steps: usize, deletes: bool) {
         let statuses = [
             None,
             Some(200),
@@ -224,6 +239,8 @@ mod tests {
         ];
         for _ in 0..steps {
             let fp = rng.random_range(0..40i64);
+            // A page's host follows from its fingerprint, as a URL's does.
+            let host = fp % 4 + 1;
             let status = statuses[rng.random_range(0..statuses.len())];
             let error = errors[rng.random_range(0..errors.len())].clone();
             let at = s
@@ -245,12 +262,21 @@ mod tests {
                 .execute(
                     "INSERT INTO pages (fp, url, host, depth, status, error, fetched_at,
                         first_fetched, last_changed, size, duplicate_of)
-                     VALUES (?1, 'http://e.com/' || ?1, 1, 0, ?2, ?3, ?4, ?4, ?4, ?5, ?6)
+                     VALUES (?1, 'http://e.com/' || ?1, ?8, 0, ?2, ?3, ?4, ?4, ?4, ?5, ?6)
                      ON CONFLICT (fp) DO UPDATE SET status = excluded.status,
                         error = excluded.error, fetched_at = excluded.fetched_at,
                         size = excluded.size, duplicate_of = excluded.duplicate_of,
                         changes = pages.changes + ?7",
-                    rusqlite::params![fp, status, error, at, size, dup, rng.random_range(0..2)],
+                    rusqlite::params![
+                        fp,
+                        status,
+                        error,
+                        at,
+                        size,
+                        dup,
+                        rng.random_range(0..2),
+                        host
+                    ],
                 )
                 .unwrap();
         }
