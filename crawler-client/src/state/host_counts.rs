@@ -7,7 +7,7 @@
 //! build's.
 
 use super::DISALLOWED;
-use super::page_figures::{has_table, triggers_current};
+use super::page_figures::{has_table, remake, triggers_current};
 use rusqlite::Connection;
 
 /// The table's name.
@@ -77,21 +77,14 @@ pub(super) fn keep(conn: &Connection) -> rusqlite::Result<()> {
     if triggers_current(conn, &wanted)? {
         return Ok(());
     }
-    let tx = conn.unchecked_transaction()?;
-    for (name, _) in &wanted {
-        tx.execute_batch(&format!("DROP TRIGGER IF EXISTS {name};"))?;
-    }
-    tx.execute_batch(&format!(
+    let table = format!(
         "DROP TABLE IF EXISTS {TABLE};
          CREATE TABLE {TABLE} (host INTEGER PRIMARY KEY, fetched INTEGER NOT NULL,
              errors INTEGER NOT NULL);
          INSERT INTO {TABLE} SELECT host, COUNT(*), SUM({}) FROM pages GROUP BY host;",
         error_of("pages")
-    ))?;
-    for (_, sql) in &wanted {
-        tx.execute_batch(&format!("{sql};"))?;
-    }
-    tx.commit()
+    );
+    remake(conn, &wanted, &table)
 }
 
 /// Whether this database keeps the counts (a read-only view of an older crawl may not).

@@ -126,19 +126,30 @@ pub(super) fn keep(conn: &Connection) -> rusqlite::Result<()> {
         .iter()
         .map(|(_, e)| format!("COALESCE(SUM({}), 0)", share(e, "pages")))
         .collect();
-    let tx = conn.unchecked_transaction()?;
-    for (name, _) in &wanted {
-        tx.execute_batch(&format!("DROP TRIGGER IF EXISTS {name};"))?;
-    }
-    tx.execute_batch(&format!(
+    let table = format!(
         "DROP TABLE IF EXISTS page_figures;
          CREATE TABLE page_figures (id INTEGER PRIMARY KEY, {}, first_fetch INTEGER,
              last_fetch INTEGER);
          INSERT INTO page_figures SELECT 1, {}, MIN(first_fetched), MAX(fetched_at) FROM pages;",
         declared.join(", "),
         counted.join(", ")
-    ))?;
-    for (_, sql) in &wanted {
+    );
+    remake(conn, &wanted, &table)
+}
+
+/// In one transaction: drops the triggers, runs `table` (which makes and counts the kept
+/// table), and makes the triggers as this build writes them.
+pub(super) fn remake(
+    conn: &Connection,
+    wanted: &[(&'static str, String)],
+    table: &str,
+) -> rusqlite::Result<()> {
+    let tx = conn.unchecked_transaction()?;
+    for (name, _) in wanted {
+        tx.execute_batch(&format!("DROP TRIGGER IF EXISTS {name};"))?;
+    }
+    tx.execute_batch(table)?;
+    for (_, sql) in wanted {
         tx.execute_batch(&format!("{sql};"))?;
     }
     tx.commit()
