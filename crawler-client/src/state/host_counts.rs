@@ -51,7 +51,7 @@ fn triggers() -> [(&'static str, String); 3] {
             ),
         ),
         (
-            // Only what the counts read: a revisit that changes neither writes nothing here.
+            // Fired only by updates that set what the counts read (host, status or error).
             "host_counts_update",
             format!(
                 "CREATE TRIGGER host_counts_update AFTER UPDATE OF host, status, error ON pages \
