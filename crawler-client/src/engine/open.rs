@@ -205,7 +205,7 @@ impl Engine {
             now_ms: now_ms(),
         };
         let mut frontier = Frontier::load(&store, s.per_host, s.opic_eps, |rec| start.state(rec))?;
-        frontier.set_hosts_at_once(s.hosts_at_once);
+        frontier.set_hosts_at_once(s.hosts_at_once, s.politeness.min_delay);
         if s.politeness_key == PolitenessKey::Ip {
             frontier.by_address();
         }

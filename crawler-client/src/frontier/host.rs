@@ -2,6 +2,7 @@
 //! URLs in memory, and the order in which hosts whose time has come are served.
 
 use super::CoopJob;
+use super::politeness::DelayWhy;
 use super::robots::Rules;
 use crate::ids::HostId;
 use crate::state::Queued;
@@ -69,7 +70,7 @@ pub(crate) struct Host {
     /// The delay set from the console, in place of the policy's.
     pub(crate) delay_set: Option<std::time::Duration>,
     /// The delay after its last request, and why it is that long.
-    pub(crate) delay: (std::time::Duration, super::politeness::DelayWhy),
+    pub(crate) delay: (std::time::Duration, DelayWhy),
     /// How long its last answer took: with the delay, what each of its pages costs its crawl.
     pub(crate) answered_in: std::time::Duration,
     /// Among the hosts crawled at once (the workbench).
@@ -104,10 +105,7 @@ impl Host {
             blocked: false,
             holding: false,
             delay_set: None,
-            delay: (
-                std::time::Duration::ZERO,
-                super::politeness::DelayWhy::Minimum,
-            ),
+            delay: (std::time::Duration::ZERO, DelayWhy::Minimum),
             answered_in: std::time::Duration::ZERO,
             on_bench: false,
             waiting_room: false,
@@ -141,14 +139,27 @@ impl Host {
     /// costs an answer and the delay after it, as the last one did. The answer's time counts
     /// because a slow server's pages take it on top of the delay, and a delay at its minimum
     /// says nothing of how slow the server is. A host not crawled yet knows only the URLs
-    /// other hosts link to (its in-degree, not its size): it counts as at least `typical`
-    /// pages, what the hosts crawled through had.
+    /// other hosts link to (its in-degree, not its size), and one sent only its first page
+    /// knows that page's links besides: it counts as at least `typical` pages, what the
+    /// hosts crawled through had.
     pub(super) fn crawl_seconds_left(&self, typical: u64) -> f64 {
         let pages = match self.handed {
-            0 => self.waiting().max(typical),
+            0 | 1 => self.waiting().max(typical),
             _ => self.waiting(),
         };
-        pages as f64 * (self.delay.0 + self.answered_in).as_secs_f64().max(0.001)
+        pages as f64 * self.page_seconds().max(0.001)
+    }
+
+    /// What a page costs its crawl, as the last one did: its answer and the delay after it.
+    /// A park after failures or a `Retry-After` is not counted: it says the host is failing,
+    /// not that it is large, and counting it let failing hosts in first (and past the limit),
+    /// to hold places while parked (a crawl at 10,000 hosts filled all 3,300 places so).
+    pub(super) fn page_seconds(&self) -> f64 {
+        let delay = match self.delay.1 {
+            DelayWhy::Parked | DelayWhy::RetryAfter => std::time::Duration::ZERO,
+            _ => self.delay.0,
+        };
+        (delay + self.answered_in).as_secs_f64()
     }
 }
 

@@ -620,10 +620,17 @@ impl Frontier {
             }
             // Pages only on the workbench (robots.txt and cooperation requests go before, one
             // each, and take a place if one is free); waiting for room, the longest to crawl
-            // first, so that the slowest hosts do not start last.
-            let typical = self.bench.typical();
-            if !self.bench.admit(h, h.crawl_seconds_left(typical)) {
-                continue;
+            // first, so that the slowest hosts do not start last. A host's first page goes
+            // without room as its robots.txt did (a first look, taking a place if one is
+            // free): its answer is a second measure of the server's pace before the host is
+            // put in line, and its links find the hosts it leads to.
+            if h.handed == 0 {
+                self.bench.admit_if_room(h);
+            } else {
+                let typical = self.bench.typical();
+                if !self.bench.admit(h, h.crawl_seconds_left(typical)) {
+                    continue;
+                }
             }
             if h.buffer.is_empty() {
                 self.refill(store, id)?;

@@ -417,17 +417,18 @@ fn a_stated_popularity_raises_a_page_above_richer_ones_of_its_host_only() {
     assert_eq!(f.boost_of(Fp(2)), 0.0);
 }
 
-/// Three hosts, a.com, b.com and c.com, made in that order with one URL each, at most
-/// `places` crawled at once, each sent its robots.txt.
+/// Three hosts, a.com, b.com and c.com, made in that order with one URL each (and a first
+/// page, sent by `first_looks`), at most `places` crawled at once, each sent its robots.txt.
 fn three_hosts_asked_robots(places: usize) -> (MemoryQueue, Frontier, Vec<HostId>, Instant) {
     let q = MemoryQueue::default();
     let mut f = load(&q, 1);
-    f.set_hosts_at_once(places);
+    f.set_hosts_at_once(places, Duration::from_secs(1));
     let hosts: Vec<HostId> = ["http://a.com", "http://b.com", "http://c.com"]
         .iter()
         .enumerate()
         .map(|(i, origin)| {
             let h = f.host_for(&q, origin).unwrap();
+            assert!(f.push(h, format!("{origin}/"), Fp(i as u64 + 11), 0, 0));
             assert!(f.push(h, format!("{origin}/p"), Fp(i as u64 + 1), 0, 0));
             h
         })
@@ -443,6 +444,37 @@ fn three_hosts_asked_robots(places: usize) -> (MemoryQueue, Frontier, Vec<HostId
     (q, f, hosts, now)
 }
 
+/// Each host's first page, sent whether or not it has a place, answered.
+fn first_looks(q: &MemoryQueue, f: &mut Frontier, hosts: &[HostId], now: Instant) {
+    let mut looked: Vec<HostId> = (0..hosts.len())
+        .map(|_| page(f.next(q, now).unwrap()).host)
+        .collect();
+    looked.sort();
+    let mut all = hosts.to_vec();
+    all.sort();
+    assert_eq!(looked, all, "a first page to every host, room or not");
+    for &h in hosts {
+        f.finished(h, now);
+    }
+}
+
+#[test]
+fn a_host_first_page_goes_without_room_and_its_second_waits() {
+    let (q, mut f, hosts, now) = three_hosts_asked_robots(1);
+    for &h in &hosts {
+        f.robots_known(h, Rules::AllowAll, now + Duration::from_secs(3600));
+        f.finished(h, now);
+    }
+    first_looks(&q, &mut f, &hosts, now);
+    // One place: the host that took it at robots.txt goes on; the other two wait.
+    let next = page(f.next(&q, now).unwrap());
+    assert_eq!(next.host, hosts[0]);
+    assert!(
+        f.next(&q, now).unwrap().is_none(),
+        "second pages wait for room"
+    );
+}
+
 #[test]
 fn past_the_hosts_at_once_a_host_waits_until_one_is_done() {
     let (q, mut f, hosts, now) = three_hosts_asked_robots(2);
@@ -453,6 +485,7 @@ fn past_the_hosts_at_once_a_host_waits_until_one_is_done() {
         f.robots_known(h, Rules::AllowAll, now + Duration::from_secs(3600));
         f.finished(h, now);
     }
+    first_looks(&q, &mut f, &hosts, now);
     let first: Vec<Queued> = (0..2).map(|_| page(f.next(&q, now).unwrap())).collect();
     assert!(f.next(&q, now).unwrap().is_none(), "two hosts at once");
     assert_eq!(
@@ -487,6 +520,7 @@ fn let_in_after(b_ms: u64, c_ms: u64) -> &'static str {
         host.delay = (Duration::from_secs(1), DelayWhy::Minimum);
         host.answered_in = Duration::from_millis(ms);
     }
+    first_looks(&q, &mut f, &hosts, now);
     let first = page(f.next(&q, now).unwrap());
     assert_eq!(
         first.host, hosts[0],
@@ -525,6 +559,7 @@ fn let_in_after_a_crawled(a_pages: u64) -> &'static str {
         host.delay = (Duration::from_secs(1), DelayWhy::Minimum);
         host.answered_in = Duration::from_millis(ms);
     }
+    first_looks(&q, &mut f, &hosts, now);
     let mut next = page(f.next(&q, now).unwrap());
     assert!(f.next(&q, now).unwrap().is_none(), "b and c wait for room");
     let mut of_a = 0;
@@ -540,9 +575,62 @@ fn let_in_after_a_crawled(a_pages: u64) -> &'static str {
 
 #[test]
 fn a_slow_host_not_yet_crawled_counts_as_large_as_those_crawled_through() {
-    // Ten pages a host so far: c's ten would take 11.5 s, b's 10 s, though more links led
-    // to b.
+    // Eleven pages a host so far (a's first and ten): c's eleven would take 12.65 s, b's
+    // 11 s, though more links led to b.
     assert_eq!(let_in_after_a_crawled(10), "http://c.com");
-    // The twin: with hosts of one page so far, the URLs known decide (b's 5 s against 1.15).
+    // The twin: with hosts of two pages so far, the URLs known decide (b's 5 s against 2.3).
     assert_eq!(let_in_after_a_crawled(1), "http://b.com");
+}
+
+/// One place, taken by `a` at its robots.txt; `b` and `c` answer in `slow_ms` with the
+/// delay five times that (a second at least) set for `why`, one URL each. How many hosts are
+/// sent a page at once, then after `a` is done, then after the next host in is done.
+fn slow_hosts_past_one_place(slow_ms: u64, why: DelayWhy) -> [usize; 3] {
+    let (q, mut f, hosts, now) = three_hosts_asked_robots(1);
+    for (&h, ms) in hosts.iter().zip([1, slow_ms, slow_ms]) {
+        f.robots_known(h, Rules::AllowAll, now + Duration::from_secs(3600));
+        f.finished(h, now);
+        let host = f.host_mut(h).unwrap();
+        let took = Duration::from_millis(ms);
+        host.delay = ((took * 5).max(Duration::from_secs(1)), why);
+        host.answered_in = took;
+    }
+    first_looks(&q, &mut f, &hosts, now);
+    let mut sent = Vec::new();
+    let mut counts = [0; 3];
+    for (round, count) in counts.iter_mut().enumerate() {
+        if round > 0 {
+            // a first, then the other host sent a page in the first round.
+            let done = *sent
+                .iter()
+                .find(|&&h| (h == hosts[0]) == (round == 1))
+                .unwrap();
+            sent.retain(|&h| h != done);
+            f.finished(done, now);
+        }
+        while let Some(d) = f.next(&q, now).unwrap() {
+            sent.push(page(Some(d)).host);
+            *count += 1;
+        }
+    }
+    counts
+}
+
+#[test]
+fn a_host_whose_pages_cost_twice_the_minimum_delay_comes_in_past_the_limit() {
+    // 1.5 s an answer and 7.5 s after it: a slow host comes in at once, in the tenth past
+    // the one place, and the other waits; a leaving frees no place while one host is past
+    // the limit; the slow one leaving does.
+    assert_eq!(
+        slow_hosts_past_one_place(1_500, DelayWhy::ResponseTime),
+        [2, 0, 1]
+    );
+    // The twin: at 150 ms a page costs 1.15 s (the delay is the minimum second), less than
+    // twice it: both wait, one comes in as a leaves, the other as that one leaves.
+    assert_eq!(slow_hosts_past_one_place(150, DelayWhy::Minimum), [1, 1, 1]);
+    // A 7.5 s park after failures is no sign of a long crawl: those hosts wait.
+    assert_eq!(
+        slow_hosts_past_one_place(1_500, DelayWhy::Parked),
+        [1, 1, 1]
+    );
 }

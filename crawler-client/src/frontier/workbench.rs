@@ -1,12 +1,17 @@
 //! How many hosts are crawled at once (BUbiNG's workbench): a host enters at its first
 //! request while there is room (its robots.txt then keeps its connection for the pages), else
-//! at its first page once there is, and leaves when nothing of it is queued or under way. Past
+//! at its second page once there is (its robots.txt and first page go without room: their
+//! answers tell how slow it is), and leaves when nothing of it is queued or under way. Past
 //! the limit, hosts with pages wait outside, the longest to crawl first (URLs waiting, or the
 //! pages of a host crawled through on average if more, times its last answer's time and the
 //! delay after it), which is what bounds a crawl's end when slow hosts would otherwise start
-//! last. Each host crawled at once holds an open connection (about 27 KB of client buffers)
-//! and its buffered URLs, so ten thousand hosts interleaved cost 400 MB where a few thousand
-//! crawled through keep the machine as busy.
+//! last. A host whose pages each cost at least twice the minimum delay (a slow server, or a
+//! long `Crawl-delay`) does not wait at all while the hosts in number at most a tenth more
+//! than the limit: its crawl is the one that ends last if it starts late, and a line keyed by
+//! a guess of its size (its in-degree, or the hosts crawled through so far) kept the slowest
+//! host of 10,000 out for 77-86 s. Each host crawled at once holds an open connection (about
+//! 27 KB of client buffers) and its buffered URLs, so ten thousand hosts interleaved cost
+//! 400 MB where a few thousand crawled through keep the machine as busy.
 
 use super::Frontier;
 use super::host::{ByCash, Host};
@@ -30,17 +35,22 @@ pub(super) struct Workbench {
     crawled: (u64, u64),
     /// The typical size the waiting hosts were keyed with.
     keyed_with: u64,
+    /// Seconds a page must cost its host's crawl (answer and delay) for the host to come in
+    /// past the limit; 0: none does.
+    slow_page: f64,
 }
 
 impl Workbench {
-    /// Whether `h` may be sent a page: in already, or taken in now that there is room. A host
-    /// without room is put in line (`key`: the seconds its crawl will take at least) and false
-    /// returned.
+    /// Whether `h` may be sent a page: in already, or taken in now that there is room (for
+    /// a slow host, in the tenth past the limit too). A host without room is put in line
+    /// (`key`: the seconds its crawl will take at least) and false returned.
     pub(super) fn admit(&mut self, h: &mut Host, key: f64) -> bool {
         if h.on_bench {
             return true;
         }
-        if self.limit > 0 && self.inside >= self.limit {
+        let slow = self.slow_page > 0.0 && h.page_seconds() >= self.slow_page;
+        let past = self.limit + self.limit.div_ceil(10);
+        if self.full() && !(slow && self.inside < past) {
             if !h.waiting_room {
                 h.waiting_room = true;
                 self.waiting.push(ByCash(key, h.id));
@@ -57,7 +67,7 @@ impl Workbench {
     /// there is room, so that the request's connection is kept for the pages after it rather
     /// than closed and opened again; with no room the host waits for its first page as before.
     pub(super) fn admit_if_room(&mut self, h: &mut Host) {
-        if h.on_bench || (self.limit > 0 && self.inside >= self.limit) {
+        if h.on_bench || self.full() {
             return;
         }
         h.on_bench = true;
@@ -65,8 +75,13 @@ impl Workbench {
         self.inside += 1;
     }
 
+    /// Whether every place is taken.
+    fn full(&self) -> bool {
+        self.limit > 0 && self.inside >= self.limit
+    }
+
     /// Takes `h` off the bench if nothing of it is queued or under way (or it was given up);
-    /// returns whether a place was freed.
+    /// returns whether that freed a place for a host waiting (not one past the limit).
     pub(super) fn release_if_done(&mut self, h: &mut Host) -> bool {
         let done = h.in_flight == 0 && (h.skipped.is_some() || !h.has_queue());
         if h.on_bench && done {
@@ -76,7 +91,7 @@ impl Workbench {
             }
             h.on_bench = false;
             self.inside = self.inside.saturating_sub(1);
-            return true;
+            return !self.full();
         }
         false
     }
@@ -121,9 +136,11 @@ impl Frontier {
         self.hosts.get(&id).is_some_and(|h| h.on_bench)
     }
 
-    /// Sets the most hosts crawled at once (0: no limit).
-    pub(crate) fn set_hosts_at_once(&mut self, limit: usize) {
+    /// Sets the most hosts crawled at once (0: no limit), and the minimum delay between
+    /// requests to a host: a host whose pages cost twice that comes in past the limit.
+    pub(crate) fn set_hosts_at_once(&mut self, limit: usize, min_delay: std::time::Duration) {
         self.bench.limit = limit;
+        self.bench.slow_page = 2.0 * min_delay.as_secs_f64();
     }
 
     /// Lets the next host waiting for room onto the workbench, as a place was freed.
