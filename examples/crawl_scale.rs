@@ -80,7 +80,7 @@ fn main() {
     }
     let cfg = tmp.path().join("crawl.toml");
     std::fs::write(&cfg, config).expect("config");
-    let bin = testkit::workspace_bin("webcoop-crawler", "webcoop-crawl");
+    let bin = testkit::workspace_bin("webcoop-crawl");
     let out = match args.get("keep") {
         Some(dir) => std::path::PathBuf::from(dir),
         None => tmp.path().join("crawl"),
@@ -153,7 +153,7 @@ fn main() {
         // A restart that loads the whole state (seen-set, hosts, queue counts) and stops at
         // once: its page budget is spent.
         let t = Instant::now();
-        let status = Command::new(testkit::workspace_bin("webcoop-crawler", "webcoop-crawl"))
+        let status = Command::new(testkit::workspace_bin("webcoop-crawl"))
             .args([
                 "crawl",
                 "--allow-net",

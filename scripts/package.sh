@@ -17,7 +17,9 @@ case "$profile" in
     *) echo "WEBCOOP_PACKAGE_PROFILE is release or dev, not $profile" >&2; exit 2 ;;
 esac
 command -v cargo-deb >/dev/null || cargo install cargo-deb --locked --version 3.8.0
-cargo build --profile "$profile" -p webcoop-agent -p webcoop-crawler --bins
+# The whole workspace's features (as the tests' build has them, so that after a test build
+# only the two binaries are linked), these two binaries.
+cargo build --profile "$profile" --workspace --bin webcoop-agent --bin webcoop-crawl
 rm -rf target/package target/debian
 WEBCOOP_GENERATE=target/package/agent "$dir/webcoop-agent"
 WEBCOOP_GENERATE=target/package/crawl "$dir/webcoop-crawl"

@@ -135,7 +135,9 @@ say "cargo fmt --check"
 cargo fmt --all -- --check
 say "cargo clippy --all-targets -D warnings (with and without the outside-tools tier)"
 cargo clippy --workspace --all-targets --features webcoop/outside-tools -- -D warnings
-cargo clippy -p webcoop --all-targets -- -D warnings
+# The whole workspace again, not `-p webcoop`: its features resolve as above, so only the root
+# package is checked again (`-p webcoop` checked 57 crates again in a clean run).
+cargo clippy --workspace --all-targets -- -D warnings
 say "building the tests and the binaries they run"
 tests=(cargo test --workspace --features webcoop/outside-tools)
 # tests/tools/ runs beside every other test binary: it mostly waits on nginx, Redis, Chromium
@@ -155,12 +157,37 @@ if [ -n "$unlisted" ]; then
     echo "error: scripts/test.sh does not run these test targets; add them to its lists: $unlisted" >&2
     exit 1
 fi
-# Built as they run (two selections of targets unify features differently: built together,
-# the second run would compile again).
+# The binaries the tests (and the package step) run are built for the whole workspace
+# (`--workspace --bins`, as testkit's workspace_bin asks for them) with the features the tests'
+# build has, so that both share every dependency. A dev-dependency that turns a feature on
+# breaks that silently, and a clean build then compiles most crates twice (7.5 minutes of
+# CI's build on 2026-11-29): the features the two resolve must be the same
+# (webcoop-daemon's Cargo.toml asks for the dev-dependencies' features).
+features_of() { cargo tree -q --workspace --features webcoop/outside-tools --prefix none -f '{p} [{f}]' "$@"; }
+if ! unified=$(python3 - <(features_of -e no-dev) <(features_of) <<'PY'
+import sys
+def load(path):
+    seen = {}
+    for line in open(path):
+        line = line.strip().replace(" (*)", "")
+        if line:
+            name, _, features = line.partition(" [")
+            seen.setdefault(name, set()).add(features.rstrip("]"))
+    return seen
+bins, tests = load(sys.argv[1]), load(sys.argv[2])
+for name in sorted(bins.keys() & tests.keys()):
+    if bins[name] != tests[name]:
+        print(f"  {name}: binaries {sorted(bins[name])}, tests {sorted(tests[name])}")
+PY
+) || [ -n "$unified" ]; then
+    echo "error: the dev-dependencies turn on features the binaries' build does not have;" \
+        "ask for them in daemon/Cargo.toml (see its comment):" >&2
+    echo "$unified" >&2
+    exit 1
+fi
 "${tools[@]}" --no-run "$@"
 "${others[@]}" --no-run "$@"
-# The binaries the tests (and the package step) run, in the same build: tests find them fresh.
-cargo build -p webcoop-agent -p webcoop-crawler --bins
+cargo build --workspace --bins
 
 say "cargo test --workspace --features webcoop/outside-tools (tests/tools beside the rest)"
 # Two at a time in each binary (the cores): four cut the waiting binaries' run by a third, but

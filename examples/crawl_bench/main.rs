@@ -284,7 +284,7 @@ fn single_host(docroot: &Path, seed_path: &str, runs: usize, signed: bool, fleet
         webcoop::servers::Nginx::start(&nginx, &webcoop::servers::example_nginx_conf(), docroot);
     let seed = format!("{}{}", server.url(), seed_path.trim_start_matches('/'));
     let tmp = tempfile::tempdir().expect("temporary directory");
-    let bin = testkit::workspace_bin("webcoop-crawler", "webcoop-crawl");
+    let bin = testkit::workspace_bin("webcoop-crawl");
     let mut rows = Vec::new();
     let mut floors = Vec::new();
     // With --signed 1, every run is followed by the same crawl signing each request (Web Bot
@@ -569,7 +569,7 @@ fn main() {
     );
 
     let mut rows = Vec::new();
-    let bin = testkit::workspace_bin("webcoop-crawler", "webcoop-crawl");
+    let bin = testkit::workspace_bin("webcoop-crawl");
     let concurrency = arg(&args, "concurrency", "256");
     let run_with = |bin: &Path, out: &Path, extra: &[String]| {
         measured(

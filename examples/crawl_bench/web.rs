@@ -349,7 +349,7 @@ pub(super) fn run(args: &HashMap<String, String>) {
         .get("kill-at")
         .and_then(|s| s.parse::<f64>().ok())
         .map(Duration::from_secs_f64);
-    let bin = testkit::workspace_bin("webcoop-crawler", "webcoop-crawl");
+    let bin = testkit::workspace_bin("webcoop-crawl");
     let tmp = tempfile::tempdir().expect("temporary directory");
 
     // One host, politeness off: the cost of the pages themselves.

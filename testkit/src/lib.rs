@@ -123,9 +123,11 @@ pub fn run_reference(python: &Path, script: &str, args: &[&std::ffi::OsStr]) -> 
 }
 
 /// A binary of the workspace (for example `webcoop-crawl`), built first if needed so a test
-/// never runs a stale one: `cargo build` of its package in the profile the tests were built
-/// with (a no-op when it is up to date).
-pub fn workspace_bin(package: &str, name: &str) -> PathBuf {
+/// never runs a stale one: `cargo build --workspace --bin` in the profile the tests were
+/// built with (a no-op when it is up to date). The whole workspace, not the binary's package:
+/// its features are then those of the tests' build, which finds everything compiled
+/// (scripts/test.sh builds the binaries so before the tests).
+pub fn workspace_bin(name: &str) -> PathBuf {
     use std::sync::Mutex;
     static BUILT: Mutex<Vec<String>> = Mutex::new(Vec::new());
     let exe = std::env::current_exe().unwrap_or_else(|e| panic!("current_exe: {e}"));
@@ -160,16 +162,8 @@ pub fn workspace_bin(package: &str, name: &str) -> PathBuf {
         }
         run_ok(
             command
-                .args([
-                    "build",
-                    "--quiet",
-                    "--profile",
-                    &profile,
-                    "-p",
-                    package,
-                    "--bin",
-                    name,
-                ])
+                .args(["build", "--quiet", "--profile", &profile, "--workspace"])
+                .args(["--bin", name])
                 .env("CARGO_TARGET_DIR", &target_dir)
                 .current_dir(workspace_root()),
         );

@@ -245,10 +245,7 @@ impl Drop for Site {
 /// `webcoop-crawl crawl` for a site on loopback: politeness off, no progress shown, no
 /// cooperation; the test adds its seeds, its directory and what it is about.
 pub(crate) fn loopback_crawl() -> std::process::Command {
-    let mut cmd = std::process::Command::new(webcoop_testkit::workspace_bin(
-        "webcoop-crawler",
-        "webcoop-crawl",
-    ));
+    let mut cmd = std::process::Command::new(webcoop_testkit::workspace_bin("webcoop-crawl"));
     cmd.args(["crawl", "--allow-net", "127.0.0.0/8", "--coop", "off"])
         .args([
             "--delay-min",

@@ -12,11 +12,11 @@ use std::time::{Duration, Instant};
 use webcoop_testkit::workspace_bin;
 
 pub(crate) fn agent_bin() -> PathBuf {
-    workspace_bin("webcoop-agent", "webcoop-agent")
+    workspace_bin("webcoop-agent")
 }
 
 pub(crate) fn crawl_bin() -> PathBuf {
-    workspace_bin("webcoop-crawler", "webcoop-crawl")
+    workspace_bin("webcoop-crawl")
 }
 
 pub(crate) fn free_port() -> u16 {

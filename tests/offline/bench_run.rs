@@ -7,9 +7,9 @@ use webcoop_testkit::workspace_bin;
 
 /// The bench, with the agent and the crawler built beside it, where it looks for them.
 fn bench() -> std::path::PathBuf {
-    workspace_bin("webcoop-agent", "webcoop-agent");
-    workspace_bin("webcoop-crawler", "webcoop-crawl");
-    workspace_bin("webcoop", "webcoop-bench")
+    workspace_bin("webcoop-agent");
+    workspace_bin("webcoop-crawl");
+    workspace_bin("webcoop-bench")
 }
 
 #[test]
@@ -96,7 +96,7 @@ fn push_beats_polling_on_bytes_per_change_and_freshness_and_the_counts_agree() {
 
 #[test]
 fn bad_options_are_named() {
-    let bench = workspace_bin("webcoop", "webcoop-bench");
+    let bench = workspace_bin("webcoop-bench");
     for (args, says) in [
         (&["--modes", "carrier-pigeon"][..], "carrier-pigeon"),
         (&["--change-rate", "often"][..], "often"),

@@ -36,7 +36,7 @@ fn crawl_command(web: &WebShape, dir: &Path, nameserver: bool, at_once: usize) -
         "coop = \"off\"\n".to_string()
     };
     std::fs::write(dir.join("crawl.toml"), config).unwrap();
-    let mut c = Command::new(testkit::workspace_bin("webcoop-crawler", "webcoop-crawl"));
+    let mut c = Command::new(testkit::workspace_bin("webcoop-crawl"));
     c.args(["crawl", "--allow-net", "127.0.0.0/8", "--progress", "quiet"])
         .args(["--scope", "any", "--delay-min", &DELAY.to_string()])
         .args([

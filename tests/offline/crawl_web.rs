@@ -11,7 +11,7 @@ use webcoop_testkit as testkit;
 use webcoop_testkit::testweb::{self, HostSpec, Robots, TestWeb};
 
 fn crawl_bin() -> std::path::PathBuf {
-    testkit::workspace_bin("webcoop-crawler", "webcoop-crawl")
+    testkit::workspace_bin("webcoop-crawl")
 }
 
 fn crawl_command(web: &TestWeb, out: &Path, config: &str, extra: &[&str]) -> Command {

@@ -49,7 +49,7 @@ fn a_crawl_that_fills_its_disk_stops_saying_so_and_resumes_without_losing_a_page
     let addr = rt
         .block_on(webcoop::bench::site_server::start(site.path(), None))
         .unwrap();
-    let crawl_bin = testkit::workspace_bin("webcoop-crawler", "webcoop-crawl");
+    let crawl_bin = testkit::workspace_bin("webcoop-crawl");
     let out = disk.path().join("crawl");
     let crawl = || {
         Command::new(&crawl_bin)
@@ -117,7 +117,7 @@ fn an_agent_whose_disk_fills_keeps_the_published_documents_and_catches_up() {
     let Some(out_disk) = Tmpfs::mount("12k") else {
         return;
     };
-    let agent_bin = testkit::workspace_bin("webcoop-agent", "webcoop-agent");
+    let agent_bin = testkit::workspace_bin("webcoop-agent");
     let site = tempfile::tempdir().unwrap();
     write_site(site.path(), 2, 4_000);
     let state = state_disk.path().join("state");
@@ -190,7 +190,7 @@ fn a_watching_agent_publishes_what_it_could_not_write_once_there_is_space_withou
     let Some(out_disk) = Tmpfs::mount("12k") else {
         return;
     };
-    let agent_bin = testkit::workspace_bin("webcoop-agent", "webcoop-agent");
+    let agent_bin = testkit::workspace_bin("webcoop-agent");
     let site = tempfile::tempdir().unwrap();
     let state = tempfile::tempdir().unwrap();
     write_site(site.path(), 2, 4_000);

@@ -8,7 +8,7 @@ use webcoop_testkit as testkit;
 
 #[test]
 fn a_file_above_the_record_limit_is_listed_for_a_plain_fetch_not_put_in_the_snapshot() {
-    let agent_bin = testkit::workspace_bin("webcoop-agent", "webcoop-agent");
+    let agent_bin = testkit::workspace_bin("webcoop-agent");
     let site = tempfile::tempdir().unwrap();
     let small: Vec<(String, Vec<u8>)> = (0..5)
         .map(|i| {

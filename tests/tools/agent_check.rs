@@ -14,7 +14,7 @@ struct Setup {
 }
 
 fn agent() -> PathBuf {
-    workspace_bin("webcoop-agent", "webcoop-agent")
+    workspace_bin("webcoop-agent")
 }
 
 const BASE: &str = "https://www.example.org/";

@@ -206,7 +206,7 @@ fn rules_that_let_loopback_in_hide_their_pages_and_stamps_are_no_changes() {
         "the rule is named: {said}"
     );
     // `check` runs in origin mode and names the place and the rule.
-    let o = Command::new(workspace_bin("webcoop-agent", "webcoop-agent"))
+    let o = Command::new(workspace_bin("webcoop-agent"))
         .arg("--origin")
         .arg(format!("http://{}", wp.nginx.addr))
         .args(["--base-url", &wp.base, "--state"])

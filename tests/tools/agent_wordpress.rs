@@ -235,7 +235,7 @@ fn a_pinging_wordpress_is_kept_exact_in_a_pushed_crawler_and_strangers_pings_are
     );
     assert_eq!(with_key.status, 200);
     let notify = |extra: &[&str]| {
-        Command::new(workspace_bin("webcoop-agent", "webcoop-agent"))
+        Command::new(workspace_bin("webcoop-agent"))
             .args(["--listen", &format!("127.0.0.1:{}", wp.agent_port)])
             .args(extra)
             .output()

@@ -14,7 +14,7 @@ use webcoop_testkit::testweb::{HostSpec, TestWeb};
 use webcoop_testkit::{reference_python, run_ok, warc_files, workspace_bin};
 
 fn crawl_bin() -> PathBuf {
-    workspace_bin("webcoop-crawler", "webcoop-crawl")
+    workspace_bin("webcoop-crawl")
 }
 
 /// A crawl of the test web, then a refresh pass (304s become `revisit` records of the

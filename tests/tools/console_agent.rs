@@ -60,7 +60,7 @@ fn a_webmaster_sees_what_is_published_excluded_subscribed_and_delivered() {
         &www,
         Some(([127, 0, 0, 1], agent_port).into()),
     );
-    let lines = Command::new(workspace_bin("webcoop-agent", "webcoop-agent"))
+    let lines = Command::new(workspace_bin("webcoop-agent"))
         .args(["--print-robots-lines", "--base-url", &nginx.url()])
         .output()
         .unwrap();
@@ -68,7 +68,7 @@ fn a_webmaster_sees_what_is_published_excluded_subscribed_and_delivered() {
     robots.push_str("User-agent: *\nDisallow: /private/\n");
     std::fs::write(www.join("robots.txt"), robots).unwrap();
 
-    let mut agent = Command::new(workspace_bin("webcoop-agent", "webcoop-agent"))
+    let mut agent = Command::new(workspace_bin("webcoop-agent"))
         .arg("--docroot")
         .arg(&www)
         .arg("--state")
@@ -147,7 +147,7 @@ fn a_webmaster_sees_what_is_published_excluded_subscribed_and_delivered() {
     // server of its own); its subscription shows up on the hub's page, and the crawler on the
     // Crawlers page.
     let key_file = tmp.path().join("keys.json");
-    let o = Command::new(workspace_bin("webcoop-crawler", "webcoop-crawl"))
+    let o = Command::new(workspace_bin("webcoop-crawl"))
         .args(["keys", "new", "--key-file", key_file.to_str().unwrap()])
         .output()
         .unwrap();
@@ -160,7 +160,7 @@ fn a_webmaster_sees_what_is_published_excluded_subscribed_and_delivered() {
         "coop_poll_min = 0.2\ncoop_poll_max = 1.0\ncoop_backup_poll = 3.0\ncommit_interval = 0.2\n",
     )
     .unwrap();
-    let mut crawler = Command::new(workspace_bin("webcoop-crawler", "webcoop-crawl"))
+    let mut crawler = Command::new(workspace_bin("webcoop-crawl"))
         .args([
             "crawl",
             "--allow-net",
@@ -277,7 +277,7 @@ fn a_webmaster_sees_what_is_published_excluded_subscribed_and_delivered() {
     b.shoot("crawl-console-freshness.png");
 
     // Off loopback the agent refuses to serve its console without a token.
-    let o = Command::new(workspace_bin("webcoop-agent", "webcoop-agent"))
+    let o = Command::new(workspace_bin("webcoop-agent"))
         .arg("--docroot")
         .arg(&www)
         .arg("--state")

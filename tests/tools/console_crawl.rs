@@ -22,7 +22,7 @@ struct Crawl {
 }
 
 fn crawl_bin() -> std::path::PathBuf {
-    workspace_bin("webcoop-crawler", "webcoop-crawl")
+    workspace_bin("webcoop-crawl")
 }
 
 /// Starts `webcoop-crawl crawl` with `args` and waits for it to say where its console is.

@@ -93,7 +93,7 @@ impl Site {
             agent: None,
             agent_port,
         };
-        let lines = Command::new(workspace_bin("webcoop-agent", "webcoop-agent"))
+        let lines = Command::new(workspace_bin("webcoop-agent"))
             .args(["--print-robots-lines", "--base-url", &site.nginx.url()])
             .output()
             .unwrap();
@@ -115,7 +115,7 @@ impl Site {
     /// Starts the agent (again) on the same state, with `extra` arguments.
     pub(super) fn start_agent_with(&mut self, extra: &[&str]) {
         self.agent = None;
-        let child = Command::new(workspace_bin("webcoop-agent", "webcoop-agent"))
+        let child = Command::new(workspace_bin("webcoop-agent"))
             .arg("--docroot")
             .arg(&self.www)
             .arg("--state")
@@ -216,7 +216,7 @@ pub(super) fn crawl_seeds(
         "coop_poll_min = 0.2\ncoop_poll_max = 1.0\ncoop_backup_poll = 3.0\ncommit_interval = 0.2\n",
     )
     .unwrap();
-    let child = Command::new(workspace_bin("webcoop-crawler", "webcoop-crawl"))
+    let child = Command::new(workspace_bin("webcoop-crawl"))
         .arg("crawl")
         .args(["--allow-net", "127.0.0.0/8"])
         .arg("--seeds")
@@ -249,7 +249,7 @@ pub(super) fn crawl_seeds(
 }
 
 pub(super) fn status_json(out: &Path) -> serde_json::Value {
-    let status = Command::new(workspace_bin("webcoop-crawler", "webcoop-crawl"))
+    let status = Command::new(workspace_bin("webcoop-crawl"))
         .args(["status", "--json", "--out"])
         .arg(out)
         .output()
@@ -414,7 +414,7 @@ fn replays_resources(out: &Path) {
     );
     let ours = String::from_utf8(
         run_ok(
-            Command::new(workspace_bin("webcoop-crawler", "webcoop-crawl"))
+            Command::new(workspace_bin("webcoop-crawl"))
                 .args(["index", "--out"])
                 .arg(out),
         )

@@ -63,7 +63,7 @@ fn crawls_the_python_docs_like_wget_does() {
 
     let t = Instant::now();
     let o = testkit::run_ok(
-        Command::new(testkit::workspace_bin("webcoop-crawler", "webcoop-crawl"))
+        Command::new(testkit::workspace_bin("webcoop-crawl"))
             .args([
                 "crawl",
                 "--allow-net",

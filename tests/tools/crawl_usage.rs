@@ -133,7 +133,7 @@ fn each_purpose_skips_what_the_site_refuses_for_it() {
             "{stderr}"
         );
         let status = run_ok(
-            Command::new(workspace_bin("webcoop-crawler", "webcoop-crawl"))
+            Command::new(workspace_bin("webcoop-crawl"))
                 .args(["status", "--json", "--out"])
                 .arg(&out),
         );
@@ -238,7 +238,7 @@ fn preferences_stated_to_the_agent_reach_the_crawler_without_robots_txt() {
     );
     let skipped = |out: &Path| {
         let o = run_ok(
-            Command::new(workspace_bin("webcoop-crawler", "webcoop-crawl"))
+            Command::new(workspace_bin("webcoop-crawl"))
                 .args(["status", "--json", "--out"])
                 .arg(out),
         );
@@ -256,7 +256,7 @@ fn preferences_stated_to_the_agent_reach_the_crawler_without_robots_txt() {
     assert_eq!(skipped(&searching), 0);
 
     // check: robots.txt (the agent's pointer lines only) says nothing of either purpose.
-    let o = Command::new(workspace_bin("webcoop-agent", "webcoop-agent"))
+    let o = Command::new(workspace_bin("webcoop-agent"))
         .arg("--docroot")
         .arg(&site.www)
         .arg("--state")

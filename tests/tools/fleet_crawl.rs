@@ -19,7 +19,7 @@ pub(super) const HOSTS: usize = 9;
 pub(super) const PAGES: usize = 24;
 
 pub(super) fn crawl_bin() -> PathBuf {
-    testkit::workspace_bin("webcoop-crawler", "webcoop-crawl")
+    testkit::workspace_bin("webcoop-crawl")
 }
 
 pub(super) fn web() -> TestWeb {

@@ -8,7 +8,7 @@ use webcoop_crawler::tools::power_law_graph;
 use webcoop_testkit::{reference_python, run_ok, run_reference, workspace_bin};
 
 fn crawl_bin() -> std::path::PathBuf {
-    workspace_bin("webcoop-crawler", "webcoop-crawl")
+    workspace_bin("webcoop-crawl")
 }
 
 /// A power-law graph with a few dangling pages, a self-link and a duplicate arc.

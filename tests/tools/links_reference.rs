@@ -315,7 +315,7 @@ fn a_crawl_asks_for_what_the_reference_reads() {
     let addr = rt.block_on(serve(log.clone()));
     let origin = format!("http://{addr}");
     let out = tempfile::tempdir().unwrap();
-    let status = std::process::Command::new(workspace_bin("webcoop-crawler", "webcoop-crawl"))
+    let status = std::process::Command::new(workspace_bin("webcoop-crawl"))
         .arg("crawl")
         .args(["--seeds", &format!("{origin}/index.html")])
         .args([
@@ -443,7 +443,7 @@ fn a_wordpress_site_reads_the_same_both_ways() {
         &xml("A comment with <a href=\"/?p=1&amp;replytocom=1\">a link</a>."),
     );
     let out = wp.tmp.path().join("crawl-links");
-    let status = std::process::Command::new(workspace_bin("webcoop-crawler", "webcoop-crawl"))
+    let status = std::process::Command::new(workspace_bin("webcoop-crawl"))
         .arg("crawl")
         .args(["--seeds", &wp.base, "--coop", "off", "--progress", "quiet"])
         .args([

@@ -49,7 +49,7 @@ pub(crate) struct KeyServer {
 
 pub(crate) fn key_server(key_file: &Path) -> KeyServer {
     use std::io::BufRead;
-    let mut child = Command::new(workspace_bin("webcoop-crawler", "webcoop-crawl"))
+    let mut child = Command::new(workspace_bin("webcoop-crawl"))
         .args(["keys", "serve", "--listen", "127.0.0.1:0", "--key-file"])
         .arg(key_file)
         .stdout(std::process::Stdio::piped())
@@ -78,7 +78,7 @@ pub(crate) fn key_server(key_file: &Path) -> KeyServer {
 
 fn keys(args: &[&OsStr]) -> String {
     let o = run_ok(
-        Command::new(workspace_bin("webcoop-crawler", "webcoop-crawl"))
+        Command::new(workspace_bin("webcoop-crawl"))
             .arg("keys")
             .args(args),
     );

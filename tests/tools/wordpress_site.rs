@@ -293,7 +293,7 @@ impl WordPress {
     ) -> Killed {
         let (min, max) = (revalidate.0.to_string(), revalidate.1.to_string());
         Killed(
-            Command::new(workspace_bin("webcoop-agent", "webcoop-agent"))
+            Command::new(workspace_bin("webcoop-agent"))
                 .arg("--origin")
                 .arg(format!("http://{}", self.nginx.addr))
                 .args(["--base-url", &self.base])
@@ -336,7 +336,7 @@ impl WordPress {
 
     /// Tells the running agent that `urls` changed (`webcoop-agent notify`, as a deploy hook).
     pub(crate) fn notify(&self, urls: &[&str]) {
-        let o = Command::new(workspace_bin("webcoop-agent", "webcoop-agent"))
+        let o = Command::new(workspace_bin("webcoop-agent"))
             .args(["--listen", &format!("127.0.0.1:{}", self.agent_port)])
             .arg("--notify-secret-file")
             .arg(&self.secret_file)

@@ -12,7 +12,7 @@ fn fleet_process(site: &Site, fleet: &Path, redis: &str, name: &str) -> Killed {
         "coop_poll_min = 0.2\ncoop_poll_max = 1.0\ncoop_backup_poll = 3.0\ncommit_interval = 0.2\nfleet_lease = 5\n",
     )
     .unwrap();
-    let child = Command::new(workspace_bin("webcoop-crawler", "webcoop-crawl"))
+    let child = Command::new(workspace_bin("webcoop-crawl"))
         .args([
             "crawl",
             "--allow-net",
@@ -116,7 +116,7 @@ fn a_fleet_keeps_a_pushing_site_exact_with_one_subscription() {
     );
     assert!(subscribes[0].contains(" 202 "), "{subscribes:?}");
     // The fleet's status says the same: one process, one subscription.
-    let o = Command::new(workspace_bin("webcoop-crawler", "webcoop-crawl"))
+    let o = Command::new(workspace_bin("webcoop-crawl"))
         .args([
             "status",
             "--frontier",
@@ -199,7 +199,7 @@ fn a_first_visit_takes_the_whole_site_from_its_snapshot_in_a_few_requests() {
     );
     let out = site.tmp.path().join("crawl-snapshot");
     let o = run_ok(
-        Command::new(workspace_bin("webcoop-crawler", "webcoop-crawl"))
+        Command::new(workspace_bin("webcoop-crawl"))
             .arg("crawl")
             .args(["--allow-net", "127.0.0.0/8", "--progress", "quiet"])
             .args(["--delay-min", "0", "--delay-factor", "0"])

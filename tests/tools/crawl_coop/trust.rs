@@ -82,7 +82,7 @@ fn a_lying_site_loses_trust_and_its_claims_are_ignored() {
     );
     let _ = c.0.kill();
     let _ = c.0.wait();
-    let text = Command::new(workspace_bin("webcoop-crawler", "webcoop-crawl"))
+    let text = Command::new(workspace_bin("webcoop-crawl"))
         .args(["status", "--out"])
         .arg(&out)
         .output()
