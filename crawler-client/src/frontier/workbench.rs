@@ -6,8 +6,8 @@
 //! pages of a host crawled through on average if more, times its last answer's time and the
 //! delay after it), which is what bounds a crawl's end when slow hosts would otherwise start
 //! last. A host whose pages each cost at least twice the minimum delay (a slow server, or a
-//! long `Crawl-delay`) does not wait at all while the hosts in number at most a tenth more
-//! than the limit: its crawl is the one that ends last if it starts late, and a line keyed by
+//! long `Crawl-delay`) does not wait while fewer hosts than the limit and a tenth of it are
+//! in: its crawl is the one that ends last if it starts late, and a line keyed by
 //! a guess of its size (its in-degree, or the hosts crawled through so far) kept the slowest
 //! host of 10,000 out for 77-86 s. Each host crawled at once holds an open connection (about
 //! 27 KB of client buffers) and its buffered URLs, so ten thousand hosts interleaved cost
