@@ -49,7 +49,7 @@ impl Workbench {
             return true;
         }
         let slow = self.slow_page > 0.0 && h.page_seconds() >= self.slow_page;
-        let past = self.limit + self.limit.div_ceil(10);
+        let past = self.limit.saturating_add(self.limit.div_ceil(10));
         if self.full() && !(slow && self.inside < past) {
             if !h.waiting_room {
                 h.waiting_room = true;
