@@ -11,6 +11,7 @@ pub mod browser;
 pub mod layers;
 pub mod pywb;
 pub mod redis;
+pub mod reply_cutter;
 pub mod static_site;
 pub mod testweb;
 pub mod webshape;

@@ -111,7 +111,10 @@ impl RedisServer {
 
     fn wait_up(&mut self) -> bool {
         let deadline = Instant::now() + Duration::from_secs(20);
-        while !cli(self.port, &["ping"]).is_some_and(|o| o.contains("PONG")) {
+        // The server on the port must be this one: another test's, started on the same port
+        // a moment before, answers a ping too, and this one then exits.
+        let ours = format!("process_id:{}\r", self.child.id());
+        while !cli(self.port, &["info", "server"]).is_some_and(|o| o.contains(&ours)) {
             if self.child.try_wait().ok().flatten().is_some() || Instant::now() > deadline {
                 return false;
             }

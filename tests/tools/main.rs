@@ -22,6 +22,7 @@ mod crawl_nginx;
 mod crawl_usage;
 mod fleet_crawl;
 mod fleet_leases;
+mod fleet_lost_answers;
 mod fleet_queue;
 mod fleet_shards;
 mod importance_cli;

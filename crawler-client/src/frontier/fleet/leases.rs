@@ -47,10 +47,13 @@ pub enum Grant {
 }
 
 /// Takes a lease: KEYS = [leases, next]; ARGV = [limit, lease ms, token, delay ms after an
-/// expired lease]. Returns {1, 0} granted, {0, ms} wait, {0, -1} busy.
+/// expired lease]. Returns {1, 0} granted, {0, ms} wait, {0, -1} busy. A token already
+/// holding the lease was granted by this call sent before, whose answer was lost with its
+/// connection: granted again, rather than busy behind itself until the lease expires.
 const ACQUIRE: &str = concat!(
     server_now!(),
-    r"local expired = redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+    r"if redis.call('ZSCORE', KEYS[1], ARGV[3]) then return {1, 0} end
+local expired = redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 local next = tonumber(redis.call('GET', KEYS[2]) or '0')
 if expired > 0 and next < now + tonumber(ARGV[4]) then
   next = now + tonumber(ARGV[4])

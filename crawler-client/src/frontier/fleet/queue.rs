@@ -37,6 +37,9 @@
 //!   big-endian double): the URLs handed out, by which taking, with the cash they go back
 //!   with. A taking's URLs are held together, so that handing out and settling cost a write
 //!   per taking rather than two per URL.
+//! - `{C:qgN}:answer:HOLDER` (string, a day's expiry): the answer of process `HOLDER`'s last
+//!   saved batch in the group, with the call's id, so that a call sent again after its answer
+//!   was lost is answered as it was the first time rather than run twice.
 //! - `{C:lgN}:leases:KEY` and `{C:lgN}:next:KEY`: the host leases of `super::leases`, in one
 //!   of its groups `N` (from layout 4; before, `{C:KEY}:leases` and `{C:KEY}:next`).
 //!
@@ -158,6 +161,9 @@ pub struct SharedQueue {
     holder: String,
     takes: u64,
     puts: u64,
+    /// Batches sent: each call's id, by which a call sent again after its answer was lost
+    /// is answered as the first time (see [`scripts::PUT`]).
+    calls: u64,
     put: Script,
     take: Script,
     reclaim: Script,
@@ -179,6 +185,7 @@ impl SharedQueue {
             holder: format!("{holder}:{}:{}", std::process::id(), crate::clock::now_ms()),
             takes: 0,
             puts: 0,
+            calls: 0,
             put: Script::new(scripts::PUT),
             take: Script::new(scripts::TAKE),
             reclaim: Script::new(scripts::RECLAIM),
@@ -366,11 +373,19 @@ impl SharedQueue {
             parts.push((host, p.urls.len(), hold.map(|(t, _)| (t, p.urls))));
         }
         let mut by_group = Vec::with_capacity(groups.len());
-        for (keys, args, parts) in groups.into_values() {
+        self.calls += 1;
+        for (group, (keys, args, parts)) in groups {
+            let answer = format!(
+                "{}:answer:{}",
+                tag(&self.crawl, &format!("qg{group}")),
+                self.holder
+            );
             let mut cmd = redis::cmd("EVALSHA");
             cmd.arg(self.put.get_hash())
-                .arg(keys.len())
+                .arg(keys.len() + 1)
                 .arg(&keys[..])
+                .arg(answer)
+                .arg(self.calls)
                 .arg(ROWS_PER_BUCKET)
                 .arg(&args[..]);
             cmds.push(cmd);

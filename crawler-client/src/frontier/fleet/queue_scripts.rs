@@ -328,17 +328,29 @@ end
 }
 
 /// What a saved batch does to the queues of a group's hosts: KEYS = five per host (see the
-/// module); ARGV = [rows per bucket, then per host, in the order of its keys: the length of
-/// its part, the taking that holds what is new ('' for none: queued), its lease in ms, n, the
-/// n URLs offered (6 each, see `offer`), m, the m pairs of cash owed (see `deposit`), then
-/// any number of settlements: token, how, k, the k fingerprints]. Returns per host {queued,
-/// settled, the URLs held (see `offer`)}.
+/// module), then the caller's answer key; ARGV = [the call's id, rows per bucket, then per
+/// host, in the order of its keys: the length of its part, the taking that holds what is new
+/// ('' for none: queued), its lease in ms, n, the n URLs offered (6 each, see `offer`), m,
+/// the m pairs of cash owed (see `deposit`), then any number of settlements: token, how, k,
+/// the k fingerprints]. Returns per host {queued, settled, the URLs held (see `offer`)}.
+///
+/// A call is not idempotent (cash is added, counts are of what was new), yet a connection
+/// that breaks after the server ran it and before its answer came back sends it again: so the
+/// answer is kept under the answer key with the call's id, and a call whose id is found there
+/// returns it without running again. One key per process and group, overwritten by the next
+/// call, and gone a day after the last.
 pub(super) const PUT: &str = concat!(
     rows_in_buckets!(),
     bulk!(),
     grouped!(),
     host_functions!(),
-    r"local per_bucket = tonumber(ARGV[1])
+    r"local MEMO, CALL = KEYS[#KEYS], ARGV[1]
+local kept = redis.call('GET', MEMO)
+if kept then
+  local was = cmsgpack.unpack(kept)
+  if was[1] == CALL then return was[2] end
+end
+local per_bucket = tonumber(ARGV[2])
 local clock
 -- One host's part: its keys from KEYS[k], its arguments after ARGV[b + 1] (its length) up
 -- to ARGV[last].
@@ -386,13 +398,14 @@ local function put_host(k, b, last)
   end
   return {queued, settled, held}
 end
-local out, s, k = {}, 2, 1
+local out, s, k = {}, 3, 1
 while s <= #ARGV do
   local len = tonumber(ARGV[s])
   out[#out + 1] = put_host(k, s - 1, s + len)
   s = s + 1 + len
   k = k + 5
 end
+redis.call('SET', MEMO, cmsgpack.pack({CALL, out}), 'PX', 86400000)
 return out
 "
 );
@@ -402,7 +415,9 @@ return out
 /// to their fingerprints and cash (16 bytes each: the 8 of the fingerprint, then the cash as a
 /// big-endian double), and `taken` scores the token by its lease's expiry. A taker whose lease
 /// expired cannot settle a URL another took since, and a taking costs two writes, not two
-/// per URL. Returns fp, cash, row for each, best first.
+/// per URL. Returns fp, cash, row for each, best first. A token already holding URLs is a
+/// taking sent again after its answer was lost (the connection broke): it answers with what
+/// it holds, rather than taking more under the same token.
 pub(super) const TAKE: &str = concat!(
     server_now!(),
     rows_in_buckets!(),
@@ -424,18 +439,25 @@ if #expired > 0 then
   many('HDEL', HOLDERS, expired)
   many('ZADD', QUEUE, back)
 end
-local best = redis.call('ZRANGE', QUEUE, 0, tonumber(ARGV[1]) - 1, 'WITHSCORES')
-if #best == 0 then return {} end
 local fps, cash, held = {}, {}, {}
-for i = 1, #best, 2 do
-  local fp, c = best[i], -tonumber(best[i + 1])
-  fps[#fps + 1] = fp
-  cash[#cash + 1] = c
-  held[#held + 1] = fp .. struct.pack('>d', c)
+local again = redis.call('HGET', HOLDERS, ARGV[3])
+if again then
+  for i = 1, #again, 16 do
+    fps[#fps + 1] = string.sub(again, i, i + 7)
+    cash[#cash + 1] = struct.unpack('>d', again, i + 8)
+  end
+else
+  local best = redis.call('ZRANGE', QUEUE, 0, tonumber(ARGV[1]) - 1, 'WITHSCORES')
+  if #best == 0 then return {} end
+  for i = 1, #best, 2 do
+    local fp, c = best[i], -tonumber(best[i + 1])
+    fps[#fps + 1] = fp
+    cash[#cash + 1] = c
+    held[#held + 1] = fp .. struct.pack('>d', c)
+  end
+  many('ZREM', QUEUE, fps)
+  redis.call('HSET', HOLDERS, ARGV[3], table.concat(held))
 end
-many('ZREM', QUEUE, fps)
-local before = redis.call('HGET', HOLDERS, ARGV[3]) or ''
-redis.call('HSET', HOLDERS, ARGV[3], before .. table.concat(held))
 redis.call('ZADD', TAKEN, now + tonumber(ARGV[2]), ARGV[3])
 local rows = {}
 local order, where = group(fps)

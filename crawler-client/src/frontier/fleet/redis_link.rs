@@ -220,7 +220,8 @@ impl RedisLink {
     }
 
     /// Runs `call`, waiting out an unreachable server. Calls are idempotent or made so by their
-    /// scripts (a seen-set, a token), so one repeated after a lost reply does no harm.
+    /// scripts (a seen-set, a token, an answer kept under the call's id), so one repeated
+    /// after a lost reply does no harm (`tests/tools/fleet_lost_answers.rs`).
     pub(crate) fn run<T>(
         &mut self,
         mut call: impl FnMut(&mut dyn ConnectionLike) -> RedisResult<T>,
