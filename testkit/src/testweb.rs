@@ -18,6 +18,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use webcoop_protocol::sitemap::{URLSET_HEAD, URLSET_TAIL, write_url};
 
+mod render;
+use render::{header_str, page, redirect, text};
+
 /// What a host's robots.txt says (or does).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Robots {
@@ -366,63 +369,6 @@ fn sitemap(s: &State, host: &str, spec: &HostSpec, kind: Sitemap) -> Response<Bo
     }
     body.push_str(URLSET_TAIL);
     text(StatusCode::OK, "application/xml", body)
-}
-
-fn text(status: StatusCode, content_type: &str, body: impl Into<Body>) -> Response<Body> {
-    let mut r = Response::new(body.into());
-    *r.status_mut() = status;
-    if let Ok(v) = content_type.parse() {
-        r.headers_mut().insert(header::CONTENT_TYPE, v);
-    }
-    r
-}
-
-fn redirect(status: StatusCode, to: &str) -> Response<Body> {
-    let mut r = text(status, "text/html", format!("<a href=\"{to}\">moved</a>"));
-    if let Ok(v) = to.parse() {
-        r.headers_mut().insert(header::LOCATION, v);
-    }
-    r
-}
-
-fn header_str(h: &HeaderMap, name: header::HeaderName) -> Option<String> {
-    h.get(name)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string)
-}
-
-fn filler(out: &mut String, bytes: usize) {
-    out.push_str("<p>");
-    const WORDS: &[&str] = &[
-        "crawler",
-        "politeness",
-        "frontier",
-        "archive",
-        "robots",
-        "delta",
-        "freshness",
-        "page",
-    ];
-    let mut i = 0;
-    let start = out.len();
-    while out.len() - start < bytes {
-        out.push_str(WORDS[i % WORDS.len()]);
-        out.push(' ');
-        i += 7;
-    }
-    out.push_str("</p>\n");
-}
-
-fn page(title: &str, links: &[String], filler_bytes: usize, extra_head: &str) -> String {
-    let mut s = format!(
-        "<!DOCTYPE html>\n<html><head><title>{title}</title>{extra_head}</head><body>\n<h1>{title}</h1>\n"
-    );
-    for l in links {
-        let _ = writeln!(s, "<a href=\"{l}\">{l}</a>");
-    }
-    filler(&mut s, filler_bytes);
-    s.push_str("</body></html>\n");
-    s
 }
 
 async fn handle(s: Arc<State>, req: Request<Body>) -> Response<Body> {

@@ -243,7 +243,9 @@ impl Engine {
         let metrics = Arc::new(CrawlMetrics::default());
         serve_metrics(&rt, s.metrics, &metrics)?;
         let log = CrawlLog::open(&s.out.join("crawl.log"))?;
-        let (tx, rx) = outbox::channel();
+        let (tx, mut rx) = outbox::channel();
+        // A hundredth of the shortest delay: each host's requests later by at most 1%.
+        rx.gather(s.politeness.min_delay / 100);
         let policy = LinkPolicy::new(s.scope.clone(), &seeds, s.limits)
             .for_agent(&robots::product_token(&s.user_agent));
         let mut digests = HashSet::new();

@@ -4,10 +4,11 @@
 //! one of the host's later outcomes brings.
 
 use super::outcome::Outcome;
+use std::cell::Cell;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::sync::{Arc, OnceLock};
 use std::thread::Thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The sending side, one clone per task.
 #[derive(Clone)]
@@ -20,7 +21,15 @@ pub(crate) struct Outbox {
 pub(crate) struct Inbox {
     rx: Receiver<Outcome>,
     scheduler: Arc<OnceLock<Thread>>,
+    /// The shortest time between two of the scheduler's turns (see [`Inbox::gather`]).
+    gap: Duration,
+    /// When the last turn began.
+    turn: Cell<Option<Instant>>,
 }
+
+/// The longest gap between the scheduler's turns: a page's request starts at most this much
+/// after its host's time came.
+pub(crate) const MAX_GAP: Duration = Duration::from_millis(5);
 
 /// The channel's two sides.
 pub(crate) fn channel() -> (Outbox, Inbox) {
@@ -31,7 +40,12 @@ pub(crate) fn channel() -> (Outbox, Inbox) {
             tx,
             scheduler: scheduler.clone(),
         },
-        Inbox { rx, scheduler },
+        Inbox {
+            rx,
+            scheduler,
+            gap: Duration::ZERO,
+            turn: Cell::new(None),
+        },
     )
 }
 
@@ -54,18 +68,37 @@ impl Outbox {
 impl Inbox {
     /// Waits up to `timeout` for an outcome that wakes the scheduler, then takes everything
     /// that arrived into `into`; returns false when every sender is gone.
+    /// A turn begins no sooner than the gap set here after the one before.
     pub(crate) fn wait(&self, timeout: Duration, into: &mut Vec<Outcome>) -> bool {
         let me = self.scheduler.get_or_init(std::thread::current);
         debug_assert_eq!(me.id(), std::thread::current().id());
-        if !self.drain(into) {
-            return false;
+        let mut timeout = timeout;
+        if let Some(turn) = self.turn.get() {
+            let wait = (turn + self.gap).saturating_duration_since(Instant::now());
+            if !wait.is_zero() {
+                std::thread::sleep(wait);
+                timeout = timeout.saturating_sub(wait);
+            }
         }
-        if into.is_empty() {
+        let open = self.drain(into);
+        if open && into.is_empty() {
             // A wake sent between the drain and here is kept by the thread's token.
             std::thread::park_timeout(timeout);
+            self.turn.set(Some(Instant::now()));
             return self.drain(into);
         }
-        true
+        self.turn.set(Some(Instant::now()));
+        open
+    }
+
+    /// Gathers what arrives into turns at least `gap` apart (at most [`MAX_GAP`]): when
+    /// hosts wait a second between requests, ten thousand of them send and answer one at a
+    /// time, and a turn per answer costs a wake-up of this thread and of the fetching
+    /// threads per page; a few milliseconds gather them by the dozen. A crawl without
+    /// delays (one host, politeness off) keeps a turn per answer: its next request is due at
+    /// once.
+    pub(crate) fn gather(&mut self, gap: Duration) {
+        self.gap = gap.min(MAX_GAP);
     }
 
     /// Takes what has arrived; false when every sender is gone.
@@ -133,6 +166,36 @@ mod tests {
             !inbox.wait(Duration::from_secs(5), &mut got),
             "senders gone"
         );
+    }
+
+    /// Two outcomes sent 100 ms apart, the first at once, taken by the turn after a first
+    /// one with `gap`; returns what that turn took and how long after the first it began.
+    fn turn_after(gap: Duration) -> (usize, Duration) {
+        let (out, mut inbox) = channel();
+        inbox.gap = gap;
+        let mut got = Vec::new();
+        assert!(inbox.wait(Duration::ZERO, &mut got));
+        let first = Instant::now();
+        let t = std::thread::spawn(move || {
+            out.send(resolved(1));
+            std::thread::sleep(Duration::from_millis(100));
+            out.send(resolved(2));
+        });
+        assert!(inbox.wait(Duration::from_secs(5), &mut got));
+        let began = first.elapsed();
+        let _ = t.join();
+        (got.len(), began)
+    }
+
+    #[test]
+    fn a_turn_begins_a_gap_after_the_last_and_takes_what_arrived_meanwhile() {
+        let (took, began) = turn_after(Duration::from_millis(400));
+        assert_eq!(took, 2, "both outcomes, in one turn");
+        assert!(began >= Duration::from_millis(350), "{began:?}");
+        // The twin: without a gap the first outcome wakes a turn of its own.
+        let (took, began) = turn_after(Duration::ZERO);
+        assert_eq!(took, 1, "the first outcome alone");
+        assert!(began < Duration::from_millis(100), "{began:?}");
     }
 
     #[test]
