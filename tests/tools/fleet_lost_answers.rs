@@ -4,29 +4,15 @@
 //! sending must not run the call's effects twice: a batch's counts, its cash and the URLs it
 //! held for the process, a taking's URLs and a host's lease are what the first sending made.
 
+use super::fleet_queue::{batch_of, hosts_first_seen, offers};
 use std::collections::HashMap;
 use std::time::Duration;
 use webcoop_crawler::fleet::{Grant, HostLeases, SharedQueue};
-use webcoop_crawler::{Fp, HostId, NewUrl};
+use webcoop_crawler::{HostId, NewUrl};
 use webcoop_testkit::redis::RedisServer;
 use webcoop_testkit::reply_cutter::ReplyCutter;
 
 const LEASE: Duration = Duration::from_secs(30);
-
-fn offers(site: usize, n: usize) -> Vec<NewUrl> {
-    (0..n)
-        .map(|i| NewUrl {
-            seq: 0,
-            host: HostId(0),
-            url: format!("http://s{site}.test/{i}"),
-            fp: Fp((site * 1_000_000 + i) as u64),
-            depth: 1,
-            hops: 0,
-            priority: 1.0,
-            revisit: false,
-        })
-        .collect()
-}
 
 /// A server, and a proxy in front of it whose next answer to a script call can be lost.
 fn cut_server() -> Option<(RedisServer, ReplyCutter, String)> {
@@ -42,18 +28,8 @@ fn a_batch_sent_again_after_its_answer_was_lost_counts_pays_and_holds_as_the_fir
         return;
     };
     let mut q = SharedQueue::connect(&url, "test", "p").unwrap();
-    let hosts: Vec<HostId> = (0..40)
-        .map(|s| q.host_id(&format!("http://s{s}.test")).unwrap())
-        .collect();
-    // The scripts loaded, and one URL of the first host seen before the batch.
-    assert_eq!(q.offer(hosts[0], &offers(0, 1)).unwrap(), 1);
-    let batch = |n| {
-        hosts
-            .iter()
-            .enumerate()
-            .map(|(s, h)| (*h, offers(s, n)))
-            .collect::<Vec<_>>()
-    };
+    let hosts = hosts_first_seen(&mut q, 40);
+    let batch = |n| batch_of(&hosts, n);
 
     cutter.cut_answer_to(b"EVALSHA");
     let queued: HashMap<HostId, usize> = q.offer_many(batch(3)).unwrap().into_iter().collect();
@@ -82,8 +58,8 @@ fn a_batch_sent_again_after_its_answer_was_lost_counts_pays_and_holds_as_the_fir
     let taken = q.take(hosts[0], 1, LEASE).unwrap();
     assert_eq!(taken.len(), 1);
     assert_eq!(taken[0].job.fp, url0.fp, "the URL paid comes first");
-    // Its cash: 1 from each of its three offers, and the 5 paid once.
-    assert_eq!(taken[0].job.priority, 8.0, "paid once");
+    // Its cash: 0 from each of its three offers, and the 5 paid once.
+    assert_eq!(taken[0].job.priority, 5.0, "paid once");
     assert_eq!(q.settle_done(hosts[0], &taken).unwrap(), 1);
 
     // URLs held for this process as they are offered: the same ones, once.

@@ -14,7 +14,8 @@ use webcoop_testkit::redis::{RedisCluster, RedisServer};
 
 const LEASE: Duration = Duration::from_secs(30);
 
-fn offers(site: usize, n: usize) -> Vec<NewUrl> {
+/// `n` URLs of site `site`, priced 0 to 6 in turn.
+pub(super) fn offers(site: usize, n: usize) -> Vec<NewUrl> {
     (0..n)
         .map(|i| NewUrl {
             seq: 0,
@@ -622,24 +623,32 @@ fn offers_on_a_cluster_whose_nodes_forgot_their_scripts_still_count_each_url_onc
     }
 }
 
+/// Ids of `n` hosts (`s0.test`, ...) on `q`, with the batch script loaded first (a server
+/// that lacks it answers each call, then runs it again) and one URL of the first host seen.
+pub(super) fn hosts_first_seen(q: &mut SharedQueue, n: usize) -> Vec<HostId> {
+    let hosts: Vec<HostId> = (0..n)
+        .map(|s| q.host_id(&format!("http://s{s}.test")).unwrap())
+        .collect();
+    assert_eq!(q.offer(hosts[0], &offers(0, 1)).unwrap(), 1);
+    hosts
+}
+
+/// `n` URLs offered to each of `hosts`, in one batch.
+pub(super) fn batch_of(hosts: &[HostId], n: usize) -> Vec<(HostId, Vec<NewUrl>)> {
+    hosts
+        .iter()
+        .enumerate()
+        .map(|(s, h)| (*h, offers(s, n)))
+        .collect()
+}
+
 /// Offers of 300 hosts in one batch on `url`: each host's part answered for itself, only
 /// new URLs queued, and each host's URLs back from its own queue once; `calls` counts the
 /// script calls the two batches made, where it can.
 fn a_batch_of_many_hosts(url: &str, calls: impl Fn() -> u64) -> u64 {
     let mut q = SharedQueue::connect(url, "test", "p").unwrap();
-    let hosts: Vec<HostId> = (0..300)
-        .map(|s| q.host_id(&format!("http://s{s}.test")).unwrap())
-        .collect();
-    // The script loaded first (a server that lacks it answers each call, then runs it again),
-    // and one URL of the first host seen before the batch.
-    assert_eq!(q.offer(hosts[0], &offers(0, 1)).unwrap(), 1);
-    let batch = |n| {
-        hosts
-            .iter()
-            .enumerate()
-            .map(|(s, h)| (*h, offers(s, n)))
-            .collect::<Vec<_>>()
-    };
+    let hosts = hosts_first_seen(&mut q, 300);
+    let batch = |n| batch_of(&hosts, n);
     let before = calls();
     let queued: HashMap<HostId, usize> = q.offer_many(batch(3)).unwrap().into_iter().collect();
     let again: HashMap<HostId, usize> = q.offer_many(batch(5)).unwrap().into_iter().collect();
