@@ -200,15 +200,20 @@ fn a_burst_of_ten_thousand_changes_loses_none() {
         }
     }
     // Every file's second version published, each a modification at least (see above).
+    let want: std::collections::HashMap<String, u64> = (0..10)
+        .flat_map(|dir| (0..1000).map(move |i| (dir, i)))
+        .map(|(dir, i)| {
+            let size = format!("page {dir}/{i}, v2").len() as u64;
+            (url(&format!("d{dir}/p{i}.html")), size)
+        })
+        .collect();
     let v2 = |l: &RobotsRdf| {
-        l.items.len() == 10_001
-            && l.items.iter().all(|i| {
-                i.url.as_str() == url("index.html")
-                    || i.url.as_str().rsplit_once('/').is_some_and(|(dir, name)| {
-                        let (dir, n) = (&dir[dir.len() - 1..], &name[1..name.len() - 5]);
-                        i.size == Some(format!("page {dir}/{n}, v2").len() as u64)
-                    })
-            })
+        let sizes: std::collections::HashMap<String, Option<u64>> = l
+            .items
+            .iter()
+            .map(|i| (i.url.to_string(), i.size))
+            .collect();
+        want.iter().all(|(u, w)| sizes.get(u) == Some(&Some(*w)))
     };
     let l = wait_for(
         &www,
@@ -216,19 +221,7 @@ fn a_burst_of_ten_thousand_changes_loses_none() {
         "10,000 modifications",
         |l| l.channel.seq.is_some_and(|s| s >= first + 10_000) && v2(l),
     );
-    let sizes: std::collections::HashMap<String, Option<u64>> = l
-        .items
-        .iter()
-        .map(|i| (i.url.to_string(), i.size))
-        .collect();
-    for dir in 0..10 {
-        for i in 0..1000 {
-            assert_eq!(
-                sizes[&url(&format!("d{dir}/p{i}.html"))],
-                Some(format!("page {dir}/{i}, v2").len() as u64)
-            );
-        }
-    }
+    assert_eq!(l.items.len(), 10_001);
 }
 
 #[test]
