@@ -134,6 +134,10 @@ impl EventQueue {
             self.retry
                 .insert(p, (last_write + OPEN_WRITE_LIMIT).max(now + self.debounce));
         }
+        // A writer that never closed (or whose close was lost in an overflow) is published like
+        // any other after the limit; its entry would otherwise stay for good.
+        self.writing
+            .retain(|_, t| now.duration_since(*t) < OPEN_WRITE_LIMIT);
         ready
     }
 }
@@ -204,5 +208,9 @@ mod tests {
             q.take_ready(t0 + OPEN_WRITE_LIMIT + ms(200)),
             paths(&["log"]).into_iter().collect()
         );
+        assert!(q.writing.is_empty(), "{:?}", q.writing);
+        // Written again, it waits for its writer again.
+        q.touched(paths(&["log"]), true, t0 + OPEN_WRITE_LIMIT + ms(300));
+        assert!(q.take_ready(t0 + OPEN_WRITE_LIMIT + ms(500)).is_empty());
     }
 }

@@ -59,7 +59,8 @@ pub(crate) fn install_tls_provider() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
-fn config_for(docroot: &Path, state: &Path, server: &str, options: &Options) -> Config {
+/// The agent's configuration for a docroot judged by `server`, as the tests run it.
+pub(crate) fn config_for(docroot: &Path, state: &Path, server: &str, options: &Options) -> Config {
     let cli = AgentOptions {
         docroot: Some(docroot.to_path_buf()),
         server_url: Some(server.to_string()),

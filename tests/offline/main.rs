@@ -6,6 +6,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod agent_backlog;
 mod agent_service;
 mod bench_proxy;
 mod bench_run;

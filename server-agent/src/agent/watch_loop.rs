@@ -22,6 +22,12 @@ const ROUND: usize = 16;
 /// reloaded, which often follows the edit by a little while.
 const FOLLOW_UPS: [Duration; 2] = [Duration::from_secs(60), Duration::from_secs(600)];
 
+/// Longest the sitemaps wait behind robots.rdf and the feed while events keep coming.
+const SITEMAPS_WAIT: Duration = Duration::from_secs(1);
+
+/// Longest events are taken past their batch's window before the batch is looked at.
+const TAKING_LATE: Duration = Duration::from_secs(1);
+
 /// How often the server's configuration files are looked at.
 const CONFIG_POLL: Duration = Duration::from_secs(1);
 
@@ -132,6 +138,8 @@ impl Agent {
         }
         let mut backoff = Duration::ZERO;
         let mut sitemaps_stale: Option<Instant> = None;
+        // Since when events are taken past their batch's window.
+        let mut taking_late: Option<Instant> = None;
         // Documents that could not be written (a full disk) are tried again on their own, not
         // only with the next change, which may not come for days: when, and the pause after.
         let mut republish: Option<(Instant, Duration)> = None;
@@ -200,11 +208,25 @@ impl Agent {
                         queue.touched(Vec::new(), false, at);
                     }
                 }
-                // Keep taking events, unless the sitemaps have waited a second already.
-                if sitemaps_stale.is_none_or(|since| since.elapsed() < Duration::from_secs(1)) {
+                // The sitemaps wait at most a second behind a stream of events. They were once
+                // left for a quiet moment, and every event after that second fell through as a
+                // batch of its own: under load, 7,360 files took 5 minutes one by one.
+                if sitemaps_stale.is_some_and(|since| since.elapsed() >= SITEMAPS_WAIT) {
+                    sitemaps_stale = None;
+                    self.publish_sitemaps(&mut republish);
+                }
+                // What is waiting joins the batch, for a second at most past its window: a
+                // stream faster than the loop takes it is still cut into batches.
+                let now = Instant::now();
+                if queue.deadline().is_none_or(|d| now < d) {
+                    taking_late = None;
+                    continue;
+                }
+                if now.duration_since(*taking_late.get_or_insert(now)) < TAKING_LATE {
                     continue;
                 }
             }
+            taking_late = None;
             let now = Instant::now();
             if now.duration_since(reads_counted) >= super::reads::READS_EVERY {
                 reads_counted = now;
@@ -265,24 +287,7 @@ impl Agent {
                         Err(e) => Some(publish_failed(&e, Some(pause))),
                     };
                 } else if sitemaps_stale.take().is_some() {
-                    let started = Instant::now();
-                    let done = self.publisher.publish_sitemaps(
-                        &self.inventory,
-                        &self.store,
-                        truncate_ms(self.clock.now()),
-                    );
-                    let noted = done.as_ref().map(|_| None).map_err(|e| e.to_string());
-                    self.note_publication("sitemaps", started.elapsed(), noted);
-                    match done {
-                        Ok(report) => tracing::debug!(
-                            parts = report.parts,
-                            rewritten = report.rewritten,
-                            "sitemaps published"
-                        ),
-                        Err(e) => {
-                            republish = Some(publish_failed(&e, republish.map(|(_, p)| p)));
-                        }
-                    }
+                    self.publish_sitemaps(&mut republish);
                 } else if !judging.paused(now) {
                     // Quiet: judge a few files again.
                     let spread = self.judged_files() as f64
@@ -351,6 +356,27 @@ impl Agent {
             }
         }
         Ok(())
+    }
+
+    /// Publishes the sitemaps after changes were published; a failure is tried again later
+    /// (`republish`).
+    fn publish_sitemaps(&mut self, republish: &mut Option<(Instant, Duration)>) {
+        let started = Instant::now();
+        let done = self.publisher.publish_sitemaps(
+            &self.inventory,
+            &self.store,
+            truncate_ms(self.clock.now()),
+        );
+        let noted = done.as_ref().map(|_| None).map_err(|e| e.to_string());
+        self.note_publication("sitemaps", started.elapsed(), noted);
+        match done {
+            Ok(report) => tracing::debug!(
+                parts = report.parts,
+                rewritten = report.rewritten,
+                "sitemaps published"
+            ),
+            Err(e) => *republish = Some(publish_failed(&e, republish.map(|(_, p)| p))),
+        }
     }
 
     /// Publishes robots.rdf and the changes feed after changes were saved; a failure is tried

@@ -33,7 +33,10 @@ fn start_logging(www: &Path, state: &Path, server: &StaticServer, stderr: Stdio)
         .arg(state)
         .args(["--base-url", BASE, "--debounce-ms", "50"])
         .args(["--server-url", &server.url()])
-        .env("WEBCOOP_LOG", "warn")
+        .env(
+            "WEBCOOP_LOG",
+            std::env::var("AGENT_LOG_TMP").unwrap_or("warn".into()),
+        )
         .stdin(Stdio::null())
         .stderr(stderr)
         .spawn()
@@ -56,6 +59,17 @@ fn wait_for(
     what: &str,
     done: impl Fn(&RobotsRdf) -> bool,
 ) -> RobotsRdf {
+    wait_explaining(www, limit, what, done, |_| String::new())
+}
+
+/// [`wait_for`], whose failure also says what `explain` finds in the last listing published.
+fn wait_explaining(
+    www: &Path,
+    limit: Duration,
+    what: &str,
+    done: impl Fn(&RobotsRdf) -> bool,
+    explain: impl Fn(&RobotsRdf) -> String,
+) -> RobotsRdf {
     let start = Instant::now();
     // Parsed again only once replaced: parsing 10,000 items unoptimised every few milliseconds
     // took a core from the agent under test.
@@ -72,10 +86,14 @@ fn wait_for(
                 return l;
             }
         }
-        assert!(
-            start.elapsed() < limit,
-            "not published within {limit:?}: {what}"
-        );
+        if start.elapsed() >= limit {
+            let last = listing(www);
+            panic!(
+                "not published within {limit:?}: {what}; the last listing ({:?} announcements): {}",
+                last.as_ref().and_then(|l| l.channel.seq),
+                last.as_ref().map_or_else(|| "none".into(), &explain)
+            );
+        }
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -207,19 +225,33 @@ fn a_burst_of_ten_thousand_changes_loses_none() {
             (url(&format!("d{dir}/p{i}.html")), size)
         })
         .collect();
-    let v2 = |l: &RobotsRdf| {
+    let behind = |l: &RobotsRdf| {
         let sizes: std::collections::HashMap<String, Option<u64>> = l
             .items
             .iter()
             .map(|i| (i.url.to_string(), i.size))
             .collect();
-        want.iter().all(|(u, w)| sizes.get(u) == Some(&Some(*w)))
+        let mut late: Vec<&String> = want
+            .iter()
+            .filter(|(u, w)| sizes.get(*u) != Some(&Some(**w)))
+            .map(|(u, _)| u)
+            .collect();
+        late.sort();
+        late
     };
-    let l = wait_for(
+    let l = wait_explaining(
         &www,
         Duration::from_secs(300),
         "10,000 modifications",
-        |l| l.channel.seq.is_some_and(|s| s >= first + 10_000) && v2(l),
+        |l| l.channel.seq.is_some_and(|s| s >= first + 10_000) && behind(l).is_empty(),
+        |l| {
+            let late = behind(l);
+            format!(
+                "{} files not at their second version, first {:?}",
+                late.len(),
+                &late[..late.len().min(5)]
+            )
+        },
     );
     assert_eq!(l.items.len(), 10_001);
 }
