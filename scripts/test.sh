@@ -3,8 +3,8 @@
 # (GNU patch, zstd, nginx, Apache with mod_php, PHP-FPM, WordPress with MariaDB, wget, redis-server, Chromium with
 # chromedriver, the Python docs as a site to crawl, a Python venv with the reference clients and
 # warcio), checks formatting, runs clippy with warnings as errors, runs every test of the
-# workspace with the outside tools (`--features webcoop/outside-tools`), fuzzes each target
-# briefly, and builds, installs and removes the Debian packages.
+# workspace with the outside tools (`--features webcoop/outside-tools`), and builds, installs
+# and removes the Debian packages; with WEBCOOP_FUZZ_SECONDS=N, fuzzes each target N seconds.
 #
 # Plain `cargo test` is the first tier: everything that needs no outside program.
 #
@@ -98,16 +98,19 @@ if [ ! -d target/debug ] && [ -n "$free_mb" ] && [ "$free_mb" -lt "$need_mb" ]; 
 fi
 
 # --- builds beside the checks and the tests ------------------------------------------------
-# The fuzz targets (nightly) build from the start at the lowest priority: they take the CPU
-# the lints and the test build leave while they link, and the tests, which mostly wait on
-# servers and sockets. They build unoptimised (`--dev`, with debug assertions and overflow
-# checks) and without the address sanitizer (`-s none`): the 10 s runs here are a smoke test,
-# their build was CI's last step to finish (1:47 after the tests, on 2026-11-26), and the
-# sanitizer made it 432 CPU-seconds against 346. Long runs keep the sanitizer and use -O
-# (fuzz/README.md).
+# Coverage-guided fuzzing (nightly) runs when WEBCOOP_FUZZ_SECONDS asks for it: every seed and
+# kept crash is replayed on stable by the tests (tests/offline/fuzz_corpora.rs), and a few
+# seconds a target were CI's last four minutes on a clean clone: the targets' build, which
+# compiles every dependency again with coverage, finished 2:48 after the tests.
+# `WEBCOOP_FUZZ_SECONDS=10 scripts/test.sh` runs it as before; fuzz/README.md has long runs.
+# The fuzz targets build from the start at the lowest priority: they take the CPU the lints and
+# the test build leave while they link, and the tests, which mostly wait on servers and
+# sockets. They build unoptimised (`--dev`, with debug assertions and overflow checks) and
+# without the address sanitizer (`-s none`): the sanitizer made it 432 CPU-seconds against
+# 346. Long runs keep the sanitizer and use -O (fuzz/README.md).
 # A failing step stops the script; what runs beside it stops with it.
 trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
-fuzz_secs="${WEBCOOP_FUZZ_SECONDS:-10}"
+fuzz_secs="${WEBCOOP_FUZZ_SECONDS:-0}"
 fuzz_build=""
 fuzz_log=$(mktemp)
 if [ "$fuzz_secs" != 0 ] && rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
@@ -144,8 +147,8 @@ tests=(cargo test --workspace --features webcoop/outside-tools)
 # and pywb, and it is the longest (about 170 s). Every other test target is named here; a new
 # one must be added (cargo has no way to leave one target out).
 tools=("${tests[@]}" --test tools)
-others=("${tests[@]}" --lib --bins --test offline --test hostile --test binary --test malformed
-    --test round_trip)
+offline=("${tests[@]}" --test offline)
+others=("${tests[@]}" --lib --bins --test hostile --test binary --test malformed --test round_trip)
 unlisted=$(cargo metadata --no-deps --format-version 1 | python3 -c '
 import json, sys
 known = {"tools", "offline", "hostile", "binary", "malformed", "round_trip"}
@@ -186,14 +189,17 @@ PY
     exit 1
 fi
 "${tools[@]}" --no-run "$@"
-"${others[@]}" --no-run "$@"
+"${others[@]}" --test offline --no-run "$@"
 cargo build --workspace --bins
 
-say "cargo test --workspace --features webcoop/outside-tools (tests/tools beside the rest)"
-# Two at a time in each binary (the cores): four cut the waiting binaries' run by a third, but
-# the agent's, which computes, then timed out a 10,000-file burst beside the fuzz build.
+say "cargo test --workspace --features webcoop/outside-tools (tests/tools, then tests/offline, beside the rest)"
+# tests/tools mostly waits on its servers: four at a time, it took 338 s instead of 473-559 s
+# at two (2026-11-29), and the rest, two at a time (the cores), 484 s beside it. tests/offline
+# follows it, so that the two streams end closer together. (Four once timed out the agent's
+# 10,000-file burst: that was the watch loop taking a backlog one file at a time, since fixed.)
 tools_log=$(mktemp)
-"${tools[@]}" "$@" >"$tools_log" 2>&1 &
+{ RUST_TEST_THREADS="${RUST_TEST_THREADS:-4}" "${tools[@]}" "$@" && "${offline[@]}" "$@"; } \
+    >"$tools_log" 2>&1 &
 tools_run=$!
 if ! "${others[@]}" "$@"; then
     kill "$tools_run" 2>/dev/null || true
@@ -201,7 +207,7 @@ if ! "${others[@]}" "$@"; then
 fi
 if ! wait "$tools_run"; then
     cat "$tools_log"
-    echo "error: tests/tools failed (above)" >&2
+    echo "error: tests/tools or tests/offline failed (above)" >&2
     exit 1
 fi
 cat "$tools_log"
@@ -277,7 +283,7 @@ if [ -n "$fuzz_build" ]; then
     for p in "${pending[@]}"; do wait "$p"; done
     rm -rf "$logs"
 else
-    say "fuzz targets not run (no nightly toolchain, or WEBCOOP_FUZZ_SECONDS=0; their seeds and kept crashes were replayed on stable)"
+    say "fuzz targets not run (WEBCOOP_FUZZ_SECONDS unset or 0, or no nightly toolchain; their seeds and kept crashes were replayed on stable)"
 fi
 rm -f "$fuzz_log"
 # --- Debian packages, their end -------------------------------------------------------------
