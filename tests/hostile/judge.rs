@@ -236,9 +236,16 @@ fn rules_that_depend_on_who_asks_hide_their_places_and_unreadable_includes_hide_
         "{}",
         site.log_text()
     );
-    let overview =
-        webcoop::servers::http_get(console_addr.parse().unwrap(), "/api/overview", &[]).unwrap();
-    let overview: serde_json::Value = serde_json::from_slice(&overview.body).unwrap();
+    // The console starts just after the service the site waited for: a loaded machine once
+    // asked in between and was refused.
+    let mut overview = None;
+    wait_for(30, "the agent's console", || {
+        overview =
+            webcoop::servers::http_get(console_addr.parse().unwrap(), "/api/overview", &[]).ok();
+        overview.is_some()
+    });
+    let overview: serde_json::Value =
+        serde_json::from_slice(&overview.map(|r| r.body).unwrap_or_default()).unwrap();
     let unread = overview["judge"]["config_unread"]
         .as_str()
         .unwrap_or_default();
