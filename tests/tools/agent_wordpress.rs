@@ -49,6 +49,8 @@ fn a_pinging_wordpress_is_kept_exact_in_a_pushed_crawler_and_strangers_pings_are
 
     // A crawler kept fresh by pushes, and one polling every page every 5 s, side by side (a
     // poll of WordPress costs PHP its whole page: faster polling would load the test machine).
+    // Each runs for ten minutes at most, and stops with the test: under CI's load the four
+    // steps below outlasted the two minutes they once had.
     let resolve = format!("{}={}", wp.host, wp.nginx.addr);
     let pushed = wp.tmp.path().join("crawl-push");
     let polled = wp.tmp.path().join("crawl-poll");
@@ -56,7 +58,7 @@ fn a_pinging_wordpress_is_kept_exact_in_a_pushed_crawler_and_strangers_pings_are
         std::slice::from_ref(&wp.base),
         &pushed,
         "push",
-        120,
+        600,
         600,
         &[
             "--resolve".into(),
@@ -71,7 +73,7 @@ fn a_pinging_wordpress_is_kept_exact_in_a_pushed_crawler_and_strangers_pings_are
         std::slice::from_ref(&wp.base),
         &polled,
         "off",
-        120,
+        600,
         5,
         &[
             "--resolve".into(),
