@@ -89,7 +89,7 @@ fn changes_made_while_the_loop_is_busy_are_saved_in_a_few_batches() {
         "{} batches: {sizes:?}",
         sizes.len()
     );
-    // The twin: the loop really was behind, holding a batch while the next burst was written.
+    // The twin: the loop really was behind, holding a batch while the next burst was made.
     assert!(
         sizes.len() >= BURSTS,
         "fewer batches than bursts: {sizes:?}"
