@@ -56,15 +56,26 @@ if ((${#missing[@]})); then
     [ -z "$added_policy" ] || $SUDO rm -f "$policy"
 fi
 
+# A failing step stops the script; what runs beside it stops with it.
+trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
+
 # --- reference clients -----------------------------------------------------------------------
+# Made beside the build (44 s of a clean run's start on 2026-12-01, before the build began);
+# waited for before the tests.
 venv=target/refvenv
 stamp="$venv/.requirements"
+venv_run=""
+venv_log=$(mktemp)
 if [ ! -x "$venv/bin/python" ] || ! cmp -s tests/reference/requirements.txt "$stamp"; then
-    say "creating $venv with the Python reference clients"
-    rm -rf "$venv"
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install -q --disable-pip-version-check -r tests/reference/requirements.txt
-    cp tests/reference/requirements.txt "$stamp"
+    say "creating $venv with the Python reference clients, beside the build"
+    mkdir -p target
+    (
+        rm -rf "$venv"
+        python3 -m venv "$venv"
+        "$venv/bin/pip" install -q --disable-pip-version-check -r tests/reference/requirements.txt
+        cp tests/reference/requirements.txt "$stamp"
+    ) >"$venv_log" 2>&1 &
+    venv_run=$!
 fi
 export WEBCOOP_PYTHON="$PWD/$venv/bin/python"
 # Every test that needs one of the tools above fails instead of skipping when it is missing.
@@ -108,8 +119,6 @@ fi
 # sockets. They build unoptimised (`--dev`, with debug assertions and overflow checks) and
 # without the address sanitizer (`-s none`): the sanitizer made it 432 CPU-seconds against
 # 346. Long runs keep the sanitizer and use -O (fuzz/README.md).
-# A failing step stops the script; what runs beside it stops with it.
-trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
 fuzz_secs="${WEBCOOP_FUZZ_SECONDS:-0}"
 fuzz_build=""
 fuzz_log=$(mktemp)
@@ -202,6 +211,13 @@ fi
 "${others[@]}" --test offline --no-run "$@"
 cargo build --workspace --bins
 
+if [ -n "$venv_run" ] && ! wait "$venv_run"; then
+    cat "$venv_log" >&2
+    echo "error: the Python reference clients could not be installed in $venv (above)" >&2
+    exit 1
+fi
+rm -f "$venv_log"
+
 say "cargo test --workspace --features webcoop/outside-tools (tests/tools, then tests/offline, beside the rest)"
 # tests/tools mostly waits on its servers: four at a time, it took 338 s instead of 473-559 s
 # at two (2026-11-29), and the rest, two at a time (the cores), 484 s beside it. tests/offline
@@ -222,19 +238,10 @@ if ! wait "$tools_run"; then
 fi
 cat "$tools_log"
 
-# --- the lints' verdict ----------------------------------------------------------------------
-if ! wait "$lint_run"; then
-    cat "$lint_log" >&2
-    echo "error: cargo clippy failed (above)" >&2
-    exit 1
-fi
-tail -n 1 "$lint_log"
-rm -f "$lint_log"
-
 # --- Debian packages, beside the fuzzing ------------------------------------------------------
 # Built, installed with dpkg on this machine, used, removed and purged (scripts/package-test.sh).
-# Installing needs root; WEBCOOP_PACKAGES=0 skips it. They run while the fuzz targets finish
-# building and run for their fixed time: on 2026-11-26 they were 39 s of CI's end, after it.
+# Installing needs root; WEBCOOP_PACKAGES=0 skips it. They run while the lints and the fuzz
+# targets finish: after the lints, they were a clean clone's last 62 s on 2026-11-29.
 package_run=""
 package_log=$(mktemp)
 if [ -n "$packages" ]; then
@@ -248,6 +255,15 @@ if [ -n "$packages" ]; then
 else
     say "Debian packages not built and installed (needs root and dpkg; WEBCOOP_PACKAGES=0 skips)"
 fi
+
+# --- the lints' verdict ----------------------------------------------------------------------
+if ! wait "$lint_run"; then
+    cat "$lint_log" >&2
+    echo "error: cargo clippy failed (above)" >&2
+    exit 1
+fi
+tail -n 1 "$lint_log"
+rm -f "$lint_log"
 
 # --- fuzzing ---------------------------------------------------------------------------------
 # The seeds and kept crashes were replayed on stable above (tests/offline/fuzz_corpora.rs).
