@@ -29,7 +29,9 @@ fn non_finite<T: Serialize>(over: &T) -> Vec<String> {
 
 /// `over`'s settings, each unset one taken from `under`.
 pub fn overlay<T: Serialize + DeserializeOwned>(over: &T, under: &T) -> Result<T, String> {
-    if let Some(bad) = non_finite(over).first() {
+    // Both layers: a file's `nan` would otherwise become JSON's null, an unset setting,
+    // and its default.
+    if let Some(bad) = non_finite(over).into_iter().chain(non_finite(under)).next() {
         return Err(format!("{bad}: not a finite number"));
     }
     let mut merged = as_map(under);
@@ -96,6 +98,16 @@ mod tests {
             ..Options::default()
         };
         assert_eq!(overlay(&fine, &file).unwrap().share, Some(0.25));
+        // A file's own non-finite number, under a command line that does not set it.
+        let bad_file = Options {
+            share: Some(f64::NAN),
+            ..Options::default()
+        };
+        let e = overlay(&Options::default(), &bad_file).unwrap_err();
+        assert!(
+            e.starts_with("share = ") && e.ends_with("not a finite number"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -9,7 +9,7 @@
 //!
 //! `cargo run --release --example crawl_bench -- --web 1 [--hosts 10000] [--pages 100]
 //!  [--slow-ms 100-2000] [--slow-share 0.02] [--failing-share 0.02] [--one-host-pages 20000[,N]]
-//!  [--kill-at SECS] [--fleet 1|shards|both]`
+//!  [--one-host-after 0] [--kill-at SECS] [--fleet 1|shards|both]`
 
 use super::{arg, reap};
 use std::collections::HashMap;
@@ -314,6 +314,48 @@ fn print_run(name: &str, w: &Watched, f: &Figures, floor: Duration) {
     println!("| exit code | {} |", w.code);
 }
 
+/// One host of `pages` pages crawled with politeness off and 4 connections: what the pages
+/// cost without the hosts around them.
+fn one_host(bin: &Path, spec: &ShapeSpec, tmp: &Path, pages: usize) -> (Watched, Figures) {
+    let one = WebShape::start(ShapeSpec {
+        hosts: 1,
+        pages,
+        slow_share: 0.0,
+        failing_share: 0.0,
+        seeds: 1,
+        politeness: (Duration::ZERO, 0.0),
+        ..spec.clone()
+    });
+    let dir = tmp.join("one-host");
+    // Watched as the web's crawl is, so that the two differ only in their hosts.
+    let console1 = free_port();
+    let w1 = watched(
+        &|| {
+            crawl_command(
+                bin,
+                &one,
+                1,
+                &dir,
+                Some(console1),
+                &[
+                    "--delay-min",
+                    "0",
+                    "--delay-factor",
+                    "0",
+                    "--per-host-connections",
+                    "4",
+                ],
+            )
+        },
+        Some(console1),
+        None,
+    );
+    let f1 = one.figures();
+    drop(one);
+    let _ = std::fs::remove_dir_all(&dir);
+    (w1, f1)
+}
+
 /// `--web 1`: the web-shaped benchmark.
 pub(super) fn run(args: &HashMap<String, String>) {
     let num = |name: &str, default: &str| -> f64 {
@@ -353,46 +395,11 @@ pub(super) fn run(args: &HashMap<String, String>) {
     let tmp = tempfile::tempdir().expect("temporary directory");
 
     // One host, politeness off: the cost of the pages themselves.
-    let mut ones = Vec::new();
-    for &one_host_pages in &one_host_sizes {
-        let one = WebShape::start(ShapeSpec {
-            hosts: 1,
-            pages: one_host_pages,
-            slow_share: 0.0,
-            failing_share: 0.0,
-            seeds: 1,
-            politeness: (Duration::ZERO, 0.0),
-            ..spec.clone()
-        });
-        let dir = tmp.path().join("one-host");
-        // Watched as the web's crawl is, so that the two differ only in their hosts.
-        let console1 = free_port();
-        let w1 = watched(
-            &|| {
-                crawl_command(
-                    &bin,
-                    &one,
-                    1,
-                    &dir,
-                    Some(console1),
-                    &[
-                        "--delay-min",
-                        "0",
-                        "--delay-factor",
-                        "0",
-                        "--per-host-connections",
-                        "4",
-                    ],
-                )
-            },
-            Some(console1),
-            None,
-        );
-        let f1 = one.figures();
-        drop(one);
-        let _ = std::fs::remove_dir_all(&dir);
-        ones.push((one_host_pages, w1, f1));
-    }
+    let ones: Vec<(usize, Watched, Figures)> = one_host_sizes
+        .iter()
+        .map(|&pages| (pages, one_host(&bin, &spec, tmp.path(), pages)))
+        .map(|(pages, (w1, f1))| (pages, w1, f1))
+        .collect();
 
     let web = WebShape::start(spec.clone());
     let floor = web.nominal_floor();
@@ -420,6 +427,14 @@ pub(super) fn run(args: &HashMap<String, String>) {
         eprintln!("hosts with pages missed: {:?}", web.missing_hosts(10));
     }
     drop(web);
+    // The reference crawled again after the web (`--one-host-after 0` skips it): this
+    // machine's CPU times drift by a quarter over a run's minutes, and the mean of the two
+    // sides of the web's crawl cancels a drift that either side alone would take for the
+    // hosts' cost.
+    let after = (arg(args, "one-host-after", "1") != "0")
+        .then(|| one_host_sizes.first().copied())
+        .flatten()
+        .map(|pages| (pages, one_host(&bin, &spec, tmp.path(), pages)));
     if std::env::var_os("CRAWL_BENCH_KEEP").is_some() {
         eprintln!("the crawl is kept in {}", dir.display());
         std::mem::forget(tmp);
@@ -449,12 +464,30 @@ pub(super) fn run(args: &HashMap<String, String>) {
         );
     }
     print_run("the web, one process", &w, &f, floor);
+    if let Some((pages, (w1, f1))) = &after {
+        print_run(
+            &format!("one host of {pages} pages, politeness off, after the web"),
+            w1,
+            f1,
+            Duration::ZERO,
+        );
+    }
     let per_page = |w: &Watched, f: &Figures| w.cpu.as_secs_f64() / f.pages_served.max(1) as f64;
     println!();
     for (pages, w1, f1) in &ones {
         println!(
             "CPU per page, the web against one host of {pages} pages: {:.2}x",
             per_page(&w, &f) / per_page(w1, f1)
+        );
+    }
+    if let (Some((pages, (w1, f1))), Some((_, w0, f0))) = (&after, ones.first()) {
+        let (before, after) = (per_page(w0, f0), per_page(w1, f1));
+        println!(
+            "CPU per page, the web against one host of {pages} pages after it: {:.2}x; against the mean of before and after ({:.1} and {:.1} µs): {:.2}x",
+            per_page(&w, &f) / after,
+            before * 1e6,
+            after * 1e6,
+            per_page(&w, &f) / ((before + after) / 2.0)
         );
     }
     let fleet = arg(args, "fleet", "0");

@@ -266,9 +266,11 @@ pub fn console_address(
         }
     });
     // An agent prints it after its first scan and publication: a debug build reading a log
-    // of a million lines beside the whole suite on two cores takes over a minute.
+    // of a million lines beside the whole suite on two cores takes over a minute, and over
+    // four beside a cold build of the lints (2026-12-02). An agent that exits ends the wait
+    // at once (the reader's sender is dropped), so only a live agent is waited for this long.
     let addr = rx
-        .recv_timeout(Duration::from_secs(240))
+        .recv_timeout(Duration::from_secs(600))
         .ok()
         .and_then(|a| a.parse().ok());
     match addr {

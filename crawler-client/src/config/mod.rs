@@ -72,6 +72,8 @@ pub struct Settings {
     pub(crate) commit_interval: Duration,
     /// Revisits are conditional requests.
     pub(crate) conditional: bool,
+    /// How long an idle connection is kept, where the operator said.
+    pub(crate) connection_idle: Option<Duration>,
     /// Results per save.
     pub(crate) commit_results: usize,
     /// Threads that fetch and analyse pages.
@@ -180,6 +182,17 @@ fn secs(name: &'static str, value: f64) -> Result<Duration, ConfigError> {
     Duration::try_from_secs_f64(value).map_err(|_| ConfigError::Seconds { name, value })
 }
 
+/// An idle connection is kept from not at all up to an hour: past that a host's next request
+/// is a new visit, and the pool's timer would hold a socket for nothing.
+fn connection_idle(value: f64) -> Result<Duration, ConfigError> {
+    if !(0.0..=3600.0).contains(&value) {
+        return Err(out_of_range(format!(
+            "connection_idle must be 0 to 3600 seconds, not {value:?}"
+        )));
+    }
+    secs("connection_idle", value)
+}
+
 fn out_of_range(why: impl Into<String>) -> ConfigError {
     ConfigError::OutOfRange(why.into())
 }
@@ -251,6 +264,7 @@ fn settings_from(args: &CrawlArgs, given: CrawlOptions) -> Result<Settings, Conf
         commit_interval: secs("commit_interval", file.commit_interval.unwrap_or_default())?,
         conditional: file.conditional.unwrap_or_default(),
         commit_results: file.commit_results.unwrap_or_default().max(1),
+        connection_idle: file.connection_idle.map(connection_idle).transpose()?,
         fetch_threads,
         resolve: resolve(args, &file)?,
         nameserver: file.nameserver,
@@ -640,14 +654,32 @@ mod tests {
             ("fetch_threads = -1\n", "fetch_threads"),
             ("fetch_threads = \"many\"\n", "fetch_threads"),
             ("fetch_threads = 99999999999999999999999\n", "fetch_threads"),
+            (
+                "connection_idle = -1\n",
+                "connection_idle must be 0 to 3600 seconds, not -1.0",
+            ),
+            ("connection_idle = 1e300\n", "not 1e300"),
+            (
+                "connection_idle = nan\n",
+                "connection_idle = nan: not a finite number",
+            ),
+            ("delay_min = inf\n", "delay_min = inf: not a finite number"),
+            ("connection_idle = \"long\"\n", "connection_idle"),
         ] {
             std::fs::write(&cfg, bad).unwrap();
             let e = with(&|a| a.config = Some(cfg.clone()));
             assert!(e.contains(says), "{bad}: {e}");
         }
-        std::fs::write(&cfg, "fetch_threads = 3\n").unwrap();
+        std::fs::write(&cfg, "fetch_threads = 3\nconnection_idle = 7.5\n").unwrap();
         let mut a = base.clone();
         a.config = Some(cfg.clone());
-        assert_eq!(settings(&a).unwrap().fetch_threads, 3);
+        let s = settings(&a).unwrap();
+        assert_eq!(s.fetch_threads, 3);
+        assert_eq!(s.connection_idle, Some(Duration::from_millis(7500)));
+        assert_eq!(
+            settings(&base).unwrap().connection_idle,
+            None,
+            "computed at start"
+        );
     }
 }

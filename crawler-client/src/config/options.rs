@@ -194,6 +194,10 @@ pub struct CrawlOptions {
     /// Results per save of the state at most.
     #[arg(long, value_name = "N")]
     pub(crate) commit_results: Option<usize>,
+    /// How long a host's idle connection is kept for its next request, seconds (by default
+    /// twice `--delay-min` and a second, at most 15).
+    #[arg(long, value_name = "SECS")]
+    pub(crate) connection_idle: Option<f64>,
     /// Revisits ask "changed since?" (`If-None-Match`, `If-Modified-Since`); false refetches
     /// every page whole, as the bench's plain polling does.
     #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
@@ -402,6 +406,7 @@ pub(super) const PER_PROCESS: &[&str] = &[
     "warc_gzip_level",
     "commit_interval",
     "commit_results",
+    "connection_idle",
     "fetch_threads",
     "resolve",
     "nameserver",
