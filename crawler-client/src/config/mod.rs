@@ -8,6 +8,7 @@
 mod error;
 mod inputs;
 mod options;
+mod save_pace;
 mod shared;
 
 pub(crate) use crate::progress::ProgressMode;
@@ -16,6 +17,7 @@ pub use inputs::read_token_file;
 pub(crate) use inputs::{parse_resolve, read_seeds};
 use options::overlaid;
 pub use options::{CrawlArgs, CrawlOptions, help_with_defaults};
+pub(crate) use save_pace::SavePace;
 pub(crate) use shared::{settings_joining, shared_settings};
 
 use crate::analyze::scope::{Limits, Scope};
@@ -68,14 +70,12 @@ pub struct Settings {
     pub(crate) warc_prefix: String,
     /// gzip level of WARC records.
     pub(crate) warc_level: u32,
-    /// Longest time between saves.
-    pub(crate) commit_interval: Duration,
+    /// When the state is saved.
+    pub(crate) save_pace: SavePace,
     /// Revisits are conditional requests.
     pub(crate) conditional: bool,
     /// How long an idle connection is kept, where the operator said.
     pub(crate) connection_idle: Option<Duration>,
-    /// Results per save.
-    pub(crate) commit_results: usize,
     /// Threads that fetch and analyse pages.
     pub(crate) fetch_threads: usize,
     /// Address overrides.
@@ -261,9 +261,14 @@ fn settings_from(args: &CrawlArgs, given: CrawlOptions) -> Result<Settings, Conf
         warc_max_size: file.warc_max_size.unwrap_or_default(),
         warc_prefix: file.warc_prefix.clone().unwrap_or_default(),
         warc_level: file.warc_gzip_level.unwrap_or_default().min(9),
-        commit_interval: secs("commit_interval", file.commit_interval.unwrap_or_default())?,
+        save_pace: SavePace {
+            interval: file
+                .commit_interval
+                .map(|v| secs("commit_interval", v))
+                .transpose()?,
+            results: file.commit_results,
+        },
         conditional: file.conditional.unwrap_or_default(),
-        commit_results: file.commit_results.unwrap_or_default().max(1),
         connection_idle: file.connection_idle.map(connection_idle).transpose()?,
         fetch_threads,
         resolve: resolve(args, &file)?,

@@ -188,10 +188,12 @@ pub struct CrawlOptions {
     /// gzip level of WARC records, 0 to 9 (1 for speed).
     #[arg(long, value_name = "0-9")]
     pub(crate) warc_gzip_level: Option<u32>,
-    /// Longest time between two saves of the state, seconds.
+    /// Longest time between two saves of the state, seconds (by default 1, or 5 with more
+    /// than 1,000 hosts crawled at once).
     #[arg(long, value_name = "SECS")]
     pub(crate) commit_interval: Option<f64>,
-    /// Results per save of the state at most.
+    /// Results per save of the state at most (by default 2,000, or 10,000 with more than
+    /// 1,000 hosts crawled at once).
     #[arg(long, value_name = "N")]
     pub(crate) commit_results: Option<usize>,
     /// How long a host's idle connection is kept for its next request, seconds (by default
@@ -349,8 +351,9 @@ impl CrawlOptions {
             warc_max_size: Some(1 << 30),
             warc_prefix: Some("webcoop".into()),
             warc_gzip_level: Some(crate::archive::warc::DEFAULT_LEVEL),
-            commit_interval: Some(1.0),
-            commit_results: Some(2000),
+            // By the hosts crawled at once (`SavePace`) unless set.
+            commit_interval: None,
+            commit_results: None,
             conditional: Some(true),
             fetch_threads: Some(default_fetch_threads()),
             keep_fresh: Some(false),

@@ -103,9 +103,9 @@ impl Engine {
             self.warc
                 .write_if_due()
                 .map_err(|e| file_error(self.warc.dir())(e))?;
-            if self.unsaved.results() >= self.settings.commit_results
-                || (!self.unsaved.is_empty()
-                    && self.last_commit.elapsed() >= self.settings.commit_interval)
+            let (interval, results) = self.save_bounds();
+            if self.unsaved.results() >= results
+                || (!self.unsaved.is_empty() && self.last_commit.elapsed() >= interval)
             {
                 self.commit()?;
             }
@@ -140,7 +140,7 @@ impl Engine {
             wake = wake.min(t);
         }
         if !self.unsaved.is_empty() {
-            wake = wake.min(self.last_commit + self.settings.commit_interval);
+            wake = wake.min(self.last_commit + self.save_bounds().0);
         }
         if let Some(shard) = &self.shard {
             wake = wake.min(shard.shards.read_due());
@@ -277,7 +277,7 @@ impl Engine {
                         .map(|h| h.origin.clone())
                         .unwrap_or_default();
                     self.in_flight.request_started();
-                    let close = !self.frontier.on_bench(host);
+                    let close = !self.frontier.keeps_connection(host);
                     self.rt.spawn(tasks::robots(
                         self.ctx.clone(),
                         host,
@@ -293,7 +293,7 @@ impl Engine {
                         rules: self.frontier.rules(host, now).cloned(),
                         stated: self.coop.usage_of(host),
                     };
-                    let close = !self.frontier.on_bench(host);
+                    let close = !self.frontier.keeps_connection(host);
                     self.rt.spawn(crate::coop::requests::run(
                         self.ctx.clone(),
                         host,
@@ -365,13 +365,16 @@ impl Engine {
             return Ok(());
         }
         let conditional = self.ctx.conditional && !self.coop.announced_change(job.fp);
+        // A host's first page sent without a place ends its first look: the host then waits
+        // for room, maybe minutes, and its connection would only idle until then.
+        let close = !self.frontier.keeps_connection(job.host);
         let lane = self.lane(job.host);
         self.rt.spawn(tasks::page(
             self.ctx.clone(),
             job,
             url,
             known,
-            (conditional, usage),
+            (conditional, usage, close),
             lane,
             self.tx.clone(),
         ));

@@ -309,6 +309,8 @@ impl Engine {
             robots_ttl: self.settings.robots_ttl,
             now,
             now_ms: now_ms(),
+            // The lease was granted at the host's next allowed time, whoever set it.
+            quiet: None,
         };
         for c in claimed {
             self.store.ensure_host(c.host, &c.origin)?;

@@ -83,6 +83,9 @@ pub(super) struct HostStart {
     pub(super) robots_ttl: Duration,
     pub(super) now: Instant,
     pub(super) now_ms: i64,
+    /// Since the last save of the run before, and the longest an answer may take: a host
+    /// contacted before waits the delay such an answer would set, from that save.
+    pub(super) quiet: Option<(Duration, Duration)>,
 }
 
 impl HostStart {
@@ -115,13 +118,32 @@ impl HostStart {
                 .clone()
                 .filter(|r| !r.starts_with(CRAWL_DELAY_SKIP))
         };
-        // The last request before a restart is not remembered: wait a full delay.
+        // The last request before a restart is not remembered: wait a full delay, and for a
+        // host contacted shortly before (a crash, or a quick restart), the longest delay its
+        // last answer could have set, which also outlasts a request the dead process left
+        // under way at the server.
         let mut next = self.now + politeness.delay(crawl_delay, Duration::ZERO);
+        if let Some((since, answer_cap)) = self.quiet.filter(|_| rec.robots_fetched.is_some()) {
+            let longest = politeness.delay(crawl_delay, answer_cap);
+            next = next.max(self.now + longest.saturating_sub(since));
+        }
         if let Some(parked) = rec.parked_until.filter(|p| *p > self.now_ms) {
             next = next.max(self.now + Duration::from_millis((parked - self.now_ms) as u64));
         }
         (robots, skipped, next)
     }
+}
+
+/// How long ago the run before last saved its state: none for a new crawl; a save dated in
+/// the future (the clock moved back) counts as just now.
+fn since_last_save(store: &Store) -> Result<Option<Duration>, CrawlError> {
+    let saved = store
+        .meta(crate::state::SAVED_AT)?
+        .and_then(|v| v.parse::<i64>().ok());
+    Ok(saved.map(|at| {
+        let ms = now_ms().saturating_sub(at);
+        Duration::from_millis(u64::try_from(ms).unwrap_or(0))
+    }))
 }
 
 /// The runtime requests run on, with `threads` workers.
@@ -203,6 +225,7 @@ impl Engine {
             robots_ttl: s.robots_ttl,
             now: Instant::now(),
             now_ms: now_ms(),
+            quiet: since_last_save(&store)?.map(|since| (since, s.fetch.timeout)),
         };
         let mut frontier = Frontier::load(&store, s.per_host, s.opic_eps, |rec| start.state(rec))?;
         frontier.set_hosts_at_once(s.hosts_at_once, s.politeness.min_delay);

@@ -4,7 +4,7 @@
 use super::{CrawlError, Engine, file_error};
 use crate::archive::warc::Position;
 use crate::fetch::outcome::RecordSlot;
-use crate::state::NET_REFUSED;
+use crate::state::{NET_REFUSED, SAVED_AT};
 use std::time::Instant;
 
 impl Engine {
@@ -20,6 +20,11 @@ impl Engine {
                 Ok(pos)
             }
         }
+    }
+
+    /// The longest time between saves and the most results in one, as things stand.
+    pub(super) fn save_bounds(&self) -> (std::time::Duration, usize) {
+        self.settings.save_pace.bounds(self.frontier.hosts_inside())
     }
 
     /// Saves the batch: archive first, then the state that points into it.
@@ -52,6 +57,7 @@ impl Engine {
             let cash = self.frontier.cash_meta();
             let meta = &mut self.unsaved.batch_mut().meta;
             meta.push(cash);
+            meta.push((SAVED_AT.to_string(), crate::clock::now_ms().to_string()));
             if let Some(n) = consumed {
                 meta.push((super::shards::CONSUMED.to_string(), n.to_string()));
             }

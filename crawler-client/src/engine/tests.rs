@@ -529,3 +529,46 @@ fn a_host_without_delay_gets_requests_ahead_until_a_429_which_sends_them_back() 
     );
     assert_eq!(e.frontier.host(host).map(|h| h.in_flight), Some(3));
 }
+
+#[test]
+fn a_restart_soon_after_a_save_keeps_contacted_hosts_waiting_the_longest_delay_an_answer_sets() {
+    use super::open::HostStart;
+    use crate::frontier::politeness::Politeness;
+    use crate::state::HostRecord;
+    let now = Instant::now();
+    let now_ms = crate::clock::now_ms();
+    let start = |quiet| HostStart {
+        token: "webcoop".into(),
+        politeness: Politeness::default(),
+        robots_ttl: Duration::from_secs(86_400),
+        now,
+        now_ms,
+        quiet,
+    };
+    let contacted = HostRecord {
+        id: HostId(1),
+        origin: "http://a.test".into(),
+        robots_status: Some(200),
+        robots_body: Some(b"User-agent: *\nDisallow:\n".to_vec()),
+        robots_fetched: Some(now_ms - 10_000),
+        ..Default::default()
+    };
+    let never = HostRecord {
+        id: HostId(2),
+        origin: "http://b.test".into(),
+        ..Default::default()
+    };
+    // Saved 2 s ago, answers of up to 30 s: the longest delay (30 s, the response-time
+    // rule's cap) counted from the save.
+    let crashed = start(Some((Duration::from_secs(2), Duration::from_secs(30))));
+    assert_eq!(crashed.state(&contacted).2, now + Duration::from_secs(28));
+    // The twins: a host never contacted, a save long ago, and a new crawl wait one delay.
+    let one_delay = now + Duration::from_secs(1);
+    assert_eq!(crashed.state(&never).2, one_delay);
+    let long_ago = start(Some((Duration::from_secs(60), Duration::from_secs(30))));
+    assert_eq!(long_ago.state(&contacted).2, one_delay);
+    assert_eq!(start(None).state(&contacted).2, one_delay);
+    // Answers of at most 100 ms set at most the minimum delay.
+    let quick = start(Some((Duration::ZERO, Duration::from_millis(100))));
+    assert_eq!(quick.state(&contacted).2, one_delay);
+}

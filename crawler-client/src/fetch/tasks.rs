@@ -185,13 +185,13 @@ pub(crate) fn examine_archived(
 }
 
 /// Fetches and examines a page when its turn in the host's lane comes, and sends the
-/// outcome; `conditional` sends the held copy's validators.
+/// outcome; `conditional` sends the held copy's validators, `close` ends the connection.
 pub(crate) async fn page(
     ctx: Arc<Context>,
     job: Queued,
     url: Url,
     known: Option<KnownPage>,
-    (conditional, usage): (bool, Prefs),
+    (conditional, usage, close): (bool, Prefs, bool),
     (lane, ticket): (Arc<Lane>, Ticket),
     tx: Outbox,
 ) {
@@ -204,7 +204,7 @@ pub(crate) async fn page(
         url,
         etag: held.and_then(|k| k.etag.clone()),
         last_modified: held.and_then(|k| k.last_modified.clone()),
-        headers: Vec::new(),
+        headers: closing(close),
     };
     let fetched = fetch::fetch(&ctx.client, &request, &ctx.limits).await;
     let slow_down = lane::slows_down(fetched.as_ref().ok().map(|r| r.status));
@@ -323,8 +323,8 @@ pub(crate) async fn resolve(ctx: Arc<Context>, host: HostId, origin: String, tx:
     tx.send(Outcome::Resolved { host, ip });
 }
 
-/// A request's headers: `Connection: close` for a host not being crawled yet (off the
-/// workbench), whose connection would only wait idle, 27 KB of buffers, until it is.
+/// A request's headers: `Connection: close` for a host waiting for room on the workbench
+/// past its first look, whose connection would only wait idle, 27 KB of buffers, until then.
 pub(crate) fn closing(close: bool) -> Vec<(&'static str, String)> {
     if close {
         vec![("connection", "close".into())]

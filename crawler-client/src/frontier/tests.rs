@@ -476,6 +476,31 @@ fn a_host_first_page_goes_without_room_and_its_second_waits() {
 }
 
 #[test]
+fn a_first_look_keeps_its_connection_and_a_host_waiting_for_room_then_does_not() {
+    let (q, mut f, hosts, now) = three_hosts_asked_robots(1);
+    // robots.txt and the probes of every host keep the connection for the first page,
+    // room or not.
+    assert!(hosts.iter().all(|&h| f.keeps_connection(h)));
+    for &h in &hosts {
+        f.robots_known(h, Rules::AllowAll, now + Duration::from_secs(3600));
+        f.finished(h, now);
+    }
+    first_looks(&q, &mut f, &hosts, now);
+    // Past the first page: only the host with the place keeps it; the two waiting for
+    // room would hold an idle connection until their turn.
+    let kept: Vec<HostId> = hosts
+        .iter()
+        .copied()
+        .filter(|&h| f.keeps_connection(h))
+        .collect();
+    assert_eq!(kept, vec![hosts[0]]);
+    assert!(
+        !f.keeps_connection(HostId(999)),
+        "an unknown host keeps nothing"
+    );
+}
+
+#[test]
 fn past_the_hosts_at_once_a_host_waits_until_one_is_done() {
     let (q, mut f, hosts, now) = three_hosts_asked_robots(2);
     // The first two took the places free at their robots.txt (their connection is kept).

@@ -64,8 +64,8 @@ impl Workbench {
     }
 
     /// Takes `h` in at a request made before its pages (robots.txt, a cooperation probe) if
-    /// there is room, so that the request's connection is kept for the pages after it rather
-    /// than closed and opened again; with no room the host waits for its first page as before.
+    /// there is room, so that its pages after the first need not wait; with no room the host
+    /// waits for its second page.
     pub(super) fn admit_if_room(&mut self, h: &mut Host) {
         if h.on_bench || self.full() {
             return;
@@ -134,6 +134,18 @@ impl Frontier {
     /// Whether a host is being crawled (on the workbench): its connection is worth keeping.
     pub(crate) fn on_bench(&self, id: HostId) -> bool {
         self.hosts.get(&id).is_some_and(|h| h.on_bench)
+    }
+
+    /// Whether a request to a host keeps its connection: on the workbench, or in its first
+    /// look (robots.txt and the probes, whose first page follows within a delay); otherwise
+    /// the connection would only wait idle, 27 KB of buffers, until the host's turn.
+    pub(crate) fn keeps_connection(&self, id: HostId) -> bool {
+        self.on_bench(id) || self.hosts.get(&id).is_some_and(|h| h.handed == 0)
+    }
+
+    /// Hosts being crawled at once (on the workbench).
+    pub(crate) fn hosts_inside(&self) -> usize {
+        self.bench.inside
     }
 
     /// Sets the most hosts crawled at once (0: no limit), and the minimum delay between

@@ -31,6 +31,9 @@ pub use rows::NewUrl;
 
 pub(crate) use directory::{LockError, lock};
 pub(crate) use figures::NET_REFUSED;
+/// Meta key: when the state was last saved (ms since the epoch), for the politeness of a
+/// restart soon after.
+pub(crate) const SAVED_AT: &str = "saved_at_ms";
 pub(crate) use rows::{
     Batch, CopyRow, GiveUp, HostRecord, HostUpdate, KnownPage, PageRecord, Queued, RefreshablePage,
 };
