@@ -312,6 +312,10 @@ impl Web {
         if seen.in_flight.fetch_add(1, Ordering::AcqRel) > 0 {
             seen.overlaps.fetch_add(1, Ordering::Relaxed);
         }
+        // Ended when this future ends, answered or dropped: the server drops a request whose
+        // connection closed (its asker killed), and a count left up would make every later
+        // request to the host look overlapping.
+        let _under_way = UnderWay(&seen.in_flight);
         let last = seen.last_answered_ns.load(Ordering::Acquire);
         if last > 0 {
             let gap = arrived as i64 - last as i64;
@@ -381,7 +385,6 @@ impl Web {
             .store(answered.max(1), Ordering::Release);
         seen.floor_ns
             .fetch_add((took + required).as_nanos() as u64, Ordering::Relaxed);
-        seen.in_flight.fetch_sub(1, Ordering::AcqRel);
         response
     }
 
@@ -696,6 +699,15 @@ async fn serve_dns(web: Arc<Web>, sock: tokio::net::UdpSocket) {
         if let Some(reply) = web.dns_answer(&buf[..n]) {
             let _ = sock.send_to(&reply, from).await;
         }
+    }
+}
+
+/// A request under way at a host, counted down when it ends however it ends.
+struct UnderWay<'a>(&'a AtomicU32);
+
+impl Drop for UnderWay<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
     }
 }
 

@@ -24,6 +24,9 @@ struct Pace {
     gauges_at: Instant,
 }
 
+/// `SAVED_AT` after a stop with no request under way.
+const STOPPED: &str = "stopped";
+
 impl Engine {
     fn budget_spent(&self) -> bool {
         self.settings
@@ -126,6 +129,10 @@ impl Engine {
         }
         self.coop_unsubscribe_all();
         self.commit()?;
+        if self.in_flight.requests() == 0 {
+            // Nothing left under way: the next run owes the hosts one delay, not the longest.
+            self.store.set_meta(crate::state::SAVED_AT, STOPPED)?;
+        }
         self.fleet_leave()?;
         self.coop.report(&self.frontier);
         progress.finish();

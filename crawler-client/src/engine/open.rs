@@ -118,12 +118,12 @@ impl HostStart {
                 .clone()
                 .filter(|r| !r.starts_with(CRAWL_DELAY_SKIP))
         };
-        // The last request before a restart is not remembered: wait a full delay, and for a
-        // host contacted shortly before (a crash, or a quick restart), the longest delay its
-        // last answer could have set, which also outlasts a request the dead process left
-        // under way at the server.
+        // The last request before a restart is not remembered: wait a full delay, and soon
+        // after the last save (a crash, or a quick restart) the longest delay a last answer
+        // could have set, which also outlasts a request the dead process left under way.
+        // Every host, as one first asked after that save is not known to have been.
         let mut next = self.now + politeness.delay(crawl_delay, Duration::ZERO);
-        if let Some((since, answer_cap)) = self.quiet.filter(|_| rec.robots_fetched.is_some()) {
+        if let Some((since, answer_cap)) = self.quiet {
             let longest = politeness.delay(crawl_delay, answer_cap);
             next = next.max(self.now + longest.saturating_sub(since));
         }
@@ -134,8 +134,8 @@ impl HostStart {
     }
 }
 
-/// How long ago the run before last saved its state: none for a new crawl; a save dated in
-/// the future (the clock moved back) counts as just now.
+/// How long ago the run before last saved its state: none for a new crawl or one stopped
+/// with nothing under way; a save dated in the future (the clock moved back) counts as now.
 fn since_last_save(store: &Store) -> Result<Option<Duration>, CrawlError> {
     let saved = store
         .meta(crate::state::SAVED_AT)?
