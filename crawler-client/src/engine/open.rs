@@ -83,8 +83,8 @@ pub(super) struct HostStart {
     pub(super) robots_ttl: Duration,
     pub(super) now: Instant,
     pub(super) now_ms: i64,
-    /// Since the last save of the run before, and the longest an answer may take: a host
-    /// contacted before waits the delay such an answer would set, from that save.
+    /// Since the last save of the run before, and the longest an answer may take: every
+    /// host waits the delay such an answer would set, from that save.
     pub(super) quiet: Option<(Duration, Duration)>,
 }
 

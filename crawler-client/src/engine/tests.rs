@@ -559,8 +559,8 @@ fn a_restart_soon_after_a_save_keeps_hosts_waiting_the_longest_delay_an_answer_s
         ..Default::default()
     };
     // Saved 2 s ago, answers of up to 30 s: the longest delay (30 s, the response-time
-    // rule's cap) counted from the save.
-    // A host not known to have been asked too: its first request may have followed the save.
+    // rule's cap) counted from the save, for a host not known to have been asked too (its
+    // first request may have followed the save).
     let crashed = start(Some((Duration::from_secs(2), Duration::from_secs(30))));
     assert_eq!(crashed.state(&contacted).2, now + Duration::from_secs(28));
     assert_eq!(crashed.state(&never).2, now + Duration::from_secs(28));
