@@ -7,11 +7,11 @@
 use std::time::Duration;
 
 /// Longest time between saves by default.
-pub(crate) const DEFAULT_INTERVAL: Duration = Duration::from_secs(1);
+const DEFAULT_INTERVAL: Duration = Duration::from_secs(1);
 /// Results per save at most, by default.
-pub(crate) const DEFAULT_RESULTS: usize = 2000;
+const DEFAULT_RESULTS: usize = 2000;
 /// Hosts crawled at once past which a save's pages are spread one a host.
-pub(crate) const SPREAD_HOSTS: usize = 1000;
+const SPREAD_HOSTS: usize = 1000;
 /// How much longer a save of a spread crawl waits (and how many more results it holds).
 const SPREAD_FACTOR: u32 = 5;
 
