@@ -186,6 +186,13 @@ fn an_operator_watches_pauses_seeds_and_blocks_a_live_crawl() {
         Duration::from_secs(10),
         |t| t.contains("200"),
     );
+    // The loop publishes the rows of the hosts shown only: the open page's host is one.
+    b.wait_text(
+        "its delay, which only the running crawl knows",
+        "#host-delay .value",
+        Duration::from_secs(10),
+        |t| t.contains('('),
+    );
     b.click("#block");
     b.wait_text(
         "blocked",

@@ -21,8 +21,10 @@ use webcoop_testkit::testweb::TestWeb;
 fn shard(web: &TestWeb, frontier: &str, out: &Path, (i, n): (u32, u32), extra: &[&str]) -> Command {
     let cfg = out.with_extension("toml");
     std::fs::create_dir_all(out).unwrap();
-    // A short lease: a restarted shard waits out its dead self's membership.
-    std::fs::write(&cfg, "fleet_lease = 3\n").unwrap();
+    // A short lease: a restarted shard waits out its dead self's membership. Not the
+    // shortest: a loop whose saves' fsyncs stalled on CI's busy disk once went 3 s without
+    // renewing its own, and the shard stopped as lapsed.
+    std::fs::write(&cfg, "fleet_lease = 6\n").unwrap();
     let mut c = Command::new(crawl_bin());
     c.args([
         "crawl",
@@ -201,7 +203,7 @@ fn a_shard_killed_with_sigkill_resumes_where_its_state_was_saved() {
     victim.kill().unwrap();
     let _ = victim.wait();
     let killed_at = std::time::Instant::now();
-    // The restart waits out the dead process's membership (the lease, 3 s), then goes on
+    // The restart waits out the dead process's membership (the lease, 6 s), then goes on
     // from its saved state; the other shard waited for it meanwhile.
     let again = shard(&web, &redis.url(), &out, (1, 2), &[])
         .spawn()

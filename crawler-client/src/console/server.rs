@@ -301,8 +301,12 @@ async fn hosts(
         Ok(r) => r,
         Err(r) => return r,
     };
-    // Only the rows shown: the loop's view holds every host (10,000 clones a request).
     let shown: std::collections::HashSet<i64> = saved.iter().map(|f| f.id).collect();
+    // The loop publishes the rows of the hosts shown lately: a page shown the first time
+    // has its saved figures, and its live ones from the loop's next second.
+    if let Some(l) = &c.live {
+        l.show(crate::clock::now_ms(), shown.iter().copied());
+    }
     let live: HashMap<i64, HostLive> = c.live.as_ref().map_or_else(HashMap::new, |l| {
         l.view()
             .hosts

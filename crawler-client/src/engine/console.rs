@@ -10,6 +10,7 @@ use crate::console::live::{
 use crate::frontier::RobotsState;
 use crate::frontier::politeness::DelayWhy;
 use crate::ids::HostId;
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::sync::mpsc::Receiver;
@@ -237,7 +238,7 @@ impl Engine {
         };
         let overview = self.overview(state, &sample, c);
         let watched = c.live.watched(now);
-        let hosts = watched.then(|| self.hosts_live());
+        let hosts = watched.then(|| self.hosts_live(&c.live.shown(now)));
         let detail = c
             .live
             .watched_host()
@@ -336,7 +337,8 @@ impl Engine {
         }
     }
 
-    fn hosts_live(&self) -> Vec<HostLive> {
+    /// The live rows of the hosts `ids` (those the console shows).
+    fn hosts_live(&self, ids: &[i64]) -> Vec<HostLive> {
         let now = Instant::now();
         let covered: HashMap<HostId, usize> = self
             .schedule
@@ -344,8 +346,8 @@ impl Engine {
             .map_or_else(HashMap::new, |s| s.covered_per_host());
         let mode = self.settings.coop.mode;
         let degrade = self.settings.coop.failures_to_degrade;
-        self.frontier
-            .hosts()
+        ids.iter()
+            .filter_map(|&id| self.frontier.host(HostId(id)))
             .map(|h| {
                 let site = self.coop.site_state(h.id);
                 let robots = match &h.robots {
@@ -355,14 +357,16 @@ impl Engine {
                     RobotsState::Known(..) => "expired",
                 };
                 let wait = h.next_allowed.saturating_duration_since(now);
-                let state = if let Some(why) = &h.skipped {
-                    format!("skipped: {why}")
+                // Up to 500 rows a second: no allocation but for the states that name a
+                // reason.
+                let state: Cow<'static, str> = if let Some(why) = &h.skipped {
+                    format!("skipped: {why}").into()
                 } else if h.blocked {
                     "blocked".into()
                 } else if h.in_flight > 0 {
                     "crawling".into()
                 } else if h.failures > 0 && wait > Duration::ZERO {
-                    format!("parked ({} failures)", h.failures)
+                    format!("parked ({} failures)", h.failures).into()
                 } else if h.delay.1 == DelayWhy::RetryAfter && wait > Duration::ZERO {
                     "backing off".into()
                 } else if h.has_queue() {
@@ -372,7 +376,6 @@ impl Engine {
                 };
                 HostLive {
                     id: h.id.0,
-                    origin: h.origin.clone(),
                     waiting: h.waiting(),
                     in_flight: h.in_flight,
                     delay_secs: h.delay.0.as_secs_f64(),

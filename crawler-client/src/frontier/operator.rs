@@ -60,9 +60,4 @@ impl Frontier {
     pub(crate) fn blocked_with_work(&self) -> bool {
         self.hosts.values().any(|h| h.blocked && h.has_queue())
     }
-
-    /// Every host, for the console.
-    pub(crate) fn hosts(&self) -> impl Iterator<Item = &Host> {
-        self.hosts.values()
-    }
 }

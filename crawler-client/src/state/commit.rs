@@ -1,7 +1,9 @@
 //! Saving a batch: every row of a stretch of the crawl in one transaction.
 
 use super::{Batch, Store, StoreError};
+use crate::ids::HostId;
 use rusqlite::{Transaction, params};
+use std::collections::HashMap;
 
 impl Store {
     /// Saves a batch in one transaction.
@@ -9,14 +11,27 @@ impl Store {
         let path = self.path.clone();
         let e = |source| super::store_error(&path, source);
         let tx = self.conn.transaction().map_err(e)?;
+        save_new_hosts(&tx, &self.new_hosts.borrow()).map_err(e)?;
         save_queue(&tx, batch).map_err(e)?;
         save_pages(&tx, batch).map_err(e)?;
         save_settled(&tx, batch).map_err(e)?;
         save_hosts(&tx, batch).map_err(e)?;
         save_give_ups(&tx, batch).map_err(e)?;
         save_bookkeeping(&tx, batch).map_err(e)?;
-        tx.commit().map_err(e)
+        tx.commit().map_err(e)?;
+        // Kept until saved: a failed save writes them with the next.
+        self.new_hosts.borrow_mut().clear();
+        Ok(())
     }
+}
+
+/// The hosts given an id since the last batch, before any row that names them.
+fn save_new_hosts(tx: &Transaction<'_>, new: &HashMap<String, HostId>) -> rusqlite::Result<()> {
+    let mut host = tx.prepare_cached("INSERT INTO hosts (id, origin) VALUES (?1, ?2)")?;
+    for (origin, id) in new {
+        host.execute(params![id, origin])?;
+    }
+    Ok(())
 }
 
 /// The URLs found since the last batch.
