@@ -42,7 +42,7 @@ use crate::ids::{Fp, HostId};
 use rows::{QUEUED_COLUMNS, queued};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use schema::{CACHE_KIB, SCHEMA, migrate};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use webcoop_daemon::sqlite_error::{Hints, SqliteError};
@@ -85,6 +85,8 @@ pub struct Store {
     /// Hosts given an id since the last save, by origin: their rows are written in the next
     /// batch's transaction (`commit`), not one transaction each.
     new_hosts: RefCell<HashMap<String, HostId>>,
+    /// The last id given this run: ids past it are free though not saved yet.
+    last_host: Cell<i64>,
 }
 
 impl Store {
@@ -112,6 +114,7 @@ impl Store {
             conn,
             path,
             new_hosts: RefCell::default(),
+            last_host: Cell::new(0),
         })
     }
 
@@ -127,6 +130,7 @@ impl Store {
             conn,
             path,
             new_hosts: RefCell::default(),
+            last_host: Cell::new(0),
         })
     }
 
@@ -189,10 +193,9 @@ impl Store {
             .conn
             .query_row("SELECT COALESCE(MAX(id), 0) FROM hosts", [], |r| r.get(0))
             .map_err(|e| self.err(e))?;
-        let mut new = self.new_hosts.borrow_mut();
-        let given = new.values().map(|h| h.0).max().unwrap_or(0);
-        let id = HostId(saved.max(given) + 1);
-        new.insert(origin.to_string(), id);
+        let id = HostId(saved.max(self.last_host.get()) + 1);
+        self.last_host.set(id.0);
+        self.new_hosts.borrow_mut().insert(origin.to_string(), id);
         Ok(id)
     }
 
