@@ -44,6 +44,13 @@ impl std::fmt::Display for HostId {
     }
 }
 
+impl Fp {
+    /// The fingerprint's first 32 bits: a range of the pages' fingerprint index.
+    pub(crate) fn prefix(self) -> u32 {
+        (self.0 >> 32) as u32
+    }
+}
+
 impl std::fmt::Display for Fp {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{:016x}", self.0)

@@ -8,7 +8,7 @@
 //! (`--fleet both`).
 //!
 //! `cargo run --release --example crawl_bench -- --web 1 [--hosts 10000] [--pages 100]
-//!  [--slow-ms 100-2000] [--slow-share 0.02] [--failing-share 0.02] [--one-host-pages 20000[,N]]
+//!  [--slow-ms 100-2000] [--slow-share 0.02] [--failing-share 0.02] [--one-host-pages N[,N...]]
 //!  [--one-host-after 0] [--kill-at SECS] [--fleet 1|shards|both]`
 
 use super::{arg, reap};
@@ -34,6 +34,9 @@ struct Watched {
     rss_by_seen: Vec<(u64, i64)>,
     /// The console's host table, milliseconds per answer.
     console_ms: Vec<f64>,
+    /// Bytes the process handed to write calls (`wchar`: the archive, the state's log and
+    /// database, the requests), as last sampled.
+    wrote: u64,
     code: i32,
 }
 
@@ -45,6 +48,16 @@ fn status_kib(pid: u32, field: &str) -> i64 {
             line.split_whitespace().nth(1)?.parse().ok()
         })
         .unwrap_or(0)
+}
+
+/// Bytes a process has handed to write calls (`wchar` of `/proc/PID/io`).
+fn wchar(pid: u32) -> Option<u64> {
+    let io = std::fs::read_to_string(format!("/proc/{pid}/io")).ok()?;
+    io.lines()
+        .find_map(|l| l.strip_prefix("wchar:"))?
+        .trim()
+        .parse()
+        .ok()
 }
 
 /// Open descriptors of a process, and how many of them are sockets.
@@ -101,6 +114,7 @@ fn watched(
             let mut tick = 0u64;
             while !d.load(Ordering::Relaxed) {
                 let rss = status_kib(pid, "VmHWM:");
+                let wrote = wchar(pid);
                 let (all, sockets) = fds(pid);
                 // As the console's page asks: the overview and the host table every 2 s.
                 let watch = console.filter(|_| tick.is_multiple_of(4));
@@ -118,6 +132,10 @@ fn watched(
                         w.rss_by_seen.push((k, status_kib(pid, "VmRSS:")));
                     }
                     w.console_ms.extend(hosts_ms);
+                    // Per part: a resumed process counts from zero.
+                    if let Some(b) = wrote {
+                        w.wrote = w.wrote.max(b);
+                    }
                 }
                 tick += 1;
                 std::thread::sleep(Duration::from_millis(500));
@@ -142,6 +160,9 @@ fn watched(
         }
         total.cpu += cpu;
         total.code = code;
+        if let Ok(mut w) = seen.lock() {
+            total.wrote += std::mem::take(&mut w.wrote);
+        }
         if kill_at.is_none() || part == 1 {
             break;
         }
@@ -163,6 +184,7 @@ fn watched(
         wall: start.elapsed(),
         cpu: total.cpu,
         code: total.code,
+        wrote: total.wrote,
         ..s
     }
 }
@@ -262,6 +284,11 @@ fn print_run(name: &str, w: &Watched, f: &Figures, floor: Duration) {
             last.0
         );
     }
+    println!(
+        "| bytes written (write calls, sampled) | {:.1} MB ({:.2} KB per page) |",
+        w.wrote as f64 / 1e6,
+        w.wrote as f64 / 1e3 / pages
+    );
     println!(
         "| peak descriptors (sockets) | {} ({}) |",
         w.peak_fds, w.peak_sockets
@@ -377,9 +404,12 @@ pub(super) fn run(args: &HashMap<String, String>) {
         seeds: num("seeds", "20") as usize,
         ..ShapeSpec::default()
     };
-    // `--one-host-pages 20000,1000000`: one host at each size, the first the reference; a
-    // size equal to the web's pages tells the store's growth from the hosts' cost.
-    let one_host_sizes: Vec<usize> = arg(args, "one-host-pages", "20000")
+    // `--one-host-pages 20000,1000000`: one host at each size. By default a tenth of the
+    // web's pages, crawled again after the web (this machine's drift), and all of them: the
+    // same pages on one host are what the hosts cost beyond the pages, as the store's cost
+    // grows with the pages it holds.
+    let all = spec.hosts * spec.pages;
+    let one_host_sizes: Vec<usize> = arg(args, "one-host-pages", &format!("{},{all}", all / 10))
         .split(',')
         .map(|n| {
             n.trim()

@@ -22,6 +22,7 @@ mod fleet;
 mod in_flight;
 mod lanes;
 mod open;
+mod originals;
 mod outcomes;
 mod record;
 mod replay;
@@ -45,7 +46,6 @@ use crate::state::{Figures, Store, StoreError};
 use crawl_log::CrawlLog;
 use in_flight::InFlight;
 use run_counters::RunCounters;
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -152,8 +152,8 @@ struct Engine {
     /// Each host's page requests on the fetching side, while it has any.
     lanes: lanes::Lanes,
     unsaved: Unsaved,
-    /// Every content digest held, to find duplicates.
-    digests: HashSet<u64>,
+    /// Where each content digest was first met, to find duplicates.
+    originals: originals::Originals,
     in_flight: InFlight,
     fetched_total: u64,
     run: RunCounters,

@@ -20,7 +20,6 @@ use crate::frontier::{Frontier, RobotsState};
 use crate::metrics::{self, CrawlMetrics};
 use crate::refresh::schedule::{Schedule, Tracked};
 use crate::state::{HostRecord, Store};
-use std::collections::HashSet;
 use std::fs::File;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -274,8 +273,10 @@ impl Engine {
         rx.gather(s.politeness.min_delay / 100);
         let policy = LinkPolicy::new(s.scope.clone(), &seeds, s.limits)
             .for_agent(&robots::product_token(&s.user_agent));
-        let mut digests = HashSet::new();
-        store.load_digests(&mut digests)?;
+        let mut originals = super::originals::Originals::default();
+        store.load_digests(|digest, fp| {
+            originals.first_met(digest, fp);
+        })?;
         let mut coop = CoopState::new(s.coop, now_ms() as u64);
         coop.load(store.coop_sites()?);
         if let Some(server) = callback_server(&rt, &s, &tx)? {
@@ -300,7 +301,7 @@ impl Engine {
             rx,
             lanes: super::lanes::Lanes::new(s.per_host),
             unsaved: Unsaved::default(),
-            digests,
+            originals,
             in_flight: InFlight::default(),
             fetched_total,
             run: RunCounters::resumed(net_refused),

@@ -264,14 +264,23 @@ impl Engine {
         let (true, Some(d), false, None) = (ok, f.analysis.digest, f.unchanged, said) else {
             return Ok(None);
         };
-        if self.digests.insert(d) {
+        if self.originals.first_met(d, job.fp) {
             self.unsaved.first_met(d, &job.url);
             return Ok(None);
         }
-        let original = match self.unsaved.page_with_digest(d) {
-            Some(u) => Some(u.clone()),
-            None => self.store.page_with_digest(d)?,
+        let original = match (
+            self.unsaved.page_with_digest(d),
+            self.originals.candidate(d),
+        ) {
+            (Some(u), _) => Some(u.clone()),
+            (None, Some(prefix)) => self.store.page_with_digest(d, prefix)?,
+            (None, None) => None,
         };
+        if original.is_none() {
+            // A digest sharing its low bits with another's, or held by a page since changed:
+            // this page is where the batch met it.
+            self.unsaved.first_met(d, &job.url);
+        }
         let found = original.filter(|u| *u != job.url);
         if found.is_some() {
             self.metrics.duplicates.inc();

@@ -573,3 +573,70 @@ fn a_restart_soon_after_a_save_keeps_hosts_waiting_the_longest_delay_an_answer_s
     let quick = start(Some((Duration::ZERO, Duration::from_millis(100))));
     assert_eq!(quick.state(&contacted).2, one_delay);
 }
+
+#[test]
+fn a_duplicate_is_found_in_the_batch_after_a_save_and_after_a_restart_without_a_digest_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let same = "<p>the same words at every address</p>";
+    let html = [("Content-Type", "text/html")];
+    // The seed links to four pages; /a holds the words first, /b and /c repeat them, /d
+    // holds others.
+    let duplicates = |e: &Engine| e.store.figures().unwrap().duplicates;
+    let mut jobs = std::collections::HashMap::new();
+    {
+        let mut e = open(dir.path());
+        read_robots(&mut e);
+        let seed = page_job(take(&mut e, Instant::now()));
+        let links = r#"<a href="/a">a</a> <a href="/a2">a2</a> <a href="/b">b</a>
+            <a href="/c">c</a> <a href="/d">d</a>"#;
+        e.handle(page_answer(&e, &seed, 200, &html, links)).unwrap();
+        e.commit().unwrap();
+        let mut at = Instant::now();
+        while let Some(d) = take(&mut e, at) {
+            let job = page_job(Some(d));
+            e.frontier.finished(job.host, at);
+            at += Duration::from_secs(3600);
+            jobs.insert(job.url.rsplit('/').next().unwrap().to_string(), job);
+        }
+        e.handle(page_answer(&e, &jobs["a"], 200, &html, same))
+            .unwrap();
+        // In the batch not saved yet.
+        e.handle(page_answer(&e, &jobs["a2"], 200, &html, same))
+            .unwrap();
+        e.commit().unwrap();
+        assert_eq!(duplicates(&e), 1, "found in the batch");
+        // Saved: found through the fingerprint index.
+        e.handle(page_answer(&e, &jobs["b"], 200, &html, same))
+            .unwrap();
+        e.commit().unwrap();
+        assert_eq!(duplicates(&e), 2, "found in the state");
+    }
+    let (mut e, _) = Engine::open(settings(dir.path())).unwrap();
+    // What was not fetched before the restart is handed out again.
+    let mut left = Vec::new();
+    let mut at = Instant::now();
+    while let Some(d) = take(&mut e, at) {
+        let job = page_job(Some(d));
+        e.frontier.finished(job.host, at);
+        at += Duration::from_secs(3600);
+        left.push(job.url.clone());
+        jobs.insert(job.url.rsplit('/').next().unwrap().to_string(), job);
+    }
+    left.sort();
+    assert_eq!(left, ["http://site.test/c", "http://site.test/d"]);
+    e.handle(page_answer(&e, &jobs["c"], 200, &html, same))
+        .unwrap();
+    // The twin: other words are no duplicate.
+    e.handle(page_answer(
+        &e,
+        &jobs["d"],
+        200,
+        &html,
+        "<p>other words</p>",
+    ))
+    .unwrap();
+    e.commit().unwrap();
+    assert_eq!(duplicates(&e), 3, "found after a restart, /d not");
+    let original = e.store.page(jobs["c"].fp).unwrap().unwrap();
+    assert!(original.content.is_some(), "its content is /a's");
+}

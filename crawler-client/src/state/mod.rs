@@ -508,8 +508,15 @@ mod tests {
         expected.sort_unstable();
         assert_eq!(fps, expected, "queued and visited");
         assert_eq!(
-            s.page_with_digest(7).unwrap().as_deref(),
+            s.page_with_digest(7, a.fp.prefix()).unwrap().as_deref(),
             Some("http://e.com/a")
+        );
+        // The twins: another digest, or the right one under another page's prefix.
+        assert_eq!(s.page_with_digest(8, a.fp.prefix()).unwrap(), None);
+        assert_eq!(
+            s.page_with_digest(7, a.fp.prefix().wrapping_add(1))
+                .unwrap(),
+            None
         );
         assert_eq!(s.page(a.fp).unwrap().unwrap().digest, Some(7));
         let f = s.figures().unwrap();
@@ -566,5 +573,32 @@ mod tests {
             (0, 1, 2),
             "a keeps its record, b is given up"
         );
+    }
+
+    #[test]
+    fn a_crawl_directory_of_an_older_layout_loses_its_digest_index_on_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let digest_indexes = |s: &Store| -> i64 {
+            s.conn
+                .query_row(
+                    "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND sql LIKE '%digest%'",
+                    [],
+                    |r| r.get(0),
+                )
+                .unwrap()
+        };
+        {
+            let s = Store::open(dir.path()).unwrap();
+            assert_eq!(digest_indexes(&s), 0, "a new layout has none");
+            s.conn
+                .execute_batch(
+                    "CREATE INDEX pages_by_digest ON pages (digest) WHERE digest IS NOT NULL",
+                )
+                .unwrap();
+            // The twin: the older layout's index is there before the open.
+            assert_eq!(digest_indexes(&s), 1);
+        }
+        let s = Store::open(dir.path()).unwrap();
+        assert_eq!(digest_indexes(&s), 0);
     }
 }

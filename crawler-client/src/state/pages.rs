@@ -4,7 +4,6 @@
 use super::{CopyRow, KnownPage, RefreshablePage, Store, StoreError};
 use crate::ids::Fp;
 use rusqlite::OptionalExtension;
-use std::collections::HashSet;
 
 impl Store {
     /// Every page worth refreshing (fetched successfully, not a duplicate).
@@ -27,29 +26,45 @@ impl Store {
         )
     }
 
-    /// Adds the content digest of every original (not duplicate) page to `into`.
-    pub(crate) fn load_digests(&self, into: &mut HashSet<u64>) -> Result<(), StoreError> {
+    /// Each original (not duplicate) page's content digest and fingerprint, in the order the
+    /// pages were first saved.
+    pub(crate) fn load_digests(&self, mut each: impl FnMut(u64, Fp)) -> Result<(), StoreError> {
         let mut stmt = self
             .conn
-            .prepare("SELECT digest FROM pages WHERE digest IS NOT NULL AND duplicate_of IS NULL")
+            .prepare(
+                "SELECT digest, fp FROM pages WHERE digest IS NOT NULL AND duplicate_of IS NULL
+                 ORDER BY id",
+            )
             .map_err(|e| self.err(e))?;
         let mut rows = stmt.query([]).map_err(|e| self.err(e))?;
         while let Some(r) = rows.next().map_err(|e| self.err(e))? {
-            into.insert(r.get::<_, i64>(0).map_err(|e| self.err(e))? as u64);
+            let digest = r.get::<_, i64>(0).map_err(|e| self.err(e))? as u64;
+            each(digest, r.get(1).map_err(|e| self.err(e))?);
         }
         Ok(())
     }
 
-    /// The first page fetched with this content digest.
-    pub(crate) fn page_with_digest(&self, digest: u64) -> Result<Option<String>, StoreError> {
+    /// The first page fetched with this content digest among those whose fingerprint begins
+    /// with `prefix` (read through the fingerprint index: the state keeps none on digests).
+    pub(crate) fn page_with_digest(
+        &self,
+        digest: u64,
+        prefix: u32,
+    ) -> Result<Option<String>, StoreError> {
+        let low = ((prefix as u64) << 32) as i64;
         self.conn
-            .query_row(
-                "SELECT url FROM pages WHERE digest = ?1 AND duplicate_of IS NULL
+            .prepare_cached(
+                "SELECT url FROM pages WHERE fp BETWEEN ?1 AND ?2 AND digest = ?3
+                    AND duplicate_of IS NULL
                  ORDER BY first_fetched LIMIT 1",
-                [digest as i64],
-                |r| r.get(0),
             )
-            .optional()
+            .and_then(|mut s| {
+                s.query_row(
+                    rusqlite::params![low, low | 0xFFFF_FFFF, digest as i64],
+                    |r| r.get(0),
+                )
+                .optional()
+            })
             .map_err(|e| self.err(e))
     }
 

@@ -53,7 +53,6 @@ CREATE TABLE IF NOT EXISTS pages (
     changes INTEGER NOT NULL DEFAULT 0
 );
 CREATE UNIQUE INDEX IF NOT EXISTS pages_by_fp ON pages (fp);
-CREATE INDEX IF NOT EXISTS pages_by_digest ON pages (digest) WHERE digest IS NOT NULL;
 CREATE INDEX IF NOT EXISTS pages_by_host ON pages (host, fetched_at);
 CREATE TABLE IF NOT EXISTS warc (file TEXT PRIMARY KEY, committed INTEGER NOT NULL) WITHOUT ROWID;
 ";
@@ -85,6 +84,9 @@ pub(super) fn migrate(conn: &Connection) -> rusqlite::Result<()> {
             conn.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {name} {decl};"))?;
         }
     }
+    // Duplicates are found through the fingerprint index since 2026-12-02 (the crawl holds
+    // where each digest was first met): the digest index only cost each save its leaves.
+    conn.execute_batch("DROP INDEX IF EXISTS pages_by_digest;")?;
     Ok(())
 }
 
