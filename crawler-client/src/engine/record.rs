@@ -257,29 +257,35 @@ impl Engine {
     }
 
     /// The page whose content this new response repeats, found by its digest (in this
-    /// batch or in the state): it is then archived as a revisit of that page.
+    /// batch or in the state): it is then archived as a revisit of that page. The digest
+    /// (xxh3, 64 bits, which a site can make collide) only finds a candidate; the content's
+    /// SHA-256 decides, so that no site can have its page archived as another's copy. A page
+    /// without one (cut at the size limit, or undecodable) is nobody's duplicate or original.
     fn find_duplicate(&mut self, job: &Queued, f: &Fetched) -> Result<Option<String>, CrawlError> {
         let ok = (200..300).contains(&f.status);
         let said = f.refers_to.as_ref().filter(|u| **u != job.url);
-        let (true, Some(d), false, None) = (ok, f.analysis.digest, f.unchanged, said) else {
+        let a = &f.analysis;
+        let (true, Some(d), Some(v), false, None) =
+            (ok, a.digest, a.validator.as_deref(), f.unchanged, said)
+        else {
             return Ok(None);
         };
         if self.originals.first_met(d, job.fp) {
-            self.unsaved.first_met(d, &job.url);
+            self.unsaved.first_met(d, &job.url, v);
             return Ok(None);
         }
         let original = match (
-            self.unsaved.page_with_digest(d),
+            self.unsaved.page_with_digest(d, v),
             self.originals.candidate(d),
         ) {
-            (Some(u), _) => Some(u.clone()),
-            (None, Some(prefix)) => self.store.page_with_digest(d, prefix)?,
+            (Some(u), _) => Some(u.to_string()),
+            (None, Some(prefix)) => self.store.page_with_digest(d, prefix, v)?,
             (None, None) => None,
         };
         if original.is_none() {
-            // A digest sharing its low bits with another's, or held by a page since changed:
-            // this page is where the batch met it.
-            self.unsaved.first_met(d, &job.url);
+            // A digest sharing its low bits with another's, a page since changed, or another
+            // content under the same digest: this page is where the batch met it.
+            self.unsaved.first_met(d, &job.url, v);
         }
         let found = original.filter(|u| *u != job.url);
         if found.is_some() {

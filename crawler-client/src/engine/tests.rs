@@ -640,3 +640,55 @@ fn a_duplicate_is_found_in_the_batch_after_a_save_and_after_a_restart_without_a_
     let original = e.store.page(jobs["c"].fp).unwrap().unwrap();
     assert!(original.content.is_some(), "its content is /a's");
 }
+
+/// `outcome` with its content digest replaced: a site that made its page's xxh3 collide.
+fn with_digest(mut outcome: Outcome, digest: u64) -> Outcome {
+    if let Outcome::Page { result: Ok(f), .. } = &mut outcome {
+        f.analysis.digest = Some(digest);
+    }
+    outcome
+}
+
+#[test]
+fn a_page_made_to_collide_with_anothers_digest_is_not_archived_as_its_copy() {
+    let dir = tempfile::tempdir().unwrap();
+    let html = [("Content-Type", "text/html")];
+    let duplicates = |e: &Engine| e.store.figures().unwrap().duplicates;
+    let mut e = open(dir.path());
+    read_robots(&mut e);
+    let seed = page_job(take(&mut e, Instant::now()));
+    let links = r#"<a href="/a">a</a> <a href="/b">b</a> <a href="/c">c</a> <a href="/d">d</a>"#;
+    e.handle(page_answer(&e, &seed, 200, &html, links)).unwrap();
+    e.commit().unwrap();
+    let mut jobs = std::collections::HashMap::new();
+    let mut at = Instant::now();
+    while let Some(d) = take(&mut e, at) {
+        let job = page_job(Some(d));
+        e.frontier.finished(job.host, at);
+        at += Duration::from_secs(3600);
+        jobs.insert(job.url.rsplit('/').next().unwrap().to_string(), job);
+    }
+    let victim = page_answer(&e, &jobs["a"], 200, &html, "<p>the victim's words</p>");
+    let Outcome::Page { result: Ok(f), .. } = &victim else {
+        panic!("a page")
+    };
+    let digest = f.analysis.digest.unwrap();
+    e.handle(victim).unwrap();
+    // Other words under the victim's digest, in the same batch, then after a save.
+    let forged = |e: &Engine, job: &Queued| {
+        with_digest(
+            page_answer(e, job, 200, &html, "<p>the site's own</p>"),
+            digest,
+        )
+    };
+    e.handle(forged(&e, &jobs["b"])).unwrap();
+    e.commit().unwrap();
+    e.handle(forged(&e, &jobs["c"])).unwrap();
+    e.commit().unwrap();
+    assert_eq!(duplicates(&e), 0, "no copy claimed by a digest alone");
+    // The twin: the victim's own words are its copy.
+    let copy = page_answer(&e, &jobs["d"], 200, &html, "<p>the victim's words</p>");
+    e.handle(copy).unwrap();
+    e.commit().unwrap();
+    assert_eq!(duplicates(&e), 1);
+}

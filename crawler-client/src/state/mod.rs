@@ -490,6 +490,7 @@ mod tests {
                 status: Some(200),
                 fetched_at: 1000,
                 digest: Some(7),
+                validator: Some("\"sha256-a\"".into()),
                 ..Default::default()
             }],
             ..Default::default()
@@ -508,16 +509,17 @@ mod tests {
         expected.sort_unstable();
         assert_eq!(fps, expected, "queued and visited");
         assert_eq!(
-            s.page_with_digest(7, a.fp.prefix()).unwrap().as_deref(),
+            s.page_with_digest(7, a.fp.prefix(), "\"sha256-a\"")
+                .unwrap()
+                .as_deref(),
             Some("http://e.com/a")
         );
-        // The twins: another digest, or the right one under another page's prefix.
-        assert_eq!(s.page_with_digest(8, a.fp.prefix()).unwrap(), None);
-        assert_eq!(
-            s.page_with_digest(7, a.fp.prefix().wrapping_add(1))
-                .unwrap(),
-            None
-        );
+        // The twins: another digest, the right one under another page's prefix, or with
+        // other content (a digest made to collide).
+        let ask = |d, prefix, v| s.page_with_digest(d, prefix, v).unwrap();
+        assert_eq!(ask(8, a.fp.prefix(), "\"sha256-a\""), None);
+        assert_eq!(ask(7, a.fp.prefix().wrapping_add(1), "\"sha256-a\""), None);
+        assert_eq!(ask(7, a.fp.prefix(), "\"sha256-b\""), None);
         assert_eq!(s.page(a.fp).unwrap().unwrap().digest, Some(7));
         let f = s.figures().unwrap();
         assert_eq!((f.pages, f.ok, f.queued, f.hosts), (1, 1, 1, 1));

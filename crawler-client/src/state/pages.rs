@@ -27,12 +27,13 @@ impl Store {
     }
 
     /// Each original (not duplicate) page's content digest and fingerprint, in the order the
-    /// pages were first saved.
+    /// pages were first saved: those whose content's SHA-256 is held, which alone can confirm.
     pub(crate) fn load_digests(&self, mut each: impl FnMut(u64, Fp)) -> Result<(), StoreError> {
         let mut stmt = self
             .conn
             .prepare(
                 "SELECT digest, fp FROM pages WHERE digest IS NOT NULL AND duplicate_of IS NULL
+                    AND validator IS NOT NULL
                  ORDER BY id",
             )
             .map_err(|e| self.err(e))?;
@@ -44,23 +45,25 @@ impl Store {
         Ok(())
     }
 
-    /// The first page fetched with this content digest among those whose fingerprint begins
-    /// with `prefix` (read through the fingerprint index: the state keeps none on digests).
+    /// The first page fetched with this content digest and content validator (SHA-256)
+    /// among those whose fingerprint begins with `prefix` (read through the fingerprint
+    /// index: the state keeps none on digests).
     pub(crate) fn page_with_digest(
         &self,
         digest: u64,
         prefix: u32,
+        validator: &str,
     ) -> Result<Option<String>, StoreError> {
         let low = ((prefix as u64) << 32) as i64;
         self.conn
             .prepare_cached(
                 "SELECT url FROM pages WHERE fp BETWEEN ?1 AND ?2 AND digest = ?3
-                    AND duplicate_of IS NULL
+                    AND validator = ?4 AND duplicate_of IS NULL
                  ORDER BY first_fetched LIMIT 1",
             )
             .and_then(|mut s| {
                 s.query_row(
-                    rusqlite::params![low, low | 0xFFFF_FFFF, digest as i64],
+                    rusqlite::params![low, low | 0xFFFF_FFFF, digest as i64, validator],
                     |r| r.get(0),
                 )
                 .optional()
