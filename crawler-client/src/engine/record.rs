@@ -271,7 +271,7 @@ impl Engine {
             return Ok(None);
         };
         if self.originals.first_met(d, job.fp) {
-            self.unsaved.first_met(d, &job.url, v);
+            self.unsaved.first_met(d, job.fp);
             return Ok(None);
         }
         let original = match (
@@ -285,7 +285,7 @@ impl Engine {
         if original.is_none() {
             // A digest sharing its low bits with another's, a page since changed, or another
             // content under the same digest: this page is where the batch met it.
-            self.unsaved.first_met(d, &job.url, v);
+            self.unsaved.first_met(d, job.fp);
         }
         let found = original.filter(|u| *u != job.url);
         if found.is_some() {

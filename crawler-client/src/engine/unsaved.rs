@@ -13,9 +13,8 @@ pub(super) struct Unsaved {
     batch: Batch,
     /// Queue rows finished: released from their hosts' taken sets once saved.
     settled: Vec<(HostId, i64)>,
-    /// Content digests first met in this batch, with their page and its content's SHA-256
-    /// validator (not yet in the state).
-    digests: HashMap<u64, (String, String)>,
+    /// Content digests first met in this batch, with their page (not yet in the state).
+    digests: HashMap<u64, Fp>,
     /// Where each page's latest record stands in the batch.
     latest: HashMap<Fp, usize>,
 }
@@ -76,19 +75,19 @@ impl Unsaved {
         self.batch.give_up.push(g);
     }
 
-    /// `digest` was first met at `url`, whose content has `validator`, in this batch (a later
-    /// page of this batch with the same digest and other content takes its place).
-    pub(super) fn first_met(&mut self, digest: u64, url: &str, validator: &str) {
-        self.digests
-            .insert(digest, (url.to_string(), validator.to_string()));
+    /// `digest` was first met at page `fp` in this batch (a later page of this batch with the
+    /// same digest and other content takes its place).
+    pub(super) fn first_met(&mut self, digest: u64, fp: Fp) {
+        self.digests.insert(digest, fp);
     }
 
-    /// The page this batch first met `digest` at, if its content's validator is `validator`.
+    /// The page this batch first met `digest` at, if its latest record holds that digest and
+    /// content whose validator is `validator`.
     pub(super) fn page_with_digest(&self, digest: u64, validator: &str) -> Option<&str> {
-        self.digests
-            .get(&digest)
-            .filter(|(_, v)| v == validator)
-            .map(|(u, _)| u.as_str())
+        let fp = *self.digests.get(&digest)?;
+        let r = self.batch.pages.get(*self.latest.get(&fp)?)?;
+        (r.fp == fp && r.digest == Some(digest) && r.validator.as_deref() == Some(validator))
+            .then_some(r.url.as_str())
     }
 
     /// Results waiting (pages, retries, hosts...).
