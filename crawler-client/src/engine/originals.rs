@@ -8,7 +8,7 @@
 //! that share their low bits keep the first: the second's duplicates are then not found (they
 //! are archived whole, as a page never met before), about a hundred pages in a million.
 //! A match is only ever a question: the state answers it from the page's row, which must
-//! still hold that digest and be an original.
+//! still hold that digest, content with the same SHA-256, and be an original.
 
 use crate::ids::Fp;
 use std::collections::HashMap;
