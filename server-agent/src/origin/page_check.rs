@@ -148,6 +148,17 @@ impl OriginAgent {
                 }
             }
         }
+        if self.baseline_done
+            && let Some(prev) = listed
+            && self.same_but_for_volatile_parts(path, prev, digest, text)?
+        {
+            // Its listed digest was taken before those parts were learned.
+            let mut entry = prev.clone();
+            entry.fast = digest;
+            self.batch.upserts.push((path.to_string(), entry, None));
+            self.stats.unchanged += 1;
+            return Ok(Outcome::Same);
+        }
         let sha256 = Sha256Digest::of(&page.body);
         let size = page.body.len() as u64;
         let changed = match (listed, text) {
@@ -295,6 +306,25 @@ impl OriginAgent {
             }
             None => volatile::change_digest(body, true),
         }
+    }
+
+    /// Whether the listed version of `path`, with the volatile parts learned of it since it
+    /// was listed, has the change digest `digest`: then only those parts differ.
+    fn same_but_for_volatile_parts(
+        &mut self,
+        path: &str,
+        listed: &FileEntry,
+        digest: u64,
+        text: bool,
+    ) -> Result<bool, AgentError> {
+        let Some(learned) = self.learned_of(path).filter(|_| text) else {
+            return Ok(false);
+        };
+        let Some(old) = self.store.version(path, &listed.sha256)? else {
+            return Ok(false);
+        };
+        Ok(learned::apply(&old, &learned)
+            .is_some_and(|masked| volatile::change_digest(&masked, true) == digest))
     }
 
     fn learned_of(&mut self, path: &str) -> Option<Learned> {
