@@ -75,7 +75,12 @@ fn measured(cmd: &mut Command, limit: Option<Duration>) -> Measured {
         }
         peak
     });
-    let (code, cpu, rusage_peak) = reap(pid);
+    let Reaped {
+        code,
+        cpu,
+        max_rss_kib: rusage_peak,
+        ..
+    } = reap(pid);
     done.store(true, std::sync::atomic::Ordering::Relaxed);
     let watched = peak.join().unwrap_or(0);
     Measured {
@@ -87,9 +92,22 @@ fn measured(cmd: &mut Command, limit: Option<Duration>) -> Measured {
     }
 }
 
-/// Waits for a child to end: its exit code (minus the signal that ended it), its CPU time and
-/// wait4's peak RSS in KiB.
-fn reap(pid: libc::pid_t) -> (i32, Duration, i64) {
+/// What wait4 says of a child that ended.
+struct Reaped {
+    /// Its exit code, or minus the signal that ended it.
+    code: i32,
+    /// User and system CPU time.
+    cpu: Duration,
+    /// System CPU time alone.
+    sys: Duration,
+    /// Peak RSS in KiB.
+    max_rss_kib: i64,
+    /// Context switches, voluntary (waits) and involuntary (preemptions).
+    switches: (i64, i64),
+}
+
+/// Waits for a child to end, and says what wait4 says of it.
+fn reap(pid: libc::pid_t) -> Reaped {
     let mut status = 0;
     // SAFETY: an all-zero rusage is a valid value to be overwritten by wait4.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
@@ -102,11 +120,13 @@ fn reap(pid: libc::pid_t) -> (i32, Duration, i64) {
     } else {
         -libc::WTERMSIG(status)
     };
-    (
+    Reaped {
         code,
-        tv(usage.ru_utime) + tv(usage.ru_stime),
-        usage.ru_maxrss,
-    )
+        cpu: tv(usage.ru_utime) + tv(usage.ru_stime),
+        sys: tv(usage.ru_stime),
+        max_rss_kib: usage.ru_maxrss,
+        switches: (usage.ru_nvcsw, usage.ru_nivcsw),
+    }
 }
 
 fn arg(args: &HashMap<String, String>, name: &str, default: &str) -> String {

@@ -37,6 +37,10 @@ struct Watched {
     /// Bytes the process handed to write calls (`wchar`: the archive, the state's log and
     /// database, the requests), as last sampled.
     wrote: u64,
+    /// System CPU time, of `cpu`.
+    sys: Duration,
+    /// Context switches, voluntary and involuntary.
+    switches: (i64, i64),
     code: i32,
 }
 
@@ -152,13 +156,17 @@ fn watched(
                 unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
             })
         });
-        let (code, cpu, _) = reap(pid as libc::pid_t);
+        let reaped = reap(pid as libc::pid_t);
+        let code = reaped.code;
         done.store(true, Ordering::Relaxed);
         let _ = sampler.join();
         if let Some(k) = killer {
             let _ = k.join();
         }
-        total.cpu += cpu;
+        total.cpu += reaped.cpu;
+        total.sys += reaped.sys;
+        total.switches.0 += reaped.switches.0;
+        total.switches.1 += reaped.switches.1;
         total.code = code;
         if let Ok(mut w) = seen.lock() {
             total.wrote += std::mem::take(&mut w.wrote);
@@ -183,6 +191,8 @@ fn watched(
     Watched {
         wall: start.elapsed(),
         cpu: total.cpu,
+        sys: total.sys,
+        switches: total.switches,
         code: total.code,
         wrote: total.wrote,
         ..s
@@ -268,6 +278,13 @@ fn print_run(name: &str, w: &Watched, f: &Figures, floor: Duration) {
         "| pages per CPU-second | {:.0} ({:.1} µs CPU per page) |",
         pages / w.cpu.as_secs_f64().max(1e-9),
         w.cpu.as_secs_f64() * 1e6 / pages
+    );
+    println!(
+        "| of it in the kernel; context switches per page (waits, preemptions) | {:.1} µs; {:.2} ({:.2}, {:.2}) |",
+        w.sys.as_secs_f64() * 1e6 / pages,
+        (w.switches.0 + w.switches.1) as f64 / pages,
+        w.switches.0 as f64 / pages,
+        w.switches.1 as f64 / pages
     );
     println!(
         "| peak RSS | {:.0} MiB ({:.2} KiB per page fetched) |",

@@ -189,11 +189,11 @@ pub struct CrawlOptions {
     #[arg(long, value_name = "0-9")]
     pub(crate) warc_gzip_level: Option<u32>,
     /// Longest time between two saves of the state, seconds (by default 1, or 5 with more
-    /// than 1,000 hosts crawled at once).
+    /// than 1,000 hosts crawled at once or after 300,000 pages fetched).
     #[arg(long, value_name = "SECS")]
     pub(crate) commit_interval: Option<f64>,
     /// Results per save of the state at most (by default 2,000, or 10,000 with more than
-    /// 1,000 hosts crawled at once).
+    /// 1,000 hosts crawled at once or after 300,000 pages fetched).
     #[arg(long, value_name = "N")]
     pub(crate) commit_results: Option<usize>,
     /// How long a host's idle connection is kept for its next request, seconds (by default
@@ -351,7 +351,7 @@ impl CrawlOptions {
             warc_max_size: Some(1 << 30),
             warc_prefix: Some("webcoop".into()),
             warc_gzip_level: Some(crate::archive::warc::DEFAULT_LEVEL),
-            // By the hosts crawled at once (`SavePace`) unless set.
+            // By the hosts crawled at once and the pages fetched (`SavePace`) unless set.
             commit_interval: None,
             commit_results: None,
             conditional: Some(true),

@@ -24,7 +24,9 @@ impl Engine {
 
     /// The longest time between saves and the most results in one, as things stand.
     pub(super) fn save_bounds(&self) -> (std::time::Duration, usize) {
-        self.settings.save_pace.bounds(self.frontier.hosts_inside())
+        self.settings
+            .save_pace
+            .bounds(self.frontier.hosts_inside(), self.fetched_total)
     }
 
     /// Saves the batch: archive first, then the state that points into it.
