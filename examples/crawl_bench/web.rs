@@ -246,11 +246,7 @@ fn crawl_command(
 }
 
 fn free_port() -> SocketAddr {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port();
-    ([127, 0, 0, 1], port).into()
+    ([127, 0, 0, 1], webcoop_testkit::free_port()).into()
 }
 
 fn print_run(name: &str, w: &Watched, f: &Figures, floor: Duration) {

@@ -19,6 +19,16 @@ pub mod webshape;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// A loopback port that was free a moment ago, for a server that cannot listen on port 0 and
+/// say which port it took (nginx, MariaDB, a command line's `--listen`): another process may
+/// still take it first, so a start that fails to bind is the caller's to retry.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("binding a loopback port")
+}
+
 /// The workspace root (where the README and `scripts/` are).
 pub fn workspace_root() -> PathBuf {
     let kit = Path::new(env!("CARGO_MANIFEST_DIR"));

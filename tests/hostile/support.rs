@@ -5,7 +5,7 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use axum::response::Response;
 use std::collections::HashMap;
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -19,12 +19,7 @@ pub(crate) fn crawl_bin() -> PathBuf {
     workspace_bin("webcoop-crawl")
 }
 
-pub(crate) fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .unwrap_or(0)
-}
+pub(crate) use webcoop_testkit::free_port;
 
 /// An HTTP client that goes straight to loopback (reqwest is built without a TLS provider of
 /// its own: ring's is installed once).

@@ -2,20 +2,13 @@
 //! server block, the real `webcoop-agent` beside it with `--console`, a real `webcoop-crawl`
 //! subscribed to its hub in push mode, and headless Chromium looking at the console.
 
-use std::net::TcpListener;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use webcoop::servers::{Killed, Nginx, example_nginx_conf, http_get};
 use webcoop_testkit::browser::{Browser, console_address, number};
 use webcoop_testkit::{tool, workspace_bin};
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use webcoop_testkit::free_port;
 
 fn page(i: usize, words: &str) -> String {
     format!(

@@ -5,7 +5,6 @@
 //! must be exactly the site.
 
 use std::collections::BTreeMap;
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -35,13 +34,7 @@ pub(super) fn page(i: usize, words: &str) -> String {
     )
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use webcoop_testkit::free_port;
 
 impl Site {
     pub(super) fn start(pages: usize) -> Option<Site> {

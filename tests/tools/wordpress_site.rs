@@ -13,13 +13,7 @@ use webcoop_testkit::{tool, tool_named_like, workspace_bin};
 pub(crate) const PASSWORD: &str = "Secret-pass-123";
 pub(crate) const SECRET: &str = "0123456789abcdef-secret";
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use webcoop_testkit::free_port;
 
 /// A private MariaDB on a loopback port, its data in a temporary directory.
 struct Mariadb {

@@ -104,22 +104,15 @@ impl Engine {
         for link in &links {
             self.push(link, 1, 0);
         }
-        for page in out.gone {
+        let gone = out.gone.into_iter().map(|p| (p, "deleted (announced)"));
+        let disowned = (out.disowned.into_iter())
+            .map(|p| (p, "disowned (the site's bulk claims proved false)"));
+        for (page, note) in gone.chain(disowned) {
             self.log.write(&Entry {
                 at: page.fetched_at,
                 url: &page.url,
                 depth: 1,
-                note: "deleted (announced)",
-                ..Default::default()
-            });
-            self.unsaved.page(page);
-        }
-        for page in out.disowned {
-            self.log.write(&Entry {
-                at: page.fetched_at,
-                url: &page.url,
-                depth: 1,
-                note: "disowned (the site's bulk claims proved false)",
+                note,
                 ..Default::default()
             });
             self.unsaved.page(page);

@@ -317,7 +317,10 @@ impl OriginAgent {
         digest: u64,
         text: bool,
     ) -> Result<bool, AgentError> {
-        let Some(learned) = self.learned_of(path).filter(|_| text) else {
+        if !text {
+            return Ok(false);
+        }
+        let Some(learned) = self.learned_of(path) else {
             return Ok(false);
         };
         let Some(old) = self.store.version(path, &listed.sha256)? else {
