@@ -616,11 +616,17 @@ fn fleet_of_two(
         peak_fds: ws.iter().map(|w| w.peak_fds).max().unwrap_or(0),
         peak_sockets: ws.iter().map(|w| w.peak_sockets).max().unwrap_or(0),
         code: ws.iter().map(|w| w.code).find(|&c| c != 0).unwrap_or(0),
+        // The processes' own: Redis reports its CPU time, not its kernel part or switches.
+        sys: ws.iter().map(|w| w.sys).sum(),
+        switches: ws
+            .iter()
+            .fold((0, 0), |(v, i), w| (v + w.switches.0, i + w.switches.1)),
+        wrote: ws.iter().map(|w| w.wrote).sum(),
         ..Watched::default()
     };
     print_run(
         &format!(
-            "the web, a fleet of two{} on a Redis Cluster (Redis CPU {redis_cpu:.1} s included)",
+            "the web, a fleet of two{} on a Redis Cluster (Redis CPU {redis_cpu:.1} s included; kernel time, switches and writes the crawlers' own)",
             if sharded { " split by owner" } else { "" }
         ),
         &fleet,

@@ -11,6 +11,7 @@ pub(crate) mod cash;
 mod dispatch;
 pub(crate) mod fleet;
 mod host;
+mod leased;
 mod operator;
 pub(crate) mod politeness;
 mod priority;
@@ -161,18 +162,6 @@ impl Frontier {
         Ok(f)
     }
 
-    /// Makes this the frontier of one process of a fleet: what it finds is only saved (to be
-    /// offered to the shared queue), and it serves only the hosts it is given with
-    /// [`Frontier::lease`], with the rows the store's `next_for_host` takes for it.
-    pub(crate) fn share(&mut self) {
-        self.shared = true;
-    }
-
-    /// Whether this is the frontier of one process of a fleet.
-    pub(crate) fn is_shared(&self) -> bool {
-        self.shared
-    }
-
     /// Keys politeness by server address (`--politeness-key ip`): each host's address is
     /// looked up before its first request ([`Dispatch::Resolve`]).
     pub(crate) fn by_address(&mut self) {
@@ -191,67 +180,6 @@ impl Frontier {
             h.address = servers::Address::Known(ip);
         }
         self.schedule(id);
-    }
-
-    /// A host whose lease this process took, with `queued` URLs waiting in the shared queue,
-    /// its robots.txt as known, and when it may first be contacted.
-    pub(crate) fn lease(
-        &mut self,
-        id: HostId,
-        origin: &str,
-        queued: u64,
-        robots: RobotsState,
-        next_allowed: Instant,
-    ) {
-        self.known(id, origin);
-        if let Some(h) = self.hosts.get_mut(&id) {
-            h.leased = true;
-            h.queued = queued;
-            h.robots = robots;
-            h.next_allowed = next_allowed;
-            h.skipped = None;
-        }
-        self.schedule(id);
-    }
-
-    /// The lease of a host ended: it is no longer served; returns the URLs it held in memory
-    /// (to give back).
-    pub(crate) fn unlease(&mut self, id: HostId) -> Vec<Queued> {
-        let Some(h) = self.hosts.get_mut(&id) else {
-            return Vec::new();
-        };
-        h.leased = false;
-        h.queued = 0;
-        h.coop.clear();
-        h.robots = RobotsState::Unknown;
-        let held = h.buffer.drain(..).collect();
-        if self.bench.release_if_done(h) {
-            self.admit_waiting();
-        }
-        held
-    }
-
-    /// More URLs arrived in the shared queue of a host held.
-    pub(crate) fn add_queued(&mut self, id: HostId, n: u64) {
-        if let Some(h) = self.hosts.get_mut(&id)
-            && h.leased
-        {
-            h.queued += n;
-        }
-        self.schedule(id);
-    }
-
-    /// The hosts leased, each with whether it is idle: nothing under way, nothing waiting
-    /// (or given up), and its next allowed time.
-    pub(crate) fn leased(&self) -> Vec<(HostId, bool, Instant)> {
-        self.hosts
-            .values()
-            .filter(|h| h.leased)
-            .map(|h| {
-                let idle = h.in_flight == 0 && (h.skipped.is_some() || !h.has_queue());
-                (h.id, idle, h.next_allowed)
-            })
-            .collect()
     }
 
     /// Knows a host by an id given elsewhere (a fleet's).
