@@ -179,12 +179,16 @@ fn watched(
             start.elapsed().as_secs_f64()
         );
     }
-    // What a fleet process says of its own costs at its end (host parts per page).
+    // What a fleet process says of its own costs at its end (host parts per page), and what a
+    // resumed crawl took back from its archive (what a kill did not cost again).
     let mut said = String::new();
     let mut log = log;
     let _ = std::io::Seek::seek(&mut log, std::io::SeekFrom::Start(0))
         .and_then(|_| std::io::Read::read_to_string(&mut log, &mut said));
-    for line in said.lines().filter(|l| l.contains("host parts")) {
+    for line in said
+        .lines()
+        .filter(|l| l.contains("host parts") || l.contains("replayed"))
+    {
         eprintln!("{line}");
     }
     let s = seen.lock().map(|s| s.clone()).unwrap_or_default();
