@@ -42,6 +42,8 @@ struct Watched {
     /// Context switches, voluntary and involuntary.
     switches: (i64, i64),
     code: i32,
+    /// When the first part was killed, if it was.
+    killed: Option<Instant>,
 }
 
 fn status_kib(pid: u32, field: &str) -> i64 {
@@ -154,6 +156,7 @@ fn watched(
                 }
                 // SAFETY: kill(2) on our own child's pid; at worst it has exited already.
                 unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+                Instant::now()
             })
         });
         let reaped = reap(pid as libc::pid_t);
@@ -161,7 +164,7 @@ fn watched(
         done.store(true, Ordering::Relaxed);
         let _ = sampler.join();
         if let Some(k) = killer {
-            let _ = k.join();
+            total.killed = k.join().ok();
         }
         total.cpu += reaped.cpu;
         total.sys += reaped.sys;
@@ -199,6 +202,7 @@ fn watched(
         switches: total.switches,
         code: total.code,
         wrote: total.wrote,
+        killed: total.killed,
         ..s
     }
 }
@@ -472,6 +476,21 @@ pub(super) fn run(args: &HashMap<String, String>) {
     let f = web.figures();
     if f.missed > 0 {
         eprintln!("hosts with pages missed: {:?}", web.missing_hosts(10));
+    }
+    if let Some(kill) = w.killed {
+        let t = web.twice_around(kill);
+        eprintln!(
+            "pages served twice, by their first answer: {} under way at the kill, answered \
+             within 50 ms before it {}, 50 ms-1 s {}, longer {}; asked after it {}",
+            t.under_way,
+            t.answered_50ms_before,
+            t.answered_1s_before,
+            t.answered_longer_before,
+            t.asked_after
+        );
+        for (url, from_kill) in t.examples {
+            eprintln!("  {url}: first answered {from_kill:+.3} s from the kill");
+        }
     }
     drop(web);
     // The reference crawled again after the web (`--one-host-after 0` skips it): this

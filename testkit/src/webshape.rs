@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicI64, AtomicU8, AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 mod figures;
-pub use figures::{EndedLast, Figures};
+pub use figures::{EndedLast, Figures, TwiceServed};
 
 /// The domain every host's name ends in (`h17.shape.test`).
 pub const DOMAIN: &str = "shape.test";
@@ -123,6 +123,11 @@ struct Web {
     seen: Vec<Seen>,
     /// Times each page (and robots.txt, last of each host) was answered with a 200.
     served: Vec<AtomicU8>,
+    /// When each page was first answered, nanoseconds after `start` (0: never): which of the
+    /// pages served twice were answered just before a kill, and which long before.
+    first_answered_ns: Vec<AtomicU64>,
+    /// When the request that first answered each page arrived (0: never).
+    first_asked_ns: Vec<AtomicU64>,
     start: Instant,
     port: u16,
     /// Requests that arrived at any host so far, and how many are answered before the rest
@@ -358,7 +363,7 @@ impl Web {
                 text(StatusCode::INTERNAL_SERVER_ERROR, "down\n".into())
             }
             (_, true, _) => {
-                self.served_once(host, self.spec.pages);
+                self.served_once(host, self.spec.pages, arrived);
                 text(
                     StatusCode::OK,
                     "User-agent: *\nDisallow: /private/\n".into(),
@@ -366,7 +371,7 @@ impl Web {
             }
             (Kind::ServerError, _, _) => text(StatusCode::SERVICE_UNAVAILABLE, "busy\n".into()),
             (_, _, Some(j)) => {
-                self.served_once(host, j);
+                self.served_once(host, j, arrived);
                 let mut r = text(StatusCode::OK, self.page(host, j));
                 r.headers_mut().insert(
                     header::CONTENT_TYPE,
@@ -388,11 +393,23 @@ impl Web {
         response
     }
 
-    fn served_once(&self, host: usize, j: usize) {
-        if let Some(n) = self.served.get(host * (self.spec.pages + 1) + j) {
+    fn served_once(&self, host: usize, j: usize, arrived: u64) {
+        let at = host * (self.spec.pages + 1) + j;
+        if let Some(n) = self.served.get(at) {
             let _ = n.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
                 Some(v.saturating_add(1))
             });
+        }
+        if let (Some(answered), Some(asked)) =
+            (self.first_answered_ns.get(at), self.first_asked_ns.get(at))
+        {
+            let now = self.now_ns().max(1);
+            if answered
+                .compare_exchange(0, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+            {
+                asked.store(arrived.max(1), Ordering::Relaxed);
+            }
         }
     }
 
@@ -486,6 +503,12 @@ impl WebShape {
             served: (0..spec.hosts * (pages + 1))
                 .map(|_| AtomicU8::new(0))
                 .collect(),
+            first_answered_ns: (0..spec.hosts * (pages + 1))
+                .map(|_| AtomicU64::new(0))
+                .collect(),
+            first_asked_ns: (0..spec.hosts * (pages + 1))
+                .map(|_| AtomicU64::new(0))
+                .collect(),
             spec,
             start: Instant::now(),
             port,
@@ -549,89 +572,6 @@ impl WebShape {
     pub fn crawlable(&self) -> u64 {
         let healthy = self.web.kinds.iter().filter(|k| k.serves_pages()).count();
         (healthy * self.web.spec.pages) as u64
-    }
-
-    /// What the server saw so far.
-    pub fn figures(&self) -> Figures {
-        let w = &self.web;
-        let pages = w.spec.pages;
-        let mut f = Figures::default();
-        let mut closest: Option<(i64, u64)> = None;
-        for (i, s) in w.seen.iter().enumerate() {
-            let requests = s.requests.load(Ordering::Relaxed);
-            f.requests += u64::from(requests);
-            f.hosts_reached += u64::from(requests > 0);
-            f.connections += u64::from(s.connections.load(Ordering::Relaxed));
-            let lookups = s.lookups.load(Ordering::Relaxed);
-            f.lookups += u64::from(lookups);
-            f.hosts_looked_up += u64::from(lookups > 0);
-            f.most_lookups = f.most_lookups.max(lookups);
-            f.overlaps += u64::from(s.overlaps.load(Ordering::Relaxed));
-            f.forbidden += u64::from(s.forbidden.load(Ordering::Relaxed));
-            let req = s.gap_required_ns.load(Ordering::Relaxed);
-            if req > 0 {
-                let gap = s.min_gap_ns.load(Ordering::Relaxed);
-                if closest
-                    .is_none_or(|(g, r)| (gap as f64) * (r as f64) < (g as f64) * (req as f64))
-                {
-                    closest = Some((gap, req));
-                }
-            }
-            if w.kinds[i].serves_pages() {
-                let floor = s
-                    .floor_ns
-                    .load(Ordering::Relaxed)
-                    .saturating_sub(s.required_ns.load(Ordering::Relaxed));
-                f.floor = f.floor.max(Duration::from_nanos(floor));
-                let last = Duration::from_nanos(s.last_answered_ns.load(Ordering::Relaxed));
-                f.hosts_kept_waiting +=
-                    u64::from(s.longest_wait_ns.load(Ordering::Relaxed) > 10_000_000_000);
-                if f.ended_last.is_none_or(|e| last > e.last) {
-                    let ns = |a: &AtomicU64| Duration::from_nanos(a.load(Ordering::Relaxed));
-                    f.ended_last = Some(EndedLast {
-                        first: ns(&s.first_arrived_ns),
-                        last,
-                        own: Duration::from_nanos(floor),
-                        longest_wait: (ns(&s.longest_wait_ns), ns(&s.longest_wait_until_ns)),
-                        waits_over_second: s.waits_over_second.load(Ordering::Relaxed),
-                    });
-                }
-                for j in 0..pages {
-                    match w.served[i * (pages + 1) + j].load(Ordering::Relaxed) {
-                        0 => f.missed += 1,
-                        1 => f.pages_served += 1,
-                        _ => {
-                            f.pages_served += 1;
-                            f.served_twice += 1;
-                        }
-                    }
-                }
-            }
-        }
-        f.closest_gap = closest.map(|(g, r)| {
-            (
-                Duration::from_nanos(g.max(0) as u64),
-                Duration::from_nanos(r),
-            )
-        });
-        f
-    }
-
-    /// Up to `n` healthy hosts with pages never fetched, and how many each.
-    pub fn missing_hosts(&self, n: usize) -> Vec<(String, usize)> {
-        let w = &self.web;
-        let pages = w.spec.pages;
-        (0..w.spec.hosts)
-            .filter(|&i| w.kinds[i].serves_pages())
-            .map(|i| {
-                let missed = (0..pages)
-                    .filter(|&j| w.served[i * (pages + 1) + j].load(Ordering::Relaxed) == 0)
-                    .count();
-                (host_name(i), missed)
-            })
-            .filter(|(_, m)| *m > 0)
-            .take(n)
-            .collect()
     }
 
     /// The politeness floor of the web as specified, before any crawl: each healthy host's
@@ -740,6 +680,8 @@ mod tests {
             kinds: k,
             seen: Vec::new(),
             served: Vec::new(),
+            first_answered_ns: Vec::new(),
+            first_asked_ns: Vec::new(),
             spec: spec.clone(),
             start: Instant::now(),
             port: 1,

@@ -16,8 +16,7 @@ fn records_are_written_in_runs_and_all_are_on_disk_after_a_sync() {
     let dir = tempfile::tempdir().unwrap();
     let mut w = WarcWriter::new(dir.path(), "run", 1 << 30, "bot/1", 6).unwrap();
     let head = "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n\r\n";
-    // Enough small records for several runs, and one larger than a run between them;
-    // built first, so that appending them all takes less than WRITE_DELAY.
+    // Enough small records for several runs, and one larger than a run between them.
     let mut records = Vec::new();
     for i in 0..300 {
         let mut body = vec![0u8; if i == 150 { WRITE_RUN + 5000 } else { 3000 }];
@@ -45,15 +44,10 @@ fn records_are_written_in_runs_and_all_are_on_disk_after_a_sync() {
         on_disk() > positions[150].offset,
         "full runs are written as they fill"
     );
-    assert!(w.write_due().is_some());
-    std::thread::sleep(WRITE_DELAY);
-    w.write_if_due().unwrap();
-    assert_eq!(
-        on_disk(),
-        end,
-        "written once it has waited, before any sync"
-    );
-    assert_eq!(w.write_due(), None);
+    assert!(w.has_unwritten());
+    w.write_appended().unwrap();
+    assert_eq!(on_disk(), end, "written when asked, before any sync");
+    assert!(!w.has_unwritten());
     let synced = w.sync().unwrap();
     assert_eq!(synced, vec![(positions[0].file.clone(), end)]);
     for (i, p) in positions.iter().enumerate() {

@@ -4,7 +4,6 @@ use super::record::*;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
 
 /// Where a record landed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,20 +27,16 @@ pub(crate) struct WarcWriter {
     current: Option<(File, String, u64)>,
     /// Records appended to the current file and not written yet; its length counts them.
     unwritten: Vec<u8>,
-    /// When the first of them was appended.
-    unwritten_since: Option<Instant>,
     /// Files finished since the last sync, with their final length.
     closed: Vec<(String, u64)>,
 }
 
-/// Records are written to the file in runs of about this many bytes, not one call each: a
-/// write per record was 2% of a crawl's CPU. What the state points to is always written and
-/// synced first ([`WarcWriter::sync`]).
+/// Records are written to the file in runs of at most this many bytes, not one call each: a
+/// write per record was 2% of a crawl's CPU. The caller writes what it appended once it has
+/// handled all that arrived together ([`WarcWriter::write_appended`]), so that after
+/// `kill -9` only what was under way is fetched again; what the state points to is always
+/// written and synced first ([`WarcWriter::sync`]).
 pub(super) const WRITE_RUN: usize = 256 << 10;
-
-/// A run is written at the latest this long after its first record: after `kill -9` the
-/// crawl replays what reached the file, and only what was under way then is fetched again.
-pub(crate) const WRITE_DELAY: Duration = Duration::from_millis(50);
 
 /// The WARC files of `prefix` in `dir`, in order, with their length on disk.
 pub fn files(dir: &Path, prefix: &str) -> io::Result<Vec<(String, u64)>> {
@@ -95,7 +90,6 @@ impl WarcWriter {
             serial,
             current: None,
             unwritten: Vec::new(),
-            unwritten_since: None,
             closed: Vec::new(),
         })
     }
@@ -104,7 +98,6 @@ impl WarcWriter {
     /// the caller or is dropped here.
     pub(crate) fn resume(&mut self, file: &str, length: u64) -> io::Result<()> {
         self.unwritten.clear();
-        self.unwritten_since = None;
         let path = self.dir.join(file);
         let mut f = OpenOptions::new().write(true).open(&path)?;
         f.set_len(length)?;
@@ -115,7 +108,7 @@ impl WarcWriter {
     }
 
     fn open_next(&mut self) -> io::Result<()> {
-        self.write_out()?;
+        self.write_appended()?;
         if let Some((f, name, len)) = self.current.take() {
             f.sync_data()?;
             self.closed.push((name, len));
@@ -145,7 +138,7 @@ impl WarcWriter {
             self.open_next()?;
         }
         if self.unwritten.len() + record.bytes.len() > WRITE_RUN {
-            self.write_out()?;
+            self.write_appended()?;
         }
         let (_, name, len) = self
             .current
@@ -162,29 +155,18 @@ impl WarcWriter {
             self.write_run(&record.bytes)?;
         } else {
             self.unwritten.extend_from_slice(&record.bytes);
-            let since = *self.unwritten_since.get_or_insert_with(Instant::now);
-            if since.elapsed() >= WRITE_DELAY {
-                self.write_out()?;
-            }
         }
         Ok(pos)
     }
 
-    /// When the records appended and not written yet must be written ([`WRITE_DELAY`]).
-    pub(crate) fn write_due(&self) -> Option<Instant> {
-        self.unwritten_since.map(|t| t + WRITE_DELAY)
+    /// Whether records appended are not written yet.
+    #[cfg(test)]
+    pub(crate) fn has_unwritten(&self) -> bool {
+        !self.unwritten.is_empty()
     }
 
-    /// Writes the records appended if they have waited [`WRITE_DELAY`].
-    pub(crate) fn write_if_due(&mut self) -> io::Result<()> {
-        match self.write_due() {
-            Some(t) if Instant::now() >= t => self.write_out(),
-            _ => Ok(()),
-        }
-    }
-
-    /// Writes the records appended since the last write to the file.
-    fn write_out(&mut self) -> io::Result<()> {
+    /// Writes the records appended since the last write to the file (one call; not synced).
+    pub(crate) fn write_appended(&mut self) -> io::Result<()> {
         self.write_run(&[])
     }
 
@@ -196,7 +178,6 @@ impl WarcWriter {
         }
         let Some((f, _, len)) = self.current.as_mut() else {
             self.unwritten.clear();
-            self.unwritten_since = None;
             return Ok(());
         };
         let result = f
@@ -214,14 +195,13 @@ impl WarcWriter {
         }
         // Cleared, not replaced: the next run reuses the capacity.
         self.unwritten.clear();
-        self.unwritten_since = None;
         result
     }
 
     /// Makes everything written durable; returns each file written since the last sync with
     /// its length (what the state commits).
     pub(crate) fn sync(&mut self) -> io::Result<Vec<(String, u64)>> {
-        self.write_out()?;
+        self.write_appended()?;
         let mut out = std::mem::take(&mut self.closed);
         if let Some((f, name, len)) = &mut self.current {
             f.sync_data()?;
