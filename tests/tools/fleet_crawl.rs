@@ -39,7 +39,13 @@ pub(super) fn web() -> TestWeb {
 
 /// A process of the fleet; the first one gives the crawl's settings and seeds, the others
 /// only the frontier and the name.
-fn process(web: &TestWeb, frontier: &str, out: &Path, first: bool, extra: &[&str]) -> Command {
+pub(super) fn process(
+    web: &TestWeb,
+    frontier: &str,
+    out: &Path,
+    first: bool,
+    extra: &[&str],
+) -> Command {
     let mut c = Command::new(crawl_bin());
     c.args([
         "crawl",
@@ -68,7 +74,7 @@ fn process(web: &TestWeb, frontier: &str, out: &Path, first: bool, extra: &[&str
 
 /// Waits until the first process has started the crawl (stored its settings and joined), so
 /// that the others join its crawl rather than start one with the defaults.
-fn wait_started(frontier: &str) {
+pub(super) fn wait_started(frontier: &str) {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let o = Command::new(crawl_bin())
@@ -321,7 +327,12 @@ fn start_three(web: &TestWeb, frontier: &str, out: &Path) -> Vec<Child> {
 
 /// Every page archived; those archived twice are at most `bound`, all by `culprit` and one
 /// other (the fetches it had not settled when it went away).
-fn assert_every_page_kept(web: &TestWeb, out: &Path, culprit: Option<&str>, bound: usize) {
+pub(super) fn assert_every_page_kept(
+    web: &TestWeb,
+    out: &Path,
+    culprit: Option<&str>,
+    bound: usize,
+) {
     let found = archived(out);
     let missing: Vec<String> = all_pages(web)
         .into_iter()

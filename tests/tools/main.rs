@@ -23,6 +23,7 @@ mod crawl_usage;
 mod fleet_crawl;
 mod fleet_leases;
 mod fleet_lost_answers;
+mod fleet_names;
 mod fleet_queue;
 mod fleet_shards;
 mod importance_cli;

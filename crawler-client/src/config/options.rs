@@ -60,8 +60,9 @@ pub struct CrawlArgs {
     /// The name of the shared crawl (with --frontier); its settings are stored with it.
     #[arg(long, value_name = "NAME", requires = "frontier")]
     pub(crate) crawl: Option<String>,
-    /// This process's name in the fleet, and its directory under --out
-    /// [default: HOSTNAME-N, the first N whose directory is free].
+    /// This process's name in the fleet, unique in the crawl (refused while a live process
+    /// holds it), and its directory under --out [default: HOSTNAME-N, the first N no live
+    /// process holds, the directories of earlier runs first].
     #[arg(long, value_name = "NAME", requires = "frontier")]
     pub(crate) process: Option<String>,
     /// In a fleet: own the hosts whose name hashes to I of N (`I/N`, from 0) instead of

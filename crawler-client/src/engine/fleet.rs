@@ -14,7 +14,9 @@ use crate::clock::now_ms;
 use crate::config::{self, CrawlArgs, FleetSettings, Settings};
 use crate::frontier::Dispatch;
 use crate::frontier::RobotsState;
+use crate::frontier::fleet::FleetError;
 use crate::frontier::fleet::members::{Heartbeat, Members};
+use crate::frontier::fleet::names::{self, NameLease};
 use crate::frontier::fleet::process::FleetProcess;
 use crate::frontier::robots::Rules;
 use crate::frontier::shared::Grant;
@@ -32,6 +34,9 @@ use std::time::{Duration, Instant};
 
 /// Hosts a process of a fleet leases, at most, per host it crawls at once.
 const HELD_PER_BENCH: usize = 4;
+
+/// Hosts a heartbeat names, at most, of those the process holds (`status` shows them).
+const HELD_SHOWN: usize = 16;
 
 /// What the loop decided that the fleet must hear of, said at its next fallible step.
 pub(super) enum Tell {
@@ -64,6 +69,8 @@ pub(super) struct Fleet {
     beat_mark: (Instant, u64),
     /// The machine's name, said in every heartbeat.
     machine: String,
+    /// This process's name, held in Redis while it runs.
+    name: NameLease,
 }
 
 impl Fleet {
@@ -88,7 +95,7 @@ impl Fleet {
         self.shared.as_mut()
     }
 
-    fn new(shared: Box<dyn SharedFrontier + Send>) -> Fleet {
+    fn new(shared: Box<dyn SharedFrontier + Send>, name: NameLease) -> Fleet {
         Fleet {
             shared,
             tell: Vec::new(),
@@ -98,7 +105,8 @@ impl Fleet {
             tracked: HashMap::new(),
             server_leases: HashMap::new(),
             beat_mark: (Instant::now(), 0),
-            machine: machine(),
+            machine: names::machine(),
+            name,
         }
     }
 }
@@ -130,59 +138,122 @@ pub fn join(args: &CrawlArgs) -> Result<Settings, CrawlError> {
     Ok(s)
 }
 
-/// The machine's name, for the default process names.
-fn machine() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_string())
-        .ok()
-        .filter(|h| !h.is_empty() && !h.contains(['/', '{', '}']))
-        .unwrap_or_else(|| "process".to_string())
+/// Checks a process name given with `--process`.
+fn check_name(name: &str) -> Result<(), CrawlError> {
+    if name.is_empty() || name.contains(['/', '{', '}']) || name == ".." || name == "." {
+        return Err(CrawlError::Start {
+            what: format!("process {name:?}"),
+            source: "a process name is a non-empty file name without braces".into(),
+        });
+    }
+    Ok(())
 }
 
-/// This process's directory under `--out`, locked: the one named, or the first
-/// `MACHINE-N` no running process holds (so that a process started again after a crash
-/// takes its directory back). Returns the lock, the name and the directory.
-pub(super) fn process_dir(
+/// A shard's directory under `--out`, locked: its index is claimed in Redis by the shard
+/// itself. Returns the lock, the name and the directory.
+pub(super) fn shard_dir(
+    out: &std::path::Path,
+    name: &str,
+) -> Result<(File, String, PathBuf), CrawlError> {
+    check_name(name)?;
+    let dir = out.join(name);
+    Ok((super::lock(&dir)?, name.to_string(), dir))
+}
+
+/// This process's name in the fleet, taken in Redis, and its directory under `--out`,
+/// locked: the name given (refused while another live process holds it), or the first
+/// `MACHINE-N` no live process holds, directories that held a name before first (so that a
+/// process started again after a crash takes its own name back, once its lease lapsed).
+pub(super) fn take_name(
     out: &std::path::Path,
     fleet: &FleetSettings,
-) -> Result<(File, String, PathBuf), CrawlError> {
+    stop: &Arc<AtomicBool>,
+) -> Result<(File, NameLease, PathBuf), CrawlError> {
     if let Some(name) = &fleet.process {
-        if name.is_empty() || name.contains(['/', '{', '}']) || name == ".." {
-            return Err(CrawlError::Start {
-                what: format!("process {name:?}"),
-                source: "a process name is a non-empty file name without braces".into(),
-            });
-        }
-        let dir = out.join(name);
-        return Ok((super::lock(&dir)?, name.clone(), dir));
+        check_name(name)?;
+        return match try_name(out, fleet, name, stop)? {
+            Ok(taken) => Ok(taken),
+            Err(other) => Err(FleetError::Name(format!(
+                "process name {name:?} is held by a live process of crawl {:?} (pid {} on {}, directory {}): give another --process, or stop that one (a process killed without stopping gives its name up within fleet_lease, {} s)",
+                fleet.crawl,
+                other.pid,
+                other.machine,
+                other.dir,
+                fleet.lease.as_secs_f64()
+            ))
+            .into()),
+        };
     }
-    let host = machine();
-    for n in 1.. {
-        let name = format!("{host}-{n}");
-        let dir = out.join(&name);
-        match super::lock(&dir) {
-            Ok(lock) => return Ok((lock, name, dir)),
-            Err(CrawlError::Locked(_)) => continue,
+    let host = names::machine();
+    let numbered = |n: u32| format!("{host}-{n}");
+    // Directories of earlier runs first, in order, then any name.
+    let mut used: Vec<u32> = std::fs::read_dir(out)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            let n: u32 = name.strip_prefix(&format!("{host}-"))?.parse().ok()?;
+            names::has_dir_id(&e.path()).then_some(n)
+        })
+        .collect();
+    used.sort_unstable();
+    for n in used.into_iter().chain(1..=u32::MAX) {
+        match try_name(out, fleet, &numbered(n), stop) {
+            Ok(Ok(taken)) => return Ok(taken),
+            Ok(Err(_)) | Err(CrawlError::Locked(_)) => continue,
             Err(e) => return Err(e),
         }
     }
-    unreachable!("an unbounded range ends only by returning")
+    Err(FleetError::Name(format!("no process name {host}-N is free")).into())
 }
 
-/// Joins the fleet as `name`.
-pub(super) fn connect(
-    s: &Settings,
+/// Locks `out/name` and takes `name` in Redis for it; the holder when another live process
+/// has the name (the directory's lock is then let go).
+fn try_name(
+    out: &std::path::Path,
     fleet: &FleetSettings,
     name: &str,
-    stop: Arc<AtomicBool>,
-) -> Result<Fleet, CrawlError> {
-    Ok(Fleet::new(Box::new(FleetProcess::join(
+    stop: &Arc<AtomicBool>,
+) -> Result<Result<(File, NameLease, PathBuf), names::Holder>, CrawlError> {
+    let dir = out.join(name);
+    let lock = super::lock(&dir)?;
+    let (id, made) = names::dir_id(&dir).map_err(super::file_error(&dir))?;
+    let taken = NameLease::take(
         &fleet.frontier,
         &fleet.crawl,
         name,
+        (&id, &dir),
+        fleet.lease,
+        stop,
+    )?;
+    Ok(match taken {
+        Ok(lease) => Ok((lock, lease, dir)),
+        Err(other) => {
+            if made {
+                // Not this directory's name: it stays a directory that never held one.
+                names::forget_dir_id(&dir);
+            }
+            Err(other)
+        }
+    })
+}
+
+/// Joins the fleet under the name held.
+pub(super) fn connect(
+    s: &Settings,
+    fleet: &FleetSettings,
+    name: NameLease,
+    stop: Arc<AtomicBool>,
+) -> Result<Fleet, CrawlError> {
+    let process = FleetProcess::join(
+        &fleet.frontier,
+        &fleet.crawl,
+        (name.name(), &name.run()),
         (s.robots_ttl, s.politeness.min_delay, fleet.lease),
         stop,
-    )?)))
+    )?;
+    Ok(Fleet::new(Box::new(process), name))
 }
 
 impl Engine {
@@ -535,6 +606,7 @@ impl Engine {
         let Some(fleet) = self.fleet.as_mut() else {
             return Ok(());
         };
+        fleet.name.check()?;
         let now = Instant::now();
         let (last_at, last_fetched) = fleet.beat_mark;
         let secs = now.duration_since(last_at).as_secs_f64();
@@ -552,6 +624,7 @@ impl Engine {
             fetched: self.run.counts().fetched,
             rate,
             hosts: 0,
+            held: self.frontier.leased_origins(HELD_SHOWN),
             in_flight: self.in_flight.requests(),
             taken: 0,
             dir: self.settings.out.display().to_string(),

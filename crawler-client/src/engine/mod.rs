@@ -179,7 +179,8 @@ pub fn run(mut s: Settings, stop: Arc<AtomicBool>) -> Result<Report, CrawlError>
         Some(mut f) if f.shard.is_some() => {
             let (i, n) = f.shard.unwrap_or_default();
             f.process.get_or_insert_with(|| format!("shard-{i}"));
-            let (lock, name, dir) = fleet::process_dir(&s.out, &f)?;
+            let (lock, name, dir) =
+                fleet::shard_dir(&s.out, f.process.as_deref().unwrap_or_default())?;
             s.out = dir;
             tracing::info!(
                 "shard {i} of {n} ({name}) of crawl {:?} on {}: state and WARC files in {}",
@@ -190,11 +191,12 @@ pub fn run(mut s: Settings, stop: Arc<AtomicBool>) -> Result<Report, CrawlError>
             (lock, None)
         }
         Some(f) => {
-            let (lock, name, dir) = fleet::process_dir(&s.out, &f)?;
+            let (lock, name, dir) = fleet::take_name(&s.out, &f, &stop)?;
             s.out = dir;
-            let process = fleet::connect(&s, &f, &name, stop.clone())?;
+            let name_shown = name.name().to_string();
+            let process = fleet::connect(&s, &f, name, stop.clone())?;
             tracing::info!(
-                "process {name} of crawl {:?} on {}: state and WARC files in {}",
+                "process {name_shown} of crawl {:?} on {}: state and WARC files in {}",
                 f.crawl,
                 crate::frontier::fleet::shown(&f.frontier),
                 s.out.display()

@@ -79,4 +79,16 @@ impl Frontier {
             })
             .collect()
     }
+
+    /// The origins of up to `n` hosts this process holds the lease of, in order.
+    pub(crate) fn leased_origins(&self, n: usize) -> Vec<String> {
+        let mut out: Vec<&str> = self
+            .hosts
+            .values()
+            .filter(|h| h.leased)
+            .map(|h| h.origin.as_str())
+            .collect();
+        out.sort_unstable();
+        out.into_iter().take(n).map(str::to_string).collect()
+    }
 }

@@ -29,6 +29,9 @@ pub(crate) struct Heartbeat {
     pub(crate) rate: f64,
     /// Hosts it holds the lease of.
     pub(crate) hosts: usize,
+    /// The origins of some of them (the first few in order).
+    #[serde(default)]
+    pub(crate) held: Vec<String>,
     /// Requests under way.
     pub(crate) in_flight: usize,
     /// URLs it holds taken (in its buffers and under way).

@@ -20,6 +20,7 @@ macro_rules! server_now {
 
 pub(crate) mod leases;
 pub(crate) mod members;
+pub(crate) mod names;
 pub(crate) mod process;
 mod put_writer;
 pub(crate) mod queue;
@@ -62,6 +63,9 @@ pub enum FleetError {
     /// held by a live process, a membership lapsed).
     #[error("{0}")]
     Shards(String),
+    /// This process's name in the fleet is held by another live process, or was lost to one.
+    #[error("{0}")]
+    Name(String),
     /// Redis refused or did not answer.
     #[error("frontier {url}: {source}")]
     Redis {

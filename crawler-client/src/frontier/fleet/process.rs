@@ -114,22 +114,23 @@ fn robots_key(crawl: &str, host: HostId) -> String {
 }
 
 impl FleetProcess {
-    /// Joins crawl `crawl` at `url` as process `name`; `robots_ttl` is how long a robots.txt
+    /// Joins crawl `crawl` at `url` as process `name` in its run `run` (unique across
+    /// restarts: a restarted process's lease tokens never match its last run's); `robots_ttl` is how long a robots.txt
     /// read by one process serves the others, `expired_delay` the wait after a lease whose
     /// holder died, `lease` how long a host lease lasts unrenewed. A call waiting for an
     /// unreachable Redis gives up once `stop` is set.
     pub(crate) fn join(
         url: &str,
         crawl: &str,
-        name: &str,
+        (name, run): (&str, &str),
         (robots_ttl, expired_delay, lease): (Duration, Duration, Duration),
         stop: Arc<AtomicBool>,
     ) -> Result<FleetProcess, FleetError> {
         let mut queue = SharedQueue::connect(url, crawl, name)?;
-        let mut leases = HostLeases::connect(url, crawl, name)?;
+        let mut leases = HostLeases::connect(url, crawl, run)?;
         let mut members = Members::connect(url, crawl)?;
         let mut writes = SharedQueue::connect(url, crawl, name)?;
-        let mut releases = HostLeases::connect(url, crawl, name)?;
+        let mut releases = HostLeases::connect(url, crawl, run)?;
         for link in [
             queue.link(),
             leases.link(),

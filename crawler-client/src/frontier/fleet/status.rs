@@ -177,7 +177,7 @@ impl FleetStatus {
         for p in &self.processes {
             let b = &p.beat;
             out.push_str(&format!(
-                "  {:<20} {:<8} {:>8} pages {:>8.1}/s {:>5} hosts {:>4} in flight {:>5} taken  {} ({} WARC files, {} bytes{})  seen {:.0} s ago\n",
+                "  {:<20} {:<8} {:>8} pages {:>8.1}/s {:>5} hosts {:>4} in flight {:>5} taken  pid {} on {}, {} ({} WARC files, {} bytes{})  seen {:.0} s ago\n",
                 p.name,
                 if p.alive { b.state.as_str() } else if b.state == "stopped" { "stopped" } else { "gone" },
                 b.fetched,
@@ -185,6 +185,8 @@ impl FleetStatus {
                 b.hosts,
                 b.in_flight,
                 b.taken,
+                b.pid,
+                b.machine,
                 b.dir,
                 p.warc_files.len(),
                 p.warc_files.iter().map(|f| f.1).sum::<u64>(),
@@ -193,6 +195,19 @@ impl FleetStatus {
                 )),
                 p.seen_ago
             ));
+            if p.alive && !b.held.is_empty() {
+                let more = b.hosts.saturating_sub(b.held.len());
+                out.push_str(&format!(
+                    "  {:<20} holds {}{}\n",
+                    "",
+                    b.held.join(" "),
+                    if more > 0 {
+                        format!(" and {more} more")
+                    } else {
+                        String::new()
+                    }
+                ));
+            }
         }
         if !self.shards.is_empty() {
             out.push_str("shards (split by owner):\n");
