@@ -37,6 +37,7 @@ pub mod sniff;
 pub mod usage;
 pub mod validator;
 pub mod warc;
+pub mod web_feed;
 pub mod websub;
 
 mod xml_read;

@@ -57,4 +57,11 @@ mod layers {
             "server-agent",
         );
     }
+
+    #[test]
+    fn no_two_files_import_each_other_even_through_others() {
+        webcoop_testkit::circles::assert_no_circles(std::path::Path::new(env!(
+            "CARGO_MANIFEST_DIR"
+        )));
+    }
 }

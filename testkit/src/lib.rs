@@ -8,6 +8,7 @@
 //! with a message on stderr instead, so the rest of the suite still runs.
 
 pub mod browser;
+pub mod circles;
 pub mod layers;
 pub mod pywb;
 pub mod redis;

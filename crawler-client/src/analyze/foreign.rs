@@ -7,8 +7,15 @@
 //! on the formatting elements open), the model says it cannot tell ([`Unsure`]) and the page
 //! is read by a tree builder instead.
 
-use super::html_tags::Namespace;
 use std::ops::Range;
+
+/// The namespace of an element: HTML, or the foreign content of SVG or MathML.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Namespace {
+    Html,
+    Svg,
+    MathMl,
+}
 
 /// Longest element name the model keeps; a longer one inside foreign content makes it unsure.
 const NAME_MAX: usize = 16;

@@ -12,7 +12,7 @@
 //! with [`Unsure`] and the caller reads the page with a tree builder. Character references
 //! are decoded by the caller, on the few values it keeps.
 
-use super::foreign::{Contexts, StartTag, Unsure};
+use super::foreign::{Contexts, Namespace, StartTag, Unsure};
 use std::ops::Range;
 
 /// A start tag: its name (lower case) and its attributes' names and raw values.
@@ -40,14 +40,6 @@ impl Tag<'_> {
             .find(|(n, _)| self.html[n.clone()].eq_ignore_ascii_case(name.as_bytes()))
             .map(|(_, v)| &self.html[v.clone()])
     }
-}
-
-/// The namespace of an element: HTML, or the foreign content of SVG or MathML.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Namespace {
-    Html,
-    Svg,
-    MathMl,
 }
 
 /// Longest tag name kept: longer names are none of those this module or its callers look for.

@@ -8,17 +8,20 @@
 //! proves the listing hid it: the site loses its trust at once, and every link it held is
 //! fetched. A site not believed, a snapshot that failed, or a listing that does not state
 //! completeness holds nothing.
+//!
+//! This is the owner of the links held: how many a site may hold, which are picked as checks,
+//! and that a release gives back every one. The coordinator decides when (`super::claims`).
 
-use super::state::{Claim, CoopState, Reach};
 use crate::analyze::Link;
 use crate::ids::{Fp, HostId};
+use std::collections::HashMap;
 
 /// Most links held per site: past them a site's pages link more than a listing could be
 /// claimed complete about, and the rest are fetched.
 const MAX_HELD: usize = 10_000;
 
 /// A link held, as it was found.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Held {
     /// Its URL.
     pub(crate) url: String,
@@ -26,25 +29,19 @@ pub(crate) struct Held {
     pub(crate) depth: u32,
 }
 
-impl CoopState {
-    /// Whether a link to `url` on `host`, found now, is held: the host's snapshot is being
-    /// read, its listing states completeness and does not name the URL, and the site is
-    /// believed.
-    pub(crate) fn claims_absent(&self, host: HostId, url: &str) -> bool {
-        let believed = self
-            .sites
-            .get(&host)
-            .is_some_and(|s| s.trust.believed(self.config.trust_min));
-        let room = self.held.get(&host).map_or(0, |h| h.len()) < MAX_HELD;
-        believed
-            && room
-            && self
-                .snapshots
-                .get(&host)
-                .is_some_and(|p| p.complete && !p.tags.contains_key(url))
+/// The links held unfetched, by site.
+#[derive(Default)]
+pub(crate) struct HeldAbsences {
+    held: HashMap<HostId, HashMap<Fp, Held>>,
+}
+
+impl HeldAbsences {
+    /// Whether `host` may hold one more link.
+    pub(crate) fn room(&self, host: HostId) -> bool {
+        self.count(host) < MAX_HELD
     }
 
-    /// Holds a link [`CoopState::claims_absent`] admitted.
+    /// Holds `link`, found at `depth`.
     pub(crate) fn hold(&mut self, host: HostId, link: &Link, depth: u32) {
         self.held.entry(host).or_default().insert(
             link.fp,
@@ -53,108 +50,93 @@ impl CoopState {
                 depth,
             },
         );
-        self.site(host).stats.held += 1;
     }
 
-    /// The snapshot ended: `checks` of the links held are fetched as checks of its claim, the
-    /// rest stay held; with no check allowed, a site no longer believed, or a snapshot not used
-    /// (`released`), every one is fetched.
-    pub(super) fn settle_absences(
+    /// Links held of `host`.
+    pub(crate) fn count(&self, host: HostId) -> usize {
+        self.held.get(&host).map_or(0, HashMap::len)
+    }
+
+    /// `checks` of the links held of `host`, spread evenly over them in fingerprint order from
+    /// `offset` (below the spacing), taken to be fetched as checks; the rest stay held.
+    pub(crate) fn pick_checks(
         &mut self,
-        r: &mut Reach<'_>,
         host: HostId,
         checks: usize,
-        released: bool,
-    ) {
-        let believed = self
-            .sites
-            .get(&host)
-            .is_some_and(|s| s.trust.believed(self.config.trust_min));
-        // What cannot be checked is not held.
-        if released || !believed || checks == 0 {
-            self.release(r, host);
-            return;
-        }
+        offset: impl FnOnce(usize) -> usize,
+    ) -> Vec<(Fp, Held)> {
         let Some(held) = self.held.get_mut(&host) else {
-            return;
+            return Vec::new();
         };
         let mut fps: Vec<Fp> = held.keys().copied().collect();
         fps.sort_unstable();
         let step = (fps.len() / checks.max(1)).max(1);
-        let offset = (self.rng as usize) % step;
-        let picked: Vec<(Fp, Held)> = fps
-            .iter()
+        let offset = offset(step) % step;
+        fps.iter()
             .skip(offset)
             .step_by(step)
             .take(checks)
             .filter_map(|fp| held.remove(fp).map(|h| (*fp, h)))
+            .collect()
+    }
+
+    /// Every link held of `host`, given back to be fetched.
+    pub(crate) fn release(&mut self, host: HostId) -> Vec<(Fp, Held)> {
+        let mut out: Vec<(Fp, Held)> = self
+            .held
+            .remove(&host)
+            .unwrap_or_default()
+            .into_iter()
             .collect();
-        if !picked.is_empty() {
-            tracing::info!(
-                "{}: {} links its complete listing does not name are held; {} fetched to check",
-                r.origin(host),
-                fps.len(),
-                picked.len()
-            );
-        }
-        for (fp, h) in picked {
-            self.claims.insert(fp, (host, Claim::Absent));
-            self.site(host).stats.checks += 1;
-            r.frontier.push_revisit(host, h.url, fp, h.depth);
-        }
+        out.sort_unstable_by_key(|(fp, _)| *fp);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn link(i: u64) -> Link {
+        Link::to(&url::Url::parse(&format!("http://a.test/{i}")).unwrap())
     }
 
-    /// Links held of the host, for the share of the snapshot's checks they get.
-    pub(super) fn held_count(&self, host: HostId) -> usize {
-        self.held.get(&host).map_or(0, |h| h.len())
+    #[test]
+    fn checks_are_spread_over_the_links_held_and_a_release_gives_back_the_rest() {
+        let mut h = HeldAbsences::default();
+        let host = HostId(1);
+        for i in 0..10 {
+            h.hold(host, &link(i), 2);
+        }
+        h.hold(HostId(2), &link(99), 1);
+        assert_eq!(h.count(host), 10);
+        let picked = h.pick_checks(host, 3, |_| 0);
+        assert_eq!(picked.len(), 3);
+        assert_eq!(h.count(host), 7);
+        let mut all: Vec<Fp> = h.held[&host].keys().copied().collect();
+        all.extend(picked.iter().map(|(fp, _)| *fp));
+        all.sort_unstable();
+        // Every third in fingerprint order, from the first.
+        let want: Vec<Fp> = all.iter().step_by(3).take(3).copied().collect();
+        let got: Vec<Fp> = picked.iter().map(|(fp, _)| *fp).collect();
+        assert_eq!(got, want);
+        let back = h.release(host);
+        assert_eq!(back.len(), 7);
+        assert!(back.iter().all(|(_, held)| held.depth == 2));
+        assert_eq!(h.count(host), 0);
+        assert!(h.release(host).is_empty());
+        assert!(h.pick_checks(host, 2, |_| 0).is_empty());
+        assert_eq!(h.count(HostId(2)), 1, "another site's links stay held");
     }
 
-    /// Whether a response to `fp` answers a claim that nothing is there.
-    pub(crate) fn checks_absence(&self, fp: Fp) -> bool {
-        matches!(self.claims.get(&fp), Some((_, Claim::Absent)))
-    }
-
-    /// A final response to `fp` was recorded (`status`, and whether its content is a page
-    /// the crawl holds): the site's claim that nothing was there, if it made one, weighed.
-    pub(crate) fn absence_checked(
-        &mut self,
-        r: &mut Reach<'_>,
-        fp: Fp,
-        status: u16,
-        duplicate: bool,
-    ) {
-        if !self.checks_absence(fp) {
-            return;
+    #[test]
+    fn a_site_holds_at_most_its_bound() {
+        let mut h = HeldAbsences::default();
+        let host = HostId(3);
+        for i in 0..MAX_HELD as u64 {
+            h.hold(host, &link(i), 1);
         }
-        let Some((host, _)) = self.claims.remove(&fp) else {
-            return;
-        };
-        let site = self.site(host);
-        match status {
-            404 | 410 => site.trust.confirm(),
-            200..=299 if duplicate => site.trust.confirm(),
-            200..=299 => {
-                site.trust.disprove();
-                site.stats.refuted += 1;
-                tracing::warn!(
-                    "{}: a link its complete listing does not name is a page of its own; every link it held is fetched",
-                    r.origin(host)
-                );
-                self.release(r, host);
-            }
-            // A redirect, an error, a refusal: no answer to the claim either way.
-            _ => {}
-        }
-    }
-
-    /// Every link the host's listing held is fetched.
-    fn release(&mut self, r: &mut Reach<'_>, host: HostId) {
-        let Some(held) = self.held.remove(&host) else {
-            return;
-        };
-        // Queued whatever the seen-set says: each was marked seen when it was held.
-        for (fp, h) in held {
-            r.frontier.push_revisit(host, h.url, fp, h.depth);
-        }
+        assert!(!h.room(host));
+        assert!(h.room(HostId(4)));
     }
 }

@@ -2,8 +2,9 @@
 //! are believed, with the deltas to fetch them by and the deletions they report.
 
 use super::discovery::delta_url;
-use super::requests::DeltaPlan;
-use super::state::{Claim, CoopState, InlineDelta, Reach};
+use super::ledger::Claim;
+use super::shared::{DeltaPlan, InlineDelta, Reach, Reading, Said};
+use super::state::CoopState;
 use super::stated::Arrival;
 use super::{CoopJob, CoopMode, MetaError, MetaKind};
 use crate::analyze::Link;
@@ -15,28 +16,6 @@ use crate::state::PageRecord;
 use std::collections::HashSet;
 use url::Url;
 use webcoop_protocol::changes_feed::{self, ChangeEntry, ChangeKind, ChangesFeed, FeedLimits};
-
-/// What a site says of one of its URLs: when it last changed, its new validator, where its
-/// delta is, and the delta itself when it came inline.
-#[derive(Debug)]
-pub(crate) struct Said<'a> {
-    pub(crate) url: &'a Url,
-    pub(crate) modified: Option<i64>,
-    pub(crate) etag: Option<String>,
-    pub(crate) delta: Option<Url>,
-    pub(crate) inline: Option<(String, Vec<u8>)>,
-    /// The page's share of the site's reads, as the site states it.
-    pub(crate) popularity: Option<f64>,
-}
-
-/// Which reading of the site's documents a URL comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Reading {
-    /// The first listing: it seeds the frontier; nothing is checked.
-    First,
-    /// A later listing or an announcement: claims are acted on and sampled for checks.
-    Update,
-}
 
 impl CoopState {
     pub(crate) fn changes_answered(
@@ -84,7 +63,7 @@ impl CoopState {
             self.resync(r, host);
             return;
         }
-        let cursor = self.sites.get(&host).and_then(|s| s.cursor);
+        let cursor = self.sites.get(host).and_then(|s| s.cursor);
         let mut entries: Vec<_> = feed
             .entries
             .into_iter()
@@ -170,7 +149,7 @@ impl CoopState {
         }
         let changes = self
             .sites
-            .get(&host)
+            .get(host)
             .and_then(|s| s.changes.as_deref())
             .and_then(|c| Url::parse(c).ok());
         let deltas = self.config.uses_deltas();
@@ -236,22 +215,19 @@ impl CoopState {
             }
             return;
         }
-        let believed = self
-            .sites
-            .get(&host)
-            .is_some_and(|s| s.trust.believed(self.config.trust_min));
+        let believed = self.believed(host);
         let covers = self.covers(host);
         if !changed {
             // A small share of "unchanged" claims is checked by a fetch.
             let share = super::trust::check_share(self.config.check_share, &self.site(host).trust);
             if reading == Reading::Update && covers && self.chance(share) {
-                self.claims.insert(link.fp, (host, Claim::Unchanged));
+                self.ledger.expect(link.fp, host, Claim::Unchanged);
                 self.site(host).stats.checks += 1;
                 self.due_now(r, host, &link);
             }
             return;
         }
-        self.claims.insert(link.fp, (host, Claim::Changed));
+        self.ledger.expect(link.fp, host, Claim::Changed);
         if !believed || self.config.mode < CoopMode::Meta {
             return; // weighed at the next visit, not acted on
         }
@@ -347,7 +323,7 @@ impl CoopState {
         if let Some(s) = r.schedule.as_deref_mut() {
             s.remove(link.fp);
         }
-        self.claims.remove(&link.fp);
+        self.ledger.answer(link.fp);
         self.plans.remove(&link.fp);
         r.out.gone.push(PageRecord {
             url: link.url.clone(),

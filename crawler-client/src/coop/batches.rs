@@ -5,36 +5,19 @@
 //! else is announced as usual and fetched. A few pages taken are fetched again once recorded,
 //! to check the site, as any claim is.
 
-use super::state::{Claim, CoopState, Reach};
+use super::ledger::Claim;
+use super::shared::{BatchPage, Reach};
+use super::state::CoopState;
 use super::stated::Arrival;
 use super::{CoopMode, MetaError};
 use crate::analyze::Link;
 use crate::clock::now_ms;
 use crate::fetch::outcome::{CoopFetched, RecordSlot};
 use crate::ids::{Fp, HostId};
-use crate::state::KnownPage;
 use std::collections::{HashMap, HashSet};
 use url::Url;
 use webcoop_protocol::batch;
 use webcoop_protocol::changes_feed::ChangeKind;
-use webcoop_protocol::snapshot::Entry;
-
-/// A page read from a batch, for the loop to examine and record without a request.
-#[derive(Debug)]
-pub(crate) struct BatchPage {
-    /// The site.
-    pub(crate) host: HostId,
-    /// The page.
-    pub(crate) link: Link,
-    /// Its depth in the crawl.
-    pub(crate) depth: u32,
-    /// The copy held, if it was visited.
-    pub(crate) known: Option<KnownPage>,
-    /// Its content as the batch carries it.
-    pub(crate) entry: Entry,
-    /// The batch it came from, and its record in the crawl's archive.
-    pub(crate) from: (Url, Option<String>),
-}
 
 impl CoopState {
     /// Whether the changes of `host` are asked with their pages' content: always where no
@@ -44,7 +27,7 @@ impl CoopState {
         self.config.batches
             && self.config.mode >= CoopMode::Meta
             && !r.frontier.is_shared()
-            && self.sites.get(&host).is_some_and(|s| {
+            && self.sites.get(host).is_some_and(|s| {
                 !s.no_batches
                     && s.trust.believed(self.config.trust_min)
                     && (s.catching_up || !self.config.uses_deltas())
@@ -175,10 +158,7 @@ impl CoopState {
         url: &str,
         digest: Option<webcoop_protocol::validator::Sha256Digest>,
     ) {
-        self.unproven
-            .entry(host)
-            .or_default()
-            .insert(fp, (url.to_string(), digest));
+        self.handed.hand(host, fp, url, digest);
         let share = super::trust::check_share(self.config.check_share, &self.site(host).trust);
         if !self.chance(share) {
             return;
@@ -187,7 +167,7 @@ impl CoopState {
             return;
         };
         let claim = digest.map_or(Claim::Unchanged, Claim::Matches);
-        self.claims.insert(fp, (host, claim));
+        self.ledger.expect(fp, host, claim);
         self.site(host).stats.checks += 1;
         self.due_now(r, host, &Link::with_fp(&u, fp));
     }

@@ -1,11 +1,11 @@
 //! Reading what a site lists: robots.txt's pointers at discovery, robots.rdf, and sitemap
 //! walks whose dates are judged before any is acted on.
 
-use super::announcements::{Reading, Said};
 use super::discovery::{delta_url, is_changes_endpoint, link_header, robots_txt_pointers};
+use super::pending::Listed;
 use super::poll_rate::pace_from_dates;
-use super::snapshots::Listed;
-use super::state::{CoopState, Reach, Walk};
+use super::shared::{Reach, Reading, Said, Walk};
+use super::state::CoopState;
 use super::stated::Arrival;
 use super::trust::{lastmods_stamped, shared_moment};
 use super::{CoopJob, CoopMode, MetaError, MetaKind};
@@ -41,7 +41,7 @@ impl CoopState {
         } else {
             Default::default()
         };
-        let first = !self.sites.get(&host).is_some_and(|s| s.discovered);
+        let first = !self.sites.get(host).is_some_and(|s| s.discovered);
         let rediscover = {
             let site = self.site(host);
             let sitemaps: Vec<String> = pointers.sitemaps.iter().map(|u| u.to_string()).collect();
@@ -101,7 +101,7 @@ impl CoopState {
         };
         let mut roots: Vec<Url> = self
             .sites
-            .get(&host)
+            .get(host)
             .map(|s| {
                 s.sitemaps
                     .iter()
@@ -125,7 +125,7 @@ impl CoopState {
         }
         let validators = self
             .sites
-            .get(&host)
+            .get(host)
             .map(|s| s.sitemap_validators.clone())
             .unwrap_or_default();
         self.walks.insert(
@@ -181,8 +181,8 @@ impl CoopState {
             }
         })?;
         let origin = r.origin(host);
-        let last_poll = self.sites.get(&host).and_then(|s| s.last_poll);
-        let first = !self.sites.get(&host).is_some_and(|s| s.discovered);
+        let last_poll = self.sites.get(host).and_then(|s| s.last_poll);
+        let first = !self.sites.get(host).is_some_and(|s| s.discovered);
         let reading = if first {
             Reading::First
         } else {
@@ -203,7 +203,7 @@ impl CoopState {
         }
         self.take_offers(r, host, url, got, &doc);
         let mut moved = 0;
-        let changes = self.sites.get(&host).and_then(|s| s.changes.clone());
+        let changes = self.sites.get(host).and_then(|s| s.changes.clone());
         let changes = changes.and_then(|c| Url::parse(&c).ok());
         let mut list = Vec::with_capacity(doc.items.len());
         self.site(host).listed_urls = doc.items.len() as u64;
@@ -261,7 +261,7 @@ impl CoopState {
             self.pace_from_listing(r, host, &dates);
             let level = self
                 .sites
-                .get(&host)
+                .get(host)
                 .map(|s| s.level(self.config.mode, self.config.failures_to_degrade))
                 .unwrap_or_default();
             tracing::info!(
@@ -384,7 +384,7 @@ impl CoopState {
         };
         let is_root = self
             .sites
-            .get(&host)
+            .get(host)
             .is_some_and(|s| s.sitemaps.first().is_none_or(|f| f == url.as_str()));
         let room = (crate::frontier::MAX_QUEUED_PER_HOST as usize).saturating_sub(w.listed.len());
         w.listed

@@ -22,12 +22,19 @@ mod absences;
 mod announcements;
 pub(crate) mod batches;
 mod claims;
+mod handed;
+mod ledger;
 mod listings;
+mod pending;
 mod polls;
 mod popularity;
 mod push;
 mod questions;
 mod report;
+pub(crate) mod response_headers;
+mod sampler;
+pub(crate) mod shared;
+mod sites;
 pub(crate) mod snapshot_fetch;
 mod snapshots;
 pub(crate) mod state;
@@ -38,7 +45,8 @@ mod tests;
 
 pub(crate) use crate::frontier::{CoopJob, MetaKind};
 pub(crate) use polls::tick_period;
-pub(crate) use state::{CoopState, Effects, KnownPages, Reach};
+pub(crate) use shared::{Effects, KnownPages, Reach};
+pub(crate) use state::CoopState;
 
 use url::Url;
 

@@ -2,7 +2,8 @@
 //! rate its outdated-probability target asks), what an answer or a failure does, and the fall
 //! back to polling pages when a site stops answering.
 
-use super::state::{CoopState, Reach};
+use super::shared::Reach;
+use super::state::CoopState;
 use super::{CoopJob, CoopMode, Level, MetaError, MetaKind};
 use crate::clock::now_ms;
 use crate::fetch::FetchError;
@@ -26,13 +27,13 @@ impl CoopState {
             return;
         }
         let at = now_ms();
-        let ids: Vec<HostId> = self.sites.keys().copied().collect();
+        let ids: Vec<HostId> = self.sites.hosts();
         for host in ids {
             self.maybe_subscribe(r, host, at);
             if self.polling.contains(&host) {
                 continue;
             }
-            let Some(site) = self.sites.get(&host) else {
+            let Some(site) = self.sites.get(host) else {
                 continue;
             };
             if !site.discovered || site.next_poll.is_some_and(|t| t > at) {
@@ -59,7 +60,7 @@ impl CoopState {
 
     pub(crate) fn poll_job(&mut self, r: &mut Reach<'_>, host: HostId) -> Option<CoopJob> {
         let bodies = self.asks_bodies(r, host);
-        let site = self.sites.get(&host)?;
+        let site = self.sites.get(host)?;
         if let (Some(changes), Some(cursor)) = (&site.changes, site.cursor) {
             let mut url = Url::parse(changes).ok()?;
             url.query_pairs_mut()
@@ -144,7 +145,7 @@ impl CoopState {
                                 s.set_host_covered(host, true);
                             }
                         }
-                        let caught_up = self.sites.get(&host).is_some_and(|s| !s.catching_up);
+                        let caught_up = self.sites.get(host).is_some_and(|s| !s.catching_up);
                         if read_feed && caught_up {
                             self.feed_read(r, host);
                         }
@@ -155,7 +156,7 @@ impl CoopState {
                     || r.frontier.host(host).is_some_and(|h| h.coop_waiting());
                 if !walking {
                     self.polling.remove(&host);
-                    let discovered = self.sites.get(&host).is_some_and(|s| s.discovered);
+                    let discovered = self.sites.get(host).is_some_and(|s| s.discovered);
                     if discovered {
                         self.plan_next_poll(host);
                     }
@@ -173,7 +174,7 @@ impl CoopState {
     ) {
         let origin = r.origin(host);
         let c = self.config;
-        let discovering = !self.sites.get(&host).is_some_and(|s| s.discovered);
+        let discovering = !self.sites.get(host).is_some_and(|s| s.discovered);
         if discovering {
             match kind {
                 // No listing: sitemaps, then nothing; the pages held for it go.
@@ -223,7 +224,7 @@ impl CoopState {
     ) -> Result<(), MetaError> {
         let secs = self
             .sites
-            .get(&host)
+            .get(host)
             .and_then(|s| s.last_poll)
             .map(|t| (now_ms() - t).max(0) as f64 / 1000.0);
         match (kind, got.status) {

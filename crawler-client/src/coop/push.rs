@@ -3,8 +3,9 @@
 //! end of a crawl.
 
 use super::callback::{CallbackEvent, Expected};
+use super::shared::Reach;
 use super::site::Subscription;
-use super::state::{CoopState, Reach};
+use super::state::CoopState;
 use super::{CoopJob, CoopMode};
 use crate::analyze::Link;
 use crate::clock::now_ms;
@@ -66,7 +67,7 @@ impl CoopState {
         let Some(server) = self.callback.as_ref() else {
             return;
         };
-        let Some(site) = self.sites.get(&host) else {
+        let Some(site) = self.sites.get(host) else {
             return;
         };
         let (hub, topic) = match (&site.hub, &site.changes, &site.page_hub) {
@@ -295,7 +296,7 @@ impl CoopState {
             return Vec::new();
         };
         let mut asked = Vec::new();
-        for (host, site) in &self.sites {
+        for (host, site) in self.sites.iter() {
             let Some(sub) = site
                 .subscription
                 .as_ref()
@@ -311,7 +312,7 @@ impl CoopState {
                 continue;
             };
             server.expect(
-                *host,
+                host,
                 Expected {
                     topic: sub.topic.clone(),
                     secret: sub.secret.clone(),
@@ -328,7 +329,7 @@ impl CoopState {
                 secret: None,
             }
             .to_form();
-            asked.push((*host, hub, form));
+            asked.push((host, hub, form));
         }
         asked
     }

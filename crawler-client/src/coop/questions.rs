@@ -8,10 +8,13 @@
 //! refutes what the site handed over as at once before. A crawl that is not kept fresh reads
 //! no feed again, and a site without one has nothing to explain by: for them the live page
 //! refutes at once.
+//!
+//! This is the owner of the open questions: when each was asked, that an announcement of the
+//! page explains it, when the site's feed is due for them, and that one left unexplained
+//! settles every question of its site at once. The coordinator weighs it (`super::claims`).
 
-use super::state::{CoopState, Reach};
-use crate::clock::now_ms;
 use crate::ids::{Fp, HostId};
+use std::collections::HashMap;
 
 /// How long after the fetch the site's feed is given to announce an edit.
 pub(crate) const SETTLE_MS: i64 = 5_000;
@@ -19,73 +22,84 @@ pub(crate) const SETTLE_MS: i64 = 5_000;
 /// How long a question stays open when the site's feed does not answer.
 pub(crate) const QUESTION_MAX_MS: i64 = 120_000;
 
-impl CoopState {
-    /// Whether a contradiction of what `host` handed over waits for its feed to explain it.
-    pub(crate) fn may_explain(&self, r: &Reach<'_>, host: HostId) -> bool {
-        r.schedule.is_some() && self.sites.get(&host).is_some_and(|s| s.changes.is_some())
-    }
+/// The contradictions held open, by site: page -> when asked (ms).
+#[derive(Default)]
+pub(crate) struct Questions {
+    open: HashMap<HostId, HashMap<Fp, i64>>,
+}
 
-    /// Holds the contradiction of page `fp` of `host` until the site's feed is read again.
-    pub(crate) fn question(&mut self, r: &Reach<'_>, host: HostId, fp: Fp) {
-        let at = now_ms();
-        let open = self.questioned.entry(host).or_default();
-        if open.is_empty() {
-            tracing::info!(
-                "{}: a page it handed over differs from its live page; its changes feed is read again before this counts against it",
-                r.origin(host)
-            );
-        }
+impl Questions {
+    /// Holds the contradiction of page `fp` of `host`, found at `at` (ms); whether it is the
+    /// site's first one open.
+    pub(crate) fn ask(&mut self, host: HostId, fp: Fp, at: i64) -> bool {
+        let open = self.open.entry(host).or_default();
+        let first = open.is_empty();
         open.insert(fp, at);
-        let site = self.site(host);
-        let due = at + SETTLE_MS;
-        site.next_poll = Some(site.next_poll.map_or(due, |t| t.min(due)));
+        first
     }
 
     /// The site announced a change or a deletion of `fp`: a contradiction of it is explained.
-    pub(crate) fn explained(&mut self, host: HostId, fp: Fp) {
-        if let Some(q) = self.questioned.get_mut(&host)
+    pub(crate) fn explain(&mut self, host: HostId, fp: Fp) {
+        if let Some(q) = self.open.get_mut(&host)
             && q.remove(&fp).is_some()
             && q.is_empty()
         {
-            self.questioned.remove(&host);
+            self.open.remove(&host);
         }
     }
 
     /// When the site's feed must be read next for its open questions (ms).
-    pub(crate) fn question_due(&self, host: HostId) -> Option<i64> {
-        self.questioned
+    pub(crate) fn due(&self, host: HostId) -> Option<i64> {
+        self.open.get(&host)?.values().min().map(|t| t + SETTLE_MS)
+    }
+
+    /// A question of `host` asked at a time `due` says is past, if there is one: then every
+    /// question of the site is closed (one unexplained contradiction is enough, and the rest
+    /// go with every other page the site handed over), and that page is returned.
+    pub(crate) fn unexplained(&mut self, host: HostId, due: impl Fn(i64) -> bool) -> Option<Fp> {
+        let fp = self
+            .open
             .get(&host)?
-            .values()
-            .min()
-            .map(|t| t + SETTLE_MS)
+            .iter()
+            .find(|(_, asked)| due(**asked))
+            .map(|(fp, _)| *fp)?;
+        self.open.remove(&host);
+        Some(fp)
     }
 
-    /// The site's feed was read to its head: the questions asked at least [`SETTLE_MS`] ago
-    /// that it did not explain refute what the site handed over.
-    pub(crate) fn feed_read(&mut self, r: &mut Reach<'_>, host: HostId) {
-        let now = now_ms();
-        self.settle_questions(r, host, |asked| asked + SETTLE_MS <= now);
+    /// The sites with questions open.
+    pub(crate) fn hosts(&self) -> Vec<HostId> {
+        self.open.keys().copied().collect()
     }
 
-    /// Questions open longer than [`QUESTION_MAX_MS`] (the feed does not answer) refute.
-    pub(crate) fn questions_overdue(&mut self, r: &mut Reach<'_>) {
-        let now = now_ms();
-        let hosts: Vec<HostId> = self.questioned.keys().copied().collect();
-        for host in hosts {
-            self.settle_questions(r, host, |asked| asked + QUESTION_MAX_MS <= now);
-        }
+    /// Questions open, over every site.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.open.values().map(HashMap::len).sum()
     }
+}
 
-    fn settle_questions(&mut self, r: &mut Reach<'_>, host: HostId, due: impl Fn(i64) -> bool) {
-        let Some(q) = self.questioned.get_mut(&host) else {
-            return;
-        };
-        let Some(fp) = q.iter().find(|(_, asked)| due(**asked)).map(|(fp, _)| *fp) else {
-            return;
-        };
-        // One unexplained contradiction is enough: the rest go with every other page it
-        // handed over, fetched again and weighed one by one.
-        self.questioned.remove(&host);
-        self.handed_over_refuted(r, host, fp);
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_question_is_explained_by_its_page_or_settles_its_whole_site() {
+        let mut q = Questions::default();
+        let (a, b) = (HostId(1), HostId(2));
+        assert!(q.ask(a, Fp(1), 1_000));
+        assert!(!q.ask(a, Fp(2), 3_000));
+        q.ask(b, Fp(9), 2_000);
+        assert_eq!(q.due(a), Some(1_000 + SETTLE_MS));
+        q.explain(a, Fp(1));
+        assert_eq!(q.due(a), Some(3_000 + SETTLE_MS));
+        assert_eq!(q.unexplained(a, |asked| asked + SETTLE_MS <= 7_000), None);
+        assert_eq!(
+            q.unexplained(a, |asked| asked + SETTLE_MS <= 8_000),
+            Some(Fp(2))
+        );
+        assert_eq!((q.due(a), q.len()), (None, 1));
+        q.explain(b, Fp(9));
+        assert_eq!((q.len(), q.hosts().len()), (0, 0));
     }
 }

@@ -5,6 +5,7 @@
 use super::CoopJob;
 use crate::archive::warc;
 use crate::coop::MetaKind;
+use crate::coop::shared::DeltaPlan;
 use crate::fetch::lane::{self, Lane, Ticket};
 use crate::fetch::outbox::Outbox;
 use crate::fetch::outcome::{Context, CoopFetched, DeltaUse, Fetched, Outcome, RecordSlot, Source};
@@ -176,17 +177,6 @@ async fn send_form(ctx: &Context, hub: &Url, form: &str) -> Result<reqwest::Resp
         .map_err(|e| crate::fetch::classify(&e))
 }
 
-/// How a changed page is to be fetched as a delta.
-#[derive(Debug, Clone)]
-pub(crate) struct DeltaPlan {
-    /// The delta endpoint of the page.
-    pub(crate) url: Url,
-    /// The validator the site announced for the new version, if it did.
-    pub(crate) announced: Option<String>,
-    /// An inline delta that came with the announcement: (base validator, dcz bytes).
-    pub(crate) inline: Option<(String, Vec<u8>)>,
-}
-
 /// Why a delta could not be used; the page is then fetched in full, and the reason logged.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum DeltaError {
@@ -274,37 +264,6 @@ pub(crate) fn apply(
     Ok(new)
 }
 
-/// The head of a page rebuilt from a delta: the head its delta came with, without its
-/// content coding, and the validator and length of the content rebuilt. Replay builds the
-/// same from the archived delta.
-pub(crate) fn page_headers(from: &[(String, String)], body: &[u8]) -> Vec<(String, String)> {
-    let mut headers = content_headers(from, body.len());
-    headers.push(("ETag".into(), Sha256Digest::of(body).etag().to_string()));
-    headers
-}
-
-/// As [`page_headers`] without the `ETag`, for a caller whose analysis hashes the content
-/// anyway (the analysis's validator is the same tag).
-pub(crate) fn content_headers(from: &[(String, String)], len: usize) -> Vec<(String, String)> {
-    let mut headers: Vec<(String, String)> = from
-        .iter()
-        .filter(|(n, _)| {
-            ![
-                "content-encoding",
-                "content-length",
-                "available-dictionary",
-                "vary",
-                "etag",
-            ]
-            .iter()
-            .any(|h| n.eq_ignore_ascii_case(h))
-        })
-        .cloned()
-        .collect();
-    headers.push(("Content-Length".into(), len.to_string()));
-    headers
-}
-
 /// The response a crawler would have had from a plain GET of the new version, for the
 /// analysis; the archive keeps the delta as received and this content as a `resource`.
 fn reconstructed(page: &Url, from: &FetchResponse, body: Vec<u8>) -> FetchResponse {
@@ -313,7 +272,7 @@ fn reconstructed(page: &Url, from: &FetchResponse, body: Vec<u8>) -> FetchRespon
         status: 200,
         version: from.version,
         reason: "OK".into(),
-        headers: page_headers(&from.headers, &body),
+        headers: super::response_headers::page_headers(&from.headers, &body),
         body: body.into(),
         truncated: false,
         fetched_at: from.fetched_at,
@@ -437,7 +396,7 @@ pub(crate) async fn page_inline(
         version: "HTTP/1.1",
         reason: "OK".into(),
         // The announcement says nothing of the media type: it is the held version's.
-        headers: page_headers(
+        headers: super::response_headers::page_headers(
             &content_type
                 .map(|t| vec![("Content-Type".to_string(), t)])
                 .unwrap_or_default(),

@@ -418,7 +418,7 @@ pub(crate) fn page_of(
         status: 200,
         version: "HTTP/1.1",
         reason: "OK".into(),
-        headers: super::requests::content_headers(
+        headers: super::response_headers::content_headers(
             &[("Content-Type".to_string(), entry.content_type.clone())],
             entry.body.len(),
         ),

@@ -6,65 +6,15 @@
 //! the content the snapshot gave: one that differs costs the site its trust at once, and every
 //! page the snapshot gave is disowned and fetched again before it counts as the crawl's copy.
 
-use super::announcements::{Reading, Said};
-use super::state::{Claim, CoopState, Reach};
+use super::ledger::Claim;
+use super::pending::{Listed, PageRead, PendingSnapshot};
+use super::shared::{Reach, Reading};
+use super::state::CoopState;
 use super::{CoopJob, MetaKind};
 use crate::analyze::Link;
 use crate::ids::HostId;
-use std::collections::HashMap;
 use url::Url;
 use webcoop_protocol::validator::{EntityTag, Sha256Digest};
-
-/// A URL robots.rdf lists, as its list is acted on.
-#[derive(Debug, Clone)]
-pub(crate) struct Listed {
-    /// The URL.
-    pub(crate) url: Url,
-    /// Its modification time (ms).
-    pub(crate) modified: i64,
-    /// Its entity tag (the SHA-256 of its content, for a webcoop site).
-    pub(crate) etag: Option<String>,
-    /// Where its delta is.
-    pub(crate) delta: Option<Url>,
-    /// Its size in bytes, as listed.
-    pub(crate) size: Option<u64>,
-    /// Its share of the site's reads, as listed.
-    pub(crate) popularity: Option<f64>,
-}
-
-impl Listed {
-    /// As an announcement.
-    pub(crate) fn said(&self) -> Said<'_> {
-        Said {
-            url: &self.url,
-            modified: Some(self.modified),
-            etag: self.etag.clone(),
-            delta: self.delta.clone(),
-            inline: None,
-            popularity: self.popularity,
-        }
-    }
-}
-
-/// A snapshot being fetched, with the list it is checked against.
-#[derive(Debug)]
-pub(crate) struct PendingSnapshot {
-    /// The listed URLs.
-    list: Vec<Listed>,
-    /// Each listed URL's entity tag, to check a page against.
-    pub(super) tags: HashMap<String, Option<String>>,
-    /// URLs taken from the snapshot, with the content's SHA-256.
-    taken: Vec<(Link, Sha256Digest)>,
-    /// How the list is read once the snapshot ended: a first visit's, or a resync's (whose
-    /// claims are weighed like any update).
-    reading: Reading,
-    /// The largest record the snapshot holds, as robots.rdf states it: larger listed files
-    /// were left out of it, to be fetched alone.
-    max_record: Option<u64>,
-    /// Whether robots.rdf states that it names every page of the site (`wc:complete`): a
-    /// link to a URL it does not name is then held (`super::absences`).
-    pub(super) complete: bool,
-}
 
 impl CoopState {
     /// On a first reading of robots.rdf, or one after the changes feed lost the crawl's
@@ -84,30 +34,19 @@ impl CoopState {
         if !self.config.snapshots
             || self.config.mode < super::CoopMode::Meta
             || r.frontier.is_shared()
-            || self.snapshots.contains_key(&host)
+            || self.snapshots.reading(host)
             || !self.speaks_for(r, host, url)
         {
             return Err(list);
         }
-        let tags = list
-            .iter()
-            .map(|l| (l.url.as_str().to_string(), l.etag.clone()))
-            .collect();
         tracing::info!(
             "{}: robots.rdf lists {} URLs and names a snapshot; fetching it in one request",
             r.origin(host),
             list.len()
         );
-        self.snapshots.insert(
+        self.snapshots.start(
             host,
-            PendingSnapshot {
-                list,
-                tags,
-                taken: Vec::new(),
-                reading,
-                max_record,
-                complete,
-            },
+            PendingSnapshot::new(list, reading, max_record, complete),
         );
         r.frontier.hold_pages(host, true);
         r.frontier.push_coop(
@@ -125,40 +64,25 @@ impl CoopState {
 
     /// Whether a snapshot of the host is being read whose listing names `url`.
     pub(crate) fn snapshot_lists(&self, host: HostId, url: &str) -> bool {
-        self.snapshots
-            .get(&host)
-            .is_some_and(|p| p.tags.contains_key(url))
+        self.snapshots.lists(host, url)
     }
 
     /// Whether a page read from the host's snapshot is taken: robots.rdf lists it with the
-    /// SHA-256 its content has.
+    /// SHA-256 its content has. A page taken is handed over until fetched live.
     pub(crate) fn snapshot_page(
         &mut self,
         host: HostId,
         url: &str,
         validator: Option<&str>,
     ) -> bool {
-        let Some(p) = self.snapshots.get_mut(&host) else {
-            return false;
-        };
-        let listed = p.tags.get(url);
-        let agrees = matches!((listed, validator), (Some(Some(tag)), Some(v)) if tag == v);
-        let digest = validator
-            .and_then(|v| v.parse::<EntityTag>().ok())
-            .and_then(|t| Sha256Digest::from_etag(&t));
-        match (agrees, digest, Url::parse(url)) {
-            (true, Some(d), Ok(u)) => {
-                let link = Link::to(&u);
-                self.unproven
-                    .entry(host)
-                    .or_default()
-                    .insert(link.fp, (link.url.clone(), Some(d)));
-                p.taken.push((link, d));
+        match self.snapshots.read_page(host, url, validator) {
+            PageRead::Taken(link, d) => {
+                self.handed.hand(host, link.fp, &link.url, Some(d));
                 self.site(host).stats.from_snapshot += 1;
                 true
             }
-            _ => {
-                if listed.is_some() {
+            PageRead::Refused { listed } => {
+                if listed {
                     self.site(host).stats.refuted += 1;
                 }
                 false
@@ -178,7 +102,7 @@ impl CoopState {
         failed: Option<String>,
         oversize: &[String],
     ) {
-        let Some(p) = self.snapshots.remove(&host) else {
+        let Some(p) = self.snapshots.end(host) else {
             return;
         };
         let origin = r.origin(host);
@@ -186,27 +110,27 @@ impl CoopState {
         match failed {
             Some(why) => tracing::warn!(
                 "{origin}: snapshot not used ({why}); fetching its {} listed pages one by one",
-                p.list.len()
+                p.list().len()
             ),
             None => tracing::info!(
                 "{origin}: {} of {} listed pages taken from the snapshot; {} to fetch",
-                p.taken.len(),
-                p.list.len(),
-                p.list.len().saturating_sub(p.taken.len())
+                p.taken().len(),
+                p.list().len(),
+                p.list().len().saturating_sub(p.taken().len())
             ),
         }
         // What was taken is held as the listing says: only the rest is weighed (the pages
         // taken may not be saved yet, so the copies held would look older).
         let taken: std::collections::HashSet<&str> =
-            p.taken.iter().map(|(l, _)| l.url.as_str()).collect();
-        for l in p.list.iter().filter(|l| !taken.contains(l.url.as_str())) {
-            self.listed(r, host, l.said(), p.reading);
+            p.taken().iter().map(|(l, _)| l.url.as_str()).collect();
+        for l in p.list().iter().filter(|l| !taken.contains(l.url.as_str())) {
+            self.listed(r, host, l.said(), p.reading());
         }
         // An operator who turned checks off (a share of 0) gets none here either.
-        let held = self.held_count(host);
+        let held = self.absences.count(host);
         let mut checks = if self.config.check_share > 0.0 {
             let trust = self.site(host).trust;
-            super::trust::snapshot_checks(&trust, p.taken.len() + oversize.len() + held)
+            super::trust::snapshot_checks(&trust, p.taken().len() + oversize.len() + held)
         } else {
             0
         };
@@ -215,7 +139,7 @@ impl CoopState {
         let absent_checks = if held == 0 || checks == 0 {
             0
         } else {
-            let share = checks as f64 * held as f64 / (p.taken.len() + held) as f64;
+            let share = checks as f64 * held as f64 / (p.taken().len() + held) as f64;
             (share.round() as usize).clamp(1, held)
         };
         // Pages left out of the snapshot by the site for being above the largest record it
@@ -224,18 +148,18 @@ impl CoopState {
         let left_for_size = |l: &&Listed| {
             !taken.contains(l.url.as_str())
                 && !oversize.contains(&l.url.to_string())
-                && matches!((l.size, p.max_record), (Some(s), Some(m)) if s > m)
+                && matches!((l.size, p.max_record()), (Some(s), Some(m)) if s > m)
         };
         let mut alone = 0;
-        for l in p.list.iter().filter(|_| checks > 0).filter(left_for_size) {
+        for l in p.list().iter().filter(|_| checks > 0).filter(left_for_size) {
             let digest = l
                 .etag
                 .as_deref()
                 .and_then(|t| t.parse::<EntityTag>().ok())
                 .and_then(|t| Sha256Digest::from_etag(&t));
             if let Some(d) = digest {
-                self.claims
-                    .insert(Link::to(&l.url).fp, (host, Claim::Matches(d)));
+                self.ledger
+                    .expect(Link::to(&l.url).fp, host, Claim::Matches(d));
                 self.site(host).stats.checks += 1;
                 alone += 1;
             }
@@ -247,15 +171,15 @@ impl CoopState {
                     .min(super::trust::SNAPSHOT_CHECKS_MIN)
                     .saturating_sub(absent_checks),
             )
-            .min(p.taken.len());
-        let step = (p.taken.len() / checks.max(1)).max(1);
-        let offset = if p.taken.is_empty() {
+            .min(p.taken().len());
+        let step = (p.taken().len() / checks.max(1)).max(1);
+        let offset = if p.taken().is_empty() {
             0
         } else {
-            (self.rng as usize) % step
+            self.sampler.index(step)
         };
-        for (link, digest) in p.taken.iter().skip(offset).step_by(step).take(checks) {
-            self.claims.insert(link.fp, (host, Claim::Matches(*digest)));
+        for (link, digest) in p.taken().iter().skip(offset).step_by(step).take(checks) {
+            self.ledger.expect(link.fp, host, Claim::Matches(*digest));
             self.site(host).stats.checks += 1;
             self.due_now(r, host, link);
         }

@@ -6,11 +6,8 @@
 //! disallows is neither fetched nor kept, however it arrived: a page that comes with its
 //! content (a snapshot, a batch) needs robots.txt known and allowing it.
 
-use super::state::{CoopState, Reach};
 use crate::analyze::scope::Refused;
 use crate::analyze::url_norm::{self, Refusal};
-use crate::ids::HostId;
-use std::time::Instant;
 use url::Url;
 
 /// How a stated URL reaches the crawl.
@@ -23,7 +20,7 @@ pub(crate) enum Arrival {
 }
 
 /// Why another origin's URL is refused: a site speaks only for itself.
-const NOT_OF_THE_SITE: &str = "it is not a page of the site";
+pub(crate) const NOT_OF_THE_SITE: &str = "it is not a page of the site";
 
 /// Why a URL a site stated is not one of its pages the crawl may take, in words.
 pub(crate) fn refusal(
@@ -50,34 +47,6 @@ pub(crate) fn refusal(
         (Some(r), _) if !r.allows(&u) => Err("the site's robots.txt disallows it"),
         (None, Arrival::WithContent) => Err("the site's robots.txt is not known yet"),
         _ => Ok(u),
-    }
-}
-
-impl CoopState {
-    /// The page `url` stands for, normalised as links are, if `host`'s documents may state
-    /// it; counted and logged when they may not.
-    pub(crate) fn stated_url(
-        &mut self,
-        r: &Reach<'_>,
-        host: HostId,
-        url: &Url,
-        arrival: Arrival,
-    ) -> Option<Url> {
-        let origin = r.origin(host);
-        let rules = r.frontier.rules(host, Instant::now());
-        match refusal(url, &origin, r.policy, rules, arrival) {
-            Ok(u) => Some(u),
-            Err(why) => {
-                let stats = &mut self.site(host).stats;
-                if why == NOT_OF_THE_SITE {
-                    stats.foreign += 1;
-                } else {
-                    stats.refused_urls += 1;
-                }
-                tracing::debug!("{origin}: states {}, not taken: {why}", redacted(url));
-                None
-            }
-        }
     }
 }
 

@@ -1,8 +1,9 @@
 //! Cooperation decisions on an in-memory frontier and schedule: what an announcement does to a
 //! page, how trust moves with checked claims, how polls are paced by answers and failures.
 
+use super::shared::{Effects, KnownPages, Reach};
 use super::site::{CoopConfig, SiteCoop};
-use super::state::{CoopState, Effects, KnownPages, Reach};
+use super::state::CoopState;
 use super::{CoopJob, MetaKind};
 use crate::analyze::scope::{Limits, LinkPolicy, Scope};
 use crate::analyze::url_norm;
@@ -70,16 +71,13 @@ impl World {
         });
         let seeds = [Url::parse(SITE).unwrap()];
         let mut coop = CoopState::new(config, 42);
-        coop.sites.insert(
-            host,
-            SiteCoop {
-                discovered: true,
-                listing: Some(format!("{SITE}/robots.rdf")),
-                changes: Some(CHANGES.into()),
-                cursor: Some(10),
-                ..SiteCoop::default()
-            },
-        );
+        *coop.site(host) = SiteCoop {
+            discovered: true,
+            listing: Some(format!("{SITE}/robots.rdf")),
+            changes: Some(CHANGES.into()),
+            cursor: Some(10),
+            ..SiteCoop::default()
+        };
         World {
             queue,
             frontier,
@@ -406,7 +404,7 @@ fn a_batch_gives_the_pages_its_changes_vouch_for_and_the_rest_is_fetched() {
     let tag = |b: &[u8]| Sha256Digest::of(b).etag().to_string();
     let mut w = World::new(CoopConfig::default());
     // Back after a restart: catching up.
-    w.coop.sites.get_mut(&w.host).unwrap().catching_up = true;
+    w.coop.site(w.host).catching_up = true;
     let a = w.held_page("/a", 60_000, "\"sha256-old-a\"");
     let b = w.held_page("/b", 60_000, "\"sha256-old-b\"");
     let a_url = format!("{SITE}/a");
@@ -455,9 +453,9 @@ fn a_batch_gives_the_pages_its_changes_vouch_for_and_the_rest_is_fetched() {
 
     // A site no longer believed: nothing is taken from its batches.
     let mut w = World::new(CoopConfig::default());
-    w.coop.sites.get_mut(&w.host).unwrap().catching_up = true;
+    w.coop.site(w.host).catching_up = true;
     w.held_page("/a", 60_000, "\"sha256-old-a\"");
-    w.coop.sites.get_mut(&w.host).unwrap().trust.refute(50.0);
+    w.coop.site(w.host).trust.refute(50.0);
     let out = w.poll_changes(Ok(batch_of(
         vec![change(11, ChangeKind::Modified, "/a", Some(&tag(b"new a")))],
         &[(&a_url, b"new a")],
@@ -466,7 +464,7 @@ fn a_batch_gives_the_pages_its_changes_vouch_for_and_the_rest_is_fetched() {
     // A batch that does not read is a failed poll, and the site's changes are asked without
     // content from then on.
     let mut w = World::new(CoopConfig::default());
-    w.coop.sites.get_mut(&w.host).unwrap().catching_up = true;
+    w.coop.site(w.host).catching_up = true;
     let mut broken = batch_of(vec![], &[(&a_url, b"more pages than changes")]);
     broken.body.truncate(broken.body.len() - 3);
     w.poll_changes(Ok(broken));
@@ -503,7 +501,7 @@ fn a_sites_stated_usage_preferences_only_ever_restrict_and_junk_refuses_everythi
 #[test]
 fn stated_popularity_raises_pages_within_the_sites_share_and_only_from_a_believed_site() {
     let mut w = World::new(CoopConfig::default());
-    w.coop.sites.get_mut(&w.host).unwrap().listed_urls = 4;
+    w.coop.site(w.host).listed_urls = 4;
     let mut popular = change(11, ChangeKind::Created, "/popular", None);
     popular.popularity = Some(0.5);
     let mut rare = change(12, ChangeKind::Created, "/rare", None);
@@ -534,7 +532,7 @@ fn stated_popularity_raises_pages_within_the_sites_share_and_only_from_a_believe
         importance
     );
     // A site whose claims are not believed states nothing, and what it stated goes.
-    w.coop.sites.get_mut(&w.host).unwrap().trust.refute(50.0);
+    w.coop.site(w.host).trust.refute(50.0);
     let mut again = change(14, ChangeKind::Modified, "/popular", None);
     again.popularity = Some(0.5);
     let out = w.poll_changes(Ok(World::feed(vec![again])));
@@ -553,7 +551,7 @@ fn stated_popularity_raises_pages_within_the_sites_share_and_only_from_a_believe
 
 #[test]
 fn a_handed_over_page_edited_since_is_explained_by_the_feed_and_an_unexplained_one_refutes() {
-    use super::state::Claim;
+    use super::ledger::Claim;
     use webcoop_protocol::validator::Sha256Digest;
     let tag = |b: &[u8]| Sha256Digest::of(b).etag().to_string();
     // A site handed over /a and /b; /a's live page is not what it handed over.
@@ -562,16 +560,19 @@ fn a_handed_over_page_edited_since_is_explained_by_the_feed_and_an_unexplained_o
         let a = w.held_page("/a", 1_000, &tag(b"handed a"));
         let b = w.held_page("/b", 1_000, &tag(b"handed b"));
         w.coop
-            .claims
-            .insert(a, (host, Claim::Matches(Sha256Digest::of(b"handed a"))));
-        let unproven = w.coop.unproven.entry(host).or_default();
-        unproven.insert(
+            .ledger
+            .expect(a, host, Claim::Matches(Sha256Digest::of(b"handed a")));
+        w.coop.handed.hand(
+            host,
             a,
-            (format!("{SITE}/a"), Some(Sha256Digest::of(b"handed a"))),
+            &format!("{SITE}/a"),
+            Some(Sha256Digest::of(b"handed a")),
         );
-        unproven.insert(
+        w.coop.handed.hand(
+            host,
             b,
-            (format!("{SITE}/b"), Some(Sha256Digest::of(b"handed b"))),
+            &format!("{SITE}/b"),
+            Some(Sha256Digest::of(b"handed b")),
         );
         let live = tag(b"edited a");
         w.decide(|c, r| c.visited(r, host, a, (true, Some(&live), false), None, true));
@@ -589,18 +590,14 @@ fn a_handed_over_page_edited_since_is_explained_by_the_feed_and_an_unexplained_o
         next <= now_ms() + super::questions::SETTLE_MS,
         "the feed is read again soon"
     );
-    w.coop
-        .questioned
-        .get_mut(&host)
-        .unwrap()
-        .insert(a, now_ms() - 6_000);
+    w.coop.questions.ask(host, a, now_ms() - 6_000);
     let out = w.poll_changes(Ok(World::feed(vec![change(
         11,
         ChangeKind::Modified,
         "/a",
         Some(&tag(b"edited a")),
     )])));
-    assert!(w.coop.questioned.is_empty() && out.disowned.is_empty());
+    assert!(w.coop.questions.len() == 0 && out.disowned.is_empty());
     assert!(
         w.coop.covers(host) && refuted(&w) == 0,
         "explained: still believed"
@@ -616,12 +613,8 @@ fn a_handed_over_page_edited_since_is_explained_by_the_feed_and_an_unexplained_o
         "/c",
         None,
     )])));
-    assert_eq!((refuted(&w), w.coop.questioned.len()), (0, 1));
-    w.coop
-        .questioned
-        .get_mut(&w.host)
-        .unwrap()
-        .insert(a, now_ms() - 6_000);
+    assert_eq!((refuted(&w), w.coop.questions.len()), (0, 1));
+    w.coop.questions.ask(w.host, a, now_ms() - 6_000);
     let out = w.poll_changes(Ok(World::feed(vec![change(
         12,
         ChangeKind::Modified,
@@ -641,7 +634,7 @@ fn a_handed_over_page_edited_since_is_explained_by_the_feed_and_an_unexplained_o
     let mut w = World::new(CoopConfig::default());
     let a = handed(&mut w);
     let old = now_ms() - super::questions::QUESTION_MAX_MS - 1;
-    w.coop.questioned.get_mut(&w.host).unwrap().insert(a, old);
+    w.coop.questions.ask(w.host, a, old);
     w.coop.next_tick = None;
     w.decide(|c, r| c.tick(r));
     assert!(!w.coop.covers(w.host) && refuted(&w) == 1);
@@ -652,9 +645,9 @@ fn a_handed_over_page_edited_since_is_explained_by_the_feed_and_an_unexplained_o
     let host = w.host;
     let a = url_norm::fingerprint(&Url::parse(&format!("{SITE}/a")).unwrap());
     w.coop
-        .claims
-        .insert(a, (host, Claim::Matches(Sha256Digest::of(b"handed a"))));
+        .ledger
+        .expect(a, host, Claim::Matches(Sha256Digest::of(b"handed a")));
     let live = tag(b"edited a");
     w.decide(|c, r| c.visited(r, host, a, (true, Some(&live), false), None, true));
-    assert!(!w.coop.covers(host) && refuted(&w) == 1 && w.coop.questioned.is_empty());
+    assert!(!w.coop.covers(host) && refuted(&w) == 1 && w.coop.questions.len() == 0);
 }

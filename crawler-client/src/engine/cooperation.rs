@@ -6,8 +6,8 @@
 use super::crawl_log::Entry;
 use super::{CrawlError, Engine};
 use crate::clock::now_ms;
-use crate::coop::batches::BatchPage;
 use crate::coop::callback::CallbackEvent;
+use crate::coop::shared::BatchPage;
 use crate::coop::{CoopJob, CoopState, Effects, KnownPages, Reach};
 use crate::fetch::FetchError;
 use crate::fetch::outcome::{CoopFetched, Fetched, Outcome, Source};

@@ -4,7 +4,6 @@
 use super::{CrawlError, Engine, file_error};
 use crate::analyze::{self, Received, url_norm};
 use crate::archive::warc::{self, Position};
-use crate::coop::requests;
 use crate::fetch::outcome::{Fetched, Outcome, RecordSlot, RobotsFetched, Source};
 use crate::frontier::RobotsState;
 use crate::frontier::robots;
@@ -303,7 +302,7 @@ fn rebuilt_page(
     {
         from.push(("Content-Type".into(), t.to_string()));
     }
-    let headers = requests::page_headers(&from, &rec.block);
+    let headers = crate::coop::response_headers::page_headers(&from, &rec.block);
     let mut head = String::from("HTTP/1.1 200 OK\r\n");
     for (n, v) in &headers {
         head.push_str(&format!("{n}: {v}\r\n"));

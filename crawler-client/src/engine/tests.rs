@@ -333,7 +333,8 @@ fn delta_answer(url: &str, old: &str, new: &str) -> FetchResponse {
 /// Queues the seed again (saved), takes it, and hands the engine its rebuild from `old` to `new`
 /// through a delta, as the delta task does.
 fn rebuild(e: &mut Engine, seed: &Queued, old: &str, new: &str, at: Instant) {
-    use crate::coop::requests::{self, DeltaPlan};
+    use crate::coop::requests;
+    use crate::coop::shared::DeltaPlan;
     e.frontier
         .push_revisit(seed.host, seed.url.clone(), seed.fp, seed.depth);
     e.commit().unwrap();

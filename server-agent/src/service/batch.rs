@@ -9,7 +9,7 @@
 //! over the whole batch, so one page's repeats in the next cost little).
 
 use super::bodies::published;
-use super::changes::{next_link, not_modified, page_etag, page_feed, unchanged};
+use super::changes_page::{next_link, not_modified, page_etag, page_feed, unchanged};
 use super::delta::MAX_SERVED_BYTES;
 use super::negotiate::accepts;
 use super::{ServiceState, plain};

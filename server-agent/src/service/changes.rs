@@ -8,19 +8,17 @@
 //! With `bodies=1` the page comes as a batch, with the content of the pages it names
 //! ([`super::batch`]).
 
+use super::changes_page::{next_link, not_modified, page_etag, page_feed, unchanged};
 use super::{ServiceState, plain};
-use crate::publish::feed::{entries, feed_id};
-use crate::store::LoggedChange;
+use crate::publish::feed::entries;
 use axum::body::Body;
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::Response;
-use chrono::{DateTime, Utc};
 use std::sync::Arc;
-use url::Url;
 use webcoop_protocol::batch;
-use webcoop_protocol::changes_feed::{self, ChangesFeed, Resync};
-use webcoop_protocol::validator::{EntityTag, IfNoneMatch};
+use webcoop_protocol::changes_feed::{self, Resync};
+use webcoop_protocol::validator::EntityTag;
 
 /// Changes per page unless the client asks otherwise.
 pub(crate) const DEFAULT_LIMIT: usize = 500;
@@ -140,76 +138,6 @@ pub(crate) async fn changes(
     feed.next = next_link(&s, since, limit, &page, head, false);
     feed.entries = entries(&s.base_url, &page, s.activity.popularity().as_deref());
     atom(StatusCode::OK, Some(&etag), changes_feed::write(&feed))
-}
-
-/// The feed of a page of changes, without its entries, `updated` at `at`.
-pub(crate) fn page_feed(s: &ServiceState, head: u64, at: DateTime<Utc>) -> ChangesFeed {
-    ChangesFeed {
-        id: feed_id(&s.base_url),
-        title: format!("Changes of {}", s.base_url.host_str().unwrap_or("the site")),
-        updated: at,
-        self_link: s.topic.clone(),
-        hub: Some(s.hub_url.clone()),
-        next: None,
-        head_seq: Some(head),
-        resync: None,
-        content_usage: s.content_usage.clone(),
-        entries: Vec::new(),
-    }
-}
-
-/// Where the changes after `page` are, if it is full and more follow.
-pub(crate) fn next_link(
-    s: &ServiceState,
-    since: u64,
-    limit: usize,
-    page: &[LoggedChange],
-    head: u64,
-    bodies: bool,
-) -> Option<Url> {
-    let last = page.last().map_or(since, |c| c.seq);
-    if last >= head || page.len() < limit && !bodies {
-        return None;
-    }
-    let mut next = s.topic.clone();
-    {
-        let mut q = next.query_pairs_mut();
-        q.append_pair("since", &last.to_string())
-            .append_pair("limit", &limit.to_string());
-        if bodies {
-            q.append_pair(batch::BODIES_PARAM, "1");
-        }
-    }
-    Some(next)
-}
-
-/// The entity tag of a page: what it starts after, its size, where it ends and the head.
-pub(crate) fn page_etag(kind: char, since: u64, limit: usize, last: u64, head: u64) -> EntityTag {
-    EntityTag::strong(format!("{kind}{since}-{limit}-{last}-{head}")).unwrap_or_else(|_| {
-        EntityTag {
-            weak: true,
-            tag: String::new(),
-        }
-    })
-}
-
-/// Whether the client's `If-None-Match` names `etag`.
-pub(crate) fn not_modified(headers: &HeaderMap, etag: &EntityTag) -> bool {
-    headers
-        .get(header::IF_NONE_MATCH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| IfNoneMatch::parse(v).ok())
-        .is_some_and(|inm| inm.matches(etag))
-}
-
-/// 304 Not Modified.
-pub(crate) fn unchanged(etag: &EntityTag) -> Response {
-    Response::builder()
-        .status(StatusCode::NOT_MODIFIED)
-        .header(header::ETAG, etag.to_string())
-        .header(header::CACHE_CONTROL, "no-cache")
-        .body(Body::empty())
-        .unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -6,6 +6,8 @@ pub(crate) mod batch;
 pub(crate) mod bodies;
 pub(crate) mod callback_net;
 pub(crate) mod changes;
+mod changes_page;
+mod client_ip;
 pub(crate) mod delta;
 pub(crate) mod encodings;
 pub(crate) mod hub;

@@ -10,7 +10,7 @@
 //! cost a few requests to the origin but never put anything in what is published.
 
 use super::ServiceState;
-use super::hub::subscribe::client_ip;
+use super::client_ip::client_ip;
 use crate::config::NotifySettings;
 use crate::origin::Notice;
 use axum::body::Bytes;

@@ -7,7 +7,8 @@
 
 use super::char_refs::decode_attribute;
 use super::encoding::{self, Sniffed};
-use super::html_tags::{Namespace, Tag, start_tags};
+use super::foreign::Namespace;
+use super::html_tags::{Tag, start_tags};
 use encoding_rs::Encoding;
 use std::borrow::Cow;
 use url::Url;

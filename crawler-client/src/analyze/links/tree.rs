@@ -5,7 +5,7 @@
 //! CPU) is paid by few pages.
 
 use super::Element;
-use crate::analyze::html_tags::Namespace;
+use crate::analyze::foreign::Namespace;
 use html5ever::tendril::TendrilSink;
 use html5ever::{ParseOpts, ns, parse_document};
 use markup5ever_rcdom::{NodeData, RcDom};

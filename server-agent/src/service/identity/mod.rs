@@ -325,7 +325,7 @@ pub(crate) async fn identify(
         }
         Identity::Unsigned => {}
     }
-    let client = super::hub::subscribe::client_ip(peer, request.headers(), &s.hub.trusted_proxies);
+    let client = super::client_ip::client_ip(peer, request.headers(), &s.hub.trusted_proxies);
     if matches!(who, Identity::Verified { .. }) {
         // A verified crawler: its reads of pages in the access log are not visitors'.
         let agent = request

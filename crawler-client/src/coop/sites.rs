@@ -1,0 +1,139 @@
+//! Every site's cooperation state, and which of them changed since the last save. The one
+//! rule it owns: a site cannot be changed without being saved with the next batch (every
+//! mutable access marks it dirty), so a `kill -9` never loses what a decision changed of a
+//! site once its batch is committed.
+
+use super::site::{CoopConfig, CoopStats, SiteCoop};
+use crate::ids::HostId;
+use std::collections::{HashMap, HashSet};
+
+/// The sites' cooperation state, with its unsaved set.
+#[derive(Default)]
+pub(crate) struct Sites {
+    map: HashMap<HostId, SiteCoop>,
+    dirty: HashSet<HostId>,
+}
+
+impl Sites {
+    /// Takes the sites' saved state (`(host, origin, json)` rows); an unreadable one is
+    /// discovered again (and says so).
+    pub(crate) fn load(&mut self, rows: Vec<(HostId, String, String)>) {
+        for (id, origin, json) in rows {
+            match serde_json::from_str::<SiteCoop>(&json) {
+                Ok(site) => {
+                    self.map.insert(id, site);
+                }
+                Err(e) => tracing::warn!(
+                    "{origin}: cooperation state unreadable ({e}); discovering again"
+                ),
+            }
+        }
+    }
+
+    /// A site's state, if it has any.
+    pub(crate) fn get(&self, host: HostId) -> Option<&SiteCoop> {
+        self.map.get(&host)
+    }
+
+    /// A site's state to change (made if new), marked to be saved.
+    pub(crate) fn site(&mut self, host: HostId) -> &mut SiteCoop {
+        self.dirty.insert(host);
+        self.map.entry(host).or_default()
+    }
+
+    /// Every site with its state.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (HostId, &SiteCoop)> {
+        self.map.iter().map(|(id, s)| (*id, s))
+    }
+
+    /// The hosts with a state.
+    pub(crate) fn hosts(&self) -> Vec<HostId> {
+        self.map.keys().copied().collect()
+    }
+
+    /// Whether the site's claims are believed.
+    pub(crate) fn believed(&self, host: HostId, config: &CoopConfig) -> bool {
+        self.map
+            .get(&host)
+            .is_some_and(|s| s.trust.believed(config.trust_min))
+    }
+
+    /// Whether the site's announcements stand in for polling its pages.
+    pub(crate) fn covers(&self, host: HostId, config: &CoopConfig) -> bool {
+        self.map.get(&host).is_some_and(|s| s.covers(config))
+    }
+
+    /// The sites changed since the last call, as saved (JSON).
+    pub(crate) fn take_unsaved(&mut self) -> Vec<(HostId, String)> {
+        let dirty: Vec<HostId> = self.dirty.drain().collect();
+        dirty
+            .into_iter()
+            .filter_map(|id| {
+                let site = self.map.get(&id)?;
+                serde_json::to_string(site).ok().map(|j| (id, j))
+            })
+            .collect()
+    }
+
+    /// Every site's figures added up.
+    pub(crate) fn totals(&self) -> CoopStats {
+        let mut t = CoopStats::default();
+        for s in self.map.values() {
+            let s = &s.stats;
+            t.meta_requests += s.meta_requests;
+            t.meta_bytes += s.meta_bytes;
+            t.not_modified += s.not_modified;
+            t.announced += s.announced;
+            t.deltas += s.deltas;
+            t.delta_fallbacks += s.delta_fallbacks;
+            t.pushes += s.pushes;
+            t.bad_signatures += s.bad_signatures;
+            t.checks += s.checks;
+            t.foreign += s.foreign;
+        }
+        t
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_change_is_saved_once_and_a_read_saves_nothing() {
+        let mut sites = Sites::default();
+        assert!(sites.take_unsaved().is_empty());
+        sites.site(HostId(1)).stats.checks = 3;
+        sites.site(HostId(2));
+        let mut saved = sites.take_unsaved();
+        saved.sort();
+        assert_eq!(saved.len(), 2);
+        assert_eq!(saved[0].0, HostId(1));
+        let back: SiteCoop = serde_json::from_str(&saved[0].1).unwrap();
+        assert_eq!(back.stats.checks, 3);
+        // Saved: nothing more until the next change; reads change nothing.
+        assert!(sites.take_unsaved().is_empty());
+        let _ = sites.get(HostId(1));
+        let _ = sites.believed(HostId(1), &CoopConfig::default());
+        assert!(sites.take_unsaved().is_empty());
+        sites.site(HostId(1)).trust.refute(1.0);
+        assert_eq!(sites.take_unsaved().len(), 1);
+    }
+
+    #[test]
+    fn a_saved_state_comes_back_and_an_unreadable_one_is_left_to_discovery() {
+        let mut sites = Sites::default();
+        sites.site(HostId(7)).listed_urls = 40;
+        let saved = sites.take_unsaved();
+        let mut again = Sites::default();
+        again.load(vec![
+            (HostId(7), "http://a.test".into(), saved[0].1.clone()),
+            (HostId(8), "http://b.test".into(), "{not json".into()),
+        ]);
+        assert_eq!(again.get(HostId(7)).map(|s| s.listed_urls), Some(40));
+        assert!(again.get(HostId(8)).is_none());
+        assert_eq!(again.hosts(), vec![HostId(7)]);
+        // Loading is not a change.
+        assert!(again.take_unsaved().is_empty());
+    }
+}
