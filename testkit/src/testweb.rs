@@ -18,7 +18,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use webcoop_protocol::sitemap::{URLSET_HEAD, URLSET_TAIL, write_url};
 
+mod feed;
 mod render;
+pub use feed::{FEED_ENTRIES, Feed};
 use render::{header_str, page, redirect, text};
 
 /// What a host's robots.txt says (or does).
@@ -73,6 +75,8 @@ pub struct HostSpec {
     pub farm: Option<Farm>,
     /// A sitemap of `/` and the generated pages.
     pub sitemap: Option<Sitemap>,
+    /// A feed of the newest generated pages, named by every page.
+    pub feed: Option<Feed>,
     /// How long each generated page takes to answer.
     pub latency: Duration,
 }
@@ -101,6 +105,7 @@ impl HostSpec {
             features: false,
             farm: None,
             sitemap: None,
+            feed: None,
             latency: Duration::ZERO,
         }
     }
@@ -114,6 +119,12 @@ impl HostSpec {
     /// Publishes a sitemap.
     pub fn sitemap(mut self, sitemap: Sitemap) -> HostSpec {
         self.sitemap = Some(sitemap);
+        self
+    }
+
+    /// Publishes a feed.
+    pub fn feed(mut self, feed: Feed) -> HostSpec {
+        self.feed = Some(feed);
         self
     }
 
@@ -371,6 +382,27 @@ fn sitemap(s: &State, host: &str, spec: &HostSpec, kind: Sitemap) -> Response<Bo
     text(StatusCode::OK, "application/xml", body)
 }
 
+/// A host's feed of its generated pages.
+fn feed_of(s: &State, host: &str, spec: &HostSpec, kind: Feed) -> Response<Body> {
+    let published = DateTime::parse_from_rfc2822(LAST_MODIFIED)
+        .map(|t| t.with_timezone(&Utc))
+        .unwrap_or_default();
+    let turn = count(s, format!("{host}/feed")) as usize;
+    let versions: HashMap<String, Version> = s
+        .versions
+        .lock()
+        .map(|v| {
+            v.iter()
+                .filter(|((h, _), _)| h == host)
+                .map(|((_, p), v)| (p.clone(), *v))
+                .collect()
+        })
+        .unwrap_or_default();
+    let pages: Vec<String> = (0..spec.pages).map(|i| format!("/p/{i}.html")).collect();
+    let origin = format!("http://{host}:{}", s.port);
+    feed::serve(kind, &origin, &pages, &versions, published, turn)
+}
+
 async fn handle(s: Arc<State>, req: Request<Body>) -> Response<Body> {
     let arrived = Instant::now();
     let headers = req.headers().clone();
@@ -477,6 +509,9 @@ async fn respond(
     {
         return sitemap(s, host, spec, kind);
     }
+    if let Some(kind) = spec.feed.filter(|k| k.path() == path) {
+        return feed_of(s, host, spec, kind);
+    }
     let version = s
         .versions
         .lock()
@@ -492,7 +527,12 @@ async fn respond(
         let mut r = text(
             StatusCode::OK,
             "text/html; charset=utf-8",
-            page(&title, &links, spec.page_bytes, ""),
+            page(
+                &title,
+                &links,
+                spec.page_bytes,
+                &spec.feed.map(Feed::head_link).unwrap_or_default(),
+            ),
         );
         if let (Ok(e), Ok(lm)) = (etag.parse(), LAST_MODIFIED.parse()) {
             r.headers_mut().insert(header::ETAG, e);

@@ -137,6 +137,10 @@ pub struct Analysis {
     /// A WebSub hub named by the page (`Link` header or `<link rel="hub">`) and the topic
     /// to subscribe to there (`rel="self"`, else the page).
     pub(crate) hub: Option<(Url, Url)>,
+    /// Feeds the page names (`<link rel="alternate" type="application/rss+xml">`), admitted
+    /// by the policy: not among `links`,
+    /// since cooperation reads them as feeds (and follows them as links only where it does not).
+    pub(crate) feeds: Vec<Link>,
 }
 
 /// Whether the content looks like HTML (for responses without a media type).
@@ -279,6 +283,7 @@ pub fn analyze(r: Received<'_>, depth: u32, policy: &LinkPolicy, decode_limit: u
     };
     for url in followed {
         match policy.admit(url, depth + 1) {
+            Ok(()) if found.feeds.contains(url) => a.feeds.push(Link::to(url)),
             Ok(()) => a.links.push(Link::to(url)),
             Err(_) => a.refused += 1,
         }

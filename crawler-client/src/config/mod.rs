@@ -84,6 +84,8 @@ pub struct Settings {
     pub(crate) nameserver: Option<SocketAddr>,
     /// Networks the crawler may reach although they are not public.
     pub(crate) allow_net: Vec<ipnet::IpNet>,
+    /// The hosts of the WebSub hubs subscribed to (empty: any).
+    pub(crate) hub_allow: Vec<String>,
     /// Metrics address.
     pub(crate) metrics: Option<SocketAddr>,
     /// The console's address and token.
@@ -274,6 +276,7 @@ fn settings_from(args: &CrawlArgs, given: CrawlOptions) -> Result<Settings, Conf
         resolve: resolve(args, &file)?,
         nameserver: file.nameserver,
         allow_net: allow_net(&file)?,
+        hub_allow: hub_allow(&file)?,
         metrics: file.metrics,
         console: console(args, &file)?,
         refresh: args.refresh,
@@ -391,6 +394,31 @@ fn resolve(
         resolve.push(parse_resolve(host, addr)?);
     }
     Ok(resolve)
+}
+
+/// The hub hosts of `--hub-allow`: host names, lowercase, `.` first for a domain and its
+/// subdomains.
+fn hub_allow(file: &CrawlOptions) -> Result<Vec<String>, ConfigError> {
+    file.hub_allow
+        .iter()
+        .flatten()
+        .map(|h| {
+            let h = h.trim().trim_start_matches('*').to_ascii_lowercase();
+            let name = h.trim_start_matches('.');
+            let ok = !name.is_empty()
+                && name.len() <= 253
+                && name
+                    .split('.')
+                    .all(|l| !l.is_empty() && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'));
+            if ok {
+                Ok(h)
+            } else {
+                Err(out_of_range(format!(
+                    "--hub-allow {h:?}: expected a host name such as hub.example.com, or .example.com for a domain"
+                )))
+            }
+        })
+        .collect()
 }
 
 /// The networks of `--allow-net` (already moved into the file's settings by [`overlaid`]).

@@ -301,6 +301,10 @@ pub struct CrawlOptions {
     /// Lease asked of WebSub hubs, seconds.
     #[arg(long, value_name = "SECS")]
     pub(crate) hub_lease: Option<u64>,
+    /// Subscribe only to WebSub hubs on these hosts (repeatable; `.example.com` also allows
+    /// its subdomains) [default: any hub a site's feed or page names, wherever it runs].
+    #[arg(long, value_name = "HOST")]
+    pub(crate) hub_allow: Option<Vec<String>>,
     /// Address of the WebSub callback server (push mode), e.g. 0.0.0.0:8090 or
     /// 127.0.0.1:0; without it no hub is subscribed to and changes are polled.
     #[arg(long, value_name = "ADDR")]

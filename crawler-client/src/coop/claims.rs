@@ -75,7 +75,7 @@ impl CoopState {
                 }
                 (false, Claim::Matches(_)) => self.refuted(r, claim_host, Some(fp)),
                 (right, _) => {
-                    let before = self.covers(claim_host);
+                    let before = self.believed(claim_host);
                     let site = self.site(claim_host);
                     match right {
                         true => site.trust.confirm(),
@@ -85,7 +85,10 @@ impl CoopState {
                 }
             }
         }
-        if self.covers(host)
+        // A page the site's announcements stand for, or one its feed lists while it lists
+        // it, is left to them.
+        let listed = self.believed(host) && self.sites.get(host).is_some_and(|s| s.feeds.lists(fp));
+        if (self.covers(host) || listed)
             && let Some(s) = r.schedule.as_deref_mut()
         {
             s.cover(fp);
@@ -96,7 +99,7 @@ impl CoopState {
     /// again, every link it held is fetched, and where the claim was page `handed_over` of a
     /// hand-over, every other page it handed over goes too (disowned, fetched again).
     pub(crate) fn refuted(&mut self, r: &mut Reach<'_>, host: HostId, handed_over: Option<Fp>) {
-        let before = self.covers(host);
+        let before = self.believed(host);
         let site = self.site(host);
         site.trust.disprove();
         site.stats.refuted += 1;
@@ -113,9 +116,12 @@ impl CoopState {
         }
     }
 
-    /// Says so, and tells the schedule, when whether `host` is believed changed from `before`.
+    /// Says so, and tells the schedule, when whether `host` is believed changed from `before`:
+    /// a site no longer believed has every page taken back from its announcements (its feed's
+    /// too); one believed again has them back where it covers the site, and a feed's at its
+    /// next reading.
     fn belief_moved(&mut self, r: &mut Reach<'_>, host: HostId, before: bool) {
-        let after = self.covers(host);
+        let after = self.believed(host);
         if before == after {
             return;
         }
@@ -128,7 +134,9 @@ impl CoopState {
                 "{origin}: claims proved wrong (trust {score:.2}); polling its pages instead"
             );
         }
-        if let Some(s) = r.schedule.as_deref_mut() {
+        if let Some(s) = r.schedule.as_deref_mut()
+            && (!after || self.sites.covers(host, &self.config))
+        {
             s.set_host_covered(host, after);
         }
     }

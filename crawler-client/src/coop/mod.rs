@@ -22,6 +22,8 @@ mod absences;
 mod announcements;
 pub(crate) mod batches;
 mod claims;
+mod feed_reading;
+mod feeds;
 mod handed;
 mod ledger;
 mod listings;
@@ -78,6 +80,9 @@ pub(crate) enum MetaError {
     /// A batch of changes does not read.
     #[error("{0}")]
     Batch(Box<webcoop_protocol::batch::BatchError>),
+    /// A feed (RSS, Atom, JSON Feed) does not read.
+    #[error("{0}")]
+    WebFeed(webcoop_protocol::web_feed::FeedError),
 }
 
 /// The most cooperation the crawler may use (`--coop`), so that modes can be compared.
@@ -131,6 +136,8 @@ pub enum Level {
     /// Nothing found (or cooperation is off): polled.
     #[default]
     None,
+    /// Feeds (RSS, Atom, JSON Feed): the pages they list are left to them, the rest polled.
+    Feed,
     /// Sitemaps only.
     Sitemap,
     /// A robots.rdf listing.
@@ -148,6 +155,7 @@ impl Level {
     pub fn as_str(self) -> &'static str {
         match self {
             Level::None => "none",
+            Level::Feed => "feed",
             Level::Sitemap => "sitemap",
             Level::Listing => "listing",
             Level::Changes => "changes",

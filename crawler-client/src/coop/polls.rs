@@ -36,13 +36,15 @@ impl CoopState {
             let Some(site) = self.sites.get(host) else {
                 continue;
             };
-            if !site.discovered || site.next_poll.is_some_and(|t| t > at) {
-                continue;
-            }
-            if let Some(job) = self.poll_job(r, host) {
+            if site.discovered
+                && site.next_poll.is_none_or(|t| t <= at)
+                && let Some(job) = self.poll_job(r, host)
+            {
                 r.frontier.push_coop(host, job);
                 self.polling.insert(host);
+                continue;
             }
+            self.read_feed_due(r, host);
         }
     }
 
@@ -53,8 +55,11 @@ impl CoopState {
         }
         self.sites
             .iter()
-            .filter(|(id, s)| s.discovered && !self.polling.contains(id))
-            .filter_map(|(_, s)| s.next_poll)
+            .filter(|(id, _)| !self.polling.contains(id))
+            .filter_map(|(id, s)| {
+                let poll = s.next_poll.filter(|_| s.discovered);
+                poll.into_iter().chain(self.feed_due(id)).min()
+            })
             .min()
     }
 
@@ -150,6 +155,8 @@ impl CoopState {
                             self.feed_read(r, host);
                         }
                     }
+                    // A feed failing says nothing of the site's other documents.
+                    Err(why) if kind == MetaKind::Feed => self.feed_failed(r, host, &url, &why),
                     Err(why) => self.meta_failed(r, host, kind, &why),
                 }
                 let walking = self.walks.contains_key(&host)
@@ -157,9 +164,11 @@ impl CoopState {
                 if !walking {
                     self.polling.remove(&host);
                     let discovered = self.sites.get(host).is_some_and(|s| s.discovered);
-                    if discovered {
+                    if discovered && kind != MetaKind::Feed {
                         self.plan_next_poll(host);
                     }
+                    // A feed found while this request was under way is read now.
+                    self.read_feed_due(r, host);
                 }
             }
         }
@@ -187,7 +196,7 @@ impl CoopState {
                     tracing::debug!("{origin}: sitemap: {why}");
                     self.sitemap_fed(r, host, None);
                 }
-                MetaKind::Changes => {}
+                MetaKind::Changes | MetaKind::Feed => {}
                 MetaKind::Snapshot => self.snapshot_ended(r, host, Some(why.to_string()), &[]),
             }
             return;
@@ -262,6 +271,11 @@ impl CoopState {
                 self.sitemap_fed(r, host, Some((url, &got)));
                 Ok(())
             }
+            (MetaKind::Feed, 304) => {
+                self.feed_unchanged(host, url);
+                Ok(())
+            }
+            (MetaKind::Feed, 200) => self.feed_answered(r, host, url, &got),
             (MetaKind::Snapshot, 200) => {
                 let oversize: Vec<String> = got
                     .header(super::snapshot_fetch::OVERSIZE_FIELD)

@@ -36,14 +36,19 @@ fn subscription_due(sub: Option<&Subscription>, at: i64, lease_ms: i64) -> bool 
 }
 
 impl CoopState {
-    /// A page names a WebSub hub: where its site has no changes feed to subscribe to, the
-    /// page's topic is subscribed to instead.
+    /// A page or a feed names a WebSub hub: where its site has no changes feed to subscribe
+    /// to, the topic (the page, or the feed's `rel="self"`) is subscribed to instead, at the
+    /// hub wherever it runs (hubs are run by others almost always), within `--hub-allow`.
     pub(crate) fn page_hub(&mut self, r: &mut Reach<'_>, host: HostId, hub: &Url, topic: &Url) {
         if self.config.mode < CoopMode::Push || self.callback.is_none() {
             return;
         }
         let origin = r.origin(host);
-        if !self.own_page(r, host, topic) || !self.speaks_for(r, host, hub) {
+        if !self.own_page(r, host, topic) {
+            return;
+        }
+        if !self.hub_allowed(hub) {
+            tracing::info!("{origin}: names the hub {hub}, which --hub-allow does not allow");
             return;
         }
         let site = self.site(host);
@@ -264,6 +269,11 @@ impl CoopState {
         r.out.bytes += body.len() as u64;
         let site = self.site(host);
         if let (None, Some((_, topic))) = (&site.changes, &site.page_hub) {
+            // The site's feed: read as such, not fetched again.
+            if let Some(feed) = site.feeds.is_topic(topic) {
+                self.feed_delivered(r, host, &feed, &body);
+                return;
+            }
             if let Ok(url) = Url::parse(topic)
                 && let Some(url) = self.stated_url(r, host, &url, super::stated::Arrival::Named)
             {

@@ -32,6 +32,7 @@ fn decoded_max(kind: MetaKind) -> usize {
         MetaKind::Changes => 32 << 20,
         // Streamed to a file instead (`snapshot_fetch`).
         MetaKind::Snapshot => 0,
+        MetaKind::Feed => webcoop_protocol::web_feed::MAX_BYTES,
     }
 }
 

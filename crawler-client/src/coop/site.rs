@@ -159,6 +159,9 @@ pub struct SiteCoop {
     pub(crate) quiet_backups: u32,
     /// The subscription, if any.
     pub(crate) subscription: Option<Subscription>,
+    /// The site's feeds (RSS, Atom, JSON Feed), as its pages name them.
+    #[serde(default)]
+    pub(crate) feeds: super::feeds::SiteFeeds,
     /// Costs and gains.
     pub stats: CoopStats,
 }
@@ -259,15 +262,18 @@ impl SiteCoop {
             _ if self.changes.is_some() && mode >= CoopMode::Meta => Level::Changes,
             _ if self.listing.is_some() => Level::Listing,
             _ if self.sitemap_dates => Level::Sitemap,
+            _ if self.feeds.any() && mode >= CoopMode::Meta => Level::Feed,
             _ => Level::None,
         }
     }
 
     /// Whether the site's announcements stand in for polling its pages: it offers dated
     /// metadata, it answers, and it is believed.
+    /// A feed lists the newest pages only: it stands in for polling those, one by one, and
+    /// never for the whole site.
     pub(crate) fn covers(&self, c: &CoopConfig) -> bool {
         c.mode >= CoopMode::Meta
-            && self.level(c.mode, c.failures_to_degrade) > Level::None
+            && self.level(c.mode, c.failures_to_degrade) > Level::Feed
             && self.trust.believed(c.trust_min)
     }
 

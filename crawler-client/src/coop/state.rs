@@ -58,6 +58,8 @@ pub(crate) struct CoopState {
     pub(super) absences: HeldAbsences,
     /// Contradictions of what a site handed over, waiting for its feed.
     pub(super) questions: Questions,
+    /// The hosts of the hubs subscribed to (`--hub-allow`; empty: any).
+    hub_allow: Vec<String>,
 }
 
 impl CoopState {
@@ -78,7 +80,28 @@ impl CoopState {
             popularity: Popularity::default(),
             absences: HeldAbsences::default(),
             questions: Questions::default(),
+            hub_allow: Vec::new(),
         }
+    }
+
+    /// Subscribes only to hubs on these hosts (`.example.com`: the domain and its
+    /// subdomains); none named, any hub.
+    pub(crate) fn allow_hubs(&mut self, hosts: Vec<String>) {
+        self.hub_allow = hosts;
+    }
+
+    /// Whether the hub at `hub` may be subscribed to: an http(s) URL on a host the operator
+    /// allows. Where it may connect is the network guard's to say, as for any request.
+    pub(super) fn hub_allowed(&self, hub: &Url) -> bool {
+        let Some(host) = hub.host_str().map(str::to_ascii_lowercase) else {
+            return false;
+        };
+        matches!(hub.scheme(), "http" | "https")
+            && (self.hub_allow.is_empty()
+                || self.hub_allow.iter().any(|a| match a.strip_prefix('.') {
+                    Some(domain) => host == domain || host.ends_with(a.as_str()),
+                    None => host == *a,
+                }))
     }
 
     /// The usage preferences `host`'s agent states, if any.

@@ -23,6 +23,8 @@ use std::time::{Duration, Instant};
 use url::Url;
 use webcoop_protocol::changes_feed::{self, ChangeEntry, ChangeKind, ChangesFeed};
 
+mod feeds;
+
 const SITE: &str = "http://site.test";
 const CHANGES: &str = "http://site.test/.well-known/webcoop/changes";
 

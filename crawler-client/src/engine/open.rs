@@ -278,6 +278,7 @@ impl Engine {
             originals.first_met(digest, fp);
         })?;
         let mut coop = CoopState::new(s.coop, now_ms() as u64);
+        coop.allow_hubs(s.hub_allow.clone());
         coop.load(store.coop_sites()?);
         if let Some(server) = callback_server(&rt, &s, &tx)? {
             coop.attach_callback(server);

@@ -120,7 +120,18 @@ impl Engine {
         }
         let mut children = Vec::new();
         if ok && !f.unchanged && duplicate_of.is_none() {
-            for link in &f.analysis.links {
+            // The feeds a page names are read as feeds where cooperation reads them, else
+            // followed as links like any other.
+            let feeds = &f.analysis.feeds;
+            let followed_feeds = if self.coop.reads_feeds() {
+                if !feeds.is_empty() {
+                    self.with_coop(|c, r| c.page_feeds(r, job.host, feeds));
+                }
+                &[][..]
+            } else {
+                &feeds[..]
+            };
+            for link in f.analysis.links.iter().chain(followed_feeds) {
                 self.push(link, job.depth + 1, 0);
                 children.push(link.fp);
                 self.shard_paid(link);

@@ -250,6 +250,7 @@ impl Engine {
                 .and_then(|k| k.digest)
                 .filter(|_| same_content);
             a.links.clear();
+            a.feeds.clear();
             a
         };
         let held = known.as_ref().and_then(|k| k.digest);

@@ -65,6 +65,8 @@ pub(crate) enum MetaKind {
     Changes,
     /// A snapshot of the whole site (one file, its pages read from it).
     Snapshot,
+    /// A feed (RSS, Atom, JSON Feed) a page named.
+    Feed,
 }
 
 impl MetaKind {
@@ -75,6 +77,7 @@ impl MetaKind {
             MetaKind::Sitemap => "sitemap",
             MetaKind::Changes => "changes",
             MetaKind::Snapshot => "snapshot",
+            MetaKind::Feed => "feed",
         }
     }
 }

@@ -273,6 +273,27 @@ impl Schedule {
         }
     }
 
+    /// Takes a page back from its site's announcements (a feed no longer lists it): due by
+    /// its own estimate again.
+    pub(crate) fn uncover(&mut self, fp: Fp) {
+        let Some(p) = self.pages.get_mut(&fp) else {
+            return;
+        };
+        if !p.covered {
+            return;
+        }
+        p.covered = false;
+        self.covered -= 1;
+        self.alloc.add(p.rate, p.weight);
+        self.changes_since_solve += 1;
+        let (rate, weight, last) = (p.rate, p.weight, p.last);
+        let due = last + self.interval_ms(rate, weight);
+        if let Some(p) = self.pages.get_mut(&fp) {
+            p.due = due;
+        }
+        self.heap.push(Reverse((due, fp)));
+    }
+
     /// Covers (or, with `covered` false, plans again by their own estimates) every page of a
     /// host: its site started or stopped answering for them.
     pub(crate) fn set_host_covered(&mut self, host: HostId, covered: bool) {

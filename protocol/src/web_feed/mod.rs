@@ -79,6 +79,9 @@ pub struct FeedEntry {
     pub modified: Option<DateTime<Utc>>,
     /// When it was first published.
     pub published: Option<DateTime<Utc>>,
+    /// A digest of what it says (title, summary, content): an entry rewritten without a new
+    /// date (RSS 2.0 has none for edits) is told by it.
+    pub digest: u64,
 }
 
 impl FeedEntry {
@@ -141,6 +144,22 @@ struct JsonHub {
     kind: String,
     #[serde(default)]
     url: String,
+}
+
+/// The digest of an entry's title, summary and content.
+fn text_digest(e: &feed_rs::model::Entry) -> u64 {
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    for part in [
+        e.title.as_ref().map(|t| t.content.as_str()),
+        e.summary.as_ref().map(|t| t.content.as_str()),
+        e.content.as_ref().and_then(|c| c.body.as_deref()),
+    ] {
+        // Each part's length first, so that text moved from one part to another counts.
+        let part = part.unwrap_or_default();
+        h.update(&(part.len() as u64).to_le_bytes());
+        h.update(part.as_bytes());
+    }
+    h.digest()
 }
 
 /// Reads the feed `body` fetched from `base` (relative URLs resolve against it).
@@ -216,6 +235,7 @@ pub fn parse(body: &[u8], base: &Url) -> Result<WebFeed, FeedError> {
             });
         match page {
             Some(url) if e.id.len() <= MAX_ID => entries.push(FeedEntry {
+                digest: text_digest(&e),
                 id: e.id,
                 url,
                 modified: e.updated,

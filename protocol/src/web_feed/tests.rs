@@ -151,6 +151,13 @@ fn wordpress_rss_names_its_pages_dates_topic_and_hub() {
     assert_eq!(e.id, "https://blog.example/?p=7");
     assert_eq!(e.date(), Some(at("2026-12-06T10:12:07Z")));
     assert_eq!(f.skipped, 0);
+    // An edit without a new date changes the entry's digest, and nothing else does.
+    let again = parse(WORDPRESS_RSS.as_bytes(), &base()).unwrap();
+    assert_eq!(again.entries[0].digest, e.digest);
+    let edited = WORDPRESS_RSS.replace("Text &#8230;", "Edited text &#8230;");
+    let edited = parse(edited.as_bytes(), &base()).unwrap();
+    assert_ne!(edited.entries[0].digest, e.digest);
+    assert_eq!(edited.entries[1].digest, f.entries[1].digest);
 }
 
 #[test]

@@ -33,6 +33,9 @@ pub struct PageLinks {
     pub(crate) hub: Option<Url>,
     /// `<link rel="self">`: the topic to subscribe to at the hub.
     pub(crate) topic: Option<Url>,
+    /// `<link rel="alternate">` of a feed's media type (RSS, Atom, JSON Feed), also among
+    /// `links`.
+    pub(crate) feeds: Vec<Url>,
     /// Where a `<meta http-equiv="refresh">` sends the reader, when not to the page itself.
     pub(crate) refresh: Option<Url>,
     /// The encoding the page was read in, and where it was learnt.
@@ -60,6 +63,7 @@ struct Raw {
     canonical: Option<String>,
     hub: Option<String>,
     topic: Option<String>,
+    feeds: Vec<String>,
     refresh: Option<String>,
     /// The encoding the first `<meta>` declaring one names.
     declared: Option<&'static Encoding>,
@@ -166,6 +170,13 @@ fn take(tag: &impl Element, r: &mut Raw) {
             }
             // Stylesheets, icons and the like are resources of the page, not pages: only
             // alternates and navigation are followed.
+            if words.contains(&"alternate")
+                && tag
+                    .attr("type")
+                    .is_some_and(|t| webcoop_protocol::web_feed::is_feed_media_type(&t))
+            {
+                r.feeds.push(href.clone());
+            }
             if words
                 .iter()
                 .any(|w| matches!(*w, "alternate" | "next" | "prev" | "canonical"))
@@ -308,6 +319,11 @@ fn finish(page: &Url, raw: Raw, sniffed: Sniffed) -> PageLinks {
                 *r != here
             }),
         encoding: Some((encoding, sniffed.source)),
+        feeds: raw
+            .feeds
+            .iter()
+            .filter_map(|f| resolve_link(&base, f, encoding))
+            .collect(),
         links: Vec::new(),
     };
     if !raw.nofollow {

@@ -1,0 +1,204 @@
+//! A site's feed read as a listing of its newest pages, on the in-memory world: what a
+//! reading queues, makes due and leaves to the feed; what a second reading gives back to the
+//! schedule; a feed whose dates lie; what a feed may not state; a hub's delivery read as the
+//! feed.
+
+use super::*;
+use crate::analyze::Link;
+use crate::coop::CoopMode;
+use crate::coop::callback::CallbackEvent;
+
+const FEED: &str = "http://site.test/feed.atom";
+
+/// A site with no changes feed of its own: discovered, believed, its robots.txt read.
+fn world() -> World {
+    let mut w = World::new(CoopConfig::default());
+    *w.coop.site(w.host) = SiteCoop {
+        discovered: true,
+        ..SiteCoop::default()
+    };
+    w
+}
+
+/// An Atom feed of `(path or URL, updated at, ms)`.
+fn atom(entries: &[(&str, i64)]) -> CoopFetched {
+    let mut body = format!(
+        "<feed xmlns=\"http://www.w3.org/2005/Atom\"><title>t</title><id>{FEED}</id><updated>2026-12-01T00:00:00Z</updated><link rel=\"self\" href=\"{FEED}\"/><link rel=\"hub\" href=\"https://hub.example/\"/>"
+    );
+    for (path, at) in entries {
+        let url = if path.contains(':') {
+            path.to_string()
+        } else {
+            format!("{SITE}{path}")
+        };
+        let at = Utc.timestamp_millis_opt(*at).unwrap().to_rfc3339();
+        body.push_str(&format!(
+            "<entry><title>e</title><id>{url}</id><link href=\"{url}\"/><updated>{at}</updated></entry>"
+        ));
+    }
+    body.push_str("</feed>");
+    CoopFetched {
+        status: 200,
+        headers: vec![("ETag".into(), "\"f1\"".into())],
+        size: body.len() as u64,
+        body: body.into_bytes(),
+        record: None,
+    }
+}
+
+impl World {
+    /// A page of the site names the feed; the read it asks for answered `got`.
+    fn read_feed(&mut self, got: CoopFetched) -> Effects {
+        let host = self.host;
+        let feed = Link::to(&Url::parse(FEED).unwrap());
+        self.decide(|c, r| c.page_feeds(r, host, std::slice::from_ref(&feed)));
+        let job = CoopJob::Fetch {
+            kind: MetaKind::Feed,
+            url: Url::parse(FEED).unwrap(),
+            etag: None,
+            last_modified: None,
+        };
+        self.decide(|c, r| c.answered(r, host, job, Ok(got))).1
+    }
+}
+
+#[test]
+fn a_reading_queues_new_pages_makes_changed_ones_due_and_leaves_listed_ones_to_the_feed() {
+    let mut w = world();
+    let host = w.host;
+    let t = now_ms();
+    let a = w.held_page("/a", 60_000, "\"a1\"");
+    let b = w.held_page("/b", 60_000, "\"b1\"");
+    let c = w.held_page("/c", 60_000, "\"c1\"");
+    // Left to the schedule's own estimates first (held_page covers, as for a covering site).
+    for fp in [a, b, c] {
+        w.schedule.as_mut().unwrap().uncover(fp);
+    }
+    let out = w.read_feed(atom(&[
+        ("/a", t - 1_000),
+        ("/b", t - 3_600_000),
+        ("/new", t - 2_000),
+        ("http://other.test/x", t - 1_000),
+        ("javascript:alert(1)", t - 1_000),
+    ]));
+    let level = w.coop.site_state(host).unwrap().level(CoopMode::Push, 3);
+    assert_eq!(level, super::super::Level::Feed);
+    assert!(!w.coop.covers(host), "a feed never covers the whole site");
+    // /a changed after its visit: due now; /b did not: left to the feed; /c is not listed.
+    assert!(w.due(a) <= now_ms());
+    assert!(w.covered(a) && w.covered(b) && !w.covered(c));
+    assert!(w.due(b) > now_ms() + 86_400_000);
+    let queued: Vec<&str> = out.links.iter().map(|l| l.url.as_str()).collect();
+    assert_eq!(queued, ["http://site.test/new"]);
+    let stats = &w.coop.site_state(host).unwrap().stats;
+    assert_eq!(
+        stats.foreign, 1,
+        "another site's page is not this feed's to state"
+    );
+
+    // The next reading: /b left the feed (its page goes back to the schedule), /a unchanged.
+    let due_a = w.due(a);
+    let out = w.read_feed(atom(&[("/a", t - 1_000), ("/new", t - 2_000)]));
+    assert!(!w.covered(b) && w.covered(a));
+    assert!(w.due(b) < now_ms() + 31 * 86_400_000);
+    assert_eq!(
+        w.due(a),
+        due_a,
+        "an entry that did not move announces nothing"
+    );
+    assert!(out.links.is_empty());
+}
+
+#[test]
+fn a_feed_whose_dates_lie_is_believed_no_more() {
+    let mut w = world();
+    let host = w.host;
+    let t = now_ms();
+    let a = w.held_page("/a", 60_000, "\"a1\"");
+    w.read_feed(atom(&[("/a", t - 1_000)]));
+    assert!(w.due(a) <= now_ms());
+    // Each visit finds the page as it was: the feed's "changed" was false.
+    for _ in 0..40 {
+        w.decide(|c, r| c.visited(r, host, a, (false, Some("\"a1\""), false), None, true));
+        if !w.coop.site_state(host).unwrap().trust.believed(0.5) {
+            break;
+        }
+        w.coop
+            .ledger
+            .expect(a, host, super::super::ledger::Claim::Changed);
+    }
+    assert!(!w.coop.site_state(host).unwrap().trust.believed(0.5));
+    // Not believed: a new date makes nothing due, and the pages are no longer left to it.
+    let before = w.due(a);
+    w.read_feed(atom(&[("/a", t - 10)]));
+    assert_eq!(w.due(a), before);
+}
+
+#[test]
+fn a_hub_delivery_of_the_feed_is_read_as_the_feed_without_fetching_it_again() {
+    let mut w = world();
+    let host = w.host;
+    let t = now_ms();
+    let a = w.held_page("/a", 60_000, "\"a1\"");
+    w.read_feed(atom(&[("/a", t - 3_600_000)]));
+    assert!(w.due(a) > now_ms());
+    w.coop.site(host).page_hub = Some(("https://hub.example/".into(), FEED.into()));
+    let polling_before = w.coop.polling.contains(&host);
+    // The hub delivers the feed with /a edited and a new page.
+    let delivery = atom(&[("/a", t - 500), ("/fresh", t - 500)]);
+    let (_, out) = w.decide(|c, r| {
+        c.callback_event(
+            r,
+            CallbackEvent::Delivery {
+                host,
+                body: delivery.body.clone(),
+                cbor: false,
+            },
+        )
+    });
+    assert!(w.due(a) <= now_ms(), "the edited page is due at once");
+    let queued: Vec<&str> = out.links.iter().map(|l| l.url.as_str()).collect();
+    assert_eq!(queued, ["http://site.test/fresh"]);
+    assert_eq!(out.pushes, 1);
+    assert_eq!(
+        w.coop.polling.contains(&host),
+        polling_before,
+        "the feed is not fetched again"
+    );
+    // A delivery that omits an entry says nothing of it.
+    let (_, out) = w.decide(|c, r| {
+        c.callback_event(
+            r,
+            CallbackEvent::Delivery {
+                host,
+                body: atom(&[("/other", t - 500)]).body,
+                cbor: false,
+            },
+        )
+    });
+    assert_eq!(out.links.len(), 1);
+    assert!(w.covered(a), "still listed");
+}
+
+#[test]
+fn a_feed_on_an_origin_the_site_does_not_speak_for_is_not_read_and_hubs_are_restricted() {
+    let mut w = world();
+    let host = w.host;
+    let elsewhere = Link::to(&Url::parse("http://feeds.other.test/site.xml").unwrap());
+    w.decide(|c, r| c.page_feeds(r, host, std::slice::from_ref(&elsewhere)));
+    assert!(!w.coop.polling.contains(&host));
+    assert!(!w.coop.site_state(host).unwrap().feeds.any());
+    // --hub-allow: only the hosts named (a leading dot for a domain).
+    w.coop
+        .allow_hubs(vec![".superfeedr.example".into(), "hub.example".into()]);
+    for (hub, ok) in [
+        ("https://hub.example/", true),
+        ("https://x.superfeedr.example/", true),
+        ("https://superfeedr.example/", true),
+        ("https://evil-superfeedr.example/", false),
+        ("https://hub.example.evil/", false),
+        ("ftp://hub.example/", false),
+    ] {
+        assert_eq!(w.coop.hub_allowed(&Url::parse(hub).unwrap()), ok, "{hub}");
+    }
+}
