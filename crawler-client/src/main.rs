@@ -13,6 +13,31 @@ use webcoop_crawler::tools as offline;
 use webcoop_crawler::tools::{InspectOptions, inspect};
 use webcoop_crawler::{CoopConfig, SiteCoop};
 
+/// Writes to standard output; a reader that went away (`status --json | head`) ends the
+/// command quietly, as Unix tools end on a closed pipe, instead of a panic.
+fn emit(text: &str) {
+    use std::io::Write;
+    let mut o = std::io::stdout().lock();
+    if let Err(e) = o.write_all(text.as_bytes()).and_then(|()| o.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("webcoop-crawl: standard output: {e}");
+        std::process::exit(1);
+    }
+}
+
+/// `print!` through [`emit`].
+macro_rules! out {
+    ($($t:tt)*) => { emit(&format!($($t)*)) };
+}
+
+/// `println!` through [`emit`].
+macro_rules! outln {
+    () => { emit("\n") };
+    ($($t:tt)*) => { emit(&format!("{}\n", format_args!($($t)*))) };
+}
+
 /// mimalloc, without transparent huge pages: crawling 3,000 hosts politely, glibc's malloc took
 /// a sixth of the crawler's CPU searching and consolidating its bins (docs/ARCHITECTURE.md,
 /// "The web's shape"); with huge pages mimalloc's peak RSS grew by a third.
@@ -195,7 +220,7 @@ fn crawl(args: &CrawlArgs) -> ExitCode {
     watch_signals(stop.clone());
     match webcoop_crawler::run(settings, stop.clone()) {
         Ok(report) => {
-            print!(
+            out!(
                 "{}",
                 webcoop_crawler::summary(&report.figures, &report.skipped, Some(&report.run))
             );
@@ -323,9 +348,9 @@ fn fleet_status(frontier: &str, crawl: &str, json: bool) -> ExitCode {
     match webcoop_crawler::fleet::status(frontier, crawl) {
         Ok(status) => {
             if json {
-                println!("{}", serde_json::to_string(&status).unwrap_or_default());
+                outln!("{}", serde_json::to_string(&status).unwrap_or_default());
             } else {
-                print!("{}", status.text());
+                out!("{}", status.text());
             }
             ExitCode::SUCCESS
         }
@@ -372,7 +397,7 @@ fn status(out: &std::path::Path, json: bool) -> ExitCode {
         config,
     };
     if json {
-        println!("{}", status.json());
+        outln!("{}", status.json());
     } else {
         status.print();
     }
@@ -423,7 +448,7 @@ impl Status<'_> {
 
     fn print(&self) {
         let config = self.config;
-        println!(
+        outln!(
             "{}: {}",
             self.out.display(),
             if self.running {
@@ -432,19 +457,19 @@ impl Status<'_> {
                 "no crawl running"
             }
         );
-        print!(
+        out!(
             "{}",
             webcoop_crawler::summary(&self.figures, &self.skipped, None)
         );
         if !self.coop.is_empty() {
-            println!("cooperation:");
+            outln!("cooperation:");
         }
         for (_, origin, json) in &self.coop {
             let Ok(site) = serde_json::from_str::<SiteCoop>(json) else {
-                println!("  {origin}: state unreadable");
+                outln!("  {origin}: state unreadable");
                 continue;
             };
-            println!(
+            outln!(
                 "  {origin}: {} (offers {}; trust {:.2}{}), {}",
                 site.level(config.mode, config.failures_to_degrade).as_str(),
                 site.level(CoopMode::Push, u32::MAX).as_str(),
@@ -606,7 +631,7 @@ fn main() -> ExitCode {
             };
             match inspect(&bytes, &InspectOptions { strict, list, base }) {
                 Ok(report) => {
-                    print!("{report}");
+                    out!("{report}");
                     ExitCode::SUCCESS
                 }
                 Err(e) => {

@@ -44,6 +44,7 @@ pub use notify_client::send_notice;
 pub use origin::{Notice, OriginAgent, OriginStats};
 pub use publish::{ROBOTS_RDF, SITEMAP};
 pub use server_config::{JudgeFacts, Site, TextKind, hidden_in_text, local_addresses};
+pub use service::indexnow::{Pinging, start_alone as start_indexnow};
 pub use service::{Running, start as start_service, start_with as start_service_with};
 pub use snapshot::BuiltSnapshot;
 pub use store::Store;

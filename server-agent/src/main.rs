@@ -360,7 +360,7 @@ fn run(
         }
         return Ok(());
     }
-    if config.service.is_none() && config.console.is_none() {
+    if config.service.is_none() && config.console.is_none() && config.indexnow.is_none() {
         tracing::info!("watching {}", config.docroot.display());
         agent.watch(&AtomicBool::new(false))?;
         return Ok(());
@@ -391,6 +391,11 @@ fn run(
             );
             agent.observe(r.observer());
             running = Some(r);
+        } else if let Some(pinging) =
+            webcoop_agent::start_indexnow(&config, activity.clone()).await?
+        {
+            // IndexNow needs no service of ours: the pings go out as the log moves.
+            agent.observe(pinging.observer());
         }
         start_console(&config, activity, running.as_ref()).await?;
         until_stopped(running, "the watch loop", move |stop| agent.watch(stop)).await

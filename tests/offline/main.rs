@@ -10,6 +10,7 @@ mod agent_backlog;
 mod agent_service;
 mod bench_proxy;
 mod bench_run;
+mod cli_pipes;
 mod crawl_feeds;
 mod crawl_shape;
 mod crawl_web;

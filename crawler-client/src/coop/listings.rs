@@ -444,12 +444,27 @@ impl CoopState {
         }
         if first {
             let level = self.site(host).level(c.mode, c.failures_to_degrade);
-            tracing::info!(
-                "{origin}: sitemaps list {} URLs ({} files); cooperation: {}",
-                w.listed.len(),
-                w.walk.fetched(),
-                level.as_str()
-            );
+            // A sitemap answered 404 (or unreadable) is no listing: said as such, not as one
+            // that lists nothing.
+            let read = w.walk.fetched().saturating_sub(w.failures);
+            if read == 0 {
+                tracing::info!(
+                    "{origin}: no sitemap ({} asked, none read); cooperation: {}",
+                    w.walk.fetched(),
+                    level.as_str()
+                );
+            } else {
+                tracing::info!(
+                    "{origin}: sitemaps list {} URLs ({read} files read{}); cooperation: {}",
+                    w.listed.len(),
+                    if w.failures > 0 {
+                        format!(", {} failed", w.failures)
+                    } else {
+                        String::new()
+                    },
+                    level.as_str()
+                );
+            }
         }
     }
 

@@ -277,6 +277,8 @@ pub struct IndexNowConfig {
     pub endpoint: Url,
     /// The site's key.
     pub(crate) key: String,
+    /// Networks the endpoint may be in although not public (`--allow-callback-net`).
+    pub(crate) allow_nets: Vec<ipnet::IpNet>,
 }
 
 /// The public URL prefix of the service for a site at `base_url`.
@@ -406,6 +408,12 @@ impl Config {
                 "sitemap parts hold 1 to 50,000 URLs (the protocol's limit), not {sitemap_part_urls}"
             )));
         }
+        // Whom the agent may call in private networks: hub subscribers, and the IndexNow
+        // endpoint, which posts with or without --listen.
+        let allow_callback_nets = cidrs(
+            "--allow-callback-net",
+            &o.allow_callback_net.unwrap_or_default(),
+        )?;
         let service = match o.listen {
             None => None,
             Some(listen) => {
@@ -418,10 +426,7 @@ impl Config {
                     Some(u) => check_base_url(&u)?,
                     None => default_public_url(&base_url),
                 };
-                let allow_callback_nets = cidrs(
-                    "--allow-callback-net",
-                    &o.allow_callback_net.unwrap_or_default(),
-                )?;
+                let allow_callback_nets = allow_callback_nets.clone();
                 let trusted_proxies =
                     cidrs("--trusted-proxy", &o.trusted_proxy.unwrap_or_default())?;
                 Some(ServiceConfig {
@@ -454,7 +459,11 @@ impl Config {
                         "--indexnow-key {key:?}: IndexNow keys are 8 to 128 letters, digits or dashes"
                     )));
                 }
-                Some(IndexNowConfig { endpoint, key })
+                Some(IndexNowConfig {
+                    endpoint,
+                    key,
+                    allow_nets: allow_callback_nets,
+                })
             }
             (None, None) => None,
             _ => {

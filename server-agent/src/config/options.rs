@@ -77,8 +77,8 @@ pub struct AgentOptions {
     /// The public URL of those endpoints (unset: BASE_URL/.well-known/webcoop/).
     #[arg(long, value_name = "URL")]
     pub public_url: Option<String>,
-    /// Let the hub call back subscribers in this network although it is loopback, private or
-    /// link-local (repeatable; e.g. 10.0.0.0/8).
+    /// Let the hub call back subscribers, and IndexNow pings reach their endpoint, in this
+    /// network although it is loopback, private or link-local (repeatable; e.g. 10.0.0.0/8).
     #[arg(long, value_delimiter = ',', value_name = "CIDR")]
     pub allow_callback_net: Option<Vec<String>>,
     /// How long the hub gathers changes into one delivery, in milliseconds.

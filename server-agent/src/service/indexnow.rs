@@ -50,6 +50,9 @@ pub(crate) struct Pinger {
     pub(crate) base: Url,
     /// The HTTP client.
     pub(crate) client: reqwest::Client,
+    /// Where it may post: public addresses and `--allow-callback-net`. Its resolver guards
+    /// host names; an address written in the endpoint URL is checked before each post.
+    pub(crate) policy: super::callback_net::CallbackPolicy,
     /// Changes within this time of each other go in one request.
     pub(crate) gather: Duration,
     /// Where each request and its answer are noted, for the console.
@@ -69,6 +72,7 @@ pub(crate) async fn run(
         config,
         base,
         client,
+        policy,
         gather,
         activity,
     } = pinger;
@@ -114,7 +118,7 @@ pub(crate) async fn run(
         urls.sort();
         urls.dedup();
         for batch in urls.chunks(MAX_URLS) {
-            post(&config, &base, &client, batch, &activity).await;
+            post(&config, &base, (&client, &policy), batch, &activity).await;
         }
         cursor = upto;
         save_cursor(&path, cursor);
@@ -124,7 +128,7 @@ pub(crate) async fn run(
 async fn post(
     config: &IndexNowConfig,
     base: &Url,
-    client: &reqwest::Client,
+    (client, policy): (&reqwest::Client, &super::callback_net::CallbackPolicy),
     urls: &[Url],
     activity: &Activity,
 ) {
@@ -136,6 +140,14 @@ async fn post(
             outcome,
         });
     };
+    if let Err(why) = policy.check(&config.endpoint).await {
+        tracing::error!(
+            "IndexNow: {why}; {} URLs not posted (allow the endpoint's network with --allow-callback-net)",
+            urls.len()
+        );
+        note(None, format!("refused: {why}"));
+        return;
+    }
     let body = serde_json::json!({
         "host": base.host_str().unwrap_or_default(),
         "key": config.key,
@@ -184,4 +196,60 @@ async fn post(
     }
     tracing::error!(urls = urls.len(), "IndexNow: gave up after 5 attempts");
     note(None, "gave up after 5 attempts".into());
+}
+
+/// IndexNow pings for an agent that serves nothing (no `--listen`): the head of the change
+/// log, which the agent's watch loop moves ([`Pinging::observer`]), drives them as the
+/// service's does.
+pub struct Pinging {
+    head: watch::Sender<u64>,
+}
+
+impl Pinging {
+    /// The observer to give the agent.
+    pub fn observer(&self) -> crate::store::ChangeObserver {
+        let head = self.head.clone();
+        Box::new(
+            move |changes: &[crate::store::LoggedChange], _: &crate::inventory::Inventory| {
+                if let Some(last) = changes.last() {
+                    head.send_replace(last.seq);
+                }
+            },
+        )
+    }
+}
+
+/// Starts pinging for `config`'s IndexNow settings, noting what it does in `activity`; none
+/// configured, nothing is started.
+pub async fn start_alone(
+    config: &crate::config::Config,
+    activity: Arc<Activity>,
+) -> Result<Option<Pinging>, super::ServiceError> {
+    let Some(cfg) = config.indexnow.clone() else {
+        return Ok(None);
+    };
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let reader = Reader::open(&config.state, &config.docroot)?;
+    let head = reader.with(|st| st.head_seq()).await.unwrap_or(0);
+    let policy = super::callback_net::CallbackPolicy::new(cfg.allow_nets.clone());
+    let client = super::hub::http_client(&policy)?;
+    if let Err(why) = policy.check(&cfg.endpoint).await {
+        tracing::error!("IndexNow: {why}: nothing will be posted until it is allowed");
+    }
+    let (tx, rx) = watch::channel(head);
+    tracing::info!("posting changed URLs to IndexNow at {}", cfg.endpoint);
+    tokio::spawn(run(
+        Pinger {
+            config: cfg,
+            base: config.base_url.clone(),
+            client,
+            policy,
+            gather: Duration::from_secs(2),
+            activity,
+        },
+        reader,
+        config.state.clone(),
+        rx,
+    ));
+    Ok(Some(Pinging { head: tx }))
 }

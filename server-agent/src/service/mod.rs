@@ -381,7 +381,7 @@ pub async fn start_with(
         hub::store::SubscriptionStore::open(&config.state)?,
         hub::dispatch::DeliveryContext {
             client: client.clone(),
-            policy,
+            policy: policy.clone(),
             documents,
             link: link.to_str().unwrap_or_default().to_string(),
             resourcesync_link: format!(
@@ -408,6 +408,7 @@ pub async fn start_with(
                 config: cfg,
                 base: config.base_url.clone(),
                 client: client.clone(),
+                policy: policy.clone(),
                 gather: Duration::from_secs(2),
                 activity,
             },

@@ -6,5 +6,6 @@
 mod common;
 
 mod cli;
+mod indexnow;
 mod lifecycle;
 mod watch;
