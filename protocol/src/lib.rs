@@ -27,6 +27,7 @@ pub mod compression;
 pub mod dates;
 pub mod delta;
 pub mod error;
+pub mod indexnow;
 pub mod namespaces;
 pub mod ping;
 pub mod resourcesync;

@@ -77,6 +77,8 @@ pub struct HostSpec {
     pub sitemap: Option<Sitemap>,
     /// A feed of the newest generated pages, named by every page.
     pub feed: Option<Feed>,
+    /// Files served as they are: (path, text), e.g. an IndexNow key file.
+    pub files: Vec<(String, String)>,
     /// How long each generated page takes to answer.
     pub latency: Duration,
 }
@@ -106,6 +108,7 @@ impl HostSpec {
             farm: None,
             sitemap: None,
             feed: None,
+            files: Vec::new(),
             latency: Duration::ZERO,
         }
     }
@@ -511,6 +514,9 @@ async fn respond(
     }
     if let Some(kind) = spec.feed.filter(|k| k.path() == path) {
         return feed_of(s, host, spec, kind);
+    }
+    if let Some((_, body)) = spec.files.iter().find(|(p, _)| p == path) {
+        return text(StatusCode::OK, "text/plain; charset=utf-8", body.clone());
     }
     let version = s
         .versions

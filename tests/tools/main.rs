@@ -27,6 +27,7 @@ mod fleet_names;
 mod fleet_queue;
 mod fleet_shards;
 mod importance_cli;
+mod indexnow_receiver;
 mod links_reference;
 #[path = "../common/popularity.rs"]
 mod popularity;

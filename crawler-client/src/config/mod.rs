@@ -108,6 +108,8 @@ pub struct Settings {
     pub(crate) coop: crate::coop::site::CoopConfig,
     /// The WebSub callback server's address and public base URL.
     pub(crate) callback: Option<(SocketAddr, Option<Url>)>,
+    /// Where the IndexNow endpoint listens, when it is served.
+    pub(crate) indexnow_listen: Option<SocketAddr>,
     /// The shared frontier this process works on, when it is one of a fleet.
     pub(crate) fleet: Option<FleetSettings>,
     /// How requests are signed (Web Bot Auth), when they are.
@@ -244,6 +246,7 @@ fn settings_from(args: &CrawlArgs, given: CrawlOptions) -> Result<Settings, Conf
     Ok(Settings {
         coop: coop_config(&file)?,
         callback: callback(&file)?,
+        indexnow_listen: file.indexnow_listen,
         out: args.out.clone(),
         seeds,
         max_pages: file.max_pages,

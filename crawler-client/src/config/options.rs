@@ -309,6 +309,11 @@ pub struct CrawlOptions {
     /// 127.0.0.1:0; without it no hub is subscribed to and changes are polled.
     #[arg(long, value_name = "ADDR")]
     pub(crate) callback_listen: Option<SocketAddr>,
+    /// Serve the IndexNow API here (e.g. 0.0.0.0:8095): `POST /indexnow` and
+    /// `GET /indexnow?url=&key=`, as search engines do; a submission's URLs become due once
+    /// its key file, fetched from the site, proves the key.
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) indexnow_listen: Option<SocketAddr>,
     /// The callback server's base URL as the sites see it, behind NAT or a proxy (unset:
     /// http://ADDR/websub with the address listened on).
     #[arg(long, value_name = "URL")]
@@ -425,6 +430,7 @@ pub(super) const PER_PROCESS: &[&str] = &[
     "signing_key",
     "callback_listen",
     "callback_url",
+    "indexnow_listen",
 ];
 
 /// The file's settings with the command line's (and the environment's) over them: one

@@ -25,6 +25,9 @@ mod claims;
 mod feed_reading;
 mod feeds;
 mod handed;
+mod indexnow;
+mod indexnow_reading;
+pub(crate) mod indexnow_server;
 mod ledger;
 mod listings;
 mod pending;
@@ -138,6 +141,9 @@ pub enum Level {
     None,
     /// Feeds (RSS, Atom, JSON Feed): the pages they list are left to them, the rest polled.
     Feed,
+    /// IndexNow submissions under a key its file proved: the site tells of its changes.
+    #[serde(rename = "indexnow")]
+    IndexNow,
     /// Sitemaps only.
     Sitemap,
     /// A robots.rdf listing.
@@ -156,6 +162,7 @@ impl Level {
         match self {
             Level::None => "none",
             Level::Feed => "feed",
+            Level::IndexNow => "indexnow",
             Level::Sitemap => "sitemap",
             Level::Listing => "listing",
             Level::Changes => "changes",

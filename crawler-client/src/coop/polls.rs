@@ -157,6 +157,9 @@ impl CoopState {
                     }
                     // A feed failing says nothing of the site's other documents.
                     Err(why) if kind == MetaKind::Feed => self.feed_failed(r, host, &url, &why),
+                    Err(_) if kind == MetaKind::IndexNowKey => {
+                        self.indexnow_key_answered(r, host, &url, None)
+                    }
                     Err(why) => self.meta_failed(r, host, kind, &why),
                 }
                 let walking = self.walks.contains_key(&host)
@@ -196,7 +199,7 @@ impl CoopState {
                     tracing::debug!("{origin}: sitemap: {why}");
                     self.sitemap_fed(r, host, None);
                 }
-                MetaKind::Changes | MetaKind::Feed => {}
+                MetaKind::Changes | MetaKind::Feed | MetaKind::IndexNowKey => {}
                 MetaKind::Snapshot => self.snapshot_ended(r, host, Some(why.to_string()), &[]),
             }
             return;
@@ -276,6 +279,11 @@ impl CoopState {
                 Ok(())
             }
             (MetaKind::Feed, 200) => self.feed_answered(r, host, url, &got),
+            (MetaKind::IndexNowKey, status) => {
+                let body = (status == 200).then_some(&got.body[..]);
+                self.indexnow_key_answered(r, host, url, body);
+                Ok(())
+            }
             (MetaKind::Snapshot, 200) => {
                 let oversize: Vec<String> = got
                     .header(super::snapshot_fetch::OVERSIZE_FIELD)

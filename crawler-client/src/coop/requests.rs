@@ -33,6 +33,8 @@ fn decoded_max(kind: MetaKind) -> usize {
         // Streamed to a file instead (`snapshot_fetch`).
         MetaKind::Snapshot => 0,
         MetaKind::Feed => webcoop_protocol::web_feed::MAX_BYTES,
+        // A key of 128 characters, and a little room.
+        MetaKind::IndexNowKey => 1 << 10,
     }
 }
 

@@ -162,6 +162,9 @@ pub struct SiteCoop {
     /// The site's feeds (RSS, Atom, JSON Feed), as its pages name them.
     #[serde(default)]
     pub(crate) feeds: super::feeds::SiteFeeds,
+    /// The site's IndexNow keys and the URLs waiting for their proof.
+    #[serde(default)]
+    pub(crate) indexnow: super::indexnow::SiteIndexNow,
     /// Costs and gains.
     pub stats: CoopStats,
 }
@@ -262,6 +265,7 @@ impl SiteCoop {
             _ if self.changes.is_some() && mode >= CoopMode::Meta => Level::Changes,
             _ if self.listing.is_some() => Level::Listing,
             _ if self.sitemap_dates => Level::Sitemap,
+            _ if self.indexnow.proved() && mode >= CoopMode::Meta => Level::IndexNow,
             _ if self.feeds.any() && mode >= CoopMode::Meta => Level::Feed,
             _ => Level::None,
         }

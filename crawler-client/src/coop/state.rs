@@ -60,6 +60,8 @@ pub(crate) struct CoopState {
     pub(super) questions: Questions,
     /// The hosts of the hubs subscribed to (`--hub-allow`; empty: any).
     hub_allow: Vec<String>,
+    /// The IndexNow endpoint, when the crawl serves one.
+    pub(super) indexnow: Option<super::indexnow_server::IndexNowServer>,
 }
 
 impl CoopState {
@@ -81,6 +83,7 @@ impl CoopState {
             absences: HeldAbsences::default(),
             questions: Questions::default(),
             hub_allow: Vec::new(),
+            indexnow: None,
         }
     }
 

@@ -198,6 +198,35 @@ fn callback_server(
     Ok(Some(server))
 }
 
+/// The IndexNow endpoint, reporting into the loop's channel; it takes what the crawl's scope
+/// admits.
+fn indexnow_server(
+    rt: &tokio::runtime::Runtime,
+    s: &Settings,
+    tx: &Outbox,
+    policy: &LinkPolicy,
+) -> Result<Option<crate::coop::indexnow_server::IndexNowServer>, CrawlError> {
+    let Some(listen) = s.indexnow_listen else {
+        return Ok(None);
+    };
+    let tx = Mutex::new(tx.clone());
+    let report: crate::coop::indexnow_server::Report = Arc::new(move |sub| {
+        if let Ok(tx) = tx.lock() {
+            tx.send(Outcome::IndexNow(sub));
+        }
+    });
+    let policy = policy.clone();
+    let in_scope: crate::coop::indexnow_server::InScope =
+        Arc::new(move |u: &Url| policy.admit(u, 1).is_ok());
+    let server = rt
+        .block_on(crate::coop::indexnow_server::IndexNowServer::start(
+            listen, in_scope, report,
+        ))
+        .map_err(|e| start_error(format!("the IndexNow endpoint on {listen}"))(e.into()))?;
+    tracing::info!("IndexNow endpoint at http://{}/indexnow", server.local);
+    Ok(Some(server))
+}
+
 impl Engine {
     /// Opens the crawl in `s.out`; returns it with the seeds to queue and where the metrics
     /// are served.
@@ -282,6 +311,9 @@ impl Engine {
         coop.load(store.coop_sites()?);
         if let Some(server) = callback_server(&rt, &s, &tx)? {
             coop.attach_callback(server);
+        }
+        if let Some(server) = indexnow_server(&rt, &s, &tx, &policy)? {
+            coop.attach_indexnow(server);
         }
         let mut e = Engine {
             ctx: Arc::new(Context {

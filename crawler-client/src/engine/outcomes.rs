@@ -80,6 +80,16 @@ impl Engine {
                 self.with_coop(|c, r| c.callback_event(r, event));
                 Ok(())
             }
+            Outcome::IndexNow(sub) => {
+                // Its URLs are all on one host, in the crawl's scope (the endpoint checked).
+                let Some(origin) = sub.urls.first().map(crate::analyze::url_norm::origin_key)
+                else {
+                    return Ok(());
+                };
+                let host = self.host_for(&origin)?;
+                self.with_coop(|c, r| c.indexnow_submitted(r, host, &sub));
+                Ok(())
+            }
             Outcome::InlineFailed { host, fp, url, why } => {
                 self.with_coop(|c, r| c.inline_failed(r, host, fp, url, &why));
                 Ok(())

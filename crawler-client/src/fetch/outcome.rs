@@ -144,6 +144,8 @@ pub(crate) enum Outcome {
     },
     /// The WebSub callback heard from a hub.
     Callback(CallbackEvent),
+    /// The IndexNow endpoint accepted a submission.
+    IndexNow(webcoop_protocol::indexnow::Submission),
     /// A pushed inline delta could not be applied (sent by the task that tried).
     InlineFailed {
         /// The site.

@@ -67,6 +67,8 @@ pub(crate) enum MetaKind {
     Snapshot,
     /// A feed (RSS, Atom, JSON Feed) a page named.
     Feed,
+    /// An IndexNow key file, to prove a submission's key.
+    IndexNowKey,
 }
 
 impl MetaKind {
@@ -78,6 +80,7 @@ impl MetaKind {
             MetaKind::Changes => "changes",
             MetaKind::Snapshot => "snapshot",
             MetaKind::Feed => "feed",
+            MetaKind::IndexNowKey => "indexnow key",
         }
     }
 }
