@@ -90,6 +90,23 @@ fn latencies(
     out
 }
 
+/// A field of the cooperation `status --json` reports for `host`'s site (null if none).
+fn site_field(out: &Path, host: &str, field: &str) -> serde_json::Value {
+    let o = testkit::run_ok(
+        Command::new(testkit::workspace_bin("webcoop-crawl"))
+            .args(["status", "--json", "--out"])
+            .arg(out),
+    );
+    let s: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    s["cooperation"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|c| c["origin"].as_str().is_some_and(|o| o.contains(host)))
+        .map(|c| c[field].clone())
+        .unwrap_or_default()
+}
+
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
     v.get(v.len() / 2).copied().unwrap_or(Duration::MAX)
@@ -202,22 +219,9 @@ fn feeds_of_every_format_announce_what_changes_and_what_they_list_is_not_polled(
         );
     }
     // status names what each site offers.
-    let s = testkit::run_ok(
-        Command::new(testkit::workspace_bin("webcoop-crawl"))
-            .args(["status", "--json", "--out"])
-            .arg(&out),
-    );
-    let s: serde_json::Value = serde_json::from_slice(&s.stdout).unwrap();
-    let level = |host: &str| {
-        s["cooperation"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["origin"].as_str().unwrap().contains(host))
-            .map(|c| c["level"].as_str().unwrap().to_string())
-    };
+    let level = |host: &str| site_field(&out, host, "level").as_str().map(str::to_string);
     for feed in ["rss.test", "atom.test", "json.test"] {
-        assert_eq!(level(feed).as_deref(), Some("feed"), "{s}");
+        assert_eq!(level(feed).as_deref(), Some("feed"));
     }
     assert_ne!(level("plain.test").as_deref(), Some("feed"));
     assert!(log.contains("names the feed"), "{log}");
@@ -249,22 +253,9 @@ fn a_feed_whose_dates_lie_is_believed_no_more_and_an_honest_one_still_is() {
         log.contains("lying.test") && log.contains("claims proved wrong"),
         "{log}"
     );
-    let s = testkit::run_ok(
-        Command::new(testkit::workspace_bin("webcoop-crawl"))
-            .args(["status", "--json", "--out"])
-            .arg(&out),
-    );
-    let s: serde_json::Value = serde_json::from_slice(&s.stdout).unwrap();
-    let believed = |host: &str| {
-        s["cooperation"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["origin"].as_str().unwrap().contains(host))
-            .map(|c| c["believed"].as_bool().unwrap())
-    };
-    assert_eq!(believed("lying.test"), Some(false), "{s}");
-    assert_eq!(believed("honest.test"), Some(true), "{s}");
+    let believed = |host: &str| site_field(&out, host, "believed").as_bool();
+    assert_eq!(believed("lying.test"), Some(false));
+    assert_eq!(believed("honest.test"), Some(true));
     // Once not believed, its claims stop driving fetches: of three claims a reading, only the
     // first readings' were fetched.
     let counts = web.answered_counts();

@@ -235,7 +235,11 @@ fn submissions_wait_for_their_key_and_hostile_ones_are_refused_by_the_protocol()
     let (second, text) = raw(&endpoint, "POST", &body("site.test", KEY, &flood[..2_000]));
     assert_eq!(second, 429, "{text}");
     // Another site's share is its own.
-    let (other, text) = raw(&endpoint, "POST", &body("liar.test", WRONG, &[format!("{liar}/p/9.html")]));
+    let (other, text) = raw(
+        &endpoint,
+        "POST",
+        &body("liar.test", WRONG, &[format!("{liar}/p/9.html")]),
+    );
     assert_eq!(other, 403, "{text}");
     drop(crawl);
 }
