@@ -79,6 +79,8 @@ pub struct HostSpec {
     pub feed: Option<Feed>,
     /// Files served as they are: (path, text), e.g. an IndexNow key file.
     pub files: Vec<(String, String)>,
+    /// The WebSub hub its feed names (in the document and its `Link` header).
+    pub hub: Option<String>,
     /// How long each generated page takes to answer.
     pub latency: Duration,
 }
@@ -109,6 +111,7 @@ impl HostSpec {
             sitemap: None,
             feed: None,
             files: Vec::new(),
+            hub: None,
             latency: Duration::ZERO,
         }
     }
@@ -403,7 +406,8 @@ fn feed_of(s: &State, host: &str, spec: &HostSpec, kind: Feed) -> Response<Body>
         .unwrap_or_default();
     let pages: Vec<String> = (0..spec.pages).map(|i| format!("/p/{i}.html")).collect();
     let origin = format!("http://{host}:{}", s.port);
-    feed::serve(kind, &origin, &pages, &versions, published, turn)
+    let hub = spec.hub.as_deref();
+    feed::serve(kind, (&origin, hub), &pages, &versions, published, turn)
 }
 
 async fn handle(s: Arc<State>, req: Request<Body>) -> Response<Body> {

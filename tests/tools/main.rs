@@ -33,4 +33,5 @@ mod links_reference;
 mod popularity;
 mod reference_clients;
 mod web_bot_auth;
+mod websub_any_hub;
 mod wordpress_site;

@@ -55,11 +55,11 @@ impl Feed {
     }
 }
 
-/// The feed of `origin`'s `pages` (path -> (version, last change)), written as `kind` says;
-/// `turn` counts the requests for it.
+/// The feed of `origin`'s `pages` (path -> (version, last change)), written as `kind` says,
+/// naming `hub` where there is one; `turn` counts the requests for it.
 pub(super) fn serve(
     kind: Feed,
-    origin: &str,
+    (origin, hub): (&str, Option<&str>),
     pages: &[String],
     versions: &HashMap<String, (u32, DateTime<Utc>)>,
     published: DateTime<Utc>,
@@ -86,13 +86,17 @@ pub(super) fn serve(
         )
     });
     let mut body = String::new();
+    let hub_link = hub.map_or(String::new(), |h| {
+        format!("<link rel=\"hub\" href=\"{h}\"/>")
+    });
     match kind {
         Feed::Rss => {
             let _ = write!(
                 body,
-                "<?xml version=\"1.0\" encoding=\"UTF-8\"?><rss version=\"2.0\" xmlns:atom=\"http://www.w3.org/2005/Atom\"><channel><title>{origin}</title><link>{origin}/</link><description>d</description><lastBuildDate>{}</lastBuildDate><atom:link href=\"{origin}/feed.xml\" rel=\"self\" type=\"application/rss+xml\"/>",
+                "<?xml version=\"1.0\" encoding=\"UTF-8\"?><rss version=\"2.0\" xmlns:atom=\"http://www.w3.org/2005/Atom\"><channel><title>{origin}</title><link>{origin}/</link><description>d</description><lastBuildDate>{}</lastBuildDate><atom:link href=\"{origin}/feed.xml\" rel=\"self\" type=\"application/rss+xml\"/>{}",
                 // As WordPress: the time of the newest change.
-                dated.first().map_or(published, |d| d.0).to_rfc2822()
+                dated.first().map_or(published, |d| d.0).to_rfc2822(),
+                hub_link.replace("<link", "<atom:link")
             );
             for (url, date, text) in entries {
                 // RSS has no edit date: the first publication stays, the text changes.
@@ -108,7 +112,7 @@ pub(super) fn serve(
         Feed::Atom | Feed::LyingAtom => {
             let _ = write!(
                 body,
-                "<?xml version=\"1.0\" encoding=\"utf-8\"?><feed xmlns=\"http://www.w3.org/2005/Atom\"><title>{origin}</title><id>{origin}/feed.atom</id><updated>{}</updated><link rel=\"self\" href=\"{origin}/feed.atom\"/>",
+                "<?xml version=\"1.0\" encoding=\"utf-8\"?><feed xmlns=\"http://www.w3.org/2005/Atom\"><title>{origin}</title><id>{origin}/feed.atom</id><updated>{}</updated><link rel=\"self\" href=\"{origin}/feed.atom\"/>{hub_link}",
                 now.to_rfc3339()
             );
             for (url, date, text) in entries {
@@ -141,5 +145,15 @@ pub(super) fn serve(
             .to_string();
         }
     }
-    text(StatusCode::OK, kind.media_type(), body)
+    let mut r = text(StatusCode::OK, kind.media_type(), body);
+    if let Some(h) = hub
+        && let Ok(v) = format!(
+            "<{h}>; rel=\"hub\", <{origin}{}>; rel=\"self\"",
+            kind.path()
+        )
+        .parse()
+    {
+        r.headers_mut().insert(axum::http::header::LINK, v);
+    }
+    r
 }
