@@ -251,7 +251,7 @@ pub(super) fn status_json(out: &Path) -> serde_json::Value {
 }
 
 /// The cooperation state `status` shows for `origin`.
-fn coop_of(out: &Path, origin: &str) -> serde_json::Value {
+pub(super) fn coop_of(out: &Path, origin: &str) -> serde_json::Value {
     let origin = origin.trim_end_matches('/');
     status_json(out)["cooperation"]
         .as_array()

@@ -34,4 +34,5 @@ mod popularity;
 mod reference_clients;
 mod web_bot_auth;
 mod websub_any_hub;
+mod wordpress_feeds;
 mod wordpress_site;

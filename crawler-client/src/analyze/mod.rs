@@ -179,7 +179,7 @@ fn decoded<'a>(
 /// RFC 9110, 8.8.2.2: a `Last-Modified` is strong only if it is at least one second before
 /// the `Date` of the response that carried it. Without a readable `Date` it is taken as strong
 /// (there is nothing to compare with, and most responses have one).
-fn weak_validators(last_modified: Option<&str>, date: Option<&str>) -> bool {
+pub(crate) fn weak_validators(last_modified: Option<&str>, date: Option<&str>) -> bool {
     use webcoop_protocol::dates::parse_http_date;
     match (
         last_modified.map(parse_http_date),
