@@ -114,8 +114,9 @@ fn submissions_wait_for_their_key_and_hostile_ones_are_refused_by_the_protocol()
             .collect::<Vec<_>>()
     };
     // The first pass over the site, then the endpoint is up.
+    // The whole first pass (pages are fetched best first, not in order).
     wait_until("the first pass", Duration::from_secs(20), || {
-        !fetched("site.test", "/p/11.html").is_empty()
+        (0..12).all(|i| !fetched("site.test", &format!("/p/{i}.html")).is_empty())
     });
     wait_until("the endpoint", Duration::from_secs(10), || {
         std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()

@@ -191,12 +191,10 @@ impl SiteFeeds {
             .and_then(|f| Url::parse(&f.url).ok())
     }
 
-    /// When a feed is due next (ms).
+    /// When a feed is due next (ms): one never read is due now (0, the epoch: a time, never
+    /// a sentinel the caller's arithmetic could overflow on).
     pub(crate) fn next_due(&self) -> Option<i64> {
-        self.feeds
-            .iter()
-            .map(|f| f.next_read.unwrap_or(i64::MIN))
-            .min()
+        self.feeds.iter().map(|f| f.next_read.unwrap_or(0)).min()
     }
 
     /// Whether a feed of the site lists page `fp` now.
@@ -406,6 +404,8 @@ mod tests {
         let feed = u("https://a.test/feed/");
         assert!(f.found(&feed) && !f.found(&feed));
         assert!(f.due(0).is_some());
+        // Never read: due now, as a time the loop can subtract from.
+        assert_eq!(f.next_due(), Some(0));
         let day = 86_400_000;
         let now = 10 * day;
         let (r, said) = read(

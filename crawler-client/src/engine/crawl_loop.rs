@@ -169,7 +169,7 @@ impl Engine {
             wake = wake.min(now + super::fleet::IDLE_LOOK);
         }
         if let Some(due) = self.coop.next_due(self.schedule.is_some()) {
-            let wait = clock::real_wait(due - now_ms()).min(Duration::from_secs(60));
+            let wait = clock::real_wait(due.saturating_sub(now_ms())).min(Duration::from_secs(60));
             wake = wake.min(now + wait.max(tick_period()));
         }
         // Pages already due but without room wait for a request to end, not the clock.
@@ -177,7 +177,7 @@ impl Engine {
             && self.refresh_room() > 0
             && let Some(due) = self.schedule.as_mut().and_then(Schedule::next_due)
         {
-            let wait = clock::real_wait(due - now_ms()).min(Duration::from_secs(60));
+            let wait = clock::real_wait(due.saturating_sub(now_ms())).min(Duration::from_secs(60));
             wake = wake.min(now + wait);
         }
         wake
