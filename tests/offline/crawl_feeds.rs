@@ -170,7 +170,13 @@ fn feeds_of_every_format_announce_what_changes_and_what_they_list_is_not_polled(
             found.len(),
             lat[feed].len()
         );
+        let n = found.len();
         let m = median(found);
+        eprintln!(
+            "{feed}: {n} of {} edits found, median latency {m:?}, {} page requests",
+            lat[feed].len(),
+            requests(feed, &|t: &str| t.starts_with("/p/"))
+        );
         assert!(m <= Duration::from_secs(10), "{feed}: median latency {m:?}");
         // The feed was read again and again, conditionally.
         let path = match feed {
@@ -199,6 +205,10 @@ fn feeds_of_every_format_announce_what_changes_and_what_they_list_is_not_polled(
     // The host without a feed found its edits by polling, later, with more requests per edit
     // found.
     let plain: Vec<Duration> = lat["plain.test"].iter().flatten().copied().collect();
+    eprintln!(
+        "plain.test: {} page requests",
+        requests("plain.test", &|t: &str| t.starts_with("/p/"))
+    );
     let feed_requests = requests("atom.test", &edited);
     let plain_requests = requests("plain.test", &edited);
     eprintln!(
