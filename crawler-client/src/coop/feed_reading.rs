@@ -54,8 +54,15 @@ impl CoopState {
         let Some(site) = self.sites.get(host) else {
             return;
         };
+        // A feed its hub pushes is read as a backup only, as the changes feed is.
+        let pushed = site
+            .subscription
+            .as_ref()
+            .filter(|s| s.verified_at.is_some())
+            .map(|s| s.topic.as_str());
+        let backup = (self.config.backup_poll * 1000.0) as i64;
         let due = match r.schedule {
-            Some(_) => site.feeds.due(now_ms()),
+            Some(_) => site.feeds.due(now_ms(), (pushed, backup)),
             None => site.feeds.unread().map(|u| (u, None, None)),
         };
         let Some((url, etag, last_modified)) = due else {

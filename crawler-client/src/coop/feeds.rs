@@ -167,11 +167,20 @@ impl SiteFeeds {
         !self.feeds.is_empty()
     }
 
-    /// The feed due first at `now` (ms), with its validators: never read, or due.
-    pub(crate) fn due(&self, now: i64) -> Option<(Url, Option<String>, Option<String>)> {
+    /// The feed due first at `now` (ms), with its validators: never read, or due; a feed a
+    /// hub pushes as `pushed` (its topic) only once `backup` ms passed since it was read.
+    pub(crate) fn due(
+        &self,
+        now: i64,
+        (pushed, backup): (Option<&str>, i64),
+    ) -> Option<(Url, Option<String>, Option<String>)> {
         self.feeds
             .iter()
             .filter(|f| f.next_read.is_none_or(|t| t <= now))
+            .filter(|f| {
+                let is_pushed = pushed.is_some_and(|t| f.url == t || f.topic.as_deref() == Some(t));
+                !is_pushed || f.read_at.is_none_or(|r| now - r >= backup)
+            })
             .min_by_key(|f| f.next_read.unwrap_or(i64::MIN))
             .and_then(|f| {
                 Some((
@@ -403,7 +412,7 @@ mod tests {
         let mut f = SiteFeeds::default();
         let feed = u("https://a.test/feed/");
         assert!(f.found(&feed) && !f.found(&feed));
-        assert!(f.due(0).is_some());
+        assert!(f.due(0, (None, 0)).is_some());
         // Never read: due now, as a time the loop can subtract from.
         assert_eq!(f.next_due(), Some(0));
         let day = 86_400_000;
@@ -421,9 +430,10 @@ mod tests {
         assert_eq!(r.announced[0].1, Some(now - day));
         assert!(f.lists(Fp(11)) && f.lists(Fp(12)));
         // Read with validators, not due again at once.
-        let (_, etag, _) = f.due(i64::MAX).unwrap();
+        let (_, etag, _) = f.due(i64::MAX, (None, 0)).unwrap();
         assert_eq!(etag.as_deref(), Some("\"v\""));
-        assert!(f.due(now + 1).is_none());
+        assert!(f.due(now + 1, (None, 0)).is_none());
+
         // A new entry at the top; entry 1 edited; entry 2 fell off the end.
         let (r, said) = read(
             &mut f,
@@ -482,6 +492,29 @@ mod tests {
         assert!(ta < tb, "{ta} {tb}");
         assert!(ta <= 600_000, "{ta}");
         assert_eq!(tb, 3_600_000);
+    }
+
+    #[test]
+    fn a_feed_its_hub_pushes_is_read_only_as_a_backup_however_fast_its_pace() {
+        let now = 1_000_000_000_000;
+        let feed = u("https://a.test/feed/");
+        let mut f = SiteFeeds::default();
+        f.found(&feed);
+        // Ten entries in the last ten seconds: read again at the 10-s floor.
+        let busy: Vec<Entry> = (0..10)
+            .map(|i| entry(&i.to_string(), i, Some(now - i as i64 * 1_000)))
+            .collect();
+        read(&mut f, &feed, &busy, now);
+        let soon = now + 15_000;
+        assert!(f.due(soon, (None, 0)).is_some());
+        let pushed = (Some(feed.as_str()), 600_000);
+        assert!(f.due(soon, pushed).is_none());
+        assert!(f.due(now + 600_000, pushed).is_some());
+        // Another topic pushed: this feed keeps its pace.
+        assert!(
+            f.due(soon, (Some("https://a.test/other/"), 600_000))
+                .is_some()
+        );
     }
 
     #[test]
