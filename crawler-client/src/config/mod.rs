@@ -678,6 +678,16 @@ mod tests {
             with(&|a| a.resolve = vec!["x.test=localhost".into()]).contains("not an IP address")
         );
         assert!(with(&|a| a.options.scope = Some("(".into())).contains("regular expression"));
+        for bad in ["", "hub .example", "http://hub.example/", "a..b", "*"] {
+            let said = with(&|a| a.options.hub_allow = Some(vec![bad.into()]));
+            assert!(said.contains("--hub-allow"), "{bad:?}: {said}");
+        }
+        let mut a = base.clone();
+        a.options.hub_allow = Some(vec!["*.Hubs.Example".into(), "hub.example".into()]);
+        assert_eq!(
+            settings(&a).unwrap().hub_allow,
+            [".hubs.example".to_string(), "hub.example".to_string()]
+        );
         let cfg = dir.path().join("bad.toml");
         std::fs::write(&cfg, "delay_minimum = 3\n").unwrap();
         assert!(with(&|a| a.config = Some(cfg.clone())).contains("unknown field `delay_minimum`"));

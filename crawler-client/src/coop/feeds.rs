@@ -23,8 +23,9 @@ use webcoop_protocol::web_feed::FeedFormat;
 /// a news site a feed per section; more are not needed to learn what is new.
 const MAX_FEEDS: usize = 4;
 
-/// Entries remembered per feed, at most (a feed lists tens).
-const MAX_REMEMBERED: usize = 2_000;
+/// Entries remembered per feed, at most: a feed lists tens, and what is remembered is saved
+/// with the site at each reading that changes it.
+const MAX_REMEMBERED: usize = 500;
 
 /// The pace of a feed: changes seen over the seconds they were seen in, forgotten beyond a
 /// day. Its prior (a change in five minutes, weighing five minutes) reads a feed nothing is

@@ -89,8 +89,20 @@ impl SiteIndexNow {
         {
             Some(i) => i,
             None => {
+                // A new key takes the place of the oldest one not proved; a site whose keys are
+                // all proved takes no more (a stranger's keys cannot push out the site's own).
                 if self.keys.len() >= MAX_KEYS {
-                    self.keys.remove(0);
+                    match self.keys.iter().position(|k| k.proof != Proof::Proved) {
+                        Some(i) => {
+                            let old = self.keys.remove(i);
+                            self.pending.retain(|(f, _)| *f != old.file);
+                        }
+                        None => {
+                            out.refused = true;
+                            out.dropped = urls.len();
+                            return out;
+                        }
+                    }
                 }
                 self.keys.push(Key {
                     key: key.to_string(),
@@ -222,6 +234,37 @@ mod tests {
         let t = s.submitted(key, &[u("http://a.test/6")], 50 + PROOF_MS);
         assert!(t.refused && t.due.is_empty() && t.fetch.is_none());
         assert!(!s.proved());
+    }
+
+    #[test]
+    fn keys_submitted_by_strangers_never_push_out_a_proved_one() {
+        let mut s = SiteIndexNow::default();
+        let own = u("http://a.test/own0000000.txt");
+        s.submitted(("own0000000", &own, false), &[u("http://a.test/1")], 0);
+        s.answered(&own, Some(b"own0000000"), 1);
+        for i in 0..10 {
+            let file = u(&format!("http://a.test/k{i}00000000.txt"));
+            let t = s.submitted(
+                (&format!("k{i}00000000"), &file, false),
+                &[u("http://a.test/2")],
+                2,
+            );
+            assert!(t.due.is_empty());
+        }
+        assert_eq!(s.keys.len(), MAX_KEYS);
+        assert_eq!(s.proof_of("own0000000", &own), Some(Proof::Proved));
+        let t = s.submitted(("own0000000", &own, false), &[u("http://a.test/3")], 3);
+        assert_eq!(t.due, [u("http://a.test/3")]);
+        // Evicted keys take their waiting URLs with them.
+        assert!(s.pending.len() <= MAX_KEYS);
+        // Every key proved: a new one is refused, not fetched.
+        for k in s.keys.clone() {
+            let f = u(&k.file);
+            s.answered(&f, Some(k.key.as_bytes()), 4);
+        }
+        let extra = u("http://a.test/x000000000.txt");
+        let t = s.submitted(("x000000000", &extra, false), &[u("http://a.test/4")], 5);
+        assert!(t.refused && t.fetch.is_none());
     }
 
     #[test]

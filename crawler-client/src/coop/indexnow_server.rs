@@ -17,7 +17,11 @@ use url::Url;
 use webcoop_protocol::indexnow::{self, Rejection, Submission};
 
 /// Requests one client may make a minute.
-const PER_CLIENT_MINUTE: u32 = 120;
+const PER_CLIENT_MINUTE: u64 = 120;
+
+/// Keys whose proof the endpoint remembers, at most: past them it forgets them all and answers
+/// 202 until the loop tells it again (the loop's own record is bounded per site).
+const PROOFS_KEPT: usize = 100_000;
 
 /// URLs one host may submit an hour: past them its submissions are answered 429, so that no
 /// site floods the frontier or another site's share of it.
@@ -35,7 +39,7 @@ type Proofs = Arc<Mutex<HashMap<(String, String), Proof>>>;
 struct Shared {
     proofs: Proofs,
     hosts: Arc<Mutex<HashMap<String, (Instant, u64)>>>,
-    clients: Arc<Mutex<HashMap<IpAddr, (Instant, u32)>>>,
+    clients: Arc<Mutex<HashMap<IpAddr, (Instant, u64)>>>,
     in_scope: InScope,
     report: Report,
 }
@@ -80,6 +84,9 @@ impl IndexNowServer {
     /// What the loop learnt of `key`, proved by `file`: told to the next submitters.
     pub(crate) fn set_proof(&self, key: &str, file: &Url, proof: Proof) {
         if let Ok(mut p) = self.proofs.lock() {
+            if p.len() >= PROOFS_KEPT {
+                p.clear();
+            }
             p.insert((key.to_string(), file.to_string()), proof);
         }
     }
@@ -128,15 +135,7 @@ fn take(s: &Shared, client: IpAddr, parsed: Result<Submission, Rejection>) -> Re
             c.retain(|_, w| w.0.elapsed() < Duration::from_secs(60));
         }
         let w = c.entry(client).or_insert((Instant::now(), 0));
-        let mut wide = (w.0, u64::from(w.1));
-        let ok = room(
-            &mut wide,
-            Duration::from_secs(60),
-            u64::from(PER_CLIENT_MINUTE),
-            1,
-        );
-        *w = (wide.0, wide.1 as u32);
-        ok
+        room(w, Duration::from_secs(60), PER_CLIENT_MINUTE, 1)
     });
     if !client_ok {
         return answer(StatusCode::TOO_MANY_REQUESTS, "too many requests");
