@@ -48,6 +48,19 @@ impl WireCount {
         }
     }
 
+    /// The counts of both wires together.
+    pub fn plus(&self, other: &WireCount) -> WireCount {
+        WireCount {
+            up: self.up + other.up,
+            down: self.down + other.down,
+            requests: self.requests + other.requests,
+            posts: self.posts + other.posts,
+            unanswered: self.unanswered + other.unanswered,
+            connections: self.connections + other.connections,
+            unparsed: self.unparsed + other.unparsed,
+        }
+    }
+
     /// Bytes both ways.
     pub fn bytes(&self) -> u64 {
         self.up + self.down

@@ -5,12 +5,14 @@
 //! copy of each page caught up with which version, and the bench, which made every version,
 //! scores it.
 
-use super::changes::Edit;
+use super::changes::{Edit, EditKind};
 use super::freshness::{PageTimeline, Score, mean_score, quantile, weighted_score};
+pub use super::mode::Mode;
 use super::proxy::{CountingProxy, WireCount};
 use super::reads::Reads;
 use super::site::GeneratedSite;
 use super::site_server;
+use super::web_side::WebSide;
 use crate::servers::Killed;
 use chrono::{DateTime, Utc};
 use std::collections::HashMap;
@@ -20,99 +22,6 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use webcoop_protocol::clock::{Clock, ScaledClock};
 use webcoop_protocol::validator::Sha256Digest;
-
-/// How the crawler keeps its copy fresh.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Mode {
-    /// Every page refetched whole on the crawler's schedule.
-    Poll,
-    /// Every page asked "changed since?" on the crawler's schedule.
-    Conditional,
-    /// The site's metadata (robots.rdf, the changes feed) polled; changed pages fetched.
-    Meta,
-    /// As `Meta`, changed pages fetched as deltas.
-    Delta,
-    /// Changes pushed by the site's hub; changed pages fetched whole.
-    Push,
-    /// Changes pushed with inline deltas.
-    PushDelta,
-    /// Crawled once before the measurement and never again: how a copy left alone decays,
-    /// the baseline the others are bought against.
-    Once,
-    /// Every page asked "changed since?" on the crawler's schedule, by the optimal policy
-    /// (pages weighted by OPIC importance).
-    Optimal,
-    /// As `Optimal`, with the site's listing read: each page's stated popularity (its share
-    /// of reads, from the access log) added to its weight.
-    Listing,
-}
-
-impl Mode {
-    /// Every mode, in the order of the table.
-    pub const ALL: [Mode; 9] = [
-        Mode::Once,
-        Mode::Poll,
-        Mode::Conditional,
-        Mode::Optimal,
-        Mode::Listing,
-        Mode::Meta,
-        Mode::Delta,
-        Mode::Push,
-        Mode::PushDelta,
-    ];
-
-    /// Its name on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            Mode::Poll => "poll",
-            Mode::Conditional => "conditional",
-            Mode::Meta => "meta",
-            Mode::Delta => "delta",
-            Mode::Push => "push",
-            Mode::PushDelta => "push-delta",
-            Mode::Once => "once",
-            Mode::Optimal => "optimal",
-            Mode::Listing => "listing",
-        }
-    }
-
-    /// The mode named `s`.
-    pub fn parse(s: &str) -> Result<Mode, String> {
-        Mode::ALL
-            .into_iter()
-            .find(|m| m.name() == s)
-            .ok_or_else(|| {
-                format!(
-                    "unknown mode {s:?}: once, poll, conditional, optimal, listing, meta, delta, push, push-delta"
-                )
-            })
-    }
-
-    fn coop(self) -> &'static str {
-        match self {
-            Mode::Once | Mode::Poll | Mode::Conditional | Mode::Optimal => "off",
-            Mode::Listing => "listing",
-            Mode::Meta => "meta",
-            Mode::Delta => "delta",
-            Mode::Push | Mode::PushDelta => "push",
-        }
-    }
-
-    /// The crawler's refresh policy: uniform is polling as the baseline knows it (every page
-    /// once per cycle; the optimal policy would give up on the few pages that change most,
-    /// which make most of the changes).
-    fn policy(self) -> &'static str {
-        match self {
-            Mode::Optimal | Mode::Listing => "optimal",
-            _ => "uniform",
-        }
-    }
-
-    fn pushed(self) -> bool {
-        matches!(self, Mode::Push | Mode::PushDelta)
-    }
-}
 
 /// What a run is asked to do.
 #[derive(Debug, Clone)]
@@ -173,6 +82,9 @@ pub struct ModeResult {
     pub latency_p50: Option<f64>,
     /// See `latency_p50`.
     pub latency_p99: Option<f64>,
+    /// The site's pings to its hub and IndexNow submissions that failed (the web's modes),
+    /// and why the first did.
+    pub signal_failures: (u64, Option<String>),
     /// CPU seconds of the crawler and of the agent.
     pub cpu_crawler: f64,
     /// See `cpu_crawler`.
@@ -256,7 +168,9 @@ pub struct ServedSite {
     pub site_proxy: CountingProxy,
     /// Between the site and the agent.
     pub agent_proxy: CountingProxy,
-    agent: Killed,
+    /// The site's server itself, behind its proxy.
+    pub direct: SocketAddr,
+    agent: Option<Killed>,
     _nginx: Option<crate::servers::Nginx>,
 }
 
@@ -283,23 +197,47 @@ impl ServedSite {
         clock_args: &[String],
         anchor: DateTime<Utc>,
     ) -> Result<ServedSite, String> {
+        let serving = Serving {
+            clock_args: clock_args.to_vec(),
+            anchor,
+            clock: None,
+            agent: true,
+        };
+        ServedSite::serve_as(cfg, dir, site, serving).await
+    }
+
+    /// Serves `site`'s docroot as `serving` says: with the agent or without it (a site of
+    /// the web as it is), its answers dated on the run's clock or the real one.
+    pub async fn serve_as(
+        cfg: &BenchConfig,
+        dir: &Path,
+        site: GeneratedSite,
+        serving: Serving,
+    ) -> Result<ServedSite, String> {
+        let Serving {
+            clock_args,
+            anchor,
+            clock,
+            agent: with_agent,
+        } = serving;
         let docroot = site.root.clone();
         let agent_port = free_port()?;
         let agent_addr = SocketAddr::from(([127, 0, 0, 1], agent_port));
         let agent_proxy = CountingProxy::start(agent_addr)
             .await
             .map_err(io("agent proxy"))?;
+        let upstream = with_agent.then_some(agent_proxy.addr);
         let nginx = cfg.nginx.as_ref().map(|bin| {
             crate::servers::Nginx::start_proxying(
                 bin,
                 &crate::servers::example_nginx_conf(),
                 &docroot,
-                Some(agent_proxy.addr),
+                upstream,
             )
         });
         let site_addr = match &nginx {
             Some(n) => n.addr,
-            None => site_server::start(&docroot, Some(agent_proxy.addr))
+            None => site_server::start_dated(&docroot, upstream, clock)
                 .await
                 .map_err(io("site server"))?,
         };
@@ -307,6 +245,18 @@ impl ServedSite {
             .await
             .map_err(io("site proxy"))?;
         let base = format!("http://127.0.0.1:{}/", site_proxy.addr.port());
+        if !with_agent {
+            date_history(&docroot, &site.paths, &cfg.history, anchor).map_err(io("file dates"))?;
+            return Ok(ServedSite {
+                site,
+                base,
+                site_proxy,
+                agent_proxy,
+                direct: site_addr,
+                agent: None,
+                _nginx: nginx,
+            });
+        }
         let lines = Command::new(&cfg.agent)
             .args(["--print-robots-lines", "--base-url", &base])
             .output()
@@ -332,7 +282,7 @@ impl ServedSite {
                 // listing names every page there is.
                 .arg("--complete-listing")
                 .args(popularity_args(cfg))
-                .args(clock_args)
+                .args(&clock_args)
                 .stdout(Stdio::null())
                 .stderr(
                     std::fs::File::create(dir.join("agent.err")).map_or(Stdio::null(), Stdio::from),
@@ -364,20 +314,33 @@ impl ServedSite {
             base,
             site_proxy,
             agent_proxy,
-            agent,
+            direct: site_addr,
+            agent: Some(agent),
             _nginx: nginx,
         })
     }
 
-    /// The agent's process id.
+    /// The agent's process id (0 when the site runs without it).
     pub fn agent_pid(&self) -> u32 {
-        self.agent.0.id()
+        self.agent.as_ref().map_or(0, |a| a.0.id())
     }
 
     /// The docroot.
     pub fn docroot(&self) -> &Path {
         &self.site.root
     }
+}
+
+/// How a site is served.
+pub struct Serving {
+    /// The agent's clock arguments (`--clock-speed`, `--clock-anchor`).
+    pub clock_args: Vec<String>,
+    /// The run's start, which the site's history is dated back from.
+    pub anchor: DateTime<Utc>,
+    /// The clock the site's answers are dated by (`Date`); none: the real one.
+    pub clock: Option<ScaledClock>,
+    /// Whether webcoop's agent runs beside the site.
+    pub agent: bool,
 }
 
 /// The agent's arguments for counting and publishing `cfg`'s access log.
@@ -456,7 +419,16 @@ pub async fn run_mode(cfg: &BenchConfig, mode: Mode, edits: &[Edit]) -> Result<M
         "--clock-anchor".to_string(),
         anchor.timestamp_millis().to_string(),
     ];
-    let served = ServedSite::start(cfg, &dir, &clock_args, anchor).await?;
+    let generated =
+        GeneratedSite::generate(&dir.join("www"), cfg.pages, cfg.seed).map_err(io("site"))?;
+    let serving = Serving {
+        clock_args: clock_args.to_vec(),
+        anchor,
+        clock: Some(clock.clone()),
+        agent: mode.agent(),
+    };
+    let served = ServedSite::serve_as(cfg, &dir, generated, serving).await?;
+    let mut web = WebSide::start(mode, &served).await?;
     let ServedSite {
         mut site,
         base,
@@ -505,6 +477,9 @@ pub async fn run_mode(cfg: &BenchConfig, mode: Mode, edits: &[Edit]) -> Result<M
             .args(["--keep-fresh", "--refresh-cycle", &cfg.cycle.to_string()])
             .args(["--refresh-policy", mode.policy()]);
     }
+    if let Some(w) = &web {
+        crawl.args(w.crawler_args());
+    }
     if mode.pushed() {
         crawl.args([
             "--callback-listen",
@@ -522,6 +497,9 @@ pub async fn run_mode(cfg: &BenchConfig, mode: Mode, edits: &[Edit]) -> Result<M
             .map_err(io("webcoop-crawl"))?,
     );
 
+    if let Some(w) = web.as_mut() {
+        w.crawler_started(&dir.join("crawl.err")).await?;
+    }
     // The first crawl, and for push the subscription, before the clock of the measurement.
     let validators: HashMap<String, String> = site
         .paths
@@ -539,7 +517,11 @@ pub async fn run_mode(cfg: &BenchConfig, mode: Mode, edits: &[Edit]) -> Result<M
             .iter()
             .all(|(p, v)| held.get(&site_url(p)) == Some(v))
     })?;
-    if mode.pushed() {
+    if let Some(w) = &web {
+        wait_until("the hub's subscription", Duration::from_secs(30), || {
+            w.subscribed()
+        })?;
+    } else if mode.pushed() {
         wait_until("the subscription", Duration::from_secs(30), || {
             std::fs::read_to_string(out.join("crawl.log")).is_ok_and(|l| l.contains(" 202 "))
         })?;
@@ -547,7 +529,11 @@ pub async fn run_mode(cfg: &BenchConfig, mode: Mode, edits: &[Edit]) -> Result<M
 
     let t0 = clock.now();
     let sim = |t: DateTime<Utc>| (t - t0).num_microseconds().unwrap_or(0) as f64 / 1e6;
-    let (site0, pushed0) = (site_proxy.count(), callback_proxy.count());
+    let submitted = |w: &Option<WebSide>| w.as_ref().map(WebSide::submitted).unwrap_or_default();
+    let (site0, pushed0) = (
+        site_proxy.count(),
+        callback_proxy.count().plus(&submitted(&web)),
+    );
     // The truth: every version of every page, by validator, and when it appeared.
     let mut versions: HashMap<String, Vec<String>> = validators
         .iter()
@@ -564,10 +550,15 @@ pub async fn run_mode(cfg: &BenchConfig, mode: Mode, edits: &[Edit]) -> Result<M
         // The file's date on the simulated clock, as a server's Last-Modified and ETag report
         // it: in real time, edits a fraction of a second apart (minutes simulated) would share
         // one second and look unchanged to a conditional GET.
+        let now = clock.now();
         if let Ok(f) = std::fs::File::options().write(true).open(&file) {
-            let _ = f.set_modified(clock.now().into());
+            let _ = f.set_modified(now.into());
         }
-        let at = sim(clock.now());
+        if let Some(w) = web.as_mut() {
+            w.changed(&edit.path, now, edit.kind == EditKind::Delete)
+                .await;
+        }
+        let at = sim(now);
         if let Ok(body) = std::fs::read(&file) {
             versions
                 .entry(edit.path.clone())
@@ -580,13 +571,16 @@ pub async fn run_mode(cfg: &BenchConfig, mode: Mode, edits: &[Edit]) -> Result<M
     if left > 0.0 {
         tokio::time::sleep(Duration::from_secs_f64(left / cfg.speed)).await;
     }
-    let (site1, pushed1) = (site_proxy.count(), callback_proxy.count());
+    let (site1, pushed1) = (
+        site_proxy.count(),
+        callback_proxy.count().plus(&submitted(&web)),
+    );
     let cpu_crawler = cpu_seconds(crawler.0.id());
-    let cpu_agent = cpu_seconds(agent.0.id());
+    let cpu_agent = agent.as_ref().map_or(0.0, |a| cpu_seconds(a.0.id()));
     stop(crawler);
     let site_end = site_proxy.count_when_closed(Duration::from_secs(5)).await;
     drop(agent);
-    let logged = requests_logged(&out);
+    let logged = requests_logged(&out, &base);
     let deliveries = callback_proxy.count().posts;
     let crawler_pushes = pushes_accepted(&out);
 
@@ -643,6 +637,7 @@ pub async fn run_mode(cfg: &BenchConfig, mode: Mode, edits: &[Edit]) -> Result<M
         read_score: weighted_score(&timelines, &read_weights, 0.0, cfg.duration),
         latency_p50: quantile(&found, 0.5),
         latency_p99: quantile(&found, 0.99),
+        signal_failures: web.as_ref().map(WebSide::failures).unwrap_or_default(),
         cpu_crawler,
         cpu_agent,
     })
@@ -684,11 +679,13 @@ pub(crate) fn stop(mut crawler: Killed) {
     let _ = crawler.0.kill();
 }
 
-/// Requests the crawler's log shows, over its whole run.
-fn requests_logged(out: &Path) -> u64 {
+/// Requests to the site at `base` the crawler's log shows, over its whole run (its requests to
+/// a hub on another origin are not the site's).
+fn requests_logged(out: &Path, base: &str) -> u64 {
     let log = std::fs::read_to_string(out.join("crawl.log")).unwrap_or_default();
+    let origin = format!(" {}/", base.trim_end_matches('/'));
     log.lines()
-        .filter(|l| webcoop_crawler::crawl_log::is_request(l))
+        .filter(|l| webcoop_crawler::crawl_log::is_request(l) && l.contains(&origin))
         .count() as u64
 }
 

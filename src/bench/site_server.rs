@@ -11,6 +11,7 @@ use axum::serve::ListenerExt;
 use std::net::SocketAddr;
 use std::path::Path;
 use tower_http::services::ServeDir;
+use webcoop_protocol::clock::{Clock, ScaledClock};
 
 /// The prefix of the agent's service on the site.
 pub const SERVICE_PREFIX: &str = "/.well-known/webcoop/";
@@ -24,6 +25,18 @@ struct Upstream {
 /// Serves `docroot` on a free loopback port, passing the service prefix to `agent`; returns
 /// the address. The server runs on the current tokio runtime until it ends.
 pub async fn start(docroot: &Path, agent: Option<SocketAddr>) -> std::io::Result<SocketAddr> {
+    start_dated(docroot, agent, None).await
+}
+
+/// As [`start`], its answers' `Date` on `clock` when given: a run's files are dated on its
+/// simulated clock, and a `Last-Modified` ahead of the real `Date` would read as written
+/// within the second of the answer (validators a crawler must not trust), so the server lives
+/// on the same clock as its files.
+pub async fn start_dated(
+    docroot: &Path,
+    agent: Option<SocketAddr>,
+    clock: Option<ScaledClock>,
+) -> std::io::Result<SocketAddr> {
     // The one TLS provider of the workspace; loopback needs none, but reqwest insists.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let client = reqwest::Client::builder()
@@ -45,7 +58,21 @@ pub async fn start(docroot: &Path, agent: Option<SocketAddr>) -> std::io::Result
         .nest_service("/.well-known/webcoop/resourcesync", written("resourcesync"))
         .route("/.well-known/webcoop/{*rest}", axum::routing::any(pass))
         .with_state(Upstream { agent, client })
-        .fallback_service(files);
+        .fallback_service(files)
+        .layer(axum::middleware::map_response(
+            move |mut r: Response<Body>| {
+                let clock = clock.clone();
+                async move {
+                    if let Some(c) = &clock {
+                        let date = httpdate::fmt_http_date(c.now().into());
+                        if let Ok(v) = axum::http::HeaderValue::from_str(&date) {
+                            r.headers_mut().insert(axum::http::header::DATE, v);
+                        }
+                    }
+                    r
+                }
+            },
+        ));
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
     let addr = listener.local_addr()?;
     // ServeDir writes the head and the body apart: with Nagle's algorithm the body waits for

@@ -48,7 +48,10 @@ struct Args {
     /// published by the agent: the reads a first crawl holds early, breadth-first, by OPIC and
     /// by OPIC with the stated popularity; and read-weighted freshness at one refresh budget,
     /// with and without it, over `--duration` with the modes' edits).
-    #[arg(long, value_parser = ["castillo-2004", "release", "first-crawl", "popularity"])]
+    /// `web` runs the web's own signals without the agent (sitemap, rss, atom, json-feed,
+    /// websub, indexnow), each on its own site with the modes' edits, against the same sites
+    /// polled (conditional), and reports each class and the mixed web's sums.
+    #[arg(long, value_parser = ["castillo-2004", "release", "first-crawl", "popularity", "web"])]
     preset: Option<String>,
     /// `popularity`: visits in the generated access log (each a distinct visitor).
     #[arg(long, default_value_t = 50_000)]
@@ -221,6 +224,18 @@ fn agreement(results: &[ModeResult]) -> String {
         .iter()
         .filter_map(|r| Some(format!("- {}: {}\n", r.mode.name(), r.disagreement()?)))
         .collect();
+    let failed: Vec<String> = results
+        .iter()
+        .filter_map(|r| match &r.signal_failures {
+            (0, _) => None,
+            (n, why) => Some(format!(
+                "- {}: {n} of the site's pings or submissions failed (first: {})\n",
+                r.mode.name(),
+                why.as_deref().unwrap_or("?")
+            )),
+        })
+        .collect();
+    let off: Vec<String> = off.into_iter().chain(failed).collect();
     if off.is_empty() {
         let pushes: u64 = results.iter().map(|r| r.crawler_pushes).sum();
         format!(
@@ -448,11 +463,14 @@ fn main() -> ExitCode {
 }
 
 fn run(args: &Args) -> Result<(), String> {
-    let modes: Vec<Mode> = args
-        .modes
-        .iter()
-        .map(|m| Mode::parse(m))
-        .collect::<Result<_, _>>()?;
+    let modes: Vec<Mode> = match args.preset.as_deref() {
+        Some("web") => webcoop::bench::web_preset::modes(),
+        _ => args
+            .modes
+            .iter()
+            .map(|m| Mode::parse(m))
+            .collect::<Result<_, _>>()?,
+    };
     let duration = parse_span(&args.duration)?;
     let cycle = parse_span(&args.cycle)?;
     if !(args.speed.is_finite() && args.speed > 0.0) {
@@ -552,7 +570,12 @@ fn run(args: &Args) -> Result<(), String> {
                 .collect::<Result<_, _>>()
         })?
     };
-    let t = table(&results) + "\n" + &agreement(&results);
+    let mut t = table(&results) + "\n" + &agreement(&results);
+    if args.preset.as_deref() == Some("web") {
+        let web = webcoop::bench::web_preset::table(&results)?;
+        std::fs::write(out.join("web.md"), &web).map_err(|e| format!("web.md: {e}"))?;
+        t = t + "\n" + &web;
+    }
     print!("{t}");
     std::fs::write(out.join("results.md"), &t).map_err(|e| format!("results.md: {e}"))?;
     std::fs::write(out.join("results.csv"), csv(&results))

@@ -393,3 +393,92 @@ fn a_sites_stated_popularity_brings_what_people_read_into_the_first_crawl_sooner
     let table = std::fs::read_to_string(out.path().join("popularity.md")).unwrap();
     assert!(table.contains("read-weighted staleness"), "{table}");
 }
+
+/// The web's own signals on sites without the agent: each class finds every change, the
+/// pushed ones (a third-party hub, IndexNow) within seconds and the polled ones (feeds, a
+/// sitemap) within a minute, where polling takes minutes; the hub's deliveries are all
+/// accepted, the crawler's counts agree with the proxy's, and the preset's table names each
+/// class against polling.
+#[test]
+fn the_web_preset_measures_each_signal_against_polling() {
+    let bench = bench();
+    let out = tempfile::tempdir().unwrap();
+    let run = Command::new(&bench)
+        .args(["--preset", "web", "--pages", "20", "--change-rate", "60%/h"])
+        .args([
+            "--duration",
+            "1h",
+            "--speed",
+            "90",
+            "--cycle",
+            "10m",
+            "--seed",
+            "3",
+        ])
+        .arg("--out")
+        .arg(out.path())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{said}");
+    let table = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        table.contains("The crawler's own counts agree with the proxy's"),
+        "{table}"
+    );
+    let web = std::fs::read_to_string(out.path().join("web.md")).unwrap();
+    for class in [
+        "none (polled)",
+        "sitemap",
+        "rss",
+        "atom",
+        "json-feed",
+        "websub",
+        "indexnow",
+    ] {
+        assert!(web.contains(&format!("| {class} |")), "{class}: {web}");
+    }
+    assert!(web.contains("The mixed web (7 sites)"), "{web}");
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.path().join("results.json")).unwrap()).unwrap();
+    let mode = |name: &str| {
+        v.as_array()
+            .and_then(|a| a.iter().find(|r| r["mode"] == name).cloned())
+            .unwrap_or_else(|| panic!("no {name} in {v}"))
+    };
+    let poll = mode("conditional");
+    let p50 = |r: &serde_json::Value| r["latency_p50"].as_f64().unwrap();
+    assert!(poll["changes"].as_u64().unwrap() >= 5, "{poll}");
+    for name in ["sitemap", "rss", "atom", "json-feed", "websub", "indexnow"] {
+        let r = mode(name);
+        assert_eq!(r["detected"], r["changes"], "{name}: {r}");
+        assert_eq!(r["crawler_requests"], r["proxied_requests"], "{name}: {r}");
+        assert_eq!(r["signal_failures"][0], 0, "{name}: {r}");
+        let goal = if matches!(name, "websub" | "indexnow") {
+            10.0
+        } else {
+            60.0
+        };
+        assert!(p50(&r) <= goal, "{name}: p50 {} s", p50(&r));
+        assert!(
+            p50(&r) * 3.0 < p50(&poll),
+            "{name} {} vs polling {}",
+            p50(&r),
+            p50(&poll)
+        );
+    }
+    let hub = mode("websub");
+    assert!(hub["deliveries"].as_u64().unwrap() > 0, "{hub}");
+    assert_eq!(hub["crawler_pushes"], hub["deliveries"], "{hub}");
+    // Submissions cross the wire to the crawler's endpoint; the pages they name are the only
+    // pages IndexNow's crawler asks for, so it asks far less than polling.
+    let indexnow = mode("indexnow");
+    assert!(
+        indexnow["pushed"]["requests"].as_u64().unwrap() >= indexnow["changes"].as_u64().unwrap()
+    );
+    assert!(
+        indexnow["site"]["requests"].as_u64().unwrap() * 3
+            < poll["site"]["requests"].as_u64().unwrap(),
+        "indexnow {indexnow} vs polling {poll}"
+    );
+}
