@@ -20,7 +20,7 @@ use webcoop_protocol::sitemap::{URLSET_HEAD, URLSET_TAIL, write_url};
 
 mod feed;
 mod render;
-pub use feed::{FEED_ENTRIES, Feed};
+pub use feed::{FEED_ENTRIES, Feed, FeedNaming};
 use render::{header_str, page, redirect, text};
 
 /// What a host's robots.txt says (or does).
@@ -38,7 +38,7 @@ pub enum Robots {
     Timeout,
     /// 200, `/private/` disallowed and this `Crawl-delay` in seconds.
     CrawlDelay(f64),
-    /// 200 with this body.
+    /// 200 with this body, `{origin}` replaced by the host's origin.
     Custom(String),
 }
 
@@ -75,8 +75,10 @@ pub struct HostSpec {
     pub farm: Option<Farm>,
     /// A sitemap of `/` and the generated pages.
     pub sitemap: Option<Sitemap>,
-    /// A feed of the newest generated pages, named by every page.
+    /// A feed of the newest generated pages, named by every page as `feed_named` says.
     pub feed: Option<Feed>,
+    /// Where pages name the feed.
+    pub feed_named: FeedNaming,
     /// Files served as they are: (path, text), e.g. an IndexNow key file.
     pub files: Vec<(String, String)>,
     /// The WebSub hub its feed names (in the document and its `Link` header).
@@ -110,6 +112,7 @@ impl HostSpec {
             farm: None,
             sitemap: None,
             feed: None,
+            feed_named: FeedNaming::Head,
             files: Vec::new(),
             hub: None,
             latency: Duration::ZERO,
@@ -388,28 +391,6 @@ fn sitemap(s: &State, host: &str, spec: &HostSpec, kind: Sitemap) -> Response<Bo
     text(StatusCode::OK, "application/xml", body)
 }
 
-/// A host's feed of its generated pages.
-fn feed_of(s: &State, host: &str, spec: &HostSpec, kind: Feed) -> Response<Body> {
-    let published = DateTime::parse_from_rfc2822(LAST_MODIFIED)
-        .map(|t| t.with_timezone(&Utc))
-        .unwrap_or_default();
-    let turn = count(s, format!("{host}/feed")) as usize;
-    let versions: HashMap<String, Version> = s
-        .versions
-        .lock()
-        .map(|v| {
-            v.iter()
-                .filter(|((h, _), _)| h == host)
-                .map(|((_, p), v)| (p.clone(), *v))
-                .collect()
-        })
-        .unwrap_or_default();
-    let pages: Vec<String> = (0..spec.pages).map(|i| format!("/p/{i}.html")).collect();
-    let origin = format!("http://{host}:{}", s.port);
-    let hub = spec.hub.as_deref();
-    feed::serve(kind, (&origin, hub), &pages, &versions, published, turn)
-}
-
 async fn handle(s: Arc<State>, req: Request<Body>) -> Response<Body> {
     let arrived = Instant::now();
     let headers = req.headers().clone();
@@ -508,7 +489,14 @@ async fn respond(
                 "text/plain",
                 format!("User-agent: *\nDisallow: /private/\nCrawl-delay: {d}\n"),
             ),
-            Robots::Custom(body) => text(StatusCode::OK, "text/plain", body.clone()),
+            Robots::Custom(body) => {
+                let origin = format!("http://{host}:{}", s.port);
+                text(
+                    StatusCode::OK,
+                    "text/plain",
+                    body.replace("{origin}", &origin),
+                )
+            }
         };
     }
     if path == "/sitemap.xml"
@@ -517,7 +505,7 @@ async fn respond(
         return sitemap(s, host, spec, kind);
     }
     if let Some(kind) = spec.feed.filter(|k| k.path() == path) {
-        return feed_of(s, host, spec, kind);
+        return feed::feed_of(s, host, spec, kind);
     }
     if let Some((_, body)) = spec.files.iter().find(|(p, _)| p == path) {
         return text(StatusCode::OK, "text/plain; charset=utf-8", body.clone());
@@ -541,9 +529,15 @@ async fn respond(
                 &title,
                 &links,
                 spec.page_bytes,
-                &spec.feed.map(Feed::head_link).unwrap_or_default(),
+                &spec
+                    .feed
+                    .map(|f| f.head_link(spec.feed_named))
+                    .unwrap_or_default(),
             ),
         );
+        if let Some(v) = spec.feed.and_then(|f| f.header_link(spec.feed_named)) {
+            r.headers_mut().insert(header::LINK, v);
+        }
         if let (Ok(e), Ok(lm)) = (etag.parse(), LAST_MODIFIED.parse()) {
             r.headers_mut().insert(header::ETAG, e);
             if version == 0 {

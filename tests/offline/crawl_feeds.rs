@@ -284,3 +284,111 @@ fn a_feed_whose_dates_lie_is_believed_no_more_and_an_honest_one_still_is() {
         "{pages} page requests for {reads} readings of a lying feed"
     );
 }
+
+/// A feed is found where the web names it besides `<link>`: a page's `Link` header, and a
+/// robots.txt `Sitemap:` line (search engines read feeds named as sitemaps). Each is read as a
+/// feed and its edits found within seconds; the honest twin: a feed nothing names is never
+/// asked for (the crawler does not guess feed paths), and its host is polled.
+#[test]
+fn feeds_named_by_a_link_header_or_a_sitemap_line_are_read_and_one_named_nowhere_is_not() {
+    use webcoop_testkit::testweb::FeedNaming;
+    let spec = |name: &str, feed: Feed, named: FeedNaming, robots: Robots| {
+        let mut h = HostSpec::new(name, PAGES).robots(robots).feed(feed);
+        h.feed_named = named;
+        h.page_bytes = 300;
+        h
+    };
+    let pointer = "User-agent: *\nDisallow:\nSitemap: {origin}/feed.json\n".to_string();
+    let web = TestWeb::start(vec![
+        spec(
+            "header.test",
+            Feed::Atom,
+            FeedNaming::LinkHeader,
+            Robots::NotFound,
+        ),
+        spec(
+            "pointer.test",
+            Feed::Json,
+            FeedNaming::Nowhere,
+            Robots::Custom(pointer),
+        ),
+        spec(
+            "hidden.test",
+            Feed::Atom,
+            FeedNaming::Nowhere,
+            Robots::NotFound,
+        ),
+    ]);
+    let names = ["header.test", "pointer.test", "hidden.test"];
+    let seeds: Vec<String> = names
+        .iter()
+        .map(|h| format!("{}/", web.origin(h)))
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("crawl");
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let editor = edit_until(
+        &web,
+        names.iter().map(|h| h.to_string()).collect(),
+        done.clone(),
+    );
+    let o = crawl(&web, &out, &seeds, "3600");
+    let end = Instant::now();
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
+    let edits = editor.join().unwrap();
+    let log = String::from_utf8_lossy(&o.stderr).into_owned();
+    // Edits after the first pass (pages found by their links are fetched once anyway).
+    let after = end - Duration::from_secs(RUN_SECS - 10);
+    let edits: Vec<_> = edits.into_iter().filter(|e| e.2 > after).collect();
+    let lat = latencies(&web, &edits, end, Duration::from_secs(8));
+    let counts = web.answered_counts();
+    let asked = |host: &str, path: &str| {
+        counts
+            .get(&(host.to_string(), path.to_string()))
+            .copied()
+            .unwrap_or(0)
+    };
+    for (host, path) in [
+        ("header.test", "/feed.atom"),
+        ("pointer.test", "/feed.json"),
+    ] {
+        let found: Vec<Duration> = lat[host].iter().flatten().copied().collect();
+        assert!(
+            found.len() as f64 >= 0.95 * lat[host].len() as f64,
+            "{host}: {} of {} edits fetched\n{log}",
+            found.len(),
+            lat[host].len()
+        );
+        let m = median(found);
+        assert!(
+            m <= Duration::from_secs(10),
+            "{host}: median latency {m:?}\n{log}"
+        );
+        assert!(
+            asked(host, path) >= 5,
+            "{host}: feed read {} times",
+            asked(host, path)
+        );
+        assert_eq!(
+            site_field(&out, host, "level").as_str(),
+            Some("feed"),
+            "{host}"
+        );
+    }
+    assert!(log.contains("is a feed; read as one"), "{log}");
+    // A host that names its sitemap is not asked for /sitemap.xml besides.
+    assert_eq!(asked("pointer.test", "/sitemap.xml"), 0, "{counts:?}");
+    // Named nowhere: never asked for, its edits left to the refresh cycle (an hour here).
+    assert_eq!(asked("hidden.test", "/feed.atom"), 0, "{counts:?}");
+    let hidden: Vec<Duration> = lat["hidden.test"].iter().flatten().copied().collect();
+    assert!(
+        hidden.len() * 2 < lat["hidden.test"].len(),
+        "hidden.test: {} of {} edits fetched without a feed",
+        hidden.len(),
+        lat["hidden.test"].len()
+    );
+    assert_ne!(
+        site_field(&out, "hidden.test", "level").as_str(),
+        Some("feed")
+    );
+}

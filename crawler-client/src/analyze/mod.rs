@@ -241,6 +241,19 @@ pub fn analyze(r: Received<'_>, depth: u32, policy: &LinkPolicy, decode_limit: u
             a.hub = Some((hub, find("self").unwrap_or_else(|| r.url.clone())));
         }
     }
+    // Feeds a `Link` header names (`rel="alternate"` with a feed's type), as `<link>` does.
+    for url in r
+        .header("link")
+        .map(|v| links::feed_links(r.url, v))
+        .unwrap_or_default()
+    {
+        let link = Link::to(&url);
+        match policy.admit(&url, depth + 1) {
+            Ok(()) if !a.feeds.iter().any(|l| l.fp == link.fp) => a.feeds.push(link),
+            Ok(()) => {}
+            Err(_) => a.refused += 1,
+        }
+    }
     if !a.cut {
         a.validator = Some(Sha256Digest::of(&content).etag().to_string());
     }
@@ -283,7 +296,12 @@ pub fn analyze(r: Received<'_>, depth: u32, policy: &LinkPolicy, decode_limit: u
     };
     for url in followed {
         match policy.admit(url, depth + 1) {
-            Ok(()) if found.feeds.contains(url) => a.feeds.push(Link::to(url)),
+            Ok(()) if found.feeds.contains(url) => {
+                let link = Link::to(url);
+                if !a.feeds.iter().any(|l| l.fp == link.fp) {
+                    a.feeds.push(link);
+                }
+            }
             Ok(()) => a.links.push(Link::to(url)),
             Err(_) => a.refused += 1,
         }

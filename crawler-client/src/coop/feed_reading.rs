@@ -208,6 +208,32 @@ impl CoopState {
         Ok(())
     }
 
+    /// A file named as a sitemap (in robots.txt or a sitemap index) is a feed, as search
+    /// engines accept: read as the feed it is, and followed as one from now on.
+    pub(crate) fn sitemap_feed(
+        &mut self,
+        r: &mut Reach<'_>,
+        host: HostId,
+        url: &Url,
+        got: &CoopFetched,
+    ) {
+        if !self.speaks_for(r, host, url) {
+            return;
+        }
+        if self.site(host).feeds.found(url) {
+            tracing::info!(
+                "{}: the sitemap {url} is a feed; read as one",
+                r.origin(host)
+            );
+        }
+        if !self.site(host).feeds.follows(url) {
+            return;
+        }
+        if let Err(why) = self.feed_answered(r, host, url, got) {
+            self.feed_failed(r, host, url, &why);
+        }
+    }
+
     /// The feed at `url` answered 304: nothing new.
     pub(crate) fn feed_unchanged(&mut self, host: HostId, url: &Url) {
         let pace = self.feed_pace();

@@ -163,6 +163,11 @@ impl SiteFeeds {
         true
     }
 
+    /// Whether `url` is one of the site's feeds.
+    pub(crate) fn follows(&self, url: &Url) -> bool {
+        self.feeds.iter().any(|f| f.url == url.as_str())
+    }
+
     /// Whether the site has feeds.
     pub(crate) fn any(&self) -> bool {
         !self.feeds.is_empty()

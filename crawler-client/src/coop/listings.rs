@@ -15,6 +15,7 @@ use crate::ids::HostId;
 use url::Url;
 use webcoop_protocol::robots_rdf::{self, RdfLimits};
 use webcoop_protocol::sitemap::{PendingSitemap, SitemapWalk, WalkLimits};
+use webcoop_protocol::web_feed;
 
 /// Sitemap files of one walk that may fail before the rest of the walk is dropped.
 const MAX_BAD_SITEMAPS: usize = 10;
@@ -103,13 +104,17 @@ impl CoopState {
             .sites
             .get(host)
             .map(|s| {
+                // A sitemap found to be a feed is read as one, on its own pace.
                 s.sitemaps
                     .iter()
                     .filter_map(|u| Url::parse(u).ok())
+                    .filter(|u| !s.feeds.follows(u))
                     .collect()
             })
             .unwrap_or_default();
+        let declared = self.sites.get(host).is_some_and(|s| !s.sitemaps.is_empty());
         if roots.is_empty()
+            && !declared
             && let Ok(u) = root.join("/sitemap.xml")
         {
             roots.push(u);
@@ -329,8 +334,12 @@ impl CoopState {
             return;
         };
         let problems_before = w.walk.problems().len();
-        if let Some((url, got)) = got {
-            self.feed_walk(host, &mut w, url, got);
+        match got {
+            Some((url, got)) if self.reads_feeds() && web_feed::sniff(&got.body) => {
+                self.sitemap_feed(r, host, url, got);
+            }
+            Some((url, got)) => self.feed_walk(host, &mut w, url, got),
+            None => {}
         }
         if got.is_none() || w.walk.problems().len() > problems_before {
             w.failures += 1;

@@ -66,6 +66,48 @@ pub fn is_feed_media_type(media_type: &str) -> bool {
     )
 }
 
+/// Whether `body` is a feed by its first element (`<rss>`, Atom's `<feed>`, RSS 1.0's
+/// `<rdf:RDF>`) or, for JSON, its first byte: what tells a feed named as a sitemap (search
+/// engines accept RSS and Atom there) from a sitemap, before either is parsed.
+pub fn sniff(body: &[u8]) -> bool {
+    let body = body.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(body);
+    let start = body.iter().position(|b| !b.is_ascii_whitespace());
+    let Some(mut rest) = start.map(|i| &body[i..]) else {
+        return false;
+    };
+    if rest.first() == Some(&b'{') {
+        return true;
+    }
+    // Past the XML declaration, comments, processing instructions and the doctype.
+    for _ in 0..64 {
+        let Some(open) = rest.iter().position(|b| *b == b'<') else {
+            return false;
+        };
+        rest = &rest[open + 1..];
+        match rest.first() {
+            Some(b'?' | b'!') => {
+                let Some(close) = rest.iter().position(|b| *b == b'>') else {
+                    return false;
+                };
+                rest = &rest[close + 1..];
+            }
+            Some(_) => {
+                let end = rest
+                    .iter()
+                    .position(|b| b.is_ascii_whitespace() || *b == b'>' || *b == b'/')
+                    .unwrap_or(rest.len());
+                let name = &rest[..end];
+                let local = name.rsplit(|b| *b == b':').next().unwrap_or(name);
+                return local.eq_ignore_ascii_case(b"rss")
+                    || local.eq_ignore_ascii_case(b"feed")
+                    || name.eq_ignore_ascii_case(b"rdf:RDF");
+            }
+            None => return false,
+        }
+    }
+    false
+}
+
 /// One entry of a feed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FeedEntry {

@@ -300,3 +300,29 @@ fn a_feed_of_too_many_entries_is_refused_not_read_in_part() {
         }
     );
 }
+
+#[test]
+fn a_feed_is_told_from_a_sitemap_by_its_first_element() {
+    use super::sniff;
+    assert!(sniff(
+        b"<?xml version=\"1.0\"?>\n<!-- generator --><rss version=\"2.0\"><channel/></rss>"
+    ));
+    assert!(sniff(
+        b"\xEF\xBB\xBF<feed xmlns=\"http://www.w3.org/2005/Atom\"></feed>"
+    ));
+    assert!(sniff(
+        b"<atom:feed xmlns:atom=\"http://www.w3.org/2005/Atom\"/>"
+    ));
+    assert!(sniff(b"<rdf:RDF xmlns:rdf=\"x\"></rdf:RDF>"));
+    assert!(sniff(
+        b"  {\"version\": \"https://jsonfeed.org/version/1.1\"}"
+    ));
+    assert!(!sniff(
+        b"<?xml version=\"1.0\"?><urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\"/>"
+    ));
+    assert!(!sniff(b"<sitemapindex/>"));
+    assert!(!sniff(b"<feedback/>"));
+    assert!(!sniff(b"https://example.com/a\nhttps://example.com/b\n"));
+    assert!(!sniff(b""));
+    assert!(!sniff(b"<?xml unterminated"));
+}

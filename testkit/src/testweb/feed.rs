@@ -45,14 +45,68 @@ impl Feed {
         }
     }
 
-    /// The `<link>` that names it in a page's head.
-    pub(super) fn head_link(self) -> String {
+    /// The `<link>` that names it in a page's head, where pages name it there.
+    pub(super) fn head_link(self, named: FeedNaming) -> String {
+        if named != FeedNaming::Head {
+            return String::new();
+        }
         format!(
             "<link rel=\"alternate\" type=\"{}\" title=\"Feed\" href=\"{}\">",
             self.media_type(),
             self.path()
         )
     }
+
+    /// The `Link` header that names it, where pages name it there.
+    pub(super) fn header_link(self, named: FeedNaming) -> Option<axum::http::HeaderValue> {
+        if named != FeedNaming::LinkHeader {
+            return None;
+        }
+        let v = format!(
+            "<{}>; rel=\"alternate\"; type=\"{}\"",
+            self.path(),
+            self.media_type()
+        );
+        v.parse().ok()
+    }
+}
+
+/// Where a host's pages name its feed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FeedNaming {
+    /// `<link rel="alternate" type="...">` in every page's head.
+    Head,
+    /// A `Link: <...>; rel="alternate"; type="..."` header on every page.
+    LinkHeader,
+    /// Nowhere: only robots.txt (a `Sitemap:` line) names it, if the test says so.
+    Nowhere,
+}
+
+/// A host's feed of its generated pages.
+pub(super) fn feed_of(
+    s: &super::State,
+    host: &str,
+    spec: &super::HostSpec,
+    kind: Feed,
+) -> Response<Body> {
+    let published = DateTime::parse_from_rfc2822(super::LAST_MODIFIED)
+        .map(|t| t.with_timezone(&Utc))
+        .unwrap_or_default();
+    let turn = super::count(s, format!("{host}/feed")) as usize;
+    let versions: HashMap<String, super::Version> = s
+        .versions
+        .lock()
+        .map(|v| {
+            v.iter()
+                .filter(|((h, _), _)| h == host)
+                .map(|((_, p), v)| (p.clone(), *v))
+                .collect()
+        })
+        .unwrap_or_default();
+    let pages: Vec<String> = (0..spec.pages).map(|i| format!("/p/{i}.html")).collect();
+    let origin = format!("http://{host}:{}", s.port);
+    let hub = spec.hub.as_deref();
+    serve(kind, (&origin, hub), &pages, &versions, published, turn)
 }
 
 /// The feed of `origin`'s `pages` (path -> (version, last change)), written as `kind` says,

@@ -352,6 +352,28 @@ fn resolve_base(page: &Url, href: &str, encoding: &'static Encoding) -> Option<U
 /// The `(target, rel)` pairs of a `Link` header value (RFC 8288), targets resolved against
 /// `base`; a link with several relation types gives one pair per type.
 pub fn link_header(base: &Url, value: &str) -> Vec<(Url, String)> {
+    link_header_typed(base, value)
+        .into_iter()
+        .flat_map(|(url, rels, _)| rels.into_iter().map(move |rel| (url.clone(), rel)))
+        .collect()
+}
+
+/// The feeds a `Link` header names: `rel="alternate"` with a feed's `type`.
+pub(crate) fn feed_links(base: &Url, value: &str) -> Vec<Url> {
+    link_header_typed(base, value)
+        .into_iter()
+        .filter(|(_, rels, kind)| {
+            rels.iter().any(|r| r == "alternate")
+                && kind
+                    .as_deref()
+                    .is_some_and(webcoop_protocol::web_feed::is_feed_media_type)
+        })
+        .map(|(url, _, _)| url)
+        .collect()
+}
+
+/// Each link of a `Link` header value: its target, relation types (lowercase) and `type`.
+fn link_header_typed(base: &Url, value: &str) -> Vec<(Url, Vec<String>, Option<String>)> {
     let mut out = Vec::new();
     for link in split_outside_quotes(value, ',') {
         let link = link.trim();
@@ -364,16 +386,19 @@ pub fn link_header(base: &Url, value: &str) -> Vec<(Url, String)> {
         let Ok(url) = base.join(target.trim()) else {
             continue;
         };
+        let (mut rels, mut kind) = (Vec::new(), None);
         for param in split_outside_quotes(params, ';') {
             let Some((name, v)) = param.split_once('=') else {
                 continue;
             };
+            let v = v.trim().trim_matches('"');
             if name.trim().eq_ignore_ascii_case("rel") {
-                for rel in v.trim().trim_matches('"').split_ascii_whitespace() {
-                    out.push((url.clone(), rel.to_ascii_lowercase()));
-                }
+                rels.extend(v.split_ascii_whitespace().map(str::to_ascii_lowercase));
+            } else if name.trim().eq_ignore_ascii_case("type") {
+                kind = Some(v.to_string());
             }
         }
+        out.push((url, rels, kind));
     }
     out
 }
@@ -400,6 +425,33 @@ fn split_outside_quotes(s: &str, sep: char) -> Vec<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_link_header_names_feeds_only_as_alternates_of_a_feed_type() {
+        let base = Url::parse("https://blog.example/post/1").unwrap();
+        let v = r#"</feed/>; rel="alternate"; type="application/rss+xml"; title="a, b", </comments/feed/>; type="application/atom+xml"; rel="alternate nofollow", </wp-json/>; rel="https://api.w.org/", </post/1.pdf>; rel="alternate"; type="application/pdf", </x.xml>; rel=alternate"#;
+        let feeds: Vec<String> = feed_links(&base, v).iter().map(Url::to_string).collect();
+        assert_eq!(
+            feeds,
+            [
+                "https://blog.example/feed/",
+                "https://blog.example/comments/feed/"
+            ]
+        );
+        assert!(feed_links(&base, "garbage; rel=alternate; type=application/rss+xml").is_empty());
+        assert!(
+            feed_links(
+                &base,
+                "<http://[::1/>; rel=alternate; type=application/rss+xml"
+            )
+            .is_empty()
+        );
+        // The pairs the hub discovery reads are as before.
+        assert_eq!(
+            link_header(&base, r#"<https://hub.example/>; rel="hub self""#).len(),
+            2
+        );
+    }
 
     fn urls(links: &PageLinks) -> Vec<&str> {
         links.links.iter().map(Url::as_str).collect()
