@@ -169,14 +169,15 @@ impl CoopState {
         self.listed(r, host, said, Reading::Update);
     }
 
-    /// A URL the site lists or announces, with what it says of it.
+    /// A URL the site lists or announces, with what it says of it; whether it claims a change
+    /// of a page held (what a report counts as announced).
     pub(crate) fn listed(
         &mut self,
         r: &mut Reach<'_>,
         host: HostId,
         said: Said<'_>,
         reading: Reading,
-    ) {
+    ) -> bool {
         let Said {
             url,
             modified,
@@ -186,7 +187,7 @@ impl CoopState {
             popularity,
         } = said;
         let Some(url) = self.stated_url(r, host, url, Arrival::Named) else {
-            return;
+            return false;
         };
         let url = &url;
         let link = Link::to(url);
@@ -195,10 +196,10 @@ impl CoopState {
         }
         if !r.frontier.seen(link.fp) {
             r.out.links.push(link);
-            return;
+            return false;
         }
         let Some(known) = r.pages.known(link.fp) else {
-            return; // queued, not fetched yet
+            return false; // queued, not fetched yet
         };
         let changed = match (&etag, &known.validator) {
             (Some(a), Some(b)) => a != b,
@@ -213,7 +214,7 @@ impl CoopState {
             if self.covers(host) {
                 self.due_now(r, host, &link);
             }
-            return;
+            return false;
         }
         let believed = self.believed(host);
         let covers = self.covers(host);
@@ -225,11 +226,11 @@ impl CoopState {
                 self.site(host).stats.checks += 1;
                 self.due_now(r, host, &link);
             }
-            return;
+            return false;
         }
         self.ledger.expect(link.fp, host, Claim::Changed);
         if !believed || self.config.mode < CoopMode::Meta {
-            return; // weighed at the next visit, not acted on
+            return true; // weighed at the next visit, not acted on
         }
         if self.config.uses_deltas()
             && let Some(delta) = delta
@@ -247,9 +248,10 @@ impl CoopState {
         // root, has none): without one the page is fetched.
         if inline.is_some() && known.content.is_some() && self.plans.contains_key(&link.fp) {
             self.apply_inline(r, host, &link, known);
-            return;
+            return true;
         }
         self.due_now(r, host, &link);
+        true
     }
 
     /// Makes a known page due at once (an announced change or a check).

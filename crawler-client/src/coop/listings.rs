@@ -81,6 +81,14 @@ impl CoopState {
         }
     }
 
+    /// Changes a listing read again claimed (its dates or validators moved): counted as
+    /// announced, as the changes feed's and a feed's entries are.
+    fn count_announced(&mut self, host: HostId, reading: Reading, claimed: usize) {
+        if reading == Reading::Update && claimed > 0 {
+            self.site(host).stats.announced += claimed as u64;
+        }
+    }
+
     /// Asks for the whole robots.rdf (no validators): at discovery and for a resync.
     pub(crate) fn fetch_listing(&mut self, r: &mut Reach<'_>, host: HostId, url: Url) {
         r.frontier.push_coop(
@@ -255,9 +263,11 @@ impl CoopState {
         } else {
             list
         };
-        for l in &list {
-            self.listed(r, host, l.said(), reading);
-        }
+        let claimed = list
+            .iter()
+            .filter(|l| self.listed(r, host, l.said(), reading))
+            .count();
+        self.count_announced(host, reading, claimed);
         if let Some(secs) = secs {
             self.site(host).count.observe(moved, secs);
         }
@@ -436,6 +446,7 @@ impl CoopState {
         if first && !stamped && moment.is_none() {
             self.pace_from_listing(r, host, &dates);
         }
+        let mut claimed = 0;
         for e in &w.listed {
             let Some(page) = self.stated_url(r, host, &e.loc, Arrival::Named) else {
                 continue;
@@ -449,8 +460,11 @@ impl CoopState {
                 inline: None,
                 popularity: None,
             };
-            self.listed(r, host, said, reading);
+            if self.listed(r, host, said, reading) {
+                claimed += 1;
+            }
         }
+        self.count_announced(host, reading, claimed);
         if first {
             let level = self.site(host).level(c.mode, c.failures_to_degrade);
             // A sitemap answered 404 (or unreadable) is no listing: said as such, not as one

@@ -202,3 +202,91 @@ fn a_feed_on_an_origin_the_site_does_not_speak_for_is_not_read_and_hubs_are_rest
         assert_eq!(w.coop.hub_allowed(&Url::parse(hub).unwrap()), ok, "{hub}");
     }
 }
+
+/// Sitemap jobs of the site queued, taken off the queue.
+fn sitemap_jobs(w: &mut World, url: Option<&str>) -> usize {
+    let host = w.host;
+    w.frontier.drop_coop(host, |j| {
+        matches!(j, CoopJob::Fetch { kind: MetaKind::Sitemap, url: u, .. } if url.is_none_or(|want| u.as_str() == want))
+    })
+}
+
+/// The walk's file at `url` answered `got`.
+fn walk_answered(w: &mut World, url: &str, got: CoopFetched) {
+    let host = w.host;
+    let job = CoopJob::Fetch {
+        kind: MetaKind::Sitemap,
+        url: Url::parse(url).unwrap(),
+        etag: None,
+        last_modified: None,
+    };
+    w.decide(|c, r| c.answered(r, host, job, Ok(got)));
+}
+
+#[test]
+fn a_sitemap_that_is_a_feed_is_read_as_one_and_not_walked_again() {
+    let mut w = world();
+    let host = w.host;
+    let t = now_ms();
+    let a = w.held_page("/a", 60_000, "\"a1\"");
+    w.coop.site(host).sitemaps = vec![FEED.into()];
+    w.decide(|c, r| c.start_walks(r, host));
+    assert_eq!(sitemap_jobs(&mut w, Some(FEED)), 1);
+    walk_answered(&mut w, FEED, atom(&[("/a", t - 1_000), ("/b", t - 5_000)]));
+    let site = w.coop.site_state(host).unwrap();
+    assert_eq!(site.level(CoopMode::Push, 3), super::super::Level::Feed);
+    assert!(w.due(a) <= now_ms(), "the feed's date made /a due");
+    // The next walk leaves it to the feed, and asks for no /sitemap.xml instead.
+    w.decide(|c, r| c.start_walks(r, host));
+    assert_eq!(sitemap_jobs(&mut w, None), 0);
+    // A sitemap that is no feed is walked as before (the twin).
+    let mut w = world();
+    w.coop.site(w.host).sitemaps = vec![format!("{SITE}/sitemap.xml")];
+    let host = w.host;
+    w.decide(|c, r| c.start_walks(r, host));
+    assert_eq!(sitemap_jobs(&mut w, None), 1);
+}
+
+#[test]
+fn a_sitemap_read_again_counts_the_changes_its_dates_claim_as_announced() {
+    let mut w = world();
+    let host = w.host;
+    let t = now_ms();
+    w.held_page("/a", 60_000, "\"a1\"");
+    w.held_page("/b", 60_000, "\"b1\"");
+    w.held_page("/c", 60_000, "\"c1\"");
+    let url = format!("{SITE}/sitemap.xml");
+    w.coop.site(host).sitemaps = vec![url.clone()];
+    let sitemap = |dates: &[(&str, i64)]| {
+        let mut body =
+            String::from("<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">");
+        for (p, at) in dates {
+            let at = Utc.timestamp_millis_opt(*at).unwrap().to_rfc3339();
+            body.push_str(&format!(
+                "<url><loc>{SITE}{p}</loc><lastmod>{at}</lastmod></url>"
+            ));
+        }
+        body.push_str("</urlset>");
+        CoopFetched {
+            status: 200,
+            headers: Vec::new(),
+            size: body.len() as u64,
+            body: body.into_bytes(),
+            record: None,
+        }
+    };
+    let mut walk = |w: &mut World, dates: &[(&str, i64)]| {
+        w.decide(|c, r| c.start_walks(r, host));
+        sitemap_jobs(w, None);
+        walk_answered(w, &url, sitemap(dates));
+        w.coop.site_state(host).unwrap().stats.announced
+    };
+    let old = [
+        ("/a", t - 7_200_000),
+        ("/b", t - 3_600_000),
+        ("/c", t - 5_400_000),
+    ];
+    assert_eq!(walk(&mut w, &old), 0, "no date moved past a visit");
+    let moved = [("/a", t - 1_000), ("/b", t - 2_000), ("/c", t - 5_400_000)];
+    assert_eq!(walk(&mut w, &moved), 2, "two dates claim changes");
+}
