@@ -275,7 +275,7 @@ fn a_sitemap_read_again_counts_the_changes_its_dates_claim_as_announced() {
             record: None,
         }
     };
-    let mut walk = |w: &mut World, dates: &[(&str, i64)]| {
+    let walk = |w: &mut World, dates: &[(&str, i64)]| {
         w.decide(|c, r| c.start_walks(r, host));
         sitemap_jobs(w, None);
         walk_answered(w, &url, sitemap(dates));
