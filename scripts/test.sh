@@ -31,6 +31,8 @@ command -v wget >/dev/null || missing+=(wget)
 [ -x /usr/sbin/mariadbd ] || missing+=(mariadb-server)
 php -m 2>/dev/null | grep -qx mysqli || missing+=(php-mysql)
 php -m 2>/dev/null | grep -qx SimpleXML || missing+=(php-xml)
+# Feeds as a site generator writes them: Debian's Hugo builds a blog the crawler reads.
+command -v hugo >/dev/null || missing+=(hugo)
 # The shared frontier of a fleet: real redis-server processes (and a Redis Cluster) on loopback.
 command -v redis-server >/dev/null || missing+=(redis-server)
 # The consoles are looked at in a real browser: Debian's Chromium, headless, by its chromedriver.

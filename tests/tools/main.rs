@@ -26,6 +26,7 @@ mod fleet_lost_answers;
 mod fleet_names;
 mod fleet_queue;
 mod fleet_shards;
+mod hugo_feeds;
 mod importance_cli;
 mod indexnow_receiver;
 mod links_reference;
