@@ -3,6 +3,7 @@
 
 pub mod castillo;
 pub mod changes;
+pub mod config;
 pub mod first_crawl;
 pub mod freshness;
 pub mod hub;
@@ -13,6 +14,7 @@ pub mod proxy;
 pub mod reads;
 pub mod release;
 pub mod run;
+pub mod served;
 pub mod site;
 pub mod site_server;
 pub mod web_preset;

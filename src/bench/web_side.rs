@@ -5,7 +5,7 @@
 use super::hub::{self, RunningHub};
 use super::mode::Mode;
 use super::proxy::{CountingProxy, WireCount};
-use super::run::{ServedSite, io, wait_until};
+use super::served::{ServedSite, io, wait_until};
 use super::web_signals::{Receivers, Signal, SignalSite};
 use chrono::{DateTime, Utc};
 use std::net::SocketAddr;

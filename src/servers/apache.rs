@@ -66,7 +66,6 @@ impl Apache {
         ready: &dyn Fn(u16) -> SocketAddr,
     ) -> Option<Apache> {
         if !is_root() {
-            eprintln!("SKIPPED: Apache as {WEB_USER} needs the tests to run as root");
             return None;
         }
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("temporary directory: {e}"));

@@ -81,7 +81,6 @@ impl Nginx {
         upstream: Option<SocketAddr>,
     ) -> Option<Nginx> {
         if !is_root() {
-            eprintln!("SKIPPED: nginx as {WEB_USER} needs the tests to run as root");
             return None;
         }
         Some(Self::start_inner(

@@ -48,11 +48,31 @@ fn unavailable(what: &str, hint: &str) -> Option<PathBuf> {
 /// A tool or server the test needs is not there: a failure when tools are required, else a
 /// note on stderr and `None`, so the test skips.
 pub fn missing<T>(what: &str, hint: &str) -> Option<T> {
-    if tools_required() {
-        panic!("{what} is required (WEBCOOP_REQUIRE_TOOLS is set) but not available: {hint}");
-    }
-    eprintln!("SKIPPED: {what} is not available ({hint}); run scripts/test.sh to install it");
+    skip(&format!(
+        "{what} is not available ({hint}); run scripts/test.sh to install it"
+    ));
     None
+}
+
+/// A test cannot run here, for `why` (a missing tool, package or privilege): under the test
+/// command (`WEBCOOP_REQUIRE_TOOLS`) that is a failure, whatever the cause; elsewhere a note on
+/// stderr, and a line in `$WEBCOOP_SKIP_LOG` when set, which the test command counts.
+pub fn skip(why: &str) {
+    if let Some(log) = std::env::var_os("WEBCOOP_SKIP_LOG") {
+        let line = format!(
+            "{}: {why}\n",
+            std::thread::current().name().unwrap_or("a test")
+        );
+        let _ = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes()));
+    }
+    if tools_required() {
+        panic!("this test cannot run here and WEBCOOP_REQUIRE_TOOLS is set: {why}");
+    }
+    eprintln!("SKIPPED: {why}");
 }
 
 /// The Python interpreter of the reference-client venv: `$WEBCOOP_PYTHON`, or
@@ -211,12 +231,7 @@ impl Tmpfs {
             .output()
             .is_ok_and(|o| o.status.success());
         if !ok {
-            // scripts/test.sh tries a mount first and says so where the machine forbids it.
-            if std::env::var_os("WEBCOOP_TMPFS").is_some_and(|v| v == "unavailable") {
-                eprintln!("SKIPPED: tmpfs mounts are not permitted on this machine");
-                return None;
-            }
-            let _ = unavailable("a tmpfs mount", "mount -t tmpfs needs root");
+            skip("a tmpfs mount is not permitted here (mount -t tmpfs needs root)");
             return None;
         }
         Some(Tmpfs { dir })
@@ -290,4 +305,50 @@ pub fn warcio_records(crawl_dir: &Path) -> Vec<(String, String)> {
             )
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::skip;
+    use std::process::Command;
+
+    #[test]
+    #[ignore = "run in a child process by the test below"]
+    fn a_test_that_cannot_run() {
+        skip("a test that needs what this machine lacks");
+    }
+
+    /// Under the test command a test that cannot run fails, and each skip is written to the
+    /// log the command counts; elsewhere it passes with a note.
+    #[test]
+    fn a_skip_fails_under_the_test_command_and_is_counted_always() {
+        let exe = std::env::current_exe().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("skips");
+        let run = |required: bool| {
+            let mut c = Command::new(&exe);
+            c.args(["--exact", "tests::a_test_that_cannot_run", "--ignored"])
+                .env("WEBCOOP_SKIP_LOG", &log)
+                .env_remove("WEBCOOP_REQUIRE_TOOLS");
+            if required {
+                c.env("WEBCOOP_REQUIRE_TOOLS", "1");
+            }
+            c.output().unwrap()
+        };
+        let lines = || {
+            std::fs::read_to_string(&log)
+                .unwrap_or_default()
+                .lines()
+                .count()
+        };
+        let required = run(true);
+        assert!(
+            !required.status.success(),
+            "a skip under the test command passed"
+        );
+        assert_eq!(lines(), 1);
+        let elsewhere = run(false);
+        assert!(elsewhere.status.success());
+        assert_eq!(lines(), 2);
+    }
 }

@@ -5,7 +5,7 @@
 use super::support::agent_bin;
 use std::os::unix::fs::PermissionsExt;
 use webcoop::servers::{Apache, http_get, is_root, open_to_web_user};
-use webcoop_testkit::tool;
+use webcoop_testkit::{skip, tool};
 
 const PHP: &[u8] = b"<p>config</p><?php $db_password = 'hunter2'; echo 'rendered'; ?>\n";
 const CGI: &[u8] = b"#!/bin/sh\n# hunter2\necho 'Content-Type: text/plain'\necho\necho ran\n";
@@ -16,8 +16,7 @@ fn htaccess_rules_and_handlers_are_judged_by_apache_itself() {
         return;
     };
     if !is_root() {
-        eprintln!("SKIPPED: Apache as www-data beside a root agent needs root");
-        return;
+        return skip("Apache as www-data beside a root agent needs root");
     }
     let tmp = tempfile::tempdir().unwrap();
     let www = tmp.path().join("www");
@@ -66,7 +65,7 @@ fn htaccess_rules_and_handlers_are_judged_by_apache_itself() {
     mode("locked/.htaccess", 0o600);
     open_to_web_user(&www, false);
     let Some(apache) = Apache::start(&apache2, &www, "") else {
-        return;
+        return skip("Apache as www-data needs root");
     };
     // What Apache itself does with each.
     let get = |p: &str| http_get(apache.addr, p, &[]).unwrap();

@@ -10,6 +10,7 @@ use super::support::wait_for;
 use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 use webcoop::servers::is_root;
+use webcoop_testkit::skip;
 
 fn chmod(p: &std::path::Path, mode: u32) {
     std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
@@ -24,7 +25,7 @@ fn site_as_root(
     prepare: impl FnOnce(&std::path::Path),
 ) -> Option<AgentSite> {
     if !is_root() {
-        eprintln!("SKIPPED: needs root, to run nginx as www-data beside a root agent");
+        skip("needs root, to run nginx as www-data beside a root agent");
         return None;
     }
     AgentSite::start(files, extra, args, prepare)
@@ -105,7 +106,7 @@ fn rules_the_agent_never_modelled_are_judged_by_nginx_itself() {
         return;
     };
     let Some(fpm) = webcoop::servers::PhpFpm::start(&php) else {
-        return;
+        return skip("PHP-FPM as www-data needs root");
     };
     let other = super::support::HostileWeb::start();
     other.set(

@@ -14,13 +14,11 @@ use super::support::wait_for;
 use std::net::SocketAddr;
 use std::path::Path;
 use webcoop::servers::{Apache, is_root};
-use webcoop_testkit::tool;
+use webcoop_testkit::{skip, tool};
 
 fn apache_bin() -> Option<std::path::PathBuf> {
     if !is_root() {
-        eprintln!(
-            "SKIPPED: the stranger families need root (Apache as www-data, the agent as nobody)"
-        );
+        skip("the stranger families need root (Apache as www-data, the agent as nobody)");
         return None;
     }
     tool("apache2")
@@ -98,7 +96,7 @@ fn rules_only_the_reader_can_see_are_read_as_apache_reads_them() {
         )
     };
     let Some(apache) = Apache::start_custom(&bin, &www, &body, &loopback) else {
-        return;
+        return skip("Apache as www-data needs root");
     };
     let base = apache.url();
     // The traps are real: the machine itself is let in everywhere, and an address like the
@@ -177,7 +175,7 @@ fn a_symlinked_docroot_whose_directories_appear_later_is_matched_as_apache_names
         )
     };
     let Some(apache) = Apache::start_custom(&bin, &current, &body, &loopback) else {
-        return;
+        return skip("Apache as www-data needs root");
     };
     let current_arg = current.display().to_string();
     let agent = Watching::start(Path::new(&current_arg), &apache.url(), &[]);
@@ -208,7 +206,7 @@ fn a_symlinked_docroot_whose_directories_appear_later_is_matched_as_apache_names
 fn debians_stock_modules_hide_nothing_of_the_site() {
     let Some(bin) = apache_bin() else { return };
     if !Path::new("/etc/apache2/mods-enabled/setenvif.conf").exists() {
-        eprintln!("SKIPPED: Debian's apache2 configuration is not installed");
+        skip("Debian's apache2 configuration is not installed");
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -231,7 +229,7 @@ fn debians_stock_modules_hide_nothing_of_the_site() {
         )
     };
     let Some(apache) = Apache::start_custom(&bin, &www, &body, &loopback) else {
-        return;
+        return skip("Apache as www-data needs root");
     };
     let run = once(&www, &apache.url(), &[], Who::Root);
     let listed: Vec<&str> = files.iter().map(|(p, _)| *p).collect();

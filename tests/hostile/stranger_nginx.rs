@@ -15,15 +15,13 @@ use super::support::wait_for;
 use std::net::SocketAddr;
 use std::path::Path;
 use webcoop::servers::{Nginx, PhpFpm, http_get, is_root};
-use webcoop_testkit::{tool, tool_named_like};
+use webcoop_testkit::{skip, tool, tool_named_like};
 
 /// The nginx binary, when the tests may start it as production does (root, workers as the
 /// web user).
 fn nginx_bin() -> Option<std::path::PathBuf> {
     if !is_root() {
-        eprintln!(
-            "SKIPPED: the stranger families need root (nginx as www-data, the agent as nobody)"
-        );
+        skip("the stranger families need root (nginx as www-data, the agent as nobody)");
         return None;
     }
     tool("nginx")
@@ -64,8 +62,11 @@ fn three_ways(
 #[test]
 fn loopback_grants_and_a_php_gate_answer_the_judge_as_they_answer_the_world() {
     let Some(bin) = nginx_bin() else { return };
-    let Some(fpm) = tool_named_like("php-fpm").and_then(|p| PhpFpm::start(&p)) else {
+    let Some(php) = tool_named_like("php-fpm") else {
         return;
+    };
+    let Some(fpm) = PhpFpm::start(&php) else {
+        return skip("PHP-FPM as www-data needs root");
     };
     let tmp = tempfile::tempdir().unwrap();
     let www = docroot(tmp.path());

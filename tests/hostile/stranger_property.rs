@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::path::Path;
 use webcoop::servers::{Nginx, is_root};
-use webcoop_testkit::tool;
+use webcoop_testkit::{skip, tool};
 
 /// What a location of the drawn configuration does.
 const RULES: &[&str] = &[
@@ -87,8 +87,7 @@ fn published_by_check(www: &Path, base: &str) -> BTreeSet<String> {
 #[test]
 fn check_reports_as_published_exactly_what_the_agent_publishes() {
     if !is_root() {
-        eprintln!("SKIPPED: nginx as www-data needs root");
-        return;
+        return skip("nginx as www-data needs root");
     }
     let Some(bin) = tool("nginx") else { return };
     let tmp = tempfile::tempdir().unwrap();
