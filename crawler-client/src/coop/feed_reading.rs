@@ -54,6 +54,11 @@ impl CoopState {
         let Some(site) = self.sites.get(host) else {
             return;
         };
+        // A site with webcoop's changes feed announces every change there (and its hub pushes
+        // them): its RSS and Atom feeds would tell the same, later, for requests.
+        if site.changes.is_some() {
+            return;
+        }
         // A feed its hub pushes is read as a backup only, as the changes feed is.
         let pushed = site
             .subscription

@@ -27,19 +27,19 @@ impl Agent {
     /// whose rules changed first). A file changed on disk since it was judged is looked at
     /// whole instead.
     pub fn judge_again(&mut self, limit: usize) -> Result<JudgedAgain, AgentError> {
-        let due = self.store.due_for_judging(limit)?;
+        let due = self.core.store.due_for_judging(limit)?;
         let forced = due.iter().filter(|d| d.judged == 0).count();
         self.forced_pending = forced > 0 && forced == limit;
         let mut asks = Vec::new();
         let mut listed = Vec::new();
         let mut look = BTreeSet::new();
         for d in due {
-            let stat = std::fs::metadata(self.config.docroot.join(&d.path))
+            let stat = std::fs::metadata(self.core.config.docroot.join(&d.path))
                 .ok()
                 .filter(std::fs::Metadata::is_file)
                 .map(|m| Stat::of(&m));
             let known: Option<(Stat, Sha256Digest)> = if d.public {
-                self.inventory.get(&d.path).map(|e| {
+                self.core.inventory.get(&d.path).map(|e| {
                     let s = Stat {
                         size: e.size,
                         mtime_ns: e.mtime_ns,
@@ -117,7 +117,7 @@ impl Agent {
             }
         }
         let mut changes = self.save(batch, pass.now)?.len();
-        if let Some(a) = &self.activity {
+        if let Some(a) = &self.core.activity {
             a.scanned_some(std::mem::take(&mut pass.excluded));
         }
         let mut unreachable = pass.result.unreachable.take();
@@ -136,12 +136,12 @@ impl Agent {
 
     /// Tells the console how the web server answered: `asked` files, or not at all (why).
     pub(super) fn note_judging(&self, asked: usize, unreachable: Option<&str>) {
-        let Some(a) = &self.activity else { return };
+        let Some(a) = &self.core.activity else { return };
         let server = self.judge.origin();
         match unreachable {
             Some(why) => a.judge_unreachable(
                 server,
-                crate::store::to_ms(self.clock.now()),
+                crate::store::to_ms(self.core.clock.now()),
                 why,
                 self.waiting.len(),
             ),
@@ -157,7 +157,7 @@ impl Agent {
 
     /// Asks for every file to be judged again first (the server's configuration changed).
     pub(crate) fn judge_all_again(&mut self) -> Result<(), AgentError> {
-        self.store.judge_again_under("")?;
+        self.core.store.judge_again_under("")?;
         self.forced_pending = true;
         Ok(())
     }
@@ -169,6 +169,6 @@ impl Agent {
 
     /// Public and refused files: how many the rolling schedule must cover.
     pub(crate) fn judged_files(&self) -> usize {
-        self.inventory.len() + self.refused.len()
+        self.core.inventory.len() + self.refused.len()
     }
 }

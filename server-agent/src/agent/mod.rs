@@ -12,6 +12,7 @@ mod outcome;
 mod reads;
 mod server_look;
 mod setup;
+mod site_core;
 pub(crate) mod snapshots;
 mod watch_loop;
 
@@ -19,17 +20,17 @@ pub use outcome::AgentError;
 pub(crate) use outcome::Reconciled;
 use server_look::indexnow_key_file;
 pub(crate) use server_look::{filter_of, log_view, look_at_server};
-pub(crate) use setup::{commit_batch, open_state, publisher_for, retention_of};
+pub(crate) use setup::{open_state, publisher_for, retention_of};
+pub(crate) use site_core::{Opened, SiteCore};
 
 use crate::activity::{Activity, Exclusions, Publication};
 use crate::config::Config;
 use crate::content_type;
 use crate::inventory::{FileEntry, Inventory};
 use crate::judge::{Ask, Judge, Refusal, Verdict};
-use crate::privacy::PublicFilter;
-use crate::publish::{PublishError, PublishReport, Publisher};
+use crate::publish::{PublishError, PublishReport};
 use crate::scan::{self, ReadError, Stat};
-use crate::store::{Batch, LoggedChange, NewVersion, RefusedFile, Retention, Store, truncate_ms};
+use crate::store::{Batch, LoggedChange, NewVersion, RefusedFile, Store, truncate_ms};
 use crate::watch::Watcher;
 use crate::web_server::ServerView;
 use chrono::{DateTime, Utc};
@@ -83,18 +84,10 @@ pub(crate) use crate::store::ChangeObserver;
 
 /// The agent for one docroot.
 pub struct Agent {
-    observer: Option<ChangeObserver>,
-    activity: Option<Arc<Activity>>,
+    /// What both modes share: state, inventory, publisher, snapshots.
+    core: SiteCore,
     watcher: Option<Watcher>,
     watch_error: Option<String>,
-    config: Config,
-    clock: Arc<dyn Clock>,
-    filter: Arc<PublicFilter>,
-    inventory: Inventory,
-    store: Store,
-    publisher: Publisher,
-    retention: Retention,
-    baseline_done: bool,
     judge: Judge,
     /// The web server as last looked at.
     view: ServerView,
@@ -108,10 +101,6 @@ pub struct Agent {
     waiting: BTreeSet<String>,
     /// Files with more than one hard link, found by the scans.
     linked: BTreeSet<String>,
-    /// The snapshot being built, if any.
-    snapshots: snapshots::Snapshots,
-    /// What visitors read, counted from the access logs (`--access-log`).
-    popularity: Option<crate::popularity::Popularity>,
 }
 
 impl Agent {
@@ -160,7 +149,6 @@ impl Agent {
             crate::publish::atomic::write_atomic(&path, indexnow.key.as_bytes())
                 .map_err(|source| AgentError::Publish(PublishError::Write { path, source }))?;
         }
-        let retention = retention_of(&config);
         let popularity = if config.access_logs.is_empty() {
             None
         } else {
@@ -170,19 +158,22 @@ impl Agent {
                 &store,
             )?)
         };
-        Ok(Agent {
-            observer: None,
-            activity: None,
-            watcher: None,
-            watch_error: None,
+        let bodies = crate::snapshot::Bodies::Docroot(config.docroot.clone());
+        let mut core = SiteCore::new(Opened {
             config,
             clock,
-            filter,
-            inventory,
             store,
+            inventory,
             publisher,
-            retention,
+            filter,
             baseline_done,
+            bodies,
+        });
+        core.popularity = popularity;
+        Ok(Agent {
+            core,
+            watcher: None,
+            watch_error: None,
             judge,
             view,
             refused,
@@ -190,15 +181,13 @@ impl Agent {
             forced_pending: false,
             waiting: BTreeSet::new(),
             linked: BTreeSet::new(),
-            snapshots: snapshots::Snapshots::default(),
-            popularity,
         })
     }
 
     /// Starts watching the docroot now, so nothing changed during a following start-up scan is
     /// missed: events queue until [`Agent::watch`] takes them.
     pub fn start_watching(&mut self) {
-        match Watcher::start(&self.config.docroot) {
+        match Watcher::start(&self.core.config.docroot) {
             Ok(w) => self.watcher = Some(w),
             Err(e) => self.watch_error = Some(e.to_string()),
         }
@@ -207,7 +196,7 @@ impl Agent {
     /// Notes publications and exclusions in `activity`, for the console.
     pub fn record_activity(&mut self, activity: Arc<Activity>) {
         activity.server_config(self.view.unread_note());
-        self.activity = Some(activity);
+        self.core.activity = Some(activity);
     }
 
     /// Notes a publication for the console.
@@ -217,17 +206,17 @@ impl Agent {
         took: Duration,
         result: Result<Option<u64>, String>,
     ) {
-        if let Some(a) = &self.activity {
+        if let Some(a) = &self.core.activity {
             let (listing_bytes, error) = match result {
                 Ok(b) => (b, None),
                 Err(e) => (None, Some(e)),
             };
             a.published(Publication {
-                at: crate::store::to_ms(self.clock.now()),
+                at: crate::store::to_ms(self.core.clock.now()),
                 what,
                 ms: took.as_secs_f64() * 1000.0,
                 listing_bytes,
-                head: self.store.head_seq().ok(),
+                head: self.core.store.head_seq().ok(),
                 error,
             });
         }
@@ -235,22 +224,22 @@ impl Agent {
 
     /// Calls `observer` with every batch of changes once it is saved.
     pub fn observe(&mut self, observer: ChangeObserver) {
-        self.observer = Some(observer);
+        self.core.observer = Some(observer);
     }
 
     /// The inventory.
     pub fn inventory(&self) -> &Inventory {
-        &self.inventory
+        &self.core.inventory
     }
 
     /// The state database.
     pub fn store(&self) -> &Store {
-        &self.store
+        &self.core.store
     }
 
     fn begin(&self, live: bool) -> Pass {
         Pass {
-            now: truncate_ms(self.clock.now()),
+            now: truncate_ms(self.core.clock.now()),
             live,
             force: false,
             chunk: Vec::new(),
@@ -259,7 +248,7 @@ impl Agent {
             excluded: Exclusions::default(),
             judging: None,
             result: Reconciled {
-                baseline: !self.baseline_done,
+                baseline: !self.core.baseline_done,
                 ..Reconciled::default()
             },
         }
@@ -280,13 +269,14 @@ impl Agent {
     fn scan_all(&mut self, live: bool, force: bool) -> Result<Reconciled, AgentError> {
         let mut pass = self.begin(live);
         pass.force = force;
-        self.inventory.clear_seen();
-        let mut walker = scan::Walker::new(&self.config.docroot, "", self.filter.clone());
+        self.core.inventory.clear_seen();
+        let mut walker = scan::Walker::new(&self.core.config.docroot, "", self.core.filter.clone());
         for found in walker.by_ref() {
             self.found(found, &mut pass)?;
         }
         pass.result.excluded += walker.excluded();
         let gone: Vec<String> = self
+            .core
             .inventory
             .iter()
             .filter(|(_, e)| !e.seen)
@@ -300,12 +290,12 @@ impl Agent {
             .collect();
         let mut exclusions = walker.exclusions();
         let result = self.finish(pass, gone, gone_refused, Some(&mut exclusions))?;
-        if let Some(a) = &self.activity {
+        if let Some(a) = &self.core.activity {
             a.scanned(exclusions);
         }
-        if !self.baseline_done {
-            self.store.set_meta("baseline", "done")?;
-            self.baseline_done = true;
+        if !self.core.baseline_done {
+            self.core.store.set_meta("baseline", "done")?;
+            self.core.baseline_done = true;
         }
         Ok(result)
     }
@@ -334,15 +324,15 @@ impl Agent {
             .collect();
         let robots_changed = paths
             .iter()
-            .any(|p| p == "robots.txt" && !self.config.ignore_robots_txt);
+            .any(|p| p == "robots.txt" && !self.core.config.ignore_robots_txt);
         if robots_changed || !htaccess.is_empty() {
             // What is public may have changed anywhere; what an .htaccess governs is judged
             // again by the server too.
             for dir in &htaccess {
-                self.store.judge_again_under(dir)?;
+                self.core.store.judge_again_under(dir)?;
             }
             self.forced_pending |= !htaccess.is_empty();
-            self.filter = filter_of(&self.config, self.view.rules(&self.config))?;
+            self.core.filter = filter_of(&self.core.config, self.view.rules(&self.core.config))?;
             return self.full_scan(true);
         }
         let mut pass = self.begin(true);
@@ -351,10 +341,10 @@ impl Agent {
         let mut in_scope: BTreeSet<String> = BTreeSet::new();
         let mut refused_in_scope: Vec<String> = Vec::new();
         for rel in paths {
-            if self.inventory.get(rel).is_some() {
+            if self.core.inventory.get(rel).is_some() {
                 in_scope.insert(rel.clone());
             }
-            in_scope.extend(self.inventory.paths_under(rel).map(str::to_string));
+            in_scope.extend(self.core.inventory.paths_under(rel).map(str::to_string));
             let prefix = format!("{rel}/");
             refused_in_scope.extend(
                 self.refused
@@ -364,24 +354,24 @@ impl Agent {
             );
         }
         for p in &in_scope {
-            self.inventory.clear_seen_of(p);
+            self.core.inventory.clear_seen_of(p);
         }
         // A new directory and files inside it can be in one batch: each file is looked at once.
         let mut looked: BTreeSet<String> = BTreeSet::new();
         for rel in paths {
-            let full = self.config.docroot.join(rel);
+            let full = self.core.config.docroot.join(rel);
             match std::fs::metadata(&full) {
                 Ok(meta) if meta.is_dir() => {
                     let visible = rel.split('/').all(|s| !s.starts_with('.'))
-                        && self.filter.check_dir(rel).is_ok()
-                        && inside(&self.config.docroot, &full);
+                        && self.core.filter.check_dir(rel).is_ok()
+                        && inside(&self.core.config.docroot, &full);
                     if !visible {
                         continue;
                     }
                     // Its permissions may be what changed: nothing under it is taken as is.
                     let was = std::mem::replace(&mut pass.force, true);
                     let mut walker =
-                        scan::Walker::new(&self.config.docroot, rel, self.filter.clone());
+                        scan::Walker::new(&self.core.config.docroot, rel, self.core.filter.clone());
                     for found in walker.by_ref() {
                         if let scan::Found::File(p, _) = &found
                             && !looked.insert(p.clone())
@@ -392,23 +382,23 @@ impl Agent {
                     }
                     pass.force = was;
                     pass.result.excluded += walker.excluded();
-                    if let Some(a) = &self.activity {
+                    if let Some(a) = &self.core.activity {
                         a.scanned_some(walker.exclusions());
                     }
                 }
                 Ok(meta) if meta.is_file() => {
                     // Judged by what it resolves to: a file under a symlinked directory that
                     // leaves the docroot is outside, whatever its own name says.
-                    let why = match self.filter.check_file(rel) {
+                    let why = match self.core.filter.check_file(rel) {
                         Err(why) => Some(why.to_string()),
-                        Ok(()) if !inside(&self.config.docroot, &full) => {
+                        Ok(()) if !inside(&self.core.config.docroot, &full) => {
                             Some("symlink out of the docroot".to_string())
                         }
                         Ok(()) => None,
                     };
                     if let Some(why) = why {
                         pass.result.excluded += 1;
-                        if let Some(a) = &self.activity {
+                        if let Some(a) = &self.core.activity {
                             let mut e = Exclusions::default();
                             e.add(rel, &why);
                             a.scanned_some(e);
@@ -423,7 +413,7 @@ impl Agent {
         }
         let gone: Vec<String> = in_scope
             .into_iter()
-            .filter(|p| self.inventory.get(p).is_some_and(|e| !e.seen))
+            .filter(|p| self.core.inventory.get(p).is_some_and(|e| !e.seen))
             .collect();
         let gone_refused: Vec<String> = refused_in_scope
             .into_iter()
@@ -431,7 +421,7 @@ impl Agent {
             .collect();
         let mut exclusions = Exclusions::default();
         let result = self.finish(pass, gone, gone_refused, Some(&mut exclusions))?;
-        if let Some(a) = &self.activity {
+        if let Some(a) = &self.core.activity {
             a.scanned_some(exclusions);
         }
         Ok(result)
@@ -465,14 +455,14 @@ impl Agent {
             }
         }
         pass.result.files_seen += 1;
-        if let Some(e) = self.inventory.mark_seen(&path)
+        if let Some(e) = self.core.inventory.mark_seen(&path)
             && !force
             && same(e.size, e.mtime_ns, e.ctime_ns)
         {
             return Ok(());
         }
         // A file modified too recently may still be being written: look again later.
-        let settle = self.config.debounce;
+        let settle = self.core.config.debounce;
         let file_time = std::time::UNIX_EPOCH + Duration::from_nanos(stat.mtime_ns.max(0) as u64);
         let settled = match std::time::SystemTime::now().duration_since(file_time) {
             Ok(age) => age >= settle,
@@ -526,7 +516,7 @@ impl Agent {
     /// starts asking the web server about each file read; meanwhile settles the chunk before
     /// it, whose verdicts have come in while this one was read.
     fn flush(&mut self, pass: &mut Pass) -> Result<(), AgentError> {
-        let root = &self.config.docroot;
+        let root = &self.core.config.docroot;
         let reads: Vec<Read> = std::mem::take(&mut pass.chunk)
             .into_par_iter()
             .map(|path| {
@@ -631,7 +621,7 @@ impl Agent {
 
     /// Records that `path` left the listing (gone, or no longer public).
     fn delete(&self, path: &str, now: DateTime<Utc>, batch: &mut Batch) {
-        if let Some(old) = self.inventory.get(path) {
+        if let Some(old) = self.core.inventory.get(path) {
             batch.delete(path, old.sha256, now);
         }
     }
@@ -677,15 +667,7 @@ impl Agent {
         if batch.is_empty() {
             return Ok(Vec::new());
         }
-        let saved = commit_batch(
-            &mut self.store,
-            &mut self.inventory,
-            &mut self.publisher,
-            self.observer.as_mut(),
-            &self.retention,
-            batch,
-            now,
-        )?;
+        let saved = self.core.commit(batch, now)?;
         for (path, _, _) in &saved.upserts {
             self.unjudged.remove(path.as_str());
         }
@@ -709,7 +691,7 @@ impl Agent {
     ) -> Result<(), AgentError> {
         let now = pass.now;
         let file_time = truncate_ms(DateTime::from_timestamp_nanos(content.stat.mtime_ns));
-        let previous = self.inventory.get(path);
+        let previous = self.core.inventory.get(path);
         if let Some(prev) = previous
             && prev.fast == content.fast
             && prev.size == content.stat.size
@@ -733,6 +715,7 @@ impl Agent {
         };
         let changed = match (previous, &content.bytes, &version) {
             (Some(prev), Some(new), Some(_)) => self
+                .core
                 .store
                 .version(path, &prev.sha256)?
                 .map(|old| summarize(&old, new).changed_fraction),
@@ -747,7 +730,7 @@ impl Agent {
             modified,
             seen: true,
         };
-        let announce = self.baseline_done;
+        let announce = self.core.baseline_done;
         batch
             .upserts
             .push((path.to_string(), entry, announce.then_some(modified)));
@@ -775,9 +758,12 @@ impl Agent {
     /// Publishes the documents for the current state.
     pub fn publish(&mut self) -> Result<PublishReport, AgentError> {
         self.count_reads()?;
-        let now = truncate_ms(self.clock.now());
+        let now = truncate_ms(self.core.clock.now());
         let started = Instant::now();
-        let result = self.publisher.publish(&self.inventory, &self.store, now);
+        let result = self
+            .core
+            .publisher
+            .publish(&self.core.inventory, &self.core.store, now);
         let noted = match &result {
             Ok(r) => Ok(Some(r.listing_bytes)),
             Err(e) => Err(e.to_string()),

@@ -12,12 +12,12 @@ impl Agent {
     /// Reads the access logs, saves the counts, and sets the shares to publish; whether the
     /// published shares changed (the documents are then published again).
     pub(crate) fn count_reads(&mut self) -> Result<bool, AgentError> {
-        let Some(popularity) = self.popularity.as_mut() else {
+        let Some(popularity) = self.core.popularity.as_mut() else {
             return Ok(false);
         };
-        let now = self.clock.now().timestamp();
-        let base = self.config.base_url.clone();
-        let inventory = &self.inventory;
+        let now = self.core.clock.now().timestamp();
+        let base = self.core.config.base_url.clone();
+        let inventory = &self.core.inventory;
         // A request names a file, or a directory whose index file is published; a static
         // file is the same whatever the query (a tracker's, a cache buster's).
         let resolve = |target: &str| {
@@ -29,7 +29,7 @@ impl Agent {
             }
             inventory.get(&path).is_some().then_some(path)
         };
-        let activity = self.activity.clone();
+        let activity = self.core.activity.clone();
         let verified = |client: &str| {
             activity
                 .as_ref()
@@ -37,11 +37,11 @@ impl Agent {
         };
         popularity.read_logs(now, &resolve, &verified);
         popularity.retain(|p| inventory.get(p).is_some());
-        popularity.save(&mut self.store)?;
+        popularity.save(&mut self.core.store)?;
         let shares = popularity.published(now);
-        let changed = self.publisher.set_popularity(shares);
-        if let Some(a) = &self.activity {
-            a.set_popularity(self.publisher.popularity(), popularity.visitors(now));
+        let changed = self.core.publisher.set_popularity(shares);
+        if let Some(a) = &self.core.activity {
+            a.set_popularity(self.core.publisher.popularity(), popularity.visitors(now));
         }
         Ok(changed)
     }

@@ -106,25 +106,25 @@ impl Agent {
     /// and a new judge if it must now ask elsewhere. Whether anything the judge depends on
     /// changed.
     pub(crate) fn look_at_server_again(&mut self) -> Result<(), AgentError> {
-        let (view, rules) = look_at_server(&self.config, false)?;
+        let (view, rules) = look_at_server(&self.core.config, false)?;
         if let Some(view) = view {
             log_view(&view);
             if view.server_url != self.view.server_url
                 || view.judge.source != self.view.judge.source
             {
                 self.judge = Judge::new(
-                    &self.config.base_url,
-                    &self.config.judge,
+                    &self.core.config.base_url,
+                    &self.core.config.judge,
                     &view.server_url,
                     view.judge.source,
                 )?;
             }
             self.view = view;
-            if let Some(a) = &self.activity {
+            if let Some(a) = &self.core.activity {
                 a.server_config(self.view.unread_note());
             }
         }
-        self.filter = filter_of(&self.config, rules)?;
+        self.core.filter = filter_of(&self.core.config, rules)?;
         Ok(())
     }
 

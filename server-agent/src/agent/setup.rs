@@ -2,12 +2,10 @@
 //! publisher, what it keeps, and a batch committed with the inventory, the publisher and the
 //! hub told.
 
-use super::{AgentError, ChangeObserver};
+use super::AgentError;
 use crate::config::Config;
-use crate::inventory::Inventory;
 use crate::publish::Publisher;
-use crate::store::{Batch, Retention, Store};
-use chrono::{DateTime, Utc};
+use crate::store::{Retention, Store};
 
 /// Opens the state of the site named `identity`, refusing a state directory of another site.
 pub(crate) fn open_state(config: &Config, identity: &str) -> Result<Store, AgentError> {
@@ -59,32 +57,4 @@ pub(crate) fn retention_of(config: &Config) -> Retention {
         versions_budget: config.versions_budget,
         changes: config.retain_changes,
     }
-}
-
-/// Commits a batch, then brings the inventory in line with the state, tells the publisher of
-/// the changes and the observer (the hub) of them; returns the batch with sequence numbers.
-pub(crate) fn commit_batch(
-    store: &mut Store,
-    inventory: &mut Inventory,
-    publisher: &mut Publisher,
-    observer: Option<&mut ChangeObserver>,
-    retention: &Retention,
-    batch: Batch,
-    now: DateTime<Utc>,
-) -> Result<Batch, AgentError> {
-    let mut saved = store.commit(batch, now, retention)?;
-    for path in &saved.deletions {
-        inventory.remove(path);
-    }
-    for (path, entry, _) in &saved.upserts {
-        inventory.insert(path, entry.clone());
-    }
-    saved.versions.clear();
-    publisher.note_changes(&saved.changes);
-    if let Some(observer) = observer
-        && !saved.changes.is_empty()
-    {
-        observer(&saved.changes, inventory);
-    }
-    Ok(saved)
 }

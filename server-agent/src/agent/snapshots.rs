@@ -228,48 +228,27 @@ fn log_built(built: &BuiltSnapshot) {
 }
 
 impl Agent {
-    fn snapshot_site(&self) -> SnapshotSite<'_> {
-        SnapshotSite {
-            config: &self.config,
-            store: &self.store,
-            inventory: &self.inventory,
-            publisher: &self.publisher,
-            bodies: Bodies::Docroot(self.config.docroot.clone()),
-            now: self.clock.now(),
-        }
-    }
-
     /// Whether a new snapshot is due (snapshots configured, none being built).
     pub fn snapshot_due(&mut self) -> Result<bool, AgentError> {
-        let mut snapshots = std::mem::take(&mut self.snapshots);
-        let due = snapshots.due(&self.snapshot_site());
-        self.snapshots = snapshots;
-        due
+        self.core.snapshot_due()
     }
 
     /// Builds a snapshot now, on this thread, and republishes robots.rdf naming it.
     pub fn build_snapshot(&mut self) -> Result<BuiltSnapshot, AgentError> {
-        let mut snapshots = std::mem::take(&mut self.snapshots);
-        let built = snapshots.build_now(&self.snapshot_site());
-        self.snapshots = snapshots;
-        let built = built?;
-        self.publisher.set_snapshot(Some(built.sequence));
+        let built = self.core.build_snapshot()?;
         self.publish()?;
         Ok(built)
     }
 
     /// Starts building a snapshot on a thread of its own, if one is due.
     pub(crate) fn start_snapshot_if_due(&mut self) -> Result<(), AgentError> {
-        let mut snapshots = std::mem::take(&mut self.snapshots);
-        let started = snapshots.start_if_due(&self.snapshot_site());
-        self.snapshots = snapshots;
-        started
+        self.core.start_snapshot_if_due()
     }
 
     /// Takes a background build that ended: robots.rdf names the new snapshot.
     pub(crate) fn finish_snapshot(&mut self) -> Result<(), AgentError> {
-        if let Some(built) = self.snapshots.finished() {
-            self.publisher.set_snapshot(Some(built.sequence));
+        if let Some(built) = self.core.finished_snapshot() {
+            self.core.publisher.set_snapshot(Some(built.sequence));
             self.publish()?;
         }
         Ok(())

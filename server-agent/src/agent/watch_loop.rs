@@ -123,11 +123,14 @@ impl Agent {
             tracing::error!("{e}; rescanning every 30 s instead of watching");
         }
         let rescan_every = if watcher.is_some() {
-            self.config.rescan_interval
+            self.core.config.rescan_interval
         } else {
-            self.config.rescan_interval.min(Duration::from_secs(30))
+            self.core
+                .config
+                .rescan_interval
+                .min(Duration::from_secs(30))
         };
-        let mut queue = EventQueue::new(self.config.debounce);
+        let mut queue = EventQueue::new(self.core.config.debounce);
         let mut next_rescan = Instant::now() + rescan_every;
         let mut rescan_reason: Option<String> =
             catch_up.then(|| "catching up with changes made before watching began".to_string());
@@ -152,7 +155,7 @@ impl Agent {
             if let Some(w) = watcher.as_mut() {
                 for rel in &self.linked {
                     if watched_links.insert(rel.clone())
-                        && let Err(e) = w.watch_file(&self.config.docroot.join(rel))
+                        && let Err(e) = w.watch_file(&self.core.config.docroot.join(rel))
                     {
                         tracing::warn!(
                             "{rel} has several hard links and cannot be watched ({e}): its changes through the others are found by the rescans"
@@ -168,7 +171,7 @@ impl Agent {
                 .unwrap_or(now + Duration::from_millis(500))
                 .min(next_rescan)
                 .min(republish.map_or(next_rescan, |(at, _)| at))
-                .min(judging.wake(now, self.judging_forced(), self.config.judge_rate));
+                .min(judging.wake(now, self.judging_forced(), self.core.config.judge_rate));
             if sitemaps_stale.is_some() {
                 // Only take what is already waiting, then do the sitemaps.
                 deadline = now;
@@ -184,7 +187,7 @@ impl Agent {
                 }
             };
             if let Some((at, signal)) = received {
-                let root = &self.config.docroot;
+                let root = &self.core.config.docroot;
                 let rel = |paths: Vec<std::path::PathBuf>| {
                     paths
                         .iter()
@@ -270,13 +273,17 @@ impl Agent {
                 if let Some((at, pause)) = republish
                     && now >= at
                 {
-                    let at = truncate_ms(self.clock.now());
+                    let at = truncate_ms(self.core.clock.now());
                     let done = self
+                        .core
                         .publisher
-                        .publish_listing_and_feed(&self.inventory, &self.store, at)
+                        .publish_listing_and_feed(&self.core.inventory, &self.core.store, at)
                         .and_then(|_| {
-                            self.publisher
-                                .publish_sitemaps(&self.inventory, &self.store, at)
+                            self.core.publisher.publish_sitemaps(
+                                &self.core.inventory,
+                                &self.core.store,
+                                at,
+                            )
                         });
                     republish = match done {
                         Ok(_) => {
@@ -291,11 +298,11 @@ impl Agent {
                 } else if !judging.paused(now) {
                     // Quiet: judge a few files again.
                     let spread = self.judged_files() as f64
-                        / (self.config.judge_every.as_secs_f64() * 0.9).max(1.0);
+                        / (self.core.config.judge_every.as_secs_f64() * 0.9).max(1.0);
                     let rate = if self.judging_forced() {
-                        self.config.judge_rate
+                        self.core.config.judge_rate
                     } else {
-                        spread.min(self.config.judge_rate)
+                        spread.min(self.core.config.judge_rate)
                     };
                     let n = judging.budget(now, rate);
                     if n > 0 {
@@ -362,10 +369,10 @@ impl Agent {
     /// (`republish`).
     fn publish_sitemaps(&mut self, republish: &mut Option<(Instant, Duration)>) {
         let started = Instant::now();
-        let done = self.publisher.publish_sitemaps(
-            &self.inventory,
-            &self.store,
-            truncate_ms(self.clock.now()),
+        let done = self.core.publisher.publish_sitemaps(
+            &self.core.inventory,
+            &self.core.store,
+            truncate_ms(self.core.clock.now()),
         );
         let noted = done.as_ref().map(|_| None).map_err(|e| e.to_string());
         self.note_publication("sitemaps", started.elapsed(), noted);
@@ -386,10 +393,10 @@ impl Agent {
         republish: &mut Option<(Instant, Duration)>,
     ) -> Result<(), AgentError> {
         let started = Instant::now();
-        let done = self.publisher.publish_listing_and_feed(
-            &self.inventory,
-            &self.store,
-            truncate_ms(self.clock.now()),
+        let done = self.core.publisher.publish_listing_and_feed(
+            &self.core.inventory,
+            &self.core.store,
+            truncate_ms(self.core.clock.now()),
         );
         let noted = match &done {
             Ok(r) => Ok(Some(r.listing_bytes)),
@@ -399,7 +406,7 @@ impl Agent {
         match done {
             Ok(report) => {
                 tracing::info!(
-                    head = self.store.head_seq().unwrap_or(0),
+                    head = self.core.store.head_seq().unwrap_or(0),
                     listing_ms = report.listing_time.as_millis() as u64,
                     spliced = report.spliced,
                     "published"

@@ -36,7 +36,7 @@ impl OriginAgent {
             }
         };
         self.unreachable = None;
-        self.filter = Self::filter_with(&self.config, robots_rule, self.access.clone())?;
+        self.core.filter = Self::filter_with(&self.core.config, robots_rule, self.access.clone())?;
         if let discover::Robots::Refused(why) = &robots {
             tracing::error!(
                 "{}/robots.txt cannot be read ({why}): nothing new is published until it can be",
@@ -47,10 +47,10 @@ impl OriginAgent {
             discover::Robots::Body(b) => Some(b.as_slice()),
             _ => None,
         };
-        let roots = discover::sitemap_roots(&self.config.base_url, body);
+        let roots = discover::sitemap_roots(&self.core.config.base_url, body);
         let found = discover::walk(
             &self.client,
-            (&self.config.base_url, &self.settings.queries),
+            (&self.core.config.base_url, &self.settings.queries),
             roots,
             self.settings.max_urls,
             &mut self.pacer,
@@ -62,7 +62,7 @@ impl OriginAgent {
             tracing::warn!(
                 "sitemaps name {} URLs that are not pages of {} (the first: {} {})",
                 found.refused.len(),
-                self.config.base_url,
+                self.core.config.base_url,
                 found.refused[0].0,
                 found.refused[0].1
             );
@@ -71,7 +71,7 @@ impl OriginAgent {
         for p in &named {
             // A sitemap names it: no longer one only editors were seen reading.
             self.signals
-                .released(&format!("{}{p}", self.config.base_url.path()));
+                .released(&format!("{}{p}", self.core.config.base_url.path()));
         }
         if std::mem::take(&mut self.write_pending) {
             self.after_write(&named);
@@ -91,7 +91,8 @@ impl OriginAgent {
     /// Whether the rules (robots.txt, the globs, the names) let `path` be published, its query
     /// included.
     pub(super) fn allowed(&self, path: &str) -> Result<(), String> {
-        self.filter
+        self.core
+            .filter
             .check_file(&crate::urls::request_form(path))
             .map_err(|why| why.to_string())
     }
@@ -122,7 +123,7 @@ impl OriginAgent {
     /// change could have touched).
     pub(super) fn read_logs(&mut self) -> usize {
         let mut paths = Vec::new();
-        let now = self.clock.now().timestamp();
+        let now = self.core.clock.now().timestamp();
         let source = self.client.source();
         // The agent's own requests come from its source address (older ones said so).
         let own = |l: &LogLine| {
@@ -132,6 +133,7 @@ impl OriginAgent {
                     .is_some_and(|a| a.contains("webcoop-agent/"))
         };
         let lines = self
+            .core
             .popularity
             .as_mut()
             .map(|p| p.read_lines())
@@ -140,9 +142,11 @@ impl OriginAgent {
         for line in &lines {
             match self.signals.observe(line, now, own) {
                 Seen::Page(t) => {
-                    if let Ok(p) =
-                        crate::urls::logged_path(&self.config.base_url, &t, &self.settings.queries)
-                    {
+                    if let Ok(p) = crate::urls::logged_path(
+                        &self.core.config.base_url,
+                        &t,
+                        &self.settings.queries,
+                    ) {
                         paths.push(p);
                     }
                 }
@@ -160,19 +164,19 @@ impl OriginAgent {
 
     /// Counts the reads among `lines`, of pages published now.
     fn count_reads(&mut self, lines: &[LogLine], now: i64) {
-        let Some(popularity) = self.popularity.as_mut() else {
+        let Some(popularity) = self.core.popularity.as_mut() else {
             return;
         };
         let (base, queries, inventory) = (
-            &self.config.base_url,
+            &self.core.config.base_url,
             &self.settings.queries,
-            &self.inventory,
+            &self.core.inventory,
         );
         let resolve = |target: &str| {
             let p = crate::urls::logged_path(base, target, queries).ok()?;
             inventory.get(&p).is_some().then_some(p)
         };
-        let activity = self.activity.clone();
+        let activity = self.core.activity.clone();
         let verified = |c: &str| activity.as_ref().is_some_and(|a| a.is_verified_client(c));
         for line in lines {
             popularity.observe(line, now, &resolve, &verified);
@@ -223,7 +227,7 @@ impl OriginAgent {
         let vanished: Vec<String> = self
             .in_sitemaps
             .difference(named)
-            .filter(|p| self.inventory.get(p.as_str()).is_some())
+            .filter(|p| self.core.inventory.get(p.as_str()).is_some())
             .cloned()
             .collect();
         for p in vanished {

@@ -27,17 +27,13 @@ pub(crate) mod volatile;
 mod withdraw;
 
 use crate::activity::{Activity, Publication};
-use crate::agent::snapshots::{SnapshotSite, Snapshots};
-use crate::agent::{
-    AgentError, ChangeObserver, commit_batch, open_state, publisher_for, retention_of,
-};
+use crate::agent::{AgentError, ChangeObserver, Opened, SiteCore, open_state, publisher_for};
 use crate::config::{Config, OriginSettings};
 use crate::inventory::Inventory;
 use crate::privacy::{FilterRules, PublicFilter, RobotsTxt};
-use crate::publish::Publisher;
 use crate::server_config::ServerRules;
 use crate::snapshot::{Bodies, BuiltSnapshot};
-use crate::store::{Batch, Retention, Store, truncate_ms};
+use crate::store::{Batch, truncate_ms};
 use fetch::OriginClient;
 use schedule::Tracked;
 use std::collections::{HashMap, HashSet};
@@ -107,17 +103,11 @@ pub struct OriginStats {
 
 /// The agent for a site read from its web server.
 pub struct OriginAgent {
-    config: Config,
+    /// What both modes share: state, inventory, publisher, snapshots.
+    core: SiteCore,
     settings: OriginSettings,
-    clock: Arc<dyn Clock>,
     client: OriginClient,
     pacer: Pacer,
-    store: Store,
-    inventory: Inventory,
-    publisher: Publisher,
-    retention: Retention,
-    observer: Option<ChangeObserver>,
-    filter: Arc<PublicFilter>,
     pages: HashMap<String, Tracked>,
     /// What the access logs say beyond the pages read: writes, editors.
     signals: signals::Signals,
@@ -146,16 +136,11 @@ pub struct OriginAgent {
     snapshot_started_at: u64,
     /// The documents must be published again (a snapshot was withdrawn).
     republish: bool,
-    /// What visitors read, counted from the access logs.
-    popularity: Option<crate::popularity::Popularity>,
-    baseline_done: bool,
     batch: Batch,
     stats: OriginStats,
     next_discovery: Instant,
-    activity: Option<Arc<Activity>>,
     /// Requests counted into the console's figures so far.
     requests_noted: u64,
-    snapshots: Snapshots,
     /// Why the origin could not be reached at the last reading of its sitemaps, if it could
     /// not.
     unreachable: Option<String>,
@@ -239,17 +224,23 @@ impl OriginAgent {
             pages.entry(seed.clone()).or_default();
         }
         let filter = Self::filter_with(&config, RobotsTxt::Absent, access.clone())?;
-        let mut agent = OriginAgent {
-            retention: retention_of(&config),
-            pacer: Pacer::new(settings.rate),
-            settings,
+        // The pages as the web server served them, kept in the state, make the snapshots.
+        let bodies = Bodies::Kept(config.state.clone());
+        let core = SiteCore::new(Opened {
+            config,
             clock,
-            client,
             store,
             inventory,
             publisher,
-            observer: None,
             filter,
+            baseline_done,
+            bodies,
+        });
+        let mut agent = OriginAgent {
+            core,
+            pacer: Pacer::new(settings.rate),
+            settings,
+            client,
             pages,
             signals: signals::Signals::new(signals::Endpoints::default()),
             quotes: quotes::Quotes::default(),
@@ -264,26 +255,21 @@ impl OriginAgent {
             withdrawals_seen: 0,
             snapshot_started_at: 0,
             republish: false,
-            popularity: None,
-            baseline_done,
             batch: Batch::default(),
             stats: OriginStats::default(),
             next_discovery: Instant::now(),
-            activity: None,
             requests_noted: 0,
-            snapshots: Snapshots::default(),
             unreachable: None,
             last_discovery: None,
-            config,
         };
         agent.index_kept_pages()?;
         if !agent.settings.access_logs.is_empty() {
             // The logs are followed here: the intake takes their lines for pages, writes and
             // editors, and the counts take the reads among them.
-            agent.popularity = Some(crate::popularity::Popularity::open(
-                agent.config.popularity,
+            agent.core.popularity = Some(crate::popularity::Popularity::open(
+                agent.core.config.popularity,
                 &agent.settings.access_logs,
-                &agent.store,
+                &agent.core.store,
             )?);
         }
         Ok(agent)
@@ -291,9 +277,9 @@ impl OriginAgent {
 
     /// Reads what each kept page links to and its title, from the versions in the state.
     fn index_kept_pages(&mut self) -> Result<(), AgentError> {
-        let base = self.config.base_url.clone();
-        for (path, entry) in self.inventory.iter() {
-            let Some(body) = self.store.version(path, &entry.sha256)? else {
+        let base = self.core.config.base_url.clone();
+        for (path, entry) in self.core.inventory.iter() {
+            let Some(body) = self.core.store.version(path, &entry.sha256)? else {
                 continue;
             };
             if let Ok(url) = base.join(path) {
@@ -328,17 +314,17 @@ impl OriginAgent {
 
     /// Calls `observer` with every batch of changes once it is saved.
     pub fn observe(&mut self, observer: ChangeObserver) {
-        self.observer = Some(observer);
+        self.core.observer = Some(observer);
     }
 
     /// Notes publications, refusals and requests to the origin in `activity`, for the console.
     pub fn record_activity(&mut self, activity: Arc<Activity>) {
-        self.activity = Some(activity);
+        self.core.activity = Some(activity);
     }
 
     /// The pages published.
     pub fn inventory(&self) -> &Inventory {
-        &self.inventory
+        &self.core.inventory
     }
 
     /// What has been done so far.
@@ -370,61 +356,39 @@ impl OriginAgent {
 
     /// Whether a new snapshot is due (snapshots configured, the baseline recorded).
     pub fn snapshot_due(&mut self) -> Result<bool, AgentError> {
-        if !self.baseline_done {
+        if !self.core.baseline_done {
             return Ok(false);
         }
-        let mut snapshots = std::mem::take(&mut self.snapshots);
-        let due = snapshots.due(&self.snapshot_site());
-        self.snapshots = snapshots;
-        due
-    }
-
-    fn snapshot_site(&self) -> SnapshotSite<'_> {
-        SnapshotSite {
-            config: &self.config,
-            store: &self.store,
-            inventory: &self.inventory,
-            publisher: &self.publisher,
-            // The pages as the web server served them, kept in the state.
-            bodies: Bodies::Kept(self.config.state.clone()),
-            now: self.clock.now(),
-        }
+        self.core.snapshot_due()
     }
 
     /// Builds a snapshot of the published pages now (those with a kept version: text), and
     /// republishes robots.rdf naming it.
     pub fn build_snapshot(&mut self) -> Result<BuiltSnapshot, AgentError> {
-        let mut snapshots = std::mem::take(&mut self.snapshots);
-        let built = snapshots.build_now(&self.snapshot_site());
-        self.snapshots = snapshots;
-        let built = built?;
-        self.publisher.set_snapshot(Some(built.sequence));
+        let built = self.core.build_snapshot()?;
         self.flush(true)?;
         Ok(built)
     }
 
     /// Takes a finished background snapshot and starts the next when one is due.
     fn snapshot_step(&mut self) -> Result<(), AgentError> {
-        if let Some(built) = self.snapshots.finished() {
+        if let Some(built) = self.core.finished_snapshot() {
             if self.snapshot_started_at == self.withdrawals_seen {
-                self.publisher.set_snapshot(Some(built.sequence));
+                self.core.publisher.set_snapshot(Some(built.sequence));
                 self.flush(true)?;
             } else {
                 // Built from versions a withdrawal since then took back.
-                crate::publish::snapshot::remove_all(&self.config.out);
-                crate::publish::resource_dump::remove_all(&self.config.out);
+                crate::publish::snapshot::remove_all(&self.core.config.out);
+                crate::publish::resource_dump::remove_all(&self.core.config.out);
                 tracing::info!("a snapshot built across a withdrawal is discarded");
             }
         }
         // Not before every page that showed something withdrawn was checked again.
-        if !self.baseline_done || !self.quoting.is_empty() {
+        if !self.core.baseline_done || !self.quoting.is_empty() {
             return Ok(());
         }
         self.snapshot_started_at = self.withdrawals_seen;
-        let mut snapshots = std::mem::take(&mut self.snapshots);
-        let started = snapshots.start_if_due(&self.snapshot_site());
-        self.snapshots = snapshots;
-        started
+        self.core.start_snapshot_if_due()
     }
 
     /// Checks pages at their pace until `stop` is set, taking pings from `notices`.
@@ -449,7 +413,7 @@ impl OriginAgent {
                     now.pings - was.pings,
                     now.writes - was.writes,
                     now.withdrawals - was.withdrawals,
-                    self.inventory.len(),
+                    self.core.inventory.len(),
                     self.pages.len(),
                     self.signals.held()
                 );
@@ -524,33 +488,26 @@ impl OriginAgent {
     }
 
     fn now_ms(&self) -> i64 {
-        crate::store::to_ms(self.clock.now())
+        crate::store::to_ms(self.core.clock.now())
     }
 
     /// Saves what was found and publishes; the first time every page has been fetched, the
     /// baseline is recorded.
     fn flush(&mut self, force_publish: bool) -> Result<(), AgentError> {
-        let baseline_now = !self.baseline_done && self.pages.values().all(|t| t.checked.is_some());
+        let baseline_now =
+            !self.core.baseline_done && self.pages.values().all(|t| t.checked.is_some());
         let batch = std::mem::take(&mut self.batch);
         let had = !batch.is_empty();
         if had {
-            let now = truncate_ms(self.clock.now());
-            commit_batch(
-                &mut self.store,
-                &mut self.inventory,
-                &mut self.publisher,
-                self.observer.as_mut(),
-                &self.retention,
-                batch,
-                now,
-            )?;
+            let now = truncate_ms(self.core.clock.now());
+            self.core.commit(batch, now)?;
         }
         if baseline_now {
-            self.store.set_meta("baseline", "done")?;
-            self.baseline_done = true;
+            self.core.store.set_meta("baseline", "done")?;
+            self.core.baseline_done = true;
             tracing::info!(
                 "baseline recorded: {} pages published of {} found, {} requests",
-                self.inventory.len(),
+                self.core.inventory.len(),
                 self.pages.len(),
                 self.pacer.requests
             );
@@ -558,36 +515,39 @@ impl OriginAgent {
         if had {
             self.withdraw_saved()?;
         }
-        if let Some(p) = self.popularity.as_mut() {
-            let now = self.clock.now().timestamp();
-            let inventory = &self.inventory;
+        if let Some(p) = self.core.popularity.as_mut() {
+            let now = self.core.clock.now().timestamp();
+            let inventory = &self.core.inventory;
             p.retain(|path| inventory.get(path).is_some());
-            p.save(&mut self.store)?;
-            if self.publisher.set_popularity(p.published(now)) {
+            p.save(&mut self.core.store)?;
+            if self.core.publisher.set_popularity(p.published(now)) {
                 self.republish = true;
             }
-            if let Some(a) = &self.activity {
-                a.set_popularity(self.publisher.popularity(), p.visitors(now));
+            if let Some(a) = &self.core.activity {
+                a.set_popularity(self.core.publisher.popularity(), p.visitors(now));
             }
         }
         let republish = std::mem::take(&mut self.republish);
         if had || baseline_now || force_publish || republish {
-            let now = truncate_ms(self.clock.now());
+            let now = truncate_ms(self.core.clock.now());
             let started = Instant::now();
-            let result = self.publisher.publish(&self.inventory, &self.store, now);
-            if let Some(a) = &self.activity {
+            let result = self
+                .core
+                .publisher
+                .publish(&self.core.inventory, &self.core.store, now);
+            if let Some(a) = &self.core.activity {
                 a.published(Publication {
                     at: crate::store::to_ms(now),
                     what: "all",
                     ms: started.elapsed().as_secs_f64() * 1000.0,
                     listing_bytes: result.as_ref().ok().map(|r| r.listing_bytes),
-                    head: self.store.head_seq().ok(),
+                    head: self.core.store.head_seq().ok(),
                     error: result.as_ref().err().map(ToString::to_string),
                 });
             }
             result?;
         }
-        if let Some(a) = &self.activity {
+        if let Some(a) = &self.core.activity {
             let asked = self.pacer.requests - self.requests_noted;
             self.requests_noted = self.pacer.requests;
             a.judged(self.client.origin(), asked, 0);

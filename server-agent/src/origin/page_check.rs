@@ -18,10 +18,10 @@ use webcoop_protocol::validator::Sha256Digest;
 impl OriginAgent {
     /// Asks the origin for one page and records what it shows.
     pub(super) fn check(&mut self, path: &str) -> Result<(), AgentError> {
-        let listed = self.inventory.get(path).cloned();
+        let listed = self.core.inventory.get(path).cloned();
         // Its rules may have changed since it was taken in (robots.txt, read again).
         if let Err(why) = self.allowed(path) {
-            let now = truncate_ms(self.clock.now());
+            let now = truncate_ms(self.core.clock.now());
             self.remove(path, listed.as_ref(), now, why);
             if let Some(t) = self.pages.get_mut(path) {
                 t.checked = Some(crate::store::to_ms(now));
@@ -41,7 +41,7 @@ impl OriginAgent {
             .is_some_and(|t| t.not_modified_streak >= schedule::TRUST_304);
         self.pacer.wait();
         let answer = self.client.get(path, &known);
-        let now = truncate_ms(self.clock.now());
+        let now = truncate_ms(self.core.clock.now());
         let now_ms = crate::store::to_ms(now);
         let previous_check = self.pages.get(path).and_then(|t| t.checked);
         let interval = previous_check.map(|at| (now_ms - at).max(0) as f64 / 1000.0);
@@ -116,7 +116,7 @@ impl OriginAgent {
             self.stats.unchanged += 1;
             return Ok(Outcome::Same);
         }
-        if self.baseline_done {
+        if self.core.baseline_done {
             // Changed, or new: asked once more, so a page that is different at every request
             // (a clock, a counter, a random quote) is told from a page that changed.
             self.pacer.wait();
@@ -148,7 +148,7 @@ impl OriginAgent {
                 }
             }
         }
-        if self.baseline_done
+        if self.core.baseline_done
             && let Some(prev) = listed
             && self.same_but_for_volatile_parts(path, prev, digest, text)?
         {
@@ -163,13 +163,14 @@ impl OriginAgent {
         let size = page.body.len() as u64;
         let changed = match (listed, text) {
             (Some(prev), true) => self
+                .core
                 .store
                 .version(path, &prev.sha256)?
                 .map(|old| summarize(&old, &page.body).changed_fraction),
             _ => None,
         };
         let modified = match page.last_modified {
-            Some(lm) if !self.baseline_done && lm <= now => truncate_ms(lm),
+            Some(lm) if !self.core.baseline_done && lm <= now => truncate_ms(lm),
             _ => now,
         };
         let entry = FileEntry {
@@ -181,7 +182,7 @@ impl OriginAgent {
             modified,
             seen: true,
         };
-        let announce = self.baseline_done;
+        let announce = self.core.baseline_done;
         self.batch
             .upserts
             .push((path.to_string(), entry, announce.then_some(modified)));
@@ -189,9 +190,9 @@ impl OriginAgent {
             self.batch
                 .versions
                 .push(NewVersion::of(path, sha256, &page.body));
-            if let Ok(url) = self.config.base_url.join(path) {
+            if let Ok(url) = self.core.config.base_url.join(path) {
                 self.quotes
-                    .record(path, &page.body, &url, &self.config.base_url);
+                    .record(path, &page.body, &url, &self.core.config.base_url);
             }
         }
         if announce {
@@ -268,7 +269,7 @@ impl OriginAgent {
         if let Some(t) = self.pages.get_mut(path) {
             if t.refused.as_deref() != Some(why.as_str()) {
                 tracing::info!("not published, {why}: {path}");
-                if let Some(a) = &self.activity {
+                if let Some(a) = &self.core.activity {
                     let mut e = Exclusions::default();
                     e.add(path, &why);
                     a.scanned_some(e);
@@ -301,7 +302,7 @@ impl OriginAgent {
                     "{path}: its template changed; its volatile parts are learned again"
                 );
                 self.learned.remove(path);
-                let _ = self.store.set_meta(&learned_key(path), "");
+                let _ = self.core.store.set_meta(&learned_key(path), "");
                 volatile::change_digest(body, true)
             }
             None => volatile::change_digest(body, true),
@@ -323,7 +324,7 @@ impl OriginAgent {
         let Some(learned) = self.learned_of(path) else {
             return Ok(false);
         };
-        let Some(old) = self.store.version(path, &listed.sha256)? else {
+        let Some(old) = self.core.store.version(path, &listed.sha256)? else {
             return Ok(false);
         };
         Ok(learned::apply(&old, &learned)
@@ -334,7 +335,7 @@ impl OriginAgent {
         if let Some(l) = self.learned.get(path) {
             return Some(l.clone());
         }
-        let text = self.store.meta(&learned_key(path)).ok().flatten()?;
+        let text = self.core.store.meta(&learned_key(path)).ok().flatten()?;
         let l: Learned = serde_json::from_str(&text).ok()?;
         self.learned.insert(path.to_string(), l.clone());
         Some(l)
@@ -361,7 +362,7 @@ impl OriginAgent {
             l.masks.len()
         );
         if let Ok(json) = serde_json::to_string(&l) {
-            let _ = self.store.set_meta(&learned_key(path), &json);
+            let _ = self.core.store.set_meta(&learned_key(path), &json);
         }
         self.learned.insert(path.to_string(), l);
         Ok(self.change_digest(path, first, true))

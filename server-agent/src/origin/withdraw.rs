@@ -19,7 +19,7 @@ impl OriginAgent {
     pub(super) fn withdraw_saved(&mut self) -> Result<(), AgentError> {
         let withdrawn = std::mem::take(&mut self.withdrawn);
         for path in &withdrawn {
-            let dropped = self.store.forget_versions(path)?;
+            let dropped = self.core.store.forget_versions(path)?;
             let mut showing: BTreeSet<String> = self.quotes.linking_to(path).into_iter().collect();
             if let Some(title) = self.quotes.searchable_title(path).map(str::to_string) {
                 showing.extend(self.pages_holding(title.as_bytes())?);
@@ -28,7 +28,7 @@ impl OriginAgent {
             showing.remove(path);
             let mut asked = 0;
             for p in &showing {
-                if self.inventory.get(p).is_none() {
+                if self.core.inventory.get(p).is_none() {
                     continue;
                 }
                 if let Some(t) = self.pages.get_mut(p) {
@@ -47,9 +47,9 @@ impl OriginAgent {
             self.withdraw_snapshots();
         }
         for p in std::mem::take(&mut self.purge_after_flush) {
-            if let Some(e) = self.inventory.get(&p) {
+            if let Some(e) = self.core.inventory.get(&p) {
                 let keep = e.sha256;
-                let dropped = self.store.forget_versions_except(&p, &keep)?;
+                let dropped = self.core.store.forget_versions_except(&p, &keep)?;
                 if dropped > 0 {
                     tracing::info!(
                         "{p}: {dropped} older versions dropped (they showed a page withdrawn)"
@@ -63,8 +63,8 @@ impl OriginAgent {
     /// The listed pages whose current kept version holds `text`.
     fn pages_holding(&self, text: &[u8]) -> Result<Vec<String>, AgentError> {
         let mut out = Vec::new();
-        for (path, entry) in self.inventory.iter().take(MAX_TITLE_SCAN) {
-            if let Some(body) = self.store.version(path, &entry.sha256)?
+        for (path, entry) in self.core.inventory.iter().take(MAX_TITLE_SCAN) {
+            if let Some(body) = self.core.store.version(path, &entry.sha256)?
                 && memchr::memmem::find(&body, text).is_some()
             {
                 out.push(path.to_string());
@@ -78,12 +78,12 @@ impl OriginAgent {
     /// showed what left to be checked again.
     fn withdraw_snapshots(&mut self) {
         self.withdrawals_seen += 1;
-        let removed = crate::publish::snapshot::remove_all(&self.config.out)
-            + crate::publish::resource_dump::remove_all(&self.config.out);
-        if self.publisher.snapshot().is_some() || removed > 0 {
+        let removed = crate::publish::snapshot::remove_all(&self.core.config.out)
+            + crate::publish::resource_dump::remove_all(&self.core.config.out);
+        if self.core.publisher.snapshot().is_some() || removed > 0 {
             tracing::info!("{removed} snapshot files removed: they may hold what was withdrawn");
         }
-        self.publisher.set_snapshot(None);
+        self.core.publisher.set_snapshot(None);
         self.republish = true;
     }
 }

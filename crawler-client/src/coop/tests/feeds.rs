@@ -290,3 +290,26 @@ fn a_sitemap_read_again_counts_the_changes_its_dates_claim_as_announced() {
     let moved = [("/a", t - 1_000), ("/b", t - 2_000), ("/c", t - 5_400_000)];
     assert_eq!(walk(&mut w, &moved), 2, "two dates claim changes");
 }
+
+#[test]
+fn a_site_with_the_agents_changes_feed_has_its_rss_feeds_left_unread() {
+    let feeds = |w: &mut World| {
+        let host = w.host;
+        let feed = Link::to(&Url::parse(FEED).unwrap());
+        w.decide(|c, r| c.page_feeds(r, host, std::slice::from_ref(&feed)));
+        w.frontier.drop_coop(host, |j| {
+            matches!(
+                j,
+                CoopJob::Fetch {
+                    kind: MetaKind::Feed,
+                    ..
+                }
+            )
+        })
+    };
+    // The changes feed announces every change: the RSS feed would say the same, later.
+    let mut agent_site = World::new(CoopConfig::default());
+    assert_eq!(feeds(&mut agent_site), 0);
+    // The twin: a site without one has its feed read.
+    assert_eq!(feeds(&mut world()), 1);
+}
