@@ -21,6 +21,92 @@ pub(crate) enum RobotsState {
     Known(Rules, Instant),
 }
 
+/// Where a host stands in the frontier's scheduling: among the hosts crawled at once (the
+/// workbench) or not, and waiting for its time in the heap, waiting for room on the workbench,
+/// or neither. One value, so that a host can be in no two lines at once (the waiting room is
+/// off the bench and out of the heap); its moves are the methods below, each a no-op where
+/// the move does not apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Place {
+    /// Off the bench, in no line.
+    Out,
+    /// Off the bench, in the heap (its robots.txt or first page, which go without room).
+    OutHeaped,
+    /// Off the bench, waiting for room on it.
+    WaitingRoom,
+    /// On the bench, in no line (its requests under way, or nothing queued).
+    In,
+    /// On the bench, in the heap.
+    InHeaped,
+}
+
+impl Place {
+    /// On the workbench.
+    pub(super) fn on_bench(self) -> bool {
+        matches!(self, Place::In | Place::InHeaped)
+    }
+
+    /// In the frontier's heap.
+    pub(super) fn in_heap(self) -> bool {
+        matches!(self, Place::OutHeaped | Place::InHeaped)
+    }
+
+    /// Waiting for room on the workbench.
+    pub(super) fn waiting_room(self) -> bool {
+        self == Place::WaitingRoom
+    }
+
+    /// Into the heap (not from the waiting room: a host there waits for room first).
+    pub(super) fn heap(&mut self) {
+        *self = match *self {
+            Place::Out => Place::OutHeaped,
+            Place::In => Place::InHeaped,
+            p => p,
+        };
+    }
+
+    /// Out of the heap (its turn came).
+    pub(super) fn unheap(&mut self) {
+        *self = match *self {
+            Place::OutHeaped => Place::Out,
+            Place::InHeaped => Place::In,
+            p => p,
+        };
+    }
+
+    /// Into the waiting room, from no line off the bench.
+    pub(super) fn wait_for_room(&mut self) {
+        if *self == Place::Out {
+            *self = Place::WaitingRoom;
+        }
+    }
+
+    /// Out of the waiting room (to be scheduled again).
+    pub(super) fn leave_waiting_room(&mut self) {
+        if *self == Place::WaitingRoom {
+            *self = Place::Out;
+        }
+    }
+
+    /// Onto the bench, from the waiting room or off it, keeping its place in the heap.
+    pub(super) fn bench(&mut self) {
+        *self = match *self {
+            Place::Out | Place::WaitingRoom => Place::In,
+            Place::OutHeaped => Place::InHeaped,
+            p => p,
+        };
+    }
+
+    /// Off the bench, keeping its place in the heap.
+    pub(super) fn unbench(&mut self) {
+        *self = match *self {
+            Place::In => Place::Out,
+            Place::InHeaped => Place::OutHeaped,
+            p => p,
+        };
+    }
+}
+
 /// One host.
 #[derive(Debug)]
 pub(crate) struct Host {
@@ -56,8 +142,8 @@ pub(crate) struct Host {
     pub(crate) skipped: Option<String>,
     /// Cooperation requests waiting (metadata, hub), served before pages.
     pub(super) coop: VecDeque<CoopJob>,
-    /// Whether it waits in the frontier's heap.
-    pub(super) in_heap: bool,
+    /// On the workbench or not, and in the heap, in the waiting room or neither.
+    pub(super) place: Place,
     /// In a fleet: whether this process holds the host's lease (only then is it contacted).
     pub(super) leased: bool,
     /// Its server's address, when politeness is keyed by address.
@@ -73,10 +159,6 @@ pub(crate) struct Host {
     pub(crate) delay: (std::time::Duration, DelayWhy),
     /// How long its last answer took: with the delay, what each of its pages costs its crawl.
     pub(crate) answered_in: std::time::Duration,
-    /// Among the hosts crawled at once (the workbench).
-    pub(super) on_bench: bool,
-    /// Waiting for room on the workbench.
-    pub(super) waiting_room: bool,
     /// Pages handed out.
     pub(super) handed: u64,
 }
@@ -99,7 +181,7 @@ impl Host {
             failures: 0,
             skipped: None,
             coop: VecDeque::new(),
-            in_heap: false,
+            place: Place::Out,
             leased: false,
             address: super::servers::Address::Unknown,
             blocked: false,
@@ -107,8 +189,6 @@ impl Host {
             delay_set: None,
             delay: (std::time::Duration::ZERO, DelayWhy::Minimum),
             answered_in: std::time::Duration::ZERO,
-            on_bench: false,
-            waiting_room: false,
             handed: 0,
         }
     }
@@ -181,5 +261,43 @@ impl PartialOrd for ByCash {
 impl Ord for ByCash {
     fn cmp(&self, other: &Self) -> Ordering {
         self.0.total_cmp(&other.0).then(other.1.cmp(&self.1))
+    }
+}
+
+#[cfg(test)]
+mod place_tests {
+    use super::Place;
+
+    #[test]
+    fn a_host_moves_between_lines_only_as_its_place_allows() {
+        let mut p = Place::Out;
+        p.heap();
+        assert_eq!(p, Place::OutHeaped);
+        // A host in the heap is not put in the waiting room (its turn comes first).
+        p.wait_for_room();
+        assert_eq!(p, Place::OutHeaped);
+        p.bench();
+        assert_eq!(p, Place::InHeaped, "the bench keeps its place in the heap");
+        assert!(p.on_bench() && p.in_heap() && !p.waiting_room());
+        p.unheap();
+        p.unbench();
+        assert_eq!(p, Place::Out);
+        p.wait_for_room();
+        assert!(p.waiting_room() && !p.in_heap() && !p.on_bench());
+        // Waiting for room, it is scheduled only once it leaves the room or is let in.
+        p.heap();
+        assert_eq!(p, Place::WaitingRoom);
+        p.bench();
+        assert_eq!(p, Place::In);
+        let mut q = Place::WaitingRoom;
+        q.leave_waiting_room();
+        assert_eq!(q, Place::Out);
+        // Moves that do not apply change nothing.
+        for mut p in [Place::Out, Place::In] {
+            let was = p;
+            p.unheap();
+            p.leave_waiting_room();
+            assert_eq!(p, was);
+        }
     }
 }

@@ -418,8 +418,8 @@ impl Frontier {
         let Some(h) = self.hosts.get_mut(&id) else {
             return;
         };
-        if h.in_heap
-            || h.waiting_room
+        if h.place.in_heap()
+            || h.place.waiting_room()
             || h.skipped.is_some()
             || h.blocked
             || !h.has_queue()
@@ -433,7 +433,7 @@ impl Frontier {
         if matches!(h.robots, RobotsState::Fetching) {
             return;
         }
-        h.in_heap = true;
+        h.place.heap();
         self.heap.push(Reverse((h.next_allowed, id)));
     }
 
@@ -484,7 +484,7 @@ impl Frontier {
             let Some(h) = self.hosts.get_mut(&id) else {
                 continue;
             };
-            h.in_heap = false;
+            h.place.unheap();
             if h.skipped.is_some()
                 || h.blocked
                 || h.in_flight >= per_host + h.lookahead

@@ -45,20 +45,19 @@ impl Workbench {
     /// a slow host, in the tenth past the limit too). A host without room is put in line
     /// (`key`: the seconds its crawl will take at least) and false returned.
     pub(super) fn admit(&mut self, h: &mut Host, key: f64) -> bool {
-        if h.on_bench {
+        if h.place.on_bench() {
             return true;
         }
         let slow = self.slow_page > 0.0 && h.page_seconds() >= self.slow_page;
         let past = self.limit.saturating_add(self.limit.div_ceil(10));
         if self.full() && !(slow && self.inside < past) {
-            if !h.waiting_room {
-                h.waiting_room = true;
+            if !h.place.waiting_room() {
+                h.place.wait_for_room();
                 self.waiting.push(ByCash(key, h.id));
             }
             return false;
         }
-        h.on_bench = true;
-        h.waiting_room = false;
+        h.place.bench();
         self.inside += 1;
         true
     }
@@ -67,11 +66,10 @@ impl Workbench {
     /// there is room, so that its pages after the first need not wait; with no room the host
     /// waits for its second page.
     pub(super) fn admit_if_room(&mut self, h: &mut Host) {
-        if h.on_bench || self.full() {
+        if h.place.on_bench() || self.full() {
             return;
         }
-        h.on_bench = true;
-        h.waiting_room = false;
+        h.place.bench();
         self.inside += 1;
     }
 
@@ -84,12 +82,12 @@ impl Workbench {
     /// returns whether that freed a place for a host waiting (not one past the limit).
     pub(super) fn release_if_done(&mut self, h: &mut Host) -> bool {
         let done = h.in_flight == 0 && (h.skipped.is_some() || !h.has_queue());
-        if h.on_bench && done {
+        if h.place.on_bench() && done {
             if h.handed > 0 {
                 self.crawled.0 += 1;
                 self.crawled.1 += h.handed;
             }
-            h.on_bench = false;
+            h.place.unbench();
             self.inside = self.inside.saturating_sub(1);
             return !self.full();
         }
@@ -113,7 +111,7 @@ impl Workbench {
         self.waiting = waiting
             .into_iter()
             .filter_map(|ByCash(_, id)| {
-                let h = hosts.get(&id).filter(|h| h.waiting_room)?;
+                let h = hosts.get(&id).filter(|h| h.place.waiting_room())?;
                 Some(ByCash(h.crawl_seconds_left(typical), id))
             })
             .collect();
@@ -133,7 +131,7 @@ impl Workbench {
 impl Frontier {
     /// Whether a host is being crawled (on the workbench): its connection is worth keeping.
     pub(crate) fn on_bench(&self, id: HostId) -> bool {
-        self.hosts.get(&id).is_some_and(|h| h.on_bench)
+        self.hosts.get(&id).is_some_and(|h| h.place.on_bench())
     }
 
     /// Whether a request to a host keeps its connection: on the workbench, or in its first
@@ -161,8 +159,8 @@ impl Frontier {
         let hosts = &mut self.hosts;
         let next = self.bench.next_waiting(|id| {
             hosts.get_mut(&id).is_some_and(|h| {
-                let waiting = h.waiting_room;
-                h.waiting_room = false;
+                let waiting = h.place.waiting_room();
+                h.place.leave_waiting_room();
                 waiting && h.skipped.is_none() && h.has_queue()
             })
         });
