@@ -285,6 +285,19 @@ impl WordPress {
         extra: &[&str],
     ) -> Killed {
         let (min, max) = (revalidate.0.to_string(), revalidate.1.to_string());
+        // The agent's line in WordPress's robots.txt, as its webmaster adds it (WordPress writes
+        // robots.txt itself: a filter): crawlers read robots.rdf before the site's pages.
+        let plugin = self
+            .tmp
+            .path()
+            .join("content/mu-plugins/webcoop-robots.php");
+        std::fs::write(
+            &plugin,
+            "<?php\nadd_filter('robots_txt', function ($output) {\n    return $output . \"Robots-RDF: \" . home_url('/robots.rdf') . \"\\n\";\n});\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&plugin, std::os::unix::fs::PermissionsExt::from_mode(0o644))
+            .unwrap();
         Killed(
             Command::new(workspace_bin("webcoop-agent"))
                 .arg("--origin")

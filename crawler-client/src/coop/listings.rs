@@ -63,10 +63,17 @@ impl CoopState {
         if !rediscover {
             return;
         }
-        let listing = pointers
-            .robots_rdf
-            .or_else(|| root.join("/robots.rdf").ok());
-        if let Some(url) = listing {
+        // Only what robots.txt names is asked for now; the well-known places are probed
+        // after the site's pages, once a run (a 404 in nearly every site's log otherwise, and
+        // each new host's first page a delay later for each).
+        let Some(url) = pointers.robots_rdf else {
+            if let Ok(url) = root.join("/robots.rdf") {
+                self.probe(r, host, MetaKind::Listing, url);
+            }
+            self.start_walks(r, host);
+            return;
+        };
+        {
             // On a first visit the site's pages wait for its listing: a page fetched (or
             // queued by the links of one) before robots.rdf names a snapshot would be a
             // request the snapshot saves, and one taken before robots.rdf states what people
@@ -87,6 +94,24 @@ impl CoopState {
         if reading == Reading::Update && claimed > 0 {
             self.site(host).stats.announced += claimed as u64;
         }
+    }
+
+    /// Probes `host` for the document of `kind` at `url`, nothing having named it: after its
+    /// pages, once a run.
+    fn probe(&mut self, r: &mut Reach<'_>, host: HostId, kind: MetaKind, url: Url) {
+        if !self.probes.send(host, kind, &url) {
+            return;
+        }
+        self.site(host).stats.probes += 1;
+        r.frontier.push_probe(
+            host,
+            CoopJob::Fetch {
+                kind,
+                url,
+                etag: None,
+                last_modified: None,
+            },
+        );
     }
 
     /// Asks for the whole robots.rdf (no validators): at discovery and for a resync.
@@ -120,11 +145,19 @@ impl CoopState {
                     .collect()
             })
             .unwrap_or_default();
-        let declared = self.sites.get(host).is_some_and(|s| !s.sitemaps.is_empty());
+        let (declared, found) = self.sites.get(host).map_or((false, false), |s| {
+            (!s.sitemaps.is_empty(), s.sitemap_found)
+        });
+        // Nothing named: `/sitemap.xml` once found is asked as any named sitemap, else probed.
+        let mut probing = false;
         if roots.is_empty()
             && !declared
             && let Ok(u) = root.join("/sitemap.xml")
         {
+            probing = !found;
+            if probing && !self.probes.send(host, MetaKind::Sitemap, &u) {
+                return;
+            }
             roots.push(u);
         }
         let Some(first) = roots.first().cloned() else {
@@ -155,15 +188,18 @@ impl CoopState {
             } else {
                 (None, None)
             };
-            r.frontier.push_coop(
-                host,
-                CoopJob::Fetch {
-                    kind: MetaKind::Sitemap,
-                    url: p.url,
-                    etag,
-                    last_modified,
-                },
-            );
+            let job = CoopJob::Fetch {
+                kind: MetaKind::Sitemap,
+                url: p.url,
+                etag,
+                last_modified,
+            };
+            if probing {
+                self.site(host).stats.probes += 1;
+                r.frontier.push_probe(host, job);
+            } else {
+                r.frontier.push_coop(host, job);
+            }
         }
         for extra in roots.into_iter().skip(1) {
             r.frontier.push_coop(
@@ -443,6 +479,7 @@ impl CoopState {
             site.trust.refute(5.0);
         }
         site.sitemap_dates = !dates.is_empty() && !stamped;
+        site.sitemap_found |= !w.listed.is_empty();
         if first && !stamped && moment.is_none() {
             self.pace_from_listing(r, host, &dates);
         }

@@ -33,6 +33,7 @@ mod listings;
 mod pending;
 mod polls;
 mod popularity;
+mod probes;
 mod push;
 mod questions;
 mod report;

@@ -131,6 +131,7 @@ impl CoopState {
             }
             CoopJob::Fetch { kind, url, .. } => {
                 let read_feed = kind == MetaKind::Changes;
+                let probed = self.probes.answered(host, &url);
                 let outcome = match result {
                     Ok(got) => self.meta_answered(r, host, kind, &url, got),
                     Err(e) => Err(MetaError::from(e)),
@@ -154,6 +155,11 @@ impl CoopState {
                         if read_feed && caught_up {
                             self.feed_read(r, host);
                         }
+                    }
+                    // A probe's 404 says the path is not there, no more (the sitemaps were
+                    // walked without waiting for it).
+                    Err(why) if probed && kind == MetaKind::Listing => {
+                        tracing::debug!("{}: no robots.rdf ({why})", r.origin(host));
                     }
                     // A feed failing says nothing of the site's other documents.
                     Err(why) if kind == MetaKind::Feed => self.feed_failed(r, host, &url, &why),

@@ -66,13 +66,17 @@ pub struct CoopStats {
     /// Links held unfetched because the site's complete listing does not name them.
     #[serde(default)]
     pub(crate) held: u64,
+    /// Blind requests for a well-known path nothing named (`/robots.rdf`, `/sitemap.xml`),
+    /// made after the site's pages, at most once each a run.
+    #[serde(default)]
+    pub(crate) probes: u64,
 }
 
 impl std::fmt::Display for CoopStats {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} metadata requests ({} bytes, {} not modified), {} changes announced, {} pushes, {} deltas ({} fell back), {} checks, {} foreign URLs ignored, {} pages from a snapshot ({} refuted), {} from batches, {} stated URLs refused, {} unlisted links held",
+            "{} metadata requests ({} bytes, {} not modified), {} changes announced, {} pushes, {} deltas ({} fell back), {} checks, {} foreign URLs ignored, {} pages from a snapshot ({} refuted), {} from batches, {} stated URLs refused, {} unlisted links held, {} blind probes",
             self.meta_requests,
             self.meta_bytes,
             self.not_modified,
@@ -86,7 +90,8 @@ impl std::fmt::Display for CoopStats {
             self.refuted,
             self.from_batch,
             self.refused_urls,
-            self.held
+            self.held,
+            self.probes
         )
     }
 }
@@ -134,6 +139,10 @@ pub struct SiteCoop {
     pub(crate) sitemap_validators: (Option<String>, Option<String>),
     /// `ETag` of the last changes page (a 304 when nothing is new).
     pub(crate) changes_etag: Option<String>,
+    /// Whether `/sitemap.xml`, named by nothing, was found listing pages (asked for again as a
+    /// named sitemap is, no longer probed).
+    #[serde(default)]
+    pub(crate) sitemap_found: bool,
     /// Whether the sitemaps' `lastmod` values were found usable (a walk gave dates).
     pub(crate) sitemap_dates: bool,
     /// A hub and topic named by one of the site's pages, subscribed to when the site has no

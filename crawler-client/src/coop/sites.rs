@@ -90,6 +90,7 @@ impl Sites {
             t.bad_signatures += s.bad_signatures;
             t.checks += s.checks;
             t.foreign += s.foreign;
+            t.probes += s.probes;
         }
         t
     }

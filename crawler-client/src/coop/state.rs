@@ -58,6 +58,8 @@ pub(crate) struct CoopState {
     pub(super) absences: HeldAbsences,
     /// Contradictions of what a site handed over, waiting for its feed.
     pub(super) questions: Questions,
+    /// Blind requests for well-known paths, once a run each.
+    pub(super) probes: super::probes::Probes,
     /// The hosts of the hubs subscribed to (`--hub-allow`; empty: any).
     hub_allow: Vec<String>,
     /// The IndexNow endpoint, when the crawl serves one.
@@ -82,6 +84,7 @@ impl CoopState {
             popularity: Popularity::default(),
             absences: HeldAbsences::default(),
             questions: Questions::default(),
+            probes: Default::default(),
             hub_allow: Vec::new(),
             indexnow: None,
         }

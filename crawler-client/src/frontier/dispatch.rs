@@ -55,7 +55,7 @@ pub(crate) enum CoopJob {
 }
 
 /// Kinds of metadata document.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum MetaKind {
     /// robots.rdf.
     Listing,

@@ -142,6 +142,8 @@ pub(crate) struct Host {
     pub(crate) skipped: Option<String>,
     /// Cooperation requests waiting (metadata, hub), served before pages.
     pub(super) coop: VecDeque<CoopJob>,
+    /// Blind requests for well-known paths, served only while no page of the host waits.
+    pub(super) probes: VecDeque<CoopJob>,
     /// On the workbench or not, and in the heap, in the waiting room or neither.
     pub(super) place: Place,
     /// In a fleet: whether this process holds the host's lease (only then is it contacted).
@@ -181,6 +183,7 @@ impl Host {
             failures: 0,
             skipped: None,
             coop: VecDeque::new(),
+            probes: VecDeque::new(),
             place: Place::Out,
             leased: false,
             address: super::servers::Address::Unknown,
@@ -202,7 +205,19 @@ impl Host {
 
     /// Whether it has URLs waiting.
     pub(crate) fn has_queue(&self) -> bool {
-        !self.buffer.is_empty() || self.queued > 0 || !self.coop.is_empty()
+        !self.buffer.is_empty()
+            || self.queued > 0
+            || !self.coop.is_empty()
+            || !self.probes.is_empty()
+    }
+
+    /// A probe, if one waits and no page does: probes never delay a page.
+    pub(super) fn probe_due(&mut self) -> Option<CoopJob> {
+        if self.buffer.is_empty() && self.queued == 0 && !self.holding {
+            self.probes.pop_front()
+        } else {
+            None
+        }
     }
 
     /// Whether a cooperation request waits.

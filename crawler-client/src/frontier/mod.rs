@@ -290,6 +290,18 @@ impl Frontier {
         self.schedule(host);
     }
 
+    /// Queues a blind request for a well-known path, served only while none of the host's
+    /// pages waits (unless the same one already waits).
+    pub(crate) fn push_probe(&mut self, host: HostId, job: CoopJob) {
+        if let Some(h) = self.hosts.get_mut(&host) {
+            if h.probes.contains(&job) {
+                return;
+            }
+            h.probes.push_back(job);
+        }
+        self.schedule(host);
+    }
+
     /// Sets the most URLs one host may have queued (default [`MAX_QUEUED_PER_HOST`]).
     #[cfg(test)]
     pub(crate) fn set_queue_cap(&mut self, cap: u64) {
@@ -535,7 +547,12 @@ impl Frontier {
                 // Served before pages, on a connection of its own: once one is free.
                 continue;
             }
-            if let Some(job) = h.coop.pop_front() {
+            let job = match h.coop.pop_front() {
+                Some(job) => Some(job),
+                None if h.in_flight < per_host => h.probe_due(),
+                None => None,
+            };
+            if let Some(job) = job {
                 h.in_flight += 1;
                 self.bench.admit_if_room(h);
                 self.started(ip);
