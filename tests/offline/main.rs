@@ -12,6 +12,7 @@ mod bench_proxy;
 mod bench_run;
 mod cli_pipes;
 mod crawl_feeds;
+mod crawl_probes;
 mod crawl_shape;
 mod crawl_web;
 mod disk_full;
