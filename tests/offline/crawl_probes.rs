@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::process::Command;
 use std::time::Duration;
 use webcoop_testkit as testkit;
-use webcoop_testkit::testweb::{HostSpec, Robots, Sitemap, TestWeb};
+use webcoop_testkit::testweb::{HostSpec, Sitemap, TestWeb};
 
 const DELAY: f64 = 0.2;
 

@@ -11,6 +11,7 @@ mod agent_service;
 mod bench_proxy;
 mod bench_run;
 mod cli_pipes;
+mod crawl_dead_hosts;
 mod crawl_feeds;
 mod crawl_probes;
 mod crawl_shape;

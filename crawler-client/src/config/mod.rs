@@ -62,6 +62,10 @@ pub struct Settings {
     pub(crate) max_attempts: u32,
     /// Consecutive failures before a host is given up.
     pub(crate) host_give_up: u32,
+    /// In a one-pass crawl, consecutive failures before a host that never answered is given up.
+    pub(crate) dead_host_give_up: u32,
+    /// In a one-pass crawl, the longest wait for parked hosts before the crawl ends.
+    pub(crate) end_wait: Duration,
     /// robots.txt lifetime.
     pub(crate) robots_ttl: Duration,
     /// WARC rotation size.
@@ -262,6 +266,8 @@ fn settings_from(args: &CrawlArgs, given: CrawlOptions) -> Result<Settings, Conf
         max_redirects: file.max_redirects.unwrap_or_default(),
         max_attempts: file.max_attempts.unwrap_or_default().max(1),
         host_give_up: file.host_give_up.unwrap_or_default().max(1),
+        dead_host_give_up: file.dead_host_give_up.unwrap_or_default().max(1),
+        end_wait: secs("end_wait", file.end_wait.unwrap_or_default())?,
         robots_ttl: secs("robots_ttl", file.robots_ttl.unwrap_or_default())?,
         warc_max_size: file.warc_max_size.unwrap_or_default(),
         warc_prefix: file.warc_prefix.clone().unwrap_or_default(),

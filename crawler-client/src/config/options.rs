@@ -177,6 +177,14 @@ pub struct CrawlOptions {
     /// Consecutive failures after which a host is given up on.
     #[arg(long, value_name = "N")]
     pub(crate) host_give_up: Option<u32>,
+    /// In a one-pass crawl, consecutive failures after which a host that never answered
+    /// (connection refused, no name, nothing received) is given up on.
+    #[arg(long, value_name = "N")]
+    pub(crate) dead_host_give_up: Option<u32>,
+    /// In a one-pass crawl, the longest wait for parked hosts, seconds: the crawl ends when
+    /// every host with URLs left waits longer than this.
+    #[arg(long, value_name = "SECS")]
+    pub(crate) end_wait: Option<f64>,
     /// How long robots.txt is kept, seconds.
     #[arg(long, value_name = "SECS")]
     pub(crate) robots_ttl: Option<f64>,
@@ -357,6 +365,8 @@ impl CrawlOptions {
             max_redirects: Some(5),
             max_attempts: Some(3),
             host_give_up: Some(10),
+            dead_host_give_up: Some(3),
+            end_wait: Some(180.0),
             robots_ttl: Some(86_400.0),
             warc_max_size: Some(1 << 30),
             warc_prefix: Some("webcoop".into()),

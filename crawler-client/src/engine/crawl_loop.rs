@@ -66,8 +66,11 @@ impl Engine {
             // With a console to unblock them from, blocked hosts' work keeps the crawl open.
             // Looked at only when nothing is under way: it walks every host, and a crawl of
             // ten thousand hosts goes round this loop thousands of times a second.
+            // A one-pass crawl does not wait on hosts parked beyond `end_wait` (servers that
+            // stopped answering): it ends, saying what it left.
+            let end_by = Instant::now() + self.settings.end_wait;
             let mut nothing_left = idle
-                && !self.frontier.has_work()
+                && !self.frontier.has_work_by(end_by)
                 && self.schedule.is_none()
                 && !(self.console.is_some() && self.frontier.blocked_with_work());
             if nothing_left && self.fleet.is_some() {
@@ -83,6 +86,9 @@ impl Engine {
                 nothing_left = self.shard_over()? && !self.frontier.has_work();
             }
             if idle && (pace.stop_seen.is_some() || self.budget_spent() || nothing_left) {
+                if nothing_left {
+                    self.left_parked(end_by);
+                }
                 break;
             }
             if pace.stop_seen.is_some_and(|t| t.elapsed() > STOP_GRACE) {
@@ -441,6 +447,19 @@ impl Engine {
             error: Some(error),
             fetched_at: at,
             ..Default::default()
+        }
+    }
+}
+
+impl Engine {
+    /// At the end of a one-pass crawl: the URLs left on hosts parked beyond `end_wait`, said.
+    fn left_parked(&self, end_by: Instant) {
+        let (hosts, urls) = self.frontier.parked_beyond(end_by);
+        if hosts > 0 {
+            tracing::warn!(
+                "the crawl ends with {urls} URLs of {hosts} hosts left: their servers failed and their next attempt is more than {} s away (end_wait); a later run takes them up",
+                self.settings.end_wait.as_secs()
+            );
         }
     }
 }

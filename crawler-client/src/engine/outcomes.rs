@@ -140,6 +140,27 @@ impl Engine {
     }
 
     /// One more failure in a row for the host; returns how many.
+    /// The failures in a row after which `host` is given up: fewer, in a one-pass crawl, for a
+    /// host that never answered (its URLs would otherwise hold the crawl's end for hours of
+    /// doubling back-off); a host that answered once keeps the longer patience.
+    fn give_up_after(&self, host: HostId) -> u32 {
+        let answered = self.frontier.host(host).is_some_and(|h| h.answered);
+        if self.settings.keep_fresh.is_none() && !answered {
+            self.settings
+                .dead_host_give_up
+                .min(self.settings.host_give_up)
+        } else {
+            self.settings.host_give_up
+        }
+    }
+
+    /// `host` answered (any HTTP status).
+    fn host_answered(&mut self, host: HostId) {
+        if let Some(h) = self.frontier.host_mut(host) {
+            h.answered = true;
+        }
+    }
+
     fn host_failed(&mut self, host: HostId) -> u32 {
         let failures = self.frontier.host(host).map_or(0, |h| h.failures) + 1;
         if let Some(h) = self.frontier.host_mut(host) {
@@ -176,6 +197,9 @@ impl Engine {
         };
         if let Some(record) = record {
             self.append(record)?;
+        }
+        if status.is_some() {
+            self.host_answered(host);
         }
         self.log.write(&Entry {
             at: now_ms(),
@@ -259,8 +283,8 @@ impl Engine {
         let at = now_ms();
         let failures = self.host_failed(host);
         let freed = source == Source::Request;
-        if failures >= self.settings.host_give_up {
-            self.give_up(host, format!("{why} ({failures} times in a row)"));
+        if failures >= self.give_up_after(host) {
+            self.give_up(host, give_up_reason(why, failures, status.is_none()));
             self.frontier.robots_known(host, Rules::DisallowAll, now);
             if freed {
                 self.request_ended(host, now);
@@ -306,6 +330,7 @@ impl Engine {
             }
             Ok(f) => *f,
         };
+        self.host_answered(job.host);
         let now = Instant::now();
         let at = now_ms();
         // A page that came without a request of its own (a snapshot, a batch) was never
@@ -417,10 +442,11 @@ impl Engine {
             }
             return;
         }
-        if failures >= self.settings.host_give_up {
+        if failures >= self.give_up_after(host) {
             self.unsaved.settled(host, job.seq);
             self.run.given_up();
-            self.give_up(host, format!("{err} ({failures} failures in a row)"));
+            let answered = self.frontier.host(host).is_some_and(|h| h.answered);
+            self.give_up(host, give_up_reason(&err.to_string(), failures, !answered));
             if freed {
                 self.request_ended(host, now);
             }
@@ -455,5 +481,15 @@ impl Engine {
             self.unsaved.retry(job.seq, job.attempts);
             self.frontier.requeue(job);
         }
+    }
+}
+
+/// Why a host was given up on, for `status` and the console: what failed, how often, and
+/// whether it never answered at all.
+fn give_up_reason(why: &str, failures: u32, never_answered: bool) -> String {
+    if never_answered {
+        format!("{why} ({failures} times in a row; it never answered)")
+    } else {
+        format!("{why} ({failures} times in a row)")
     }
 }

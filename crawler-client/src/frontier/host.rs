@@ -138,6 +138,9 @@ pub(crate) struct Host {
     pub(crate) robots: RobotsState,
     /// Consecutive failures.
     pub(crate) failures: u32,
+    /// Whether it ever answered (an HTTP status, this run or one saved before): a host that
+    /// never did is given up on sooner in a one-pass crawl.
+    pub(crate) answered: bool,
     /// Why the host is not crawled.
     pub(crate) skipped: Option<String>,
     /// Cooperation requests waiting (metadata, hub), served before pages.
@@ -181,6 +184,7 @@ impl Host {
             next_allowed: now,
             robots: RobotsState::Unknown,
             failures: 0,
+            answered: false,
             skipped: None,
             coop: VecDeque::new(),
             probes: VecDeque::new(),

@@ -154,6 +154,7 @@ impl Frontier {
             host.skipped = skipped;
             host.next_allowed = next_allowed;
             host.failures = rec.failures;
+            host.answered = rec.robots_status.is_some();
             f.operator.apply(&mut host);
             f.by_origin.insert(rec.origin, rec.id);
             f.hosts.insert(rec.id, host);

@@ -176,6 +176,28 @@ impl Frontier {
             .any(|h| h.in_flight > 0 || (h.skipped.is_none() && !h.blocked && h.has_queue()))
     }
 
+    /// Whether any host has work it may start by `deadline` (or has some under way): the
+    /// others are parked beyond it.
+    pub(crate) fn has_work_by(&self, deadline: std::time::Instant) -> bool {
+        self.hosts.values().any(|h| {
+            h.in_flight > 0
+                || (h.skipped.is_none()
+                    && !h.blocked
+                    && h.has_queue()
+                    && h.next_allowed <= deadline)
+        })
+    }
+
+    /// Hosts with work parked beyond `deadline`, and their URLs.
+    pub(crate) fn parked_beyond(&self, deadline: std::time::Instant) -> (usize, u64) {
+        self.hosts
+            .values()
+            .filter(|h| {
+                h.skipped.is_none() && !h.blocked && h.has_queue() && h.next_allowed > deadline
+            })
+            .fold((0, 0), |(n, urls), h| (n + 1, urls + h.waiting()))
+    }
+
     /// Hosts with work.
     pub(crate) fn active_hosts(&self) -> usize {
         self.hosts

@@ -112,15 +112,16 @@ impl Counts {
         self.unsaved.push(pair);
         self.unsaved.push(place);
         let now = at;
-        let visitors = match self.pages.get(page) {
-            Some(r) => self.decayed(*r, now),
-            None => 0.0,
+        let (visitors, readers) = match self.pages.get(page) {
+            Some(r) => (self.decayed(*r, now), r.readers),
+            None => (0.0, 0),
         };
         self.pages.insert(
             page.to_string(),
             PageReads {
                 visitors: visitors + 1.0,
                 at: now,
+                readers: readers.saturating_add(1),
             },
         );
         self.touched.insert(page.to_string());
@@ -143,6 +144,14 @@ impl Counts {
         self.pages
             .iter()
             .map(move |(p, r)| (p.as_str(), self.decayed(*r, now)))
+    }
+
+    /// Each page's decayed visitors at `now`, with the distinct visitors it was read by (not
+    /// decayed): the figure and what the threshold weighs.
+    pub(crate) fn readers(&self, now: i64) -> impl Iterator<Item = (&str, f64, u64)> {
+        self.pages
+            .iter()
+            .map(move |(p, r)| (p.as_str(), self.decayed(*r, now), r.readers))
     }
 
     /// The day counted now and its key.
@@ -173,21 +182,23 @@ fn siphash(key: [u64; 2], page: &str, client: &str) -> u64 {
     h.finish()
 }
 
-/// Each page's share of reads as published: pages read by fewer than `min_visitors` get none
-/// (a rarely read page never reveals its few readers); the rest their share of all reads,
-/// rounded to a power of two.
+/// Each page's share of reads as published (`pages`: its decayed visitors and the distinct
+/// visitors it was read by): pages read by fewer than `min_visitors` distinct visitors get
+/// none (a rarely read page never reveals its few readers; counted whole, not decayed, so
+/// that exactly the threshold passes); the rest their share of all reads, rounded to a power
+/// of two.
 pub(crate) fn published_shares(
-    visitors: impl Iterator<Item = (String, f64)>,
-    min_visitors: f64,
+    pages: impl Iterator<Item = (String, f64, u64)>,
+    min_visitors: u64,
 ) -> HashMap<String, f64> {
-    let all: Vec<(String, f64)> = visitors.collect();
-    let total: f64 = all.iter().map(|(_, v)| v).sum();
+    let all: Vec<(String, f64, u64)> = pages.collect();
+    let total: f64 = all.iter().map(|(_, v, _)| v).sum();
     if total <= 0.0 {
         return HashMap::new();
     }
     all.into_iter()
-        .filter(|(_, v)| *v >= min_visitors)
-        .map(|(p, v)| (p, round_pow2(v / total)))
+        .filter(|(_, _, readers)| *readers >= min_visitors)
+        .map(|(p, v, _)| (p, round_pow2(v / total)))
         .collect()
 }
 
@@ -247,12 +258,12 @@ mod tests {
     #[test]
     fn shares_are_rounded_and_rare_pages_get_none() {
         let visitors = vec![
-            ("home".to_string(), 600.0),
-            ("news".to_string(), 300.0),
-            ("rare".to_string(), 9.0),
-            ("other".to_string(), 91.0),
+            ("home".to_string(), 600.0, 600),
+            ("news".to_string(), 300.0, 300),
+            ("rare".to_string(), 9.0, 9),
+            ("other".to_string(), 91.0, 91),
         ];
-        let s = published_shares(visitors.into_iter(), 10.0);
+        let s = published_shares(visitors.into_iter(), 10);
         assert_eq!(s.get("home"), Some(&0.5), "0.6 rounds to 1/2");
         assert_eq!(s.get("news"), Some(&0.25), "0.3 rounds to 1/4");
         assert_eq!(s.get("other"), Some(&0.125), "0.091 rounds to 1/8");
@@ -260,5 +271,45 @@ mod tests {
         assert_eq!(round_pow2(1.0), 1.0);
         assert_eq!(round_pow2(0.0), 0.0);
         assert_eq!(round_pow2(f64::NAN), 0.0);
+    }
+
+    #[test]
+    fn a_page_read_by_exactly_the_threshold_of_visitors_gets_its_figure_as_its_count_decays() {
+        let mut c = Counts::new(7.0 * 86_400.0);
+        let t0 = 100 * DAY;
+        for i in 0..10 {
+            c.read(
+                "ten.html",
+                &format!("10.0.0.{i}"),
+                &format!("10.0.0.{i} F"),
+                t0,
+            );
+        }
+        for i in 0..9 {
+            c.read(
+                "nine.html",
+                &format!("10.0.1.{i}"),
+                &format!("10.0.1.{i} F"),
+                t0,
+            );
+        }
+        for i in 0..100 {
+            c.read(
+                "home.html",
+                &format!("10.0.2.{i}"),
+                &format!("10.0.2.{i} F"),
+                t0,
+            );
+        }
+        // A second and a day later the decayed counts are below ten; the readers are not.
+        for later in [1, DAY] {
+            let pages = c.readers(t0 + later).map(|(p, v, n)| (p.to_string(), v, n));
+            let s = published_shares(pages, 10);
+            assert!(s.contains_key("ten.html"), "{later} s later: {s:?}");
+            assert!(
+                !s.contains_key("nine.html"),
+                "nine readers are fewer than ten"
+            );
+        }
     }
 }

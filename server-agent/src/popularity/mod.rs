@@ -165,8 +165,10 @@ impl Popularity {
             return None;
         }
         Some(count::published_shares(
-            self.counts.visitors(now).map(|(p, v)| (p.to_string(), v)),
-            f64::from(self.settings.min_visitors),
+            self.counts
+                .readers(now)
+                .map(|(p, v, n)| (p.to_string(), v, n)),
+            u64::from(self.settings.min_visitors),
         ))
     }
 

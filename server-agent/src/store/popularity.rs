@@ -11,6 +11,8 @@ use std::collections::{HashMap, HashSet};
 pub(crate) struct PageReads {
     /// Distinct visitors, decayed to `at`.
     pub(crate) visitors: f64,
+    /// Distinct visitors counted, not decayed: what the publication threshold asks of a page.
+    pub(crate) readers: u64,
     /// Seconds since the epoch.
     pub(crate) at: i64,
 }
@@ -38,15 +40,19 @@ impl Store {
     pub(crate) fn load_reads(&self) -> Result<SavedReads, StoreError> {
         let mut stmt = self
             .conn
-            .prepare("SELECT path, visitors, at FROM popularity")
+            .prepare("SELECT path, visitors, at, readers FROM popularity")
             .map_err(|e| self.err(e))?;
         let rows = stmt
             .query_map([], |r| {
+                let visitors: f64 = r.get(1)?;
+                let readers: Option<i64> = r.get(3)?;
                 Ok((
                     r.get::<_, String>(0)?,
                     PageReads {
-                        visitors: r.get(1)?,
+                        visitors,
                         at: r.get(2)?,
+                        readers: readers
+                            .map_or(visitors.max(0.0).ceil() as u64, |n| n.max(0) as u64),
                     },
                 ))
             })
@@ -91,10 +97,12 @@ impl Store {
         let tx = self.conn.transaction().map_err(e)?;
         {
             let mut put = tx
-                .prepare("INSERT INTO popularity (path, visitors, at) VALUES (?1, ?2, ?3) ON CONFLICT (path) DO UPDATE SET visitors = excluded.visitors, at = excluded.at")
+                .prepare("INSERT INTO popularity (path, visitors, at, readers) VALUES (?1, ?2, ?3, ?4) ON CONFLICT (path) DO UPDATE SET visitors = excluded.visitors, at = excluded.at, readers = excluded.readers")
                 .map_err(e)?;
             for (p, r) in &unsaved.pages {
-                put.execute(params![p, r.visitors, r.at]).map_err(e)?;
+                let readers = i64::try_from(r.readers).unwrap_or(i64::MAX);
+                put.execute(params![p, r.visitors, r.at, readers])
+                    .map_err(e)?;
             }
             let mut drop = tx
                 .prepare("DELETE FROM popularity WHERE path = ?1")

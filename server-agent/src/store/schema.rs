@@ -65,6 +65,9 @@ CREATE TABLE IF NOT EXISTS popularity_pairs (h INTEGER PRIMARY KEY);
 const ADDED_COLUMNS: &[(&str, &str, &str)] = &[
     ("files", "ctime_ns", "INTEGER NOT NULL DEFAULT 0"),
     ("files", "judged", "INTEGER NOT NULL DEFAULT 0"),
+    // Distinct visitors counted, not decayed (the threshold's figure); an older state's pages
+    // take their decayed count, rounded up, which is never more than they had.
+    ("popularity", "readers", "INTEGER"),
 ];
 
 /// Indexes on added columns, created once the columns exist.

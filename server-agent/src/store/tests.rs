@@ -176,6 +176,7 @@ fn reads_saved_are_read_back_and_only_what_changed_is_written() {
     let reads = |v: f64| PageReads {
         visitors: v,
         at: 1000,
+        readers: v as u64 + 1,
     };
     let first = Unsaved {
         pages: vec![("a.html".into(), reads(3.0)), ("b.html".into(), reads(1.0))],
