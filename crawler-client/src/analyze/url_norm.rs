@@ -158,7 +158,7 @@ pub(crate) fn parse_in_document(
     fn encoder(
         encoding: &'static encoding_rs::Encoding,
     ) -> impl for<'s> Fn(&'s str) -> std::borrow::Cow<'s, [u8]> {
-        move |s| encoding.encode(s).0
+        move |s| std::borrow::Cow::Owned(encode_query(encoding, s))
     }
     let encode = encoder(encoding);
     let options = Url::options().base_url(Some(base));
@@ -168,6 +168,31 @@ pub(crate) fn parse_in_document(
         options.encoding_override(Some(&encode))
     };
     options.parse(href).ok()
+}
+
+/// A query in a document's encoding, as the URL standard's "percent-encode after encoding"
+/// does it: a code point the encoding cannot hold becomes `&#N;` percent-encoded whole
+/// (`%26%23N%3B`), where encoding_rs's own replacement would leave `&` and `;` bare and let
+/// them read as the query's separators.
+fn encode_query(encoding: &'static encoding_rs::Encoding, s: &str) -> Vec<u8> {
+    use encoding_rs::EncoderResult;
+    let mut encoder = encoding.new_encoder();
+    let mut out = Vec::with_capacity(s.len() + 16);
+    let mut rest = s;
+    let mut buf = [0u8; 1024];
+    loop {
+        let (result, read, written) =
+            encoder.encode_from_utf8_without_replacement(rest, &mut buf, true);
+        out.extend_from_slice(&buf[..written]);
+        rest = &rest[read..];
+        match result {
+            EncoderResult::InputEmpty => return out,
+            EncoderResult::OutputFull => {}
+            EncoderResult::Unmappable(c) => {
+                out.extend_from_slice(format!("%26%23{}%3B", u32::from(c)).as_bytes());
+            }
+        }
+    }
 }
 
 /// The trap guards, applied to every URL before it is queued.
@@ -211,6 +236,29 @@ pub fn origin_key(url: &Url) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_query_the_documents_encoding_cannot_hold_is_percent_encoded_after_encoding() {
+        let base = Url::parse("http://e.test/dir/page.html").unwrap();
+        let win = encoding_rs::WINDOWS_1252;
+        let at = |href: &str| resolve_link(&base, href, win).unwrap().to_string();
+        // U+0101 is not in windows-1252: `&#257;`, percent-encoded whole, as browsers do.
+        assert_eq!(
+            at("?q=\u{101}"),
+            "http://e.test/dir/page.html?q=%26%23257%3B"
+        );
+        // What it holds is its byte; the path is UTF-8 whatever the document.
+        assert_eq!(at("a\u{e9}?q=\u{e9}"), "http://e.test/dir/a%C3%A9?q=%E9");
+        assert_eq!(
+            at("?a=\u{e9}\u{101}\u{1F600}&b=1"),
+            "http://e.test/dir/page.html?a=%E9%26%23257%3B%26%23128512%3B&b=1"
+        );
+        // Shift_JIS holds U+3042 in two bytes; an emoji it cannot.
+        let sjis = encoding_rs::SHIFT_JIS;
+        let url = resolve_link(&base, "?q=\u{3042}\u{1F600}", sjis).unwrap();
+        assert_eq!(url.query(), Some("q=%82%A0%26%23128512%3B"));
+    }
+
     use super::*;
 
     fn n(s: &str) -> String {
