@@ -83,6 +83,49 @@ fn excerpt(s: &str, start: usize, end: usize) -> String {
     format!("…{text}…")
 }
 
+/// `s` cut into tokens that join back into it: whitespace runs, markup (`<` to `>`) and the
+/// words between. Cut at markup as well as spaces, since minified HTML puts a generated
+/// timestamp right against `</footer></body></html>`: cut at spaces alone, the differing word
+/// ran to the page's end and no shared text closed the region.
+fn tokens(s: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let bytes = s.as_bytes();
+    let mut start = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        let c = bytes[i];
+        let end = if c == b'<' {
+            // A tag, to its `>` (or the end).
+            memchr_gt(bytes, i).map_or(bytes.len(), |j| j + 1)
+        } else if c.is_ascii_whitespace() {
+            i + bytes[i..]
+                .iter()
+                .position(|b| !b.is_ascii_whitespace())
+                .unwrap_or(bytes.len() - i)
+        } else {
+            i + bytes[i..]
+                .iter()
+                .position(|b| *b == b'<' || b.is_ascii_whitespace())
+                .unwrap_or(bytes.len() - i)
+        };
+        // Every cut is at an ASCII byte (or the end), so at a char boundary.
+        if end > start {
+            out.push(&s[start..end]);
+        }
+        start = end;
+        i = end;
+    }
+    out
+}
+
+/// The index of the first `>` at or after `from`.
+fn memchr_gt(bytes: &[u8], from: usize) -> Option<usize> {
+    bytes[from..]
+        .iter()
+        .position(|b| *b == b'>')
+        .map(|j| from + j)
+}
+
 /// Learns the volatile regions of a page from two answers `a` and `b`.
 pub(crate) fn learn(a: &[u8], b: &[u8]) -> Result<Learned, Unlearnable> {
     let unlearnable = |why: &str, at: String| Unlearnable {
@@ -95,9 +138,10 @@ pub(crate) fn learn(a: &[u8], b: &[u8]) -> Result<Learned, Unlearnable> {
     let (Ok(a), Ok(b)) = (std::str::from_utf8(a), std::str::from_utf8(b)) else {
         return Err(unlearnable("not UTF-8 text", String::new()));
     };
+    let (old, new) = (tokens(a), tokens(b));
     let diff = TextDiff::configure()
         .timeout(std::time::Duration::from_millis(200))
-        .diff_words(a, b);
+        .diff_slices(&old, &new);
     // Byte offsets of the tokens' starts, one past the last included.
     let starts = |n: usize, len: &dyn Fn(usize) -> usize| -> Vec<usize> {
         let mut v = Vec::with_capacity(n + 1);
@@ -267,6 +311,35 @@ mod tests {
         .unwrap_err();
         assert!(e.why.contains("enclosed"), "{e:?}");
         assert!(!e.differs_at.is_empty());
+    }
+
+    #[test]
+    fn a_timestamp_against_the_closing_markup_of_a_minified_page_is_learned() {
+        let page = |t: &str| {
+            format!(
+                "<!DOCTYPE html><html><head><title>Report</title></head><body><main><p>{}</p></main><footer>Generated {t}</footer></body></html>",
+                "The same words on every answer. ".repeat(20)
+            )
+        };
+        let (a, b) = (page("2026-12-06T12:00:05Z"), page("2026-12-06T12:00:07Z"));
+        let learned = learn(a.as_bytes(), b.as_bytes()).unwrap();
+        assert_eq!(learned.masks.len(), 1);
+        assert!(
+            learned.masks[0].after.starts_with("</footer>"),
+            "{learned:?}"
+        );
+        let c = page("2026-12-06T13:14:15Z");
+        assert_eq!(apply(a.as_bytes(), &learned), apply(c.as_bytes(), &learned));
+        // An edit of the text still counts.
+        let edited = page("2026-12-06T12:00:09Z").replace("every answer", "one answer");
+        assert_ne!(
+            apply(a.as_bytes(), &learned),
+            apply(edited.as_bytes(), &learned)
+        );
+        // The tokens join back into the page, whatever it holds.
+        for s in [a.as_str(), "", "<", "a<b", "x >y< z", "é<é>é \t\n"] {
+            assert_eq!(tokens(s).concat(), s);
+        }
     }
 
     #[test]

@@ -22,7 +22,7 @@ impl OriginAgent {
         // Its rules may have changed since it was taken in (robots.txt, read again).
         if let Err(why) = self.allowed(path) {
             let now = truncate_ms(self.core.clock.now());
-            self.remove(path, listed.as_ref(), now, why);
+            self.remove(path, listed.as_ref(), now, why, true);
             if let Some(t) = self.pages.get_mut(path) {
                 t.checked = Some(crate::store::to_ms(now));
                 t.urgent = false;
@@ -55,11 +55,11 @@ impl OriginAgent {
                 Outcome::Same
             }
             Answer::Gone => {
-                self.remove(path, listed.as_ref(), now, "gone (404 or 410)".into());
+                self.remove(path, listed.as_ref(), now, "gone (404 or 410)".into(), true);
                 Outcome::Changed
             }
             Answer::Refused(why) => {
-                self.remove(path, listed.as_ref(), now, why);
+                self.remove(path, listed.as_ref(), now, why, true);
                 Outcome::Changed
             }
             Answer::Unknown(why) => {
@@ -134,6 +134,9 @@ impl OriginAgent {
                                     "changes at every request ({}; it differs at {})",
                                     e.why, e.differs_at
                                 ),
+                                // Still public: it leaves the listing, and what showed it
+                                // shows nothing private.
+                                false,
                             );
                             return Ok(Outcome::Changed);
                         }
@@ -264,8 +267,19 @@ impl OriginAgent {
         Ok((third, digest))
     }
 
-    /// A page that is no longer published: gone, refused, or changing at every request.
-    fn remove(&mut self, path: &str, listed: Option<&FileEntry>, now: DateTime<Utc>, why: String) {
+    /// A page that is no longer published: gone, refused, or changing at every request. Only a
+    /// page that stopped being public (`withdrawn`) is withdrawn from everything the agent
+    /// serves, the pages that showed it checked again: one that changes at every request is
+    /// public still, and checking what links to it spread one unpublished page to every page
+    /// of a generated site in turn.
+    fn remove(
+        &mut self,
+        path: &str,
+        listed: Option<&FileEntry>,
+        now: DateTime<Utc>,
+        why: String,
+        withdrawn: bool,
+    ) {
         if let Some(t) = self.pages.get_mut(path) {
             if t.refused.as_deref() != Some(why.as_str()) {
                 tracing::info!("not published, {why}: {path}");
@@ -284,7 +298,9 @@ impl OriginAgent {
         self.stats.changes += 1;
         self.batch.delete(path, old.sha256, now);
         // Withdrawn: once the deletion is saved, nothing the agent serves may carry it.
-        self.withdrawn.push(path.to_string());
+        if withdrawn {
+            self.withdrawn.push(path.to_string());
+        }
     }
 
     /// The change digest of `body` for `path`: the volatile-part rule, and what was learned of
