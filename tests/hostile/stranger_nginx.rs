@@ -419,3 +419,65 @@ fn an_include_glob_that_gains_a_file_at_a_reload_is_read_again() {
         "{text}"
     );
 }
+
+#[test]
+fn requests_moved_inside_nginx_are_judged_where_they_end() {
+    let Some(bin) = nginx_bin() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let www = docroot(tmp.path());
+    plant(
+        &www,
+        &[
+            ("index.html", "<h1>home</h1>"),
+            (
+                "members/list.html",
+                "hunter2 behind error_page to a named location",
+            ),
+            (
+                "files/gone.html",
+                "hunter2 behind try_files to a named location",
+            ),
+            (
+                "docs/guide.html",
+                "hunter2 behind error_page to an internal alias",
+            ),
+            ("r/page.html", "hunter2 behind rewrite last"),
+            ("plain/page.html", "refused to everyone"),
+        ],
+    );
+    // Strangers are refused where the request starts; the place it ends lets loopback in.
+    let http = |port: u16| {
+        format!(
+            "server {{\n  listen 127.0.0.1:{port};\n  root {www};\n  \
+             location /members/ {{ deny all; error_page 403 = @open; }}\n  \
+             location @open {{ allow 127.0.0.0/8; deny all; root {www}; }}\n  \
+             location /files/ {{ deny all; error_page 403 = @back; }}\n  \
+             location @back {{ allow 127.0.0.0/8; deny all; try_files $uri =404; }}\n  \
+             location /docs/ {{ deny all; error_page 403 = /internal$uri; }}\n  \
+             location /internal/ {{ internal; alias {www}/; allow 127.0.0.0/8; deny all; }}\n  \
+             location /r/ {{ deny all; }}\n  \
+             location /go/ {{ rewrite ^/go/(.*)$ /inner/r/$1 last; }}\n  \
+             location /inner/ {{ internal; alias {www}/; allow 127.0.0.0/8; deny all; }}\n  \
+             location /plain/ {{ deny all; }}\n}}\n",
+            www = www.display()
+        )
+    };
+    let nginx = Nginx::start_custom(&bin, &www, &http, &at([127, 0, 0, 1]));
+    let site_file = tmp.path().join("site.conf");
+    std::fs::write(&site_file, http(nginx.addr.port())).unwrap();
+    // The trap is real: from loopback the moved requests are answered.
+    assert_eq!(
+        get_from("127.0.0.1", nginx.addr, "/members/list.html", "x").0,
+        200
+    );
+    let secrets = ["members/list.html", "files/gone.html", "docs/guide.html"];
+    let check = |run: &Run, leg: &str| {
+        assert_safe(run, &secrets, &["index.html"], leg);
+        assert!(
+            run.log.contains("ends in location @open"),
+            "{leg}: the log names where the request ends\n{}",
+            run.log
+        );
+    };
+    three_ways(&www, &nginx.url(), &site_file, &nginx, &check, &|_, _| {});
+}

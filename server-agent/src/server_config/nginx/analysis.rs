@@ -10,6 +10,7 @@ use super::super::matcher::{Matcher, regex};
 use super::super::{Hidden, Site, under_base};
 use super::variables::{Variables, variables, variables_in};
 use super::{Directive, Loaded, http_servers};
+use std::collections::HashMap;
 
 /// Where a directive's rules apply: a location, or everything the server serves.
 #[derive(Clone)]
@@ -32,6 +33,13 @@ struct Analysis<'a> {
     servers_by_name: bool,
     hidden: Vec<Hidden>,
     notes: Vec<Hidden>,
+    /// The named locations of the server block being walked whose rules would let the judge
+    /// in, with why: a request that moves into one is judged by them.
+    named: HashMap<String, String>,
+    /// Internal moves to a URI (`error_page`, `try_files`, `rewrite ... last`), weighed once
+    /// every place the server hides is known: where it starts, where read, what it says, and
+    /// the URI.
+    moves: Vec<(Scope, String, String, String)>,
 }
 
 fn place(scope: &Scope) -> Option<Matcher> {
@@ -209,7 +217,9 @@ impl Analysis<'_> {
                 ("http", Some(b)) => self.walk(b, scope),
                 ("server", Some(b)) => {
                     if self.reads_server(d, b) {
+                        self.named = self.named_locations(b);
                         self.walk(b, &Scope::Everything);
+                        self.named.clear();
                     }
                 }
                 ("location", Some(b)) => {
@@ -235,10 +245,107 @@ impl Analysis<'_> {
         }
     }
 
+    /// The named locations of a server block whose rules would let the judge in (each walked
+    /// as if it served everything), with the first reason.
+    fn named_locations(&mut self, server: &[Directive]) -> HashMap<String, String> {
+        let mut out = HashMap::new();
+        for d in server.iter().filter(|d| d.name == "location") {
+            let (Some(b), [name]) = (d.block.as_deref(), d.args.as_slice()) else {
+                continue;
+            };
+            if !name.starts_with('@') {
+                continue;
+            }
+            let (hidden, notes) = (
+                std::mem::take(&mut self.hidden),
+                std::mem::take(&mut self.notes),
+            );
+            self.walk(b, &Scope::Everything);
+            let found = std::mem::replace(&mut self.hidden, hidden);
+            self.notes = notes;
+            if let Some(h) = found.first() {
+                out.insert(name.clone(), h.source.clone());
+            }
+        }
+        out
+    }
+
+    /// A directive that moves the request inside the server (`error_page`, `try_files`,
+    /// `rewrite ... last`): the place it starts in is judged by where it ends. A named
+    /// location is weighed now; a URI once every hidden place is known.
+    fn moves(&mut self, n: &str, d: &Directive, scope: &Scope) {
+        let target = match n {
+            "error_page" | "try_files" => d.args.last().cloned(),
+            "rewrite" => match d.args.as_slice() {
+                [_, to] => Some(to.clone()),
+                [_, to, flag] if flag == "last" => Some(to.clone()),
+                _ => None,
+            },
+            _ => None,
+        };
+        let Some(target) = target else {
+            return;
+        };
+        let text = format!("{n} {}", d.args.join(" "));
+        if target.starts_with('@') {
+            if let Some(why) = self.named.get(&target).cloned() {
+                self.hide(
+                    scope,
+                    d,
+                    format!("{text}: the request ends in location {target}, where {why}"),
+                );
+            }
+        } else if target.starts_with('/') {
+            self.moves.push((scope.clone(), d.at(), text, target));
+        }
+    }
+
+    /// The moves to a URI whose destination a hidden place could govern: their starting places
+    /// hidden too (a move weighed once; whether any was is returned, for chains). A URI with
+    /// variables is judged by its literal start, and a destination matched by a pattern the
+    /// reader cannot test that far is taken as reached.
+    fn weigh_moves(&mut self) -> bool {
+        let base = self.site.base_path;
+        let mut added = false;
+        for (scope, at, text, uri) in std::mem::take(&mut self.moves) {
+            // The query plays no part in choosing a location.
+            let path = uri.split('?').next().unwrap_or_default();
+            let literal = path.split('$').next().unwrap_or_default();
+            let Some(rel) = under_base(literal, base) else {
+                continue;
+            };
+            let exact = !path.contains('$');
+            let file = super::super::matcher::Candidate::file(&rel, base, self.site.spellings);
+            let reached = self.hidden.iter().find(|h| {
+                if exact {
+                    return h.matcher.governs(&file);
+                }
+                match &h.matcher {
+                    Matcher::UrlPrefix(p) => p.starts_with(&rel) || rel.starts_with(p.as_str()),
+                    Matcher::UrlExact(p) => p.starts_with(&rel),
+                    _ => true,
+                }
+            });
+            match (reached.map(|h| h.source.clone()), place(&scope)) {
+                (Some(h), Some(place)) => {
+                    self.hidden.push(Hidden {
+                        matcher: place,
+                        source: format!("{at}: {text}: the request ends where {h}"),
+                    });
+                    added = true;
+                }
+                (None, Some(_)) => self.moves.push((scope, at, text, uri)),
+                _ => {}
+            }
+        }
+        added
+    }
+
     fn directive(&mut self, n: &str, d: &Directive, scope: &Scope) {
         if self.reads_who_asks(scope, d) {
             return;
         }
+        self.moves(n, d, scope);
         let first = d.args.first().map(|a| a.to_ascii_lowercase());
         match directives::nginx(n, self.site.trusted) {
             Kind::Seen => {}
@@ -315,11 +422,15 @@ pub(crate) fn hidden_places(loaded: &Loaded, site: Site) -> (Vec<Hidden>, Vec<Hi
         servers_by_name: false,
         hidden: Vec::new(),
         notes: Vec::new(),
+        named: HashMap::new(),
+        moves: Vec::new(),
     };
     // Only the server blocks that serve the site's host, when any does; all of them else.
     a.servers_by_name = servers
         .iter()
         .any(|d| d.block.as_deref().is_some_and(|b| a.serves_site(b)));
     a.walk(&loaded.tree, &Scope::Everything);
+    // Until no move is left whose destination a newly hidden start could be (a chain).
+    while a.weigh_moves() {}
     (a.hidden, a.notes)
 }

@@ -296,3 +296,47 @@ fn an_address_rule_does_not_reach_a_location_that_sets_its_own() {
     let r = hidden("allow 127.0.0.1; deny all; server { allow all; }");
     assert_hides_nothing(&r);
 }
+
+#[test]
+fn a_request_moved_inside_the_server_is_judged_where_it_ends() {
+    let r = hidden(
+        r#"server {
+            listen 80; root /var/www; server_name www.example.org;
+            location / { try_files $uri $uri/ /index.php?$args; }
+            location /members/ { deny all; error_page 403 = @open; }
+            location @open { allow 127.0.0.0/8; deny all; }
+            location /files/ { try_files $uri @back; }
+            location @back { allow 127.0.0.0/8; deny all; }
+            location /docs/ { deny all; error_page 403 = /internal$uri; }
+            location /internal/ { internal; alias /var/www/; allow 127.0.0.0/8; deny all; }
+            location /r/ { rewrite ^/r/(.*)$ /inner/$1 last; }
+            location /inner/ { internal; allow 127.0.0.1; deny all; }
+            location /chain/ { rewrite ^ /r/x last; }
+            location /plain/ { deny all; error_page 403 = @quiet; }
+            location @quiet { return 404; }
+            location /away/ { error_page 404 https://elsewhere.example/; rewrite ^ /inner/x redirect; }
+        }"#,
+    );
+    assert_hides(
+        &r,
+        &[
+            "members/a.html",
+            "files/a.html",
+            "docs/a.html",
+            "internal/a.html",
+            "r/a.html",
+            "inner/a.html",
+            "chain/a.html",
+        ],
+        // The twin: moves that end where nothing lets the judge in, or that leave the server
+        // (a redirect the client follows, asking again as itself), hide nothing.
+        &["index.html", "a/b.html", "plain/a.html", "away/a.html"],
+    );
+    let why = r.hides("members/a.html").unwrap().to_string();
+    assert!(
+        why.contains("error_page 403 = @open") && why.contains("ends in location @open"),
+        "{why}"
+    );
+    let why = r.hides("docs/a.html").unwrap().to_string();
+    assert!(why.contains("the request ends where"), "{why}");
+}
