@@ -83,8 +83,8 @@ fn excerpt(s: &str, start: usize, end: usize) -> String {
     format!("…{text}…")
 }
 
-/// `s` cut into tokens that join back into it: whitespace runs, markup (`<` to `>`) and the
-/// words between. Cut at markup as well as spaces, since minified HTML puts a generated
+/// `s` cut into tokens that join back into it: whitespace runs, markup (`<` to `>`), quotes
+/// and the words between. Cut at markup as well as spaces, since minified HTML puts a generated
 /// timestamp right against `</footer></body></html>`: cut at spaces alone, the differing word
 /// ran to the page's end and no shared text closed the region.
 fn tokens(s: &str) -> Vec<&str> {
@@ -102,10 +102,13 @@ fn tokens(s: &str) -> Vec<&str> {
                 .iter()
                 .position(|b| !b.is_ascii_whitespace())
                 .unwrap_or(bytes.len() - i)
+        } else if c == b'"' || c == b'\'' {
+            // A quote alone: a value in a script's JSON ends at one.
+            i + 1
         } else {
             i + bytes[i..]
                 .iter()
-                .position(|b| *b == b'<' || b.is_ascii_whitespace())
+                .position(|b| matches!(*b, b'<' | b'"' | b'\'') || b.is_ascii_whitespace())
                 .unwrap_or(bytes.len() - i)
         };
         // Every cut is at an ASCII byte (or the end), so at a char boundary.
@@ -337,7 +340,15 @@ mod tests {
             apply(edited.as_bytes(), &learned)
         );
         // The tokens join back into the page, whatever it holds.
-        for s in [a.as_str(), "", "<", "a<b", "x >y< z", "é<é>é \t\n"] {
+        for s in [
+            a.as_str(),
+            "",
+            "<",
+            "a<b",
+            "x >y< z",
+            "é<é>é \t\n",
+            "{\"t\":'1'}",
+        ] {
             assert_eq!(tokens(s).concat(), s);
         }
     }

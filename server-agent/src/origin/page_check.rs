@@ -126,18 +126,18 @@ impl OriginAgent {
                     match self.third_answer(path, page, second, second_digest, text) {
                         Ok((latest, d)) => (page, digest) = (latest, d),
                         Err(e) => {
-                            self.remove(
-                                path,
-                                listed,
-                                now,
-                                format!(
-                                    "changes at every request ({}; it differs at {})",
-                                    e.why, e.differs_at
-                                ),
-                                // Still public: it leaves the listing, and what showed it
-                                // shows nothing private.
-                                false,
+                            let why = format!(
+                                "changes at every request ({}; it differs at {})",
+                                e.why, e.differs_at
                             );
+                            if listed.is_some() {
+                                // Published before: its volatile parts are not learned yet,
+                                // it did not leave the site. Its last published version
+                                // stays, and nothing that showed it is checked.
+                                self.keep_published(path, &why);
+                                return Ok(Outcome::Same);
+                            }
+                            self.remove(path, listed, now, why, false);
                             return Ok(Outcome::Changed);
                         }
                     }
@@ -301,6 +301,25 @@ impl OriginAgent {
         if withdrawn {
             self.withdrawn.push(path.to_string());
         }
+    }
+
+    /// A published page whose new answers cannot be told from its volatile parts: its last
+    /// published version stays, said in the log and the console once for each reason.
+    fn keep_published(&mut self, path: &str, why: &str) {
+        let note = format!("keeps its last published version: {why}");
+        let Some(t) = self.pages.get_mut(path) else {
+            return;
+        };
+        if t.refused.as_deref() == Some(note.as_str()) {
+            return;
+        }
+        tracing::info!("{path} {note}");
+        if let Some(a) = &self.core.activity {
+            let mut e = Exclusions::default();
+            e.add(path, &note);
+            a.scanned_some(e);
+        }
+        t.refused = Some(note);
     }
 
     /// The change digest of `body` for `path`: the volatile-part rule, and what was learned of

@@ -274,7 +274,8 @@ mod tests {
     }
 
     #[test]
-    fn a_page_read_by_exactly_the_threshold_of_visitors_gets_its_figure_as_its_count_decays() {
+    fn pages_read_by_k_and_k_plus_one_visitors_get_a_figure_as_their_counts_decay_and_k_minus_one_none()
+     {
         let mut c = Counts::new(7.0 * 86_400.0);
         let t0 = 100 * DAY;
         for i in 0..10 {
@@ -282,6 +283,14 @@ mod tests {
                 "ten.html",
                 &format!("10.0.0.{i}"),
                 &format!("10.0.0.{i} F"),
+                t0,
+            );
+        }
+        for i in 0..11 {
+            c.read(
+                "eleven.html",
+                &format!("10.0.3.{i}"),
+                &format!("10.0.3.{i} F"),
                 t0,
             );
         }
@@ -306,6 +315,7 @@ mod tests {
             let pages = c.readers(t0 + later).map(|(p, v, n)| (p.to_string(), v, n));
             let s = published_shares(pages, 10);
             assert!(s.contains_key("ten.html"), "{later} s later: {s:?}");
+            assert!(s.contains_key("eleven.html"), "{later} s later: {s:?}");
             assert!(
                 !s.contains_key("nine.html"),
                 "nine readers are fewer than ten"
