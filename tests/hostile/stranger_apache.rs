@@ -241,3 +241,58 @@ fn debians_stock_modules_hide_nothing_of_the_site() {
         run.log
     );
 }
+
+#[test]
+fn a_request_rewritten_inside_apache_is_judged_where_it_ends() {
+    let Some(bin) = apache_bin() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let www = docroot(tmp.path());
+    plant(
+        &www,
+        &[
+            ("index.html", "<h1>home</h1>"),
+            (
+                "reports/q3.html",
+                "hunter2 rewritten [PT] into a local-only place",
+            ),
+            ("open/page.html", "rewritten [PT] into a place for everyone"),
+        ],
+    );
+    let w = www.display();
+    // Each directory's requests are passed on to an Alias of the same directory; the first
+    // such place lets only the machine in (its own addresses, the judge's among them).
+    let body = |port: u16| {
+        format!(
+            "Listen 127.0.0.1:{port}\nServerName localhost\nDocumentRoot {w}\n\
+             <Directory {w}>\n  Require all granted\n</Directory>\n\
+             <Directory {w}/reports>\n  RewriteEngine On\n  RewriteCond %{{REQUEST_URI}} !^/inner/\n  \
+             RewriteRule ^(.*)$ /inner/$1 [PT]\n</Directory>\n\
+             <Directory {w}/open>\n  RewriteEngine On\n  RewriteCond %{{REQUEST_URI}} !^/pub/\n  \
+             RewriteRule ^(.*)$ /pub/$1 [PT]\n</Directory>\n\
+             Alias /inner {w}/reports\nAlias /pub {w}/open\n\
+             <Location /inner>\n  Require local\n</Location>\n"
+        )
+    };
+    let Some(apache) = Apache::start_custom(&bin, &www, &body, &loopback) else {
+        return skip("Apache as www-data needs root");
+    };
+    // The trap is real: the machine (any address of it, the judge's too) is answered the file
+    // itself; the world, which no loopback test can be, is refused by `Require local`.
+    let (status, text) = get_from("127.61.5.9", apache.addr, "/reports/q3.html", "localhost");
+    assert_eq!(status, 200, "{text}");
+    assert!(text.contains(SECRET), "{text}");
+    let read = once(&www, &apache.url(), &[], Who::Root);
+    // The twin: rewritten into a place that grants everyone, it is published.
+    assert_safe(
+        &read,
+        &["reports/q3.html"],
+        &["index.html", "open/page.html"],
+        "read from Apache",
+    );
+    assert!(
+        read.log.contains("RewriteRule ^(.*)$ /inner/$1 [PT]")
+            && read.log.contains("the request ends where"),
+        "{}",
+        read.log
+    );
+}

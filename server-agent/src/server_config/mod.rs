@@ -17,6 +17,7 @@ pub(crate) mod directives;
 mod grants;
 pub(crate) mod includes;
 pub(crate) mod matcher;
+mod moves;
 pub(crate) mod nginx;
 
 pub use grants::{JudgeFacts, local_addresses};

@@ -11,6 +11,7 @@ mod lines;
 use super::directives::{self, Kind, Section};
 use super::includes::{IncludeSource, expand_include};
 use super::matcher::{Matcher, components, fnmatch, has_wildcards, regex};
+use super::moves::Move;
 use super::{Hidden, Site, Vhost, read_rules_file, under_base};
 use access::Effect;
 use lines::{logical_lines, section_open, substitute, words};
@@ -104,6 +105,8 @@ struct Reader<'a> {
     pending_rewrite: Option<String>,
     /// Why the `<If>` chain being read depends on who asks, if it does.
     if_chain: Option<String>,
+    /// Requests moved inside the server, weighed once every hidden place is known.
+    moves: Vec<Move>,
 }
 
 impl Reader<'_> {
@@ -141,6 +144,18 @@ impl Reader<'_> {
             self.out.notes.push(Hidden {
                 matcher,
                 source: format!("{at}: {why}"),
+            });
+        }
+    }
+
+    /// A request moved from `scope` to the local URL `to`.
+    fn moved(&mut self, scope: &Scope, at: &str, text: String, to: &str) {
+        if let Some(from) = Self::place(scope) {
+            self.moves.push(Move {
+                from,
+                at: at.to_string(),
+                text,
+                to: to.to_string(),
             });
         }
     }
@@ -479,6 +494,18 @@ impl Reader<'_> {
                     }
                 }
                 "accessfilename" => self.out.access_files.extend(args.iter().cloned()),
+                // A local URL answers the error, or every URL no file answers: the request
+                // goes on there.
+                "errordocument" => {
+                    if let Some(to) = args.get(1).filter(|t| t.starts_with('/')) {
+                        self.moved(&scope, &at, format!("ErrorDocument {}", args.join(" ")), to);
+                    }
+                }
+                "fallbackresource" => {
+                    if let Some(to) = args.first().filter(|t| t.starts_with('/')) {
+                        self.moved(&scope, &at, format!("FallbackResource {to}"), to);
+                    }
+                }
                 "documentroot" | "servername" | "serveralias" => self.vhost_fact(&lower, args),
                 "require" => {
                     let e = access::require(args, self.site.judge);
@@ -501,6 +528,20 @@ impl Reader<'_> {
                         .pending_rewrite
                         .take()
                         .or_else(|| access::rewrite_rule(args));
+                    // To a local path without a redirect: the request goes on there
+                    // (`[PT]` through the URL's mapping, `[L]`, `[N]` or none alike).
+                    let redirect = args.get(2).is_some_and(|f| {
+                        f.trim_matches(['[', ']']).split(',').any(|f| {
+                            f.eq_ignore_ascii_case("R")
+                                || f.to_ascii_lowercase().starts_with("r=")
+                                || f.eq_ignore_ascii_case("redirect")
+                                || f.to_ascii_lowercase().starts_with("redirect=")
+                        })
+                    });
+                    if let Some(to) = args.get(1).filter(|t| t.starts_with('/') && !redirect) {
+                        let from = self.rewrite_scope(&scope, args);
+                        self.moved(&from, &at, format!("RewriteRule {}", args.join(" ")), to);
+                    }
                     if let Some(what) = why {
                         let narrowed = self.rewrite_scope(&scope, args);
                         self.hide(
@@ -596,11 +637,13 @@ pub(crate) fn read(
         server_root: None,
         pending_rewrite: None,
         if_chain: None,
+        moves: Vec::new(),
     };
     r.read(text, name, 0)?;
     if let Some(o) = r.stack.last() {
         return Err(format!("{}: <{}> is not closed", o.at, o.name));
     }
+    super::moves::settle(&mut r.out.hidden, r.moves, site);
     Ok(r.out)
 }
 

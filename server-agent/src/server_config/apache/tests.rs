@@ -262,3 +262,45 @@ fn debians_own_configuration_hides_nothing_of_the_docroot() {
     let shipped = include_str!("../../../../examples/apache/site.conf");
     assert_hides_nothing(&read_conf(Path::new("/var/www/example"), shipped, &[]));
 }
+
+#[test]
+fn a_request_moved_inside_apache_is_judged_where_it_ends() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path().join("www");
+    std::fs::create_dir_all(&d).unwrap();
+    let d = d.display();
+    let r = read_conf(
+        tmp.path().join("www").as_path(),
+        &format!(
+            "<VirtualHost *:80>\n  DocumentRoot {d}\n  RewriteEngine On\n  \
+             RewriteRule ^/reports/(.*)$ /inner/$1 [PT,L]\n  \
+             RewriteRule ^/open/(.*)$ /pub/$1 [PT]\n  \
+             RewriteRule ^/away/(.*)$ /inner/$1 [R=302,L]\n  \
+             Alias /inner {d}\n  <Location /inner>\n    Require local\n  </Location>\n  \
+             <Location /pub>\n    Require all granted\n  </Location>\n  \
+             <Location /denied>\n    Require all denied\n    ErrorDocument 403 /inner/sorry.html\n  </Location>\n  \
+             <Location /quiet>\n    Require all denied\n    ErrorDocument 403 /pub/sorry.html\n  </Location>\n  \
+             <Directory {d}/app>\n    FallbackResource /inner/index.php\n  </Directory>\n\
+             </VirtualHost>\n"
+        ),
+        &[],
+    );
+    assert_hides(
+        &r,
+        &[
+            "inner/a.html",
+            "reports/a.html",
+            "denied/a.html",
+            "app/a.html",
+        ],
+        // The twins: a move into a place that grants nobody, and a redirect the client
+        // follows as itself, hide nothing.
+        &["open/a.html", "away/a.html", "quiet/a.html", "index.html"],
+    );
+    let why = r.hides("reports/a.html").unwrap().to_string();
+    assert!(
+        why.contains("RewriteRule ^/reports/(.*)$ /inner/$1 [PT,L]")
+            && why.contains("the request ends where"),
+        "{why}"
+    );
+}

@@ -7,6 +7,7 @@
 use super::super::directives::{self, Kind, NGINX_OPAQUE_BLOCKS};
 use super::super::grants::Grant;
 use super::super::matcher::{Matcher, regex};
+use super::super::moves::Move;
 use super::super::{Hidden, Site, under_base};
 use super::variables::{Variables, variables, variables_in};
 use super::{Directive, Loaded, http_servers};
@@ -39,7 +40,7 @@ struct Analysis<'a> {
     /// Internal moves to a URI (`error_page`, `try_files`, `rewrite ... last`), weighed once
     /// every place the server hides is known: where it starts, where read, what it says, and
     /// the URI.
-    moves: Vec<(Scope, String, String, String)>,
+    moves: Vec<Move>,
 }
 
 fn place(scope: &Scope) -> Option<Matcher> {
@@ -295,50 +296,16 @@ impl Analysis<'_> {
                     format!("{text}: the request ends in location {target}, where {why}"),
                 );
             }
-        } else if target.starts_with('/') {
-            self.moves.push((scope.clone(), d.at(), text, target));
-        }
-    }
-
-    /// The moves to a URI whose destination a hidden place could govern: their starting places
-    /// hidden too (a move weighed once; whether any was is returned, for chains). A URI with
-    /// variables is judged by its literal start, and a destination matched by a pattern the
-    /// reader cannot test that far is taken as reached.
-    fn weigh_moves(&mut self) -> bool {
-        let base = self.site.base_path;
-        let mut added = false;
-        for (scope, at, text, uri) in std::mem::take(&mut self.moves) {
-            // The query plays no part in choosing a location.
-            let path = uri.split('?').next().unwrap_or_default();
-            let literal = path.split('$').next().unwrap_or_default();
-            let Some(rel) = under_base(literal, base) else {
-                continue;
-            };
-            let exact = !path.contains('$');
-            let file = super::super::matcher::Candidate::file(&rel, base, self.site.spellings);
-            let reached = self.hidden.iter().find(|h| {
-                if exact {
-                    return h.matcher.governs(&file);
-                }
-                match &h.matcher {
-                    Matcher::UrlPrefix(p) => p.starts_with(&rel) || rel.starts_with(p.as_str()),
-                    Matcher::UrlExact(p) => p.starts_with(&rel),
-                    _ => true,
-                }
+        } else if target.starts_with('/')
+            && let Some(from) = place(scope)
+        {
+            self.moves.push(Move {
+                from,
+                at: d.at(),
+                text,
+                to: target,
             });
-            match (reached.map(|h| h.source.clone()), place(&scope)) {
-                (Some(h), Some(place)) => {
-                    self.hidden.push(Hidden {
-                        matcher: place,
-                        source: format!("{at}: {text}: the request ends where {h}"),
-                    });
-                    added = true;
-                }
-                (None, Some(_)) => self.moves.push((scope, at, text, uri)),
-                _ => {}
-            }
         }
-        added
     }
 
     fn directive(&mut self, n: &str, d: &Directive, scope: &Scope) {
@@ -430,7 +397,6 @@ pub(crate) fn hidden_places(loaded: &Loaded, site: Site) -> (Vec<Hidden>, Vec<Hi
         .iter()
         .any(|d| d.block.as_deref().is_some_and(|b| a.serves_site(b)));
     a.walk(&loaded.tree, &Scope::Everything);
-    // Until no move is left whose destination a newly hidden start could be (a chain).
-    while a.weigh_moves() {}
+    super::super::moves::settle(&mut a.hidden, std::mem::take(&mut a.moves), site);
     (a.hidden, a.notes)
 }
