@@ -8,8 +8,8 @@
 //! configuration (refused to start unless `--server-config none` is given).
 
 use super::stranger_support::{
-    Run, Who, assert_refused_to_start, assert_safe, assert_warned_none, docroot, get_from, once,
-    only_root_reads, plant,
+    Run, SECRET, Who, assert_refused_to_start, assert_safe, assert_warned_none, docroot, get_from,
+    once, only_root_reads, plant,
 };
 use super::support::wait_for;
 use std::net::SocketAddr;
@@ -442,37 +442,49 @@ fn requests_moved_inside_nginx_are_judged_where_they_end() {
                 "hunter2 behind error_page to an internal alias",
             ),
             ("r/page.html", "hunter2 behind rewrite last"),
-            ("plain/page.html", "refused to everyone"),
+            ("tw/page.html", "behind error_page to a place for everyone"),
         ],
     );
-    // Strangers are refused where the request starts; the place it ends lets loopback in.
+    // Strangers are refused where the request starts, or sent on; the place it ends lets
+    // loopback in. The twin ends in a place that grants everyone.
     let http = |port: u16| {
         format!(
             "server {{\n  listen 127.0.0.1:{port};\n  root {www};\n  \
              location /members/ {{ deny all; error_page 403 = @open; }}\n  \
-             location @open {{ allow 127.0.0.0/8; deny all; root {www}; }}\n  \
-             location /files/ {{ deny all; error_page 403 = @back; }}\n  \
-             location @back {{ allow 127.0.0.0/8; deny all; try_files $uri =404; }}\n  \
+             location @open {{ allow 127.0.0.0/8; deny all; }}\n  \
+             location /files/ {{ try_files /nothing-here @back; }}\n  \
+             location @back {{ allow 127.0.0.0/8; deny all; }}\n  \
              location /docs/ {{ deny all; error_page 403 = /internal$uri; }}\n  \
              location /internal/ {{ internal; alias {www}/; allow 127.0.0.0/8; deny all; }}\n  \
-             location /r/ {{ deny all; }}\n  \
-             location /go/ {{ rewrite ^/go/(.*)$ /inner/r/$1 last; }}\n  \
+             location /r/ {{ rewrite ^/r/(.*)$ /inner/r/$1 last; }}\n  \
              location /inner/ {{ internal; alias {www}/; allow 127.0.0.0/8; deny all; }}\n  \
-             location /plain/ {{ deny all; }}\n}}\n",
+             location /tw/ {{ deny all; error_page 403 = @pub; }}\n  \
+             location @pub {{ }}\n}}\n",
             www = www.display()
         )
     };
     let nginx = Nginx::start_custom(&bin, &www, &http, &at([127, 0, 0, 1]));
     let site_file = tmp.path().join("site.conf");
     std::fs::write(&site_file, http(nginx.addr.port())).unwrap();
-    // The trap is real: from loopback the moved requests are answered.
-    assert_eq!(
-        get_from("127.0.0.1", nginx.addr, "/members/list.html", "x").0,
-        200
-    );
-    let secrets = ["members/list.html", "files/gone.html", "docs/guide.html"];
+    // The traps are real: from loopback each moved request is answered the file itself.
+    for p in [
+        "members/list.html",
+        "files/gone.html",
+        "docs/guide.html",
+        "r/page.html",
+    ] {
+        let (status, body) = get_from("127.0.0.1", nginx.addr, &format!("/{p}"), "x");
+        assert_eq!(status, 200, "{p}: {body}");
+        assert!(body.contains(SECRET), "{p}: {body}");
+    }
+    let secrets = [
+        "members/list.html",
+        "files/gone.html",
+        "docs/guide.html",
+        "r/page.html",
+    ];
     let check = |run: &Run, leg: &str| {
-        assert_safe(run, &secrets, &["index.html"], leg);
+        assert_safe(run, &secrets, &["index.html", "tw/page.html"], leg);
         assert!(
             run.log.contains("ends in location @open"),
             "{leg}: the log names where the request ends\n{}",

@@ -15,6 +15,7 @@ href. The fallback encoding is the crawler's: UTF-8 when the bytes are valid UTF
 windows-1252.
 """
 
+import codecs
 import json
 import sys
 
@@ -45,15 +46,33 @@ def strip_url(s):
     return s.replace("\t", "").replace("\n", "").replace("\r", "")
 
 
+def _marked(err):
+    """An unmappable code point, marked (\\x01 code point \\x02) for query_encode."""
+    return ("".join("\x01%d\x02" % ord(c) for c in err.object[err.start:err.end]), err.end)
+
+
+codecs.register_error("webcoop-url-charref", _marked)
+
+
 def query_encode(query, encoding):
-    """The URL standard's percent-encode after encoding, with the special-query set."""
-    data = query.encode(encoding, "xmlcharrefreplace")
+    """The URL standard's percent-encode after encoding, with the special-query set: a code
+    point the encoding cannot hold is `%26%23` + its decimal value + `%3B` (the whole of
+    `&#N;` percent-encoded, so it never reads as the query's separators)."""
+    data = query.encode(encoding, "webcoop-url-charref")
     out = []
-    for b in data:
+    i = 0
+    while i < len(data):
+        b = data[i]
+        if b == 1:
+            end = data.index(2, i)
+            out.append("%%26%%23%s%%3B" % data[i + 1 : end].decode("ascii"))
+            i = end + 1
+            continue
         if b < 0x21 or b > 0x7E or b in b"\"#<>'":
             out.append("%%%02X" % b)
         else:
             out.append(chr(b))
+        i += 1
     return "".join(out)
 
 
