@@ -187,7 +187,8 @@ fn every_hard_case_yields_the_links_a_browser_reads() {
     assert!(links("latin1-http-equiv.html").contains(&"/%C3%BCber.html?w=%DF".to_string()));
     let koi8 = links("koi8-meta.html");
     assert!(
-        koi8.iter().any(|l| l.ends_with("?q=%CD%C9%D2&e=%26%23233%3B")),
+        koi8.iter()
+            .any(|l| l.ends_with("?q=%CD%C9%D2&e=%26%23233%3B")),
         "{koi8:?}"
     );
     assert!(links("utf16le.html").contains(&"/%C3%A9t%C3%A9.html?s=%E2%98%83".to_string()));
