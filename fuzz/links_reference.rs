@@ -88,8 +88,26 @@ fn kept(mut url: Url) -> Option<String> {
 
 /// The URL standard's parser for a document in `encoding` (its query in the output encoding).
 fn parse(base: &Url, href: &str, encoding: &'static Encoding) -> Option<Url> {
+    // "Percent-encode after encoding": code point by code point through one encoder; one it
+    // cannot encode is `%26%23` + its decimal value + `%3B`.
     fn encoder(out: &'static Encoding) -> impl for<'s> Fn(&'s str) -> std::borrow::Cow<'s, [u8]> {
-        move |s| out.encode(s).0
+        move |s| {
+            let mut enc = out.new_encoder();
+            let mut bytes = Vec::new();
+            let mut buf = [0u8; 32];
+            let mut chars = s.chars().peekable();
+            while let Some(c) = chars.next() {
+                let one = c.to_string();
+                let last = chars.peek().is_none();
+                let (result, _, written) =
+                    enc.encode_from_utf8_without_replacement(&one, &mut buf, last);
+                bytes.extend_from_slice(&buf[..written]);
+                if let encoding_rs::EncoderResult::Unmappable(u) = result {
+                    bytes.extend_from_slice(format!("%26%23{}%3B", u as u32).as_bytes());
+                }
+            }
+            std::borrow::Cow::Owned(bytes)
+        }
     }
     let encode = encoder(encoding.output_encoding());
     Url::options()
