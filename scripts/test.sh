@@ -230,6 +230,10 @@ if ! "${others[@]}" "$@"; then
 fi
 if ! wait "$tools_run"; then
     cat "$tools_log"
+    echo "error: tests/tools or tests/offline failed (above)" >&2
+    exit 1
+fi
+cat "$tools_log"
 skipped=$(grep -c . "$skip_log" || true)
 say "tests that could not run here: $skipped"
 if [ "$skipped" != 0 ]; then
@@ -237,10 +241,6 @@ if [ "$skipped" != 0 ]; then
     echo "error: $skipped tests could not run on this machine (above); the test command runs them all" >&2
     exit 1
 fi
-    echo "error: tests/tools or tests/offline failed (above)" >&2
-    exit 1
-fi
-cat "$tools_log"
 
 # --- Debian packages, beside the fuzzing ------------------------------------------------------
 # Built, installed with dpkg on this machine, used, removed and purged (scripts/package-test.sh).
