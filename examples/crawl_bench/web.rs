@@ -351,6 +351,27 @@ fn print_run(name: &str, w: &Watched, f: &Figures, floor: Duration) {
             f.hosts_kept_waiting
         );
     }
+    if !f.host_starts.is_empty() {
+        let at = |q: f64| {
+            let i = ((f.host_starts.len() - 1) as f64 * q).round() as usize;
+            f.host_starts[i].as_secs_f64()
+        };
+        println!(
+            "| healthy hosts' first requests (the web's clock) | p10 {:.1} s, median {:.1} s, p90 {:.1} s, last {:.1} s, over {} hosts |",
+            at(0.1),
+            at(0.5),
+            at(0.9),
+            at(1.0),
+            f.host_starts.len()
+        );
+    }
+    if let Some(e) = f.ended_last {
+        println!(
+            "| last healthy answer (the web's clock); the crawl's wall | {:.1} s; {:.1} s |",
+            e.last.as_secs_f64(),
+            w.wall.as_secs_f64()
+        );
+    }
     if !w.console_ms.is_empty() {
         let worst = w.console_ms.iter().copied().fold(0.0, f64::max);
         println!(

@@ -38,6 +38,9 @@ pub struct Figures {
     pub ended_last: Option<EndedLast>,
     /// Healthy hosts that once waited more than ten seconds past a required delay.
     pub hosts_kept_waiting: u64,
+    /// When each healthy host reached got its first request, from the web's start, sorted:
+    /// how fast discovery across hosts ran.
+    pub host_starts: Vec<Duration>,
 }
 
 /// The healthy host answered last, times from the web's start: what bounds a crawl's wall
@@ -111,6 +114,11 @@ impl WebShape {
                 let last = Duration::from_nanos(s.last_answered_ns.load(Ordering::Relaxed));
                 f.hosts_kept_waiting +=
                     u64::from(s.longest_wait_ns.load(Ordering::Relaxed) > 10_000_000_000);
+                if requests > 0 {
+                    f.host_starts.push(Duration::from_nanos(
+                        s.first_arrived_ns.load(Ordering::Relaxed),
+                    ));
+                }
                 if f.ended_last.is_none_or(|e| last > e.last) {
                     let ns = |a: &AtomicU64| Duration::from_nanos(a.load(Ordering::Relaxed));
                     f.ended_last = Some(EndedLast {
@@ -133,6 +141,7 @@ impl WebShape {
                 }
             }
         }
+        f.host_starts.sort_unstable();
         f.closest_gap = closest.map(|(g, r)| {
             (
                 Duration::from_nanos(g.max(0) as u64),
