@@ -297,3 +297,6 @@ async fn ask(client: &reqwest::Client, target: &Target, a: &Ask, timeout: Durati
         Ok(read == a.size && digest.finish() == a.sha256)
     })
 }
+
+#[cfg(test)]
+mod tests;
