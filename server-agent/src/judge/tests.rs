@@ -12,12 +12,14 @@ use webcoop_protocol::validator::Sha256Digest;
 
 const FILE: &[u8] = b"<h1>the file</h1>\n";
 
-/// A server answering each request by its path, recording what it was asked (the request
-/// head, and the peer's address).
-fn server() -> (Url, Arc<Mutex<Vec<(String, String)>>>) {
+/// Each request's head and the address it came from.
+type Seen = Arc<Mutex<Vec<(String, String)>>>;
+
+/// A server answering each request by its path, recording what it was asked.
+fn server() -> (Url, Seen) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = Url::parse(&format!("http://{}/", listener.local_addr().unwrap())).unwrap();
-    let seen: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
+    let seen: Seen = Arc::default();
     let log = seen.clone();
     std::thread::spawn(move || {
         for stream in listener.incoming() {
