@@ -110,6 +110,9 @@ pub(crate) struct ServerRules {
     /// The docroot's spellings and the base path, to match rules against.
     spellings: Vec<String>,
     base_path: String,
+    /// Internal moves whose destination no file read so far hides: weighed again as each
+    /// file adds its places (an `.htaccess` rewrite into a place the main configuration hides).
+    moves: Vec<moves::Move>,
 }
 
 impl ServerRules {
@@ -198,9 +201,13 @@ impl ServerRules {
         self.hidden.iter().find(|r| r.matcher.governs_whole_dir(&c))
     }
 
-    fn take(&mut self, hidden: Vec<Hidden>, notes: Vec<Hidden>) {
+    fn take(&mut self, hidden: Vec<Hidden>, notes: Vec<Hidden>, moves: Vec<moves::Move>) {
         self.hidden.extend(hidden);
         self.notes.extend(notes);
+        self.moves.extend(moves);
+        let pending = std::mem::take(&mut self.moves);
+        let site = (self.base_path.as_str(), self.spellings.as_slice());
+        self.moves = moves::settle(&mut self.hidden, pending, site);
     }
 
     /// The names of the per-directory files Apache reads.
@@ -303,7 +310,7 @@ impl ServerRules {
                     });
                 }
             }
-            Ok(r) => self.take(r.hidden, r.notes),
+            Ok(r) => self.take(r.hidden, r.notes, r.moves),
             Err(reason) => self.hidden.push(Hidden {
                 matcher: scope,
                 source: source(&format!("{reason}; hidden whole")),
@@ -433,7 +440,7 @@ impl ServerRules {
         self.sources.extend(r.includes.iter().cloned());
         self.access_files.extend(r.access_files.iter().cloned());
         self.access_files.dedup();
-        self.take(r.hidden, r.notes);
+        self.take(r.hidden, r.notes, r.moves);
         survey.vhosts.extend(r.vhosts);
         if r.main_docroot.is_some() {
             survey.main_docroot = r.main_docroot;
@@ -455,8 +462,8 @@ impl ServerRules {
                 }
             }
         }
-        let (hidden, notes) = nginx::hidden_places(loaded, site);
-        self.take(hidden, notes);
+        let (hidden, notes, moves) = nginx::hidden_places(loaded, site);
+        self.take(hidden, notes, moves);
         survey.vhosts.extend(nginx::server_blocks(&loaded.tree));
     }
 }

@@ -6,7 +6,7 @@
 //! could match is taken as reached (fail closed).
 
 use super::matcher::{Candidate, Matcher};
-use super::{Hidden, Site, under_base};
+use super::{Hidden, under_base};
 
 /// One internal move: the place it starts in, where it was read, what it says, and the URL path
 /// it leads to (variables and a query as written).
@@ -18,15 +18,22 @@ pub(crate) struct Move {
     pub(crate) to: String,
 }
 
+/// Where the site is: its base path and its docroot's spellings.
+pub(crate) type Place<'a> = (&'a str, &'a [String]);
+
 /// The hidden place a move to `to` could end in, if any.
-fn reaches<'h>(hidden: &'h [Hidden], to: &str, site: Site) -> Option<&'h Hidden> {
+fn reaches<'h>(
+    hidden: &'h [Hidden],
+    to: &str,
+    (base_path, spellings): Place,
+) -> Option<&'h Hidden> {
     // The query plays no part in choosing a place.
     let path = to.split('?').next().unwrap_or_default();
     let variable = |c: char| c == '$' || c == '%';
     let literal = path.split(variable).next().unwrap_or_default();
-    let rel = under_base(literal, site.base_path)?;
+    let rel = under_base(literal, base_path)?;
     if !path.contains(variable) {
-        let file = Candidate::file(&rel, site.base_path, site.spellings);
+        let file = Candidate::file(&rel, base_path, spellings);
         return hidden.iter().find(|h| h.matcher.governs(&file));
     }
     let overlaps = |a: &str, b: &str| a.starts_with(b) || b.starts_with(a);
@@ -38,7 +45,7 @@ fn reaches<'h>(hidden: &'h [Hidden], to: &str, site: Site) -> Option<&'h Hidden>
             literal_start(re.as_str()).is_none_or(|start| overlaps(&start, literal))
         }
         // A directory, under any spelling of the docroot the destination may be in.
-        Matcher::DirPrefix(p) => site.spellings.iter().any(|s| {
+        Matcher::DirPrefix(p) => spellings.iter().any(|s| {
             let dir = format!("{}{rel}", s.trim_end_matches('/'));
             overlaps(&dir, p)
         }),
@@ -57,8 +64,9 @@ fn literal_start(pattern: &str) -> Option<String> {
 }
 
 /// Hides the start of every move whose destination a hidden place could govern, until no
-/// more is (a move into a start hidden so is itself a destination hidden).
-pub(crate) fn settle(hidden: &mut Vec<Hidden>, mut moves: Vec<Move>, site: Site) {
+/// more is (a move into a start hidden so is itself a destination hidden); returns the moves
+/// that reach no hidden place yet (a place another file hides may still be their end).
+pub(crate) fn settle(hidden: &mut Vec<Hidden>, mut moves: Vec<Move>, site: Place) -> Vec<Move> {
     loop {
         let mut added = false;
         let mut left = Vec::with_capacity(moves.len());
@@ -76,7 +84,7 @@ pub(crate) fn settle(hidden: &mut Vec<Hidden>, mut moves: Vec<Move>, site: Site)
         }
         moves = left;
         if !added {
-            return;
+            return moves;
         }
     }
 }

@@ -70,6 +70,8 @@ pub(crate) struct Reading {
     pub(crate) vhosts: Vec<Vhost>,
     /// The main server's `DocumentRoot`.
     pub(crate) main_docroot: Option<String>,
+    /// Internal moves whose destination this reading does not hide (another file may).
+    pub(crate) moves: Vec<Move>,
 }
 
 /// Where a directive's rules apply.
@@ -643,7 +645,8 @@ pub(crate) fn read(
     if let Some(o) = r.stack.last() {
         return Err(format!("{}: <{}> is not closed", o.at, o.name));
     }
-    super::moves::settle(&mut r.out.hidden, r.moves, site);
+    let site_place = (site.base_path, site.spellings);
+    r.out.moves = super::moves::settle(&mut r.out.hidden, r.moves, site_place);
     Ok(r.out)
 }
 

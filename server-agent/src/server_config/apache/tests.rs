@@ -304,3 +304,41 @@ fn a_request_moved_inside_apache_is_judged_where_it_ends() {
         "{why}"
     );
 }
+
+#[test]
+fn an_htaccess_rewrite_into_a_place_the_configuration_hides_is_judged_there() {
+    let tmp = tempfile::tempdir().unwrap();
+    let docroot = tmp.path().join("www");
+    std::fs::create_dir_all(docroot.join("reports")).unwrap();
+    std::fs::create_dir_all(docroot.join("open")).unwrap();
+    std::fs::write(
+        docroot.join("reports/.htaccess"),
+        "RewriteEngine On\nRewriteRule ^(.*)$ /inner/$1 [PT]\n",
+    )
+    .unwrap();
+    // The twin: a rewrite into a place nothing hides.
+    std::fs::write(
+        docroot.join("open/.htaccess"),
+        "RewriteEngine On\nRewriteRule ^(.*)$ /pub/$1 [PT]\n",
+    )
+    .unwrap();
+    let conf = tmp.path().join("site.conf");
+    std::fs::write(&conf, "<Location /inner>\n  Require local\n</Location>\n").unwrap();
+    let t = TestSite::new(&docroot, &[]);
+    // In either order: the configuration first, or the per-directory files first.
+    let mut first = t.rules();
+    first.add_server_config(&conf, t.site()).unwrap();
+    first.add_htaccess_files(t.site(), false);
+    let mut later = t.rules();
+    later.add_htaccess_files(t.site(), false);
+    later.add_server_config(&conf, t.site()).unwrap();
+    for r in [&first, &later] {
+        assert_hides(
+            r,
+            &["reports/q3.html", "inner/a.html"],
+            &["open/a.html", "index.html"],
+        );
+        let why = r.hides("reports/q3.html").unwrap().to_string();
+        assert!(why.contains("the request ends where"), "{why}");
+    }
+}

@@ -378,9 +378,10 @@ impl Analysis<'_> {
     }
 }
 
-/// The places of the site a loaded configuration hides from the judge, and those governed by
-/// rules that depend on who asks but refuse the judge as a stranger.
-pub(crate) fn hidden_places(loaded: &Loaded, site: Site) -> (Vec<Hidden>, Vec<Hidden>) {
+/// The places of the site a loaded configuration hides from the judge, those governed by
+/// rules that depend on who asks but refuse the judge as a stranger, and the internal moves
+/// whose destination it does not hide (another file may).
+pub(crate) fn hidden_places(loaded: &Loaded, site: Site) -> (Vec<Hidden>, Vec<Hidden>, Vec<Move>) {
     let servers = http_servers(&loaded.tree);
     let mut a = Analysis {
         site,
@@ -397,6 +398,7 @@ pub(crate) fn hidden_places(loaded: &Loaded, site: Site) -> (Vec<Hidden>, Vec<Hi
         .iter()
         .any(|d| d.block.as_deref().is_some_and(|b| a.serves_site(b)));
     a.walk(&loaded.tree, &Scope::Everything);
-    super::super::moves::settle(&mut a.hidden, std::mem::take(&mut a.moves), site);
-    (a.hidden, a.notes)
+    let moves = std::mem::take(&mut a.moves);
+    let left = super::super::moves::settle(&mut a.hidden, moves, (site.base_path, site.spellings));
+    (a.hidden, a.notes, left)
 }
