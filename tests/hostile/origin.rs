@@ -486,3 +486,114 @@ fn an_edit_between_two_asks_is_not_learned_as_volatile_and_later_edits_still_cou
     );
     assert!(!said().contains("panicked"), "{}", said());
 }
+
+/// A page of a generated, minified site: its generation time right against the closing tags,
+/// with no whitespace (the learned regions must end at markup), and links to every page.
+fn minified(i: usize, pages: usize, text: &str, n: usize) -> Canned {
+    let links: String = (0..pages)
+        .map(|j| format!("<a href=\"/p{j}/\">Page {j}</a>"))
+        .collect();
+    Canned::ok(
+        "text/html",
+        format!(
+            "<!DOCTYPE html><html><head><title>Page {i}</title></head><body><h1>Page {i}</h1><nav>{links}</nav><p>{text}</p><footer>Generated 2026-12-06T12:{:02}:{:02}Z</footer></body></html>",
+            n / 60 % 60,
+            n % 60
+        ),
+    )
+}
+
+#[test]
+fn a_minified_generated_site_is_learned_and_one_edit_takes_nothing_out() {
+    const PAGES: usize = 12;
+    let web = HostileWeb::start();
+    web.set(
+        HOST,
+        "/robots.txt",
+        Canned::ok(
+            "text/plain",
+            "User-agent: *\nSitemap: http://h.test/pages.xml\n",
+        ),
+    );
+    let mut set = String::from(
+        r#"<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">"#,
+    );
+    for j in 0..PAGES {
+        set.push_str(&format!("<url><loc>http://h.test/p{j}/</loc></url>"));
+    }
+    set.push_str("</urlset>");
+    web.set(HOST, "/pages.xml", Canned::ok("application/xml", set));
+    // Every answer a new generation time.
+    let text = "The same words on every answer of this page.";
+    for j in 0..PAGES {
+        let path = format!("/p{j}/");
+        web.set(HOST, &path, minified(j, PAGES, text, 0));
+        web.then(
+            HOST,
+            &path,
+            (1..3000).map(|n| minified(j, PAGES, text, n)).collect(),
+        );
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let said_at = tmp.path().join("agent.err");
+    let port = free_port();
+    let _agent = Killed(
+        Command::new(agent_bin())
+            .arg("--origin")
+            .arg(format!("http://{}", web.addr))
+            .args(["--base-url", "http://h.test/", "--state"])
+            .arg(tmp.path().join("state"))
+            .arg("--out")
+            .arg(&out)
+            .args(["--origin-rate", "200", "--notify-from", "127.0.0.1/32"])
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&said_at).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let said = || std::fs::read_to_string(&said_at).unwrap_or_default();
+    wait_for(30, "the baseline", || said().contains("baseline recorded"));
+    let changes = || {
+        webcoop::servers::http_get(addr, "/.well-known/webcoop/changes?since=0", &[])
+            .map(|r| String::from_utf8_lossy(&r.body).into_owned())
+            .unwrap_or_default()
+    };
+    let listed = || std::fs::read_to_string(out.join("robots.rdf")).unwrap_or_default();
+    for j in 0..PAGES {
+        assert!(listed().contains(&format!("http://h.test/p{j}/")), "p{j}");
+    }
+    // One page edited, and announced.
+    let edited = "Words an editor changed on this page.";
+    web.then(
+        HOST,
+        "/p3/",
+        (3000..6000)
+            .map(|n| minified(3, PAGES, edited, n))
+            .collect(),
+    );
+    let r = http_request(
+        addr,
+        "POST",
+        "/.well-known/webcoop/ping",
+        &[],
+        b"hub.mode=publish&hub.url=http://h.test/p3/",
+    );
+    assert_eq!(r.unwrap().status, 200);
+    wait_for(30, "the edit announced", || changes().contains("/p3/"));
+    // Its generation time was learned at the closing tags, and nothing left the site.
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let feed = changes();
+    assert!(!feed.contains("deleted"), "{feed}\n{}", said());
+    assert!(!said().contains("changes at every request"), "{}", said());
+    for j in 0..PAGES {
+        assert!(
+            listed().contains(&format!("http://h.test/p{j}/")),
+            "p{j}: {}",
+            said()
+        );
+    }
+}
