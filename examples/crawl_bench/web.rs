@@ -1,6 +1,7 @@
 //! The crawler at the web's shape (`--web 1`): thousands of hosts of a hundred pages, each on its
 //! own loopback address behind a name the bench's DNS server answers, some slow and some failing
-//! (`webcoop_testkit::webshape`), crawled at the crawler's default politeness with the number
+//! (`webcoop_testkit::webshape`: silent, resetting, refusing, nameless, 503 with `Retry-After`,
+//! robots.txt failing, pages cut short), crawled at the crawler's default politeness with the number
 //! of hosts in flight it chooses. Beside it, in the same run, the same crawler on one host with
 //! politeness off (what many hosts cost beyond the pages), and optionally a `kill -9` and
 //! resume in the middle and a fleet of two on a Redis Cluster: leasing hosts from a shared
@@ -365,6 +366,10 @@ fn print_run(name: &str, w: &Watched, f: &Figures, floor: Duration) {
             f.host_starts.len()
         );
     }
+    println!(
+        "| the most requests one failing host received | {} |",
+        f.most_asked_failing
+    );
     if let Some(e) = f.ended_last {
         println!(
             "| last healthy answer (the web's clock); the crawl's wall | {:.1} s; {:.1} s |",

@@ -1,7 +1,8 @@
 //! A web of the web's shape for the crawler's benchmark: thousands of hosts, each on a loopback
 //! address of its own (127.1.x.y) behind a name that a DNS server of its own answers, served by
 //! one process. Links run within and across hosts with a power-law in-degree; some hosts are
-//! slow, some fail (never answer, reset, answer 5xx, or err on robots.txt).
+//! slow, some fail (never answer, reset, refuse connections, have no name, answer 503 with
+//! `Retry-After`, cut their pages short, or err on robots.txt).
 //!
 //! The server watches the crawler from the outside: every host's requests, connections and
 //! name lookups, the shortest gap between a response and the next request against the delay
@@ -86,6 +87,12 @@ pub enum Kind {
     ServerError,
     /// robots.txt is a 500: nothing may be fetched.
     RobotsError,
+    /// Nothing listens at its address: every connection is refused.
+    Refused,
+    /// Its name does not resolve (NXDOMAIN).
+    NoName,
+    /// robots.txt is served; every page is cut short (its connection closed mid-body).
+    CutShort,
 }
 
 impl Kind {
@@ -178,11 +185,14 @@ fn host_index(name: &str, hosts: usize) -> Option<usize> {
 }
 
 fn kinds(spec: &ShapeSpec) -> Vec<Kind> {
-    const FAILING: [Kind; 4] = [
+    const FAILING: [Kind; 7] = [
         Kind::Silent,
         Kind::Reset,
         Kind::ServerError,
         Kind::RobotsError,
+        Kind::Refused,
+        Kind::NoName,
+        Kind::CutShort,
     ];
     let mut failing = 0;
     (0..spec.hosts)
@@ -369,7 +379,26 @@ impl Web {
                     "User-agent: *\nDisallow: /private/\n".into(),
                 )
             }
-            (Kind::ServerError, _, _) => text(StatusCode::SERVICE_UNAVAILABLE, "busy\n".into()),
+            (Kind::ServerError, _, _) => {
+                let mut r = text(StatusCode::SERVICE_UNAVAILABLE, "busy\n".into());
+                r.headers_mut()
+                    .insert(header::RETRY_AFTER, header::HeaderValue::from_static("5"));
+                r
+            }
+            (Kind::CutShort, _, Some(_)) => {
+                // Part of a page, then the connection goes: the body never ends.
+                let part: Result<bytes::Bytes, std::io::Error> = Ok(bytes::Bytes::from_static(
+                    b"<html><body><p>the start of a page",
+                ));
+                let cut = Err(std::io::Error::other("cut short"));
+                let mut r =
+                    Response::new(Body::from_stream(futures_util::stream::iter([part, cut])));
+                r.headers_mut().insert(
+                    header::CONTENT_TYPE,
+                    header::HeaderValue::from_static("text/html"),
+                );
+                r
+            }
             (_, _, Some(j)) => {
                 self.served_once(host, j, arrived);
                 let mut r = text(StatusCode::OK, self.page(host, j));
@@ -422,7 +451,9 @@ impl Web {
         let mut known = false;
         for q in &query.queries {
             let name = q.name().to_ascii();
-            if let Some(i) = host_index(&name, self.spec.hosts) {
+            if let Some(i) =
+                host_index(&name, self.spec.hosts).filter(|&i| self.kinds[i] != Kind::NoName)
+            {
                 known = true;
                 self.seen[i].lookups.fetch_add(1, Ordering::Relaxed);
                 let owner = Name::from_ascii(&name).ok()?;
@@ -592,6 +623,8 @@ impl WebShape {
 
 async fn serve_host(web: Arc<Web>, i: usize, listener: tokio::net::TcpListener) {
     match web.kinds[i] {
+        // Nothing listens: connections are refused.
+        Kind::Refused => drop(listener),
         Kind::Silent | Kind::Reset => loop {
             let Ok((stream, _)) = listener.accept().await else {
                 continue;

@@ -41,6 +41,9 @@ pub struct Figures {
     /// When each healthy host reached got its first request, from the web's start, sorted:
     /// how fast discovery across hosts ran.
     pub host_starts: Vec<Duration>,
+    /// The most requests one failing host received (what reached it: a refused connection or
+    /// a name that does not resolve never does).
+    pub most_asked_failing: u32,
 }
 
 /// The healthy host answered last, times from the web's start: what bounds a crawl's wall
@@ -104,6 +107,9 @@ impl WebShape {
                 {
                     closest = Some((gap, req));
                 }
+            }
+            if !w.kinds[i].serves_pages() {
+                f.most_asked_failing = f.most_asked_failing.max(requests);
             }
             if w.kinds[i].serves_pages() {
                 let floor = s
