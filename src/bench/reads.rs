@@ -41,6 +41,14 @@ fn links_of(html: &str) -> Vec<String> {
 }
 
 impl Reads {
+    /// Each of `paths`' share of reads, in their order (none read: 0).
+    pub fn weights(&self, paths: &[String]) -> Vec<f64> {
+        paths
+            .iter()
+            .map(|p| self.shares.get(p).copied().unwrap_or(0.0))
+            .collect()
+    }
+
     /// The reads of the site in `docroot` whose pages are `paths`, from `/index.html`.
     pub fn of_site(docroot: &Path, paths: &[String], seed: u64) -> Reads {
         let home = "/index.html".to_string();

@@ -108,38 +108,17 @@ pub(crate) fn cpu_seconds(pid: u32) -> f64 {
     (ticks(11) + ticks(12)) / 100.0
 }
 
-/// Runs one mode with `edits` (simulated seconds from the start of the measurement).
-pub async fn run_mode(cfg: &BenchConfig, mode: Mode, edits: &[Edit]) -> Result<ModeResult, String> {
-    let dir = cfg.work.join(mode.name());
-    let _ = std::fs::remove_dir_all(&dir);
-    let anchor = Utc::now();
-    let clock = ScaledClock::anchored(anchor, cfg.speed);
-    let clock_args = [
-        "--clock-speed".to_string(),
-        cfg.speed.to_string(),
-        "--clock-anchor".to_string(),
-        anchor.timestamp_millis().to_string(),
-    ];
-    let generated =
-        GeneratedSite::generate(&dir.join("www"), cfg.pages, cfg.seed).map_err(io("site"))?;
-    let serving = Serving {
-        clock_args: clock_args.to_vec(),
-        anchor,
-        clock: Some(clock.clone()),
-        agent: mode.agent(),
-    };
-    let mut served = ServedSite::serve_as(cfg, &dir, generated, serving).await?;
-    let mut web = WebSide::start(mode, &served).await?;
-    let agent = served.take_agent();
-    let ServedSite {
-        mut site,
-        base,
-        site_proxy,
-        ..
-    } = served;
-    let docroot = site.root.clone();
-    let reads = Reads::of_site(&docroot, &site.paths, cfg.seed);
-    let (callback_port, callback_proxy) = callback_proxy().await?;
+/// The crawler of `mode` for the site at `base`, its files in `dir` (its settings written to
+/// `crawl.toml` there): on the run's clock, keeping fresh on the cycle, with the signal side's
+/// arguments and, for push, its callback (`(listen port, proxy port)`).
+fn crawl_command(
+    cfg: &BenchConfig,
+    mode: Mode,
+    (base, dir): (&str, &Path),
+    clock_args: &[String],
+    web: Option<&WebSide>,
+    (callback_port, proxy_port): (u16, u16),
+) -> Result<Command, String> {
     let out = dir.join("crawl");
     let config = dir.join("crawl.toml");
     // Metadata polls keep the outdated probability under 5% within the bounds; the backup
@@ -158,7 +137,7 @@ pub async fn run_mode(cfg: &BenchConfig, mode: Mode, edits: &[Edit]) -> Result<M
     crawl
         .arg("crawl")
         .args(["--allow-net", "127.0.0.0/8"])
-        .args(["--seeds", &base])
+        .args(["--seeds", base])
         .arg("--out")
         .arg(&out)
         .arg("--config")
@@ -172,13 +151,13 @@ pub async fn run_mode(cfg: &BenchConfig, mode: Mode, edits: &[Edit]) -> Result<M
             "quiet",
         ])
         .args(["--coop", mode.coop()])
-        .args(&clock_args);
+        .args(clock_args);
     if mode != Mode::Once {
         crawl
             .args(["--keep-fresh", "--refresh-cycle", &cfg.cycle.to_string()])
             .args(["--refresh-policy", mode.policy()]);
     }
-    if let Some(w) = &web {
+    if let Some(w) = web {
         crawl.args(w.crawler_args());
     }
     if mode.pushed() {
@@ -186,61 +165,71 @@ pub async fn run_mode(cfg: &BenchConfig, mode: Mode, edits: &[Edit]) -> Result<M
             "--callback-listen",
             &format!("127.0.0.1:{callback_port}"),
             "--callback-url",
-            &format!("http://127.0.0.1:{}/", callback_proxy.addr.port()),
+            &format!("http://127.0.0.1:{proxy_port}/"),
         ]);
     }
-    let site_start = site_proxy.count();
-    let crawler = Killed(
-        crawl
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(dir.join("crawl.err")).map_or(Stdio::null(), Stdio::from))
-            .spawn()
-            .map_err(io("webcoop-crawl"))?,
-    );
+    Ok(crawl)
+}
 
-    if let Some(w) = web.as_mut() {
-        w.crawler_started(&dir.join("crawl.err")).await?;
-    }
-    // The first crawl, and for push the subscription, before the clock of the measurement.
-    let validators: HashMap<String, String> = site
-        .paths
-        .iter()
-        .filter_map(|p| {
-            let body = std::fs::read(docroot.join(&p[1..])).ok()?;
-            Some((p.clone(), Sha256Digest::of(&body).etag().to_string()))
-        })
-        .collect();
-    let site_url = |p: &str| format!("{}{}", base.trim_end_matches('/'), p);
-    let limit = Duration::from_secs(60) + Duration::from_millis(150) * cfg.pages as u32;
-    wait_until("the first crawl", limit, || {
-        let held = held(&out);
-        validators
+/// Every version of every page, by validator, and when each change appeared (simulated
+/// seconds from the measurement's start): the truth the copy is scored against.
+#[derive(Default)]
+struct Truth {
+    versions: HashMap<String, Vec<String>>,
+    changed: HashMap<String, Vec<f64>>,
+}
+
+impl Truth {
+    /// The copy's catching up, from the crawler's archive, as each page's timeline.
+    fn timelines(
+        mut self,
+        out: &Path,
+        (base, paths): (&str, &[String]),
+        sim: impl Fn(DateTime<Utc>) -> f64,
+    ) -> Vec<PageTimeline> {
+        let mut synced: HashMap<String, Vec<(f64, usize)>> = HashMap::new();
+        for (url, at, validator) in archived(&out.join("warc")) {
+            let Some(path) = url.strip_prefix(base.trim_end_matches('/')) else {
+                continue;
+            };
+            let Some(k) = self
+                .versions
+                .get(path)
+                .and_then(|vs| vs.iter().rposition(|v| *v == validator))
+            else {
+                continue;
+            };
+            synced
+                .entry(path.to_string())
+                .or_default()
+                .push((sim(at), k));
+        }
+        paths
             .iter()
-            .all(|(p, v)| held.get(&site_url(p)) == Some(v))
-    })?;
-    if let Some(w) = &web {
-        wait_until("the hub's subscription", Duration::from_secs(30), || {
-            w.subscribed()
-        })?;
-    } else if mode.pushed() {
-        wait_until("the subscription", Duration::from_secs(30), || {
-            std::fs::read_to_string(out.join("crawl.log")).is_ok_and(|l| l.contains(" 202 "))
-        })?;
+            .map(|p| {
+                let mut s = synced.remove(p).unwrap_or_default();
+                s.sort_by(|a, b| a.0.total_cmp(&b.0));
+                PageTimeline {
+                    changes: self.changed.remove(p).unwrap_or_default(),
+                    synced: s,
+                }
+            })
+            .collect()
     }
+}
 
-    let t0 = clock.now();
-    let sim = |t: DateTime<Utc>| (t - t0).num_microseconds().unwrap_or(0) as f64 / 1e6;
-    let submitted = |w: &Option<WebSide>| w.as_ref().map(WebSide::submitted).unwrap_or_default();
-    let (site0, pushed0) = (
-        site_proxy.count(),
-        callback_proxy.count().plus(&submitted(&web)),
-    );
-    // The truth: every version of every page, by validator, and when it appeared.
-    let mut versions: HashMap<String, Vec<String>> = validators
-        .iter()
-        .map(|(p, v)| (p.clone(), vec![v.clone()]))
-        .collect();
-    let mut changed: HashMap<String, Vec<f64>> = HashMap::new();
+/// Applies `edits` to `site` at their simulated times (each file dated on the clock, the
+/// signal side told), recording the truth.
+async fn make_edits(
+    cfg: &BenchConfig,
+    edits: &[Edit],
+    site: &mut GeneratedSite,
+    clock: &ScaledClock,
+    sim: &impl Fn(DateTime<Utc>) -> f64,
+    mut web: Option<&mut WebSide>,
+    truth: &mut Truth,
+) -> Result<(), String> {
+    let docroot = site.root.clone();
     for edit in edits.iter().filter(|e| e.at < cfg.duration) {
         let wait = edit.at - sim(clock.now());
         if wait > 0.0 {
@@ -255,23 +244,168 @@ pub async fn run_mode(cfg: &BenchConfig, mode: Mode, edits: &[Edit]) -> Result<M
         if let Ok(f) = std::fs::File::options().write(true).open(&file) {
             let _ = f.set_modified(now.into());
         }
-        if let Some(w) = web.as_mut() {
+        if let Some(w) = web.as_deref_mut() {
             w.changed(&edit.path, now, edit.kind == EditKind::Delete)
                 .await;
         }
-        let at = sim(now);
         if let Ok(body) = std::fs::read(&file) {
-            versions
+            truth
+                .versions
                 .entry(edit.path.clone())
                 .or_default()
                 .push(Sha256Digest::of(&body).etag().to_string());
-            changed.entry(edit.path.clone()).or_default().push(at);
+            truth
+                .changed
+                .entry(edit.path.clone())
+                .or_default()
+                .push(sim(now));
         }
     }
     let left = cfg.duration - sim(clock.now());
     if left > 0.0 {
         tokio::time::sleep(Duration::from_secs_f64(left / cfg.speed)).await;
     }
+    Ok(())
+}
+
+/// Waits until the crawler's first crawl holds every page of `site` as it is (and, for push,
+/// until it is subscribed); returns each page's validator.
+fn first_crawl_held(
+    cfg: &BenchConfig,
+    site: &GeneratedSite,
+    (base, out): (&str, &Path),
+    web: Option<&WebSide>,
+    mode: Mode,
+) -> Result<HashMap<String, String>, String> {
+    let validators: HashMap<String, String> = site
+        .paths
+        .iter()
+        .filter_map(|p| {
+            let body = std::fs::read(site.root.join(&p[1..])).ok()?;
+            Some((p.clone(), Sha256Digest::of(&body).etag().to_string()))
+        })
+        .collect();
+    let site_url = |p: &str| format!("{}{}", base.trim_end_matches('/'), p);
+    let limit = Duration::from_secs(60) + Duration::from_millis(150) * cfg.pages as u32;
+    wait_until("the first crawl", limit, || {
+        let held = held(out);
+        validators
+            .iter()
+            .all(|(p, v)| held.get(&site_url(p)) == Some(v))
+    })?;
+    if let Some(w) = web {
+        wait_until("the hub's subscription", Duration::from_secs(30), || {
+            w.subscribed()
+        })?;
+    } else if mode.pushed() {
+        wait_until("the subscription", Duration::from_secs(30), || {
+            std::fs::read_to_string(out.join("crawl.log")).is_ok_and(|l| l.contains(" 202 "))
+        })?;
+    }
+    Ok(validators)
+}
+
+/// A fresh generated site for `mode` in `dir`, served on a scaled clock anchored now (the
+/// agent beside it where the mode has one): the clock, the clock's arguments for the other
+/// processes, and the served site.
+async fn serve_mode(
+    cfg: &BenchConfig,
+    mode: Mode,
+    dir: &Path,
+) -> Result<(ScaledClock, Vec<String>, ServedSite), String> {
+    let _ = std::fs::remove_dir_all(dir);
+    let anchor = Utc::now();
+    let clock = ScaledClock::anchored(anchor, cfg.speed);
+    let clock_args = vec![
+        "--clock-speed".to_string(),
+        cfg.speed.to_string(),
+        "--clock-anchor".to_string(),
+        anchor.timestamp_millis().to_string(),
+    ];
+    let generated =
+        GeneratedSite::generate(&dir.join("www"), cfg.pages, cfg.seed).map_err(io("site"))?;
+    let serving = Serving {
+        clock_args: clock_args.clone(),
+        anchor,
+        clock: Some(clock.clone()),
+        agent: mode.agent(),
+    };
+    let served = ServedSite::serve_as(cfg, dir, generated, serving).await?;
+    Ok((clock, clock_args, served))
+}
+
+/// The edits made, and the detection latencies of those the copy caught up with.
+fn detected(timelines: &[PageTimeline]) -> (usize, Vec<f64>) {
+    let latencies: Vec<Option<f64>> = timelines
+        .iter()
+        .flat_map(PageTimeline::detection_latencies)
+        .collect();
+    let found = latencies.iter().flatten().copied().collect();
+    (latencies.len(), found)
+}
+
+/// Runs one mode with `edits` (simulated seconds from the start of the measurement).
+pub async fn run_mode(cfg: &BenchConfig, mode: Mode, edits: &[Edit]) -> Result<ModeResult, String> {
+    let dir = cfg.work.join(mode.name());
+    let (clock, clock_args, mut served) = serve_mode(cfg, mode, &dir).await?;
+    let mut web = WebSide::start(mode, &served).await?;
+    let agent = served.take_agent();
+    let ServedSite {
+        mut site,
+        base,
+        site_proxy,
+        ..
+    } = served;
+    let docroot = site.root.clone();
+    let reads = Reads::of_site(&docroot, &site.paths, cfg.seed);
+    let (callback_port, callback_proxy) = callback_proxy().await?;
+    let out = dir.join("crawl");
+    let mut crawl = crawl_command(
+        cfg,
+        mode,
+        (&base, &dir),
+        &clock_args,
+        web.as_ref(),
+        (callback_port, callback_proxy.addr.port()),
+    )?;
+    let site_start = site_proxy.count();
+    let crawler = Killed(
+        crawl
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.join("crawl.err")).map_or(Stdio::null(), Stdio::from))
+            .spawn()
+            .map_err(io("webcoop-crawl"))?,
+    );
+
+    if let Some(w) = web.as_mut() {
+        w.crawler_started(&dir.join("crawl.err")).await?;
+    }
+    // The first crawl, and for push the subscription, before the clock of the measurement.
+    let validators = first_crawl_held(cfg, &site, (&base, &out), web.as_ref(), mode)?;
+    let t0 = clock.now();
+    let sim = |t: DateTime<Utc>| (t - t0).num_microseconds().unwrap_or(0) as f64 / 1e6;
+    let submitted = |w: &Option<WebSide>| w.as_ref().map(WebSide::submitted).unwrap_or_default();
+    let (site0, pushed0) = (
+        site_proxy.count(),
+        callback_proxy.count().plus(&submitted(&web)),
+    );
+    let mut truth = Truth {
+        versions: validators
+            .iter()
+            .map(|(p, v)| (p.clone(), vec![v.clone()]))
+            .collect(),
+        ..Truth::default()
+    };
+    make_edits(
+        cfg,
+        edits,
+        &mut site,
+        &clock,
+        &sim,
+        web.as_mut(),
+        &mut truth,
+    )
+    .await?;
     let (site1, pushed1) = (
         site_proxy.count(),
         callback_proxy.count().plus(&submitted(&web)),
@@ -285,48 +419,12 @@ pub async fn run_mode(cfg: &BenchConfig, mode: Mode, edits: &[Edit]) -> Result<M
     let deliveries = callback_proxy.count().posts;
     let crawler_pushes = pushes_accepted(&out);
 
-    // When the copy caught up, from the archive's response records.
-    let mut synced: HashMap<String, Vec<(f64, usize)>> = HashMap::new();
-    for (url, at, validator) in archived(&out.join("warc")) {
-        let Some(path) = url.strip_prefix(base.trim_end_matches('/')) else {
-            continue;
-        };
-        let Some(k) = versions
-            .get(path)
-            .and_then(|vs| vs.iter().rposition(|v| *v == validator))
-        else {
-            continue;
-        };
-        synced
-            .entry(path.to_string())
-            .or_default()
-            .push((sim(at), k));
-    }
-    let read_weights: Vec<f64> = site
-        .paths
-        .iter()
-        .map(|p| reads.shares.get(p).copied().unwrap_or(0.0))
-        .collect();
-    let timelines: Vec<PageTimeline> = site
-        .paths
-        .iter()
-        .map(|p| {
-            let mut s = synced.remove(p).unwrap_or_default();
-            s.sort_by(|a, b| a.0.total_cmp(&b.0));
-            PageTimeline {
-                changes: changed.remove(p).unwrap_or_default(),
-                synced: s,
-            }
-        })
-        .collect();
-    let latencies: Vec<Option<f64>> = timelines
-        .iter()
-        .flat_map(PageTimeline::detection_latencies)
-        .collect();
-    let found: Vec<f64> = latencies.iter().flatten().copied().collect();
+    let read_weights = reads.weights(&site.paths);
+    let timelines = truth.timelines(&out, (&base, &site.paths), sim);
+    let (changes, found) = detected(&timelines);
     Ok(ModeResult {
         mode,
-        changes: latencies.len(),
+        changes,
         detected: found.len(),
         site: site1.since(&site0),
         pushed: pushed1.since(&pushed0),
