@@ -15,6 +15,13 @@ use webcoop_protocol::changes_feed::ChangeKind;
 use webcoop_protocol::delta::summarize;
 use webcoop_protocol::validator::Sha256Digest;
 
+/// What asking a page again ends in: the answer to take (and its change digest), or the
+/// check's outcome.
+enum Asked {
+    Page(Page, u64),
+    Done(Outcome),
+}
+
 impl OriginAgent {
     /// Asks the origin for one page and records what it shows.
     pub(super) fn check(&mut self, path: &str) -> Result<(), AgentError> {
@@ -99,7 +106,7 @@ impl OriginAgent {
     fn take_page(
         &mut self,
         path: &str,
-        mut page: Page,
+        page: Page,
         listed: Option<&FileEntry>,
         now: DateTime<Utc>,
     ) -> Result<Outcome, AgentError> {
@@ -108,7 +115,7 @@ impl OriginAgent {
             .clone()
             .unwrap_or_else(|| content_type::of_path(path).to_string());
         let text = content_type::is_text(&ctype);
-        let mut digest = self.change_digest(path, &page.body, text);
+        let digest = self.change_digest(path, &page.body, text);
         if let Some(t) = self.pages.get_mut(path) {
             t.validators = page.validators.clone();
         }
@@ -116,41 +123,10 @@ impl OriginAgent {
             self.stats.unchanged += 1;
             return Ok(Outcome::Same);
         }
-        if self.core.baseline_done {
-            // Changed, or new: asked once more, so a page that is different at every request
-            // (a clock, a counter, a random quote) is told from a page that changed.
-            self.pacer.wait();
-            if let Answer::Page(second) = self.client.get(path, &Validators::default()) {
-                let second_digest = self.change_digest(path, &second.body, text);
-                if second_digest != digest {
-                    match self.third_answer(path, page, second, second_digest, text) {
-                        Ok((latest, d)) => (page, digest) = (latest, d),
-                        Err(e) => {
-                            let why = format!(
-                                "changes at every request ({}; it differs at {})",
-                                e.why, e.differs_at
-                            );
-                            if listed.is_some() {
-                                // Published before: its volatile parts are not learned yet,
-                                // it did not leave the site. Its last published version
-                                // stays, and nothing that showed it is checked.
-                                self.keep_published(path, &why);
-                                return Ok(Outcome::Same);
-                            }
-                            self.remove(path, listed, now, why, false);
-                            return Ok(Outcome::Changed);
-                        }
-                    }
-                    if let Some(t) = self.pages.get_mut(path) {
-                        t.validators = page.validators.clone();
-                    }
-                    if listed.is_some_and(|e| e.fast == digest) {
-                        self.stats.unchanged += 1;
-                        return Ok(Outcome::Same);
-                    }
-                }
-            }
-        }
+        let (page, digest) = match self.ask_again(path, page, digest, text, listed, now) {
+            Asked::Page(page, digest) => (page, digest),
+            Asked::Done(outcome) => return Ok(outcome),
+        };
         if self.core.baseline_done
             && let Some(prev) = listed
             && self.same_but_for_volatile_parts(path, prev, digest, text)?
@@ -162,6 +138,72 @@ impl OriginAgent {
             self.stats.unchanged += 1;
             return Ok(Outcome::Same);
         }
+        self.publish(path, &page, (ctype, text, digest), listed, now)?;
+        Ok(Outcome::Changed)
+    }
+
+    /// A page that differs from its listed version, once the baseline is recorded: asked once
+    /// more, so a page that is different at every request (a clock, a counter, a random
+    /// quote) is told from a page that changed; the answer to take, or what the check ends in.
+    fn ask_again(
+        &mut self,
+        path: &str,
+        page: Page,
+        digest: u64,
+        text: bool,
+        listed: Option<&FileEntry>,
+        now: DateTime<Utc>,
+    ) -> Asked {
+        if !self.core.baseline_done {
+            return Asked::Page(page, digest);
+        }
+        self.pacer.wait();
+        let Answer::Page(second) = self.client.get(path, &Validators::default()) else {
+            return Asked::Page(page, digest);
+        };
+        let second_digest = self.change_digest(path, &second.body, text);
+        if second_digest == digest {
+            return Asked::Page(page, digest);
+        }
+        match self.third_answer(path, page, second, second_digest, text) {
+            Ok((latest, d)) => {
+                if let Some(t) = self.pages.get_mut(path) {
+                    t.validators = latest.validators.clone();
+                }
+                if listed.is_some_and(|e| e.fast == d) {
+                    self.stats.unchanged += 1;
+                    return Asked::Done(Outcome::Same);
+                }
+                Asked::Page(latest, d)
+            }
+            Err(e) => {
+                let why = format!(
+                    "changes at every request ({}; it differs at {})",
+                    e.why, e.differs_at
+                );
+                if listed.is_some() {
+                    // Published before: its volatile parts are not learned yet, it did not
+                    // leave the site. Its last published version stays, and nothing that
+                    // showed it is checked.
+                    self.keep_published(path, &why);
+                    return Asked::Done(Outcome::Same);
+                }
+                self.remove(path, listed, now, why, false);
+                Asked::Done(Outcome::Changed)
+            }
+        }
+    }
+
+    /// A changed or new page published: its entry, its version (text), what it quotes, and
+    /// once the baseline is recorded its change announced.
+    fn publish(
+        &mut self,
+        path: &str,
+        page: &Page,
+        (ctype, text, digest): (String, bool, u64),
+        listed: Option<&FileEntry>,
+        now: DateTime<Utc>,
+    ) -> Result<(), AgentError> {
         let sha256 = Sha256Digest::of(&page.body);
         let size = page.body.len() as u64;
         let changed = match (listed, text) {
@@ -219,7 +261,7 @@ impl OriginAgent {
         if let Some(t) = self.pages.get_mut(path) {
             t.refused = None;
         }
-        Ok(Outcome::Changed)
+        Ok(())
     }
 
     /// Two answers moments apart differ: a third tells an edit made between them (the third
