@@ -487,25 +487,9 @@ pub(crate) fn look(config: &Config, source: IpAddr) -> Result<ServerView, ViewEr
         None => (port, name_addrs.clone()),
     };
     let mut warnings = Vec::new();
-    let process = match process::find(probe_port, &probe_addrs) {
-        Ok(p) => p,
-        Err(e) => {
-            warnings.push(Remark::fix(
-                e,
-                "give --server-config with the server's main configuration file",
-            ));
-            None
-        }
-    };
-    let mut kind = process.as_ref().map(|p| p.kind);
-    let mut server_said = None;
-    if kind.is_none() {
-        let scheme = given_url.as_ref().map_or(base.scheme(), |u| u.scheme());
-        if let (Some(a), "http") = (probe_addrs.first(), scheme) {
-            server_said = probe::server_header(SocketAddr::new(*a, probe_port), &host);
-            kind = server_said.as_deref().and_then(probe::kind_of_header);
-        }
-    }
+    let scheme = given_url.as_ref().map_or(base.scheme(), |u| u.scheme());
+    let (process, kind, server_said) =
+        find_server((probe_port, &probe_addrs), (&host, scheme), &mut warnings);
     let given_files: Vec<PathBuf> = config.server_config.clone();
     let first_spellings = spellings(config, None, None);
     let mut site = Site {
@@ -533,18 +517,13 @@ pub(crate) fn look(config: &Config, source: IpAddr) -> Result<ServerView, ViewEr
                 server_said.unwrap_or_else(|| "it sent no Server header".to_string()),
             )
         };
-        let rules = ServerRules::for_site(site);
-        let asked_there = if given_url.is_some() {
-            "--server-url".to_string()
-        } else {
-            format!("the site's own address ({host})")
-        };
-        let server_url = given_url.unwrap_or_else(|| origin_of(base));
+        let (server_url, asked_there) =
+            where_judge_asks(base, &host, None, given_url.as_ref(), &mut warnings);
         return Ok(ServerView {
             kind,
             process,
             obtained,
-            rules,
+            rules: ServerRules::for_site(site),
             reads_htaccess: true,
             spellings: first_spellings.clone(),
             defines: Vec::new(),
@@ -583,7 +562,77 @@ pub(crate) fn look(config: &Config, source: IpAddr) -> Result<ServerView, ViewEr
     // The second pass: the rules of the block that answers, with every spelling.
     let second = read_config(kind, process.as_ref(), &given_files, site, &mut dumps)?;
     let read = second.unwrap_or(first);
-    let (server_url, asked_there) = match (&choice, &given_url) {
+    let (server_url, asked_there) = where_judge_asks(
+        base,
+        &host,
+        choice.as_ref(),
+        given_url.as_ref(),
+        &mut warnings,
+    );
+    warnings.extend(findings(
+        config,
+        kind,
+        &read,
+        choice.as_ref(),
+        &given_files,
+        port,
+    ));
+    let watch = watch_of(&read, kind, process.as_ref());
+    Ok(ServerView {
+        kind,
+        process,
+        obtained: read.obtained.clone(),
+        rules: read.rules,
+        reads_htaccess: kind != Some(ServerKind::Nginx),
+        spellings: all_spellings.clone(),
+        defines: read.defines.clone(),
+        judge,
+        server_url,
+        asked_there,
+        warnings,
+        watch,
+    })
+}
+
+/// The server listening where the judge will ask: its process (a warning when it cannot be
+/// found), its kind, and what its `Server` header said when the process was not found.
+fn find_server(
+    (port, addrs): (u16, &[IpAddr]),
+    (host, scheme): (&str, &str),
+    warnings: &mut Vec<Remark>,
+) -> (Option<ServerProcess>, Option<ServerKind>, Option<String>) {
+    let process = match process::find(port, addrs) {
+        Ok(p) => p,
+        Err(e) => {
+            warnings.push(Remark::fix(
+                e,
+                "give --server-config with the server's main configuration file",
+            ));
+            None
+        }
+    };
+    let mut kind = process.as_ref().map(|p| p.kind);
+    let mut server_said = None;
+    if kind.is_none()
+        && let (Some(a), "http") = (addrs.first(), scheme)
+    {
+        server_said = probe::server_header(SocketAddr::new(*a, port), host);
+        kind = server_said.as_deref().and_then(probe::kind_of_header);
+    }
+    (process, kind, server_said)
+}
+
+/// Where the judge asks, and why there: where a stranger's request lands when the
+/// configuration says, else `--server-url`, else the site's own address; a `--server-url`
+/// that is not where the world's requests land is warned of.
+fn where_judge_asks(
+    base: &Url,
+    host: &str,
+    choice: Option<&listen::Choice>,
+    given: Option<&Url>,
+    warnings: &mut Vec<Remark>,
+) -> (Url, String) {
+    match (choice, given) {
         (Some(c), given) => {
             let url = url_at(base, c.destination);
             if let Some(g) = given
@@ -603,15 +652,16 @@ pub(crate) fn look(config: &Config, source: IpAddr) -> Result<ServerView, ViewEr
         }
         (None, Some(g)) => (g.clone(), "--server-url".to_string()),
         (None, None) => (origin_of(base), format!("the site's own address ({host})")),
-    };
-    warnings.extend(findings(
-        config,
-        kind,
-        &read,
-        choice.as_ref(),
-        &given_files,
-        port,
-    ));
+    }
+}
+
+/// What to watch for a change of the server's rules: the files read, the include
+/// directories, the pid file (a reload), and nginx's master.
+fn watch_of(
+    read: &Read,
+    kind: Option<ServerKind>,
+    process: Option<&ServerProcess>,
+) -> reload::Watch {
     let mut paths = read.rules.sources();
     paths.extend(read.rules.watched_dirs().iter().cloned());
     let pid_file = read
@@ -621,28 +671,13 @@ pub(crate) fn look(config: &Config, source: IpAddr) -> Result<ServerView, ViewEr
     if let Some(p) = &pid_file {
         paths.push(p.clone());
     }
-    let watch = reload::Watch {
+    reload::Watch {
         paths,
         pid_file,
         nginx_master: process
-            .as_ref()
             .filter(|p| p.kind == ServerKind::Nginx)
             .map(|p| p.pid),
-    };
-    Ok(ServerView {
-        kind,
-        process,
-        obtained: read.obtained.clone(),
-        rules: read.rules,
-        reads_htaccess: kind != Some(ServerKind::Nginx),
-        spellings: all_spellings.clone(),
-        defines: read.defines.clone(),
-        judge,
-        server_url,
-        asked_there,
-        warnings,
-        watch,
-    })
+    }
 }
 
 /// What the operator should know of how the configuration was read and what it serves.
