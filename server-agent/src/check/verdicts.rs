@@ -7,6 +7,7 @@ use super::Finding;
 use crate::agent::filter_of;
 use crate::config::Config;
 use crate::judge::{Ask, Judge, Verdict};
+use crate::privacy::PublicFilter;
 use crate::scan;
 use crate::server_config::ServerRules;
 use crate::web_server::ServerView;
@@ -126,6 +127,19 @@ pub(super) fn check(
         };
         verdicts.insert(path, verdict);
     }
+    summarize(config, &origin, (public, n, &refused, unknown), out);
+    noted_but_published(&verdicts, &filter, out);
+    verdicts
+}
+
+/// What the judge's verdicts say of the server, in one finding: it cannot be asked, it
+/// refuses everything for one reason, or it serves so many of the files asked about.
+fn summarize(
+    config: &Config,
+    origin: &str,
+    (public, n, refused, unknown): (usize, usize, &BTreeMap<String, usize>, Option<String>),
+    out: &mut Vec<Finding>,
+) {
     let base = &config.base_url;
     if let Some(why) = unknown {
         out.push(Finding::fix(
@@ -154,9 +168,16 @@ pub(super) fn check(
             }
         )));
     }
-    // What is published although a rule there depends on who asks: the judge was served as
-    // a stranger is, which the operator may want to know.
-    for (path, v) in &verdicts {
+}
+
+/// What is published although a rule there depends on who asks: the judge was served as a
+/// stranger is, which the operator may want to know.
+fn noted_but_published(
+    verdicts: &BTreeMap<String, FileVerdict>,
+    filter: &PublicFilter,
+    out: &mut Vec<Finding>,
+) {
+    for (path, v) in verdicts {
         if *v == FileVerdict::Published
             && let Some(rule) = filter.access().noted(path)
         {
@@ -166,5 +187,4 @@ pub(super) fn check(
             )));
         }
     }
-    verdicts
 }
