@@ -275,32 +275,13 @@ fn send_pages(
     let mut left = 0u64;
     let mut oversize: Vec<String> = Vec::new();
     let mut kept: std::collections::HashSet<String> = std::collections::HashSet::new();
-    let (entries, taken) =
-        std::sync::mpsc::sync_channel::<(Url, Entry, u64, Option<String>)>(workers * 4);
+    let (entries, taken) = std::sync::mpsc::sync_channel::<Taken>(workers * 4);
     let taken = std::sync::Mutex::new(taken);
     let result = std::thread::scope(|scope| {
         for _ in 0..workers {
             scope.spawn(|| {
-                loop {
-                    let next = match taken.lock() {
-                        Ok(rx) => rx.recv(),
-                        Err(_) => return,
-                    };
-                    let Ok((page, entry, offset, usage)) = next else {
-                        return;
-                    };
-                    let how = format!("snapshot; sequence={}; offset={offset}", info.sequence);
-                    let from = Some((info_id.as_str(), url));
-                    let fetched = page_of(ctx, &page, entry, None, 1, from, &how, usage.as_deref());
-                    let link = Link::to(&page);
-                    tx.send(Outcome::Page {
-                        job: Queued::unqueued(host, link.fp, link.url, 1, false),
-                        result: Ok(Box::new(fetched)),
-                        elapsed: Duration::ZERO,
-                        source: Source::Snapshot,
-                    });
-                    pages.fetch_add(1, Ordering::Relaxed);
-                }
+                let from = (info_id.as_str(), url, info.sequence);
+                send_taken(ctx, host, from, (&taken, tx), &pages);
             });
         }
         let read = loop {
@@ -364,6 +345,50 @@ fn send_pages(
             },
         )
     })
+}
+
+/// A snapshot's record read and admitted, on its way to a worker: the page, its entry, its
+/// offset in the file, and the usage preferences it is kept under.
+type Taken = (Url, Entry, u64, Option<String>);
+
+/// A worker of [`send_pages`]: takes records until the reader closes the channel, analyses
+/// each as a page fetched from the snapshot (`from`: its info record's id, its URL and
+/// sequence) and sends it to the loop, counting them in `pages`.
+fn send_taken(
+    ctx: &Context,
+    host: HostId,
+    (info_id, url, sequence): (&str, &Url, u64),
+    (taken, tx): (&std::sync::Mutex<std::sync::mpsc::Receiver<Taken>>, &Outbox),
+    pages: &std::sync::atomic::AtomicU64,
+) {
+    loop {
+        let next = match taken.lock() {
+            Ok(rx) => rx.recv(),
+            Err(_) => return,
+        };
+        let Ok((page, entry, offset, usage)) = next else {
+            return;
+        };
+        let how = format!("snapshot; sequence={sequence}; offset={offset}");
+        let fetched = page_of(
+            ctx,
+            &page,
+            entry,
+            None,
+            1,
+            Some((info_id, url)),
+            &how,
+            usage.as_deref(),
+        );
+        let link = Link::to(&page);
+        tx.send(Outcome::Page {
+            job: Queued::unqueued(host, link.fp, link.url, 1, false),
+            result: Ok(Box::new(fetched)),
+            elapsed: Duration::ZERO,
+            source: Source::Snapshot,
+        });
+        pages.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 /// The page a snapshot record names, normalised, and the usage preferences it is kept under
