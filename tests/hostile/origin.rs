@@ -320,6 +320,41 @@ fn opening_hours(time: &str, title: &str) -> Canned {
     )
 }
 
+/// The agent in origin mode for `h.test` on `web`, its files in `dir`, pings taken from
+/// loopback: the process, its service's address, where it writes what it says, its output.
+fn origin_agent(
+    web: &HostileWeb,
+    dir: &std::path::Path,
+    extra: &[&str],
+) -> (
+    Killed,
+    std::net::SocketAddr,
+    std::path::PathBuf,
+    std::path::PathBuf,
+) {
+    let out = dir.join("out");
+    std::fs::create_dir(&out).unwrap();
+    let said_at = dir.join("agent.err");
+    let port = free_port();
+    let agent = Killed(
+        Command::new(agent_bin())
+            .arg("--origin")
+            .arg(format!("http://{}", web.addr))
+            .args(["--base-url", "http://h.test/", "--state"])
+            .arg(dir.join("state"))
+            .arg("--out")
+            .arg(&out)
+            .args(["--origin-rate", "200", "--notify-from", "127.0.0.1/32"])
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&said_at).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    (agent, ([127, 0, 0, 1], port).into(), said_at, out)
+}
+
 #[test]
 fn an_edit_between_two_asks_is_not_learned_as_volatile_and_later_edits_still_count() {
     let web = HostileWeb::start();
@@ -355,30 +390,11 @@ fn an_edit_between_two_asks_is_not_learned_as_volatile_and_later_edits_still_cou
     web.then(HOST, "/counter/", (1..2000).map(counter).collect());
 
     let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("out");
-    std::fs::create_dir(&out).unwrap();
     let secret = tmp.path().join("secret");
     std::fs::write(&secret, "s3cret-s3cret-s3cret\n").unwrap();
-    let said_at = tmp.path().join("agent.err");
-    let port = free_port();
-    let _agent = Killed(
-        Command::new(agent_bin())
-            .arg("--origin")
-            .arg(format!("http://{}", web.addr))
-            .args(["--base-url", "http://h.test/", "--state"])
-            .arg(tmp.path().join("state"))
-            .arg("--out")
-            .arg(&out)
-            .args(["--origin-rate", "200", "--notify-from", "127.0.0.1/32"])
-            .args(["--listen", &format!("127.0.0.1:{port}")])
-            .arg("--notify-secret-file")
-            .arg(&secret)
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&said_at).unwrap())
-            .spawn()
-            .unwrap(),
-    );
-    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let secret_arg = secret.display().to_string();
+    let (_agent, addr, said_at, _out) =
+        origin_agent(&web, tmp.path(), &["--notify-secret-file", &secret_arg]);
     let said = || std::fs::read_to_string(&said_at).unwrap_or_default();
     wait_for(30, "the baseline", || said().contains("baseline recorded"));
     let changes = || {
@@ -535,26 +551,7 @@ fn a_minified_generated_site_is_learned_and_one_edit_takes_nothing_out() {
         );
     }
     let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("out");
-    std::fs::create_dir(&out).unwrap();
-    let said_at = tmp.path().join("agent.err");
-    let port = free_port();
-    let _agent = Killed(
-        Command::new(agent_bin())
-            .arg("--origin")
-            .arg(format!("http://{}", web.addr))
-            .args(["--base-url", "http://h.test/", "--state"])
-            .arg(tmp.path().join("state"))
-            .arg("--out")
-            .arg(&out)
-            .args(["--origin-rate", "200", "--notify-from", "127.0.0.1/32"])
-            .args(["--listen", &format!("127.0.0.1:{port}")])
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&said_at).unwrap())
-            .spawn()
-            .unwrap(),
-    );
-    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let (_agent, addr, said_at, out) = origin_agent(&web, tmp.path(), &[]);
     let said = || std::fs::read_to_string(&said_at).unwrap_or_default();
     wait_for(30, "the baseline", || said().contains("baseline recorded"));
     let changes = || {
