@@ -168,9 +168,10 @@ impl SiteFeeds {
         self.feeds.iter().any(|f| f.url == url.as_str())
     }
 
-    /// Whether the site has feeds.
-    pub(crate) fn any(&self) -> bool {
-        !self.feeds.is_empty()
+    /// Whether a feed of the site was read as one (a feed named but never readable, such as a
+    /// page that only starts like RSS, is no cooperation).
+    pub(crate) fn any_read(&self) -> bool {
+        self.feeds.iter().any(|f| f.format.is_some())
     }
 
     /// The feed due first at `now` (ms), with its validators: never read, or due; a feed a

@@ -275,7 +275,7 @@ impl SiteCoop {
             _ if self.listing.is_some() => Level::Listing,
             _ if self.sitemap_dates => Level::Sitemap,
             _ if self.indexnow.proved() && mode >= CoopMode::Meta => Level::IndexNow,
-            _ if self.feeds.any() && mode >= CoopMode::Meta => Level::Feed,
+            _ if self.feeds.any_read() && mode >= CoopMode::Meta => Level::Feed,
             _ => Level::None,
         }
     }

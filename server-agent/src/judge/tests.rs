@@ -76,10 +76,9 @@ fn ask(path: &str) -> Ask {
     }
 }
 
-#[test]
-fn a_file_is_public_only_when_a_stranger_is_served_its_bytes() {
-    let (server_url, seen) = server();
-    let base = Url::parse("http://www.example.org/").unwrap();
+/// A judge of `www.example.org` asking the server at `server_url` from 127.0.0.1, a second
+/// allowed for each answer.
+fn judge_of(server_url: &Url) -> Judge {
     let settings = JudgeSettings {
         server_url: server_url.clone(),
         server_url_given: true,
@@ -87,8 +86,14 @@ fn a_file_is_public_only_when_a_stranger_is_served_its_bytes() {
         connections: 2,
         timeout: Duration::from_secs(1),
     };
-    let source: std::net::IpAddr = "127.0.0.1".parse().unwrap();
-    let judge = Judge::new(&base, &settings, &server_url, source).unwrap();
+    let base = Url::parse("http://www.example.org/").unwrap();
+    Judge::new(&base, &settings, server_url, "127.0.0.1".parse().unwrap()).unwrap()
+}
+
+#[test]
+fn a_file_is_public_only_when_a_stranger_is_served_its_bytes() {
+    let (server_url, seen) = server();
+    let judge = judge_of(&server_url);
     let paths = [
         "public.html",
         "runs.php",
@@ -147,15 +152,7 @@ fn a_server_out_of_reach_leaves_every_file_undecided() {
         .unwrap()
         .port();
     let server_url = Url::parse(&format!("http://127.0.0.1:{port}/")).unwrap();
-    let settings = JudgeSettings {
-        server_url: server_url.clone(),
-        server_url_given: true,
-        source: None,
-        connections: 2,
-        timeout: Duration::from_secs(1),
-    };
-    let base = Url::parse("http://www.example.org/").unwrap();
-    let judge = Judge::new(&base, &settings, &server_url, "127.0.0.1".parse().unwrap()).unwrap();
+    let judge = judge_of(&server_url);
     let verdicts = judge.judge(vec![ask("a.html"), ask("b.html"), ask("c.html")]);
     assert_eq!(verdicts.len(), 3);
     for v in verdicts {

@@ -187,7 +187,8 @@ fn a_feed_on_an_origin_the_site_does_not_speak_for_is_not_read_and_hubs_are_rest
     let elsewhere = Link::to(&Url::parse("http://feeds.other.test/site.xml").unwrap());
     w.decide(|c, r| c.page_feeds(r, host, std::slice::from_ref(&elsewhere)));
     assert!(!w.coop.polling.contains(&host));
-    assert!(!w.coop.site_state(host).unwrap().feeds.any());
+    let feed_url = Url::parse("http://feeds.other.test/site.xml").unwrap();
+    assert!(!w.coop.site_state(host).unwrap().feeds.follows(&feed_url));
     // --hub-allow: only the hosts named (a leading dot for a domain).
     w.coop
         .allow_hubs(vec![".superfeedr.example".into(), "hub.example".into()]);
@@ -312,4 +313,38 @@ fn a_site_with_the_agents_changes_feed_has_its_rss_feeds_left_unread() {
     assert_eq!(feeds(&mut agent_site), 0);
     // The twin: a site without one has its feed read.
     assert_eq!(feeds(&mut world()), 1);
+}
+
+#[test]
+fn a_sitemap_that_only_looks_like_a_feed_or_speaks_for_another_site_is_not_read_as_one() {
+    // Starts like RSS, is not a feed: a failed read of the feed, nothing announced, no panic.
+    let mut w = world();
+    let host = w.host;
+    w.held_page("/a", 60_000, "\"a1\"");
+    w.coop.site(host).sitemaps = vec![FEED.into()];
+    w.decide(|c, r| c.start_walks(r, host));
+    sitemap_jobs(&mut w, None);
+    let body = b"<rss version=\"2.0\"><channel><item><link>".repeat(50);
+    let got = CoopFetched {
+        status: 200,
+        headers: Vec::new(),
+        size: body.len() as u64,
+        body,
+        record: None,
+    };
+    walk_answered(&mut w, FEED, got);
+    let site = w.coop.site_state(host).unwrap();
+    assert_eq!(site.stats.announced, 0);
+    assert_ne!(site.level(CoopMode::Push, 3), super::super::Level::Feed);
+    // A feed named as a sitemap of another origin is no feed of this site's.
+    let mut w = world();
+    let host = w.host;
+    let other = "http://other.test/feed.atom";
+    w.coop.site(host).sitemaps = vec![other.into()];
+    w.decide(|c, r| c.start_walks(r, host));
+    sitemap_jobs(&mut w, None);
+    walk_answered(&mut w, other, atom(&[("/a", now_ms() - 1_000)]));
+    let site = w.coop.site_state(host).unwrap();
+    assert_ne!(site.level(CoopMode::Push, 3), super::super::Level::Feed);
+    assert_eq!(site.stats.announced, 0);
 }
