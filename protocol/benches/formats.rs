@@ -34,6 +34,7 @@ fn rdf_doc() -> RobotsRdf {
             complete: false,
             seq: Some(N as u64),
             content_usage: None,
+            parts: Vec::new(),
         },
         items: (0..N)
             .map(|i| {

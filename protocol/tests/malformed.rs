@@ -39,6 +39,7 @@ fn rdf(n: usize) -> String {
             complete: false,
             seq: Some(1),
             content_usage: None,
+            parts: Vec::new(),
         },
         items: (0..n)
             .map(|i| RdfItem {

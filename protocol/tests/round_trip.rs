@@ -173,6 +173,7 @@ fn channel() -> impl Strategy<Value = Channel> {
                 seq,
                 content_usage: seq
                     .map(|n| format!("search=y, train-ai={}", if n % 2 == 0 { "n" } else { "y" })),
+                parts: Vec::new(),
             },
         )
 }

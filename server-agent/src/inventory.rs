@@ -109,6 +109,32 @@ impl Inventory {
             .into_iter()
     }
 
+    /// Entries from `from` (included) up to `end` (excluded; none: to the last), in path order.
+    pub(crate) fn range<'a>(
+        &'a self,
+        from: &'a str,
+        end: Option<&'a str>,
+    ) -> impl Iterator<Item = (&'a str, &'a FileEntry)> + 'a {
+        let end = end.map_or(std::ops::Bound::Unbounded, std::ops::Bound::Excluded);
+        self.files
+            .range::<str, _>((std::ops::Bound::Included(from), end))
+            .map(|(k, v)| (k.as_ref(), v))
+    }
+
+    /// Paths from `from` up to `end`, as [`Inventory::range`].
+    pub(crate) fn paths_from<'a>(
+        &'a self,
+        from: &'a str,
+        end: Option<&'a str>,
+    ) -> impl Iterator<Item = &'a str> + 'a {
+        self.range(from, end).map(|(k, _)| k)
+    }
+
+    /// How many entries [`Inventory::range`] holds.
+    pub(crate) fn count_range(&self, from: &str, end: Option<&str>) -> usize {
+        self.range(from, end).count()
+    }
+
     /// Number of files.
     pub fn len(&self) -> usize {
         self.files.len()

@@ -270,13 +270,18 @@ impl PublicFilter {
                 };
                 let mut files = vec![p(crate::publish::ROBOTS_RDF), p(crate::publish::SITEMAP)];
                 files.extend(rules.own_files.iter().map(|f| p(f)));
-                (
-                    files,
-                    vec![(
-                        p(crate::publish::SITEMAP_PART_PREFIX),
-                        crate::publish::SITEMAP_PART_SUFFIX.to_string(),
-                    )],
-                )
+                let parts = [
+                    (
+                        crate::publish::SITEMAP_PART_PREFIX,
+                        crate::publish::SITEMAP_PART_SUFFIX,
+                    ),
+                    crate::publish::listing_parts::PART_NAME,
+                ];
+                let parts = parts
+                    .iter()
+                    .map(|(prefix, suffix)| (p(prefix), suffix.to_string()))
+                    .collect();
+                (files, parts)
             }
             None => (Vec::new(), Vec::new()),
         };

@@ -61,6 +61,7 @@ pub(crate) fn listing(
             complete: false,
             seq: Some(1),
             content_usage: None,
+            parts: Vec::new(),
         },
         items: items
             .into_iter()

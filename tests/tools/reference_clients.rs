@@ -86,6 +86,7 @@ fn sample_rdf() -> RobotsRdf {
             complete: true,
             seq: Some(42),
             content_usage: None,
+            parts: Vec::new(),
         },
         items,
     }

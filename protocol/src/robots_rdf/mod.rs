@@ -8,9 +8,11 @@
 //! size, strong validator and delta link. mod_syndication (`sy:`) says how often it is rewritten.
 
 mod parse;
+mod parts;
 mod write;
 
 pub use parse::{RdfLimits, parse};
+pub use parts::{ListingPart, MAX_PARTS, MAX_VERSION, valid_version, write_part};
 pub use write::{
     ITEM_FRAGMENT_HINT, ItemRef, ValidatorRef, write, write_channel_end, write_head, write_item,
     write_item_ref, write_seq_entry, write_seq_entry_str, write_tail,
@@ -71,6 +73,9 @@ pub struct Channel {
     /// `wc:contentUsage`: what the site's content may be used for, in the aipref vocabulary
     /// (`search=y, train-ai=n`), as the webmaster states it ([`crate::usage`]).
     pub content_usage: Option<String>,
+    /// `wc:part`: the parts of a listing too large for one document ([`ListingPart`]); when
+    /// there are any, the items are theirs and this document lists none.
+    pub parts: Vec<ListingPart>,
 }
 
 /// mod_syndication's `sy:updatePeriod`.

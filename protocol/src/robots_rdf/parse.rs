@@ -31,7 +31,12 @@ impl Default for RdfLimits {
 
 const FORMAT: Format = Format::RobotsRdf;
 
-fn bad(context: &str, field: &'static str, value: &str, reason: impl ToString) -> ParseError {
+pub(super) fn bad(
+    context: &str,
+    field: &'static str,
+    value: &str,
+    reason: impl ToString,
+) -> ParseError {
     ParseError::BadValue {
         format: FORMAT,
         context: context.to_string(),
@@ -41,11 +46,15 @@ fn bad(context: &str, field: &'static str, value: &str, reason: impl ToString) -
     }
 }
 
-fn parse_url(context: &str, field: &'static str, text: &str) -> Result<Url, ParseError> {
+pub(super) fn parse_url(context: &str, field: &'static str, text: &str) -> Result<Url, ParseError> {
     Url::parse(text.trim()).map_err(|e| bad(context, field, text, e))
 }
 
-fn parse_date(context: &str, field: &'static str, text: &str) -> Result<DateTime<Utc>, ParseError> {
+pub(super) fn parse_date(
+    context: &str,
+    field: &'static str,
+    text: &str,
+) -> Result<DateTime<Utc>, ParseError> {
     parse_w3cdtf(text).map_err(|e| bad(context, field, text, e))
 }
 
@@ -66,6 +75,7 @@ struct ChannelDraft {
     complete: bool,
     seq: Option<u64>,
     content_usage: Option<String>,
+    parts: Vec<super::ListingPart>,
 }
 
 struct ItemDraft {
@@ -195,6 +205,19 @@ pub fn parse(bytes: &[u8], limits: &RdfLimits) -> Result<RobotsRdf, ParseError> 
                                 c.snapshot = Some(parse_url("channel", "wc:snapshot", r)?);
                             }
                         }
+                        (Section::Channel, Ns::Webcoop, "part") => {
+                            if let Some(c) = channel.as_mut() {
+                                if c.parts.len() >= super::MAX_PARTS {
+                                    return Err(ParseError::Limit {
+                                        format: FORMAT,
+                                        what: "number of parts",
+                                        limit: super::MAX_PARTS as u64,
+                                    });
+                                }
+                                let part = super::parts::parse_part(attrs, c.parts.len() + 1)?;
+                                c.parts.push(part);
+                            }
+                        }
                         (Section::Item(item), Ns::Webcoop, "delta") => {
                             if let Some(r) = resource {
                                 let context = format!("item {}", items.len() + 1);
@@ -256,6 +279,7 @@ pub fn parse(bytes: &[u8], limits: &RdfLimits) -> Result<RobotsRdf, ParseError> 
     })?;
     let channel = finish_channel(draft)?;
     check_table_of_contents(&seq, &items)?;
+    check_parts(&channel, &items)?;
     Ok(RobotsRdf { channel, items })
 }
 
@@ -387,6 +411,7 @@ fn finish_channel(d: ChannelDraft) -> Result<Channel, ParseError> {
         complete: d.complete,
         seq: d.seq,
         content_usage: d.content_usage,
+        parts: d.parts,
     })
 }
 
@@ -418,6 +443,32 @@ fn finish_item(d: ItemDraft, index: usize) -> Result<RdfItem, ParseError> {
         delta: d.delta,
         extensions: d.extensions,
     })
+}
+
+/// An index names each part once and lists no items of its own (which would be a second
+/// answer to what the parts say).
+fn check_parts(channel: &Channel, items: &[RdfItem]) -> Result<(), ParseError> {
+    if channel.parts.is_empty() {
+        return Ok(());
+    }
+    if !items.is_empty() {
+        return Err(ParseError::Inconsistent {
+            format: FORMAT,
+            message: format!(
+                "the channel names {} parts and lists {} items of its own",
+                channel.parts.len(),
+                items.len()
+            ),
+        });
+    }
+    let mut seen = HashSet::with_capacity(channel.parts.len());
+    if let Some(dup) = channel.parts.iter().find(|p| !seen.insert(p.url.as_str())) {
+        return Err(ParseError::Inconsistent {
+            format: FORMAT,
+            message: format!("part {} is named twice", dup.url),
+        });
+    }
+    Ok(())
 }
 
 /// RSS 1.0 requires the channel's `rdf:Seq` to list the items. Our writer lists them in the

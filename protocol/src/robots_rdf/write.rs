@@ -83,6 +83,9 @@ pub fn write_head(out: &mut String, channel: &Channel) {
     if let Some(usage) = &channel.content_usage {
         leaf(out, "  ", "wc:contentUsage", usage);
     }
+    for part in &channel.parts {
+        super::write_part(out, part);
+    }
     out.push_str("  <items>\n    <rdf:Seq>\n");
 }
 

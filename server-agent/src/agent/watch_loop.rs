@@ -379,7 +379,7 @@ impl Agent {
         match done {
             Ok(report) => tracing::debug!(
                 parts = report.parts,
-                rewritten = report.rewritten,
+                rewritten = report.written.written,
                 "sitemaps published"
             ),
             Err(e) => *republish = Some(publish_failed(&e, republish.map(|(_, p)| p))),
@@ -409,6 +409,8 @@ impl Agent {
                     head = self.core.store.head_seq().unwrap_or(0),
                     listing_ms = report.listing_time.as_millis() as u64,
                     spliced = report.spliced,
+                    parts_written = report.parts.written,
+                    part_bytes = report.parts.bytes,
                     "published"
                 );
                 // The listing is current; the sitemaps follow as usual.

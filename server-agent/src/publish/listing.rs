@@ -289,7 +289,7 @@ fn splice_section(
     Ok(starts)
 }
 
-fn channel(ctx: &ListingContext<'_>) -> Channel {
+pub(super) fn channel(ctx: &ListingContext<'_>) -> Channel {
     let host = ctx.base.host_str().unwrap_or("site");
     Channel {
         about: ctx.about.clone(),
@@ -311,16 +311,22 @@ fn channel(ctx: &ListingContext<'_>) -> Channel {
         complete: ctx.complete,
         seq: Some(ctx.seq),
         content_usage: ctx.content_usage.clone(),
+        parts: Vec::new(),
     }
 }
 
-fn render_seq(buf: &mut String, ctx: &ListingContext<'_>, path: &str) {
+pub(super) fn render_seq(buf: &mut String, ctx: &ListingContext<'_>, path: &str) {
     let mut url = String::with_capacity(128);
     push_url(&mut url, ctx.base, path);
     write_seq_entry_str(buf, &url);
 }
 
-fn render_item(buf: &mut String, ctx: &ListingContext<'_>, inventory: &Inventory, path: &str) {
+pub(super) fn render_item(
+    buf: &mut String,
+    ctx: &ListingContext<'_>,
+    inventory: &Inventory,
+    path: &str,
+) {
     let Some(entry) = inventory.get(path) else {
         return;
     };

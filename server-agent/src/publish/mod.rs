@@ -4,6 +4,9 @@
 pub(crate) mod atomic;
 pub(crate) mod feed;
 pub(crate) mod listing;
+pub(crate) mod listing_parts;
+pub(crate) mod part_files;
+pub(crate) mod parting;
 pub(crate) mod resource_dump;
 pub(crate) mod resourcesync;
 pub(crate) mod sitemaps;
@@ -68,6 +71,8 @@ pub struct PublishReport {
     pub listing_bytes: u64,
     /// Whether robots.rdf was spliced from the previous one (rather than rendered in full).
     pub(crate) spliced: bool,
+    /// What became of robots.rdf's parts, when it is in parts.
+    pub(crate) parts: part_files::PartsReport,
     /// Time until robots.rdf was in place.
     pub(crate) listing_time: Duration,
     /// Total time.
@@ -121,7 +126,19 @@ pub(crate) struct Publisher {
     complete: bool,
     /// Each page's published share of reads (`--publish-popularity`), if published.
     popularity: Option<std::sync::Arc<std::collections::HashMap<String, f64>>>,
+    /// The cut of the site into parts, and whether the documents are in parts.
+    parting: parting::Parting,
+    /// None until the first publication, which removes the parts a previous run left.
+    parted: Option<bool>,
+    part_urls: usize,
+    /// The parts of robots.rdf and of the ResourceSync resource list.
+    rdf_parts: part_files::PartFiles,
+    list_parts: part_files::PartFiles,
 }
+
+/// A site of more than this many parts' worth of files has its documents in parts; one of
+/// less than half as many goes back to single documents (no flapping at the threshold).
+const PARTS_FROM: usize = 5;
 
 /// Whether the file at `path` was written by us: robots.rdf declares our namespace, sitemaps
 /// carry our generator comment (gzip parts are looked into). `None` when there is no file.
@@ -155,22 +172,57 @@ impl Publisher {
         out: &Path,
         base: &Url,
         feed_entries: usize,
-        sitemap_part_urls: usize,
+        part_urls: usize,
         links: Option<ServiceLinks>,
     ) -> Publisher {
+        let part_urls = part_urls.clamp(1, webcoop_protocol::sitemap::MAX_URLS);
+        let cap = (part_urls * 8).min(webcoop_protocol::sitemap::MAX_URLS);
         Publisher {
             out: out.to_path_buf(),
             base: base.clone(),
             links,
             feed_entries,
             listing: listing::ListingWriter::default(),
-            sitemaps: sitemaps::SitemapPublisher::new(sitemap_part_urls),
+            sitemaps: sitemaps::SitemapPublisher::new(out),
             snapshot: snapshot::newest(out).map(|seq| (seq, snapshot::max_record_of(out, seq))),
             resourcesync: (false, false),
             content_usage: None,
             complete: false,
             popularity: None,
+            parting: parting::Parting::new(part_urls, cap),
+            parted: None,
+            part_urls,
+            rdf_parts: part_files::PartFiles::new(
+                out.to_path_buf(),
+                listing_parts::PART_NAME,
+                false,
+            ),
+            list_parts: part_files::PartFiles::new(
+                resourcesync::directory(out),
+                resourcesync::PART_NAME,
+                true,
+            ),
         }
+    }
+
+    /// Whether the documents go in parts for a site of this size.
+    fn parted_for(&mut self, inventory: &Inventory) -> bool {
+        let n = inventory.len();
+        let parted = if self.parted == Some(true) {
+            n * 2 >= self.part_urls * PARTS_FROM
+        } else {
+            n > self.part_urls * PARTS_FROM
+        };
+        self.parted = Some(parted);
+        parted
+    }
+
+    /// Forgets what every document's parts hold: all are rendered again.
+    fn reset_parts(&mut self) {
+        self.listing.reset();
+        self.sitemaps.reset();
+        self.rdf_parts.reset();
+        self.list_parts.reset();
     }
 
     /// States the site's usage preferences in robots.rdf and the changes feed.
@@ -202,8 +254,11 @@ impl Publisher {
                 }
             }
         }
-        self.sitemaps.reset();
-        self.listing.reset();
+        self.reset_parts();
+        self.parting.reset();
+        self.rdf_parts
+            .recall(listing_parts::dates_in_index(&self.out.join(ROBOTS_RDF)));
+        self.sitemaps.recall(&self.out);
         let feed_dir = self.out.join(FEED_PATH);
         let feed_dir = feed_dir.parent().unwrap_or(&self.out);
         Ok(atomic::clean_stale(&self.out)
@@ -221,8 +276,7 @@ impl Publisher {
             return false;
         }
         self.popularity = shares.map(std::sync::Arc::new);
-        self.listing.reset();
-        self.sitemaps.reset();
+        self.reset_parts();
         true
     }
 
@@ -267,10 +321,9 @@ impl Publisher {
     /// than rendered in full.
     pub(crate) fn note_changes(&mut self, changes: &[crate::store::LoggedChange]) {
         for c in changes {
-            self.listing.note(
-                &c.path,
-                c.kind != webcoop_protocol::changes_feed::ChangeKind::Created,
-            );
+            let existed = c.kind != webcoop_protocol::changes_feed::ChangeKind::Created;
+            self.listing.note(&c.path, existed);
+            self.parting.note(&c.path, existed);
         }
     }
 
@@ -297,13 +350,18 @@ impl Publisher {
         now: DateTime<Utc>,
     ) -> Result<sitemaps::SitemapReport, PublishError> {
         let path = self.out.join(SITEMAP);
+        let parted = self.parted == Some(true) || self.parted_for(inventory);
+        if parted {
+            self.parting.sync(inventory);
+        }
+        let parting = parted.then_some(&self.parting);
         let report = self
             .sitemaps
             .publish(
                 &self.out,
                 inventory,
                 &self.base,
-                now,
+                (now, parting),
                 self.popularity.as_deref(),
             )
             .map_err(|source| PublishError::Write { path, source })?;
@@ -313,13 +371,18 @@ impl Publisher {
                 && resourcesync::directory(&self.out)
                     .join(webcoop_protocol::resourcesync::RESOURCE_DUMP)
                     .exists();
-            resourcesync::publish(&self.out, &self.base, push, dump, inventory, store, now)
-                .map_err(|e| match e {
-                    resourcesync::ResourceSyncError::Write(path, source) => {
-                        PublishError::Write { path, source }
-                    }
-                    resourcesync::ResourceSyncError::Store(e) => PublishError::Store(e),
-                })?;
+            let lists = resourcesync::Lists {
+                base: &self.base,
+                inventory,
+                parts: parting.map(|p| (p, &mut self.list_parts)),
+                now,
+            };
+            resourcesync::publish(&self.out, push, dump, lists, store).map_err(|e| match e {
+                resourcesync::ResourceSyncError::Write(path, source) => {
+                    PublishError::Write { path, source }
+                }
+                resourcesync::ResourceSyncError::Store(e) => PublishError::Store(e),
+            })?;
         }
         Ok(report)
     }
@@ -338,8 +401,12 @@ impl Publisher {
             let path = path.to_path_buf();
             move |source| PublishError::Write { path, source }
         };
-        let mut file = AtomicFile::create(&path).map_err(err(&path))?;
-        let previous = std::fs::File::open(&path).ok();
+        let was_parted = self.parted != Some(false);
+        let parted = self.parted_for(inventory);
+        if was_parted && !parted {
+            self.rdf_parts.remove_all();
+            self.list_parts.remove_all();
+        }
         let ctx = listing::ListingContext {
             base: &self.base,
             about: self.listing_url(),
@@ -359,22 +426,25 @@ impl Publisher {
             complete: self.complete,
             popularity: self.popularity.as_deref(),
         };
-        let written = self
-            .listing
-            .write(&mut file, previous.as_ref(), inventory, &ctx);
-        let (listing_bytes, spliced) = match written {
-            Ok(w) => w,
-            Err(e) => {
-                // Whatever went wrong, the next attempt starts from scratch.
-                self.listing.reset();
-                return Err(err(&path)(e));
-            }
-        };
-        if let Err(e) = file.commit() {
+        let (listing_bytes, spliced, parts) = if parted {
+            // The splice layout is of the single document: it no longer applies.
             self.listing.reset();
-            return Err(err(&path)(e));
-        }
-        self.listing.committed(&path);
+            self.parting.sync(inventory);
+            let (records, report) = self
+                .rdf_parts
+                .publish(&self.parting, now, |first, end, name, out| {
+                    let url = ctx.base.join(name).unwrap_or_else(|_| ctx.base.clone());
+                    listing_parts::render_part(out, &ctx, inventory, (first, end), &url);
+                    Ok(())
+                })
+                .map_err(err(&path))?;
+            let bytes = listing_parts::write_index(&path, &ctx, &records).map_err(err(&path))?;
+            self.rdf_parts.remove_gone(&self.parting);
+            (bytes, false, report)
+        } else {
+            let (bytes, spliced) = write_single_listing(&mut self.listing, &path, inventory, &ctx)?;
+            (bytes, spliced, part_files::PartsReport::default())
+        };
         let listing_time = start.elapsed();
 
         let feed_path = self.out.join(FEED_PATH);
@@ -394,9 +464,39 @@ impl Publisher {
         Ok(PublishReport {
             listing_bytes,
             spliced,
+            parts,
             listing_time,
             total_time: start.elapsed(),
             sitemaps: sitemaps::SitemapReport::default(),
         })
+    }
+}
+
+/// Writes robots.rdf as one document, spliced from the previous one where it can be.
+fn write_single_listing(
+    listing: &mut listing::ListingWriter,
+    path: &Path,
+    inventory: &Inventory,
+    ctx: &listing::ListingContext<'_>,
+) -> Result<(u64, bool), PublishError> {
+    let err = |source| PublishError::Write {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut file = AtomicFile::create(path).map_err(err)?;
+    let previous = std::fs::File::open(path).ok();
+    let written = listing
+        .write(&mut file, previous.as_ref(), inventory, ctx)
+        .and_then(|w| file.commit().map(|()| w));
+    match written {
+        Ok(w) => {
+            listing.committed(path);
+            Ok(w)
+        }
+        Err(e) => {
+            // Whatever went wrong, the next attempt starts from scratch.
+            listing.reset();
+            Err(err(e))
+        }
     }
 }

@@ -5,6 +5,8 @@
 //! the site was built ([`super::resource_dump`]).
 
 use super::atomic::write_atomic;
+use super::part_files::PartFiles;
+use super::parting::Parting;
 use crate::content_type;
 use crate::inventory::Inventory;
 use crate::store::{LoggedChange, Store, StoreError};
@@ -15,12 +17,28 @@ use std::path::{Path, PathBuf};
 use url::Url;
 use webcoop_protocol::changes_feed::ChangeKind;
 use webcoop_protocol::resourcesync::{
-    self as rs, CAPABILITY_LIST, CHANGE_LIST, Capability, Change, ChangeItem, DIRECTORY, MAX_URLS,
+    self as rs, CAPABILITY_LIST, CHANGE_LIST, Capability, Change, ChangeItem, DIRECTORY,
     RESOURCE_DUMP, RESOURCE_LIST, Resource, SOURCE_DESCRIPTION,
 };
 
-/// Changes the Change List holds at most (the newest).
-pub(crate) const CHANGES: usize = 10_000;
+/// Changes the Change List holds at most (the newest): about 300 KB, written again at each
+/// publication.
+pub(crate) const CHANGES: usize = 1_000;
+
+/// Parts of the Resource List are `resourcelist-{id}.xml`.
+pub(crate) const PART_NAME: (&str, &str) = ("resourcelist-", ".xml");
+
+/// What the Resource List is made of.
+pub(crate) struct Lists<'a> {
+    /// The docroot's URL.
+    pub(crate) base: &'a Url,
+    /// Every public file.
+    pub(crate) inventory: &'a Inventory,
+    /// The cut of the site and the parts' files, when the site is in parts.
+    pub(crate) parts: Option<(&'a Parting, &'a mut PartFiles)>,
+    /// The time of the publication.
+    pub(crate) now: DateTime<Utc>,
+}
 
 /// Where the documents go, in the output directory.
 pub(crate) fn directory(out: &Path) -> PathBuf {
@@ -60,7 +78,11 @@ pub(crate) enum ResourceSyncError {
     Store(#[from] StoreError),
 }
 
+/// Writes a document unless the file already holds exactly it.
 fn write(path: PathBuf, text: &str) -> Result<(), ResourceSyncError> {
+    if std::fs::read(&path).is_ok_and(|b| b == text.as_bytes()) {
+        return Ok(());
+    }
     write_atomic(&path, text.as_bytes()).map_err(|e| ResourceSyncError::Write(path, e))
 }
 
@@ -79,13 +101,12 @@ fn resource(base: &Url, path: &str, e: &crate::inventory::FileEntry) -> Resource
 /// change notifications on, `dump` says whether a Resource Dump is published.
 pub(crate) fn publish(
     out: &Path,
-    base: &Url,
     push: Option<(&Url, &Url)>,
     dump: bool,
-    inventory: &Inventory,
+    lists: Lists<'_>,
     store: &Store,
-    now: DateTime<Utc>,
 ) -> Result<(), ResourceSyncError> {
+    let (base, now) = (lists.base, lists.now);
     let urls = Urls::of(base);
     // Directories are made as the documents are written, readable by the web server.
     let dir = directory(out);
@@ -111,7 +132,7 @@ pub(crate) fn publish(
             &capabilities,
         ),
     )?;
-    publish_resource_list(&dir, base, &urls, inventory, now)?;
+    publish_resource_list(&dir, &urls, lists)?;
     let mut changes = store.recent_changes(CHANGES)?;
     changes.sort_by_key(|c| c.seq);
     let from = changes.first().map_or(now, |c| c.time);
@@ -146,20 +167,25 @@ fn change_item(base: &Url, c: &LoggedChange) -> ChangeItem {
     }
 }
 
-/// The Resource List: one document, or an index of parts of at most 50,000 resources.
+/// The Resource List: one document, or an index of the site's parts, each written again only
+/// when its bytes changed.
 fn publish_resource_list(
     dir: &Path,
-    base: &Url,
     urls: &Urls,
-    inventory: &Inventory,
-    now: DateTime<Utc>,
+    lists: Lists<'_>,
 ) -> Result<(), ResourceSyncError> {
-    let resources: Vec<Resource> = inventory
-        .iter()
-        .map(|(p, e)| resource(base, p, e))
-        .collect();
+    let Lists {
+        base,
+        inventory,
+        parts,
+        now,
+    } = lists;
     let up = urls.capabilities.as_str();
-    if resources.len() <= MAX_URLS {
+    let Some((parting, files)) = parts else {
+        let resources: Vec<Resource> = inventory
+            .iter()
+            .map(|(p, e)| resource(base, p, e))
+            .collect();
         return write(
             dir.join(RESOURCE_LIST),
             &rs::resource_list(
@@ -169,32 +195,34 @@ fn publish_resource_list(
                 resources.iter().map(|r| (r, None)),
             ),
         );
-    }
-    let mut parts = Vec::new();
-    for (i, chunk) in resources.chunks(MAX_URLS).enumerate() {
-        let name = format!("resourcelist-{:04}.xml", i + 1);
-        write(
-            dir.join(&name),
-            &rs::resource_list(
-                Capability::ResourceList,
-                up,
-                now,
-                chunk.iter().map(|r| (r, None)),
-            ),
-        )?;
-        parts.push(format!(
-            "{}{name}",
-            urls.resources.as_str().trim_end_matches(RESOURCE_LIST)
-        ));
-    }
-    // Parts left from a larger site are removed once the index no longer names them.
+    };
+    let published = files.publish(parting, now, |first, end, _, out| {
+        let resources: Vec<Resource> = inventory
+            .range(first, end)
+            .map(|(p, e)| resource(base, p, e))
+            .collect();
+        // Dated by its newest resource, so an unchanged part renders to the same bytes.
+        let at = resources.iter().map(|r| r.lastmod).max().unwrap_or(now);
+        let text = rs::resource_list(
+            Capability::ResourceList,
+            up,
+            at,
+            resources.iter().map(|r| (r, None)),
+        );
+        out.extend_from_slice(text.as_bytes());
+        Ok(())
+    });
+    let (records, _) =
+        published.map_err(|e| ResourceSyncError::Write(dir.join(RESOURCE_LIST), e))?;
+    let prefix = urls.resources.as_str().trim_end_matches(RESOURCE_LIST);
+    let names: Vec<String> = records
+        .iter()
+        .map(|r| format!("{prefix}{}", r.name))
+        .collect();
     write(
         dir.join(RESOURCE_LIST),
-        &rs::resource_list_index(up, now, &parts),
+        &rs::resource_list_index(up, now, &names),
     )?;
-    let mut n = parts.len() + 1;
-    while std::fs::remove_file(dir.join(format!("resourcelist-{n:04}.xml"))).is_ok() {
-        n += 1;
-    }
+    files.remove_gone(parting);
     Ok(())
 }

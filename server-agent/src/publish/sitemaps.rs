@@ -1,8 +1,10 @@
 //! sitemap.xml for standard consumers: one `urlset` while the site fits, otherwise an index of
-//! gzip parts. Parts are filled by a hash of the path, so a change touches exactly one part, and
-//! a part is rewritten only when one of its URLs or dates changed.
+//! gzip parts cut as every document's parts are ([`super::parting`]): an edit rewrites its part
+//! and the index, and a part is written only when its bytes changed.
 
 use super::atomic::{AtomicFile, write_atomic};
+use super::part_files::{PartFiles, PartsReport};
+use super::parting::Parting;
 use super::{SITEMAP, SITEMAP_PART_PREFIX, SITEMAP_PART_SUFFIX};
 use crate::inventory::Inventory;
 use crate::urls::push_url;
@@ -13,13 +15,12 @@ use std::collections::HashMap;
 use std::io::{self, Write};
 use std::path::Path;
 use url::Url;
-use webcoop_protocol::sitemap::{
-    self, MAX_BYTES, MAX_URLS, SitemapRef, URLSET_HEAD, URLSET_TAIL, write_url,
-};
+use webcoop_protocol::sitemap::{self, SitemapRef, URLSET_HEAD, URLSET_TAIL, write_url};
 
 /// Parts hold this many URLs on average by default: well under the protocol's 50,000, and
-/// small enough (about 1 MB) that rewriting the part an edit touches costs milliseconds.
-pub(crate) const DEFAULT_PART_URLS: usize = 10_000;
+/// small enough (about 1 MB of robots.rdf, 40 KB of gzip sitemap) that rewriting the part an
+/// edit touches costs a millisecond or two.
+pub(crate) const DEFAULT_PART_URLS: usize = 2_000;
 
 /// Rendered XML is handed to the file (or compressor) in pieces of this size.
 const FLUSH_AT: usize = 256 << 10;
@@ -29,21 +30,15 @@ const FLUSH_AT: usize = 256 << 10;
 pub(crate) struct SitemapReport {
     /// Parts (0 for a single urlset).
     pub(crate) parts: usize,
-    /// Parts rewritten this time.
-    pub(crate) rewritten: usize,
+    /// What was rendered and written of them.
+    pub(crate) written: PartsReport,
 }
 
-/// Remembers each part's fingerprint between publications.
+/// The sitemaps' parts between publications.
 #[derive(Debug)]
 pub(crate) struct SitemapPublisher {
-    part_urls: usize,
-    fingerprints: Vec<Option<u64>>,
-}
-
-impl Default for SitemapPublisher {
-    fn default() -> Self {
-        SitemapPublisher::new(DEFAULT_PART_URLS)
-    }
+    parts: PartFiles,
+    parted: bool,
 }
 
 /// Sitemap priorities from shares of reads: each page's share relative to the most read
@@ -62,36 +57,60 @@ fn priorities_of(shares: &HashMap<String, f64>) -> HashMap<String, f32> {
         .collect()
 }
 
-fn part_of(path: &str, parts: usize) -> usize {
-    (xxhash_rust::xxh3::xxh3_64(path.as_bytes()) % parts as u64) as usize
-}
-
 impl SitemapPublisher {
-    /// Parts of about `part_urls` URLs once the site outgrows one file.
-    pub(crate) fn new(part_urls: usize) -> Self {
+    /// Sitemaps written into `dir`.
+    pub(crate) fn new(dir: &Path) -> Self {
         SitemapPublisher {
-            part_urls: part_urls.max(1),
-            fingerprints: Vec::new(),
+            parts: PartFiles::new(
+                dir.to_path_buf(),
+                (SITEMAP_PART_PREFIX, SITEMAP_PART_SUFFIX),
+                false,
+            ),
+            parted: true,
+        }
+    }
+
+    /// Takes the parts' dates from the index in `dir` (at start: the parts a restart finds
+    /// unchanged keep them).
+    pub(crate) fn recall(&mut self, dir: &Path) {
+        let Ok(bytes) = std::fs::read(dir.join(SITEMAP)) else {
+            return;
+        };
+        let parsed = sitemap::parse(&bytes, &Default::default(), sitemap::Leniency::Strict);
+        if let Ok(sitemap::ParsedSitemap {
+            document: sitemap::SitemapDocument::Index(refs),
+            ..
+        }) = parsed
+        {
+            self.parts.recall(
+                refs.into_iter()
+                    .filter_map(|r| {
+                        let name = r.loc.path_segments()?.next_back()?.to_string();
+                        Some((name, r.lastmod?))
+                    })
+                    .collect(),
+            );
         }
     }
 
     /// Forgets what was written (the files may have been changed behind our back).
     pub(crate) fn reset(&mut self) {
-        self.fingerprints.clear();
+        self.parts.reset();
     }
 
-    /// Publishes the sitemaps for `inventory` into `dir`.
+    /// Publishes the sitemaps for `inventory` into `dir`: in the parts of `parting` when
+    /// there is one, else as one urlset.
     pub(crate) fn publish(
         &mut self,
         dir: &Path,
         inventory: &Inventory,
         base: &Url,
-        now: DateTime<Utc>,
+        (now, parting): (DateTime<Utc>, Option<&Parting>),
         popularity: Option<&HashMap<String, f64>>,
     ) -> io::Result<SitemapReport> {
         let priorities = popularity.map(priorities_of);
         let priority = |path: &str| priorities.as_ref().and_then(|p| p.get(path)).copied();
-        if inventory.len() <= self.part_urls {
+        let Some(parting) = parting else {
             let mut file = AtomicFile::create(&dir.join(SITEMAP))?;
             let mut buf = String::from(URLSET_HEAD);
             let mut url = String::new();
@@ -107,117 +126,52 @@ impl SitemapPublisher {
             buf.push_str(URLSET_TAIL);
             file.write_all(buf.as_bytes())?;
             file.commit()?;
-            self.remove_parts_from(dir, 0);
-            self.fingerprints.clear();
+            if std::mem::replace(&mut self.parted, false) {
+                self.parts.remove_all();
+            }
             return Ok(SitemapReport {
                 parts: 0,
-                rewritten: 1,
+                written: PartsReport {
+                    rendered: 1,
+                    written: 1,
+                    bytes: 0,
+                },
             });
-        }
-
-        let mut parts = inventory.len().div_ceil(self.part_urls);
-        loop {
-            match self.publish_parts(dir, inventory, base, (now, parts), &priority)? {
-                Some(report) => return Ok(report),
-                // A part would break a limit (very long URLs): spread over more parts.
-                None => {
-                    parts += parts / 2 + 1;
-                    self.fingerprints.clear();
-                }
-            }
-        }
-    }
-
-    fn publish_parts(
-        &mut self,
-        dir: &Path,
-        inventory: &Inventory,
-        base: &Url,
-        (now, parts): (DateTime<Utc>, usize),
-        priority: &impl Fn(&str) -> Option<f32>,
-    ) -> io::Result<Option<SitemapReport>> {
-        // One pass to fingerprint each part by its paths and dates, without rendering.
-        let mut hashers: Vec<xxhash_rust::xxh3::Xxh3Default> =
-            (0..parts).map(|_| Default::default()).collect();
-        let mut counts = vec![0usize; parts];
-        let mut newest: Vec<Option<DateTime<Utc>>> = vec![None; parts];
-        for (path, entry) in inventory.iter() {
-            let p = part_of(path, parts);
-            hashers[p].update(path.as_bytes());
-            hashers[p].update(&entry.modified.timestamp_millis().to_le_bytes());
-            counts[p] += 1;
-            newest[p] = newest[p].max(Some(entry.modified));
-        }
-        if self.fingerprints.len() != parts {
-            self.fingerprints = vec![None; parts];
-        }
-        let mut rewritten = 0;
-        for p in 0..parts {
-            let fingerprint = hashers[p].digest();
-            let name = format!("{SITEMAP_PART_PREFIX}{}{SITEMAP_PART_SUFFIX}", p + 1);
-            if self.fingerprints[p] == Some(fingerprint) && dir.join(&name).exists() {
-                continue;
-            }
-            if counts[p] > MAX_URLS {
-                return Ok(None);
-            }
-            // Streamed through the compressor: a part is never held whole in memory.
-            let mut file = AtomicFile::create(&dir.join(&name))?;
-            let mut gz = GzEncoder::new(&mut file, Compression::new(6));
+        };
+        self.parted = true;
+        let (records, written) = self.parts.publish(parting, now, |first, end, _, out| {
+            // Parts are capped well under the protocol's 50,000 URLs; their size in bytes
+            // (50 MB uncompressed) would take URLs of 1,000 bytes on average.
+            let mut gz = GzEncoder::new(out, Compression::new(6));
             let mut xml = String::with_capacity(FLUSH_AT + 4096);
             xml.push_str(URLSET_HEAD);
-            let mut raw_len = 0u64;
             let mut url = String::new();
-            for (path, entry) in inventory
-                .iter()
-                .filter(|(path, _)| part_of(path, parts) == p)
-            {
+            for (path, entry) in inventory.range(first, end) {
                 url.clear();
                 push_url(&mut url, base, path);
                 write_url(&mut xml, &url, Some(entry.modified), None, priority(path));
                 if xml.len() >= FLUSH_AT {
                     gz.write_all(xml.as_bytes())?;
-                    raw_len += xml.len() as u64;
                     xml.clear();
                 }
             }
             xml.push_str(URLSET_TAIL);
             gz.write_all(xml.as_bytes())?;
-            raw_len += xml.len() as u64;
             gz.finish()?;
-            if raw_len > MAX_BYTES {
-                // Dropping the file removes the temporary; the caller spreads over more parts.
-                return Ok(None);
-            }
-            file.commit()?;
-            self.fingerprints[p] = Some(fingerprint);
-            rewritten += 1;
-        }
-        let refs: Vec<SitemapRef> = (0..parts)
+            Ok(())
+        })?;
+        let refs: Vec<SitemapRef> = records
+            .iter()
             .map(|p| SitemapRef {
-                loc: base
-                    .join(&format!(
-                        "{SITEMAP_PART_PREFIX}{}{SITEMAP_PART_SUFFIX}",
-                        p + 1
-                    ))
-                    .unwrap_or_else(|_| base.clone()),
-                lastmod: Some(newest[p].unwrap_or(now)),
+                loc: base.join(&p.name).unwrap_or_else(|_| base.clone()),
+                lastmod: Some(p.date),
             })
             .collect();
         write_atomic(&dir.join(SITEMAP), sitemap::write_index(&refs).as_bytes())?;
-        self.remove_parts_from(dir, parts);
-        Ok(Some(SitemapReport { parts, rewritten }))
-    }
-
-    /// Removes parts numbered above `keep` left by a larger site.
-    fn remove_parts_from(&self, dir: &Path, keep: usize) {
-        let mut n = keep + 1;
-        while std::fs::remove_file(
-            dir.join(format!("{SITEMAP_PART_PREFIX}{n}{SITEMAP_PART_SUFFIX}")),
-        )
-        .is_ok()
-        {
-            n += 1;
-        }
+        self.parts.remove_gone(parting);
+        Ok(SitemapReport {
+            parts: records.len(),
+            written,
+        })
     }
 }

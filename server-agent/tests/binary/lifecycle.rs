@@ -356,22 +356,51 @@ fn robots_txt_disallow_lines_shape_the_listing_and_follow_its_edits() {
     assert!(site.listed().contains_key(&url("public.html")));
 }
 
+/// The files an index names, by name: sitemap.xml's `<sitemap>` entries or robots.rdf's parts.
+fn part_files(site: &Site) -> (Vec<std::path::PathBuf>, Vec<std::path::PathBuf>) {
+    let name = |u: &url::Url| site.out().join(u.path().trim_start_matches('/'));
+    let root = std::fs::read(site.out().join("sitemap.xml")).unwrap();
+    let sitemaps = match webcoop_protocol::sitemap::parse(
+        &root,
+        &Default::default(),
+        webcoop_protocol::sitemap::Leniency::Strict,
+    )
+    .unwrap()
+    .document
+    {
+        webcoop_protocol::sitemap::SitemapDocument::Index(refs) => {
+            refs.iter().map(|r| name(&r.loc)).collect()
+        }
+        _ => Vec::new(),
+    };
+    let index = webcoop_protocol::robots_rdf::parse(
+        &std::fs::read(site.out().join("robots.rdf")).unwrap(),
+        &Default::default(),
+    )
+    .unwrap();
+    let rdf = index.channel.parts.iter().map(|p| name(&p.url)).collect();
+    (sitemaps, rdf)
+}
+
 #[test]
-fn a_large_site_gets_gzip_parts_and_an_edit_rewrites_one() {
+fn a_large_site_gets_parts_and_an_edit_rewrites_one_of_each() {
     let site = Site::new();
     for i in 0..1000 {
         site.write(&format!("p/{i}.html"), &format!("page {i}"));
     }
     let mut cli = site.cli();
     cli.sitemap_part_urls = Some(100);
-    let mut agent = site.agent_with(cli);
+    let mut agent = site.agent_with(cli.clone());
     agent.full_scan(false).unwrap();
     agent.publish().unwrap();
-    let parts: Vec<std::path::PathBuf> = (1..=10)
-        .map(|n| site.out().join(format!("sitemap-{n}.xml.gz")))
-        .collect();
-    assert!(parts.iter().all(|p| p.exists()));
-    assert!(!site.out().join("sitemap-11.xml.gz").exists());
+    let (sitemaps, rdf) = part_files(&site);
+    assert!(
+        (4..=25).contains(&sitemaps.len()),
+        "{} sitemap parts",
+        sitemaps.len()
+    );
+    assert_eq!(sitemaps.len(), rdf.len(), "one cut for every document");
+    assert!(sitemaps.iter().chain(&rdf).all(|p| p.exists()));
     let urls = site.sitemap_urls();
     let unique: BTreeSet<String> = urls.iter().map(|u| u.loc.to_string()).collect();
     assert_eq!(
@@ -379,19 +408,25 @@ fn a_large_site_gets_gzip_parts_and_an_edit_rewrites_one() {
         (1000, 1000),
         "every URL in exactly one part"
     );
+    assert_eq!(
+        site.listed().len(),
+        1000,
+        "robots.rdf's parts list every file"
+    );
     let inode =
         |p: &std::path::Path| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(p).unwrap());
-    let before: Vec<u64> = parts.iter().map(|p| inode(p)).collect();
+    let inodes = || -> Vec<u64> { sitemaps.iter().chain(&rdf).map(|p| inode(p)).collect() };
+    let before = inodes();
 
     site.tick(60);
     site.write("p/7.html", "page 7, edited");
     agent.reconcile_paths(&paths(&["p/7.html"])).unwrap();
     agent.publish().unwrap();
-    let after: Vec<u64> = parts.iter().map(|p| inode(p)).collect();
+    let after = inodes();
     let rewritten = before.iter().zip(&after).filter(|(a, b)| a != b).count();
     assert_eq!(
-        rewritten, 1,
-        "an edit rewrites only the part holding its URL"
+        rewritten, 2,
+        "an edit rewrites only the sitemap part and the robots.rdf part holding its URL"
     );
     let edited = site
         .sitemap_urls()
@@ -399,15 +434,42 @@ fn a_large_site_gets_gzip_parts_and_an_edit_rewrites_one() {
         .find(|u| u.loc.as_str() == url("p/7.html"))
         .unwrap();
     assert_eq!(edited.lastmod, Some(site.clock_now()));
+    assert_eq!(
+        site.listed()[&url("p/7.html")].0,
+        "page 7, edited".len() as u64
+    );
 
-    // Shrinking back under one part's size returns to a single urlset and removes the parts.
+    // A restart over the unchanged site writes no part again, and keeps their dates.
+    let dates = |site: &Site| -> Vec<_> {
+        webcoop_protocol::robots_rdf::parse(
+            &std::fs::read(site.out().join("robots.rdf")).unwrap(),
+            &Default::default(),
+        )
+        .unwrap()
+        .channel
+        .parts
+        .into_iter()
+        .map(|p| (p.url, p.date, p.version))
+        .collect()
+    };
+    let published = dates(&site);
+    drop(agent);
+    site.tick(60);
+    let mut agent = site.agent_with(cli);
+    agent.full_scan(false).unwrap();
+    agent.publish().unwrap();
+    assert_eq!(inodes(), after, "no part written again by a restart");
+    assert_eq!(dates(&site), published);
+
+    // Shrinking back under the threshold returns to single documents and removes the parts.
     for i in 50..1000 {
         std::fs::remove_file(site.path(&format!("p/{i}.html"))).unwrap();
     }
     agent.full_scan(true).unwrap();
     agent.publish().unwrap();
     assert_eq!(site.sitemap_urls().len(), 50);
-    assert!(parts.iter().all(|p| !p.exists()));
+    assert_eq!(site.listed().len(), 50);
+    assert!(sitemaps.iter().chain(&rdf).all(|p| !p.exists()));
 }
 
 #[test]

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use webcoop_protocol::changes_feed::{self, ChangeKind, FeedLimits};
-use webcoop_protocol::robots_rdf::{self, RdfLimits, RobotsRdf};
+use webcoop_protocol::robots_rdf::RobotsRdf;
 use webcoop_testkit::static_site::StaticServer;
 
 struct Running {
@@ -45,11 +45,7 @@ fn start_logging(www: &Path, state: &Path, server: &StaticServer, stderr: Stdio)
 }
 
 fn listing(www: &Path) -> Option<RobotsRdf> {
-    let bytes = std::fs::read(www.join("robots.rdf")).ok()?;
-    Some(
-        robots_rdf::parse(&bytes, &RdfLimits::default())
-            .expect("robots.rdf must always be complete"),
-    )
+    crate::common::read_listing(www)
 }
 
 /// Polls until `done` holds on the published listing; fails after `limit`.

@@ -88,11 +88,7 @@ impl Site {
     }
 
     pub(crate) fn listing(&self) -> RobotsRdf {
-        robots_rdf::parse(
-            &std::fs::read(self.out().join("robots.rdf")).unwrap(),
-            &RdfLimits::default(),
-        )
-        .unwrap()
+        read_listing(self.out()).expect("robots.rdf")
     }
 
     /// URL -> (size, etag) of every item of robots.rdf.
@@ -124,6 +120,31 @@ impl Site {
 
 pub(crate) fn url(rel: &str) -> String {
     format!("{BASE}{rel}")
+}
+
+/// robots.rdf in `dir` with the items of its parts, when it is an index; none when there is
+/// no robots.rdf. Panics on a document that does not read: the agent must only publish whole
+/// ones.
+pub(crate) fn read_listing(dir: &Path) -> Option<RobotsRdf> {
+    let read = |name: &str| {
+        let bytes = std::fs::read(dir.join(name)).ok()?;
+        Some(robots_rdf::parse(&bytes, &RdfLimits::default()).expect("a whole robots.rdf"))
+    };
+    let index = read("robots.rdf")?;
+    let parts: Vec<RobotsRdf> = index
+        .channel
+        .parts
+        .iter()
+        .map(|p| {
+            let name = p.url.path().rsplit('/').next().unwrap_or_default();
+            read(name).expect("every part the index names")
+        })
+        .collect();
+    Some(
+        index
+            .assemble(parts, usize::MAX)
+            .expect("parts one level deep"),
+    )
 }
 
 /// Every URL of sitemap.xml, following an index to its gzip parts.
