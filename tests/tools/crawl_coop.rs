@@ -342,7 +342,7 @@ fn delta_mode_applies_and_verifies_deltas() {
 
 /// Waits for the wall clock's next second, so captures made after it never share their
 /// 14-digit timestamp (a replay tool's key) with those made before.
-fn next_second() {
+pub(super) fn next_second() {
     let into = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()

@@ -18,6 +18,7 @@ mod archive_replay;
 mod console_agent;
 mod console_crawl;
 mod crawl_coop;
+mod crawl_listing_parts;
 mod crawl_nginx;
 mod crawl_usage;
 mod fleet_crawl;

@@ -229,14 +229,8 @@ impl CoopState {
                 source: Box::new(source),
             }
         })?;
-        let origin = r.origin(host);
         let last_poll = self.sites.get(host).and_then(|s| s.last_poll);
         let first = !self.sites.get(host).is_some_and(|s| s.discovered);
-        let reading = if first {
-            Reading::First
-        } else {
-            Reading::Update
-        };
         {
             let site = self.site(host);
             site.listing = Some(url.to_string());
@@ -251,11 +245,123 @@ impl CoopState {
             site.usage = doc.channel.content_usage.clone();
         }
         self.take_offers(r, host, url, got, &doc);
+        if !doc.channel.parts.is_empty() {
+            self.listing_index(r, host, doc, (first, secs));
+            return Ok(());
+        }
+        self.site(host).listed_urls = doc.items.len() as u64;
+        self.take_listing(r, host, &doc, (first, last_poll, secs));
+        Ok(())
+    }
+
+    /// robots.rdf is an index of parts: the parts to read are asked for (every one on a first
+    /// reading or a resync, else those whose version moved).
+    fn listing_index(
+        &mut self,
+        r: &mut Reach<'_>,
+        host: HostId,
+        doc: robots_rdf::RobotsRdf,
+        (first, secs): (bool, Option<f64>),
+    ) {
+        let origin = r.origin(host);
+        let resyncing = self.sites.get(host).is_some_and(|s| s.resyncing);
+        let whole = if first || resyncing {
+            Some(first)
+        } else {
+            self.listing_parts.assembling(host)
+        };
+        let parts = doc.channel.parts.len();
+        let named: u64 = doc.channel.parts.iter().map(|p| p.items).sum();
+        self.site(host).listed_urls = named;
+        let (asked, foreign) = self.listing_parts.plan(host, &origin, doc, whole);
+        for url in foreign {
+            self.site(host).stats.foreign += 1;
+            tracing::warn!("{origin}: robots.rdf names a part on another origin ({url}); not read");
+        }
+        if whole.is_none()
+            && let Some(secs) = secs
+        {
+            // A part whose version moved stands for a change at least.
+            self.site(host).count.observe(asked.len() as u64, secs);
+        }
+        if first {
+            tracing::info!(
+                "{origin}: robots.rdf in {parts} parts naming {named} URLs; {} to read",
+                asked.len()
+            );
+        }
+        for url in asked {
+            r.frontier.push_coop(
+                host,
+                CoopJob::Fetch {
+                    kind: MetaKind::ListingPart,
+                    url,
+                    etag: None,
+                    last_modified: None,
+                },
+            );
+        }
+        if let Some((index, first)) = self.listing_parts.complete(host) {
+            let last_poll = self.sites.get(host).and_then(|s| s.last_poll);
+            self.take_listing(r, host, &index, (first, last_poll, None));
+        }
+    }
+
+    /// A part of robots.rdf answered (`got`) or failed (`None`): taken at once when the
+    /// listing is read again, with the others once the last arrived on a first reading.
+    pub(crate) fn listing_part_answered(
+        &mut self,
+        r: &mut Reach<'_>,
+        host: HostId,
+        url: &Url,
+        got: Option<&CoopFetched>,
+    ) {
+        let doc = got.and_then(
+            |g| match robots_rdf::parse(&g.body, &RdfLimits::default()) {
+                Ok(doc) => Some(doc),
+                Err(e) => {
+                    tracing::warn!("{url}: {e}");
+                    None
+                }
+            },
+        );
+        let last_poll = self.sites.get(host).and_then(|s| s.last_poll);
+        match self.listing_parts.arrived(host, url, doc) {
+            super::listing_parts::Arrived::Wait | super::listing_parts::Arrived::Unasked => {}
+            super::listing_parts::Arrived::Whole(doc, failed, first) => {
+                if failed > 0 {
+                    tracing::warn!(
+                        "{}: {failed} parts of robots.rdf could not be read; read again at the next change of the index",
+                        r.origin(host)
+                    );
+                }
+                self.take_listing(r, host, &doc, (first, last_poll, None));
+            }
+            super::listing_parts::Arrived::Part(doc) => {
+                self.take_listing(r, host, &doc, (false, last_poll, None));
+            }
+        }
+    }
+
+    /// The items of a listing read whole (or of one part read again): each said of its page,
+    /// a snapshot taken instead on a first reading.
+    fn take_listing(
+        &mut self,
+        r: &mut Reach<'_>,
+        host: HostId,
+        doc: &robots_rdf::RobotsRdf,
+        (first, last_poll, secs): (bool, Option<i64>, Option<f64>),
+    ) {
+        let origin = r.origin(host);
+        let reading = if first {
+            Reading::First
+        } else {
+            Reading::Update
+        };
         let mut moved = 0;
         let changes = self.sites.get(host).and_then(|s| s.changes.clone());
         let changes = changes.and_then(|c| Url::parse(&c).ok());
         let mut list = Vec::with_capacity(doc.items.len());
-        self.site(host).listed_urls = doc.items.len() as u64;
         for item in &doc.items {
             let Some(page) = self.stated_url(r, host, &item.url, Arrival::Named) else {
                 continue;
@@ -321,7 +427,6 @@ impl CoopState {
                 level.as_str()
             );
         }
-        Ok(())
     }
 
     /// What robots.rdf offers beyond its list: the changes feed (with the cursor to start

@@ -29,6 +29,7 @@ mod indexnow;
 mod indexnow_reading;
 pub(crate) mod indexnow_server;
 mod ledger;
+mod listing_parts;
 mod listings;
 mod pending;
 mod polls;

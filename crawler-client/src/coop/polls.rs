@@ -166,6 +166,10 @@ impl CoopState {
                     Err(_) if kind == MetaKind::IndexNowKey => {
                         self.indexnow_key_answered(r, host, &url, None)
                     }
+                    Err(why) if kind == MetaKind::ListingPart => {
+                        tracing::warn!("{}: robots.rdf part: {why}", r.origin(host));
+                        self.listing_part_answered(r, host, &url, None);
+                    }
                     Err(why) => self.meta_failed(r, host, kind, &why),
                 }
                 let walking = self.walks.contains_key(&host)
@@ -205,7 +209,10 @@ impl CoopState {
                     tracing::debug!("{origin}: sitemap: {why}");
                     self.sitemap_fed(r, host, None);
                 }
-                MetaKind::Changes | MetaKind::Feed | MetaKind::IndexNowKey => {}
+                MetaKind::Changes
+                | MetaKind::Feed
+                | MetaKind::IndexNowKey
+                | MetaKind::ListingPart => {}
                 MetaKind::Snapshot => self.snapshot_ended(r, host, Some(why.to_string()), &[]),
             }
             return;
@@ -264,6 +271,10 @@ impl CoopState {
                 Ok(())
             }
             (MetaKind::Listing, 200) => self.listing_answered(r, host, url, &got, secs),
+            (MetaKind::ListingPart, 200) => {
+                self.listing_part_answered(r, host, url, Some(&got));
+                Ok(())
+            }
             (MetaKind::Changes, 200) if Self::is_batch(&got) => {
                 self.batch_answered(r, host, url, &got, secs)
             }

@@ -28,7 +28,7 @@ pub(crate) const META_MAX_BYTES: usize = 64 << 20;
 fn decoded_max(kind: MetaKind) -> usize {
     match kind {
         MetaKind::Sitemap => webcoop_protocol::sitemap::MAX_BYTES as usize,
-        MetaKind::Listing => 128 << 20,
+        MetaKind::Listing | MetaKind::ListingPart => 128 << 20,
         MetaKind::Changes => 32 << 20,
         // Streamed to a file instead (`snapshot_fetch`).
         MetaKind::Snapshot => 0,

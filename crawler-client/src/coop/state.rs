@@ -4,7 +4,8 @@
 //! [`HeldAbsences`] (links a complete listing does not name), [`PendingSnapshots`] (the
 //! snapshots being read and what their pages must agree with), [`HandedOver`] (pages taken
 //! without a live fetch; one false disowns the rest), [`Questions`] (contradictions waiting
-//! for the site's feed), [`Popularity`] (stated weights) and the [`Sampler`] of checks. The
+//! for the site's feed), [`Popularity`] (stated weights), the listings read in parts
+//! ([`super::listing_parts::ListingParts`]) and the [`Sampler`] of checks. The
 //! coordinator's decisions live beside it, a file per concern (`listings`, `polls`,
 //! `announcements`, `claims`, `batches`, `snapshots`, `push`, `report`); they take the frontier
 //! and the refresh schedule as explicit arguments ([`Reach`]) and leave what only the loop can
@@ -60,6 +61,8 @@ pub(crate) struct CoopState {
     pub(super) questions: Questions,
     /// Blind requests for well-known paths, once a run each.
     pub(super) probes: super::probes::Probes,
+    /// The parts of listings in parts: versions held, reads under way.
+    pub(super) listing_parts: super::listing_parts::ListingParts,
     /// The hosts of the hubs subscribed to (`--hub-allow`; empty: any).
     hub_allow: Vec<String>,
     /// The IndexNow endpoint, when the crawl serves one.
@@ -85,6 +88,7 @@ impl CoopState {
             absences: HeldAbsences::default(),
             questions: Questions::default(),
             probes: Default::default(),
+            listing_parts: Default::default(),
             hub_allow: Vec::new(),
             indexnow: None,
         }

@@ -59,6 +59,8 @@ pub(crate) enum CoopJob {
 pub(crate) enum MetaKind {
     /// robots.rdf.
     Listing,
+    /// A part of a robots.rdf in parts (its index named it).
+    ListingPart,
     /// A sitemap or sitemap index (part of a walk).
     Sitemap,
     /// A page of the changes feed.
@@ -76,6 +78,7 @@ impl MetaKind {
     pub(crate) fn as_str(self) -> &'static str {
         match self {
             MetaKind::Listing => "robots.rdf",
+            MetaKind::ListingPart => "robots.rdf part",
             MetaKind::Sitemap => "sitemap",
             MetaKind::Changes => "changes",
             MetaKind::Snapshot => "snapshot",
