@@ -2,7 +2,8 @@
 
 Usage: rdf_check.py FILE
 Prints JSON {"channel": uri, "seq": [uris in rdf:Seq order], "items": {uri: {"date": str,
-"format": str, "size": str, "etag": str, "popularity": str}}}. A document that is not valid RDF/XML fails here.
+"format": str, "size": str, "etag": str, "popularity": str}}, "parts": {uri: {"date": str,
+"version": str, "items": str}}}. A document that is not valid RDF/XML fails here.
 """
 import json
 import sys
@@ -38,7 +39,14 @@ def main():
             "etag": str(g.value(item, WC.etag)) if g.value(item, WC.etag) else None,
             "popularity": str(g.value(item, WC.popularity)) if g.value(item, WC.popularity) else None,
         }
-    json.dump({"channel": str(channel), "seq": seq, "items": items}, sys.stdout)
+    parts = {}
+    for part in g.objects(channel, WC.part):
+        parts[str(part)] = {
+            "date": str(g.value(part, DC.date)),
+            "version": str(g.value(part, WC.version)),
+            "items": str(g.value(part, WC["items"])),
+        }
+    json.dump({"channel": str(channel), "seq": seq, "items": items, "parts": parts}, sys.stdout)
 
 
 if __name__ == "__main__":

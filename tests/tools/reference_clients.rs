@@ -149,6 +149,48 @@ fn feedparser_and_rdflib_read_our_robots_rdf() {
     }
 }
 
+#[test]
+fn rdflib_and_feedparser_read_an_index_of_parts() {
+    let Some(python) = reference_python() else {
+        return;
+    };
+    let mut doc = sample_rdf();
+    doc.items.clear();
+    doc.channel.parts = awkward_paths()
+        .iter()
+        .enumerate()
+        .map(|(i, p)| robots_rdf::ListingPart {
+            url: site().join(&format!("robots-{p}.rdf")).unwrap(),
+            date: t(i as i64 * 60),
+            version: format!("{i:016x}"),
+            items: 2000 + i as u64,
+        })
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("robots.rdf");
+    std::fs::write(&path, robots_rdf::write(&doc)).unwrap();
+    let rdf: Value =
+        serde_json::from_str(&run_reference(&python, "rdf_check.py", &[path.as_os_str()])).unwrap();
+    let parts = rdf["parts"].as_object().unwrap();
+    assert_eq!(parts.len(), doc.channel.parts.len());
+    for part in &doc.channel.parts {
+        let triples = &parts[part.url.as_str()];
+        assert_eq!(triples["date"], format_w3cdtf(part.date), "{}", part.url);
+        assert_eq!(triples["version"], part.version);
+        assert_eq!(triples["items"], part.items.to_string());
+    }
+    // To an RSS reader the index is a channel without items (not an error).
+    let seen: Value = serde_json::from_str(&run_reference(
+        &python,
+        "feed_check.py",
+        &[path.as_os_str()],
+    ))
+    .unwrap();
+    assert_eq!(seen["bozo"], false, "{}", seen["bozo_exception"]);
+    assert_eq!(seen["version"], "rss10");
+    assert_eq!(seen["entries"].as_array().unwrap().len(), 0);
+}
+
 fn sample_feed() -> ChangesFeed {
     let paths = awkward_paths();
     let mut entries = Vec::new();

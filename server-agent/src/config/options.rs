@@ -60,7 +60,8 @@ pub struct AgentOptions {
     /// Changes kept in the change log.
     #[arg(long, value_name = "N")]
     pub retain_changes: Option<usize>,
-    /// URLs per sitemap part once the site outgrows one sitemap file (at most 50000).
+    /// Entries per part, on average, of robots.rdf, the sitemaps and the resource list once the
+    /// site holds more than five parts' worth (at most 50000).
     #[arg(long, value_name = "N")]
     pub sitemap_part_urls: Option<usize>,
     /// Serve the changes, delta, hub and metrics endpoints on this address (e.g.
