@@ -4,12 +4,17 @@
 //!   cargo build --release -p webcoop-agent --examples
 //!   target/release/examples/agent_bench [FILES] [CHANGES] [AGENT]   (defaults: 100000 1000)
 //!
-//! The docroot is served by nginx (two workers, as on a 2-core server), which the agent asks
-//! about every file. Reports: the first scan, judging and publication (files/s), a restart
-//! over the unchanged docroot, the latency from a file write to its entry in the changes feed
-//! on disk over single-file changes (p50/p99, and beyond the 100 ms debounce window), and peak
-//! RSS per file. AGENT is another build of `webcoop-agent` to measure instead (an older one,
-//! for a before-and-after in one run; one without `--server-url` judges nothing).
+//! The docroot (FILES pages of 1 to 4 KB in 100 to 1,000 directories) is served by nginx (two
+//! workers, as on a 2-core server), which the agent asks about every file. Reports: the floor
+//! (a plain walk reading and hashing every file), the first run as a webmaster starts it
+//! (watching: until robots.rdf and the changes feed are published, then until the snapshot
+//! built behind them is), a restart over the unchanged docroot, then single-file edits
+//! `AGENT_BENCH_GAP_MS` apart (1,500 by default): the latency from a write to its entry in the
+//! changes feed on disk (p50/p99, and beyond the 100 ms debounce window) and the bytes the
+//! agent had the kernel write for each (`write_bytes` of /proc/PID/io, the store's included),
+//! the size of each document's parts, and peak RSS per file. AGENT is another build of
+//! `webcoop-agent` to measure instead (an older one, for a before-and-after in one run; one
+//! without `--server-url` judges nothing).
 
 use notify::{EventKind, RecursiveMode, Watcher};
 use std::path::{Path, PathBuf};
@@ -160,6 +165,58 @@ fn run_once(bin: &Path, www: &Path, state: &Path, judge: &[String]) -> (Duration
     (took, usage.ru_maxrss * 1024)
 }
 
+/// The floor of a first run: every file found, read and hashed, on one thread.
+fn walk_and_hash(www: &Path) -> (usize, Duration) {
+    let start = Instant::now();
+    let mut n = 0;
+    let mut dirs = vec![www.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for e in std::fs::read_dir(&dir).expect("read_dir").flatten() {
+            let path = e.path();
+            match e.file_type() {
+                Ok(t) if t.is_dir() => dirs.push(path),
+                Ok(t) if t.is_file() => {
+                    let bytes = std::fs::read(&path).expect("read");
+                    std::hint::black_box(webcoop_protocol::validator::Sha256Digest::of(&bytes));
+                    n += 1;
+                }
+                _ => {}
+            }
+        }
+    }
+    (n, start.elapsed())
+}
+
+/// Bytes the process had written to storage so far (`write_bytes` of /proc/PID/io).
+fn written(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/io"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("write_bytes:").map(|v| v.trim().to_string()))
+        })
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Count and mean size of the files in `dir` whose names start with `prefix` and end with
+/// `suffix`.
+fn parts_in(dir: &Path, prefix: &str, suffix: &str) -> (usize, u64) {
+    let sizes: Vec<u64> = std::fs::read_dir(dir)
+        .map(|d| {
+            d.flatten()
+                .filter(|e| {
+                    let n = e.file_name().to_string_lossy().into_owned();
+                    n.starts_with(prefix) && n.ends_with(suffix)
+                })
+                .filter_map(|e| e.metadata().ok().map(|m| m.len()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mean = sizes.iter().sum::<u64>() / sizes.len().max(1) as u64;
+    (sizes.len(), mean)
+}
+
 fn vm_hwm(pid: u32) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
@@ -193,9 +250,10 @@ fn main() {
     let mut rng = Lcg(42);
     let gen_start = Instant::now();
     let mut bytes = 0usize;
+    let dirs = (files / 1000).clamp(100, 1000);
     for i in 0..files {
-        let dir = www.join(format!("d{}", i % 100));
-        if i < 100 {
+        let dir = www.join(format!("d{}", i % dirs));
+        if i < dirs {
             std::fs::create_dir_all(&dir).expect("mkdir");
         }
         let content = page(i, &mut rng, 1);
@@ -203,9 +261,15 @@ fn main() {
         std::fs::write(dir.join(format!("p{i}.html")), content).expect("write");
     }
     println!(
-        "generated {files} files, {:.1} MB, in {:.1} s",
+        "generated {files} files in {dirs} directories, {:.1} MB, in {:.1} s",
         bytes as f64 / 1e6,
         gen_start.elapsed().as_secs_f64()
+    );
+    let (found, floor) = walk_and_hash(&www);
+    println!(
+        "floor: a plain walk reading and hashing {found} files on one thread: {:.2} s = {:.0} files/s",
+        floor.as_secs_f64(),
+        found as f64 / floor.as_secs_f64()
     );
 
     let nginx_dir = tmp.path().join("nginx");
@@ -221,27 +285,92 @@ fn main() {
             format!("asks nginx at {} about every file", server.addr)
         }
     );
-    let (first, rss_first) = run_once(&bin, &www, &state, &judge);
+    let watch = |state: &Path| {
+        Command::new(&bin)
+            .arg("--docroot")
+            .arg(&www)
+            .arg("--state")
+            .arg(state)
+            .args(["--base-url", "https://bench.example/"])
+            .args(&judge)
+            .env("WEBCOOP_LOG", "warn")
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("start agent")
+    };
+    // The first run as a webmaster starts it: watching from the start.
+    let feed_dir = www.join(".well-known/webcoop");
+    let start = Instant::now();
+    let mut child = watch(&state);
+    let wait_until = |what: &str, limit: Duration, done: &dyn Fn() -> bool| {
+        while !done() {
+            assert!(start.elapsed() < limit, "{what}: not within {limit:?}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        start.elapsed()
+    };
+    let listed = wait_until("the first publication", Duration::from_secs(3600), &|| {
+        feed_dir.join("changes.atom").exists() && www.join("robots.rdf").exists()
+    });
     println!(
-        "first run (scan, digest, judge, store versions, publish): {:.2} s = {:.0} files/s; peak RSS {:.1} MiB = {:.0} B/file",
-        first.as_secs_f64(),
-        files as f64 / first.as_secs_f64(),
+        "first run, judged and listed (robots.rdf and the changes feed in place): {:.2} s = {:.0} files/s ({:.2}x the floor's time)",
+        listed.as_secs_f64(),
+        files as f64 / listed.as_secs_f64(),
+        listed.as_secs_f64() / floor.as_secs_f64()
+    );
+    let snapshots = www.join(webcoop_protocol::snapshot::DIRECTORY);
+    // In place once robots.rdf names it (the agent has then recorded it).
+    let snapshot = wait_until("the first snapshot", Duration::from_secs(7200), &|| {
+        std::fs::read_dir(&snapshots).is_ok_and(|d| {
+            d.flatten()
+                .any(|e| e.file_name().to_string_lossy().ends_with(".warc.zst"))
+        }) && std::fs::read_to_string(www.join("robots.rdf"))
+            .is_ok_and(|t| t.contains("<wc:snapshot "))
+    });
+    println!(
+        "the snapshot built behind it, in place {:.2} s after the start",
+        snapshot.as_secs_f64()
+    );
+    let rss_first = vm_hwm(child.id());
+    println!(
+        "first run peak RSS: {:.1} MiB = {:.0} B/file",
         rss_first as f64 / 1048576.0,
         rss_first as f64 / files as f64
     );
+    let _ = child.kill();
+    let _ = child.wait();
     let (again, _) = run_once(&bin, &www, &state, &judge);
     println!(
         "restart over the unchanged docroot: {:.2} s = {:.0} files/s",
         again.as_secs_f64(),
         files as f64 / again.as_secs_f64()
     );
-    let rdf_len = std::fs::metadata(www.join("robots.rdf"))
-        .map(|m| m.len())
-        .unwrap_or(0);
-    println!("robots.rdf: {:.1} MB", rdf_len as f64 / 1e6);
+    let size = |name: &str| std::fs::metadata(www.join(name)).map_or(0, |m| m.len());
+    let rs_dir = www.join(".well-known/webcoop/resourcesync");
+    for (what, (count, mean)) in [
+        ("robots.rdf", parts_in(&www, "robots-", ".rdf")),
+        ("sitemap", parts_in(&www, "sitemap-", ".xml.gz")),
+        ("resource list", parts_in(&rs_dir, "resourcelist-", ".xml")),
+    ] {
+        println!(
+            "{what}: {count} parts of {:.1} KB on average",
+            mean as f64 / 1e3
+        );
+    }
+    println!(
+        "indexes: robots.rdf {:.1} KB, sitemap.xml {:.1} KB, resourcelist.xml {:.1} KB",
+        size("robots.rdf") as f64 / 1e3,
+        size("sitemap.xml") as f64 / 1e3,
+        std::fs::metadata(rs_dir.join("resourcelist.xml")).map_or(0, |m| m.len()) as f64 / 1e3
+    );
+    let gap = Duration::from_millis(
+        std::env::var("AGENT_BENCH_GAP_MS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(1500),
+    );
 
     // Watch mode: time from a write to the changes feed being replaced.
-    let feed_dir = www.join(".well-known/webcoop");
     let (tx, rx) = channel();
     let mut watcher = notify::recommended_watcher(move |e: notify::Result<notify::Event>| {
         if let Ok(e) = e
@@ -255,25 +384,16 @@ fn main() {
     watcher
         .watch(&feed_dir, RecursiveMode::NonRecursive)
         .expect("watch");
-    let mut child = Command::new(&bin)
-        .arg("--docroot")
-        .arg(&www)
-        .arg("--state")
-        .arg(&state)
-        .args(["--base-url", "https://bench.example/"])
-        .args(&judge)
-        .env("WEBCOOP_LOG", "warn")
-        .stdin(Stdio::null())
-        .spawn()
-        .expect("start agent");
+    let mut child = watch(&state);
     // The start-up publication.
     let _ = rx.recv_timeout(Duration::from_secs(600));
-    std::thread::sleep(Duration::from_millis(500));
+    std::thread::sleep(Duration::from_millis(500).max(gap));
     while rx.try_recv().is_ok() {}
     let mut latencies = Vec::with_capacity(changes);
+    let mut writes = Vec::with_capacity(changes);
     for n in 0..changes {
         let i = rng.next() as usize % files;
-        let rel = format!("d{}/p{i}.html", i % 100);
+        let rel = format!("d{}/p{i}.html", i % dirs);
         let path = www.join(&rel);
         let content = page(i, &mut rng, 2 + n as u32);
         // The entry names the new version by its entity tag.
@@ -282,6 +402,7 @@ fn main() {
             .to_string()
             .trim_matches('"')
             .to_string();
+        let w0 = written(child.id());
         let t0 = Instant::now();
         std::fs::write(&path, content).expect("edit");
         let deadline = t0 + Duration::from_secs(30);
@@ -301,25 +422,36 @@ fn main() {
                 }
             }
         }
-        // Let the publication finish before the next change (the event fires at the rename).
-        std::thread::sleep(Duration::from_millis(20 + rng.next() % 30));
+        // Every document the edit touches written (the sitemaps follow within a second).
+        std::thread::sleep(gap.saturating_sub(t0.elapsed()));
+        writes.push(written(child.id()).saturating_sub(w0));
         while rx.try_recv().is_ok() {}
     }
     let rss = vm_hwm(child.id());
     let _ = child.kill();
     let _ = child.wait();
     latencies.sort();
+    writes.sort();
     let pct = |p: f64| latencies[((latencies.len() as f64 * p) as usize).min(latencies.len() - 1)];
     let debounce = Duration::from_millis(100);
     println!(
-        "write -> changes feed replaced over {} changes: p50 {:.0} ms, p99 {:.0} ms, max {:.0} ms; beyond the {} ms debounce: p50 {:.0} ms, p99 {:.0} ms",
+        "write -> changes feed replaced over {} changes {} ms apart: p50 {:.0} ms, p99 {:.0} ms, max {:.0} ms; beyond the {} ms debounce: p50 {:.0} ms, p99 {:.0} ms",
         latencies.len(),
+        gap.as_millis(),
         pct(0.5).as_secs_f64() * 1e3,
         pct(0.99).as_secs_f64() * 1e3,
         latencies.last().map_or(0.0, |d| d.as_secs_f64() * 1e3),
         debounce.as_millis(),
         pct(0.5).saturating_sub(debounce).as_secs_f64() * 1e3,
         pct(0.99).saturating_sub(debounce).as_secs_f64() * 1e3
+    );
+    let wpct =
+        |p: f64| writes[((writes.len() as f64 * p) as usize).min(writes.len() - 1)] as f64 / 1e6;
+    println!(
+        "written per edit (the store's included): p50 {:.2} MB, p99 {:.2} MB, mean {:.2} MB",
+        wpct(0.5),
+        wpct(0.99),
+        writes.iter().sum::<u64>() as f64 / writes.len().max(1) as f64 / 1e6
     );
     println!(
         "watching agent peak RSS: {:.1} MiB = {:.0} B/file",

@@ -51,11 +51,16 @@ impl SnapshotSite<'_> {
     fn plan(&self) -> Result<Plan, AgentError> {
         Ok(Plan {
             sequence: self.store.head_seq()?,
-            files: self
-                .inventory
-                .iter()
-                .map(|(p, e)| (p.to_string(), e.sha256, e.size, e.modified))
-                .collect(),
+            files: {
+                let mut files = crate::snapshot::PlanFiles::with_capacity(self.inventory.len());
+                for (p, e) in self.inventory.iter() {
+                    if !files.push(p, e.sha256, e.size, e.modified) {
+                        // Paths of over 4 GiB together: the rest is fetched page by page.
+                        break;
+                    }
+                }
+                files
+            },
             dump: self.config.resourcesync
                 && self
                     .config

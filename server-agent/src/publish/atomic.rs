@@ -154,6 +154,16 @@ impl AtomicFile {
     }
 }
 
+impl AtomicFile {
+    /// What was written so far, to read back (a scratch file that is never committed).
+    pub(crate) fn read_back(&mut self) -> io::Result<File> {
+        if let Some(w) = self.writer.as_mut() {
+            w.flush()?;
+        }
+        File::open(&self.tmp)
+    }
+}
+
 /// Writes `bytes` to `dest` atomically.
 pub(crate) fn write_atomic(dest: &Path, bytes: &[u8]) -> io::Result<()> {
     let mut f = AtomicFile::create(dest)?;

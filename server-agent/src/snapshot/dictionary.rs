@@ -48,7 +48,7 @@ struct Samples {
 
 impl Samples {
     fn take(source: &Source, plan: &Plan, base: &Url, now: DateTime<Utc>) -> Samples {
-        let texts: Vec<&(String, Sha256Digest, u64, DateTime<Utc>)> = plan
+        let texts: Vec<(&str, &Sha256Digest, u64, DateTime<Utc>)> = plan
             .files
             .iter()
             .filter(|(rel, _, size, _)| {
@@ -204,7 +204,7 @@ mod tests {
         }
         let plan = Plan {
             sequence: 1,
-            files,
+            files: files.into_iter().collect(),
             dump: false,
         };
         (dir, plan)

@@ -6,6 +6,10 @@
 //! complete file, and the previous snapshot stays until the new one is complete.
 
 mod dictionary;
+mod index_lines;
+mod plan_files;
+
+pub(crate) use plan_files::PlanFiles;
 
 use crate::content_type;
 use crate::publish::atomic::AtomicFile;
@@ -34,7 +38,7 @@ pub(crate) struct Plan {
     /// The change-log sequence number the inventory is at.
     pub(crate) sequence: u64,
     /// The files, in path order: path, digest, size, when it last changed.
-    pub(crate) files: Vec<(String, Sha256Digest, u64, DateTime<Utc>)>,
+    pub(crate) files: PlanFiles,
     /// Whether a ResourceSync Resource Dump of the same files is written beside.
     pub(crate) dump: bool,
 }
@@ -120,6 +124,9 @@ fn content(source: &Source, rel: &str, sha256: &Sha256Digest, size: u64) -> Opti
 
 /// Writes the snapshot of `plan` into `out` for the site at `base`, compressed at `level`,
 /// its warcinfo stating the site's usage preferences (`content_usage`).
+/// How often a build says how far it got.
+const PROGRESS_EVERY: Duration = Duration::from_secs(10);
+
 pub(crate) fn build(
     bodies: &Bodies,
     out: &Path,
@@ -139,7 +146,7 @@ pub(crate) fn build(
     let max_record = plan
         .files
         .iter()
-        .map(|(_, _, size, _)| *size)
+        .map(|(_, _, size, _)| size)
         .filter(|s| *s <= MAX_RECORD)
         .max();
     let info = SnapshotInfo {
@@ -162,22 +169,24 @@ pub(crate) fn build(
             .as_bytes(),
     )?;
     let name = snapshot::file_name(plan.sequence);
-    let mut lines = Vec::with_capacity(plan.files.len());
+    let index_path = dir.join(snapshot::index_name(plan.sequence));
+    let mut lines = index_lines::IndexLines::create(&index_path)?;
+    let mut progress = Instant::now();
     let (mut records, mut left_out, mut content_bytes) = (0u64, 0u64, 0u64);
     let mut dump = if plan.dump {
         Some(DumpWriter::create(out, plan.sequence)?)
     } else {
         None
     };
-    for (rel, sha256, size, modified) in &plan.files {
-        let Some(body) = content(&source, rel, sha256, *size) else {
+    for (rel, sha256, size, modified) in plan.files.iter() {
+        let Some(body) = content(&source, rel, sha256, size) else {
             left_out += 1;
             continue;
         };
         if let Some(d) = dump.as_mut() {
             let resource = Resource {
                 loc: crate::urls::url_of(base, rel).to_string(),
-                lastmod: *modified,
+                lastmod: modified,
                 sha256: *sha256,
                 length: body.len() as u64,
                 media_type: content_type::of_path(rel).to_string(),
@@ -188,7 +197,7 @@ pub(crate) fn build(
         let fields = entry.fields(&record_id(), now);
         let borrowed: Vec<(&str, &str)> = fields.iter().map(|(n, v)| (*n, v.as_str())).collect();
         let (offset, length) = file.append(&borrowed, &entry.body)?;
-        lines.push(Line::new(
+        lines.push(&Line::new(
             &entry.url,
             &date,
             &[
@@ -199,19 +208,26 @@ pub(crate) fn build(
                 ("offset", offset.to_string()),
                 ("filename", name.clone()),
             ],
-        ));
+        ))?;
         records += 1;
+        if progress.elapsed() >= PROGRESS_EVERY {
+            progress = Instant::now();
+            tracing::info!(
+                "snapshot {}: {records} of {} files packed, {:.0} s",
+                plan.sequence,
+                plan.files.len(),
+                started.elapsed().as_secs_f64()
+            );
+        }
         content_bytes += entry.body.len() as u64;
     }
     let file_bytes = file.written();
     file.finish()?.commit()?;
-    lines.sort();
-    let mut index = AtomicFile::create(&dir.join(snapshot::index_name(plan.sequence)))?;
-    for l in &lines {
-        use std::io::Write;
-        writeln!(index, "{l}")?;
-    }
-    index.commit()?;
+    tracing::debug!(
+        out_of_order = lines.strays(),
+        "index lines merged in at the end"
+    );
+    lines.finish(&index_path)?;
     if let Some(d) = dump {
         d.finish(base, now)?;
     }
