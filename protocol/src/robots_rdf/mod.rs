@@ -7,6 +7,7 @@
 //! date (`dc:date`, W3C-DTF) and media type (`dc:format`), and webcoop's own elements for the
 //! size, strong validator and delta link. mod_syndication (`sy:`) says how often it is rewritten.
 
+mod fields;
 mod parse;
 mod parts;
 mod write;

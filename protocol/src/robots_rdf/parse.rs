@@ -1,8 +1,8 @@
 //! Reading robots.rdf, strictly and within limits.
 
+use super::fields::{FORMAT, bad, parse_date, parse_url};
 use super::{Channel, Extensions, RdfItem, RobotsRdf, UpdatePeriod};
-use crate::dates::parse_w3cdtf;
-use crate::error::{Format, ParseError, excerpt};
+use crate::error::ParseError;
 use crate::namespaces::Ns;
 use crate::validator::EntityTag;
 use crate::xml_read::{Node, ShapeLimits, XmlCursor, attr};
@@ -27,35 +27,6 @@ impl Default for RdfLimits {
             max_items: 2_000_000,
         }
     }
-}
-
-const FORMAT: Format = Format::RobotsRdf;
-
-pub(super) fn bad(
-    context: &str,
-    field: &'static str,
-    value: &str,
-    reason: impl ToString,
-) -> ParseError {
-    ParseError::BadValue {
-        format: FORMAT,
-        context: context.to_string(),
-        field,
-        value: excerpt(value),
-        reason: reason.to_string(),
-    }
-}
-
-pub(super) fn parse_url(context: &str, field: &'static str, text: &str) -> Result<Url, ParseError> {
-    Url::parse(text.trim()).map_err(|e| bad(context, field, text, e))
-}
-
-pub(super) fn parse_date(
-    context: &str,
-    field: &'static str,
-    text: &str,
-) -> Result<DateTime<Utc>, ParseError> {
-    parse_w3cdtf(text).map_err(|e| bad(context, field, text, e))
 }
 
 #[derive(Default)]

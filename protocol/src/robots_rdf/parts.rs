@@ -8,7 +8,7 @@
 //! wc:version="9c1d..." wc:items="2048"/>`: RDF/XML's property attributes on an empty property
 //! element, so an RDF reader sees the part as a resource with a date, a version and a count.
 
-use super::parse::{bad, parse_date, parse_url};
+use super::fields::{bad, parse_date, parse_url};
 use crate::dates::format_w3cdtf;
 use crate::error::ParseError;
 use crate::namespaces::Ns;
