@@ -165,6 +165,25 @@ fn run_once(bin: &Path, www: &Path, state: &Path, judge: &[String]) -> (Duration
     (took, usage.ru_maxrss * 1024)
 }
 
+/// The bench's directory, removed at the end unless it is to be kept.
+struct Removed(PathBuf, bool);
+
+impl Removed {
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Removed {
+    fn drop(&mut self) {
+        if self.1 {
+            println!("kept: {}", self.0.display());
+        } else {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
 /// The floor of a first run: every file found, read and hashed, on one thread.
 fn walk_and_hash(www: &Path) -> (usize, Duration) {
     let start = Instant::now();
@@ -238,7 +257,17 @@ fn main() {
     let files: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(100_000);
     let changes: usize = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(1000);
     let bin = args.get(3).map_or_else(agent_binary, PathBuf::from);
-    let tmp = tempfile::tempdir().expect("tempdir");
+    // AGENT_BENCH_DIR keeps the docroot and the state there, for profiling runs after.
+    let tmp = match std::env::var_os("AGENT_BENCH_DIR") {
+        Some(dir) => tempfile::Builder::new()
+            .prefix("agent-bench-")
+            .tempdir_in(dir)
+            .expect("tempdir")
+            .keep(),
+        None => tempfile::tempdir().expect("tempdir").keep(),
+    };
+    let keep = std::env::var_os("AGENT_BENCH_DIR").is_some();
+    let tmp = Removed(tmp, keep);
     // nginx's workers run as another user: they must reach the docroot.
     std::fs::set_permissions(
         tmp.path(),

@@ -21,6 +21,7 @@ mod crawler;
 mod hub;
 #[cfg(feature = "outside-tools")]
 mod judge;
+mod listing_parts;
 mod listing_site;
 mod network;
 #[cfg(feature = "outside-tools")]

@@ -176,7 +176,9 @@ impl Publisher {
         links: Option<ServiceLinks>,
     ) -> Publisher {
         let part_urls = part_urls.clamp(1, webcoop_protocol::sitemap::MAX_URLS);
-        let cap = (part_urls * 8).min(webcoop_protocol::sitemap::MAX_URLS);
+        // Parts past three times the size are halved: the parts an edit lands in (the larger
+        // ones, as it is a file that picks them) stay within a few megabytes.
+        let cap = (part_urls * 3).min(webcoop_protocol::sitemap::MAX_URLS);
         Publisher {
             out: out.to_path_buf(),
             base: base.clone(),

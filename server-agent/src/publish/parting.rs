@@ -109,18 +109,37 @@ impl Parting {
     fn build(&mut self, inventory: &Inventory) {
         self.parts.clear();
         self.dirty.clear();
-        let mut key: Box<str> = "".into();
-        let mut count = 0usize;
+        let mut chunk: Vec<&str> = Vec::new();
         for (path, _) in inventory.iter() {
-            if count > 0 && (self.is_anchor(path) || count >= self.cap) {
-                self.insert(key, count);
-                key = path.into();
-                count = 0;
+            if !chunk.is_empty() && self.is_anchor(path) {
+                self.insert_halved(&chunk);
+                chunk.clear();
             }
-            count += 1;
+            chunk.push(path);
         }
-        self.insert(key, count);
+        if chunk.is_empty() {
+            self.insert("".into(), 0);
+        } else {
+            self.insert_halved(&chunk);
+        }
+        // The first part starts the site, whatever its first path.
+        if let Some((_, mut info)) = self.parts.pop_first() {
+            info.id = Self::id_of("");
+            self.parts.insert("".into(), info);
+        }
         self.built = true;
+    }
+
+    /// One chunk between anchors as parts: halved at its middle while over the cap, as a part
+    /// that grows past it is.
+    fn insert_halved(&mut self, chunk: &[&str]) {
+        if chunk.len() > self.cap {
+            let middle = chunk.len() / 2;
+            self.insert_halved(&chunk[..middle]);
+            self.insert_halved(&chunk[middle..]);
+        } else if let Some(first) = chunk.first() {
+            self.insert((*first).into(), chunk.len());
+        }
     }
 
     fn insert(&mut self, key: Box<str>, count: usize) {
