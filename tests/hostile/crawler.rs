@@ -3,7 +3,7 @@
 //! sitemap index of gzip bombs. Each crawl is the real binary; the sites are loopback servers
 //! whose every byte the test writes.
 
-use super::listing_site::{crawl, listing, status_json, with_hosts};
+use super::listing_site::{asked_of, crawl, foreign_of, listing, status_json, with_hosts};
 use super::support::{Canned, HostileWeb, crawl_bin};
 use chrono::{TimeZone, Utc};
 use std::process::{Command, Stdio};
@@ -141,20 +141,13 @@ fn a_site_s_cooperation_speaks_only_for_its_own_origin() {
         log.iter().any(|l| l.starts_with("site.test /robots.rdf")),
         "the listing was read: {log:?}"
     );
-    let steered: Vec<&String> = log
-        .iter()
-        .filter(|l| l.starts_with("victim.test"))
-        .collect();
+    let steered = asked_of(&log, "victim.test");
     assert!(
         steered.is_empty(),
         "the site steered the crawler to: {steered:?}"
     );
     let coop = status_json(&out)["cooperation"].to_string();
-    let foreign: u64 = status_json(&out)["cooperation"]
-        .as_array()
-        .and_then(|a| a.iter().find(|s| s["origin"] == site.as_str()))
-        .and_then(|s| s["stats"]["foreign"].as_u64())
-        .unwrap_or(0);
+    let foreign = foreign_of(&out, &site);
     assert!(foreign >= 3, "foreign URLs counted: {coop}");
 }
 

@@ -2,7 +2,7 @@
 //! parts of its own (on the victim), and a part that is not there, beside one honest part. The
 //! honest part's page is fetched (the twin: parts are read), and nothing is asked of the victim.
 
-use super::listing_site::{crawl, listing, status_json, with_hosts};
+use super::listing_site::{asked_of, crawl, foreign_of, listing, with_hosts};
 use super::support::{Canned, HostileWeb};
 use chrono::{TimeZone, Utc};
 use url::Url;
@@ -110,18 +110,13 @@ fn parts_elsewhere_or_nested_are_refused_and_the_honest_one_is_read() {
             .any(|l| l.starts_with("site.test /only-listed.html")),
         "the honest part was read and its page fetched: {log:?}"
     );
-    let steered: Vec<&String> = log
-        .iter()
-        .filter(|l| l.starts_with("victim.test"))
-        .collect();
+    let steered = asked_of(&log, "victim.test");
     assert!(
         steered.is_empty(),
         "the index steered the crawler to: {steered:?}"
     );
-    let foreign = status_json(&out)["cooperation"]
-        .as_array()
-        .and_then(|a| a.iter().find(|s| s["origin"] == site.as_str()))
-        .and_then(|s| s["stats"]["foreign"].as_u64())
-        .unwrap_or(0);
-    assert!(foreign >= 1, "the part elsewhere counted as foreign");
+    assert!(
+        foreign_of(&out, &site) >= 1,
+        "the part elsewhere counted as foreign"
+    );
 }

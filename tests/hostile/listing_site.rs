@@ -37,6 +37,21 @@ pub(crate) fn status_json(out: &Path) -> serde_json::Value {
     serde_json::from_slice(&o.stdout).unwrap_or_default()
 }
 
+/// URLs of other origins `site`'s documents named, as `status` counts them.
+pub(crate) fn foreign_of(out: &Path, site: &str) -> u64 {
+    status_json(out)["cooperation"]
+        .as_array()
+        .and_then(|a| a.iter().find(|s| s["origin"] == site))
+        .and_then(|s| s["stats"]["foreign"].as_u64())
+        .unwrap_or(0)
+}
+
+/// Requests the crawl made of `host` (lines of the hostile web's log).
+pub(crate) fn asked_of<'a>(log: &'a [String], host: &str) -> Vec<&'a String> {
+    let prefix = format!("{host} ");
+    log.iter().filter(|l| l.starts_with(&prefix)).collect()
+}
+
 pub(crate) fn listing(
     site: &str,
     items: Vec<(String, Option<String>)>,
