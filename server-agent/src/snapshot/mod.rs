@@ -122,11 +122,11 @@ fn content(source: &Source, rel: &str, sha256: &Sha256Digest, size: u64) -> Opti
     (Sha256Digest::of(&bytes) == *sha256).then_some(bytes)
 }
 
-/// Writes the snapshot of `plan` into `out` for the site at `base`, compressed at `level`,
-/// its warcinfo stating the site's usage preferences (`content_usage`).
 /// How often a build says how far it got.
 const PROGRESS_EVERY: Duration = Duration::from_secs(10);
 
+/// Writes the snapshot of `plan` into `out` for the site at `base`, compressed at `level`,
+/// its warcinfo stating the site's usage preferences (`content_usage`).
 pub(crate) fn build(
     bodies: &Bodies,
     out: &Path,
@@ -149,25 +149,14 @@ pub(crate) fn build(
         .map(|(_, _, size, _)| size)
         .filter(|s| *s <= MAX_RECORD)
         .max();
+    let date = snapshot::warc_date(now);
     let info = SnapshotInfo {
         site: base.to_string(),
         sequence: plan.sequence,
         content_usage: content_usage.map(str::to_string),
         max_record,
     };
-    let date = snapshot::warc_date(now);
-    let id = record_id();
-    file.append(
-        &[
-            ("WARC-Type", "warcinfo"),
-            ("WARC-Record-ID", &id),
-            ("WARC-Date", &date),
-            ("WARC-Filename", &snapshot::file_name(plan.sequence)),
-            ("Content-Type", "application/warc-fields"),
-        ],
-        info.block(concat!("webcoop-agent/", env!("CARGO_PKG_VERSION")))
-            .as_bytes(),
-    )?;
+    append_warcinfo(&mut file, &info, &date)?;
     let name = snapshot::file_name(plan.sequence);
     let index_path = dir.join(snapshot::index_name(plan.sequence));
     let mut lines = index_lines::IndexLines::create(&index_path)?;
@@ -197,18 +186,7 @@ pub(crate) fn build(
         let fields = entry.fields(&record_id(), now);
         let borrowed: Vec<(&str, &str)> = fields.iter().map(|(n, v)| (*n, v.as_str())).collect();
         let (offset, length) = file.append(&borrowed, &entry.body)?;
-        lines.push(&Line::new(
-            &entry.url,
-            &date,
-            &[
-                ("url", entry.url.clone()),
-                ("mime", entry.content_type.clone()),
-                ("digest", snapshot::digest_field(sha256)),
-                ("length", length.to_string()),
-                ("offset", offset.to_string()),
-                ("filename", name.clone()),
-            ],
-        ))?;
+        lines.push(&index_line(&entry, &date, (offset, length), &name))?;
         records += 1;
         if progress.elapsed() >= PROGRESS_EVERY {
             progress = Instant::now();
@@ -242,6 +220,44 @@ pub(crate) fn build(
         file_bytes,
         elapsed: started.elapsed(),
     })
+}
+
+/// The `warcinfo` record that opens a snapshot.
+fn append_warcinfo<W: std::io::Write>(
+    file: &mut ZstdWarcWriter<W>,
+    info: &SnapshotInfo,
+    date: &str,
+) -> std::io::Result<()> {
+    let id = record_id();
+    let name = snapshot::file_name(info.sequence);
+    file.append(
+        &[
+            ("WARC-Type", "warcinfo"),
+            ("WARC-Record-ID", &id),
+            ("WARC-Date", date),
+            ("WARC-Filename", &name),
+            ("Content-Type", "application/warc-fields"),
+        ],
+        info.block(concat!("webcoop-agent/", env!("CARGO_PKG_VERSION")))
+            .as_bytes(),
+    )?;
+    Ok(())
+}
+
+/// The index's line of a record written at `(offset, length)` of the file `name`.
+fn index_line(entry: &Entry, date: &str, (offset, length): (u64, u64), name: &str) -> Line {
+    Line::new(
+        &entry.url,
+        date,
+        &[
+            ("url", entry.url.clone()),
+            ("mime", entry.content_type.clone()),
+            ("digest", snapshot::digest_field(&entry.sha256)),
+            ("length", length.to_string()),
+            ("offset", offset.to_string()),
+            ("filename", name.to_string()),
+        ],
+    )
 }
 
 /// Removes the snapshots before the one preceding `newest`: the previous one stays for the
