@@ -3,7 +3,8 @@
 //! crawler keeps the site fresh from robots.rdf alone), and `webcoop-crawl` kept fresh. Its
 //! first reading asks for every part once; while nothing changes its polls of the index are
 //! answered 304 and no part is asked for; after one edit it asks for the index and the one
-//! part holding the page. Asserted from nginx's access log.
+//! part holding the page, and so again after the crawler was killed and started again.
+//! Asserted from nginx's access log.
 
 use super::crawl_coop::{crawl_seeds, held, next_second, page, wait_for};
 use std::path::{Path, PathBuf};
@@ -127,14 +128,17 @@ fn a_listing_in_parts_is_read_whole_once_then_one_part_per_edit() {
     };
     let parts = site.parts();
     let out = site.dir.path().join("crawl");
-    let _crawl = crawl_seeds(
-        &[site.nginx.url()],
-        &out,
-        "meta",
-        600,
-        3600,
-        &["--user-agent".into(), AGENT.into()],
-    );
+    let start = || {
+        crawl_seeds(
+            &[site.nginx.url()],
+            &out,
+            "meta",
+            600,
+            3600,
+            &["--user-agent".into(), AGENT.into()],
+        )
+    };
+    let crawl = start();
     wait_for("every page copied", Duration::from_secs(120), || {
         held_pages(&out) == PAGES + 1
     });
@@ -170,4 +174,22 @@ fn a_listing_in_parts_is_read_whole_once_then_one_part_per_edit() {
         "an edit costs the crawler one part"
     );
     assert!(site.gets("/robots.rdf", 200) >= 2, "the index read again");
+
+    // Killed and started again: the versions it held were saved, so another edit still costs
+    // one part, not a whole reading.
+    std::thread::sleep(Duration::from_secs(1));
+    drop(crawl);
+    let _crawl = start();
+    next_second();
+    std::fs::write(site.www.join("p301.html"), page(301, "edited")).unwrap();
+    wait_for(
+        "the page edited after the restart fetched again",
+        Duration::from_secs(60),
+        || site.gets("/p301.html", 200) >= 2,
+    );
+    assert_eq!(
+        site.part_gets(),
+        parts.len() + 2,
+        "after a restart an edit costs one part"
+    );
 }

@@ -5,7 +5,7 @@
 //! for only on the site's own origin, and one that names parts of its own is refused.
 
 use crate::ids::HostId;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use url::Url;
 use webcoop_protocol::robots_rdf::{RdfLimits, RobotsRdf};
 
@@ -93,6 +93,21 @@ impl ListingParts {
             self.updating.entry(host).or_default().extend(asked);
         }
         (urls, foreign)
+    }
+
+    /// The versions of `host`'s parts held by an earlier run (as [`ListingParts::held`] gave
+    /// them).
+    pub(super) fn restore(&mut self, host: HostId, versions: &BTreeMap<String, String>) {
+        let held = self.held.entry(host).or_default();
+        held.extend(versions.iter().map(|(u, v)| (u.clone(), v.clone())));
+    }
+
+    /// The versions of `host`'s parts held now, to be saved.
+    pub(super) fn held(&self, host: HostId) -> BTreeMap<String, String> {
+        self.held
+            .get(&host)
+            .map(|h| h.iter().map(|(u, v)| (u.clone(), v.clone())).collect())
+            .unwrap_or_default()
     }
 
     /// Whether a whole listing of `host` is being gathered, and whether it is the first.
@@ -259,6 +274,27 @@ mod tests {
             p.arrived(h, &a, Some(part(A, "https://e.org/1"))),
             Arrived::Unasked
         ));
+    }
+
+    #[test]
+    fn versions_saved_by_one_run_spare_the_next_a_whole_reading() {
+        let mut p = ListingParts::default();
+        let h = HostId(1);
+        p.plan(h, ORIGIN, index(&[(A, "1"), (B, "1")]), Some(true));
+        let a = Url::parse(A).unwrap();
+        let b = Url::parse(B).unwrap();
+        p.arrived(h, &a, Some(part(A, "https://e.org/1")));
+        p.arrived(h, &b, Some(part(B, "https://e.org/2")));
+        let saved = p.held(h);
+        assert_eq!(saved.len(), 2);
+        let mut next = ListingParts::default();
+        next.restore(h, &saved);
+        let (asked, _) = next.plan(h, ORIGIN, index(&[(A, "1"), (B, "2")]), None);
+        assert_eq!(sorted(asked), [B], "only the part that moved");
+        // The twin: without the saved versions every part is read.
+        let (asked, _) =
+            ListingParts::default().plan(h, ORIGIN, index(&[(A, "1"), (B, "2")]), None);
+        assert_eq!(sorted(asked), [A, B]);
     }
 
     #[test]

@@ -274,6 +274,15 @@ impl CoopState {
         let named: u64 = doc.channel.parts.iter().map(|p| p.items).sum();
         self.site(host).listed_urls = named;
         let (asked, foreign) = self.listing_parts.plan(host, &origin, doc, whole);
+        // Parts no longer named are forgotten (and saved so).
+        let held = self.listing_parts.held(host);
+        if self
+            .sites
+            .get(host)
+            .is_some_and(|s| s.part_versions != held)
+        {
+            self.site(host).part_versions = held;
+        }
         for url in foreign {
             self.site(host).stats.foreign += 1;
             tracing::warn!("{origin}: robots.rdf names a part on another origin ({url}); not read");
@@ -326,7 +335,14 @@ impl CoopState {
             },
         );
         let last_poll = self.sites.get(host).and_then(|s| s.last_poll);
-        match self.listing_parts.arrived(host, url, doc) {
+        let arrived = self.listing_parts.arrived(host, url, doc);
+        if matches!(
+            arrived,
+            super::listing_parts::Arrived::Whole(..) | super::listing_parts::Arrived::Part(_)
+        ) {
+            self.site(host).part_versions = self.listing_parts.held(host);
+        }
+        match arrived {
             super::listing_parts::Arrived::Wait | super::listing_parts::Arrived::Unasked => {}
             super::listing_parts::Arrived::Whole(doc, failed, first) => {
                 if failed > 0 {

@@ -135,6 +135,10 @@ pub struct SiteCoop {
     pub(crate) catching_up: bool,
     /// Validators of the listing (`ETag`, `Last-Modified`) for conditional polls.
     pub(crate) listing_validators: (Option<String>, Option<String>),
+    /// The version of each part of a listing in parts as last read, by URL: after a restart
+    /// only the parts that moved since are read again.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub(crate) part_versions: std::collections::BTreeMap<String, String>,
     /// Validators of the root sitemap.
     pub(crate) sitemap_validators: (Option<String>, Option<String>),
     /// `ETag` of the last changes page (a 304 when nothing is new).

@@ -131,6 +131,11 @@ impl CoopState {
     /// discovered again.
     pub(crate) fn load(&mut self, rows: Vec<(HostId, String, String)>) {
         self.sites.load(rows);
+        for (host, site) in self.sites.iter() {
+            if !site.part_versions.is_empty() {
+                self.listing_parts.restore(host, &site.part_versions);
+            }
+        }
     }
 
     /// The WebSub callback server to subscribe with (push mode). Subscriptions of an earlier
