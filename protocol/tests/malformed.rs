@@ -10,9 +10,7 @@ use url::Url;
 use webcoop_protocol::changes_feed::{self, ChangeEntry, ChangeKind, ChangesFeed, FeedLimits};
 use webcoop_protocol::delta::{DeltaError, dcz, unified};
 use webcoop_protocol::error::{Format, ParseError};
-use webcoop_protocol::robots_rdf::{
-    self, Channel, Extensions, RdfItem, RdfLimits, RobotsRdf, UpdatePeriod,
-};
+use webcoop_protocol::robots_rdf::{self, Channel, Extensions, RdfItem, RdfLimits, RobotsRdf};
 use webcoop_protocol::sitemap::{self, Leniency, SitemapLimits, UrlEntry};
 use webcoop_protocol::validator::Sha256Digest;
 
@@ -24,22 +22,11 @@ fn rdf(n: usize) -> String {
     let t = Utc.timestamp_opt(1_700_000_000, 0).unwrap();
     robots_rdf::write(&RobotsRdf {
         channel: Channel {
-            about: u("https://e.org/robots.rdf"),
             title: "e.org".into(),
-            link: u("https://e.org/"),
             description: "d".into(),
             date: Some(t),
-            update_period: UpdatePeriod::Daily,
-            update_frequency: 1,
-            update_base: None,
-            changes: None,
-            hub: None,
-            snapshot: None,
-            snapshot_max_record: None,
-            complete: false,
             seq: Some(1),
-            content_usage: None,
-            parts: Vec::new(),
+            ..Channel::new(u("https://e.org/robots.rdf"), u("https://e.org/"))
         },
         items: (0..n)
             .map(|i| RdfItem {

@@ -175,26 +175,16 @@ impl ListingParts {
 mod tests {
     use super::*;
     use chrono::{TimeZone, Utc};
-    use webcoop_protocol::robots_rdf::{Channel, ListingPart, RdfItem, UpdatePeriod};
+    use webcoop_protocol::robots_rdf::{Channel, ListingPart, RdfItem};
 
     fn channel(about: &str, parts: Vec<ListingPart>) -> Channel {
         Channel {
-            about: Url::parse(about).unwrap(),
-            title: String::new(),
-            link: Url::parse("https://e.org/").unwrap(),
-            description: String::new(),
-            date: None,
-            update_period: UpdatePeriod::Hourly,
-            update_frequency: 1,
-            update_base: None,
-            changes: None,
-            hub: None,
-            snapshot: None,
-            snapshot_max_record: None,
-            complete: false,
             seq: Some(3),
-            content_usage: None,
             parts,
+            ..Channel::new(
+                Url::parse(about).unwrap(),
+                Url::parse("https://e.org/").unwrap(),
+            )
         }
     }
 

@@ -79,6 +79,31 @@ pub struct Channel {
     pub parts: Vec<ListingPart>,
 }
 
+impl Channel {
+    /// A channel about the robots.rdf at `about` for the site at `link`, every optional element
+    /// at its default (daily, once; nothing offered).
+    pub fn new(about: Url, link: Url) -> Channel {
+        Channel {
+            about,
+            title: String::new(),
+            link,
+            description: String::new(),
+            date: None,
+            update_period: UpdatePeriod::Daily,
+            update_frequency: 1,
+            update_base: None,
+            changes: None,
+            hub: None,
+            snapshot: None,
+            snapshot_max_record: None,
+            complete: false,
+            seq: None,
+            content_usage: None,
+            parts: Vec::new(),
+        }
+    }
+}
+
 /// mod_syndication's `sy:updatePeriod`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum UpdatePeriod {

@@ -131,22 +131,15 @@ mod tests {
     fn index(parts: Vec<ListingPart>) -> RobotsRdf {
         RobotsRdf {
             channel: Channel {
-                about: Url::parse("https://e.org/robots.rdf").unwrap(),
                 title: "e.org".into(),
-                link: Url::parse("https://e.org/").unwrap(),
                 description: "d".into(),
-                date: None,
                 update_period: UpdatePeriod::Hourly,
-                update_frequency: 1,
-                update_base: None,
-                changes: None,
-                hub: None,
-                snapshot: None,
-                snapshot_max_record: None,
-                complete: false,
                 seq: Some(7),
-                content_usage: None,
                 parts,
+                ..Channel::new(
+                    Url::parse("https://e.org/robots.rdf").unwrap(),
+                    Url::parse("https://e.org/").unwrap(),
+                )
             },
             items: Vec::new(),
         }
