@@ -13,16 +13,19 @@ pub(crate) mod dump;
 mod listen;
 mod probe;
 pub(crate) mod process;
+mod read;
 pub(crate) mod reload;
+#[cfg(test)]
+mod tests;
 
 pub(crate) use process::ServerProcess;
 
 use crate::config::Config;
 use crate::server_config::{
-    JudgeFacts, ServerConfigError, ServerKind, ServerRules, Site, Survey, local_addresses,
+    JudgeFacts, ServerConfigError, ServerKind, ServerRules, Site, local_addresses,
 };
 use listen::{Choice, Facts};
-use std::collections::HashMap;
+use read::{Dumps, Read, read_config};
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 use url::Url;
@@ -251,219 +254,6 @@ fn spellings(config: &Config, server_root: Option<&str>, prefix: Option<&Path>) 
     out
 }
 
-/// What was read, in its first pass (every block) and how.
-struct Read {
-    rules: ServerRules,
-    survey: Survey,
-    obtained: Obtained,
-    resolved: HashMap<(String, usize), String>,
-    defines: Vec<(String, String)>,
-    pid_file: Option<PathBuf>,
-    prefix: Option<PathBuf>,
-    dumped_files: Vec<PathBuf>,
-}
-
-/// Reads the configuration for `site`: from the server's own dump when it can be had, else
-/// from files; `given` (`--server-config`) is read too.
-fn read_config(
-    kind: Option<ServerKind>,
-    process: Option<&ServerProcess>,
-    given: &[PathBuf],
-    site: Site,
-    dumps: &mut Dumps,
-) -> Result<Option<Read>, ViewError> {
-    let mut rules = ServerRules::for_site(site);
-    let mut survey = Survey::default();
-    let mut obtained = None;
-    let mut why_not = None;
-    let mut resolved = HashMap::new();
-    let mut defines = Vec::new();
-    let mut pid_file = None;
-    let mut prefix = None;
-    let mut dumped_files = Vec::new();
-    if let Some(p) = process {
-        let got = dumps.get(p);
-        match got.as_deref() {
-            Ok(Dump::Nginx(d)) => {
-                survey = rules.add_nginx_dump(&d.main, &d.files, site)?;
-                prefix = d.main.parent().map(Path::to_path_buf);
-                dumped_files = d.files.keys().cloned().collect();
-                pid_file = nginx_pid_file(&d.files, &d.main);
-                obtained = Some(Obtained::Dumped {
-                    by: format!("{} -T", p.exe.display()),
-                    files: d.files.len(),
-                });
-            }
-            Ok(Dump::Apache(d)) => {
-                let mut s = site;
-                s.defines = &d.defines;
-                survey = rules.add_apache_dump(&d.includes, s)?;
-                resolved = d.vhost_addrs.clone();
-                defines = d.defines.clone();
-                pid_file = d.pid_file.clone();
-                prefix = d.server_root.clone();
-                dumped_files = d.includes.all();
-                if survey.main_docroot.is_none() {
-                    survey.main_docroot = d.main_docroot.clone();
-                }
-                obtained = Some(Obtained::Dumped {
-                    by: format!("{} -t -D DUMP_INCLUDES", p.exe.display()),
-                    files: dumped_files.len(),
-                });
-            }
-            Err(e) => why_not = Some(e.clone()),
-        }
-    }
-    // The server could not tell: the main file its command line names (or its default),
-    // read by following includes by hand. Never a guess where no server process was seen.
-    let mut fallback_read = false;
-    if obtained.is_none()
-        && given.is_empty()
-        && let Some(p) = process
-    {
-        let main = main_file_of(p);
-        match rules.add_server_config(&main, site) {
-            Ok(s) => {
-                merge(&mut survey, s);
-                prefix = main.parent().map(Path::to_path_buf);
-                fallback_read = true;
-                why_not = Some(format!(
-                    "{}; its files were read by following includes from {}",
-                    why_not.unwrap_or_default(),
-                    main.display()
-                ));
-            }
-            Err(e) => {
-                why_not = Some(format!("{}; {e}", why_not.unwrap_or_default()));
-            }
-        }
-    }
-    let files: Vec<PathBuf> = given.to_vec();
-    // A file given beside the server's own account: read too, unless the server read it. Which
-    // of its blocks answers is unknown, so all of them count (only hiding more).
-    let mut extra = site;
-    if obtained.is_some() {
-        extra.vhosts = None;
-    }
-    for f in files.iter().filter(|f| !dumped_files.contains(f)) {
-        let s = rules.add_server_config(f, extra)?;
-        merge(&mut survey, s);
-        if prefix.is_none() {
-            prefix = f.parent().map(Path::to_path_buf);
-        }
-    }
-    let mut files = files;
-    if fallback_read && let Some(p) = process {
-        files.insert(0, main_file_of(p));
-    }
-    let obtained = match (obtained, files.is_empty()) {
-        (Some(o), _) => o,
-        (None, false) => Obtained::Files {
-            files,
-            why: why_not,
-        },
-        (None, true) => {
-            return match kind {
-                Some(k) => Err(ViewError::Unreadable {
-                    kind: k,
-                    how: process.map_or_else(
-                        || "it says so in its Server header".to_string(),
-                        |p| p.found_by.clone(),
-                    ),
-                    why: why_not.unwrap_or_else(|| {
-                        "no process of it can be seen from this user to ask".to_string()
-                    }),
-                }),
-                None => Ok(None),
-            };
-        }
-    };
-    Ok(Some(Read {
-        rules,
-        survey,
-        obtained,
-        resolved,
-        defines,
-        pid_file,
-        prefix,
-        dumped_files,
-    }))
-}
-
-/// The main configuration file a server process was started with: as its command line names
-/// it (`-c`, `-f`, relative to `-p`, `-d`), else where Debian's builds look by default.
-fn main_file_of(p: &ServerProcess) -> PathBuf {
-    let (flag, root_flag, root, name) = match p.kind {
-        ServerKind::Nginx => ("-c", "-p", "/etc/nginx", "nginx.conf"),
-        ServerKind::Apache => ("-f", "-d", "/etc/apache2", "apache2.conf"),
-    };
-    let value = |f: &str| {
-        p.args
-            .iter()
-            .position(|a| a == f)
-            .and_then(|i| p.args.get(i + 1))
-    };
-    let root = value(root_flag).map_or(PathBuf::from(root), PathBuf::from);
-    match value(flag) {
-        Some(f) if Path::new(f).is_absolute() => PathBuf::from(f),
-        Some(f) => root.join(f),
-        None if p.kind == ServerKind::Nginx => PathBuf::from("/etc/nginx/nginx.conf"),
-        None => root.join(name),
-    }
-}
-
-/// What a second reading adds to the survey.
-fn merge(survey: &mut Survey, s: Survey) {
-    if survey.kind.is_none() {
-        survey.kind = s.kind;
-    }
-    survey.main_found = survey.main_found.take().or(s.main_found);
-    survey.vhosts.extend(s.vhosts);
-    survey.main_docroot = survey.main_docroot.take().or(s.main_docroot);
-}
-
-/// nginx's `pid` directive (in the main file), or its default.
-fn nginx_pid_file(
-    files: &std::collections::BTreeMap<PathBuf, String>,
-    main: &Path,
-) -> Option<PathBuf> {
-    let text = files.get(main)?;
-    let tree = crate::server_config::nginx::parse(text, "main").ok()?;
-    Some(
-        tree.iter()
-            .find(|d| d.name == "pid")
-            .and_then(|d| d.args.first())
-            .map(PathBuf::from)
-            .unwrap_or_else(|| reload::default_pid_file(ServerKind::Nginx)),
-    )
-}
-
-/// A server's own account of its configuration, taken once per look.
-enum Dump {
-    Nginx(dump::NginxDump),
-    Apache(dump::ApacheDump),
-}
-
-/// Dumps taken during one look (each pass reads the same one).
-#[derive(Default)]
-struct Dumps {
-    taken: Option<Result<std::sync::Arc<Dump>, String>>,
-}
-
-impl Dumps {
-    fn get(&mut self, p: &ServerProcess) -> Result<std::sync::Arc<Dump>, String> {
-        self.taken
-            .get_or_insert_with(|| {
-                match p.kind {
-                    ServerKind::Nginx => dump::nginx(p).map(Dump::Nginx),
-                    ServerKind::Apache => dump::apache(p).map(Dump::Apache),
-                }
-                .map(std::sync::Arc::new)
-            })
-            .clone()
-    }
-}
-
 /// Looks at the web server for the site of `config`, the judge asking from `source`.
 pub(crate) fn look(config: &Config, source: IpAddr) -> Result<ServerView, ViewError> {
     let base = &config.base_url;
@@ -479,18 +269,16 @@ pub(crate) fn look(config: &Config, source: IpAddr) -> Result<ServerView, ViewEr
         .judge
         .server_url_given
         .then(|| config.judge.server_url.clone());
-    let (probe_port, probe_addrs) = match &given_url {
+    let mut warnings = Vec::new();
+    let (process, kind, server_said) = match &given_url {
         Some(u) => {
             let p = u.port_or_known_default().unwrap_or(80);
-            (p, addresses_of(u.host_str().unwrap_or_default(), p))
+            let addrs = addresses_of(u.host_str().unwrap_or_default(), p);
+            find_server((p, &addrs), (&host, u.scheme()), &mut warnings)
         }
-        None => (port, name_addrs.clone()),
+        None => find_server((port, &name_addrs), (&host, base.scheme()), &mut warnings),
     };
-    let mut warnings = Vec::new();
-    let scheme = given_url.as_ref().map_or(base.scheme(), |u| u.scheme());
-    let (process, kind, server_said) =
-        find_server((probe_port, &probe_addrs), (&host, scheme), &mut warnings);
-    let given_files: Vec<PathBuf> = config.server_config.clone();
+    let given_files = &config.server_config;
     let first_spellings = spellings(config, None, None);
     let mut site = Site {
         docroot: &config.docroot,
@@ -506,23 +294,15 @@ pub(crate) fn look(config: &Config, source: IpAddr) -> Result<ServerView, ViewEr
     let first = if config.server_config_none {
         None
     } else {
-        read_config(kind, process.as_ref(), &given_files, site, &mut dumps)?
+        read_config(kind, process.as_ref(), given_files, site, &mut dumps)?
     };
     let Some(first) = first else {
-        // Nothing read: declined, or a server that is neither nginx nor Apache.
-        let obtained = if config.server_config_none {
-            Obtained::Declined
-        } else {
-            Obtained::NotApplicable(
-                server_said.unwrap_or_else(|| "it sent no Server header".to_string()),
-            )
-        };
         let (server_url, asked_there) =
             where_judge_asks(base, &host, None, given_url.as_ref(), &mut warnings);
         return Ok(ServerView {
             kind,
             process,
-            obtained,
+            obtained: not_read(config, server_said),
             rules: ServerRules::for_site(site),
             reads_htaccess: true,
             spellings: first_spellings.clone(),
@@ -536,18 +316,7 @@ pub(crate) fn look(config: &Config, source: IpAddr) -> Result<ServerView, ViewEr
     };
     let kind = kind.or(first.survey.kind);
     // Where a stranger's request lands, and which block answers it.
-    let choice = kind.and_then(|k| {
-        listen::choose(&Facts {
-            kind: k,
-            vhosts: &first.survey.vhosts,
-            resolved: &first.resolved,
-            host: &host,
-            port,
-            name_addrs: &name_addrs,
-            local: &judge.local,
-            source,
-        })
-    });
+    let choice = kind.and_then(|k| answering_block(k, &first, (&host, port, &name_addrs), &judge));
     let docroot_written = choice
         .as_ref()
         .and_then(|c| c.docroot.clone())
@@ -556,12 +325,9 @@ pub(crate) fn look(config: &Config, source: IpAddr) -> Result<ServerView, ViewEr
     site.spellings = &all_spellings;
     site.defines = &first.defines;
     let chosen: Vec<(String, usize)> = choice.iter().map(|c| c.vhost.clone()).collect();
-    if choice.is_some() {
-        site.vhosts = Some(&chosen);
-    }
+    site.vhosts = choice.as_ref().map(|_| chosen.as_slice());
     // The second pass: the rules of the block that answers, with every spelling.
-    let second = read_config(kind, process.as_ref(), &given_files, site, &mut dumps)?;
-    let read = second.unwrap_or(first);
+    let read = read_config(kind, process.as_ref(), given_files, site, &mut dumps)?.unwrap_or(first);
     let (server_url, asked_there) = where_judge_asks(
         base,
         &host,
@@ -569,14 +335,7 @@ pub(crate) fn look(config: &Config, source: IpAddr) -> Result<ServerView, ViewEr
         given_url.as_ref(),
         &mut warnings,
     );
-    warnings.extend(findings(
-        config,
-        kind,
-        &read,
-        choice.as_ref(),
-        &given_files,
-        port,
-    ));
+    warnings.extend(findings(config, kind, &read, choice.as_ref(), port));
     let watch = watch_of(&read, kind, process.as_ref());
     Ok(ServerView {
         kind,
@@ -592,6 +351,35 @@ pub(crate) fn look(config: &Config, source: IpAddr) -> Result<ServerView, ViewEr
         warnings,
         watch,
     })
+}
+
+/// The block of the configuration read that answers a stranger's request for `host` on
+/// `port`, and where that request lands.
+fn answering_block(
+    kind: ServerKind,
+    read: &Read,
+    (host, port, name_addrs): (&str, u16, &[IpAddr]),
+    judge: &JudgeFacts,
+) -> Option<Choice> {
+    listen::choose(&Facts {
+        kind,
+        vhosts: &read.survey.vhosts,
+        resolved: &read.resolved,
+        host,
+        port,
+        name_addrs,
+        local: &judge.local,
+        source: judge.source,
+    })
+}
+
+/// How the configuration was not read: declined by the operator, or of a server that is
+/// neither nginx nor Apache (what it said of itself).
+fn not_read(config: &Config, server_said: Option<String>) -> Obtained {
+    if config.server_config_none {
+        return Obtained::Declined;
+    }
+    Obtained::NotApplicable(server_said.unwrap_or_else(|| "it sent no Server header".to_string()))
 }
 
 /// The server listening where the judge will ask: its process (a warning when it cannot be
@@ -686,9 +474,9 @@ fn findings(
     kind: Option<ServerKind>,
     read: &Read,
     choice: Option<&Choice>,
-    given: &[PathBuf],
     port: u16,
 ) -> Vec<Remark> {
+    let given = &config.server_config;
     let mut out = Vec::new();
     if let Some(main) = &read.survey.main_found {
         out.push(Remark::note(format!(
