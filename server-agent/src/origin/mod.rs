@@ -23,6 +23,8 @@ mod quotes;
 mod schedule;
 mod signals;
 pub(crate) mod survey;
+#[cfg(test)]
+mod tests;
 pub(crate) mod volatile;
 mod withdraw;
 
