@@ -140,6 +140,18 @@ pub(super) fn prepare_dir(
     path.canonicalize().map_err(|e| err(e.to_string()))
 }
 
+/// The public URL prefix of the service for a site at `base_url`.
+pub(crate) fn default_public_url(base_url: &Url) -> Url {
+    base_url
+        .join(".well-known/webcoop/")
+        .unwrap_or_else(|_| base_url.clone())
+}
+
+/// The value of a setting that `AgentOptions::defaults` gives, or an error naming it.
+pub(super) fn given<T>(value: Option<T>, key: &str) -> Result<T, ConfigError> {
+    value.ok_or_else(|| ConfigError::Value(format!("{key} has no value and no default")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,16 +8,20 @@
 mod checks;
 mod error;
 pub(crate) mod identity;
+mod judging;
 mod options;
 mod origin;
+mod places;
+mod served;
 
 pub use error::ConfigError;
 pub use options::{AgentOptions, ByteSize};
 pub use origin::{NotifySettings, OriginSettings, read_secret as read_notify_secret};
 
-use checks::{
-    check_base_url, check_docroot, check_server_url, cidrs, default_state_dir, prepare_dir,
-};
+pub(crate) use judging::SnapshotSettings;
+pub(crate) use served::{ConsoleSettings, IndexNowConfig, ServiceConfig};
+
+use checks::{check_base_url, cidrs, given};
 use clap::Parser;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -167,54 +171,6 @@ pub struct Config {
     pub(crate) complete_listing: bool,
 }
 
-/// When snapshots of the whole site are rebuilt, and how hard they are compressed.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct SnapshotSettings {
-    /// Share of the site's bytes changed since the last snapshot that calls for a new one.
-    pub(crate) share: f64,
-    /// Longest time a snapshot stays when anything changed.
-    pub(crate) every: Duration,
-    /// zstd level.
-    pub(crate) level: i32,
-    /// Whether a ResourceSync Resource Dump (a ZIP package) is built beside each snapshot.
-    pub(crate) resource_dump: bool,
-}
-
-/// Where the console listens and the token that guards it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConsoleSettings {
-    /// The address.
-    pub(crate) addr: std::net::SocketAddr,
-    /// The token every request must carry (required off loopback).
-    pub(crate) token: Option<String>,
-}
-
-/// Subscriptions the hub holds at most, unless told otherwise.
-pub(crate) const DEFAULT_MAX_SUBSCRIPTIONS: usize = 10_000;
-
-/// Settings of the HTTP service (changes, deltas, hub, metrics).
-#[derive(Debug, Clone)]
-pub struct ServiceConfig {
-    /// Where it listens.
-    pub listen: std::net::SocketAddr,
-    /// Its public URL prefix (ends with `/`), e.g. `https://www.example.org/.well-known/webcoop/`.
-    pub public_url: Url,
-    /// Networks the hub may call back although they are not public.
-    pub(crate) allow_callback_nets: Vec<ipnet::IpNet>,
-    /// How long the hub gathers changes into one delivery.
-    pub(crate) hub_window: Duration,
-    /// How long a subscriber may keep failing before it is dropped.
-    pub(crate) hub_drop_after: Duration,
-    /// Time limit of a delivery or verification of intent.
-    pub delivery_timeout: Duration,
-    /// Most subscriptions the hub holds.
-    pub(crate) max_subscriptions: usize,
-    /// Proxies whose `X-Forwarded-For` the hub believes.
-    pub(crate) trusted_proxies: Vec<ipnet::IpNet>,
-    /// The policy on who is asking (Web Bot Auth).
-    pub identity: identity::IdentityPolicy,
-}
-
 /// The webmaster's usage preferences: every term known, or none taken.
 fn content_usage(
     text: Option<&str>,
@@ -229,68 +185,6 @@ fn content_usage(
         )));
     }
     Ok(Some(prefs))
-}
-
-/// The identity policy from its options: signers must be origins, rates above zero.
-fn identity_policy(
-    subscribers: Option<identity::Subscribers>,
-    signers: Vec<String>,
-    rate_verified: Option<u32>,
-    rate_unverified: Option<u32>,
-) -> Result<identity::IdentityPolicy, ConfigError> {
-    let signers = signers
-        .iter()
-        .map(|s| {
-            let url = Url::parse(s)
-                .map_err(|e| ConfigError::Value(format!("--hub-signer {s:?}: {e}")))?;
-            if !matches!(url.scheme(), "https" | "http")
-                || !matches!(url.path(), "" | "/")
-                || url.query().is_some()
-            {
-                return Err(ConfigError::Value(format!(
-                    "--hub-signer {s:?} is not an origin (https://HOST[:PORT])"
-                )));
-            }
-            Ok(url)
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let rate = |name: &str, v: Option<u32>| match v {
-        None => Ok(None),
-        Some(n) => std::num::NonZeroU32::new(n).map(Some).ok_or_else(|| {
-            ConfigError::Value(format!(
-                "--{name} 0: a rate is at least 1 a minute (leave it unset for none)"
-            ))
-        }),
-    };
-    Ok(identity::IdentityPolicy {
-        subscribers: subscribers.unwrap_or_default(),
-        signers,
-        rate_verified: rate("rate-verified", rate_verified)?,
-        rate_unverified: rate("rate-unverified", rate_unverified)?,
-    })
-}
-
-/// Settings of IndexNow pings.
-#[derive(Debug, Clone)]
-pub struct IndexNowConfig {
-    /// Where to post.
-    pub endpoint: Url,
-    /// The site's key.
-    pub(crate) key: String,
-    /// Networks the endpoint may be in although not public (`--allow-callback-net`).
-    pub(crate) allow_nets: Vec<ipnet::IpNet>,
-}
-
-/// The public URL prefix of the service for a site at `base_url`.
-pub(crate) fn default_public_url(base_url: &Url) -> Url {
-    base_url
-        .join(".well-known/webcoop/")
-        .unwrap_or_else(|_| base_url.clone())
-}
-
-/// The value of a setting that [`AgentOptions::defaults`] gives, or an error naming it.
-fn given<T>(value: Option<T>, key: &str) -> Result<T, ConfigError> {
-    value.ok_or_else(|| ConfigError::Value(format!("{key} has no value and no default")))
 }
 
 impl Cli {
@@ -335,60 +229,7 @@ impl Config {
         ))?;
         let base_url = check_base_url(&base_url)?;
         let origin = origin::settings(&o, &base_url)?;
-        let notify = origin::notify_settings(&o)?;
-        let given_docroot = o.docroot.clone();
-        let (docroot, state) = match (&origin, o.docroot) {
-            (Some(_), Some(_)) => {
-                return Err(ConfigError::Value(
-                    "--origin reads the site from its web server, --docroot from its files: choose one".into(),
-                ));
-            }
-            (Some(_), None) => {
-                let state = o.state.ok_or(ConfigError::Missing(
-                    "the state directory (origin mode has no docroot to put it beside)",
-                    "state",
-                    "STATE",
-                    "state",
-                ))?;
-                let state = prepare_dir("state", &state, true)?;
-                // The service reads kept versions; a private empty directory stands in for
-                // the docroot it would otherwise read files from.
-                let empty = prepare_dir("origin", &state.join("origin-docroot"), true)?;
-                (check_docroot(&empty)?, state)
-            }
-            (None, docroot) => {
-                let docroot = docroot.ok_or(ConfigError::Missing(
-                    "the docroot",
-                    "docroot",
-                    "DOCROOT",
-                    "docroot",
-                ))?;
-                let docroot = check_docroot(&docroot)?;
-                let state = match o.state {
-                    Some(s) => s,
-                    None => default_state_dir(&docroot)?,
-                };
-                (docroot, prepare_dir("state", &state, true)?)
-            }
-        };
-        if origin.is_some() && o.out.is_none() {
-            return Err(ConfigError::Missing(
-                "the output directory (origin mode: a directory the web server serves at the base URL)",
-                "out",
-                "OUT",
-                "out",
-            ));
-        }
-        if state.starts_with(&docroot) && origin.is_none() {
-            return Err(ConfigError::Directory {
-                what: "state",
-                path: state,
-                reason: "is inside the docroot, where the web server would publish it".into(),
-            });
-        }
-        let out = prepare_dir("output", &o.out.unwrap_or_else(|| docroot.clone()), false)?;
-
-        let versions_budget = given(o.versions_budget, "versions_budget")?.0;
+        let places = places::places(&o, origin.is_some())?;
         let debounce_ms = given(o.debounce_ms, "debounce_ms")?;
         if debounce_ms > 60_000 {
             return Err(ConfigError::Value(format!(
@@ -410,98 +251,10 @@ impl Config {
         }
         // Whom the agent may call in private networks: hub subscribers, and the IndexNow
         // endpoint, which posts with or without --listen.
-        let allow_callback_nets = cidrs(
-            "--allow-callback-net",
-            &o.allow_callback_net.unwrap_or_default(),
-        )?;
-        let service = match o.listen {
-            None => None,
-            Some(listen) => {
-                let listen = listen.parse().map_err(|e| {
-                    ConfigError::Value(format!(
-                        "--listen {listen:?}: {e} (expected an address such as 127.0.0.1:8081)"
-                    ))
-                })?;
-                let public_url = match o.public_url {
-                    Some(u) => check_base_url(&u)?,
-                    None => default_public_url(&base_url),
-                };
-                let allow_callback_nets = allow_callback_nets.clone();
-                let trusted_proxies =
-                    cidrs("--trusted-proxy", &o.trusted_proxy.unwrap_or_default())?;
-                Some(ServiceConfig {
-                    listen,
-                    public_url,
-                    allow_callback_nets,
-                    hub_window: Duration::from_millis(given(o.hub_window_ms, "hub_window_ms")?),
-                    hub_drop_after: Duration::from_secs(given(o.hub_drop_after, "hub_drop_after")?),
-                    delivery_timeout: Duration::from_secs(10),
-                    max_subscriptions: given(o.hub_max_subscriptions, "hub_max_subscriptions")?,
-                    trusted_proxies,
-                    identity: identity_policy(
-                        o.hub_subscribers,
-                        o.hub_signer.unwrap_or_default(),
-                        o.rate_verified,
-                        o.rate_unverified,
-                    )?,
-                })
-            }
-        };
-        let indexnow = match (o.indexnow_endpoint, o.indexnow_key) {
-            (Some(endpoint), Some(key)) => {
-                let endpoint = Url::parse(&endpoint).map_err(|e| {
-                    ConfigError::Value(format!("--indexnow-endpoint {endpoint:?}: {e}"))
-                })?;
-                if !(8..=128).contains(&key.len())
-                    || !key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
-                {
-                    return Err(ConfigError::Value(format!(
-                        "--indexnow-key {key:?}: IndexNow keys are 8 to 128 letters, digits or dashes"
-                    )));
-                }
-                Some(IndexNowConfig {
-                    endpoint,
-                    key,
-                    allow_nets: allow_callback_nets,
-                })
-            }
-            (None, None) => None,
-            _ => {
-                return Err(ConfigError::Value(
-                    "IndexNow needs both --indexnow-endpoint and --indexnow-key".into(),
-                ));
-            }
-        };
-        let console = match o.console {
-            None => None,
-            Some(addr) => {
-                let addr: std::net::SocketAddr = addr.parse().map_err(|e| {
-                    ConfigError::Value(format!(
-                        "--console {addr:?}: {e} (expected an address such as 127.0.0.1:8082)"
-                    ))
-                })?;
-                if service.as_ref().is_some_and(|s| s.listen == addr) {
-                    return Err(ConfigError::Value(
-                        "--console must not be the public --listen address".into(),
-                    ));
-                }
-                let token = match o.console_token_file {
-                    None => None,
-                    Some(path) => {
-                        let text = std::fs::read_to_string(&path).map_err(|e| {
-                            ConfigError::Value(format!(
-                                "--console-token-file {}: {e}",
-                                path.display()
-                            ))
-                        })?;
-                        Some(text.lines().next().unwrap_or("").trim().to_string())
-                    }
-                };
-                webcoop_daemon::console::access::check_bind(addr.ip(), token.as_deref())
-                    .map_err(|e| ConfigError::Value(e.to_string()))?;
-                Some(ConsoleSettings { addr, token })
-            }
-        };
+        let nets = o.allow_callback_net.clone().unwrap_or_default();
+        let allow_callback_nets = cidrs("--allow-callback-net", &nets)?;
+        let service = served::service(&o, &base_url, &allow_callback_nets)?;
+        let console = served::console(&o, service.as_ref())?;
         let popularity = PopularitySettings {
             publish: given(o.publish_popularity, "publish_popularity")?,
             half_life: Duration::from_secs(
@@ -515,91 +268,10 @@ impl Config {
                     .into(),
             ));
         }
-        let server_url_given = o.server_url.is_some();
-        let server_url = match o.server_url {
-            Some(u) => check_server_url(&u)?,
-            None => Url::parse(&base_url.origin().ascii_serialization()).map_err(|e| {
-                ConfigError::Value(format!("the base URL's origin is not a URL: {e}"))
-            })?,
-        };
-        let judge_source = match o.judge_source {
-            None => None,
-            Some(a) => Some(a.trim().parse::<std::net::IpAddr>().map_err(|e| {
-                ConfigError::Value(format!(
-                    "--judge-source {a:?}: {e} (expected an address of this machine such as 127.41.7.9)"
-                ))
-            })?),
-        };
-        let mut server_config = o.server_config.unwrap_or_default();
-        let server_config_none = server_config.iter().any(|p| p.as_os_str() == "none");
-        if server_config_none && server_config.len() > 1 {
-            return Err(ConfigError::Value(
-                "--server-config none reads no configuration: it cannot be given with files".into(),
-            ));
-        }
-        if server_config_none {
-            server_config.clear();
-        }
-        let docroot_given = match &given_docroot {
-            Some(d) if d.is_absolute() => d.clone(),
-            Some(d) => std::env::current_dir()
-                .map(|c| c.join(d))
-                .unwrap_or_else(|_| docroot.clone()),
-            None => docroot.clone(),
-        };
-        let connections = given(o.judge_connections, "judge_connections")?;
-        if !(1..=64).contains(&connections) {
-            return Err(ConfigError::Value(format!(
-                "--judge-connections {connections}: between 1 and 64"
-            )));
-        }
-        let judge_every = given(o.judge_every, "judge_every")?;
-        if !(60..=30 * 86_400).contains(&judge_every) {
-            return Err(ConfigError::Value(format!(
-                "--judge-every {judge_every}: between 60 s and 30 days"
-            )));
-        }
-        let judge_rate = given(o.judge_rate, "judge_rate")?;
-        if !(judge_rate.is_finite() && (0.1..=100_000.0).contains(&judge_rate)) {
-            return Err(ConfigError::Value(format!(
-                "--judge-rate {judge_rate}: between 0.1 and 100000 requests per second"
-            )));
-        }
-        let trust_directives: Vec<String> = o
-            .trust_directive
-            .unwrap_or_default()
-            .into_iter()
-            .map(|d| d.trim().to_ascii_lowercase())
-            .filter(|d| !d.is_empty())
-            .collect();
-        let snapshots = if given(o.snapshots, "snapshots")? {
-            let share = given(o.snapshot_share, "snapshot_share")?;
-            if !(share.is_finite() && (0.0..=1.0).contains(&share)) {
-                return Err(ConfigError::Value(format!(
-                    "--snapshot-share {share}: a share between 0 and 1"
-                )));
-            }
-            let every = given(o.snapshot_every, "snapshot_every")?;
-            if !(60..=365 * 86_400).contains(&every) {
-                return Err(ConfigError::Value(format!(
-                    "--snapshot-every {every}: between 60 s and a year"
-                )));
-            }
-            let level = given(o.snapshot_level, "snapshot_level")?;
-            if !(1..=19).contains(&level) {
-                return Err(ConfigError::Value(format!(
-                    "--snapshot-level {level}: between 1 and 19"
-                )));
-            }
-            Some(SnapshotSettings {
-                share,
-                every: Duration::from_secs(every),
-                level,
-                resource_dump: given(o.resource_dump, "resource_dump")?,
-            })
-        } else {
-            None
-        };
+        let (judge, judge_every, judge_rate) = judging::judge(&o, &base_url)?;
+        let (server_config, server_config_none) = judging::server_config(&o)?;
+        let indexnow = served::indexnow(&o, allow_callback_nets)?;
+        let snapshots = judging::snapshots(&o)?;
         let once = given(o.once, "once")?;
         if (service.is_some() || console.is_some()) && once {
             return Err(ConfigError::Value(
@@ -607,13 +279,13 @@ impl Config {
             ));
         }
         Ok(Config {
+            notify: origin::notify_settings(&o)?,
             origin,
-            notify,
-            docroot,
-            docroot_given,
+            docroot: places.docroot,
+            docroot_given: places.docroot_given,
             base_url,
-            state,
-            out,
+            state: places.state,
+            out: places.out,
             include: o.include.unwrap_or_default(),
             exclude: o.exclude.unwrap_or_default(),
             publish_ext: o.publish_ext.unwrap_or_default(),
@@ -621,21 +293,21 @@ impl Config {
             popularity,
             server_config,
             server_config_none,
-            judge: crate::judge::JudgeSettings {
-                server_url,
-                server_url_given,
-                source: judge_source,
-                connections,
-                timeout: Duration::from_secs(10),
-            },
-            judge_every: Duration::from_secs(judge_every),
+            judge,
+            judge_every,
             judge_rate,
-            trust_directives,
+            trust_directives: o
+                .trust_directive
+                .unwrap_or_default()
+                .into_iter()
+                .map(|d| d.trim().to_ascii_lowercase())
+                .filter(|d| !d.is_empty())
+                .collect(),
             once,
             ignore_robots_txt: given(o.ignore_robots_txt, "ignore_robots_txt")?,
             replace_existing: given(o.replace_existing, "replace_existing")?,
             versions: given(o.versions, "versions")?,
-            versions_budget,
+            versions_budget: given(o.versions_budget, "versions_budget")?.0,
             debounce: Duration::from_millis(debounce_ms),
             rescan_interval: Duration::from_secs(
                 given(o.rescan_interval, "rescan_interval")?.max(1),
@@ -643,8 +315,8 @@ impl Config {
             feed_entries,
             retain_changes,
             sitemap_part_urls,
-            service,
             indexnow,
+            service,
             console,
             snapshots,
             resourcesync: given(o.resourcesync, "resourcesync")?,

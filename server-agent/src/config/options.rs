@@ -262,7 +262,7 @@ impl AgentOptions {
             sitemap_part_urls: Some(crate::publish::sitemaps::DEFAULT_PART_URLS),
             hub_window_ms: Some(1000),
             hub_drop_after: Some(86_400),
-            hub_max_subscriptions: Some(super::DEFAULT_MAX_SUBSCRIPTIONS),
+            hub_max_subscriptions: Some(super::served::DEFAULT_MAX_SUBSCRIPTIONS),
             judge_connections: Some(4),
             judge_every: Some(86_400),
             judge_rate: Some(200.0),
