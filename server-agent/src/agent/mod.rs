@@ -8,6 +8,7 @@
 //! when the server's rules change ([`judging`]); [`watch_loop`] drives it all while watching.
 
 mod judging;
+mod judging_pace;
 mod outcome;
 mod reads;
 mod server_look;

@@ -255,19 +255,7 @@ impl Config {
         let allow_callback_nets = cidrs("--allow-callback-net", &nets)?;
         let service = served::service(&o, &base_url, &allow_callback_nets)?;
         let console = served::console(&o, service.as_ref())?;
-        let popularity = PopularitySettings {
-            publish: given(o.publish_popularity, "publish_popularity")?,
-            half_life: Duration::from_secs(
-                given(o.popularity_half_life, "popularity_half_life")?.clamp(3600, 365 * 86_400),
-            ),
-            min_visitors: given(o.popularity_min_visitors, "popularity_min_visitors")?.max(1),
-        };
-        if popularity.publish && o.access_log.as_ref().is_none_or(Vec::is_empty) {
-            return Err(ConfigError::Value(
-                "--publish-popularity publishes what the access log shows: give --access-log FILE"
-                    .into(),
-            ));
-        }
+        let popularity = popularity(&o)?;
         let (judge, judge_every, judge_rate) = judging::judge(&o, &base_url)?;
         let (server_config, server_config_none) = judging::server_config(&o)?;
         let indexnow = served::indexnow(&o, allow_callback_nets)?;
@@ -324,6 +312,24 @@ impl Config {
             complete_listing: given(o.complete_listing, "complete_listing")?,
         })
     }
+}
+
+/// How reads are counted and published: with an access log to count them from.
+fn popularity(o: &AgentOptions) -> Result<PopularitySettings, ConfigError> {
+    let popularity = PopularitySettings {
+        publish: given(o.publish_popularity, "publish_popularity")?,
+        half_life: Duration::from_secs(
+            given(o.popularity_half_life, "popularity_half_life")?.clamp(3600, 365 * 86_400),
+        ),
+        min_visitors: given(o.popularity_min_visitors, "popularity_min_visitors")?.max(1),
+    };
+    if popularity.publish && o.access_log.as_ref().is_none_or(Vec::is_empty) {
+        return Err(ConfigError::Value(
+            "--publish-popularity publishes what the access log shows: give --access-log FILE"
+                .into(),
+        ));
+    }
+    Ok(popularity)
 }
 
 #[cfg(test)]

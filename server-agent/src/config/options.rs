@@ -6,6 +6,9 @@ use super::error::ConfigError;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
+/// Subscriptions the hub holds at most, unless told otherwise.
+const DEFAULT_MAX_SUBSCRIPTIONS: usize = 10_000;
+
 /// Every setting of the agent, each stated once: the field is the option (`--base-url`), the
 /// key of the `--config` file (`base_url`) and, by the rule of both binaries, the variable
 /// `WEBCOOP_BASE_URL`; its doc comment is the help of all three. Unset is `None`: the command
@@ -262,7 +265,7 @@ impl AgentOptions {
             sitemap_part_urls: Some(crate::publish::sitemaps::DEFAULT_PART_URLS),
             hub_window_ms: Some(1000),
             hub_drop_after: Some(86_400),
-            hub_max_subscriptions: Some(super::served::DEFAULT_MAX_SUBSCRIPTIONS),
+            hub_max_subscriptions: Some(DEFAULT_MAX_SUBSCRIPTIONS),
             judge_connections: Some(4),
             judge_every: Some(86_400),
             judge_rate: Some(200.0),

@@ -17,9 +17,6 @@ pub struct ConsoleSettings {
     pub(crate) token: Option<String>,
 }
 
-/// Subscriptions the hub holds at most, unless told otherwise.
-pub(crate) const DEFAULT_MAX_SUBSCRIPTIONS: usize = 10_000;
-
 /// Settings of the HTTP service (changes, deltas, hub, metrics).
 #[derive(Debug, Clone)]
 pub struct ServiceConfig {
