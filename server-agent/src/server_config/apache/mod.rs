@@ -428,29 +428,7 @@ impl Reader<'_> {
                 continue;
             }
             if text.starts_with('<') {
-                let Some((section, args)) = section_open(text) else {
-                    return Err(format!("{at}: {text} is not a section"));
-                };
-                if self.stack.len() > 32 {
-                    return Err(format!("{at}: sections nested too deeply"));
-                }
-                if let Some(var) = unknown.first() {
-                    let around = self.scope();
-                    self.hide(
-                        &around,
-                        &at,
-                        format!("<{section}> names ${{{var}}}, which is not defined"),
-                    );
-                    self.stack.push(Open {
-                        name: section.to_ascii_lowercase(),
-                        arg: args.join(" "),
-                        at,
-                        scope: Scope::Nowhere,
-                        vhost: None,
-                    });
-                    continue;
-                }
-                self.open(&section, &args, name, line.first);
+                self.section(text, &unknown, (name, line.first), at)?;
                 continue;
             }
             let w = words(text);
@@ -526,62 +504,110 @@ impl Reader<'_> {
                     continue;
                 }
                 "rewriterule" => {
-                    let why = self
-                        .pending_rewrite
-                        .take()
-                        .or_else(|| access::rewrite_rule(args));
-                    // To a local path without a redirect: the request goes on there
-                    // (`[PT]` through the URL's mapping, `[L]`, `[N]` or none alike).
-                    let redirect = args.get(2).is_some_and(|f| {
-                        f.trim_matches(['[', ']']).split(',').any(|f| {
-                            f.eq_ignore_ascii_case("R")
-                                || f.to_ascii_lowercase().starts_with("r=")
-                                || f.eq_ignore_ascii_case("redirect")
-                                || f.to_ascii_lowercase().starts_with("redirect=")
-                        })
-                    });
-                    if let Some(to) = args.get(1).filter(|t| t.starts_with('/') && !redirect) {
-                        let from = self.rewrite_scope(&scope, args);
-                        self.moved(&from, &at, format!("RewriteRule {}", args.join(" ")), to);
-                    }
-                    if let Some(what) = why {
-                        let narrowed = self.rewrite_scope(&scope, args);
-                        self.hide(
-                            &narrowed,
-                            &at,
-                            format!(
-                                "RewriteRule {} reads {what}, which depends on who asks",
-                                args.join(" ")
-                            ),
-                        );
-                    }
+                    self.rewrite_rule(&scope, &at, args);
                     continue;
                 }
                 _ => {}
             }
-            match directives::apache(directive, self.site.trusted) {
-                Kind::Seen | Kind::Grants => {}
-                Kind::Refuses => self.note(
-                    &scope,
-                    &at,
-                    format!(
-                        "{} depends on who asks, and refuses the judge as it refuses a stranger",
-                        w.join(" ")
-                    ),
-                ),
-                Kind::WhoAsks => {
-                    self.hide(&scope, &at, format!("{} depends on who asks", w.join(" ")))
-                }
-                Kind::Unknown => self.hide(
-                    &scope,
-                    &at,
-                    format!(
-                        "directive {directive} is not understood (--trust-directive {lower} if it serves every client alike)"
-                    ),
-                ),
-            }
+            self.by_kind(&w, &scope, &at);
         }
         Ok(())
+    }
+
+    /// A section's opening line: a section naming an undefined variable governs nothing and
+    /// hides what it would have held.
+    fn section(
+        &mut self,
+        text: &str,
+        unknown: &[String],
+        (name, first): (&str, usize),
+        at: String,
+    ) -> Result<(), String> {
+        let Some((section, args)) = section_open(text) else {
+            return Err(format!("{at}: {text} is not a section"));
+        };
+        if self.stack.len() > 32 {
+            return Err(format!("{at}: sections nested too deeply"));
+        }
+        if let Some(var) = unknown.first() {
+            let around = self.scope();
+            self.hide(
+                &around,
+                &at,
+                format!("<{section}> names ${{{var}}}, which is not defined"),
+            );
+            self.stack.push(Open {
+                name: section.to_ascii_lowercase(),
+                arg: args.join(" "),
+                at,
+                scope: Scope::Nowhere,
+                vhost: None,
+            });
+            return Ok(());
+        }
+        self.open(&section, &args, name, first);
+        Ok(())
+    }
+
+    /// A rewrite rule: to a local path without a redirect, the request goes on there; one that
+    /// reads what depends on who asks hides what it governs.
+    fn rewrite_rule(&mut self, scope: &Scope, at: &str, args: &[String]) {
+        let why = self
+            .pending_rewrite
+            .take()
+            .or_else(|| access::rewrite_rule(args));
+        // To a local path without a redirect: the request goes on there
+        // (`[PT]` through the URL's mapping, `[L]`, `[N]` or none alike).
+        let redirect = args.get(2).is_some_and(|f| {
+            f.trim_matches(['[', ']']).split(',').any(|f| {
+                f.eq_ignore_ascii_case("R")
+                    || f.to_ascii_lowercase().starts_with("r=")
+                    || f.eq_ignore_ascii_case("redirect")
+                    || f.to_ascii_lowercase().starts_with("redirect=")
+            })
+        });
+        if let Some(to) = args.get(1).filter(|t| t.starts_with('/') && !redirect) {
+            let from = self.rewrite_scope(scope, args);
+            self.moved(&from, at, format!("RewriteRule {}", args.join(" ")), to);
+        }
+        if let Some(what) = why {
+            let narrowed = self.rewrite_scope(scope, args);
+            self.hide(
+                &narrowed,
+                at,
+                format!(
+                    "RewriteRule {} reads {what}, which depends on who asks",
+                    args.join(" ")
+                ),
+            );
+        }
+    }
+
+    /// Any other directive, by what it does with who asks.
+    fn by_kind(&mut self, w: &[String], scope: &Scope, at: &str) {
+        let Some(directive) = w.first() else { return };
+        let lower = directive.to_ascii_lowercase();
+        match directives::apache(directive, self.site.trusted) {
+            Kind::Seen | Kind::Grants => {}
+            Kind::Refuses => self.note(
+                scope,
+                at,
+                format!(
+                    "{} depends on who asks, and refuses the judge as it refuses a stranger",
+                    w.join(" ")
+                ),
+            ),
+            Kind::WhoAsks => {
+                self.hide(scope, at, format!("{} depends on who asks", w.join(" ")))
+            }
+            Kind::Unknown => self.hide(
+                scope,
+                at,
+                format!(
+                    "directive {directive} is not understood (--trust-directive {lower} if it serves every client alike)"
+                ),
+            ),
+        }
     }
 
     /// A rewrite rule in server context governs the URLs its pattern matches; in a directory
