@@ -40,7 +40,6 @@ use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 use url::Url;
 use webcoop_protocol::clock::Clock;
-use webcoop_protocol::websub::LeasePolicy;
 
 /// Everything the handlers share.
 pub struct ServiceState {
@@ -263,6 +262,51 @@ impl Running {
     }
 }
 
+/// What the dispatcher needs to build and send deliveries: the documents of the service's
+/// state, its client and its callback policy.
+fn delivery_context(state: &ServiceState) -> hub::dispatch::DeliveryContext {
+    let mut documents = hub::document::Documents::new(
+        state.reader.clone(),
+        state.encodings.clone(),
+        state.clock.clone(),
+        state.base_url.clone(),
+        state.topic.clone(),
+        state.hub_url.clone(),
+        state.listing_url.clone(),
+    );
+    documents.content_usage = state.content_usage.clone();
+    hub::dispatch::DeliveryContext {
+        client: state.hub.client.clone(),
+        policy: state.hub.policy.clone(),
+        documents,
+        link: state.link.to_str().unwrap_or_default().to_string(),
+        resourcesync_link: format!(
+            "<{}>; rel=\"hub\", <{}>; rel=\"self\"",
+            state.hub_url, state.resourcesync_topic
+        ),
+    }
+}
+
+/// Serves the service's routes on `listener` until told to stop: the server, and its stop.
+fn serve(
+    listener: tokio::net::TcpListener,
+    state: Arc<ServiceState>,
+) -> (
+    tokio::task::JoinHandle<std::io::Result<()>>,
+    tokio::sync::oneshot::Sender<()>,
+) {
+    let (shutdown_tx, shutdown_rx) = tokio::sync::oneshot::channel::<()>();
+    let app = router(state).into_make_service_with_connect_info::<SocketAddr>();
+    let server = tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async {
+                let _ = shutdown_rx.await;
+            })
+            .await
+    });
+    (server, shutdown_tx)
+}
+
 /// Starts the service on `listener` for the agent configured by `config` (whose state must
 /// already exist: open the agent first).
 pub async fn start(
@@ -312,36 +356,12 @@ pub async fn start_with(
     ))
     .unwrap_or_else(|_| HeaderValue::from_static(""));
     let (commands_tx, commands_rx) = mpsc::channel(1024);
-    let (notices, notices_rx) = if let Some(origin) = &config.origin {
-        let (tx, rx) = std::sync::mpsc::sync_channel(256);
-        (
-            Some(notify::NoticeDesk {
-                settings: config.notify.clone(),
-                queries: origin.queries.clone(),
-                tx,
-            }),
-            Some(rx),
-        )
-    } else {
-        (None, None)
-    };
+    let (notices, notices_rx) = notify::NoticeDesk::of(config);
     let registry = hub::Registry::default();
     let state = Arc::new(ServiceState {
         reader: reader.clone(),
         encodings: encodings.clone(),
-        hub: HubHandle {
-            commands: commands_tx,
-            policy: policy.clone(),
-            limiter: hub::subscribe_limiter(),
-            network_limiter: hub::network_limiter(),
-            verifications: Arc::new(tokio::sync::Semaphore::new(hub::MAX_PENDING_VERIFICATIONS)),
-            registry: registry.clone(),
-            max_subscriptions: service.max_subscriptions,
-            leases: LeasePolicy::default(),
-            client: client.clone(),
-            timeout: service.delivery_timeout,
-            trusted_proxies: service.trusted_proxies.clone(),
-        },
+        hub: HubHandle::new(&service, commands_tx, registry.clone(), (&client, &policy)),
         metrics: metrics.clone(),
         clock: clock.clone(),
         base_url: config.base_url.clone(),
@@ -366,29 +386,9 @@ pub async fn start_with(
         ),
     });
 
-    let reader_for_indexnow = reader.clone();
-    let mut documents = hub::document::Documents::new(
-        reader,
-        encodings,
-        clock.clone(),
-        config.base_url.clone(),
-        links.changes.clone(),
-        links.hub.clone(),
-        listing_url,
-    );
-    documents.content_usage = config.content_usage.map(|p| p.to_aipref());
     let dispatcher = Dispatcher::new(
         hub::store::SubscriptionStore::open(&config.state)?,
-        hub::dispatch::DeliveryContext {
-            client: client.clone(),
-            policy: policy.clone(),
-            documents,
-            link: link.to_str().unwrap_or_default().to_string(),
-            resourcesync_link: format!(
-                "<{}>; rel=\"hub\", <{}>; rel=\"self\"",
-                links.hub, links.resourcesync_topic
-            ),
-        },
+        delivery_context(&state),
         DispatchSettings {
             window: service.hub_window,
             drop_after: service.hub_drop_after,
@@ -403,30 +403,20 @@ pub async fn start_with(
     let dispatcher = tokio::spawn(dispatcher.run(head_rx, commands_rx));
 
     if let Some(cfg) = config.indexnow.clone() {
-        tokio::spawn(indexnow::run(
-            indexnow::Pinger {
-                config: cfg,
-                base: config.base_url.clone(),
-                client: client.clone(),
-                policy: policy.clone(),
-                gather: Duration::from_secs(2),
-                activity,
-            },
-            reader_for_indexnow,
-            config.state.clone(),
-            head_tx.subscribe(),
-        ));
+        let pinger = indexnow::Pinger {
+            config: cfg,
+            base: config.base_url.clone(),
+            client: client.clone(),
+            policy: policy.clone(),
+            gather: Duration::from_secs(2),
+            activity,
+        };
+        let head = head_tx.subscribe();
+        let state_dir = config.state.clone();
+        tokio::spawn(indexnow::run(pinger, reader, state_dir, head));
     }
 
-    let (shutdown_tx, shutdown_rx) = tokio::sync::oneshot::channel::<()>();
-    let app = router(state.clone()).into_make_service_with_connect_info::<SocketAddr>();
-    let server = tokio::spawn(async move {
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async {
-                let _ = shutdown_rx.await;
-            })
-            .await
-    });
+    let (server, shutdown_tx) = serve(listener, state.clone());
     Ok(Running {
         state,
         local_addr,

@@ -30,6 +30,27 @@ pub(crate) struct NoticeDesk {
     pub(crate) tx: std::sync::mpsc::SyncSender<Notice>,
 }
 
+impl NoticeDesk {
+    /// In origin mode, the desk that takes pings and where the agent receives them.
+    pub(crate) fn of(
+        config: &crate::config::Config,
+    ) -> (
+        Option<NoticeDesk>,
+        Option<std::sync::mpsc::Receiver<Notice>>,
+    ) {
+        let Some(origin) = &config.origin else {
+            return (None, None);
+        };
+        let (tx, rx) = std::sync::mpsc::sync_channel(256);
+        let desk = NoticeDesk {
+            settings: config.notify.clone(),
+            queries: origin.queries.clone(),
+            tx,
+        };
+        (Some(desk), Some(rx))
+    }
+}
+
 /// Headers a proxy adds: their presence says the peer is not the sender.
 const FORWARDING: [&str; 3] = ["x-forwarded-for", "forwarded", "x-real-ip"];
 

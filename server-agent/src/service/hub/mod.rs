@@ -97,6 +97,31 @@ pub(crate) struct HubHandle {
     pub(crate) trusted_proxies: Vec<ipnet::IpNet>,
 }
 
+impl HubHandle {
+    /// The hub of `service`, sending to its dispatcher through `commands`, calling back
+    /// with `client` where `policy` allows.
+    pub(crate) fn new(
+        service: &crate::config::ServiceConfig,
+        commands: mpsc::Sender<dispatch::Command>,
+        registry: Registry,
+        (client, policy): (&reqwest::Client, &CallbackPolicy),
+    ) -> HubHandle {
+        HubHandle {
+            commands,
+            policy: policy.clone(),
+            limiter: subscribe_limiter(),
+            network_limiter: network_limiter(),
+            verifications: Arc::new(Semaphore::new(MAX_PENDING_VERIFICATIONS)),
+            registry,
+            max_subscriptions: service.max_subscriptions,
+            leases: LeasePolicy::default(),
+            client: client.clone(),
+            timeout: service.delivery_timeout,
+            trusted_proxies: service.trusted_proxies.clone(),
+        }
+    }
+}
+
 /// The content coding a callback's answer asks deliveries to use (RFC 7694 `Accept-Encoding`);
 /// on a tie, zstd for CBOR deliveries and gzip for Atom ones.
 pub(crate) fn accepted_coding(
