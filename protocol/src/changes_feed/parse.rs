@@ -6,7 +6,7 @@ use crate::delta::DeltaEncoding;
 use crate::error::{Format, ParseError, excerpt};
 use crate::namespaces::{CHANGE_SCHEME, Ns};
 use crate::validator::EntityTag;
-use crate::xml_read::{Node, ShapeLimits, XmlCursor, attr};
+use crate::xml_read::{Attr, Node, ShapeLimits, XmlCursor, attr};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use chrono::{DateTime, Utc};
@@ -117,217 +117,92 @@ pub fn parse(bytes: &[u8], limits: &FeedLimits) -> Result<ChangesFeed, ParseErro
     let mut feed = FeedDraft::default();
     let mut entries = Vec::new();
     let mut entry: Option<EntryDraft> = None;
-
     loop {
+        let context = || format!("entry {}", entries.len() + 1);
         match cursor.next_node()? {
             Node::End => break,
             Node::Open {
-                ns,
+                ns: Ns::Atom,
+                local: "feed",
+                depth: 1,
+                ..
+            } => {}
+            Node::Open {
                 ns_uri,
                 local,
-                attrs,
-                depth,
-            } => match depth {
-                1 if !(ns == Ns::Atom && local == "feed") => {
-                    return Err(ParseError::WrongRoot {
+                depth: 1,
+                ..
+            } => {
+                return Err(ParseError::WrongRoot {
+                    format: FORMAT,
+                    found: local.to_string(),
+                    found_ns: ns_uri.to_string(),
+                    expected: "<feed> in http://www.w3.org/2005/Atom",
+                });
+            }
+            Node::Open {
+                ns: Ns::Atom,
+                local: "entry",
+                depth: 2,
+                ..
+            } => {
+                if entries.len() >= limits.max_entries {
+                    return Err(ParseError::Limit {
                         format: FORMAT,
-                        found: local.to_string(),
-                        found_ns: ns_uri.to_string(),
-                        expected: "<feed> in http://www.w3.org/2005/Atom",
+                        what: "number of entries",
+                        limit: limits.max_entries as u64,
                     });
                 }
-                2 => match (ns, local) {
-                    (Ns::Atom, "entry") => {
-                        if entries.len() >= limits.max_entries {
-                            return Err(ParseError::Limit {
-                                format: FORMAT,
-                                what: "number of entries",
-                                limit: limits.max_entries as u64,
-                            });
-                        }
-                        entry = Some(EntryDraft::default());
-                    }
-                    (Ns::Atom, "link") => {
-                        let href = attr(attrs, None, "href");
-                        let rel = attr(attrs, None, "rel").unwrap_or("alternate");
-                        if let Some(href) = href {
-                            match rel {
-                                "self" => {
-                                    feed.self_link = Some(url("feed", "link rel=self", href)?)
-                                }
-                                "hub" => feed.hub = Some(url("feed", "link rel=hub", href)?),
-                                "next" => feed.next = Some(url("feed", "link rel=next", href)?),
-                                _ => {}
-                            }
-                        }
-                    }
-                    (Ns::Webcoop, "resync") => {
-                        let since = attr(attrs, None, "since")
-                            .ok_or_else(|| missing("wc:resync", "since"))?;
-                        let href = attr(attrs, None, "href")
-                            .ok_or_else(|| missing("wc:resync", "href"))?;
-                        feed.resync = Some(Resync {
-                            since: since
-                                .trim()
-                                .parse()
-                                .map_err(|e| bad("feed", "wc:resync since", since, e))?,
-                            listing: url("feed", "wc:resync href", href)?,
-                            snapshot: attr(attrs, None, "snapshot")
-                                .map(|s| url("feed", "wc:resync snapshot", s))
-                                .transpose()?,
-                        });
-                    }
-                    _ => {}
-                },
-                3 => {
-                    let Some(e) = entry.as_mut() else { continue };
-                    let context = format!("entry {}", entries.len() + 1);
-                    match (ns, local) {
-                        (Ns::Atom, "link") => {
-                            let rel = attr(attrs, None, "rel").unwrap_or("alternate");
-                            if let (true, Some(href)) =
-                                (rel == "alternate", attr(attrs, None, "href"))
-                            {
-                                e.url = Some(url(&context, "link rel=alternate", href)?);
-                            }
-                        }
-                        (Ns::Atom, "category")
-                            if attr(attrs, None, "scheme") == Some(CHANGE_SCHEME) =>
-                        {
-                            let term = attr(attrs, None, "term").unwrap_or("");
-                            e.kind =
-                                Some(term.parse().map_err(|m: String| {
-                                    bad(&context, "category term", term, m)
-                                })?);
-                        }
-                        (Ns::Webcoop, "delta") => {
-                            let encoding = attr(attrs, None, "encoding")
-                                .ok_or_else(|| missing(&context, "wc:delta encoding"))?;
-                            let base = attr(attrs, None, "base")
-                                .ok_or_else(|| missing(&context, "wc:delta base"))?;
-                            e.delta_meta = Some((
-                                encoding.parse().map_err(|err| {
-                                    bad(&context, "wc:delta encoding", encoding, err)
-                                })?,
-                                etag(&context, "wc:delta base", base)?,
-                            ));
-                        }
-                        _ => {}
-                    }
+                entry = Some(EntryDraft::default());
+            }
+            Node::Open {
+                ns,
+                local,
+                attrs,
+                depth: 2,
+                ..
+            } => feed.open(ns, local, attrs)?,
+            Node::Open {
+                ns,
+                local,
+                attrs,
+                depth: 3,
+                ..
+            } => {
+                if let Some(e) = entry.as_mut() {
+                    e.open(&context(), (ns, local), attrs)?;
                 }
-                _ => {}
-            },
+            }
+            Node::Open { .. } => {}
+            Node::Close {
+                ns: Ns::Atom,
+                local: "entry",
+                depth: 2,
+                ..
+            } => {
+                if let Some(e) = entry.take() {
+                    entries.push(finish_entry(e, entries.len() + 1)?);
+                }
+            }
             Node::Close {
                 ns,
                 local,
                 text,
-                depth,
-            } => match depth {
-                2 => match (ns, local) {
-                    (Ns::Atom, "entry") => {
-                        if let Some(e) = entry.take() {
-                            entries.push(finish_entry(e, entries.len() + 1)?);
-                        }
-                    }
-                    (Ns::Atom, "id") => feed.id = Some(text.trim().to_string()),
-                    (Ns::Atom, "title") => feed.title = Some(text.to_string()),
-                    (Ns::Atom, "updated") => feed.updated = Some(date("feed", "<updated>", text)?),
-                    (Ns::Webcoop, "headSeq") => {
-                        feed.head_seq = Some(
-                            text.trim()
-                                .parse()
-                                .map_err(|e| bad("feed", "<wc:headSeq>", text, e))?,
-                        )
-                    }
-                    (Ns::Webcoop, "contentUsage") => {
-                        feed.content_usage = Some(text.trim().chars().take(1024).collect())
-                    }
-                    _ => {}
-                },
-                3 => {
-                    let Some(e) = entry.as_mut() else { continue };
-                    let context = format!("entry {}", entries.len() + 1);
-                    match (ns, local) {
-                        (Ns::Atom, "id") => e.id = true,
-                        (Ns::Atom, "updated") => e.time = Some(date(&context, "<updated>", text)?),
-                        (Ns::Webcoop, "seq") => {
-                            e.seq = Some(
-                                text.trim()
-                                    .parse()
-                                    .map_err(|err| bad(&context, "<wc:seq>", text, err))?,
-                            )
-                        }
-                        (Ns::Webcoop, "etag") => e.etag = Some(etag(&context, "<wc:etag>", text)?),
-                        (Ns::Webcoop, "previousEtag") => {
-                            e.previous_etag = Some(etag(&context, "<wc:previousEtag>", text)?)
-                        }
-                        (Ns::Webcoop, "size") => {
-                            e.size = Some(
-                                text.trim()
-                                    .parse()
-                                    .map_err(|err| bad(&context, "<wc:size>", text, err))?,
-                            )
-                        }
-                        (Ns::Webcoop, "type") => e.content_type = Some(text.trim().to_string()),
-                        (Ns::Webcoop, "changed") => {
-                            let f: f64 = text
-                                .trim()
-                                .parse()
-                                .map_err(|err| bad(&context, "<wc:changed>", text, err))?;
-                            if !(0.0..=1.0).contains(&f) {
-                                return Err(bad(
-                                    &context,
-                                    "<wc:changed>",
-                                    text,
-                                    "must be between 0 and 1",
-                                ));
-                            }
-                            e.changed_fraction = Some(f);
-                        }
-                        (Ns::Webcoop, "popularity") => {
-                            let p: f64 = text
-                                .trim()
-                                .parse()
-                                .map_err(|err| bad(&context, "<wc:popularity>", text, err))?;
-                            if !(0.0..=1.0).contains(&p) {
-                                return Err(bad(
-                                    &context,
-                                    "<wc:popularity>",
-                                    text,
-                                    "must be between 0 and 1",
-                                ));
-                            }
-                            e.popularity = Some(p);
-                        }
-                        (Ns::Webcoop, "delta") => {
-                            if let Some((encoding, base)) = e.delta_meta.take() {
-                                let compact: String =
-                                    text.chars().filter(|c| !c.is_ascii_whitespace()).collect();
-                                let data = STANDARD
-                                    .decode(compact.as_bytes())
-                                    .map_err(|err| bad(&context, "<wc:delta>", &compact, err))?;
-                                if data.len() > limits.max_inline_delta {
-                                    return Err(ParseError::Limit {
-                                        format: FORMAT,
-                                        what: "inline delta size in bytes",
-                                        limit: limits.max_inline_delta as u64,
-                                    });
-                                }
-                                e.delta = Some(InlineDelta {
-                                    encoding,
-                                    base,
-                                    data,
-                                });
-                            }
-                        }
-                        _ => {}
-                    }
+                depth: 2,
+            } => feed.close(ns, local, text)?,
+            Node::Close {
+                ns,
+                local,
+                text,
+                depth: 3,
+            } => {
+                if let Some(e) = entry.as_mut() {
+                    e.close(&context(), (ns, local), text, limits)?;
                 }
-                _ => {}
-            },
+            }
+            Node::Close { .. } => {}
         }
     }
-
     Ok(ChangesFeed {
         id: feed.id.ok_or_else(|| missing("feed", "<id>"))?,
         title: feed.title.unwrap_or_default(),
@@ -342,6 +217,176 @@ pub fn parse(bytes: &[u8], limits: &FeedLimits) -> Result<ChangesFeed, ParseErro
         content_usage: feed.content_usage,
         entries,
     })
+}
+
+/// A number between 0 and 1.
+fn share(context: &str, field: &'static str, text: &str) -> Result<f64, ParseError> {
+    let f: f64 = text
+        .trim()
+        .parse()
+        .map_err(|err| bad(context, field, text, err))?;
+    if !(0.0..=1.0).contains(&f) {
+        return Err(bad(context, field, text, "must be between 0 and 1"));
+    }
+    Ok(f)
+}
+
+impl FeedDraft {
+    /// An element of the feed itself opens (a link, the resync pointer).
+    fn open(&mut self, ns: Ns, local: &str, attrs: &[Attr]) -> Result<(), ParseError> {
+        match (ns, local) {
+            (Ns::Atom, "link") => {
+                let rel = attr(attrs, None, "rel").unwrap_or("alternate");
+                let Some(href) = attr(attrs, None, "href") else {
+                    return Ok(());
+                };
+                match rel {
+                    "self" => self.self_link = Some(url("feed", "link rel=self", href)?),
+                    "hub" => self.hub = Some(url("feed", "link rel=hub", href)?),
+                    "next" => self.next = Some(url("feed", "link rel=next", href)?),
+                    _ => {}
+                }
+            }
+            (Ns::Webcoop, "resync") => {
+                let since =
+                    attr(attrs, None, "since").ok_or_else(|| missing("wc:resync", "since"))?;
+                let href = attr(attrs, None, "href").ok_or_else(|| missing("wc:resync", "href"))?;
+                self.resync = Some(Resync {
+                    since: since
+                        .trim()
+                        .parse()
+                        .map_err(|e| bad("feed", "wc:resync since", since, e))?,
+                    listing: url("feed", "wc:resync href", href)?,
+                    snapshot: attr(attrs, None, "snapshot")
+                        .map(|s| url("feed", "wc:resync snapshot", s))
+                        .transpose()?,
+                });
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// An element of the feed itself closes with its text.
+    fn close(&mut self, ns: Ns, local: &str, text: &str) -> Result<(), ParseError> {
+        match (ns, local) {
+            (Ns::Atom, "id") => self.id = Some(text.trim().to_string()),
+            (Ns::Atom, "title") => self.title = Some(text.to_string()),
+            (Ns::Atom, "updated") => self.updated = Some(date("feed", "<updated>", text)?),
+            (Ns::Webcoop, "headSeq") => {
+                self.head_seq = Some(
+                    text.trim()
+                        .parse()
+                        .map_err(|e| bad("feed", "<wc:headSeq>", text, e))?,
+                )
+            }
+            (Ns::Webcoop, "contentUsage") => {
+                self.content_usage = Some(text.trim().chars().take(1024).collect())
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+impl EntryDraft {
+    /// An element of an entry opens (its link, its kind of change, its delta's attributes).
+    fn open(
+        &mut self,
+        context: &str,
+        (ns, local): (Ns, &str),
+        attrs: &[Attr],
+    ) -> Result<(), ParseError> {
+        match (ns, local) {
+            (Ns::Atom, "link") => {
+                let rel = attr(attrs, None, "rel").unwrap_or("alternate");
+                if let (true, Some(href)) = (rel == "alternate", attr(attrs, None, "href")) {
+                    self.url = Some(url(context, "link rel=alternate", href)?);
+                }
+            }
+            (Ns::Atom, "category") if attr(attrs, None, "scheme") == Some(CHANGE_SCHEME) => {
+                let term = attr(attrs, None, "term").unwrap_or("");
+                self.kind = Some(
+                    term.parse()
+                        .map_err(|m: String| bad(context, "category term", term, m))?,
+                );
+            }
+            (Ns::Webcoop, "delta") => {
+                let encoding = attr(attrs, None, "encoding")
+                    .ok_or_else(|| missing(context, "wc:delta encoding"))?;
+                let base =
+                    attr(attrs, None, "base").ok_or_else(|| missing(context, "wc:delta base"))?;
+                self.delta_meta = Some((
+                    encoding
+                        .parse()
+                        .map_err(|err| bad(context, "wc:delta encoding", encoding, err))?,
+                    etag(context, "wc:delta base", base)?,
+                ));
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// An element of an entry closes with its text.
+    fn close(
+        &mut self,
+        context: &str,
+        (ns, local): (Ns, &str),
+        text: &str,
+        limits: &FeedLimits,
+    ) -> Result<(), ParseError> {
+        let number = |field| {
+            text.trim()
+                .parse::<u64>()
+                .map_err(|err| bad(context, field, text, err))
+        };
+        match (ns, local) {
+            (Ns::Atom, "id") => self.id = true,
+            (Ns::Atom, "updated") => self.time = Some(date(context, "<updated>", text)?),
+            (Ns::Webcoop, "seq") => self.seq = Some(number("<wc:seq>")?),
+            (Ns::Webcoop, "etag") => self.etag = Some(etag(context, "<wc:etag>", text)?),
+            (Ns::Webcoop, "previousEtag") => {
+                self.previous_etag = Some(etag(context, "<wc:previousEtag>", text)?)
+            }
+            (Ns::Webcoop, "size") => self.size = Some(number("<wc:size>")?),
+            (Ns::Webcoop, "type") => self.content_type = Some(text.trim().to_string()),
+            (Ns::Webcoop, "changed") => {
+                self.changed_fraction = Some(share(context, "<wc:changed>", text)?)
+            }
+            (Ns::Webcoop, "popularity") => {
+                self.popularity = Some(share(context, "<wc:popularity>", text)?)
+            }
+            (Ns::Webcoop, "delta") => {
+                if let Some((encoding, base)) = self.delta_meta.take() {
+                    let data = inline_delta(context, text, limits)?;
+                    self.delta = Some(InlineDelta {
+                        encoding,
+                        base,
+                        data,
+                    });
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+/// An inline delta's bytes, from base64 with line breaks, within the limit.
+fn inline_delta(context: &str, text: &str, limits: &FeedLimits) -> Result<Vec<u8>, ParseError> {
+    let compact: String = text.chars().filter(|c| !c.is_ascii_whitespace()).collect();
+    let data = STANDARD
+        .decode(compact.as_bytes())
+        .map_err(|err| bad(context, "<wc:delta>", &compact, err))?;
+    if data.len() > limits.max_inline_delta {
+        return Err(ParseError::Limit {
+            format: FORMAT,
+            what: "inline delta size in bytes",
+            limit: limits.max_inline_delta as u64,
+        });
+    }
+    Ok(data)
 }
 
 fn finish_entry(e: EntryDraft, index: usize) -> Result<ChangeEntry, ParseError> {
