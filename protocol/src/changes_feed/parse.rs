@@ -122,101 +122,59 @@ pub fn parse(bytes: &[u8], limits: &FeedLimits) -> Result<ChangesFeed, ParseErro
         match cursor.next_node()? {
             Node::End => break,
             Node::Open {
-                ns: Ns::Atom,
-                local: "feed",
-                depth: 1,
-                ..
-            } => {}
-            Node::Open {
+                ns,
                 ns_uri,
                 local,
-                depth: 1,
-                ..
-            } => {
-                return Err(ParseError::WrongRoot {
-                    format: FORMAT,
-                    found: local.to_string(),
-                    found_ns: ns_uri.to_string(),
-                    expected: "<feed> in http://www.w3.org/2005/Atom",
-                });
-            }
-            Node::Open {
-                ns: Ns::Atom,
-                local: "entry",
-                depth: 2,
-                ..
-            } => {
-                if entries.len() >= limits.max_entries {
+                attrs,
+                depth,
+            } => match (depth, ns, local) {
+                (1, Ns::Atom, "feed") => {}
+                (1, ..) => {
+                    return Err(ParseError::WrongRoot {
+                        format: FORMAT,
+                        found: local.to_string(),
+                        found_ns: ns_uri.to_string(),
+                        expected: "<feed> in http://www.w3.org/2005/Atom",
+                    });
+                }
+                (2, Ns::Atom, "entry") if entries.len() >= limits.max_entries => {
                     return Err(ParseError::Limit {
                         format: FORMAT,
                         what: "number of entries",
                         limit: limits.max_entries as u64,
                     });
                 }
-                entry = Some(EntryDraft::default());
-            }
-            Node::Open {
-                ns,
-                local,
-                attrs,
-                depth: 2,
-                ..
-            } => feed.open(ns, local, attrs)?,
-            Node::Open {
-                ns,
-                local,
-                attrs,
-                depth: 3,
-                ..
-            } => {
-                if let Some(e) = entry.as_mut() {
-                    e.open(&context(), (ns, local), attrs)?;
+                (2, Ns::Atom, "entry") => entry = Some(EntryDraft::default()),
+                (2, ..) => feed.open(ns, local, attrs)?,
+                (3, ..) => {
+                    if let Some(e) = entry.as_mut() {
+                        e.open(&context(), (ns, local), attrs)?;
+                    }
                 }
-            }
-            Node::Open { .. } => {}
-            Node::Close {
-                ns: Ns::Atom,
-                local: "entry",
-                depth: 2,
-                ..
-            } => {
-                if let Some(e) = entry.take() {
-                    entries.push(finish_entry(e, entries.len() + 1)?);
-                }
-            }
+                _ => {}
+            },
             Node::Close {
                 ns,
                 local,
                 text,
-                depth: 2,
-            } => feed.close(ns, local, text)?,
-            Node::Close {
-                ns,
-                local,
-                text,
-                depth: 3,
-            } => {
-                if let Some(e) = entry.as_mut() {
-                    e.close(&context(), (ns, local), text, limits)?;
+                depth,
+            } => match (depth, ns, local) {
+                (2, Ns::Atom, "entry") => {
+                    if let Some(e) = entry.take() {
+                        entries.push(finish_entry(e, entries.len() + 1)?);
+                    }
                 }
-            }
-            Node::Close { .. } => {}
+                (2, ..) => feed.close(ns, local, text)?,
+                (3, ..) => {
+                    if let Some(e) = entry.as_mut() {
+                        e.close(&context(), (ns, local), text, limits)?;
+                    }
+                }
+                _ => {}
+            },
         }
     }
-    Ok(ChangesFeed {
-        id: feed.id.ok_or_else(|| missing("feed", "<id>"))?,
-        title: feed.title.unwrap_or_default(),
-        updated: feed.updated.ok_or_else(|| missing("feed", "<updated>"))?,
-        self_link: feed
-            .self_link
-            .ok_or_else(|| missing("feed", "<link rel=\"self\">"))?,
-        hub: feed.hub,
-        next: feed.next,
-        head_seq: feed.head_seq,
-        resync: feed.resync,
-        content_usage: feed.content_usage,
-        entries,
-    })
+    feed.finish(entries)
 }
 
 /// A number between 0 and 1.
@@ -232,6 +190,24 @@ fn share(context: &str, field: &'static str, text: &str) -> Result<f64, ParseErr
 }
 
 impl FeedDraft {
+    /// The feed read, with its `entries`; what a feed must have, checked.
+    fn finish(self, entries: Vec<ChangeEntry>) -> Result<ChangesFeed, ParseError> {
+        Ok(ChangesFeed {
+            id: self.id.ok_or_else(|| missing("feed", "<id>"))?,
+            title: self.title.unwrap_or_default(),
+            updated: self.updated.ok_or_else(|| missing("feed", "<updated>"))?,
+            self_link: self
+                .self_link
+                .ok_or_else(|| missing("feed", "<link rel=\"self\">"))?,
+            hub: self.hub,
+            next: self.next,
+            head_seq: self.head_seq,
+            resync: self.resync,
+            content_usage: self.content_usage,
+            entries,
+        })
+    }
+
     /// An element of the feed itself opens (a link, the resync pointer).
     fn open(&mut self, ns: Ns, local: &str, attrs: &[Attr]) -> Result<(), ParseError> {
         match (ns, local) {

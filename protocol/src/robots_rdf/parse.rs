@@ -5,7 +5,7 @@ use super::{Channel, Extensions, RdfItem, RobotsRdf, UpdatePeriod};
 use crate::error::ParseError;
 use crate::namespaces::Ns;
 use crate::validator::EntityTag;
-use crate::xml_read::{Node, ShapeLimits, XmlCursor, attr};
+use crate::xml_read::{Attr, Node, ShapeLimits, XmlCursor, attr};
 use chrono::{DateTime, Utc};
 use std::collections::HashSet;
 use url::Url;
@@ -120,11 +120,7 @@ pub fn parse(bytes: &[u8], limits: &RdfLimits) -> Result<RobotsRdf, ParseError> 
                                     message: "more than one <channel>".into(),
                                 });
                             }
-                            let mut draft = ChannelDraft::default();
-                            if let Some(about) = attr(attrs, Some(Ns::Rdf), "about") {
-                                draft.about = Some(parse_url("channel", "rdf:about", about)?);
-                            }
-                            channel = Some(draft);
+                            channel = Some(ChannelDraft::open(attrs)?);
                             Section::Channel
                         }
                         (Ns::Rss1, "item") => {
@@ -135,22 +131,7 @@ pub fn parse(bytes: &[u8], limits: &RdfLimits) -> Result<RobotsRdf, ParseError> 
                                     limit: limits.max_items as u64,
                                 });
                             }
-                            let context = format!("item {}", items.len() + 1);
-                            let about = match attr(attrs, Some(Ns::Rdf), "about") {
-                                Some(a) => Some(parse_url(&context, "rdf:about", a)?),
-                                None => None,
-                            };
-                            Section::Item(Box::new(ItemDraft {
-                                about,
-                                title: String::new(),
-                                link: None,
-                                modified: None,
-                                size: None,
-                                content_type: None,
-                                etag: None,
-                                delta: None,
-                                extensions: Extensions::default(),
-                            }))
+                            Section::Item(Box::new(ItemDraft::open(attrs, items.len() + 1)?))
                         }
                         _ => {
                             cursor.skip_element()?;
@@ -161,32 +142,9 @@ pub fn parse(bytes: &[u8], limits: &RdfLimits) -> Result<RobotsRdf, ParseError> 
                 3 => {
                     let resource = attr(attrs, Some(Ns::Rdf), "resource");
                     match (&mut section, ns, local) {
-                        (Section::Channel, Ns::Webcoop, "changes") => {
-                            if let (Some(c), Some(r)) = (channel.as_mut(), resource) {
-                                c.changes = Some(parse_url("channel", "wc:changes", r)?);
-                            }
-                        }
-                        (Section::Channel, Ns::Webcoop, "hub") => {
-                            if let (Some(c), Some(r)) = (channel.as_mut(), resource) {
-                                c.hub = Some(parse_url("channel", "wc:hub", r)?);
-                            }
-                        }
-                        (Section::Channel, Ns::Webcoop, "snapshot") => {
-                            if let (Some(c), Some(r)) = (channel.as_mut(), resource) {
-                                c.snapshot = Some(parse_url("channel", "wc:snapshot", r)?);
-                            }
-                        }
-                        (Section::Channel, Ns::Webcoop, "part") => {
+                        (Section::Channel, ns, local) => {
                             if let Some(c) = channel.as_mut() {
-                                if c.parts.len() >= super::MAX_PARTS {
-                                    return Err(ParseError::Limit {
-                                        format: FORMAT,
-                                        what: "number of parts",
-                                        limit: super::MAX_PARTS as u64,
-                                    });
-                                }
-                                let part = super::parts::parse_part(attrs, c.parts.len() + 1)?;
-                                c.parts.push(part);
+                                c.resource(ns, local, attrs)?;
                             }
                         }
                         (Section::Item(item), Ns::Webcoop, "delta") => {
@@ -252,6 +210,66 @@ pub fn parse(bytes: &[u8], limits: &RdfLimits) -> Result<RobotsRdf, ParseError> 
     check_table_of_contents(&seq, &items)?;
     check_parts(&channel, &items)?;
     Ok(RobotsRdf { channel, items })
+}
+
+impl ChannelDraft {
+    /// The channel as its opening tag names it.
+    fn open(attrs: &[Attr]) -> Result<ChannelDraft, ParseError> {
+        let mut draft = ChannelDraft::default();
+        if let Some(about) = attr(attrs, Some(Ns::Rdf), "about") {
+            draft.about = Some(parse_url("channel", "rdf:about", about)?);
+        }
+        Ok(draft)
+    }
+
+    /// A property of the channel given as a resource or attributes: the changes feed, the
+    /// hub, the snapshot, a part.
+    fn resource(&mut self, ns: Ns, local: &str, attrs: &[Attr]) -> Result<(), ParseError> {
+        let resource = attr(attrs, Some(Ns::Rdf), "resource");
+        match (ns, local, resource) {
+            (Ns::Webcoop, "changes", Some(r)) => {
+                self.changes = Some(parse_url("channel", "wc:changes", r)?)
+            }
+            (Ns::Webcoop, "hub", Some(r)) => self.hub = Some(parse_url("channel", "wc:hub", r)?),
+            (Ns::Webcoop, "snapshot", Some(r)) => {
+                self.snapshot = Some(parse_url("channel", "wc:snapshot", r)?)
+            }
+            (Ns::Webcoop, "part", _) => {
+                if self.parts.len() >= super::MAX_PARTS {
+                    return Err(ParseError::Limit {
+                        format: FORMAT,
+                        what: "number of parts",
+                        limit: super::MAX_PARTS as u64,
+                    });
+                }
+                let part = super::parts::parse_part(attrs, self.parts.len() + 1)?;
+                self.parts.push(part);
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+impl ItemDraft {
+    /// The `index`th item as its opening tag names it.
+    fn open(attrs: &[Attr], index: usize) -> Result<ItemDraft, ParseError> {
+        let about = match attr(attrs, Some(Ns::Rdf), "about") {
+            Some(a) => Some(parse_url(&format!("item {index}"), "rdf:about", a)?),
+            None => None,
+        };
+        Ok(ItemDraft {
+            about,
+            title: String::new(),
+            link: None,
+            modified: None,
+            size: None,
+            content_type: None,
+            etag: None,
+            delta: None,
+            extensions: Extensions::default(),
+        })
+    }
 }
 
 fn channel_field(c: &mut ChannelDraft, ns: Ns, local: &str, text: &str) -> Result<(), ParseError> {
