@@ -90,8 +90,6 @@ pub fn parse(bytes: &[u8], limits: &RdfLimits) -> Result<RobotsRdf, ParseError> 
     let mut items: Vec<RdfItem> = Vec::new();
     let mut seq: Vec<String> = Vec::new();
     let mut section = Section::Outside;
-    let mut channel_count = 0usize;
-
     loop {
         match cursor.next_node()? {
             Node::End => break,
@@ -102,35 +100,23 @@ pub fn parse(bytes: &[u8], limits: &RdfLimits) -> Result<RobotsRdf, ParseError> 
                 attrs,
                 depth,
             } => match depth {
-                1 if !(ns == Ns::Rdf && local == "RDF") => {
-                    return Err(ParseError::WrongRoot {
-                        format: FORMAT,
-                        found: local.to_string(),
-                        found_ns: ns_uri.to_string(),
-                        expected: "<rdf:RDF> in http://www.w3.org/1999/02/22-rdf-syntax-ns#",
-                    });
-                }
+                1 if !(ns == Ns::Rdf && local == "RDF") => return Err(wrong_root(local, ns_uri)),
                 2 => {
                     section = match (ns, local) {
+                        (Ns::Rss1, "channel") if channel.is_some() => {
+                            return Err(ParseError::Inconsistent {
+                                format: FORMAT,
+                                message: "more than one <channel>".into(),
+                            });
+                        }
                         (Ns::Rss1, "channel") => {
-                            channel_count += 1;
-                            if channel_count > 1 {
-                                return Err(ParseError::Inconsistent {
-                                    format: FORMAT,
-                                    message: "more than one <channel>".into(),
-                                });
-                            }
                             channel = Some(ChannelDraft::open(attrs)?);
                             Section::Channel
                         }
+                        (Ns::Rss1, "item") if items.len() >= limits.max_items => {
+                            return Err(too_many_items(limits));
+                        }
                         (Ns::Rss1, "item") => {
-                            if items.len() >= limits.max_items {
-                                return Err(ParseError::Limit {
-                                    format: FORMAT,
-                                    what: "number of items",
-                                    limit: limits.max_items as u64,
-                                });
-                            }
                             Section::Item(Box::new(ItemDraft::open(attrs, items.len() + 1)?))
                         }
                         _ => {
@@ -139,39 +125,15 @@ pub fn parse(bytes: &[u8], limits: &RdfLimits) -> Result<RobotsRdf, ParseError> 
                         }
                     }
                 }
-                3 => {
-                    let resource = attr(attrs, Some(Ns::Rdf), "resource");
-                    match (&mut section, ns, local) {
-                        (Section::Channel, ns, local) => {
-                            if let Some(c) = channel.as_mut() {
-                                c.resource(ns, local, attrs)?;
-                            }
-                        }
-                        (Section::Item(item), Ns::Webcoop, "delta") => {
-                            if let Some(r) = resource {
-                                let context = format!("item {}", items.len() + 1);
-                                item.delta = Some(parse_url(&context, "wc:delta", r)?);
-                            }
-                        }
-                        _ => {}
+                3 => match (&mut section, channel.as_mut()) {
+                    (Section::Channel, Some(c)) => c.resource(ns, local, attrs)?,
+                    (Section::Item(item), _) if (ns, local) == (Ns::Webcoop, "delta") => {
+                        item.delta_resource(attrs, items.len() + 1)?
                     }
-                }
+                    _ => {}
+                },
                 5 if matches!(section, Section::Channel) && ns == Ns::Rdf && local == "li" => {
-                    let resource = attr(attrs, Some(Ns::Rdf), "resource")
-                        .or_else(|| attr(attrs, None, "resource"))
-                        .ok_or_else(|| ParseError::Missing {
-                            format: FORMAT,
-                            context: format!("rdf:li {}", seq.len() + 1),
-                            missing: "rdf:resource",
-                        })?;
-                    if seq.len() >= limits.max_items {
-                        return Err(ParseError::Limit {
-                            format: FORMAT,
-                            what: "number of items",
-                            limit: limits.max_items as u64,
-                        });
-                    }
-                    seq.push(resource.trim().to_string());
+                    push_seq(&mut seq, attrs, limits)?;
                 }
                 _ => {}
             },
@@ -187,13 +149,9 @@ pub fn parse(bytes: &[u8], limits: &RdfLimits) -> Result<RobotsRdf, ParseError> 
                         items.push(finish_item(*draft, items.len() + 1)?);
                     }
                 }
-                3 => match &mut section {
-                    Section::Channel => {
-                        if let Some(c) = channel.as_mut() {
-                            channel_field(c, ns, local, text)?;
-                        }
-                    }
-                    Section::Item(item) => item_field(item, ns, local, text, items.len() + 1)?,
+                3 => match (&mut section, channel.as_mut()) {
+                    (Section::Channel, Some(c)) => channel_field(c, ns, local, text)?,
+                    (Section::Item(item), _) => item_field(item, ns, local, text, items.len() + 1)?,
                     _ => {}
                 },
                 _ => {}
@@ -252,6 +210,14 @@ impl ChannelDraft {
 }
 
 impl ItemDraft {
+    /// The `index`th item's delta, named as a resource.
+    fn delta_resource(&mut self, attrs: &[Attr], index: usize) -> Result<(), ParseError> {
+        if let Some(r) = attr(attrs, Some(Ns::Rdf), "resource") {
+            self.delta = Some(parse_url(&format!("item {index}"), "wc:delta", r)?);
+        }
+        Ok(())
+    }
+
     /// The `index`th item as its opening tag names it.
     fn open(attrs: &[Attr], index: usize) -> Result<ItemDraft, ParseError> {
         let about = match attr(attrs, Some(Ns::Rdf), "about") {
@@ -270,6 +236,39 @@ impl ItemDraft {
             extensions: Extensions::default(),
         })
     }
+}
+
+fn wrong_root(local: &str, ns_uri: &str) -> ParseError {
+    ParseError::WrongRoot {
+        format: FORMAT,
+        found: local.to_string(),
+        found_ns: ns_uri.to_string(),
+        expected: "<rdf:RDF> in http://www.w3.org/1999/02/22-rdf-syntax-ns#",
+    }
+}
+
+fn too_many_items(limits: &RdfLimits) -> ParseError {
+    ParseError::Limit {
+        format: FORMAT,
+        what: "number of items",
+        limit: limits.max_items as u64,
+    }
+}
+
+/// An entry of the channel's table of contents (`rdf:Seq`), within the limit of items.
+fn push_seq(seq: &mut Vec<String>, attrs: &[Attr], limits: &RdfLimits) -> Result<(), ParseError> {
+    let resource = attr(attrs, Some(Ns::Rdf), "resource")
+        .or_else(|| attr(attrs, None, "resource"))
+        .ok_or_else(|| ParseError::Missing {
+            format: FORMAT,
+            context: format!("rdf:li {}", seq.len() + 1),
+            missing: "rdf:resource",
+        })?;
+    if seq.len() >= limits.max_items {
+        return Err(too_many_items(limits));
+    }
+    seq.push(resource.trim().to_string());
+    Ok(())
 }
 
 fn channel_field(c: &mut ChannelDraft, ns: Ns, local: &str, text: &str) -> Result<(), ParseError> {
