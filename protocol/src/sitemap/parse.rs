@@ -159,6 +159,94 @@ impl Reader {
             ),
         }
     }
+
+    /// The `index`th `<url>`, its `<changefreq>` and `<priority>` read (each dropped with a
+    /// problem noted when bad, if lenient).
+    fn url_entry(
+        &mut self,
+        index: usize,
+        (changefreq, priority): (Option<String>, Option<String>),
+        loc: Url,
+        lastmod: Option<DateTime<Utc>>,
+    ) -> Result<UrlEntry, ParseError> {
+        let changefreq = match changefreq {
+            None => None,
+            Some(t) => self.optional(
+                index,
+                t.parse::<ChangeFreq>()
+                    .map_err(|e| bad(index, "<changefreq>", &t, e)),
+            )?,
+        };
+        let priority = match priority {
+            None => None,
+            Some(t) => {
+                let p = t
+                    .trim()
+                    .parse::<f32>()
+                    .map_err(|e| bad(index, "<priority>", &t, e))
+                    .and_then(|p| match (0.0..=1.0).contains(&p) {
+                        true => Ok(p),
+                        false => Err(bad(index, "<priority>", &t, "must be between 0.0 and 1.0")),
+                    });
+                self.optional(index, p)?
+            }
+        };
+        Ok(UrlEntry {
+            loc,
+            lastmod,
+            changefreq,
+            priority,
+        })
+    }
+}
+
+/// The document's XML: gunzipped when it is gzip, within the limit of bytes either way.
+fn xml_of<'b>(
+    bytes: &'b [u8],
+    limits: &SitemapLimits,
+) -> Result<std::borrow::Cow<'b, [u8]>, ParseError> {
+    if is_gzip(bytes) {
+        return gunzip_bounded(bytes, limits.max_bytes)
+            .map(std::borrow::Cow::Owned)
+            .map_err(|e| match e {
+                DecompressError::TooLarge { limit } => ParseError::Limit {
+                    format: FORMAT,
+                    what: "decompressed size in bytes",
+                    limit,
+                },
+                DecompressError::Corrupt(message) => ParseError::Decompress {
+                    format: FORMAT,
+                    message,
+                },
+            });
+    }
+    if bytes.len() as u64 > limits.max_bytes {
+        return Err(ParseError::Limit {
+            format: FORMAT,
+            what: "size in bytes",
+            limit: limits.max_bytes,
+        });
+    }
+    Ok(std::borrow::Cow::Borrowed(bytes))
+}
+
+/// Whether the root element is a `sitemapindex` (else a `urlset`); in the sitemaps' namespace
+/// unless lenient.
+fn index_or_urlset(
+    (ns, ns_uri, local): (Ns, &str, &str),
+    leniency: Leniency,
+) -> Result<bool, ParseError> {
+    let ns_ok = ns == Ns::Sitemap || leniency == Leniency::SkipBadEntries;
+    match local {
+        "urlset" if ns_ok => Ok(false),
+        "sitemapindex" if ns_ok => Ok(true),
+        _ => Err(ParseError::WrongRoot {
+            format: FORMAT,
+            found: local.to_string(),
+            found_ns: ns_uri.to_string(),
+            expected: "<urlset> or <sitemapindex> in http://www.sitemaps.org/schemas/sitemap/0.9",
+        }),
+    }
 }
 
 /// Parses a `urlset` or `sitemapindex`, gzip-compressed or not (detected by its magic bytes).
@@ -167,33 +255,9 @@ pub fn parse(
     limits: &SitemapLimits,
     leniency: Leniency,
 ) -> Result<ParsedSitemap, ParseError> {
-    let decompressed;
-    let xml = if is_gzip(bytes) {
-        decompressed = gunzip_bounded(bytes, limits.max_bytes).map_err(|e| match e {
-            DecompressError::TooLarge { limit } => ParseError::Limit {
-                format: FORMAT,
-                what: "decompressed size in bytes",
-                limit,
-            },
-            DecompressError::Corrupt(message) => ParseError::Decompress {
-                format: FORMAT,
-                message,
-            },
-        })?;
-        &decompressed[..]
-    } else {
-        if bytes.len() as u64 > limits.max_bytes {
-            return Err(ParseError::Limit {
-                format: FORMAT,
-                what: "size in bytes",
-                limit: limits.max_bytes,
-            });
-        }
-        bytes
-    };
-
+    let xml = xml_of(bytes, limits)?;
     let mut cursor = XmlCursor::new(
-        xml,
+        &xml,
         FORMAT,
         ShapeLimits {
             max_depth: 16,
@@ -223,19 +287,7 @@ pub fn parse(
             } => match depth {
                 1 => {
                     root_ns = ns_uri.to_string();
-                    let ns_ok = ns == Ns::Sitemap || leniency == Leniency::SkipBadEntries;
-                    match local {
-                        "urlset" if ns_ok => is_index = false,
-                        "sitemapindex" if ns_ok => is_index = true,
-                        _ => {
-                            return Err(ParseError::WrongRoot {
-                                format: FORMAT,
-                                found: local.to_string(),
-                                found_ns: ns_uri.to_string(),
-                                expected: "<urlset> or <sitemapindex> in http://www.sitemaps.org/schemas/sitemap/0.9",
-                            });
-                        }
-                    }
+                    is_index = index_or_urlset((ns, ns_uri, local), leniency)?;
                 }
                 2 => {
                     let expected = if is_index { "sitemap" } else { "url" };
@@ -283,41 +335,7 @@ pub fn parse(
                         refs.push(SitemapRef { loc, lastmod });
                         continue;
                     }
-                    let changefreq = match d.changefreq {
-                        None => None,
-                        Some(t) => reader.optional(
-                            count,
-                            t.parse::<ChangeFreq>()
-                                .map_err(|e| bad(count, "<changefreq>", &t, e)),
-                        )?,
-                    };
-                    let priority = match d.priority {
-                        None => None,
-                        Some(t) => reader.optional(
-                            count,
-                            t.trim()
-                                .parse::<f32>()
-                                .map_err(|e| bad(count, "<priority>", &t, e))
-                                .and_then(|p| {
-                                    if (0.0..=1.0).contains(&p) {
-                                        Ok(p)
-                                    } else {
-                                        Err(bad(
-                                            count,
-                                            "<priority>",
-                                            &t,
-                                            "must be between 0.0 and 1.0",
-                                        ))
-                                    }
-                                }),
-                        )?,
-                    };
-                    urls.push(UrlEntry {
-                        loc,
-                        lastmod,
-                        changefreq,
-                        priority,
-                    });
+                    urls.push(reader.url_entry(count, (d.changefreq, d.priority), loc, lastmod)?);
                 }
                 _ => {}
             },
