@@ -294,6 +294,40 @@ fn tag(context: &str, field: &'static str, t: Tag) -> Result<EntityTag, ParseErr
     }
 }
 
+/// An entry's inline delta (a dictionary-compressed stream, whose base is the dictionary's
+/// digest), within the limit.
+fn inline_delta(
+    context: &str,
+    data: Vec<u8>,
+    limits: &FeedLimits,
+) -> Result<InlineDelta, ParseError> {
+    if data.len() > limits.max_inline_delta {
+        return Err(ParseError::Limit {
+            format: FORMAT,
+            what: "inline delta",
+            limit: limits.max_inline_delta as u64,
+        });
+    }
+    let base = dcz::dictionary_of(&data)
+        .map_err(|e| bad(context, "delta", &format!("{} bytes", data.len()), e))?
+        .etag();
+    Ok(InlineDelta {
+        encoding: DeltaEncoding::Dcz,
+        base,
+        data,
+    })
+}
+
+/// The resync pointer: the compact form carries no snapshot, and a subscriber told to resync
+/// reads the Atom page, which names it.
+fn resync_of(since: u64, listing: &str) -> Result<Resync, ParseError> {
+    Ok(Resync {
+        since,
+        listing: url("resync", "listing", listing)?,
+        snapshot: None,
+    })
+}
+
 /// Reads a CBOR changes feed, within `limits` (the same as Atom's: bytes, entries, the
 /// size of an inline delta).
 pub fn parse_cbor(bytes: &[u8], limits: &FeedLimits) -> Result<ChangesFeed, ParseError> {
@@ -339,15 +373,7 @@ pub fn parse_cbor(bytes: &[u8], limits: &FeedLimits) -> Result<ChangesFeed, Pars
         next: next.map(|n| url("document", "next", &n)).transpose()?,
         head_seq,
         resync: resync
-            .map(|(since, listing)| {
-                Ok::<_, ParseError>(Resync {
-                    since,
-                    listing: url("resync", "listing", &listing)?,
-                    // The compact form carries no snapshot: a subscriber told to resync reads
-                    // the Atom page, which names it.
-                    snapshot: None,
-                })
-            })
+            .map(|(since, listing)| resync_of(since, &listing))
             .transpose()?,
         // Like the snapshot, the usage preferences are in the Atom form and robots.rdf.
         content_usage: None,
@@ -383,26 +409,9 @@ pub fn parse_cbor(bytes: &[u8], limits: &FeedLimits) -> Result<ChangesFeed, Pars
             .self_link
             .join(&at)
             .map_err(|e| bad(&context, "url", &at, e))?;
-        let delta = match delta {
-            None => None,
-            Some(Bin(data)) if data.len() > limits.max_inline_delta => {
-                return Err(ParseError::Limit {
-                    format: FORMAT,
-                    what: "inline delta",
-                    limit: limits.max_inline_delta as u64,
-                });
-            }
-            Some(Bin(data)) => {
-                let base = dcz::dictionary_of(&data)
-                    .map_err(|e| bad(&context, "delta", &format!("{} bytes", data.len()), e))?
-                    .etag();
-                Some(InlineDelta {
-                    encoding: DeltaEncoding::Dcz,
-                    base,
-                    data,
-                })
-            }
-        };
+        let delta = delta
+            .map(|Bin(data)| inline_delta(&context, data, limits))
+            .transpose()?;
         let size = size.or_else(|| delta.as_ref().and_then(|d| dcz::content_size(&d.data)));
         let previous_etag = match previous {
             Some(t) => Some(tag(&context, "previous etag", t)?),
