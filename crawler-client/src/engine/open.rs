@@ -227,6 +227,39 @@ fn indexnow_server(
     Ok(Some(server))
 }
 
+/// The crawl's HTTP client: its resolver guarded by `--allow-net` (a seed inside a forbidden
+/// network refuses the start), its signer, and how long an idle connection is kept.
+fn http_client(
+    s: &Settings,
+    rt: &tokio::runtime::Runtime,
+    seeds: &[Url],
+) -> Result<fetch::Net, CrawlError> {
+    let mut guard = GuardedResolver::new(
+        NetPolicy::new(s.allow_net.clone(), "--allow-net"),
+        s.resolve.clone(),
+    );
+    if let Some(server) = s.nameserver {
+        guard = guard.with_name_server(server);
+    }
+    refuse_seeds_inside(rt, &guard, seeds)?;
+    let signer = match &s.signing {
+        Some(settings) => Some(Arc::new(
+            crate::signing::Signer::new(settings.clone())
+                .map_err(|e| start_error("the signing keys")(std::io::Error::other(e).into()))?,
+        )),
+        None => None,
+    };
+    // A connection is kept for a host's next request, a delay away, and closed soon
+    // after: ten thousand hosts' idle connections cost 27 KB each. Kept 10 s at the web's
+    // shape, it saved a fifth of the connections and no CPU, for 45% more sockets
+    // (docs/ARCHITECTURE.md); `--connection-idle` sets it.
+    let idle = s.connection_idle.unwrap_or_else(|| {
+        (s.politeness.min_delay * 2 + Duration::from_secs(1)).min(Duration::from_secs(15))
+    });
+    fetch::client(&s.user_agent, &s.fetch, guard, s.per_host, signer, idle)
+        .map_err(|e| start_error("the HTTP client")(e.into()))
+}
+
 impl Engine {
     /// Opens the crawl in `s.out`; returns it with the seeds to queue and where the metrics
     /// are served.
@@ -269,31 +302,7 @@ impl Engine {
             s.warc_level,
         )
         .map_err(file_error(&warc_dir))?;
-        let mut guard = GuardedResolver::new(
-            NetPolicy::new(s.allow_net.clone(), "--allow-net"),
-            s.resolve.clone(),
-        );
-        if let Some(server) = s.nameserver {
-            guard = guard.with_name_server(server);
-        }
-        refuse_seeds_inside(&rt, &guard, &seeds)?;
-        let signer = match &s.signing {
-            Some(settings) => Some(Arc::new(
-                crate::signing::Signer::new(settings.clone()).map_err(|e| {
-                    start_error("the signing keys")(std::io::Error::other(e).into())
-                })?,
-            )),
-            None => None,
-        };
-        // A connection is kept for a host's next request, a delay away, and closed soon
-        // after: ten thousand hosts' idle connections cost 27 KB each. Kept 10 s at the web's
-        // shape, it saved a fifth of the connections and no CPU, for 45% more sockets
-        // (docs/ARCHITECTURE.md); `--connection-idle` sets it.
-        let idle = s.connection_idle.unwrap_or_else(|| {
-            (s.politeness.min_delay * 2 + Duration::from_secs(1)).min(Duration::from_secs(15))
-        });
-        let client = fetch::client(&s.user_agent, &s.fetch, guard, s.per_host, signer, idle)
-            .map_err(|e| start_error("the HTTP client")(e.into()))?;
+        let client = http_client(&s, &rt, &seeds)?;
         let metrics = Arc::new(CrawlMetrics::default());
         serve_metrics(&rt, s.metrics, &metrics)?;
         let log = CrawlLog::open(&s.out.join("crawl.log"))?;
