@@ -478,12 +478,8 @@ impl Frontier {
         self.hosts.len()
     }
 
-    /// The next thing to fetch from a host whose time has come, if any.
-    pub(crate) fn next<S: QueueStore>(
-        &mut self,
-        store: &S,
-        now: Instant,
-    ) -> Result<Option<Dispatch>, S::Error> {
+    /// Hosts whose time has come move from the heap to the ready, by their best page's cash.
+    fn wake_due<S: QueueStore>(&mut self, store: &S, now: Instant) -> Result<(), S::Error> {
         while let Some(Reverse((at, id))) = self.heap.peek().copied() {
             if at > now {
                 break;
@@ -492,6 +488,16 @@ impl Frontier {
             let key = self.best_key(store, id)?;
             self.ready.push(ByCash(key, id));
         }
+        Ok(())
+    }
+
+    /// The next thing to fetch from a host whose time has come, if any.
+    pub(crate) fn next<S: QueueStore>(
+        &mut self,
+        store: &S,
+        now: Instant,
+    ) -> Result<Option<Dispatch>, S::Error> {
+        self.wake_due(store, now)?;
         while let Some(ByCash(_, id)) = self.ready.pop() {
             let per_host = self.per_host;
             let Some(h) = self.hosts.get_mut(&id) else {
