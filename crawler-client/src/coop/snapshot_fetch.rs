@@ -105,6 +105,33 @@ pub(crate) async fn run(
     });
 }
 
+/// A response's headers, and the whole file's size it states (of a range's file when it
+/// answers one).
+fn headers_and_total(
+    resp: &reqwest::Response,
+    append: bool,
+) -> (Vec<(String, String)>, Option<u64>) {
+    let headers: Vec<(String, String)> = resp
+        .headers()
+        .iter()
+        .filter_map(|(n, v)| {
+            v.to_str()
+                .ok()
+                .map(|v| (n.as_str().to_string(), v.to_string()))
+        })
+        .collect();
+    let total = if append {
+        resp.headers()
+            .get("content-range")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.rsplit('/').next())
+            .and_then(|v| v.parse::<u64>().ok())
+    } else {
+        resp.content_length()
+    };
+    (headers, total)
+}
+
 /// Streams the snapshot to its partial file, resuming what an earlier attempt left; returns
 /// the complete file, the final response's headers and the bytes received in all.
 async fn download(
@@ -149,24 +176,7 @@ async fn download(
                 )));
             }
         };
-        let headers: Vec<(String, String)> = resp
-            .headers()
-            .iter()
-            .filter_map(|(n, v)| {
-                v.to_str()
-                    .ok()
-                    .map(|v| (n.as_str().to_string(), v.to_string()))
-            })
-            .collect();
-        let total = if append {
-            resp.headers()
-                .get("content-range")
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.rsplit('/').next())
-                .and_then(|v| v.parse::<u64>().ok())
-        } else {
-            resp.content_length()
-        };
+        let (headers, total) = headers_and_total(&resp, append);
         if total.is_some_and(|t| t > MAX_SNAPSHOT_BYTES) {
             return Err(FetchError::Other(format!(
                 "{url}: a snapshot of {} bytes is more than the {MAX_SNAPSHOT_BYTES} accepted",

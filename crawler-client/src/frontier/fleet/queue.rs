@@ -138,6 +138,39 @@ pub(crate) struct Put {
     rest: Vec<redis::Cmd>,
 }
 
+impl HostPut {
+    /// The script's arguments for this host: the taking that holds its new URLs (token and
+    /// lease), its URLs (relative to `origin`), its cash and its settled takings.
+    fn arguments(&self, hold: Option<&(String, Duration)>, origin: &str) -> Vec<Vec<u8>> {
+        let mut part: Vec<Vec<u8>> = Vec::with_capacity(4 + 6 * self.urls.len());
+        push(&mut part, &hold.map_or("", |(t, _)| t.as_str()));
+        push(&mut part, &hold.map_or(0, |(_, l)| l.as_millis() as u64));
+        push(&mut part, &self.urls.len());
+        for u in &self.urls {
+            push(&mut part, &&member(u.fp)[..]);
+            push(&mut part, &u.priority.max(0.0));
+            push(&mut part, &u.depth);
+            push(&mut part, &u.hops);
+            push(&mut part, &if u.revisit { "1" } else { "0" });
+            push(&mut part, &relative(&u.url, origin));
+        }
+        push(&mut part, &self.cash.len());
+        for (fp, c) in &self.cash {
+            push(&mut part, &&member(*fp)[..]);
+            push(&mut part, c);
+        }
+        for (token, how, fps) in &self.settles {
+            push(&mut part, token);
+            push(&mut part, how);
+            push(&mut part, &fps.len());
+            for fp in fps {
+                push(&mut part, &&member(*fp)[..]);
+            }
+        }
+        part
+    }
+}
+
 /// What one host's part of a [`Put`] did.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct PutDone {
@@ -340,34 +373,7 @@ impl SharedQueue {
             };
             let (keys, args, parts) = groups.entry(host_group(host)).or_default();
             keys.extend(self.host_keys(host).0);
-            let mut part: Vec<Vec<u8>> = Vec::with_capacity(4 + 6 * p.urls.len());
-            push(&mut part, &hold.as_ref().map_or("", |(t, _)| t.as_str()));
-            push(
-                &mut part,
-                &hold.as_ref().map_or(0, |(_, l)| l.as_millis() as u64),
-            );
-            push(&mut part, &p.urls.len());
-            for u in &p.urls {
-                push(&mut part, &&member(u.fp)[..]);
-                push(&mut part, &u.priority.max(0.0));
-                push(&mut part, &u.depth);
-                push(&mut part, &u.hops);
-                push(&mut part, &if u.revisit { "1" } else { "0" });
-                push(&mut part, &relative(&u.url, &origin));
-            }
-            push(&mut part, &p.cash.len());
-            for (fp, c) in &p.cash {
-                push(&mut part, &&member(*fp)[..]);
-                push(&mut part, c);
-            }
-            for (token, how, fps) in &p.settles {
-                push(&mut part, token);
-                push(&mut part, how);
-                push(&mut part, &fps.len());
-                for fp in fps {
-                    push(&mut part, &&member(*fp)[..]);
-                }
-            }
+            let mut part = p.arguments(hold.as_ref(), &origin);
             push(args, &part.len());
             args.append(&mut part);
             parts.push((host, p.urls.len(), hold.map(|(t, _)| (t, p.urls))));
