@@ -190,6 +190,29 @@ pub(crate) fn weak_validators(last_modified: Option<&str>, date: Option<&str>) -
     }
 }
 
+/// What a response's `Link` header names: a WebSub hub and topic, and feeds
+/// (`rel="alternate"` with a feed's type) as `<link>` does.
+fn link_header_of(a: &mut Analysis, r: &Received<'_>, policy: &LinkPolicy, depth: u32) {
+    if let Some(links) = r.header("link").map(|v| link_header(r.url, v)) {
+        let find = |rel: &str| links.iter().find(|(_, r)| r == rel).map(|(u, _)| u.clone());
+        if let Some(hub) = find("hub") {
+            a.hub = Some((hub, find("self").unwrap_or_else(|| r.url.clone())));
+        }
+    }
+    for url in r
+        .header("link")
+        .map(|v| links::feed_links(r.url, v))
+        .unwrap_or_default()
+    {
+        let link = Link::to(&url);
+        match policy.admit(&url, depth + 1) {
+            Ok(()) if !a.feeds.iter().any(|l| l.fp == link.fp) => a.feeds.push(link),
+            Ok(()) => {}
+            Err(_) => a.refused += 1,
+        }
+    }
+}
+
 /// Analyses a response to a page found at `depth`.
 pub fn analyze(r: Received<'_>, depth: u32, policy: &LinkPolicy, decode_limit: usize) -> Analysis {
     let mut a = Analysis {
@@ -235,25 +258,7 @@ pub fn analyze(r: Received<'_>, depth: u32, policy: &LinkPolicy, decode_limit: u
     );
     a.cut = r.truncated || (coded && content.len() >= decode_limit);
     // WebSub discovery: the HTTP header first, then the document.
-    if let Some(links) = r.header("link").map(|v| link_header(r.url, v)) {
-        let find = |rel: &str| links.iter().find(|(_, r)| r == rel).map(|(u, _)| u.clone());
-        if let Some(hub) = find("hub") {
-            a.hub = Some((hub, find("self").unwrap_or_else(|| r.url.clone())));
-        }
-    }
-    // Feeds a `Link` header names (`rel="alternate"` with a feed's type), as `<link>` does.
-    for url in r
-        .header("link")
-        .map(|v| links::feed_links(r.url, v))
-        .unwrap_or_default()
-    {
-        let link = Link::to(&url);
-        match policy.admit(&url, depth + 1) {
-            Ok(()) if !a.feeds.iter().any(|l| l.fp == link.fp) => a.feeds.push(link),
-            Ok(()) => {}
-            Err(_) => a.refused += 1,
-        }
-    }
+    link_header_of(&mut a, &r, policy, depth);
     if !a.cut {
         a.validator = Some(Sha256Digest::of(&content).etag().to_string());
     }

@@ -143,6 +143,48 @@ fn emit(output: Option<&Path>, text: &str) -> Result<(), String> {
     }
 }
 
+/// Lists the keys of `key_file`, the one signing now marked.
+fn list(key_file: &std::path::Path) -> Result<(), String> {
+    let set = read(key_file)?;
+    let when = |t: Option<i64>, none: &str| {
+        t.and_then(|t| chrono::DateTime::from_timestamp(t, 0))
+            .map_or(none.to_string(), |d| d.to_rfc3339())
+    };
+    let active = set.active(now()).map(|k| k.keyid);
+    for k in &set.keys {
+        let id = k.thumbprint();
+        let mark = if active.as_deref() == Some(id.as_str()) {
+            " (signing)"
+        } else {
+            ""
+        };
+        println!(
+            "{id}  from {}  until {}{mark}",
+            when(k.nbf, "always"),
+            when(k.exp, "retired")
+        );
+    }
+    Ok(())
+}
+
+/// Retires `keyid` `in_secs` from now, unless no key would be left to sign with.
+fn retire(key_file: &std::path::Path, keyid: &str, in_secs: u64) -> Result<(), String> {
+    let mut set = read(key_file)?;
+    let end = now().saturating_add(in_secs as i64);
+    let key = set
+        .keys
+        .iter_mut()
+        .find(|k| k.thumbprint() == *keyid)
+        .ok_or_else(|| format!("{}: no key {keyid}", key_file.display()))?;
+    key.exp = Some(end);
+    if set.active(end).is_none() {
+        return Err(format!(
+            "retiring {keyid} would leave no key to sign with: add one first (keys new)"
+        ));
+    }
+    write_atomic(key_file, &set.to_json(), true)
+}
+
 /// Runs a `keys` subcommand.
 pub fn run(command: &KeysCommand) -> Result<(), String> {
     match command {
@@ -166,44 +208,8 @@ pub fn run(command: &KeysCommand) -> Result<(), String> {
             key_file,
             keyid,
             in_secs,
-        } => {
-            let mut set = read(key_file)?;
-            let end = now().saturating_add(*in_secs as i64);
-            let key = set
-                .keys
-                .iter_mut()
-                .find(|k| k.thumbprint() == *keyid)
-                .ok_or_else(|| format!("{}: no key {keyid}", key_file.display()))?;
-            key.exp = Some(end);
-            if set.active(end).is_none() {
-                return Err(format!(
-                    "retiring {keyid} would leave no key to sign with: add one first (keys new)"
-                ));
-            }
-            write_atomic(key_file, &set.to_json(), true)
-        }
-        KeysCommand::List { key_file } => {
-            let set = read(key_file)?;
-            let when = |t: Option<i64>, none: &str| {
-                t.and_then(|t| chrono::DateTime::from_timestamp(t, 0))
-                    .map_or(none.to_string(), |d| d.to_rfc3339())
-            };
-            let active = set.active(now()).map(|k| k.keyid);
-            for k in &set.keys {
-                let id = k.thumbprint();
-                let mark = if active.as_deref() == Some(id.as_str()) {
-                    " (signing)"
-                } else {
-                    ""
-                };
-                println!(
-                    "{id}  from {}  until {}{mark}",
-                    when(k.nbf, "always"),
-                    when(k.exp, "retired")
-                );
-            }
-            Ok(())
-        }
+        } => retire(key_file, keyid, *in_secs),
+        KeysCommand::List { key_file } => list(key_file),
         KeysCommand::Directory { key_file, output } => {
             let set = read(key_file)?;
             emit(output.as_deref(), &Directory::write(&set.public(now())))
