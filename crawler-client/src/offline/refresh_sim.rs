@@ -89,6 +89,16 @@ pub(crate) fn pages(setup: &Setup) -> (Vec<f64>, Vec<f64>) {
     (rates, weights)
 }
 
+/// A wait drawn from the exponential distribution of `rate` (none for a page that never
+/// changes).
+fn exp(rng: &mut StdRng, rate: f64) -> f64 {
+    if rate <= 0.0 {
+        f64::INFINITY
+    } else {
+        -(1.0 - rng.random_range(0.0..1.0f64)).ln() / rate
+    }
+}
+
 fn harmonic(n: usize) -> f64 {
     (1..=n).map(|i| 1.0 / i as f64).sum()
 }
@@ -117,16 +127,10 @@ pub fn run(setup: &Setup, policy: Policy, omniscient: bool) -> RefreshResult {
     let mut last_visit = vec![0.0; n];
     let mut next_visit: Vec<f64> = (0..n).map(|_| rng.random_range(0.0..first_cycle)).collect();
     // The next change of each page after its last visit (memoryless: drawn afresh).
-    let exp = |rng: &mut StdRng, rate: f64| -> f64 {
-        if rate <= 0.0 {
-            f64::INFINITY
-        } else {
-            -(1.0 - rng.random_range(0.0..1.0f64)).ln() / rate
-        }
-    };
     let mut next_change: Vec<f64> = (0..n).map(|i| exp(&mut rng, rates[i])).collect();
     let (start, end) = (setup.warmup * DAY, setup.days * DAY);
-    let (mut fresh_time, mut age_time, mut visits) = (vec![0.0; n], vec![0.0; n], 0u64);
+    // Each copy's fresh time and integrated age.
+    let (mut kept, mut visits) = (vec![(0.0, 0.0); n], 0u64);
     let mut seen = vec![false; n];
     let resolve_every = DAY / 4.0;
     let mut next_resolve = resolve_every;
@@ -149,14 +153,7 @@ pub fn run(setup: &Setup, policy: Policy, omniscient: bool) -> RefreshResult {
         }
         // Freshness and age of the copy over [last_visit, t].
         if seen[i] {
-            account(
-                last_visit[i],
-                t,
-                next_change[i],
-                start,
-                &mut fresh_time[i],
-                &mut age_time[i],
-            );
+            account((last_visit[i], t), next_change[i], start, &mut kept[i]);
         }
         let changed = next_change[i] < t;
         let mut last_change = None;
@@ -191,14 +188,7 @@ pub fn run(setup: &Setup, policy: Policy, omniscient: bool) -> RefreshResult {
     }
     for i in 0..n {
         if seen[i] {
-            account(
-                last_visit[i],
-                end,
-                next_change[i],
-                start,
-                &mut fresh_time[i],
-                &mut age_time[i],
-            );
+            account((last_visit[i], end), next_change[i], start, &mut kept[i]);
         }
     }
     let span = end - start;
@@ -209,8 +199,8 @@ pub fn run(setup: &Setup, policy: Policy, omniscient: bool) -> RefreshResult {
         .sum::<f64>()
         / total_w;
     RefreshResult {
-        freshness: (0..n).map(|i| weights[i] * fresh_time[i]).sum::<f64>() / total_w / span,
-        age_days: (0..n).map(|i| weights[i] * age_time[i]).sum::<f64>() / total_w / span / DAY,
+        freshness: (0..n).map(|i| weights[i] * kept[i].0).sum::<f64>() / total_w / span,
+        age_days: (0..n).map(|i| weights[i] * kept[i].1).sum::<f64>() / total_w / span / DAY,
         visits_per_day: visits as f64 / (span / DAY),
         dropped: (0..n)
             .filter(|i| plan.interval(belief[*i], weights[*i]).is_none())
@@ -221,7 +211,7 @@ pub fn run(setup: &Setup, policy: Policy, omniscient: bool) -> RefreshResult {
 
 /// Adds the fresh time and integrated age of a copy taken at `from` and kept until `to`, whose
 /// page next changed at `change`, counting only time after `start`.
-fn account(from: f64, to: f64, change: f64, start: f64, fresh: &mut f64, age: &mut f64) {
+fn account((from, to): (f64, f64), change: f64, start: f64, (fresh, age): &mut (f64, f64)) {
     let (a, b) = (from.max(start), to.max(start));
     if b <= a {
         return;
@@ -297,11 +287,11 @@ mod tests {
 
     #[test]
     fn accounting_of_one_interval() {
-        let (mut f, mut a) = (0.0, 0.0);
-        account(0.0, 10.0, 4.0, 0.0, &mut f, &mut a);
-        assert_eq!((f, a), (4.0, 18.0));
-        let (mut f, mut a) = (0.0, 0.0);
-        account(0.0, 10.0, 4.0, 6.0, &mut f, &mut a);
-        assert_eq!((f, a), (0.0, 16.0));
+        let mut kept = (0.0, 0.0);
+        account((0.0, 10.0), 4.0, 0.0, &mut kept);
+        assert_eq!(kept, (4.0, 18.0));
+        let mut kept = (0.0, 0.0);
+        account((0.0, 10.0), 4.0, 6.0, &mut kept);
+        assert_eq!(kept, (0.0, 16.0));
     }
 }
