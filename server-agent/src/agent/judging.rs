@@ -23,6 +23,24 @@ pub struct JudgedAgain {
 }
 
 impl Agent {
+    /// A file as it was when it was last judged (its stat and digest), published or refused.
+    fn as_judged(&self, path: &str, public: bool) -> Option<(Stat, Sha256Digest)> {
+        let (size, mtime_ns, ctime_ns, sha256) = if public {
+            let e = self.core.inventory.get(path)?;
+            (e.size, e.mtime_ns, e.ctime_ns, e.sha256)
+        } else {
+            let r = self.refused.get(path)?;
+            (r.size, r.mtime_ns, r.ctime_ns, r.sha256)
+        };
+        let stat = Stat {
+            size,
+            mtime_ns,
+            ctime_ns,
+            links: 0,
+        };
+        Some((stat, sha256))
+    }
+
     /// Asks the web server again about at most `limit` of the files judged longest ago (those
     /// whose rules changed first). A file changed on disk since it was judged is looked at
     /// whole instead.
@@ -38,27 +56,7 @@ impl Agent {
                 .ok()
                 .filter(std::fs::Metadata::is_file)
                 .map(|m| Stat::of(&m));
-            let known: Option<(Stat, Sha256Digest)> = if d.public {
-                self.core.inventory.get(&d.path).map(|e| {
-                    let s = Stat {
-                        size: e.size,
-                        mtime_ns: e.mtime_ns,
-                        ctime_ns: e.ctime_ns,
-                        links: 0,
-                    };
-                    (s, e.sha256)
-                })
-            } else {
-                self.refused.get(d.path.as_str()).map(|r| {
-                    let s = Stat {
-                        size: r.size,
-                        mtime_ns: r.mtime_ns,
-                        ctime_ns: r.ctime_ns,
-                        links: 0,
-                    };
-                    (s, r.sha256)
-                })
-            };
+            let known = self.as_judged(&d.path, d.public);
             match (stat, known) {
                 (Some(now), Some((then, sha256))) if now == then => {
                     asks.push(Ask {
