@@ -306,6 +306,42 @@ impl Agent {
         self.look_again(paths, false)
     }
 
+    /// Looks at every file under a directory named by an event, each at most once a batch
+    /// (`looked`), judged again whatever its stat says: the directory's permissions may be
+    /// what changed.
+    fn look_under(
+        &mut self,
+        rel: &str,
+        pass: &mut Pass,
+        looked: &mut BTreeSet<String>,
+    ) -> Result<(), AgentError> {
+        let root = &self.core.config.docroot;
+        let visible = rel.split('/').all(|s| !s.starts_with('.'))
+            && self.core.filter.check_dir(rel).is_ok()
+            && inside(root, &root.join(rel));
+        if !visible {
+            return Ok(());
+        }
+        // Its permissions may be what changed: nothing under it is taken as is.
+        let was = std::mem::replace(&mut pass.force, true);
+        let mut walker =
+            scan::Walker::new(&self.core.config.docroot, rel, self.core.filter.clone());
+        for found in walker.by_ref() {
+            if let scan::Found::File(p, _) = &found
+                && !looked.insert(p.clone())
+            {
+                continue;
+            }
+            self.found(found, pass)?;
+        }
+        pass.force = was;
+        pass.result.excluded += walker.excluded();
+        if let Some(a) = &self.core.activity {
+            a.scanned_some(walker.exclusions());
+        }
+        Ok(())
+    }
+
     /// Looks again at `paths`; with `force`, reads and judges them even if unchanged. A
     /// directory named by an event (created, moved, its permissions changed) has every file
     /// under it judged again.
@@ -362,31 +398,7 @@ impl Agent {
         for rel in paths {
             let full = self.core.config.docroot.join(rel);
             match std::fs::metadata(&full) {
-                Ok(meta) if meta.is_dir() => {
-                    let visible = rel.split('/').all(|s| !s.starts_with('.'))
-                        && self.core.filter.check_dir(rel).is_ok()
-                        && inside(&self.core.config.docroot, &full);
-                    if !visible {
-                        continue;
-                    }
-                    // Its permissions may be what changed: nothing under it is taken as is.
-                    let was = std::mem::replace(&mut pass.force, true);
-                    let mut walker =
-                        scan::Walker::new(&self.core.config.docroot, rel, self.core.filter.clone());
-                    for found in walker.by_ref() {
-                        if let scan::Found::File(p, _) = &found
-                            && !looked.insert(p.clone())
-                        {
-                            continue;
-                        }
-                        self.found(found, &mut pass)?;
-                    }
-                    pass.force = was;
-                    pass.result.excluded += walker.excluded();
-                    if let Some(a) = &self.core.activity {
-                        a.scanned_some(walker.exclusions());
-                    }
-                }
+                Ok(meta) if meta.is_dir() => self.look_under(rel, &mut pass, &mut looked)?,
                 Ok(meta) if meta.is_file() => {
                     // Judged by what it resolves to: a file under a symlinked directory that
                     // leaves the docroot is outside, whatever its own name says.
