@@ -163,22 +163,7 @@ pub(crate) async fn delta(
             let encoded = s
                 .encodings
                 .get_or_encode(key, move || {
-                    let versions = reader
-                        .blocking(|st| Ok((st.version(&p, &base)?, st.version(&p, &current)?)))
-                        .map_err(|e| e.to_string())?;
-                    let (Some(old), Some(new)) = versions else {
-                        return Ok(Encoded::Unavailable);
-                    };
-                    let encoding = if kind == Kind::Dcz {
-                        DeltaEncoding::Dcz
-                    } else {
-                        DeltaEncoding::Unified
-                    };
-                    match delta::plan(encoding, &old, &new, DEFAULT_LEVEL) {
-                        Ok(DeltaPlan::Delta(d)) => Ok(Encoded::Body(Bytes::from(d.body))),
-                        Ok(DeltaPlan::NotWorthIt { .. }) => Ok(Encoded::NotWorthIt),
-                        Err(e) => Err(e.to_string()),
-                    }
+                    encode_delta(&reader, &p, (base, current), kind)
                 })
                 .await;
             if let Err(EncodeError::Busy) = encoded {
@@ -187,29 +172,63 @@ pub(crate) async fn delta(
             if let Ok(encoded) = encoded
                 && let Encoded::Body(body) = encoded.as_ref()
             {
-                let builder = response(StatusCode::OK, &current, ctype);
-                let builder = if kind == Kind::Dcz {
-                    builder
-                        .header(header::CONTENT_ENCODING, "dcz")
-                        .header("available-dictionary", base.to_structured_field())
-                } else {
-                    let mut b = builder
-                        .status(StatusCode::from_u16(226).unwrap_or(StatusCode::OK))
-                        .header("im", "unified")
-                        .header("delta-base", base.etag().to_string());
-                    if let Some(h) = b.headers_mut() {
-                        h.insert(
-                            header::CACHE_CONTROL,
-                            HeaderValue::from_static("no-store, im"),
-                        );
-                    }
-                    b
-                };
+                let builder = delta_headers(response(StatusCode::OK, &current, ctype), kind, &base);
                 return builder.body(Body::from(body.clone())).unwrap_or_default();
             }
         }
     }
     full_body(&s, &rel, path, current, ctype, &headers).await
+}
+
+/// A delta from `base` to `current` of `path`, as `kind` asks (dcz or a unified diff): none
+/// when either version is no longer kept, or when it would not be smaller than the file.
+fn encode_delta(
+    reader: &super::reader::Reader,
+    path: &str,
+    (base, current): (Sha256Digest, Sha256Digest),
+    kind: Kind,
+) -> Result<Encoded, String> {
+    let versions = reader
+        .blocking(|st| Ok((st.version(path, &base)?, st.version(path, &current)?)))
+        .map_err(|e| e.to_string())?;
+    let (Some(old), Some(new)) = versions else {
+        return Ok(Encoded::Unavailable);
+    };
+    let encoding = if kind == Kind::Dcz {
+        DeltaEncoding::Dcz
+    } else {
+        DeltaEncoding::Unified
+    };
+    match delta::plan(encoding, &old, &new, DEFAULT_LEVEL) {
+        Ok(DeltaPlan::Delta(d)) => Ok(Encoded::Body(Bytes::from(d.body))),
+        Ok(DeltaPlan::NotWorthIt { .. }) => Ok(Encoded::NotWorthIt),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// The headers of a delta's answer: dcz's coding and dictionary, or RFC 3229's 226 with
+/// `IM` and `Delta-Base` (never stored by a cache that does not know it).
+fn delta_headers(
+    builder: axum::http::response::Builder,
+    kind: Kind,
+    base: &Sha256Digest,
+) -> axum::http::response::Builder {
+    if kind == Kind::Dcz {
+        return builder
+            .header(header::CONTENT_ENCODING, "dcz")
+            .header("available-dictionary", base.to_structured_field());
+    }
+    let mut b = builder
+        .status(StatusCode::from_u16(226).unwrap_or(StatusCode::OK))
+        .header("im", "unified")
+        .header("delta-base", base.etag().to_string());
+    if let Some(h) = b.headers_mut() {
+        h.insert(
+            header::CACHE_CONTROL,
+            HeaderValue::from_static("no-store, im"),
+        );
+    }
+    b
 }
 
 fn busy() -> Response {
