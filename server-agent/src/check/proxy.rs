@@ -20,7 +20,7 @@ fn service_addr(config: &Config) -> Option<String> {
 }
 
 pub(super) fn check_nginx(config: &Config, file: &Path, out: &mut Vec<Finding>) {
-    let name = file.display();
+    let name = file.display().to_string();
     let loaded = match nginx::load(file) {
         Ok(l) => l,
         Err(e) => {
@@ -32,9 +32,17 @@ pub(super) fn check_nginx(config: &Config, file: &Path, out: &mut Vec<Finding>) 
         }
     };
     let every = nginx::all(&loaded.tree);
-    // Media types: a `types` block here or in what it includes (mime.types).
+    check_types(&name, &every, out);
+    check_gzip(&name, &every, out);
+    if let Some(addr) = service_addr(config) {
+        check_service_proxy(config, (&name, &addr), &every, out);
+    }
+}
+
+/// Media types: a `types` block here or in what it includes (mime.types).
+fn check_types(name: &str, every: &[&nginx::Directive], out: &mut Vec<Finding>) {
     let mut types: Vec<(String, String)> = Vec::new();
-    for d in &every {
+    for d in every {
         if d.name == "types" {
             for t in d.block.iter().flatten() {
                 for ext in &t.args {
@@ -61,7 +69,10 @@ pub(super) fn check_nginx(config: &Config, file: &Path, out: &mut Vec<Finding>) 
             )),
         }
     }
-    // Compression of the listings.
+}
+
+/// Compression of the listings.
+fn check_gzip(name: &str, every: &[&nginx::Directive], out: &mut Vec<Finding>) {
     let gzip_on = every
         .iter()
         .any(|d| d.name == "gzip" && d.args.first().is_some_and(|a| a == "on"));
@@ -91,54 +102,60 @@ pub(super) fn check_nginx(config: &Config, file: &Path, out: &mut Vec<Finding>) 
             "add: gzip on; gzip_types application/rdf+xml application/atom+xml application/xml text/xml;",
         ));
     }
-    // The proxy of the agent's service, and what it says of the client.
-    if let Some(addr) = service_addr(config) {
-        let locations: Vec<&nginx::Directive> = every
-            .iter()
-            .copied()
-            .filter(|d| {
-                d.name == "location" && d.args.iter().any(|a| a.contains("/.well-known/webcoop"))
-            })
-            .collect();
-        let proxies: Vec<(&nginx::Directive, &nginx::Directive)> = locations
-            .iter()
-            .flat_map(|l| {
-                l.block
-                    .iter()
-                    .flatten()
-                    .filter(|b| b.name == "proxy_pass")
-                    .map(move |p| (*l, p))
-            })
-            .collect();
-        let to: Vec<&str> = proxies
-            .iter()
-            .filter_map(|(_, p)| p.args.first().map(String::as_str))
-            .collect();
-        let right = proxies.iter().find(|(_, p)| {
-            p.args.first().is_some_and(|t| {
-                t.trim_end_matches('/')
-                    .strip_prefix("http://")
-                    .is_some_and(|h| h == addr)
-            })
-        });
-        match right {
-            Some((location, _)) => {
-                out.push(Finding::ok(format!(
-                    "{name}: /.well-known/webcoop/ is proxied to the agent at {addr}"
-                )));
-                check_forwarded_for(config, &name.to_string(), location, out);
-            }
-            None => {
-                let found = if to.is_empty() {
-                    "not proxied".to_string()
-                } else {
-                    format!("proxied to {}", to.join(", "))
-                };
-                out.push(Finding::fix(
-                    format!("{name}: /.well-known/webcoop/ is {found}, but the agent listens on {addr}"),
-                    format!("add: location ^~ /.well-known/webcoop/ {{ proxy_pass http://{addr}; proxy_set_header Host $http_host; proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for; }}"),
-                ));
-            }
+}
+
+/// The proxy of the agent's service at `addr`, and what it says of the client.
+fn check_service_proxy(
+    config: &Config,
+    (name, addr): (&str, &str),
+    every: &[&nginx::Directive],
+    out: &mut Vec<Finding>,
+) {
+    let locations: Vec<&nginx::Directive> = every
+        .iter()
+        .copied()
+        .filter(|d| {
+            d.name == "location" && d.args.iter().any(|a| a.contains("/.well-known/webcoop"))
+        })
+        .collect();
+    let proxies: Vec<(&nginx::Directive, &nginx::Directive)> = locations
+        .iter()
+        .flat_map(|l| {
+            l.block
+                .iter()
+                .flatten()
+                .filter(|b| b.name == "proxy_pass")
+                .map(move |p| (*l, p))
+        })
+        .collect();
+    let to: Vec<&str> = proxies
+        .iter()
+        .filter_map(|(_, p)| p.args.first().map(String::as_str))
+        .collect();
+    let right = proxies.iter().find(|(_, p)| {
+        p.args.first().is_some_and(|t| {
+            t.trim_end_matches('/')
+                .strip_prefix("http://")
+                .is_some_and(|h| h == addr)
+        })
+    });
+    match right {
+        Some((location, _)) => {
+            out.push(Finding::ok(format!(
+                "{name}: /.well-known/webcoop/ is proxied to the agent at {addr}"
+            )));
+            check_forwarded_for(config, name, location, out);
+        }
+        None => {
+            let found = if to.is_empty() {
+                "not proxied".to_string()
+            } else {
+                format!("proxied to {}", to.join(", "))
+            };
+            out.push(Finding::fix(
+                format!("{name}: /.well-known/webcoop/ is {found}, but the agent listens on {addr}"),
+                format!("add: location ^~ /.well-known/webcoop/ {{ proxy_pass http://{addr}; proxy_set_header Host $http_host; proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for; }}"),
+            ));
         }
     }
 }
