@@ -24,28 +24,8 @@ pub(crate) async fn hub(
     body: Bytes,
 ) -> Response {
     let client = client_ip(peer, &headers, &s.hub.trusted_proxies);
-    let limited = if s.hub.limiter.check_key(&client).is_err() {
-        Some("this address")
-    } else if s
-        .hub
-        .network_limiter
-        .check_key(&super::client_network(client))
-        .is_err()
-    {
-        Some("this network")
-    } else {
-        None
-    };
-    if let Some(who) = limited {
-        let mut r = plain(
-            StatusCode::TOO_MANY_REQUESTS,
-            &format!("too many subscription requests from {who}; try again in a minute\n"),
-        );
-        r.headers_mut().insert(
-            header::RETRY_AFTER,
-            axum::http::HeaderValue::from_static("60"),
-        );
-        return r;
+    if let Some(refused) = rate_limited(&s, client) {
+        return refused;
     }
     // WebSub publishers tell the hub of changes at the same address (in origin mode; a
     // docroot's changes are seen, not told).
@@ -73,36 +53,8 @@ pub(crate) async fn hub(
             ),
         );
     }
-    let existing = s.hub.registry.secret_of(request.callback.as_str());
-    if request.mode == Mode::Subscribe {
-        match &existing {
-            None if s.hub.registry.len() >= s.hub.max_subscriptions => {
-                return plain(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "this hub holds as many subscriptions as it may; try again later\n",
-                );
-            }
-            // A renewal may not hand deliveries to whoever sent it: a new secret must be
-            // signed with the old one, or the old subscription ended (verified) first.
-            Some(old) if *old != request.secret => {
-                let signed = old.as_deref().is_some_and(|old| {
-                    headers
-                        .get("x-hub-signature")
-                        .and_then(|v| v.to_str().ok())
-                        .is_some_and(|sig| {
-                            webcoop_protocol::websub::verify(old.as_bytes(), &body, sig).is_ok()
-                        })
-                });
-                if !signed {
-                    return plain(
-                        StatusCode::CONFLICT,
-                        "this callback is subscribed with another hub.secret; sign the request \
-                         with the current one (X-Hub-Signature) or unsubscribe first\n",
-                    );
-                }
-            }
-            _ => {}
-        }
+    if let Some(refused) = subscription_refused(&s, &request, &headers, &body) {
+        return refused;
     }
     if request.topic != s.topic && request.topic != s.resourcesync_topic {
         return plain(
@@ -133,6 +85,73 @@ pub(crate) async fn hub(
         drop(permit);
     });
     (StatusCode::ACCEPTED, "verification of intent follows\n").into_response()
+}
+
+/// A subscription request from a client over its rate (by address, then by network).
+fn rate_limited(s: &ServiceState, client: std::net::IpAddr) -> Option<Response> {
+    let limited = if s.hub.limiter.check_key(&client).is_err() {
+        Some("this address")
+    } else if s
+        .hub
+        .network_limiter
+        .check_key(&super::client_network(client))
+        .is_err()
+    {
+        Some("this network")
+    } else {
+        None
+    };
+    let who = limited?;
+    let mut r = plain(
+        StatusCode::TOO_MANY_REQUESTS,
+        &format!("too many subscription requests from {who}; try again in a minute\n"),
+    );
+    r.headers_mut().insert(
+        header::RETRY_AFTER,
+        axum::http::HeaderValue::from_static("60"),
+    );
+    Some(r)
+}
+
+/// A subscription the hub refuses before verifying intent: over the most it holds, or a
+/// renewal that would hand deliveries to whoever sent it (a new secret must be signed with
+/// the old one, or the old subscription ended, verified, first).
+fn subscription_refused(
+    s: &ServiceState,
+    request: &SubscriptionRequest,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Option<Response> {
+    if request.mode != Mode::Subscribe {
+        return None;
+    }
+    match &s.hub.registry.secret_of(request.callback.as_str()) {
+        None if s.hub.registry.len() >= s.hub.max_subscriptions => {
+            return Some(plain(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "this hub holds as many subscriptions as it may; try again later\n",
+            ));
+        }
+        Some(old) if *old != request.secret => {
+            let signed = old.as_deref().is_some_and(|old| {
+                headers
+                    .get("x-hub-signature")
+                    .and_then(|v| v.to_str().ok())
+                    .is_some_and(|sig| {
+                        webcoop_protocol::websub::verify(old.as_bytes(), body, sig).is_ok()
+                    })
+            });
+            if !signed {
+                return Some(plain(
+                    StatusCode::CONFLICT,
+                    "this callback is subscribed with another hub.secret; sign the request \
+                     with the current one (X-Hub-Signature) or unsubscribe first\n",
+                ));
+            }
+        }
+        _ => {}
+    }
+    None
 }
 
 /// Reads at most `limit` bytes of a response body; `None` past it.
