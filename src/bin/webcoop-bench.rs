@@ -462,6 +462,49 @@ fn main() -> ExitCode {
     }
 }
 
+/// Where nginx is installed, for `--nginx`.
+fn nginx_binary() -> Result<PathBuf, String> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let found = std::env::split_paths(&path)
+        .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/sbin")])
+        .map(|d| d.join("nginx"))
+        .find(|p| p.is_file());
+    Ok(found.ok_or("--nginx: nginx is not installed (apt-get install nginx-light)")?)
+}
+
+/// Prints the results and writes them to `out`: results.md (with the web preset's table),
+/// results.csv, results.json and the freshness plot when some mode detected a change.
+fn write_results(args: &Args, results: &[ModeResult], out: &Path) -> Result<(), String> {
+    let mut t = table(results) + "\n" + &agreement(results);
+    if args.preset.as_deref() == Some("web") {
+        let web = webcoop::bench::web_preset::table(results)?;
+        std::fs::write(out.join("web.md"), &web).map_err(|e| format!("web.md: {e}"))?;
+        t = t + "\n" + &web;
+    }
+    print!("{t}");
+    std::fs::write(out.join("results.md"), &t).map_err(|e| format!("results.md: {e}"))?;
+    std::fs::write(out.join("results.csv"), csv(results))
+        .map_err(|e| format!("results.csv: {e}"))?;
+    let json = serde_json::to_string_pretty(results).map_err(|e| e.to_string())?;
+    std::fs::write(out.join("results.json"), json).map_err(|e| format!("results.json: {e}"))?;
+    let plotted =
+        webcoop::bench::plot::freshness_against_bytes(results, &out.join("freshness.svg"))?;
+    if plotted {
+        eprintln!(
+            "webcoop-bench: results.md, results.csv, results.json and freshness.svg in {}",
+            out.display()
+        );
+    } else {
+        let _ = std::fs::remove_file(out.join("freshness.svg"));
+        eprintln!(
+            "webcoop-bench: results.md, results.csv and results.json in {}; no plot, as no mode \
+             detected a change (more --duration or --change-rate makes some)",
+            out.display()
+        );
+    }
+    Ok(())
+}
+
 fn run(args: &Args) -> Result<(), String> {
     let modes: Vec<Mode> = match args.preset.as_deref() {
         Some("web") => webcoop::bench::web_preset::modes(),
@@ -481,12 +524,7 @@ fn run(args: &Args) -> Result<(), String> {
     }
     let (agent, crawler) = binaries()?;
     let nginx = if args.nginx {
-        let path = std::env::var_os("PATH").unwrap_or_default();
-        let found = std::env::split_paths(&path)
-            .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/sbin")])
-            .map(|d| d.join("nginx"))
-            .find(|p| p.is_file());
-        Some(found.ok_or("--nginx: nginx is not installed (apt-get install nginx-light)")?)
+        Some(nginx_binary()?)
     } else {
         None
     };
@@ -570,32 +608,5 @@ fn run(args: &Args) -> Result<(), String> {
                 .collect::<Result<_, _>>()
         })?
     };
-    let mut t = table(&results) + "\n" + &agreement(&results);
-    if args.preset.as_deref() == Some("web") {
-        let web = webcoop::bench::web_preset::table(&results)?;
-        std::fs::write(out.join("web.md"), &web).map_err(|e| format!("web.md: {e}"))?;
-        t = t + "\n" + &web;
-    }
-    print!("{t}");
-    std::fs::write(out.join("results.md"), &t).map_err(|e| format!("results.md: {e}"))?;
-    std::fs::write(out.join("results.csv"), csv(&results))
-        .map_err(|e| format!("results.csv: {e}"))?;
-    let json = serde_json::to_string_pretty(&results).map_err(|e| e.to_string())?;
-    std::fs::write(out.join("results.json"), json).map_err(|e| format!("results.json: {e}"))?;
-    let plotted =
-        webcoop::bench::plot::freshness_against_bytes(&results, &out.join("freshness.svg"))?;
-    if plotted {
-        eprintln!(
-            "webcoop-bench: results.md, results.csv, results.json and freshness.svg in {}",
-            out.display()
-        );
-    } else {
-        let _ = std::fs::remove_file(out.join("freshness.svg"));
-        eprintln!(
-            "webcoop-bench: results.md, results.csv and results.json in {}; no plot, as no mode \
-             detected a change (more --duration or --change-rate makes some)",
-            out.display()
-        );
-    }
-    Ok(())
+    write_results(args, &results, &out)
 }
