@@ -129,6 +129,49 @@ fn copy_tree(from: &Path, to: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// Waits for the agent (logging to `agent_log`) to publish its snapshot; what it said of it.
+fn wait_for_snapshot(agent_log: &Path) -> Result<String, String> {
+    let built = || {
+        std::fs::read_to_string(agent_log).ok().and_then(|l| {
+            l.lines()
+                .rfind(|l| l.contains("snapshot published"))
+                .map(str::to_string)
+        })
+    };
+    wait_until("the site's snapshot", Duration::from_secs(600), || {
+        built().is_some()
+    })?;
+    Ok(built()
+        .and_then(|l| {
+            l.split_once("snapshot published")
+                .map(|(_, r)| r.trim().to_string())
+        })
+        .unwrap_or_default())
+}
+
+/// How a crawl's copies compare with the site: exact, missing, and the first few that are not
+/// exact, said.
+fn compared(
+    want: &BTreeMap<String, String>,
+    held: &std::collections::HashMap<String, String>,
+) -> (usize, usize, Vec<String>) {
+    let exact = want
+        .iter()
+        .filter(|(u, v)| held.get(*u) == Some(*v))
+        .count();
+    let missing = want.keys().filter(|u| !held.contains_key(*u)).count();
+    let not_exact: Vec<String> = want
+        .iter()
+        .filter(|(u, v)| held.get(*u) != Some(*v))
+        .take(8)
+        .map(|(u, _)| match held.get(u) {
+            Some(h) => format!("{u} held as {h}"),
+            None => format!("{u} missing"),
+        })
+        .collect();
+    (exact, missing, not_exact)
+}
+
 /// Serves the site, waits for its snapshot, and crawls it both ways, `rounds` times.
 pub async fn run(cfg: &FirstCrawlConfig) -> Result<FirstCrawlResult, String> {
     let dir = cfg.work.join("first-crawl");
@@ -157,23 +200,7 @@ pub async fn run(cfg: &FirstCrawlConfig) -> Result<FirstCrawlResult, String> {
     };
     let served = ServedSite::serve(&bench, &dir, site, &[], chrono::Utc::now()).await?;
     let base = served.base.clone();
-    let agent_log = dir.join("agent.err");
-    let built = || {
-        std::fs::read_to_string(&agent_log).ok().and_then(|l| {
-            l.lines()
-                .rfind(|l| l.contains("snapshot published"))
-                .map(str::to_string)
-        })
-    };
-    wait_until("the site's snapshot", Duration::from_secs(600), || {
-        built().is_some()
-    })?;
-    let snapshot = built()
-        .and_then(|l| {
-            l.split_once("snapshot published")
-                .map(|(_, r)| r.trim().to_string())
-        })
-        .unwrap_or_default();
+    let snapshot = wait_for_snapshot(&dir.join("agent.err"))?;
     let want = truth(&docroot, &base)?;
     let mut crawls = Vec::new();
     for round in 1..=cfg.rounds {
@@ -205,21 +232,7 @@ pub async fn run(cfg: &FirstCrawlConfig) -> Result<FirstCrawlResult, String> {
                     "webcoop-crawl ({how}, round {round}) ended {status}"
                 ));
             }
-            let held = held(&out);
-            let exact = want
-                .iter()
-                .filter(|(u, v)| held.get(*u) == Some(*v))
-                .count();
-            let missing = want.keys().filter(|u| !held.contains_key(*u)).count();
-            let not_exact: Vec<String> = want
-                .iter()
-                .filter(|(u, v)| held.get(*u) != Some(*v))
-                .take(8)
-                .map(|(u, _)| match held.get(u) {
-                    Some(h) => format!("{u} held as {h}"),
-                    None => format!("{u} missing"),
-                })
-                .collect();
+            let (exact, missing, not_exact) = compared(&want, &held(&out));
             crawls.push(Crawl {
                 how,
                 round,
