@@ -9,6 +9,9 @@
 //! the [`Settings`] made from [`CrawlArgs`], and what the binary, the bench, the tests and the
 //! fuzz targets use besides is re-exported below, grouped by what it is for.
 
+// A function over 100 lines is split where its parts can be named (tests apart).
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
+
 mod analyze;
 mod archive;
 mod clock;

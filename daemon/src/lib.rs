@@ -5,6 +5,9 @@
 //! the one rule for their environment variables ([`command_line`]) and the merging of their
 //! settings' layers ([`layered`]).
 
+// A function over 100 lines is split where its parts can be named (tests apart).
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
+
 pub mod command_line;
 pub mod console;
 pub mod generated_docs;

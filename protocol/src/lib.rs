@@ -18,6 +18,9 @@
 //!
 //! `docs/PROTOCOL.md` describes the same contract for implementers in other languages.
 
+// A function over 100 lines is split where its parts can be named (tests apart).
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
+
 pub mod batch;
 pub mod bot_auth;
 pub mod change_rate;

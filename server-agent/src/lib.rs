@@ -5,6 +5,9 @@
 //! the binary, the tests, the examples and the fuzz targets use is re-exported here, and the
 //! rest is the crate's own.
 
+// A function over 100 lines is split where its parts can be named (tests apart).
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
+
 mod access_log;
 mod activity;
 mod agent;

@@ -1,5 +1,8 @@
 //! webcoop-bench: what cooperation saves and what freshness it buys, measured on the wire.
 
+// A function over 100 lines is split where its parts can be named (tests apart).
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
+
 use clap::Parser;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
