@@ -147,6 +147,19 @@ pub(crate) fn default_public_url(base_url: &Url) -> Url {
         .unwrap_or_else(|_| base_url.clone())
 }
 
+/// `value` of `flag`, refused unless within `range` (so never NaN), saying what it must be.
+pub(super) fn within<T: PartialOrd + std::fmt::Display>(
+    flag: &str,
+    value: T,
+    range: std::ops::RangeInclusive<T>,
+    must: &str,
+) -> Result<T, ConfigError> {
+    match range.contains(&value) {
+        true => Ok(value),
+        false => Err(ConfigError::Value(format!("{flag} {value}: {must}"))),
+    }
+}
+
 /// The value of a setting that `AgentOptions::defaults` gives, or an error naming it.
 pub(super) fn given<T>(value: Option<T>, key: &str) -> Result<T, ConfigError> {
     value.ok_or_else(|| ConfigError::Value(format!("{key} has no value and no default")))

@@ -2,7 +2,7 @@
 //! many at once, how often again) and the server's configuration files; and when snapshots
 //! of the whole site are built.
 
-use super::checks::{check_server_url, given};
+use super::checks::{check_server_url, given, within};
 use super::error::ConfigError;
 use super::options::AgentOptions;
 use std::path::PathBuf;
@@ -41,24 +41,24 @@ pub(super) fn judge(
             ))
         })?),
     };
-    let connections = given(o.judge_connections, "judge_connections")?;
-    if !(1..=64).contains(&connections) {
-        return Err(ConfigError::Value(format!(
-            "--judge-connections {connections}: between 1 and 64"
-        )));
-    }
-    let every = given(o.judge_every, "judge_every")?;
-    if !(60..=30 * 86_400).contains(&every) {
-        return Err(ConfigError::Value(format!(
-            "--judge-every {every}: between 60 s and 30 days"
-        )));
-    }
-    let rate = given(o.judge_rate, "judge_rate")?;
-    if !(rate.is_finite() && (0.1..=100_000.0).contains(&rate)) {
-        return Err(ConfigError::Value(format!(
-            "--judge-rate {rate}: between 0.1 and 100000 requests per second"
-        )));
-    }
+    let connections = within(
+        "--judge-connections",
+        given(o.judge_connections, "judge_connections")?,
+        1..=64,
+        "between 1 and 64",
+    )?;
+    let every = within(
+        "--judge-every",
+        given(o.judge_every, "judge_every")?,
+        60..=30 * 86_400,
+        "between 60 s and 30 days",
+    )?;
+    let rate = within(
+        "--judge-rate",
+        given(o.judge_rate, "judge_rate")?,
+        0.1..=100_000.0,
+        "between 0.1 and 100000 requests per second",
+    )?;
     let judge = crate::judge::JudgeSettings {
         server_url,
         server_url_given: o.server_url.is_some(),
@@ -90,24 +90,24 @@ pub(super) fn snapshots(o: &AgentOptions) -> Result<Option<SnapshotSettings>, Co
     if !given(o.snapshots, "snapshots")? {
         return Ok(None);
     }
-    let share = given(o.snapshot_share, "snapshot_share")?;
-    if !(share.is_finite() && (0.0..=1.0).contains(&share)) {
-        return Err(ConfigError::Value(format!(
-            "--snapshot-share {share}: a share between 0 and 1"
-        )));
-    }
-    let every = given(o.snapshot_every, "snapshot_every")?;
-    if !(60..=365 * 86_400).contains(&every) {
-        return Err(ConfigError::Value(format!(
-            "--snapshot-every {every}: between 60 s and a year"
-        )));
-    }
-    let level = given(o.snapshot_level, "snapshot_level")?;
-    if !(1..=19).contains(&level) {
-        return Err(ConfigError::Value(format!(
-            "--snapshot-level {level}: between 1 and 19"
-        )));
-    }
+    let share = within(
+        "--snapshot-share",
+        given(o.snapshot_share, "snapshot_share")?,
+        0.0..=1.0,
+        "a share between 0 and 1",
+    )?;
+    let every = within(
+        "--snapshot-every",
+        given(o.snapshot_every, "snapshot_every")?,
+        60..=365 * 86_400,
+        "between 60 s and a year",
+    )?;
+    let level = within(
+        "--snapshot-level",
+        given(o.snapshot_level, "snapshot_level")?,
+        1..=19,
+        "between 1 and 19",
+    )?;
     Ok(Some(SnapshotSettings {
         share,
         every: Duration::from_secs(every),

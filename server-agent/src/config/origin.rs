@@ -1,7 +1,7 @@
 //! The settings of origin mode (a site read from its web server) and of who may tell the agent
 //! of changes.
 
-use super::checks::{check_server_url, cidrs};
+use super::checks::{check_server_url, cidrs, within};
 use super::error::ConfigError;
 use super::options::AgentOptions;
 use std::path::PathBuf;
@@ -89,12 +89,12 @@ pub(super) fn settings(
             .map_err(|why| ConfigError::Value(format!("--seed {s:?}: {why}")))?;
         seeds.push(path);
     }
-    let rate = o.origin_rate.unwrap_or(2.0);
-    if !(rate.is_finite() && (0.01..=1000.0).contains(&rate)) {
-        return Err(ConfigError::Value(format!(
-            "--origin-rate {rate}: between 0.01 and 1000 requests per second"
-        )));
-    }
+    let rate = within(
+        "--origin-rate",
+        o.origin_rate.unwrap_or(2.0),
+        0.01..=1000.0,
+        "between 0.01 and 1000 requests per second",
+    )?;
     let min = o.revalidate_min.unwrap_or(300);
     let max = o.revalidate_max.unwrap_or(86_400);
     if min == 0 || max < min || max > 365 * 86_400 {
@@ -106,12 +106,12 @@ pub(super) fn settings(
     if discover_every == 0 {
         return Err(ConfigError::Value("--discover-every: at least 1 s".into()));
     }
-    let max_urls = o.origin_max_urls.unwrap_or(100_000);
-    if !(1..=10_000_000).contains(&max_urls) {
-        return Err(ConfigError::Value(format!(
-            "--origin-max-urls {max_urls}: between 1 and 10,000,000"
-        )));
-    }
+    let max_urls = within(
+        "--origin-max-urls",
+        o.origin_max_urls.unwrap_or(100_000),
+        1..=10_000_000,
+        "between 1 and 10,000,000",
+    )?;
     Ok(Some(OriginSettings {
         server,
         seeds,
