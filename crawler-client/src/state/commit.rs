@@ -21,7 +21,7 @@ impl Store {
         tx.commit().map_err(e)?;
         // Kept until saved: a failed save writes them with the next.
         self.new_hosts.borrow_mut().clear();
-        Ok(())
+        self.size_cache().map_err(e)
     }
 }
 

@@ -41,7 +41,7 @@ pub(crate) use rows::{
 use crate::ids::{Fp, HostId};
 use rows::{QUEUED_COLUMNS, queued};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
-use schema::{CACHE_KIB, SCHEMA, migrate};
+use schema::{SCHEMA, cache_kib, migrate};
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -87,6 +87,8 @@ pub struct Store {
     new_hosts: RefCell<HashMap<String, HostId>>,
     /// The last id given this run: ids past it are free though not saved yet.
     last_host: Cell<i64>,
+    /// The connection's page cache, KiB: it grows with the database (`schema::cache_kib`).
+    cache_kib: i64,
 }
 
 impl Store {
@@ -108,14 +110,27 @@ impl Store {
         migrate(&conn).map_err(e)?;
         page_figures::keep(&conn).map_err(e)?;
         host_counts::keep(&conn).map_err(e)?;
-        conn.execute_batch(&format!("PRAGMA cache_size = -{CACHE_KIB};"))
-            .map_err(e)?;
-        Ok(Store {
+        let mut store = Store {
             conn,
-            path,
+            path: path.clone(),
             new_hosts: RefCell::default(),
             last_host: Cell::new(0),
-        })
+            cache_kib: 0,
+        };
+        store.size_cache().map_err(e)?;
+        Ok(store)
+    }
+
+    /// Gives the connection the page cache its database's size calls for, when it changed.
+    fn size_cache(&mut self) -> rusqlite::Result<()> {
+        let bytes = std::fs::metadata(&self.path).map_or(0, |m| m.len());
+        let kib = cache_kib(bytes);
+        if kib != self.cache_kib {
+            self.conn
+                .execute_batch(&format!("PRAGMA cache_size = -{kib};"))?;
+            self.cache_kib = kib;
+        }
+        Ok(())
     }
 
     /// Opens an existing state for reading only (`status` while a crawl runs).
@@ -131,6 +146,7 @@ impl Store {
             path,
             new_hosts: RefCell::default(),
             last_host: Cell::new(0),
+            cache_kib: 0,
         })
     }
 
