@@ -181,10 +181,12 @@ impl OriginAgent {
                     "changes at every request ({}; it differs at {})",
                     e.why, e.differs_at
                 );
-                if listed.is_some() {
-                    // Published before: its volatile parts are not learned yet, it did not
-                    // leave the site. Its last published version stays, and nothing that
-                    // showed it is checked.
+                // Published before: its volatile parts are not learned yet, it did not leave
+                // the site. Its last published version stays, and nothing that showed it is
+                // checked; unless it showed a page withdrawn, which that version may hold
+                // (two edits in a row on WordPress answered three different pages): then it
+                // is not published, and nothing of it kept, until it can be told apart.
+                if listed.is_some() && !self.quoting.contains(path) {
                     self.keep_published(path, &why);
                     return Asked::Done(Outcome::Same);
                 }

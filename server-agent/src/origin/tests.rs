@@ -1,40 +1,85 @@
-//! Origin mode through its interface, against a real static server over a directory the test
-//! edits: what one check of a page records (the page checks), what a page that left takes
+//! Origin mode through its interface, against a server of the test's own over a directory the
+//! test edits: what one check of a page records (the page checks), what a page that left takes
 //! with it (the withdrawals), and what the sitemaps, the rules, pings and the access log
 //! bring in (the intake).
 
 use super::OriginAgent;
 use crate::config::{AgentOptions, Config};
 use chrono::{TimeZone, Utc};
+use std::collections::HashSet;
+use std::io::{Read, Write};
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use webcoop_protocol::changes_feed::ChangeKind;
 use webcoop_protocol::clock::ManualClock;
-use webcoop_testkit::static_site::StaticServer;
+
+/// Paths that answer different text at every request.
+type Volatile = Arc<Mutex<HashSet<String>>>;
+
+/// Serves `dir` on loopback, one request a connection, without validators; a path in the
+/// returned set answers text that differs at every request. Its address, and the set.
+fn serve(dir: PathBuf) -> (String, Volatile) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let volatile: Volatile = Arc::default();
+    let changing = volatile.clone();
+    let answered = AtomicU64::new(0);
+    std::thread::spawn(move || {
+        for mut s in listener.incoming().flatten() {
+            let mut head = Vec::new();
+            let mut b = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") && s.read(&mut b).is_ok_and(|n| n == 1) {
+                head.push(b[0]);
+            }
+            let head = String::from_utf8_lossy(&head).to_string();
+            let target = head.split_whitespace().nth(1).unwrap_or("/").to_string();
+            let path = match target.trim_start_matches('/') {
+                "" => "index.html".to_string(),
+                p => p.to_string(),
+            };
+            let n = answered.fetch_add(1, Ordering::Relaxed);
+            let body = if changing.lock().unwrap().contains(&path) {
+                // Mostly new text at every request: nothing to learn.
+                let words: String = (0..40)
+                    .map(|i| format!("{:x} ", (n + 1) * 2_654_435_761 + i))
+                    .collect();
+                Some(format!("<p>{words}</p>").into_bytes())
+            } else {
+                std::fs::read(dir.join(&path)).ok()
+            };
+            let answer = match body {
+                Some(body) => {
+                    let mut r = format!(
+                        "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                        body.len()
+                    )
+                    .into_bytes();
+                    r.extend_from_slice(&body);
+                    r
+                }
+                None => b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                    .to_vec(),
+            };
+            let _ = s.write_all(&answer);
+        }
+    });
+    (url, volatile)
+}
 
 /// A site of three pages a sitemap names, served from a directory; the agent reading it.
 struct World {
     _tmp: tempfile::TempDir,
     site: PathBuf,
-    _server: StaticServer,
+    volatile: Volatile,
     clock: Arc<ManualClock>,
     agent: OriginAgent,
 }
 
-/// Writes a file of the site, each write dated a second after the one before: the server's
-/// `Last-Modified` has a second's resolution, and a test writes faster.
 fn write(site: &Path, path: &str, body: &str) {
-    static WRITES: AtomicU64 = AtomicU64::new(0);
     std::fs::write(site.join(path), body).unwrap();
-    let n = WRITES.fetch_add(1, Ordering::Relaxed);
-    let at = std::time::UNIX_EPOCH + Duration::from_secs(1_700_000_000 + n);
-    let f = std::fs::File::options()
-        .write(true)
-        .open(site.join(path))
-        .unwrap();
-    f.set_modified(at).unwrap();
 }
 
 fn sitemap(site: &Path, paths: &[&str]) {
@@ -78,9 +123,9 @@ fn world(more: impl FnOnce(&mut AgentOptions)) -> World {
     write(&site, "b.html", "<title>The page called B</title><p>b</p>");
     sitemap(&site, &["", "a.html", "b.html"]);
     robots_txt(&site, "");
-    let server = StaticServer::serve(&site);
+    let (server, volatile) = serve(site.clone());
     let mut o = AgentOptions {
-        origin: Some(server.url()),
+        origin: Some(server),
         base_url: Some("http://h.test/".into()),
         state: Some(tmp.path().join("state")),
         out: Some(tmp.path().join("out")),
@@ -97,7 +142,7 @@ fn world(more: impl FnOnce(&mut AgentOptions)) -> World {
     World {
         _tmp: tmp,
         site,
-        _server: server,
+        volatile,
         clock,
         agent,
     }
@@ -156,7 +201,7 @@ fn a_check_records_unchanged_edited_and_gone_pages_as_such() {
     w.agent.run_once().unwrap();
     let before = w.agent.stats();
 
-    // Unchanged: answered 304 to its validators, or the same digest; nothing announced.
+    // Unchanged: the same digest; nothing announced.
     w.check("a.html");
     let after = w.agent.stats();
     assert_eq!(
@@ -322,5 +367,36 @@ fn the_access_log_brings_visitors_pages_holds_editors_and_a_write_checks_the_hom
     assert!(
         !w.agent.pages["b.html"].urgent,
         "the home page does not link to it"
+    );
+}
+
+#[test]
+fn a_page_that_showed_one_withdrawn_and_now_changes_at_every_request_is_not_kept() {
+    let mut w = world(|_| {});
+    w.agent.run_once().unwrap();
+    // a.html links to b.html; from now on it answers anew at every request.
+    w.volatile.lock().unwrap().insert("a.html".into());
+    std::fs::remove_file(w.site.join("b.html")).unwrap();
+    w.check("b.html");
+    assert!(w.agent.quoting.contains("a.html"));
+    // Its kept version may hold what left, and what it is now cannot be told from its
+    // volatile parts: it is not published until it can be, and nothing of it is kept.
+    w.check("a.html");
+    assert_eq!(w.published(), [""]);
+    assert!(w.agent.core.store.versions_of("a.html").unwrap().is_empty());
+    assert!(w.agent.quoting.is_empty());
+
+    // The twin: a page that changes at every request and showed nothing withdrawn keeps its
+    // last published version.
+    let mut w = world(|_| {});
+    w.agent.run_once().unwrap();
+    w.volatile.lock().unwrap().insert("a.html".into());
+    w.check("a.html");
+    assert_eq!(w.published(), ["", "a.html", "b.html"]);
+    assert!(
+        w.agent.pages["a.html"]
+            .refused
+            .as_deref()
+            .is_some_and(|r| r.contains("keeps its last published version"))
     );
 }
