@@ -3,7 +3,7 @@
 use super::{ChangeEntry, ChangeKind, ChangesFeed, InlineDelta, Resync};
 use crate::dates::parse_w3cdtf;
 use crate::delta::DeltaEncoding;
-use crate::error::{Format, ParseError, excerpt};
+use crate::error::{Format, ParseError, bad_value};
 use crate::namespaces::{CHANGE_SCHEME, Ns};
 use crate::validator::EntityTag;
 use crate::xml_read::{Attr, Node, ShapeLimits, XmlCursor, attr};
@@ -37,13 +37,7 @@ impl Default for FeedLimits {
 }
 
 fn bad(context: &str, field: &'static str, value: &str, reason: impl ToString) -> ParseError {
-    ParseError::BadValue {
-        format: FORMAT,
-        context: context.to_string(),
-        field,
-        value: excerpt(value),
-        reason: reason.to_string(),
-    }
+    bad_value(FORMAT, context, field, value, reason)
 }
 
 fn missing(context: &str, what: &'static str) -> ParseError {

@@ -1,7 +1,7 @@
 //! Reading one field of robots.rdf: a URL or a date, or the error naming what was wrong.
 
 use crate::dates::parse_w3cdtf;
-use crate::error::{Format, ParseError, excerpt};
+use crate::error::{Format, ParseError, bad_value};
 use chrono::{DateTime, Utc};
 use url::Url;
 
@@ -15,13 +15,7 @@ pub(super) fn bad(
     value: &str,
     reason: impl ToString,
 ) -> ParseError {
-    ParseError::BadValue {
-        format: FORMAT,
-        context: context.to_string(),
-        field,
-        value: excerpt(value),
-        reason: reason.to_string(),
-    }
+    bad_value(FORMAT, context, field, value, reason)
 }
 
 /// A URL field.

@@ -5,7 +5,7 @@ use super::{
 };
 use crate::compression::{DecompressError, gunzip_bounded, is_gzip};
 use crate::dates::parse_w3cdtf;
-use crate::error::{Format, ParseError, excerpt};
+use crate::error::{Format, ParseError, bad_value};
 use crate::namespaces::Ns;
 use crate::xml_read::{Node, ShapeLimits, XmlCursor};
 use chrono::{DateTime, Utc};
@@ -64,13 +64,7 @@ pub struct ParsedSitemap {
 }
 
 fn bad(index: usize, field: &'static str, value: &str, reason: impl ToString) -> ParseError {
-    ParseError::BadValue {
-        format: FORMAT,
-        context: format!("entry {index}"),
-        field,
-        value: excerpt(value),
-        reason: reason.to_string(),
-    }
+    bad_value(FORMAT, &format!("entry {index}"), field, value, reason)
 }
 
 #[derive(Default)]
