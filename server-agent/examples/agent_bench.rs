@@ -14,7 +14,10 @@
 //! agent had the kernel write for each (`write_bytes` of /proc/PID/io, the store's included),
 //! the size of each document's parts, and peak RSS per file. AGENT is another build of
 //! `webcoop-agent` to measure instead (an older one, for a before-and-after in one run; one
-//! without `--server-url` judges nothing).
+//! without `--server-url` judges nothing). `AGENT_BENCH_DIR=DIR` keeps the docroot and state
+//! in a new directory under DIR; `AGENT_BENCH_REUSE=KEPT` measures the edits alone on a kept
+//! one; `AGENT_BENCH_EACH=1` prints every edit's latency and bytes written; `AGENT_BENCH_LOG` is
+//! the agent's `WEBCOOP_LOG` (warn).
 
 use notify::{EventKind, RecursiveMode, Watcher};
 use std::path::{Path, PathBuf};
@@ -155,7 +158,7 @@ fn run_once(bin: &Path, www: &Path, state: &Path, judge: &[String]) -> (Duration
         .arg(state)
         .args(["--base-url", "https://bench.example/", "--once"])
         .args(judge)
-        .env("WEBCOOP_LOG", "warn")
+        .env("WEBCOOP_LOG", log_level())
         .status()
         .expect("run agent");
     assert!(status.success());
@@ -236,6 +239,38 @@ fn parts_in(dir: &Path, prefix: &str, suffix: &str) -> (usize, u64) {
     (sizes.len(), mean)
 }
 
+/// CPU time of process `pid` so far, in clock ticks (user and system).
+fn cpu_ticks(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            // Fields after the command's closing parenthesis; utime and stime are 14 and 15.
+            let rest = s.rsplit_once(')')?.1.to_string();
+            let f: Vec<u64> = rest
+                .split_whitespace()
+                .skip(11)
+                .take(2)
+                .filter_map(|v| v.parse().ok())
+                .collect();
+            Some(f.iter().sum())
+        })
+        .unwrap_or(0)
+}
+
+/// Waits until process `pid` has used no CPU for half a second (at most `limit`); how long
+/// that took.
+fn wait_idle(pid: u32, limit: Duration) -> Duration {
+    let start = Instant::now();
+    let (mut last, mut still) = (cpu_ticks(pid), 0);
+    while still < 5 && start.elapsed() < limit {
+        std::thread::sleep(Duration::from_millis(100));
+        let now = cpu_ticks(pid);
+        still = if now == last { still + 1 } else { 0 };
+        last = now;
+    }
+    start.elapsed().saturating_sub(Duration::from_millis(500))
+}
+
 fn vm_hwm(pid: u32) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
@@ -252,22 +287,10 @@ fn vm_hwm(pid: u32) -> u64 {
         .map_or(0, |kb| kb * 1024)
 }
 
-fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let files: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(100_000);
-    let changes: usize = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(1000);
-    let bin = args.get(3).map_or_else(agent_binary, PathBuf::from);
-    // AGENT_BENCH_DIR keeps the docroot and the state there, for profiling runs after.
-    let tmp = match std::env::var_os("AGENT_BENCH_DIR") {
-        Some(dir) => tempfile::Builder::new()
-            .prefix("agent-bench-")
-            .tempdir_in(dir)
-            .expect("tempdir")
-            .keep(),
-        None => tempfile::tempdir().expect("tempdir").keep(),
-    };
-    let keep = std::env::var_os("AGENT_BENCH_DIR").is_some();
-    let tmp = Removed(tmp, keep);
+/// Generates the docroot, measures the floor, the first run as a webmaster starts it and a
+/// restart over the unchanged docroot, and leaves nginx serving it.
+fn first_runs(files: usize, dirs: usize, rng: &mut Lcg, tmp: &Removed, bin: &Path) -> Nginx {
+    let bin = bin.to_path_buf();
     // nginx's workers run as another user: they must reach the docroot.
     std::fs::set_permissions(
         tmp.path(),
@@ -276,16 +299,14 @@ fn main() {
     .expect("chmod");
     let www = tmp.path().join("www");
     let state = tmp.path().join("state");
-    let mut rng = Lcg(42);
     let gen_start = Instant::now();
     let mut bytes = 0usize;
-    let dirs = (files / 1000).clamp(100, 1000);
     for i in 0..files {
         let dir = www.join(format!("d{}", i % dirs));
         if i < dirs {
             std::fs::create_dir_all(&dir).expect("mkdir");
         }
-        let content = page(i, &mut rng, 1);
+        let content = page(i, rng, 1);
         bytes += content.len();
         std::fs::write(dir.join(format!("p{i}.html")), content).expect("write");
     }
@@ -322,7 +343,7 @@ fn main() {
             .arg(state)
             .args(["--base-url", "https://bench.example/"])
             .args(&judge)
-            .env("WEBCOOP_LOG", "warn")
+            .env("WEBCOOP_LOG", log_level())
             .stdin(Stdio::null())
             .spawn()
             .expect("start agent")
@@ -392,6 +413,55 @@ fn main() {
         size("sitemap.xml") as f64 / 1e3,
         std::fs::metadata(rs_dir.join("resourcelist.xml")).map_or(0, |m| m.len()) as f64 / 1e3
     );
+    server
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let files: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(100_000);
+    let changes: usize = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(1000);
+    let bin = args.get(3).map_or_else(agent_binary, PathBuf::from);
+    // AGENT_BENCH_REUSE names a directory an earlier run kept: its edits alone are measured.
+    let reuse = std::env::var_os("AGENT_BENCH_REUSE").map(PathBuf::from);
+    // AGENT_BENCH_DIR keeps the docroot and the state there, for profiling runs after.
+    let tmp = match (&reuse, std::env::var_os("AGENT_BENCH_DIR")) {
+        (Some(dir), _) => dir.clone(),
+        (None, Some(dir)) => tempfile::Builder::new()
+            .prefix("agent-bench-")
+            .tempdir_in(dir)
+            .expect("tempdir")
+            .keep(),
+        (None, None) => tempfile::tempdir().expect("tempdir").keep(),
+    };
+    let keep = reuse.is_some() || std::env::var_os("AGENT_BENCH_DIR").is_some();
+    let tmp = Removed(tmp, keep);
+    let www = tmp.path().join("www");
+    let state = tmp.path().join("state");
+    let mut rng = Lcg(42);
+    let dirs = (files / 1000).clamp(100, 1000);
+    let nginx_dir = tmp.path().join("nginx");
+    let server = if reuse.is_some() {
+        // Edits of their own, not the first run's again.
+        rng = Lcg(std::process::id().into());
+        nginx(&www, &nginx_dir)
+    } else {
+        first_runs(files, dirs, &mut rng, &tmp, &bin)
+    };
+    let judge = judge_args(&bin, &format!("http://{}", server.addr));
+    let watch = |state: &Path| {
+        Command::new(&bin)
+            .arg("--docroot")
+            .arg(&www)
+            .arg("--state")
+            .arg(state)
+            .args(["--base-url", "https://bench.example/"])
+            .args(&judge)
+            .env("WEBCOOP_LOG", log_level())
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("start agent")
+    };
+    let feed_dir = www.join(".well-known/webcoop");
     let gap = Duration::from_millis(
         std::env::var("AGENT_BENCH_GAP_MS")
             .ok()
@@ -414,8 +484,20 @@ fn main() {
         .watch(&feed_dir, RecursiveMode::NonRecursive)
         .expect("watch");
     let mut child = watch(&state);
-    // The start-up publication.
+    // AGENT_BENCH_EACH prints every edit, to find what the slow ones were.
+    let each = std::env::var_os("AGENT_BENCH_EACH").is_some();
+    // The start-up publication: the changes feed first, then the other documents, whose
+    // renders at a million files take a second or two more. An edit made before they are
+    // done waits for them (188-210 ms measured at a million files), which is the start's
+    // cost, not watching's: the edits begin once the agent is idle.
     let _ = rx.recv_timeout(Duration::from_secs(600));
+    let idle = wait_idle(child.id(), Duration::from_secs(600));
+    if each {
+        println!(
+            "the agent idle {:.2} s after its feed was published",
+            idle.as_secs_f64()
+        );
+    }
     std::thread::sleep(Duration::from_millis(500).max(gap));
     while rx.try_recv().is_ok() {}
     let mut latencies = Vec::with_capacity(changes);
@@ -433,6 +515,7 @@ fn main() {
             .to_string();
         let w0 = written(child.id());
         let t0 = Instant::now();
+        let written_at = std::time::SystemTime::now();
         std::fs::write(&path, content).expect("edit");
         let deadline = t0 + Duration::from_secs(30);
         loop {
@@ -454,6 +537,16 @@ fn main() {
         // Every document the edit touches written (the sitemaps follow within a second).
         std::thread::sleep(gap.saturating_sub(t0.elapsed()));
         writes.push(written(child.id()).saturating_sub(w0));
+        if each {
+            println!(
+                "edit {n} {rel} at {:.3}: {:.0} ms, {:.2} MB written",
+                written_at
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0.0, |d| d.as_secs_f64() % 86_400.0),
+                latencies.last().map_or(f64::NAN, |d| d.as_secs_f64() * 1e3),
+                writes.last().map_or(0, |w| *w) as f64 / 1e6
+            );
+        }
         while rx.try_recv().is_ok() {}
     }
     let rss = vm_hwm(child.id());
@@ -487,4 +580,9 @@ fn main() {
         rss as f64 / 1048576.0,
         rss as f64 / files as f64
     );
+}
+
+/// The agent's log level: `AGENT_BENCH_LOG`, else warnings only.
+fn log_level() -> String {
+    std::env::var("AGENT_BENCH_LOG").unwrap_or_else(|_| "warn".into())
 }

@@ -45,7 +45,12 @@ impl Agent {
     /// whose rules changed first). A file changed on disk since it was judged is looked at
     /// whole instead.
     pub fn judge_again(&mut self, limit: usize) -> Result<JudgedAgain, AgentError> {
-        let due = self.core.store.due_for_judging(limit)?;
+        let due = self.core.store.due_for_judging(limit, self.held.cursor())?;
+        // Read to the end: the marks are saved and the schedule starts over.
+        let read_all = self.held.cursor().is_some() && !due.iter().any(|d| d.public);
+        if let Some(last) = due.iter().rfind(|d| d.public) {
+            self.held.handed_out(last.judged, &last.path);
+        }
         let forced = due.iter().filter(|d| d.judged == 0).count();
         self.forced_pending = forced > 0 && forced == limit;
         let mut asks = Vec::new();
@@ -84,7 +89,7 @@ impl Agent {
                 (_, Verdict::Unknown(why)) => {
                     pass.result.unreachable.get_or_insert(why);
                 }
-                (true, Verdict::Public) => batch.rejudged.push(ask.path),
+                (true, Verdict::Public) => self.held.hold(ask.path),
                 (true, Verdict::Refused(why)) => {
                     self.refuse(&ask.path, stat, ask.sha256, why, &mut pass, &mut batch)
                 }
@@ -113,6 +118,12 @@ impl Agent {
                     look.insert(ask.path);
                 }
             }
+        }
+        // Unanswered files are asked about again from the start; held marks are saved when
+        // due, and at once when the server did not answer (the cursor must go back).
+        if read_all || pass.result.unreachable.is_some() || self.held.due(std::time::Instant::now())
+        {
+            batch.rejudged.extend(self.held.take());
         }
         let mut changes = self.save(batch, pass.now)?.len();
         if let Some(a) = &self.core.activity {
@@ -155,8 +166,31 @@ impl Agent {
 
     /// Asks for every file to be judged again first (the server's configuration changed).
     pub(crate) fn judge_all_again(&mut self) -> Result<(), AgentError> {
-        self.core.store.judge_again_under("")?;
+        self.judge_first_under("")?;
         self.forced_pending = true;
+        Ok(())
+    }
+
+    /// Asks for the files at or under `dir` to be judged again before the others. The held
+    /// marks are saved first: saved after, they would record as judged a file whose rules
+    /// have just changed.
+    pub(super) fn judge_first_under(&mut self, dir: &str) -> Result<(), AgentError> {
+        self.save_held_marks()?;
+        self.core.store.judge_again_under(dir)?;
+        Ok(())
+    }
+
+    /// Saves the record of the files judged again and found as they were, which waits up to
+    /// a minute (the watch loop saves it as it stops).
+    pub fn save_held_marks(&mut self) -> Result<(), AgentError> {
+        let rejudged = self.held.take();
+        if !rejudged.is_empty() {
+            let batch = Batch {
+                rejudged,
+                ..Batch::default()
+            };
+            self.save(batch, self.core.clock.now())?;
+        }
         Ok(())
     }
 

@@ -7,6 +7,7 @@
 //! and commit the result in bounded chunks. Files are judged again on a rolling schedule and
 //! when the server's rules change ([`judging`]); [`watch_loop`] drives it all while watching.
 
+mod held_marks;
 mod judging;
 mod judging_pace;
 mod outcome;
@@ -98,6 +99,8 @@ pub struct Agent {
     unjudged: HashSet<Box<str>>,
     /// Files wait to be judged again before the rest (the rules that govern them changed).
     forced_pending: bool,
+    /// Files judged again and found as they were, their record waiting to be saved.
+    held: held_marks::HeldMarks,
     /// Files the web server could not be asked about, to look at again when it answers.
     waiting: BTreeSet<String>,
     /// Files with more than one hard link, found by the scans.
@@ -125,7 +128,7 @@ impl Agent {
             .collect();
         if !unjudged.is_empty() {
             tracing::warn!(
-                "{} listed files were never judged by the web server (a state from an older agent): each is asked now",
+                "{} listed files wait for the web server's word (never judged, or their rules changed before the agent last stopped): each is asked now",
                 unjudged.len()
             );
         }
@@ -180,6 +183,7 @@ impl Agent {
             refused,
             unjudged,
             forced_pending: false,
+            held: held_marks::HeldMarks::default(),
             waiting: BTreeSet::new(),
             linked: BTreeSet::new(),
         })
@@ -366,7 +370,7 @@ impl Agent {
             // What is public may have changed anywhere; what an .htaccess governs is judged
             // again by the server too.
             for dir in &htaccess {
-                self.core.store.judge_again_under(dir)?;
+                self.judge_first_under(dir)?;
             }
             self.forced_pending |= !htaccess.is_empty();
             self.core.filter = filter_of(&self.core.config, self.view.rules(&self.core.config))?;

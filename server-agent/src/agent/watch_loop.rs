@@ -116,7 +116,7 @@ impl Agent {
             };
             self.take_outcome(&mut t, outcome)?;
         }
-        Ok(())
+        self.save_held_marks()
     }
 
     /// Watches the files with several hard links one by one (a change through another link

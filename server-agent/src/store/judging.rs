@@ -52,19 +52,26 @@ impl Store {
         rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
     }
 
-    /// The `limit` files judged longest ago (listed or refused), oldest first.
-    pub(crate) fn due_for_judging(&self, limit: usize) -> Result<Vec<Due>, StoreError> {
+    /// The `limit` files judged longest ago (listed or refused), oldest first; listed files
+    /// only past `after` (`(judged, path)` in the index's order), where a round left off.
+    pub(crate) fn due_for_judging(
+        &self,
+        limit: usize,
+        after: Option<(i64, &str)>,
+    ) -> Result<Vec<Due>, StoreError> {
+        let (judged, path) = after.unwrap_or((i64::MIN, ""));
         let mut stmt = self
             .conn
             .prepare_cached(
-                "SELECT path, 1, judged FROM (SELECT path, judged FROM files ORDER BY judged LIMIT ?1)
+                "SELECT path, 1, judged FROM (SELECT path, judged FROM files
+                   WHERE (judged, path) > (?2, ?3) ORDER BY judged, path LIMIT ?1)
                  UNION ALL
                  SELECT path, 0, judged FROM (SELECT path, judged FROM refused ORDER BY judged LIMIT ?1)
-                 ORDER BY 3 LIMIT ?1",
+                 ORDER BY 3, 1 LIMIT ?1",
             )
             .map_err(|e| self.err(e))?;
         let rows = stmt
-            .query_map([limit as i64], |r| {
+            .query_map(params![limit as i64, judged, path], |r| {
                 Ok(Due {
                     path: r.get(0)?,
                     public: r.get::<_, i64>(1)? == 1,

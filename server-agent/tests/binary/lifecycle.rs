@@ -472,6 +472,73 @@ fn a_large_site_gets_parts_and_an_edit_rewrites_one_of_each() {
     assert!(sitemaps.iter().chain(&rdf).all(|p| !p.exists()));
 }
 
+/// A site of a.html to d.html whose judge serves a mirror of it, and an agent after its
+/// first scan.
+fn mirrored_site() -> (
+    Site,
+    std::path::PathBuf,
+    webcoop_testkit::static_site::StaticServer,
+) {
+    let site = Site::new();
+    let mirror = site.tmp.path().join("mirror");
+    std::fs::create_dir_all(&mirror).unwrap();
+    for name in ["a", "b", "c", "d"] {
+        let (rel, content) = (format!("{name}.html"), format!("<p>{name}</p>"));
+        site.write(&rel, &content);
+        std::fs::write(mirror.join(rel), content).unwrap();
+    }
+    let judge = webcoop_testkit::static_site::StaticServer::serve(&mirror);
+    (site, mirror, judge)
+}
+
+#[test]
+fn files_judged_again_are_recorded_together_and_never_asked_twice_meanwhile() {
+    let (site, mirror, judge) = mirrored_site();
+    let mut cli = site.cli();
+    cli.server_url = Some(judge.url());
+    let mut agent = site.agent_with(cli);
+    agent.full_scan(false).unwrap();
+    site.tick(1);
+    // Found as they were, a and b wait to be recorded; the next round reads past them.
+    assert_eq!(agent.judge_again(2).unwrap().asked, 2);
+    std::fs::remove_file(mirror.join("a.html")).unwrap();
+    assert_eq!(agent.judge_again(2).unwrap().asked, 2);
+    assert_eq!(agent.refused_count(), 0, "c and d were asked, not a again");
+    // Read to the end: the record is saved and the schedule starts over, at a.
+    assert_eq!(agent.judge_again(2).unwrap().asked, 0);
+    assert_eq!(agent.judge_again(2).unwrap().asked, 2);
+    assert_eq!(agent.refused_count(), 1);
+}
+
+/// a and b judged again and a then refused by the server; the agent stopped, its record of
+/// them saved first or not (a kill), and started again: what its first round refuses.
+fn refused_after_a_restart(saved: bool) -> usize {
+    let (site, mirror, judge) = mirrored_site();
+    let mut cli = site.cli();
+    cli.server_url = Some(judge.url());
+    let mut agent = site.agent_with(cli.clone());
+    agent.full_scan(false).unwrap();
+    site.tick(1);
+    assert_eq!(agent.judge_again(2).unwrap().asked, 2);
+    std::fs::remove_file(mirror.join("a.html")).unwrap();
+    if saved {
+        site.tick(1);
+        agent.save_held_marks().unwrap();
+    }
+    drop(agent);
+    let mut agent = site.agent_with(cli);
+    site.tick(1);
+    assert_eq!(agent.judge_again(2).unwrap().asked, 2);
+    agent.refused_count()
+}
+
+#[test]
+fn a_kill_loses_only_the_record_of_files_judged_again_which_are_asked_again() {
+    assert_eq!(refused_after_a_restart(false), 1, "a and b asked again");
+    // The twin: saved, a and b come after c and d.
+    assert_eq!(refused_after_a_restart(true), 0);
+}
+
 #[test]
 fn judging_again_asks_without_reading_and_turns_verdicts_both_ways() {
     // The judge serves a mirror of the docroot, so what it answers can change while the
