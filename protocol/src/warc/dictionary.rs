@@ -1,20 +1,26 @@
 //! Zstandard dictionaries for `.warc.zst` files, trained on samples of the records they will
 //! compress.
 //!
-//! Two trainers: zstd's default (fastCover, what `zstd --train` runs), and COVER with fixed
-//! parameters. fastCover stops as soon as ten of its epochs in a row have nothing new, which on a
-//! site whose pages repeat each other (Debian's Rust documentation: `std` and `core` are the
-//! same pages twice, and every page carries the same navigation) comes early: asked for 1 MiB
-//! it returned 37 to 66 KB, which compressed worse than its default 110 KB. COVER keeps looking
-//! for up to a hundred epochs and filled 1 MiB: the site's records took 0.079 of their size
-//! against 0.099 with the default dictionary (zstd level 12, 16 MiB of samples, 3.5 s). Its
-//! price is memory, about nine bytes per byte of samples, which the caller bounds.
+//! Two trainers: zstd's default (fastCOVER searching its parameters, what `zstd --train`
+//! runs), and fastCOVER with fixed ones. The default stops as soon as ten of its epochs in a
+//! row have nothing new, which on a site whose pages repeat each other (Debian's Rust
+//! documentation: `std` and `core` are the same pages twice, and every page carries the same
+//! navigation) comes early: asked for 1 MiB it returned 37 to 66 KB, which compressed worse
+//! than its default 110 KB. With a segment of 1 KiB it fills 1 MiB: the site's records took
+//! 0.079 of their size against 0.099 with the default dictionary (zstd level 12, 16 MiB of
+//! samples). COVER, which it replaced, made that snapshot 3.3% smaller (26.8 against 27.7 MB)
+//! but took nine bytes of memory per byte of samples, 150 MB for a moment.
 
-/// COVER's segment size and d-mer length: zstd's own defaults' neighbourhood, fixed because
+/// The segment size and d-mer length: zstd's own defaults' neighbourhood, fixed because
 /// searching them (`ZDICT_optimizeTrainFromBuffer_cover`) costs a training per pair; on the
 /// Rust documentation k = 512 and 1024 differed by 2.5%.
 const COVER_K: u32 = 1024;
 const COVER_D: u32 = 8;
+/// fastCOVER's table of d-mer frequencies holds 2^f counters: 2^22 of them (16 MiB, and 8 MiB
+/// of segment counts) whatever the samples' size. On the Rust documentation's snapshot: 2^20
+/// made the file 0.6% larger than 2^22; the snapshot's process peaked at 221 MB against 307
+/// with COVER and built in 12.1 s against 15.8.
+const FAST_COVER_F: u32 = 22;
 
 /// A dictionary of at most `size` bytes trained by zstd's default trainer on `samples`, or
 /// `None` when they are too few or too alike to train on.
@@ -24,9 +30,9 @@ pub fn train_dictionary(samples: &[&[u8]], size: usize) -> Option<Vec<u8>> {
     zstd::dict::from_continuous(&joined, &lengths, size).ok()
 }
 
-/// A dictionary of at most `size` bytes trained by COVER on `samples` (about nine bytes of
-/// memory per byte of them), or `None` when zstd refuses them.
-pub fn train_cover(samples: &[&[u8]], size: usize) -> Option<Vec<u8>> {
+/// A dictionary of at most `size` bytes trained by fastCOVER with fixed parameters on
+/// `samples` (24 MiB of tables besides them), or `None` when zstd refuses them.
+pub fn train_fast_cover(samples: &[&[u8]], size: usize) -> Option<Vec<u8>> {
     let size = size.min(super::zstd_file::MAX_DICTIONARY);
     let (joined, lengths) = join(samples);
     let count = u32::try_from(lengths.len()).ok()?;
@@ -35,16 +41,18 @@ pub fn train_cover(samples: &[&[u8]], size: usize) -> Option<Vec<u8>> {
     }
     let mut dict = vec![0u8; size];
     // SAFETY: zeroed is a valid value of this plain C struct (zero means "default" for every
-    // field but k and d, which are set).
-    let mut params: zstd_sys::ZDICT_cover_params_t = unsafe { std::mem::zeroed() };
+    // field but those set).
+    let mut params: zstd_sys::ZDICT_fastCover_params_t = unsafe { std::mem::zeroed() };
     params.k = COVER_K;
     params.d = COVER_D;
+    params.f = FAST_COVER_F;
+    params.accel = 1;
     params.nbThreads = 1;
     params.splitPoint = 1.0;
     // SAFETY: `dict` is writable for `size` bytes; `joined` holds the sum of `lengths` bytes,
     // and `lengths` holds `count` sizes; zstd reads and writes nothing else.
     let written = unsafe {
-        zstd_sys::ZDICT_trainFromBuffer_cover(
+        zstd_sys::ZDICT_trainFromBuffer_fastCover(
             dict.as_mut_ptr().cast(),
             size,
             joined.as_ptr().cast(),
@@ -94,7 +102,7 @@ mod tests {
     fn cover_trains_a_dictionary_that_compresses_the_pages() {
         let pages = pages();
         let refs: Vec<&[u8]> = pages.iter().map(Vec::as_slice).collect();
-        let dict = train_cover(&refs, 16 << 10).expect("trained");
+        let dict = train_fast_cover(&refs, 16 << 10).expect("trained");
         assert!(!dict.is_empty() && dict.len() <= 16 << 10);
         // A dictionary zstd itself loads: its magic, and frames compressed with it are
         // smaller than without.
@@ -106,10 +114,10 @@ mod tests {
 
     #[test]
     fn nothing_to_train_on_is_no_dictionary() {
-        assert_eq!(train_cover(&[], 16 << 10), None);
-        assert_eq!(train_cover(&[b"x".as_slice()], 0), None);
+        assert_eq!(train_fast_cover(&[], 16 << 10), None);
+        assert_eq!(train_fast_cover(&[b"x".as_slice()], 0), None);
         assert_eq!(
-            train_cover(&[b"ab".as_slice(), b"cd".as_slice()], 1 << 10),
+            train_fast_cover(&[b"ab".as_slice(), b"cd".as_slice()], 1 << 10),
             None
         );
     }

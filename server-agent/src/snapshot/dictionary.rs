@@ -2,7 +2,7 @@
 //! at it and a crawler can skip one), so nothing is shared between records but the dictionary:
 //! on a documentation site, where every page repeats the same navigation, it decides the size
 //! of the file. It is trained on whole records (their WARC headers too, which are a fifth of a
-//! small page's frame otherwise), by COVER (see `webcoop_protocol::warc::train_cover`), and
+//! small page's frame otherwise), by fastCOVER (see `webcoop_protocol::warc::train_fast_cover`), and
 //! chosen by measure: a megabyte of dictionary is a loss on a small site, so it and zstd's
 //! default small one are each measured on records held out of training, and the one that makes
 //! the smallest file wins.
@@ -12,7 +12,7 @@ use crate::content_type;
 use chrono::{DateTime, Utc};
 use url::Url;
 use webcoop_protocol::validator::Sha256Digest;
-use webcoop_protocol::warc::{frames_size, record_bytes, train_cover, train_dictionary};
+use webcoop_protocol::warc::{frames_size, record_bytes, train_fast_cover, train_dictionary};
 
 /// Size of the large candidate: a megabyte holds a documentation site's repeated navigation,
 /// footers and scripts (Rust docs: 0.079 of the content against 0.099 with zstd's default
@@ -20,9 +20,10 @@ use webcoop_protocol::warc::{frames_size, record_bytes, train_cover, train_dicti
 const LARGE: usize = 1 << 20;
 /// Size of the small candidate (zstd's own default).
 const SMALL: usize = 112_640;
-/// Bytes of records the large candidate is trained on at most: COVER takes about nine bytes
-/// of memory per byte (150 MB for a moment), and on the Rust documentation 16 MiB made a
-/// file 1.2% smaller than 8 MiB did, 32 MiB 2.8% larger.
+/// Bytes of records the large candidate is trained on at most: held twice while training
+/// (the samples and their joined copy), besides the trainer's fixed 24 MiB; on the Rust
+/// documentation 16 MiB made a file 1.2% smaller than 8 MiB did, 32 MiB 2.8% larger (with
+/// COVER, the trainer before).
 const TRAINING_BYTES: usize = 16 << 20;
 /// Bytes of records the small candidate is trained on at most.
 const SMALL_TRAINING_BYTES: usize = 8 << 20;
@@ -134,7 +135,7 @@ pub(super) fn choose(
         return small;
     }
     let candidates = [
-        train_cover(&samples.subset(0, 1, TRAINING_BYTES), LARGE),
+        train_fast_cover(&samples.subset(0, 1, TRAINING_BYTES), LARGE),
         small,
     ];
     let held: Vec<&[u8]> = samples.held_out.iter().map(Vec::as_slice).collect();
