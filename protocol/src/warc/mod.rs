@@ -6,7 +6,7 @@ mod dictionary;
 pub mod record;
 pub mod zstd_file;
 
-pub use dictionary::{train_fast_cover, train_dictionary};
+pub use dictionary::{train_dictionary, train_fast_cover};
 pub use record::Record;
 pub use zstd_file::{Located, Next, ZstdWarcReader, ZstdWarcWriter, frames_size, record_bytes};
 

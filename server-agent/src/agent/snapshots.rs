@@ -49,18 +49,10 @@ const RETRY: Duration = Duration::from_secs(600);
 impl SnapshotSite<'_> {
     /// The snapshot's plan: every listed file's digest, at the sequence number they are at.
     fn plan(&self) -> Result<Plan, AgentError> {
+        let frozen = self.store.freeze_files()?;
         Ok(Plan {
-            sequence: self.store.head_seq()?,
-            files: {
-                let mut files = crate::snapshot::PlanFiles::with_capacity(self.inventory.len());
-                for (p, e) in self.inventory.iter() {
-                    if !files.push(p, e.sha256, e.size, e.modified) {
-                        // Paths of over 4 GiB together: the rest is fetched page by page.
-                        break;
-                    }
-                }
-                files
-            },
+            sequence: frozen.sequence(),
+            files: crate::snapshot::PlanFiles::Frozen(frozen),
             dump: self.config.resourcesync
                 && self
                     .config

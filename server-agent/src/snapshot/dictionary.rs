@@ -11,7 +11,7 @@ use super::{Plan, Source, content, entry_of, record_id};
 use crate::content_type;
 use chrono::{DateTime, Utc};
 use url::Url;
-use webcoop_protocol::warc::{frames_size, record_bytes, train_fast_cover, train_dictionary};
+use webcoop_protocol::warc::{frames_size, record_bytes, train_dictionary, train_fast_cover};
 
 /// Size of the large candidate: a megabyte holds a documentation site's repeated navigation,
 /// footers and scripts (Rust docs: 0.079 of the content against 0.099 with zstd's default
@@ -48,40 +48,53 @@ struct Samples {
 
 impl Samples {
     fn take(source: &Source, plan: &Plan, base: &Url, now: DateTime<Utc>) -> Samples {
-        // Iterated twice rather than collected: at a million files a list of them was 48 MB
-        // at the agent's peak.
-        let texts = || {
-            plan.files.iter().filter(|(rel, _, size, _)| {
-                *size <= LARGEST_SAMPLE && content_type::is_text(content_type::of_path(rel))
-            })
+        // Read twice rather than collected: at a million files a list of them was 48 MB at
+        // the agent's peak.
+        let is_text = |rel: &str, size: u64| {
+            size <= LARGEST_SAMPLE && content_type::is_text(content_type::of_path(rel))
         };
-        let text_bytes: u64 = texts().map(|(_, _, s, _)| s).sum();
-        // Spread over the whole site, in path order: a sample that stopped early would not
-        // know the last directories' pages.
-        let wanted = (TRAINING_BYTES + HELD_OUT_BYTES) as u64;
-        let step = (text_bytes / wanted).max(1) as usize;
+        let mut text_bytes = 0u64;
+        let counted = plan.files.for_each(|rel, _, size, _| {
+            if is_text(rel, size) {
+                text_bytes += size;
+            }
+            Ok(true)
+        });
         let mut s = Samples {
             joined: Vec::new(),
             lengths: Vec::new(),
             held_out: Vec::new(),
             text_bytes,
         };
-        let mut held_bytes = 0;
-        for (i, (rel, sha256, size, _)) in texts().step_by(step).enumerate() {
+        if counted.is_err() {
+            return s;
+        }
+        // Spread over the whole site, in path order: a sample that stopped early would not
+        // know the last directories' pages.
+        let wanted = (TRAINING_BYTES + HELD_OUT_BYTES) as u64;
+        let step = (text_bytes / wanted).max(1) as usize;
+        let (mut held_bytes, mut i, mut nth) = (0, 0usize, 0usize);
+        // A sample cut short by a read error of the state is still a sample.
+        let _ = plan.files.for_each(|rel, sha256, size, _| {
+            if !is_text(rel, size) {
+                return Ok(true);
+            }
+            nth += 1;
+            if (nth - 1) % step != 0 {
+                return Ok(true);
+            }
             let held = i % HELD_OUT_EVERY == HELD_OUT_EVERY / 2;
+            i += 1;
             let full = if held {
                 held_bytes >= HELD_OUT_BYTES
             } else {
                 s.joined.len() >= TRAINING_BYTES
             };
             if full {
-                if held_bytes >= HELD_OUT_BYTES && s.joined.len() >= TRAINING_BYTES {
-                    break;
-                }
-                continue;
+                return Ok(held_bytes < HELD_OUT_BYTES || s.joined.len() < TRAINING_BYTES);
             }
             let Some(body) = content(source, rel, sha256, size) else {
-                continue;
+                return Ok(true);
             };
             let entry = entry_of(base, rel, sha256, body);
             let fields = entry.fields(&record_id(), now);
@@ -94,7 +107,8 @@ impl Samples {
                 s.lengths.push(record.len());
                 s.joined.extend_from_slice(&record);
             }
-        }
+            Ok(true)
+        });
         s
     }
 
@@ -217,13 +231,14 @@ mod tests {
         let at = Utc.timestamp_opt(1_800_000_000, 0).unwrap();
         let records: Vec<Vec<u8>> = plan
             .files
-            .iter()
+            .listed()
+            .into_iter()
             .map(|(rel, sha256, _, _)| {
                 let entry = Entry {
-                    url: crate::urls::url_of(&base, rel).to_string(),
+                    url: crate::urls::url_of(&base, &rel).to_string(),
                     content_type: "text/html".into(),
-                    sha256: *sha256,
-                    body: std::fs::read(dir.join(rel)).unwrap(),
+                    sha256,
+                    body: std::fs::read(dir.join(&rel)).unwrap(),
                 };
                 let fields = entry.fields(&record_id(), at);
                 let fields: Vec<(&str, &str)> =
@@ -246,7 +261,8 @@ mod tests {
         assert!(chosen.len() > SMALL, "{} bytes", chosen.len());
         let texts: Vec<Vec<u8>> = plan
             .files
-            .iter()
+            .listed()
+            .into_iter()
             .map(|(rel, ..)| std::fs::read(dir.path().join(rel)).unwrap())
             .collect();
         let refs: Vec<&[u8]> = texts.iter().map(Vec::as_slice).collect();

@@ -143,12 +143,13 @@ pub(crate) fn build(
     let mut file = ZstdWarcWriter::new(AtomicFile::create(&path)?, dict.as_deref(), level)?;
     // The largest file that fits, stated before the records so a crawler knows its limit
     // reads them all.
-    let max_record = plan
-        .files
-        .iter()
-        .map(|(_, _, size, _)| size)
-        .filter(|s| *s <= MAX_RECORD)
-        .max();
+    let mut max_record = None;
+    plan.files.for_each(|_, _, size, _| {
+        if size <= MAX_RECORD {
+            max_record = max_record.max(Some(size));
+        }
+        Ok(true)
+    })?;
     let date = snapshot::warc_date(now);
     let info = SnapshotInfo {
         site: base.to_string(),
@@ -167,10 +168,10 @@ pub(crate) fn build(
     } else {
         None
     };
-    for (rel, sha256, size, modified) in plan.files.iter() {
+    plan.files.for_each(|rel, sha256, size, modified| {
         let Some(body) = content(&source, rel, sha256, size) else {
             left_out += 1;
-            continue;
+            return Ok(true);
         };
         if let Some(d) = dump.as_mut() {
             let resource = Resource {
@@ -198,7 +199,8 @@ pub(crate) fn build(
             );
         }
         content_bytes += entry.body.len() as u64;
-    }
+        Ok(true)
+    })?;
     let file_bytes = file.written();
     file.finish()?.commit()?;
     tracing::debug!(

@@ -7,6 +7,7 @@
 
 mod batch;
 mod commit;
+mod frozen_files;
 mod judging;
 mod log;
 mod popularity;
@@ -14,6 +15,7 @@ mod schema;
 mod versions;
 
 pub(crate) use batch::{Batch, ChangeObserver, Due, LoggedChange, NewVersion, RefusedFile};
+pub(crate) use frozen_files::FrozenFiles;
 pub(crate) use popularity::{PageReads, Unsaved};
 
 use crate::inventory::{FileEntry, Inventory};

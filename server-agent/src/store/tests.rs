@@ -224,3 +224,68 @@ fn reads_saved_are_read_back_and_only_what_changed_is_written() {
     let (_, day) = store.load_reads().unwrap();
     assert_eq!(day.unwrap().2, [9].into_iter().collect());
 }
+
+#[test]
+fn frozen_files_keep_the_commit_they_were_taken_at_while_the_store_commits_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path()).unwrap();
+    let first = Batch {
+        upserts: vec![
+            ("b.html".into(), entry(b"b1", t(1)), Some(t(1))),
+            ("a.html".into(), entry(b"a1", t(0)), Some(t(0))),
+        ],
+        changes: vec![
+            change(ChangeKind::Created, "b.html", t(1)),
+            change(ChangeKind::Created, "a.html", t(0)),
+        ],
+        ..Batch::default()
+    };
+    store.commit(first, t(1), &KEEP).unwrap();
+    let frozen = store.freeze_files().unwrap();
+    // Committed after: a changed, b deleted, c added.
+    let next = Batch {
+        upserts: vec![
+            ("a.html".into(), entry(b"a2", t(5)), Some(t(5))),
+            ("c.html".into(), entry(b"c1", t(5)), Some(t(5))),
+        ],
+        deletions: vec!["b.html".into()],
+        changes: vec![
+            change(ChangeKind::Modified, "a.html", t(5)),
+            change(ChangeKind::Created, "c.html", t(5)),
+            change(ChangeKind::Deleted, "b.html", t(5)),
+        ],
+        ..Batch::default()
+    };
+    store.commit(next, t(5), &KEEP).unwrap();
+    let read = |f: &FrozenFiles| {
+        let mut files = Vec::new();
+        f.for_each(|p, sha, size, modified| {
+            files.push((p.to_string(), *sha, size, modified));
+            Ok(true)
+        })
+        .unwrap();
+        files
+    };
+    assert_eq!((frozen.sequence(), frozen.len()), (2, 2));
+    assert_eq!(
+        read(&frozen),
+        [
+            ("a.html".into(), Sha256Digest::of(b"a1"), 2, t(0)),
+            ("b.html".into(), Sha256Digest::of(b"b1"), 2, t(1)),
+        ],
+        "in path order, as they were"
+    );
+    // The twin: taken now, the files are as committed last.
+    let now = store.freeze_files().unwrap();
+    assert_eq!((now.sequence(), now.len()), (5, 2));
+    let names: Vec<String> = read(&now).into_iter().map(|f| f.0).collect();
+    assert_eq!(names, ["a.html", "c.html"]);
+    // Told to stop, it stops.
+    let mut seen = 0;
+    now.for_each(|_, _, _, _| {
+        seen += 1;
+        Ok(false)
+    })
+    .unwrap();
+    assert_eq!(seen, 1);
+}
