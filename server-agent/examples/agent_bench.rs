@@ -335,19 +335,7 @@ fn first_runs(files: usize, dirs: usize, rng: &mut Lcg, tmp: &Removed, bin: &Pat
             format!("asks nginx at {} about every file", server.addr)
         }
     );
-    let watch = |state: &Path| {
-        Command::new(&bin)
-            .arg("--docroot")
-            .arg(&www)
-            .arg("--state")
-            .arg(state)
-            .args(["--base-url", "https://bench.example/"])
-            .args(&judge)
-            .env("WEBCOOP_LOG", log_level())
-            .stdin(Stdio::null())
-            .spawn()
-            .expect("start agent")
-    };
+    let watch = |state: &Path| watching_agent(&bin, &www, state, &judge);
     // The first run as a webmaster starts it: watching from the start.
     let feed_dir = www.join(".well-known/webcoop");
     let start = Instant::now();
@@ -448,19 +436,7 @@ fn main() {
         first_runs(files, dirs, &mut rng, &tmp, &bin)
     };
     let judge = judge_args(&bin, &format!("http://{}", server.addr));
-    let watch = |state: &Path| {
-        Command::new(&bin)
-            .arg("--docroot")
-            .arg(&www)
-            .arg("--state")
-            .arg(state)
-            .args(["--base-url", "https://bench.example/"])
-            .args(&judge)
-            .env("WEBCOOP_LOG", log_level())
-            .stdin(Stdio::null())
-            .spawn()
-            .expect("start agent")
-    };
+    let watch = |state: &Path| watching_agent(&bin, &www, state, &judge);
     let feed_dir = www.join(".well-known/webcoop");
     let gap = Duration::from_millis(
         std::env::var("AGENT_BENCH_GAP_MS")
@@ -580,6 +556,21 @@ fn main() {
         rss as f64 / 1048576.0,
         rss as f64 / files as f64
     );
+}
+
+/// The agent started watching `www` with its state in `state`, asking the judge `judge`.
+fn watching_agent(bin: &Path, www: &Path, state: &Path, judge: &[String]) -> std::process::Child {
+    Command::new(bin)
+        .arg("--docroot")
+        .arg(www)
+        .arg("--state")
+        .arg(state)
+        .args(["--base-url", "https://bench.example/"])
+        .args(judge)
+        .env("WEBCOOP_LOG", log_level())
+        .stdin(Stdio::null())
+        .spawn()
+        .expect("start agent")
 }
 
 /// The agent's log level: `AGENT_BENCH_LOG`, else warnings only.
