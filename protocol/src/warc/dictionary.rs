@@ -99,7 +99,7 @@ mod tests {
     }
 
     #[test]
-    fn cover_trains_a_dictionary_that_compresses_the_pages() {
+    fn fast_cover_trains_a_dictionary_that_compresses_the_pages() {
         let pages = pages();
         let refs: Vec<&[u8]> = pages.iter().map(Vec::as_slice).collect();
         let dict = train_fast_cover(&refs, 16 << 10).expect("trained");

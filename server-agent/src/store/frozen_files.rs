@@ -2,6 +2,10 @@
 //! transaction: SQLite's write-ahead log keeps that view while the agent commits on. A
 //! snapshot built on another thread reads them so instead of a copy of the inventory, which
 //! was 69 MB at a million files, held for the whole build.
+//!
+//! The price: while the view lives, the log cannot be checkpointed past it, so commits made
+//! during a build (a deploy of many files, say) grow the log until the build ends, and the
+//! next checkpoint takes it back.
 
 use super::{Store, StoreError, digest_of, store_error};
 use chrono::{DateTime, Utc};
