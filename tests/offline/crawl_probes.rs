@@ -1,8 +1,9 @@
 //! Cooperation found where the web names it, not probed before a host's pages: on a small web
 //! of hosts that offer nothing, each host's first page follows its robots.txt by one delay, and
-//! `/robots.rdf` and `/sitemap.xml` are asked once each, after the host's pages; a host whose
-//! robots.txt names its sitemap has it read before its pages (its twin). Asserted from the
-//! server's side, and the probes counted by `status`.
+//! `/robots.rdf` and `/sitemap.xml` are asked once each, after the host's pages, of the hosts
+//! with `--probe-after` pages fetched and of no smaller one; a host whose robots.txt names its
+//! sitemap has it read before its pages (its twin). Asserted from the server's side, and the
+//! probes counted by `status`.
 
 use std::collections::HashMap;
 use std::process::Command;
@@ -23,18 +24,22 @@ fn a_hosts_first_page_follows_its_robots_txt_and_unnamed_documents_are_probed_af
         .collect();
     let mut named = HostSpec::new("named.test", 6).sitemap(Sitemap::Honest);
     named.page_bytes = 300;
+    // Two pages and its home page: fewer than `--probe-after`, so never probed.
+    let mut small = HostSpec::new("small.test", 2);
+    small.page_bytes = 300;
     specs[0].links_to = (1..4)
         .map(|i| format!("plain{i}.test"))
-        .chain(["named.test".to_string()])
+        .chain(["named.test".to_string(), "small.test".to_string()])
         .collect();
     specs.push(named);
+    specs.push(small);
     let web = TestWeb::start(specs);
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("crawl");
     let o = Command::new(testkit::workspace_bin("webcoop-crawl"))
         .args(["crawl", "--allow-net", "127.0.0.0/8", "--progress", "quiet"])
         .args(["--scope", "any", "--delay-min", &DELAY.to_string()])
-        .args(["--delay-factor", "0"])
+        .args(["--delay-factor", "0", "--probe-after", "4"])
         .args(web.resolve_args())
         .args(["--seeds", &format!("{}/", web.origin("plain0.test"))])
         .arg("--out")
@@ -78,6 +83,19 @@ fn a_hosts_first_page_follows_its_robots_txt_and_unnamed_documents_are_probed_af
             .unwrap();
         assert!(first_probe > last_page, "{host}: {targets:?}");
     }
+    // The small host's pages were all fetched, and nothing more was asked of it: the crawl
+    // ended without its probes.
+    let mut small: Vec<&str> = by_host["small.test"]
+        .iter()
+        .map(|r| r.target.as_str())
+        .collect();
+    assert_eq!(small.first(), Some(&"/robots.txt"), "{small:?}");
+    small.sort();
+    assert_eq!(
+        small,
+        ["/", "/p/0.html", "/p/1.html", "/robots.txt"],
+        "{small:?}"
+    );
     // The twin: a sitemap robots.txt names is read before the host's pages, and only
     // /robots.rdf, which nothing names, is probed.
     let log = &by_host["named.test"];
@@ -97,7 +115,7 @@ fn a_hosts_first_page_follows_its_robots_txt_and_unnamed_documents_are_probed_af
         1,
         "{targets:?}"
     );
-    // status counts them: two for each plain host, one for the named.
+    // status counts them: two for each plain host, one for the named, none for the small.
     let s = testkit::run_ok(
         Command::new(testkit::workspace_bin("webcoop-crawl"))
             .args(["status", "--json", "--out"])

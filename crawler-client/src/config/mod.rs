@@ -80,6 +80,8 @@ pub struct Settings {
     pub(crate) conditional: bool,
     /// How long an idle connection is kept, where the operator said.
     pub(crate) connection_idle: Option<Duration>,
+    /// Pages of a host fetched in a run before its probes are asked.
+    pub(crate) probe_after: u64,
     /// Threads that fetch and analyse pages.
     pub(crate) fetch_threads: usize,
     /// Address overrides.
@@ -192,6 +194,10 @@ fn secs(name: &'static str, value: f64) -> Result<Duration, ConfigError> {
 
 /// An idle connection is kept from not at all up to an hour: past that a host's next request
 /// is a new visit, and the pool's timer would hold a socket for nothing.
+/// Pages of a host fetched before its probes, by default: 100, so that the two blind
+/// requests are at most 2% of a host's in a run.
+pub(crate) const PROBE_AFTER: u64 = 100;
+
 fn connection_idle(value: f64) -> Result<Duration, ConfigError> {
     if !(0.0..=3600.0).contains(&value) {
         return Err(out_of_range(format!(
@@ -281,6 +287,7 @@ fn settings_from(args: &CrawlArgs, given: CrawlOptions) -> Result<Settings, Conf
         },
         conditional: file.conditional.unwrap_or_default(),
         connection_idle: file.connection_idle.map(connection_idle).transpose()?,
+        probe_after: file.probe_after.unwrap_or(PROBE_AFTER),
         fetch_threads,
         resolve: resolve(args, &file)?,
         nameserver: file.nameserver,

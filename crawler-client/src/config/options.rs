@@ -209,6 +209,11 @@ pub struct CrawlOptions {
     /// twice `--delay-min` and a second, at most 15).
     #[arg(long, value_name = "SECS")]
     pub(crate) connection_idle: Option<f64>,
+    /// Pages of a host fetched in a run before the well-known places its robots.txt does not
+    /// name (`/robots.rdf`, `/sitemap.xml`) are probed, after its pages (default 100; 0
+    /// probes every host): two blind requests are a large share of a small site's.
+    #[arg(long, value_name = "N")]
+    pub(crate) probe_after: Option<u64>,
     /// Revisits ask "changed since?" (`If-None-Match`, `If-Modified-Since`); false refetches
     /// every page whole, as the bench's plain polling does.
     #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
@@ -347,6 +352,7 @@ impl CrawlOptions {
             max_url_length: Some(limits.max_url_len),
             scope: Some("host".into()),
             delay_min: Some(p.min_delay.as_secs_f64()),
+            probe_after: Some(super::PROBE_AFTER),
             delay_factor: Some(p.factor),
             delay_max: Some(p.max_delay.as_secs_f64()),
             crawl_delay_cap: Some(p.crawl_delay_cap.as_secs_f64()),

@@ -97,12 +97,11 @@ impl CoopState {
     }
 
     /// Probes `host` for the document of `kind` at `url`, nothing having named it: after its
-    /// pages, once a run.
+    /// pages, once a run, and only once `--probe-after` of them were fetched.
     fn probe(&mut self, r: &mut Reach<'_>, host: HostId, kind: MetaKind, url: Url) {
         if !self.probes.send(host, kind, &url) {
             return;
         }
-        self.site(host).stats.probes += 1;
         r.frontier.push_probe(
             host,
             CoopJob::Fetch {
@@ -195,7 +194,6 @@ impl CoopState {
                 last_modified,
             };
             if probing {
-                self.site(host).stats.probes += 1;
                 r.frontier.push_probe(host, job);
             } else {
                 r.frontier.push_coop(host, job);

@@ -132,6 +132,11 @@ impl CoopState {
             CoopJob::Fetch { kind, url, .. } => {
                 let read_feed = kind == MetaKind::Changes;
                 let probed = self.probes.answered(host, &url);
+                if probed {
+                    // Counted when asked, not when queued: a host too small for its probes
+                    // is never asked them.
+                    self.site(host).stats.probes += 1;
+                }
                 let outcome = match result {
                     Ok(got) => self.meta_answered(r, host, kind, &url, got),
                     Err(e) => Err(MetaError::from(e)),

@@ -290,6 +290,7 @@ impl Engine {
         };
         let mut frontier = Frontier::load(&store, s.per_host, s.opic_eps, |rec| start.state(rec))?;
         frontier.set_hosts_at_once(s.hosts_at_once, s.politeness.min_delay);
+        frontier.set_probe_after(s.probe_after);
         if s.politeness_key == PolitenessKey::Ip {
             frontier.by_address();
         }

@@ -166,6 +166,8 @@ pub(crate) struct Host {
     pub(crate) answered_in: std::time::Duration,
     /// Pages handed out.
     pub(super) handed: u64,
+    /// Pages to hand out before its probes are due (`--probe-after`).
+    pub(super) probe_after: u64,
 }
 
 impl Host {
@@ -197,6 +199,7 @@ impl Host {
             delay: (std::time::Duration::ZERO, DelayWhy::Minimum),
             answered_in: std::time::Duration::ZERO,
             handed: 0,
+            probe_after: 0,
         }
     }
 
@@ -212,12 +215,19 @@ impl Host {
         !self.buffer.is_empty()
             || self.queued > 0
             || !self.coop.is_empty()
-            || !self.probes.is_empty()
+            || self.probes_earned()
     }
 
-    /// A probe, if one waits and no page does: probes never delay a page.
+    /// Whether a probe waits and enough of the host's pages were handed out for it: below
+    /// that, the probe waits (for the refreshes of a crawl kept fresh), and a one-pass crawl
+    /// of a small host ends without it.
+    fn probes_earned(&self) -> bool {
+        !self.probes.is_empty() && self.handed >= self.probe_after
+    }
+
+    /// A probe, if one is earned and no page waits: probes never delay a page.
     pub(super) fn probe_due(&mut self) -> Option<CoopJob> {
-        if self.buffer.is_empty() && self.queued == 0 && !self.holding {
+        if self.buffer.is_empty() && self.queued == 0 && !self.holding && self.probes_earned() {
             self.probes.pop_front()
         } else {
             None

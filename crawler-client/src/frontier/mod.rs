@@ -86,6 +86,8 @@ pub(crate) struct Frontier {
     /// `in_flight - per_host` where that is positive.
     surplus: usize,
     queue_cap: u64,
+    /// Pages of a host handed out before its probes are due.
+    probe_after: u64,
     /// One of a fleet: new URLs go to the shared queue only, and hosts are contacted only
     /// while leased.
     shared: bool,
@@ -134,6 +136,7 @@ impl Frontier {
             per_host: per_host.max(1),
             surplus: 0,
             queue_cap: MAX_QUEUED_PER_HOST,
+            probe_after: 0,
             shared: false,
             by_address: false,
             servers: servers::Servers::default(),
@@ -156,6 +159,7 @@ impl Frontier {
             host.failures = rec.failures;
             host.answered = rec.robots_status.is_some();
             f.operator.apply(&mut host);
+            host.probe_after = f.probe_after;
             f.by_origin.insert(rec.origin, rec.id);
             f.hosts.insert(rec.id, host);
             f.schedule(rec.id);
@@ -189,6 +193,7 @@ impl Frontier {
             self.by_origin.insert(origin.to_string(), id);
             let mut host = Host::new(id, origin.to_string(), 0, Instant::now());
             self.operator.apply(&mut host);
+            host.probe_after = self.probe_after;
             self.hosts.insert(id, host);
         }
     }
@@ -221,6 +226,7 @@ impl Frontier {
         self.by_origin.insert(origin.to_string(), id);
         let mut host = Host::new(id, origin.to_string(), 0, Instant::now());
         self.operator.apply(&mut host);
+            host.probe_after = self.probe_after;
         self.hosts.insert(id, host);
         Ok(id)
     }
@@ -301,6 +307,15 @@ impl Frontier {
             h.probes.push_back(job);
         }
         self.schedule(host);
+    }
+
+    /// Sets how many of a host's pages are handed out in a run before its probes are due
+    /// (default 0).
+    pub(crate) fn set_probe_after(&mut self, pages: u64) {
+        self.probe_after = pages;
+        for h in self.hosts.values_mut() {
+            h.probe_after = pages;
+        }
     }
 
     /// Sets the most URLs one host may have queued (default [`MAX_QUEUED_PER_HOST`]).

@@ -659,3 +659,38 @@ fn a_host_whose_pages_cost_twice_the_minimum_delay_comes_in_past_the_limit() {
         [1, 1, 1]
     );
 }
+
+#[test]
+fn a_probe_waits_until_enough_of_its_host_s_pages_were_handed_out() {
+    let q = MemoryQueue::default();
+    let mut f = load(&q, 1);
+    f.set_probe_after(2);
+    let h = f.host_for(&q, "http://e.com").unwrap();
+    assert!(f.push(h, "http://e.com/a".into(), Fp(1), 0, 0));
+    let now = Instant::now();
+    assert!(matches!(f.next(&q, now).unwrap(), Some(Dispatch::Robots(id)) if id == h));
+    f.robots_known(h, Rules::AllowAll, now + Duration::from_secs(3600));
+    f.finished(h, now);
+    let probe = CoopJob::Fetch {
+        kind: MetaKind::Listing,
+        url: url::Url::parse("http://e.com/robots.rdf").unwrap(),
+        etag: None,
+        last_modified: None,
+    };
+    f.push_probe(h, probe.clone());
+    assert_eq!(page(f.next(&q, now).unwrap()).fp, Fp(1));
+    f.finished(h, now);
+    // One page of two: the probe is not due, and the host has nothing left, so a one-pass
+    // crawl of it ends here.
+    assert!(f.next(&q, now).unwrap().is_none());
+    assert!(!f.host(h).unwrap().has_queue());
+    assert_eq!(f.active_hosts(), 0);
+    // A second page (a refresh of a crawl kept fresh) earns it: after that page, not before.
+    assert!(f.push(h, "http://e.com/b".into(), Fp(2), 0, 0));
+    assert_eq!(page(f.next(&q, now).unwrap()).fp, Fp(2));
+    f.finished(h, now);
+    match f.next(&q, now).unwrap() {
+        Some(Dispatch::Coop(id, job)) => assert!(id == h && job == probe),
+        other => panic!("expected the probe, got {other:?}"),
+    }
+}
