@@ -212,10 +212,7 @@ impl Host {
 
     /// Whether it has URLs waiting.
     pub(crate) fn has_queue(&self) -> bool {
-        !self.buffer.is_empty()
-            || self.queued > 0
-            || !self.coop.is_empty()
-            || self.probes_earned()
+        !self.buffer.is_empty() || self.queued > 0 || !self.coop.is_empty() || self.probes_earned()
     }
 
     /// Whether a probe waits and enough of the host's pages were handed out for it: below

@@ -226,7 +226,7 @@ impl Frontier {
         self.by_origin.insert(origin.to_string(), id);
         let mut host = Host::new(id, origin.to_string(), 0, Instant::now());
         self.operator.apply(&mut host);
-            host.probe_after = self.probe_after;
+        host.probe_after = self.probe_after;
         self.hosts.insert(id, host);
         Ok(id)
     }
