@@ -1,7 +1,7 @@
 //! Cooperation found where the web names it, not probed before a host's pages: on a small web
 //! of hosts that offer nothing, each host's first page follows its robots.txt by one delay, and
 //! `/robots.rdf` and `/sitemap.xml` are asked once each, after the host's pages, of the hosts
-//! with `--probe-after` pages fetched and of no smaller one; a host whose robots.txt names its
+//! with `--probe-after` pages fetched and of the seed's, and of no smaller one; a host whose robots.txt names its
 //! sitemap has it read before its pages (its twin). Asserted from the server's side, and the
 //! probes counted by `status`.
 
@@ -22,6 +22,10 @@ fn a_hosts_first_page_follows_its_robots_txt_and_unnamed_documents_are_probed_af
             h
         })
         .collect();
+    // The seed's host has fewer pages than `--probe-after` too, but the operator named it:
+    // probed all the same, after its pages.
+    specs[0] = HostSpec::new("plain0.test", 2);
+    specs[0].page_bytes = 300;
     let mut named = HostSpec::new("named.test", 6).sitemap(Sitemap::Honest);
     named.page_bytes = 300;
     // Two pages and its home page: fewer than `--probe-after`, so never probed.

@@ -211,7 +211,8 @@ pub struct CrawlOptions {
     pub(crate) connection_idle: Option<f64>,
     /// Pages of a host fetched in a run before the well-known places its robots.txt does not
     /// name (`/robots.rdf`, `/sitemap.xml`) are probed, after its pages (default 100; 0
-    /// probes every host): two blind requests are a large share of a small site's.
+    /// probes every host; a seed's host is probed however few): two blind requests are a
+    /// large share of a small site's.
     #[arg(long, value_name = "N")]
     pub(crate) probe_after: Option<u64>,
     /// Revisits ask "changed since?" (`If-None-Match`, `If-Modified-Since`); false refetches

@@ -318,6 +318,13 @@ impl Frontier {
         }
     }
 
+    /// Probes `host` after its pages however few they are (a seed's host).
+    pub(crate) fn probe_from_the_start(&mut self, host: HostId) {
+        if let Some(h) = self.hosts.get_mut(&host) {
+            h.probe_after = 0;
+        }
+    }
+
     /// Sets the most URLs one host may have queued (default [`MAX_QUEUED_PER_HOST`]).
     #[cfg(test)]
     pub(crate) fn set_queue_cap(&mut self, cap: u64) {
