@@ -192,12 +192,12 @@ fn secs(name: &'static str, value: f64) -> Result<Duration, ConfigError> {
     Duration::try_from_secs_f64(value).map_err(|_| ConfigError::Seconds { name, value })
 }
 
-/// An idle connection is kept from not at all up to an hour: past that a host's next request
-/// is a new visit, and the pool's timer would hold a socket for nothing.
 /// Pages of a host fetched before its probes, by default: 100, so that the two blind
 /// requests are at most 2% of a host's in a run.
 pub(crate) const PROBE_AFTER: u64 = 100;
 
+/// An idle connection is kept from not at all up to an hour: past that a host's next request
+/// is a new visit, and the pool's timer would hold a socket for nothing.
 fn connection_idle(value: f64) -> Result<Duration, ConfigError> {
     if !(0.0..=3600.0).contains(&value) {
         return Err(out_of_range(format!(
@@ -724,16 +724,26 @@ mod tests {
             ),
             ("delay_min = inf\n", "delay_min = inf: not a finite number"),
             ("connection_idle = \"long\"\n", "connection_idle"),
+            ("probe_after = -1\n", "probe_after"),
+            ("probe_after = \"many\"\n", "probe_after"),
+            ("probe_after = 1.5\n", "probe_after"),
+            ("probe_after = 99999999999999999999999\n", "probe_after"),
         ] {
             std::fs::write(&cfg, bad).unwrap();
             let e = with(&|a| a.config = Some(cfg.clone()));
             assert!(e.contains(says), "{bad}: {e}");
         }
-        std::fs::write(&cfg, "fetch_threads = 3\nconnection_idle = 7.5\n").unwrap();
+        std::fs::write(
+            &cfg,
+            "fetch_threads = 3\nconnection_idle = 7.5\nprobe_after = 0\n",
+        )
+        .unwrap();
         let mut a = base.clone();
         a.config = Some(cfg.clone());
         let s = settings(&a).unwrap();
         assert_eq!(s.fetch_threads, 3);
+        assert_eq!(s.probe_after, 0);
+        assert_eq!(settings(&base).unwrap().probe_after, PROBE_AFTER);
         assert_eq!(s.connection_idle, Some(Duration::from_millis(7500)));
         assert_eq!(
             settings(&base).unwrap().connection_idle,

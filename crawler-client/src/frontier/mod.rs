@@ -146,7 +146,7 @@ impl Frontier {
         };
         let now = Instant::now();
         for rec in store.hosts()? {
-            let mut host = Host::new(
+            let mut host = f.new_host(
                 rec.id,
                 rec.origin.clone(),
                 queued.get(&rec.id).copied().unwrap_or(0),
@@ -158,8 +158,6 @@ impl Frontier {
             host.next_allowed = next_allowed;
             host.failures = rec.failures;
             host.answered = rec.robots_status.is_some();
-            f.operator.apply(&mut host);
-            host.probe_after = f.probe_after;
             f.by_origin.insert(rec.origin, rec.id);
             f.hosts.insert(rec.id, host);
             f.schedule(rec.id);
@@ -187,13 +185,20 @@ impl Frontier {
         self.schedule(id);
     }
 
+    /// A host as this frontier makes them: the operator's blocks and delays applied, and
+    /// the run's probe threshold.
+    fn new_host(&self, id: HostId, origin: String, queued: u64, now: Instant) -> Host {
+        let mut host = Host::new(id, origin, queued, now);
+        self.operator.apply(&mut host);
+        host.probe_after = self.probe_after;
+        host
+    }
+
     /// Knows a host by an id given elsewhere (a fleet's).
     pub(crate) fn known(&mut self, id: HostId, origin: &str) {
         if !self.hosts.contains_key(&id) {
             self.by_origin.insert(origin.to_string(), id);
-            let mut host = Host::new(id, origin.to_string(), 0, Instant::now());
-            self.operator.apply(&mut host);
-            host.probe_after = self.probe_after;
+            let host = self.new_host(id, origin.to_string(), 0, Instant::now());
             self.hosts.insert(id, host);
         }
     }
@@ -224,9 +229,7 @@ impl Frontier {
         }
         let id = store.host_id(origin)?;
         self.by_origin.insert(origin.to_string(), id);
-        let mut host = Host::new(id, origin.to_string(), 0, Instant::now());
-        self.operator.apply(&mut host);
-        host.probe_after = self.probe_after;
+        let host = self.new_host(id, origin.to_string(), 0, Instant::now());
         self.hosts.insert(id, host);
         Ok(id)
     }
