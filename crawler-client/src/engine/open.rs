@@ -257,7 +257,7 @@ fn http_client(
         (s.politeness.min_delay * 2 + Duration::from_secs(1)).min(Duration::from_secs(15))
     });
     fetch::client(&s.user_agent, &s.fetch, guard, s.per_host, signer, idle)
-        .map_err(|e| start_error("the HTTP client")(e.into()))
+        .map_err(|e| start_error("the HTTP client")(std::io::Error::other(e).into()))
 }
 
 impl Engine {

@@ -3,6 +3,7 @@
 //! transfer speed. The body is kept as it came (content-coded), for the archive, and decoded
 //! separately for parsing.
 
+pub(crate) mod connections;
 pub(crate) mod lane;
 pub(crate) mod outbox;
 pub(crate) mod outcome;
@@ -140,11 +141,14 @@ pub(crate) enum FetchError {
     Other(String),
 }
 
-/// The crawler's HTTP client with the guard every destination passes: a URL's address before
-/// the request, every resolved address inside the client's resolver.
+/// The crawler's HTTP clients with the guard every destination passes: a URL's address before
+/// the request, every resolved address inside the resolver. GETs go over the crawler's own
+/// connections; reqwest streams snapshots and sends forms.
 #[derive(Clone)]
 pub(crate) struct Net {
     client: reqwest::Client,
+    connections: connections::Connections,
+    user_agent: Arc<str>,
     guard: GuardedResolver,
     signer: Option<Arc<Signer>>,
 }
@@ -240,7 +244,7 @@ pub(crate) fn client(
     per_host: usize,
     signer: Option<Arc<Signer>>,
     idle: Duration,
-) -> reqwest::Result<Net> {
+) -> Result<Net, String> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let client = reqwest::Client::builder()
         .user_agent(user_agent)
@@ -254,9 +258,15 @@ pub(crate) fn client(
         .pool_idle_timeout(idle)
         .no_proxy()
         .dns_resolver(Arc::new(guard.clone()))
-        .build()?;
+        .build()
+        .map_err(|e| connections::chain(&e))?;
+    let connections =
+        connections::Connections::new(guard.clone(), limits.connect_timeout, per_host, idle)
+            .map_err(|e| format!("TLS: {e}"))?;
     Ok(Net {
         client,
+        connections,
+        user_agent: Arc::from(user_agent),
         guard,
         signer,
     })
@@ -313,81 +323,53 @@ async fn fetch_once(
 ) -> Result<FetchResponse, FetchError> {
     let fetched_at = crate::clock::now();
     let start = Instant::now();
-    let (builder, signature) = client.signed_get(request.url.clone())?;
-    let mut builder = builder.timeout(limits.timeout).header(
-        reqwest::header::ACCEPT,
-        "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
-    );
-    let accept_encoding = request
-        .headers
-        .iter()
-        .find(|(n, _)| n.eq_ignore_ascii_case("accept-encoding"))
-        .map_or("gzip, br, zstd", |(_, v)| v.as_str());
-    builder = builder.header(reqwest::header::ACCEPT_ENCODING, accept_encoding);
-    let mut request_head = format!(
-        "GET {} HTTP/1.1\r\n",
-        &request.url[url::Position::BeforePath..]
-    );
-    request_head.push_str(&format!(
-        "Host: {}\r\n",
-        request.url.host_str().unwrap_or_default()
-    ));
-    request_head.push_str(&format!("Accept-Encoding: {accept_encoding}\r\n"));
-    for (n, v) in signature.iter().flat_map(|h| h.pairs()) {
+    client.check(&request.url)?;
+    let signature = client
+        .signer
+        .as_ref()
+        .and_then(|s| s.headers_for(&request.url));
+    let headers = request_headers(client, request, signature.as_ref());
+    let target = &request.url[url::Position::BeforePath..url::Position::AfterQuery];
+    let mut request_head = format!("GET {target} HTTP/1.1\r\n");
+    for (n, v) in &headers {
         request_head.push_str(&format!("{n}: {v}\r\n"));
     }
-    for (n, v) in &request.headers {
-        if !n.eq_ignore_ascii_case("accept-encoding") {
-            builder = builder.header(*n, v);
-            request_head.push_str(&format!("{n}: {v}\r\n"));
-        }
-    }
-    if let Some(etag) = &request.etag {
-        builder = builder.header(reqwest::header::IF_NONE_MATCH, etag);
-        request_head.push_str(&format!("If-None-Match: {etag}\r\n"));
-    }
-    if let Some(lm) = &request.last_modified {
-        builder = builder.header(reqwest::header::IF_MODIFIED_SINCE, lm);
-        request_head.push_str(&format!("If-Modified-Since: {lm}\r\n"));
-    }
     request_head.push_str("\r\n");
-    let mut response = builder.send().await.map_err(|e| classify(&e))?;
-    let status = response.status().as_u16();
-    let reason = response
-        .status()
-        .canonical_reason()
-        .unwrap_or("")
-        .to_string();
-    let version = match response.version() {
-        reqwest::Version::HTTP_10 => "HTTP/1.0",
-        reqwest::Version::HTTP_2 => "HTTP/2",
-        _ => "HTTP/1.1",
-    };
-    let headers = header_pairs(response.headers());
-    let remote = response.remote_addr();
-    let mut body = Vec::new();
-    let mut truncated = false;
-    loop {
-        match response.chunk().await {
-            Ok(Some(chunk)) => {
-                let room = limits.max_body - body.len();
-                if chunk.len() > room {
-                    body.extend_from_slice(&chunk[..room]);
-                    truncated = true;
-                    break;
-                }
-                body.extend_from_slice(&chunk);
-                let elapsed = start.elapsed();
-                if elapsed > limits.grace
-                    && (body.len() as f64 / elapsed.as_secs_f64()) < limits.min_speed as f64
-                {
-                    return Err(FetchError::TooSlow(limits.min_speed));
-                }
-            }
-            Ok(None) => break,
-            Err(e) => return Err(classify(&e)),
+    let make = || {
+        let mut builder = http::Request::get(target);
+        for (n, v) in &headers {
+            builder = builder.header(n.as_str(), v.as_str());
         }
-    }
+        builder
+            .body(http_body_util::Empty::new())
+            .map_err(|e| FetchError::Other(format!("{}: {e}", request.url)))
+    };
+    let exchange = async {
+        let mut exchange = client.connections.send(&request.url, make).await?;
+        let (read, truncated) = read_body(&mut exchange.response, limits, start).await;
+        let complete = read.is_ok() && !truncated;
+        let body = read?;
+        let response = &exchange.response;
+        let status = response.status();
+        let version = match response.version() {
+            http::Version::HTTP_10 => "HTTP/1.0",
+            http::Version::HTTP_09 => "HTTP/0.9",
+            _ => "HTTP/1.1",
+        };
+        let head = (
+            status.as_u16(),
+            version,
+            status.canonical_reason().unwrap_or("").to_string(),
+            header_pairs(response.headers()),
+            exchange.remote,
+        );
+        exchange.finish(complete).await;
+        Ok::<_, FetchError>((head, body, truncated))
+    };
+    let ((status, version, reason, headers, remote), body, truncated) =
+        tokio::time::timeout(limits.timeout, exchange)
+            .await
+            .map_err(|_| FetchError::Timeout)??;
     Ok(FetchResponse {
         url: request.url.clone(),
         status,
@@ -398,9 +380,83 @@ async fn fetch_once(
         truncated,
         fetched_at,
         elapsed: start.elapsed(),
-        remote,
+        remote: Some(remote),
         request_head,
     })
+}
+
+/// The request's headers, in the order they are sent and recorded.
+fn request_headers(
+    client: &Net,
+    request: &FetchRequest,
+    signature: Option<&SignatureHeaders>,
+) -> Vec<(String, String)> {
+    let url = &request.url;
+    let mut headers = vec![
+        (
+            "Host".to_string(),
+            url[url::Position::BeforeHost..url::Position::AfterPort].to_string(),
+        ),
+        ("User-Agent".to_string(), client.user_agent.to_string()),
+        (
+            "Accept".to_string(),
+            "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8".to_string(),
+        ),
+    ];
+    let accept_encoding = request
+        .headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case("accept-encoding"))
+        .map_or("gzip, br, zstd", |(_, v)| v.as_str());
+    headers.push(("Accept-Encoding".to_string(), accept_encoding.to_string()));
+    for (n, v) in signature.iter().flat_map(|h| h.pairs()) {
+        headers.push((n.to_string(), v.to_string()));
+    }
+    for (n, v) in &request.headers {
+        if !n.eq_ignore_ascii_case("accept-encoding") {
+            headers.push((n.to_string(), v.clone()));
+        }
+    }
+    if let Some(etag) = &request.etag {
+        headers.push(("If-None-Match".to_string(), etag.clone()));
+    }
+    if let Some(lm) = &request.last_modified {
+        headers.push(("If-Modified-Since".to_string(), lm.clone()));
+    }
+    headers
+}
+
+/// Reads a body up to the size limit, under the minimum speed; whether it was cut at the limit.
+async fn read_body(
+    response: &mut http::Response<hyper::body::Incoming>,
+    limits: &FetchLimits,
+    start: Instant,
+) -> (Result<Vec<u8>, FetchError>, bool) {
+    use http_body_util::BodyExt;
+    let mut body = Vec::new();
+    loop {
+        match response.body_mut().frame().await {
+            Some(Ok(frame)) => {
+                let Ok(chunk) = frame.into_data() else {
+                    continue;
+                };
+                let room = limits.max_body - body.len();
+                if chunk.len() > room {
+                    body.extend_from_slice(&chunk[..room]);
+                    return (Ok(body), true);
+                }
+                body.extend_from_slice(&chunk);
+                let elapsed = start.elapsed();
+                if elapsed > limits.grace
+                    && (body.len() as f64 / elapsed.as_secs_f64()) < limits.min_speed as f64
+                {
+                    return (Err(FetchError::TooSlow(limits.min_speed)), false);
+                }
+            }
+            Some(Err(e)) => return (Err(FetchError::Other(connections::chain(&e))), false),
+            None => return (Ok(body), false),
+        }
+    }
 }
 
 /// The address a response came from, for the WARC record.
@@ -409,7 +465,7 @@ pub(crate) fn ip_of(r: &FetchResponse) -> Option<IpAddr> {
 }
 
 /// A response's headers as (name, value) pairs, values decoded leniently.
-pub(crate) fn header_pairs(headers: &reqwest::header::HeaderMap) -> Vec<(String, String)> {
+pub(crate) fn header_pairs(headers: &http::HeaderMap) -> Vec<(String, String)> {
     headers
         .iter()
         .map(|(n, v)| {
