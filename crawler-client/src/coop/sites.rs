@@ -10,7 +10,9 @@ use std::collections::{HashMap, HashSet};
 /// The sites' cooperation state, with its unsaved set.
 #[derive(Default)]
 pub(crate) struct Sites {
-    map: HashMap<HostId, SiteCoop>,
+    /// Boxed: a state is about 800 bytes, and a table of them inline reserves that for every
+    /// empty slot too (3.3 MB at 2,000 hosts, against 1.7 boxed).
+    map: HashMap<HostId, Box<SiteCoop>>,
     dirty: HashSet<HostId>,
 }
 
@@ -21,7 +23,7 @@ impl Sites {
         for (id, origin, json) in rows {
             match serde_json::from_str::<SiteCoop>(&json) {
                 Ok(site) => {
-                    self.map.insert(id, site);
+                    self.map.insert(id, Box::new(site));
                 }
                 Err(e) => tracing::warn!(
                     "{origin}: cooperation state unreadable ({e}); discovering again"
@@ -32,7 +34,7 @@ impl Sites {
 
     /// A site's state, if it has any.
     pub(crate) fn get(&self, host: HostId) -> Option<&SiteCoop> {
-        self.map.get(&host)
+        self.map.get(&host).map(|s| &**s)
     }
 
     /// A site's state to change (made if new), marked to be saved.
@@ -43,7 +45,7 @@ impl Sites {
 
     /// Every site with its state.
     pub(crate) fn iter(&self) -> impl Iterator<Item = (HostId, &SiteCoop)> {
-        self.map.iter().map(|(id, s)| (*id, s))
+        self.map.iter().map(|(id, s)| (*id, &**s))
     }
 
     /// The hosts with a state.

@@ -180,22 +180,32 @@ impl Connections {
         self.pool.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Sends the request `make` builds to `url`'s origin, on a kept connection if one is
-    /// still open, and once more on a new one when a kept connection fails before any answer
-    /// (the server closed it as it was taken: nothing was processed).
+    /// Sends `request` to `url`'s origin, on a kept connection if one is still open; on a
+    /// new one when the kept connection closed before the request went out. A request that
+    /// went out is never sent again: the server may have read it, and a second one would
+    /// come sooner than its delay allows.
     pub(crate) async fn send(
         &self,
         url: &Url,
-        make: impl Fn() -> Result<http::Request<Empty<Bytes>>, FetchError>,
+        request: http::Request<Empty<Bytes>>,
     ) -> Result<Exchange, FetchError> {
         let origin = origin_key(url)?;
-        if let Some(kept) = self.take_kept(&origin)
-            && let Ok(exchange) = self.exchange(origin.clone(), kept, make()?).await
-        {
-            return Ok(exchange);
-        }
+        let request = match self.take_kept(&origin) {
+            Some(kept) => match self.exchange(origin.clone(), kept, request).await {
+                Ok(exchange) => return Ok(exchange),
+                Err(Failed::Unsent(request)) => request,
+                Err(Failed::Sent(e)) => return Err(e),
+            },
+            None => request,
+        };
         let fresh = self.connect(url).await?;
-        self.exchange(origin, fresh, make()?).await
+        match self.exchange(origin, fresh, request).await {
+            Ok(exchange) => Ok(exchange),
+            Err(Failed::Sent(e)) => Err(e),
+            Err(Failed::Unsent(_)) => Err(FetchError::Connect(format!(
+                "{url}: the connection closed before the request was sent"
+            ))),
+        }
     }
 
     fn take_kept(&self, origin: &str) -> Option<Kept> {
@@ -274,17 +284,25 @@ impl Connections {
         origin: String,
         kept: Kept,
         request: http::Request<Empty<Bytes>>,
-    ) -> Result<Exchange, FetchError> {
+    ) -> Result<Exchange, Failed> {
         let remote = kept.remote;
-        let (mut sender, connection) = http1::Builder::new()
+        let (mut sender, connection) = match http1::Builder::new()
             .handshake::<_, Empty<Bytes>>(TokioIo::new(kept.stream))
             .await
-            .map_err(|e| FetchError::Other(chain(&e)))?;
+        {
+            Ok(pair) => pair,
+            Err(_) => return Err(Failed::Unsent(request)),
+        };
         let done = Task(Some(tokio::spawn(connection.without_shutdown())));
-        let response = sender
-            .send_request(request)
-            .await
-            .map_err(|e| FetchError::Other(chain(&e)))?;
+        let response = match sender.try_send_request(request).await {
+            Ok(response) => response,
+            Err(mut e) => {
+                return Err(match e.take_message() {
+                    Some(request) => Failed::Unsent(request),
+                    None => Failed::Sent(FetchError::Other(chain(e.error()))),
+                });
+            }
+        };
         let keep_alive = response.version() == http::Version::HTTP_11
             && !response
                 .headers()
@@ -303,6 +321,14 @@ impl Connections {
             per_origin: self.per_origin,
         })
     }
+}
+
+/// Why an exchange gave no response.
+enum Failed {
+    /// The connection closed before the request went out: it may go on another.
+    Unsent(http::Request<Empty<Bytes>>),
+    /// The request went out (or may have).
+    Sent(FetchError),
 }
 
 /// A connection's task, stopped when dropped before it ended.
@@ -324,7 +350,7 @@ impl Exchange {
         let Some(done) = self.done.0.take() else {
             return;
         };
-        if !(body_read_to_end && self.keep_alive) {
+        if !(body_read_to_end && self.keep_alive) || self.idle.is_zero() {
             done.abort();
             return;
         }
@@ -517,5 +543,44 @@ mod tests {
         let bodies: Vec<&str> = seen.iter().map(|(b, _)| b.as_str()).collect();
         assert_eq!(bodies, ["page 0", "page 1", "page 2"]);
         assert_eq!(accepted.load(Ordering::SeqCst), 3);
+    }
+
+    #[test]
+    fn a_request_that_went_out_is_never_sent_again() {
+        // Answers the first request, then reads the second on the same connection and
+        // closes it unanswered: sending that request again would be a second request inside
+        // the host's delay.
+        let requests = Arc::new(AtomicUsize::new(0));
+        let seen = requests.clone();
+        let (addr, accepted) = server(move |n| {
+            seen.fetch_add(1, Ordering::SeqCst);
+            if n == 0 {
+                (ok("first", ""), false)
+            } else {
+                (Vec::new(), true)
+            }
+        });
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let limits = FetchLimits::default();
+        let net = net(&limits);
+        let request = FetchRequest {
+            url: Url::parse(&format!("http://{addr}/")).unwrap(),
+            etag: None,
+            last_modified: None,
+            headers: Vec::new(),
+        };
+        let (first, second) = rt.block_on(async {
+            let first = crate::fetch::fetch(&net, &request, &limits).await;
+            let second = crate::fetch::fetch(&net, &request, &limits).await;
+            (first, second)
+        });
+        assert_eq!(&first.unwrap().body[..], b"first");
+        assert!(second.is_err(), "{second:?}");
+        std::thread::sleep(Duration::from_millis(100));
+        assert_eq!(requests.load(Ordering::SeqCst), 2);
+        assert_eq!(accepted.load(Ordering::SeqCst), 1);
     }
 }

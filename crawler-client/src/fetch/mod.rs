@@ -335,17 +335,15 @@ async fn fetch_once(
         request_head.push_str(&format!("{n}: {v}\r\n"));
     }
     request_head.push_str("\r\n");
-    let make = || {
-        let mut builder = http::Request::get(target);
-        for (n, v) in &headers {
-            builder = builder.header(n.as_str(), v.as_str());
-        }
-        builder
-            .body(http_body_util::Empty::new())
-            .map_err(|e| FetchError::Other(format!("{}: {e}", request.url)))
-    };
+    let mut builder = http::Request::get(target);
+    for (n, v) in &headers {
+        builder = builder.header(n.as_str(), v.as_str());
+    }
+    let outgoing = builder
+        .body(http_body_util::Empty::new())
+        .map_err(|e| FetchError::Other(format!("{}: {e}", request.url)))?;
     let exchange = async {
-        let mut exchange = client.connections.send(&request.url, make).await?;
+        let mut exchange = client.connections.send(&request.url, outgoing).await?;
         let (read, truncated) = read_body(&mut exchange.response, limits, start).await;
         let complete = read.is_ok() && !truncated;
         let body = read?;

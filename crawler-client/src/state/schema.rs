@@ -96,14 +96,25 @@ pub(super) fn migrate(conn: &Connection) -> rusqlite::Result<()> {
 pub(super) const CACHE_MAX_KIB: i64 = 64 << 10;
 
 /// Page cache of the crawl's connection at least.
-pub(super) const CACHE_MIN_KIB: i64 = 8 << 10;
+pub(super) const CACHE_MIN_KIB: i64 = 4 << 10;
 
-/// The page cache a database of `bytes` is given: a quarter of it, between the bounds. A
-/// crawl of 100,000 pages on 2,000 hosts peaked at 134 MiB with 8 MiB against 161 with 64
-/// MiB, for the same CPU per page (docs/ARCHITECTURE.md, "Memory by the page").
+/// The page cache a database of `bytes` is given: an eighth of it while the database is
+/// under [`CACHE_QUARTER_FROM`], a quarter from there, between the bounds. A crawl of 100,000
+/// pages on 2,000 hosts peaked at 134 MiB with a quarter against 161 with 64 MiB, for the same
+/// CPU per page; once the kept connections no longer held hyper's buffers, an eighth took 4
+/// MiB more off, for the same CPU again (docs/ARCHITECTURE.md, "Memory by the page"). A
+/// million-page crawl's database, past 256 MB, keeps the 64 MiB it was measured with.
 pub(super) fn cache_kib(bytes: u64) -> i64 {
-    ((bytes / 4) >> 10).clamp(CACHE_MIN_KIB as u64, CACHE_MAX_KIB as u64) as i64
+    let share = if bytes < CACHE_QUARTER_FROM {
+        bytes / 8
+    } else {
+        bytes / 4
+    };
+    (share >> 10).clamp(CACHE_MIN_KIB as u64, CACHE_MAX_KIB as u64) as i64
 }
+
+/// The database size from which its page cache is a quarter of it.
+pub(super) const CACHE_QUARTER_FROM: u64 = 128 << 20;
 
 /// Size of the write-ahead log past which a checkpoint makes it start over.
 pub(super) const WAL_BOUND: u64 = 64 << 20;
@@ -116,7 +127,9 @@ mod tests {
     fn the_page_cache_grows_with_the_database_between_its_bounds() {
         assert_eq!(cache_kib(0), CACHE_MIN_KIB);
         assert_eq!(cache_kib(20 << 20), CACHE_MIN_KIB);
-        assert_eq!(cache_kib(100 << 20), 25 << 10);
+        assert_eq!(cache_kib(40 << 20), 5 << 10);
+        assert_eq!(cache_kib(100 << 20), 12_800);
+        assert_eq!(cache_kib(CACHE_QUARTER_FROM), 32 << 10);
         assert_eq!(cache_kib(256 << 20), CACHE_MAX_KIB);
         assert_eq!(cache_kib(u64::MAX), CACHE_MAX_KIB);
     }
