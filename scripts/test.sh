@@ -41,6 +41,8 @@ command -v chromedriver >/dev/null || missing+=(chromium-driver)
 # A real documentation site for the crawler to crawl (and wget to compare with).
 [ -f /usr/share/doc/python3.11/html/index.html ] || missing+=(python3.11-doc)
 python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)
+# The crawler's TLS tests make their sites' certificates with the openssl command.
+command -v openssl >/dev/null || missing+=(openssl)
 if ((${#missing[@]})); then
     say "installing ${missing[*]}"
     SUDO=""

@@ -151,6 +151,32 @@ impl Connections {
     ) -> Result<Connections, rustls::Error> {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let verifier = rustls_platform_verifier::Verifier::new(provider.clone())?;
+        Connections::verified_by(verifier, provider, guard, connect_timeout, per_origin, idle)
+    }
+
+    /// Connections trusting `root` besides the platform's roots, for tests.
+    #[cfg(test)]
+    pub(crate) fn trusting(
+        root: rustls::pki_types::CertificateDer<'static>,
+        guard: GuardedResolver,
+    ) -> Result<Connections, rustls::Error> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let verifier =
+            rustls_platform_verifier::Verifier::new_with_extra_roots([root], provider.clone())?;
+        let second = Duration::from_secs(1);
+        Connections::verified_by(verifier, provider, guard, second, 1, 10 * second)
+    }
+
+    fn verified_by(
+        verifier: rustls_platform_verifier::Verifier,
+        provider: Arc<rustls::crypto::CryptoProvider>,
+        guard: GuardedResolver,
+        connect_timeout: Duration,
+        per_origin: usize,
+        idle: Duration,
+    ) -> Result<Connections, rustls::Error> {
+        // HTTP/1.1 only: a polite crawler asks one page of a host at a time, and an HTTP/2
+        // connection's state is what this pool exists not to keep.
         let mut config = rustls::ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()?
             .dangerous()
@@ -405,6 +431,10 @@ pub(crate) fn chain(e: &(dyn std::error::Error + 'static)) -> String {
     }
     text
 }
+
+#[cfg(test)]
+#[path = "connections_tls_tests.rs"]
+mod tls_tests;
 
 #[cfg(test)]
 mod tests {
