@@ -268,7 +268,9 @@ impl Connections {
                 lookup @ ResolveError::Lookup(_) => FetchError::Connect(lookup.to_string()),
             })?;
         let mut last = FetchError::Connect(format!("{host} has no address"));
-        for addr in addrs {
+        // The URL says the port: a name's address, as DNS gives it or as `--resolve`
+        // overrides it, has none that counts.
+        for addr in addrs.into_iter().map(|a| SocketAddr::new(a.ip(), port)) {
             match tokio::time::timeout(self.connect_timeout, TcpStream::connect(addr)).await {
                 Ok(Ok(tcp)) => {
                     let _ = tcp.set_nodelay(true);
@@ -489,6 +491,16 @@ mod tests {
         .into_bytes()
     }
 
+    /// A GET of `/` at `addr`.
+    fn root_of(addr: SocketAddr) -> FetchRequest {
+        FetchRequest {
+            url: Url::parse(&format!("http://{addr}/")).unwrap(),
+            etag: None,
+            last_modified: None,
+            headers: Vec::new(),
+        }
+    }
+
     fn net(limits: &FetchLimits) -> Net {
         let open = GuardedResolver::new(
             webcoop_netguard::NetPolicy::new(vec!["127.0.0.0/8".parse().unwrap()], "--allow-net"),
@@ -505,12 +517,7 @@ mod tests {
             .build()
             .unwrap();
         let net = net(&limits);
-        let request = FetchRequest {
-            url: Url::parse(&format!("http://{addr}/")).unwrap(),
-            etag: None,
-            last_modified: None,
-            headers: Vec::new(),
-        };
+        let request = root_of(addr);
         rt.block_on(async {
             let mut seen = Vec::new();
             for _ in 0..3 {
@@ -596,12 +603,7 @@ mod tests {
             .unwrap();
         let limits = FetchLimits::default();
         let net = net(&limits);
-        let request = FetchRequest {
-            url: Url::parse(&format!("http://{addr}/")).unwrap(),
-            etag: None,
-            last_modified: None,
-            headers: Vec::new(),
-        };
+        let request = root_of(addr);
         let (first, second) = rt.block_on(async {
             let first = crate::fetch::fetch(&net, &request, &limits).await;
             let second = crate::fetch::fetch(&net, &request, &limits).await;
@@ -611,6 +613,35 @@ mod tests {
         assert!(second.is_err(), "{second:?}");
         std::thread::sleep(Duration::from_millis(100));
         assert_eq!(requests.load(Ordering::SeqCst), 2);
+        assert_eq!(accepted.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn a_name_s_address_is_asked_on_the_url_s_port() {
+        // `--resolve site.test=127.0.0.1` names an address without a port (0): the URL's
+        // port is the one asked.
+        let (addr, accepted) = server(|n| (ok(&format!("page {n}"), ""), false));
+        let guard = GuardedResolver::new(
+            webcoop_netguard::NetPolicy::new(vec!["127.0.0.0/8".parse().unwrap()], "--allow-net"),
+            vec![("site.test".into(), SocketAddr::new(addr.ip(), 0))],
+        );
+        let limits = FetchLimits::default();
+        let net = crate::fetch::client("test/1", &limits, guard, 1, None, Duration::from_secs(5))
+            .unwrap();
+        let request = FetchRequest {
+            url: Url::parse(&format!("http://site.test:{}/", addr.port())).unwrap(),
+            etag: None,
+            last_modified: None,
+            headers: Vec::new(),
+        };
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let got = rt
+            .block_on(crate::fetch::fetch(&net, &request, &limits))
+            .unwrap();
+        assert_eq!((&got.body[..], got.remote), (&b"page 0"[..], Some(addr)));
         assert_eq!(accepted.load(Ordering::SeqCst), 1);
     }
 }
