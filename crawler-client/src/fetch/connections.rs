@@ -268,9 +268,15 @@ impl Connections {
                 lookup @ ResolveError::Lookup(_) => FetchError::Connect(lookup.to_string()),
             })?;
         let mut last = FetchError::Connect(format!("{host} has no address"));
-        // The URL says the port: a name's address, as DNS gives it or as `--resolve`
-        // overrides it, has none that counts.
-        for addr in addrs.into_iter().map(|a| SocketAddr::new(a.ip(), port)) {
+        // A port the URL names is the one asked; otherwise an override's own port (as
+        // `--resolve name=ip:port` gives it) stands, and an address without one (DNS, or an
+        // override of an address alone) takes the scheme's.
+        let named = url.port().is_some();
+        let addrs = addrs.into_iter().map(|a| match (named, a.port()) {
+            (false, p) if p != 0 => a,
+            _ => SocketAddr::new(a.ip(), port),
+        });
+        for addr in addrs {
             match tokio::time::timeout(self.connect_timeout, TcpStream::connect(addr)).await {
                 Ok(Ok(tcp)) => {
                     let _ = tcp.set_nodelay(true);
@@ -617,7 +623,7 @@ mod tests {
     }
 
     #[test]
-    fn a_name_s_address_is_asked_on_the_url_s_port() {
+    fn a_name_s_address_is_asked_on_the_url_s_port_or_the_override_s() {
         // `--resolve site.test=127.0.0.1` names an address without a port (0): the URL's
         // port is the one asked.
         let (addr, accepted) = server(|n| (ok(&format!("page {n}"), ""), false));
@@ -643,5 +649,21 @@ mod tests {
             .unwrap();
         assert_eq!((&got.body[..], got.remote), (&b"page 0"[..], Some(addr)));
         assert_eq!(accepted.load(Ordering::SeqCst), 1);
+        // `--resolve site.test=127.0.0.1:PORT` and a URL naming no port: the override's port
+        // is asked, not the scheme's 80.
+        let guard = GuardedResolver::new(
+            webcoop_netguard::NetPolicy::new(vec!["127.0.0.0/8".parse().unwrap()], "--allow-net"),
+            vec![("site.test".into(), addr)],
+        );
+        let net = crate::fetch::client("test/1", &limits, guard, 1, None, Duration::from_secs(5))
+            .unwrap();
+        let request = FetchRequest {
+            url: Url::parse("http://site.test/").unwrap(),
+            ..request
+        };
+        let got = rt
+            .block_on(crate::fetch::fetch(&net, &request, &limits))
+            .unwrap();
+        assert_eq!((&got.body[..], got.remote), (&b"page 1"[..], Some(addr)));
     }
 }
