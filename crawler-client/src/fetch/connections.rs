@@ -381,17 +381,18 @@ impl Exchange {
     /// read to its end and the server keeps it open; otherwise it is closed.
     pub(crate) async fn finish(mut self, body_read_to_end: bool) {
         self.sender = None;
-        let Some(done) = self.done.0.take() else {
-            return;
-        };
         if !(body_read_to_end && self.keep_alive) || self.idle.is_zero() {
-            done.abort();
             return;
         }
-        // The body was read to its end, so hyper's side is done at once.
+        let Some(done) = self.done.0.as_mut() else {
+            return;
+        };
+        // The body was read to its end, so hyper's side is done at once; if not, the task is
+        // stopped (with the socket) when `self` goes.
         let Ok(Ok(Ok(parts))) = tokio::time::timeout(Duration::from_secs(1), done).await else {
             return;
         };
+        self.done.0 = None;
         if !parts.read_buf.is_empty() {
             return;
         }
