@@ -63,7 +63,7 @@ fn records_are_written_in_runs_and_all_are_on_disk_after_a_sync() {
 #[test]
 fn records_round_trip_and_files_rotate() {
     let dir = tempfile::tempdir().unwrap();
-    let mut w = WarcWriter::new(dir.path(), "test", 1000, "bot/1", 6).unwrap();
+    let mut w = WarcWriter::new(dir.path(), "test", 1500, "bot/1", 6).unwrap();
     let head = "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n";
     let r1 = resp("http://e.com/a", head, b"<p>a</p>");
     let p1 = w.append(&r1).unwrap();
