@@ -667,4 +667,44 @@ mod tests {
             .unwrap();
         assert_eq!((&got.body[..], got.remote), (&b"page 1"[..], Some(addr)));
     }
+
+    #[test]
+    fn a_validator_carrying_a_header_or_an_answer_of_too_many_headers_is_refused_without_a_panic() {
+        // An entity tag a site sent earlier, now carrying a line break and a header of its own:
+        // the request is refused before anything is sent.
+        let (addr, accepted) = server(|n| (ok(&format!("page {n}"), ""), false));
+        let limits = FetchLimits::default();
+        let net = net(&limits);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let injected = FetchRequest {
+            etag: Some("\"a\"\r\nX-Injected: 1".into()),
+            ..root_of(addr)
+        };
+        match rt.block_on(crate::fetch::fetch(&net, &injected, &limits)) {
+            Err(FetchError::Other(why)) => assert!(why.contains("header"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(accepted.load(Ordering::SeqCst), 0);
+        // The twin: a plain entity tag goes out, and the page comes back.
+        let honest = FetchRequest {
+            etag: Some("\"a\"".into()),
+            ..root_of(addr)
+        };
+        let got = rt
+            .block_on(crate::fetch::fetch(&net, &honest, &limits))
+            .unwrap();
+        assert_eq!(&got.body[..], b"page 0");
+        assert!(got.request_head.contains("If-None-Match: \"a\"\r\n"));
+        // An answer of 500 headers is an error, not a panic, and its socket is not kept.
+        let (flood, _) = server(|_| {
+            let many: String = (0..500).map(|i| format!("X-{i}: v\r\n")).collect();
+            (ok("x", &many), false)
+        });
+        let got = rt.block_on(crate::fetch::fetch(&net, &root_of(flood), &limits));
+        assert!(matches!(got, Err(FetchError::Other(_))), "{got:?}");
+        assert_eq!(net.connections.kept(), 1, "only the honest server's");
+    }
 }

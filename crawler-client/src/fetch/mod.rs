@@ -164,9 +164,15 @@ impl Net {
         &self,
         url: Url,
     ) -> Result<(reqwest::RequestBuilder, Option<SignatureHeaders>), FetchError> {
-        self.check(&url)?;
-        let signature = self.signer.as_ref().and_then(|s| s.headers_for(&url));
+        let signature = self.allowed_get(&url)?;
         Ok((sign(self.client.get(url), signature.as_ref()), signature))
+    }
+
+    /// Checks a GET of `url` against the allowed networks; its signature headers when the
+    /// crawler signs.
+    fn allowed_get(&self, url: &Url) -> Result<Option<SignatureHeaders>, FetchError> {
+        self.check(url)?;
+        Ok(self.signer.as_ref().and_then(|s| s.headers_for(url)))
     }
 
     /// A form POST of `body` to `url`, if its destination is allowed; signed when the crawler
@@ -323,11 +329,7 @@ async fn fetch_once(
 ) -> Result<FetchResponse, FetchError> {
     let fetched_at = crate::clock::now();
     let start = Instant::now();
-    client.check(&request.url)?;
-    let signature = client
-        .signer
-        .as_ref()
-        .and_then(|s| s.headers_for(&request.url));
+    let signature = client.allowed_get(&request.url)?;
     let headers = request_headers(client, request, signature.as_ref());
     let target = &request.url[url::Position::BeforePath..url::Position::AfterQuery];
     let mut request_head = format!("GET {target} HTTP/1.1\r\n");
