@@ -486,10 +486,10 @@ async fn held_version(
     let Some((file, offset)) = known.content.clone() else {
         return Err(DeltaError::NothingHeld);
     };
-    let path = ctx.warc_dir.join(&file);
+    let path = ctx.warc_dir.join(&*file);
     let limit = ctx.limits.max_body;
     let unreadable = |source| DeltaError::HeldUnreadable {
-        file: file.clone(),
+        file: file.to_string(),
         source,
     };
     tokio::task::spawn_blocking(move || warc::held_at(&path, offset, limit))
@@ -497,7 +497,7 @@ async fn held_version(
         .map_err(|e| unreadable(std::io::Error::other(e)))?
         .map_err(unreadable)?
         .ok_or_else(|| DeltaError::HeldTorn {
-            file: file.clone(),
+            file: file.to_string(),
             offset,
         })
 }

@@ -1,11 +1,13 @@
 //! Every site's cooperation state, and which of them changed since the last save. The one
 //! rule it owns: a site cannot be changed without being saved with the next batch (every
 //! mutable access marks it dirty), so a `kill -9` never loses what a decision changed of a
-//! site once its batch is committed.
+//! site once its batch is committed. A site touched but left as it was is not written again:
+//! each save compares a site's JSON with a digest of what was last handed to a save.
 
 use super::site::{CoopConfig, CoopStats, SiteCoop};
 use crate::ids::HostId;
 use std::collections::{HashMap, HashSet};
+use std::hash::{DefaultHasher, Hasher};
 
 /// The sites' cooperation state, with its unsaved set.
 #[derive(Default)]
@@ -14,6 +16,15 @@ pub(crate) struct Sites {
     /// empty slot too (3.3 MB at 2,000 hosts, against 1.7 boxed).
     map: HashMap<HostId, Box<SiteCoop>>,
     dirty: HashSet<HostId>,
+    /// A digest of each site's JSON as last loaded or handed to a save.
+    saved: HashMap<HostId, u64>,
+}
+
+/// The digest a site's JSON is compared by.
+fn digest(json: &[u8]) -> u64 {
+    let mut h = DefaultHasher::new();
+    h.write(json);
+    h.finish()
 }
 
 impl Sites {
@@ -23,6 +34,7 @@ impl Sites {
         for (id, origin, json) in rows {
             match serde_json::from_str::<SiteCoop>(&json) {
                 Ok(site) => {
+                    self.saved.insert(id, digest(json.as_bytes()));
                     self.map.insert(id, Box::new(site));
                 }
                 Err(e) => tracing::warn!(
@@ -66,15 +78,28 @@ impl Sites {
     }
 
     /// The sites changed since the last call, as saved (JSON).
+    /// Sites touched whose JSON is what was last saved are left out: at thousands of hosts
+    /// every host is touched between saves, and most are unchanged.
     pub(crate) fn take_unsaved(&mut self) -> Vec<(HostId, String)> {
-        let dirty: Vec<HostId> = self.dirty.drain().collect();
-        dirty
-            .into_iter()
-            .filter_map(|id| {
-                let site = self.map.get(&id)?;
-                serde_json::to_string(site).ok().map(|j| (id, j))
-            })
-            .collect()
+        let mut out = Vec::new();
+        let mut json = Vec::new();
+        for id in self.dirty.drain() {
+            let Some(site) = self.map.get(&id) else {
+                continue;
+            };
+            json.clear();
+            if serde_json::to_writer(&mut json, site).is_err() {
+                continue;
+            }
+            let d = digest(&json);
+            if self.saved.insert(id, d) == Some(d) {
+                continue;
+            }
+            if let Ok(text) = std::str::from_utf8(&json) {
+                out.push((id, text.to_owned()));
+            }
+        }
+        out
     }
 
     /// Every site's figures added up.
@@ -121,6 +146,14 @@ mod tests {
         assert!(sites.take_unsaved().is_empty());
         sites.site(HostId(1)).trust.refute(1.0);
         assert_eq!(sites.take_unsaved().len(), 1);
+        // Touched for change but left as it was: not written again (the twin above changed it).
+        sites.site(HostId(1));
+        let _ = &mut sites.site(HostId(2)).stats;
+        assert!(sites.take_unsaved().is_empty());
+        sites.site(HostId(2)).stats.checks += 1;
+        let saved = sites.take_unsaved();
+        assert_eq!(saved.len(), 1);
+        assert_eq!(saved[0].0, HostId(2));
     }
 
     #[test]
@@ -136,7 +169,11 @@ mod tests {
         assert_eq!(again.get(HostId(7)).map(|s| s.listed_urls), Some(40));
         assert!(again.get(HostId(8)).is_none());
         assert_eq!(again.hosts(), vec![HostId(7)]);
-        // Loading is not a change.
+        // Loading is not a change, nor is a touch that leaves the loaded state as it was.
         assert!(again.take_unsaved().is_empty());
+        again.site(HostId(7));
+        assert!(again.take_unsaved().is_empty());
+        again.site(HostId(7)).listed_urls = 41;
+        assert_eq!(again.take_unsaved().len(), 1);
     }
 }

@@ -11,6 +11,7 @@ use crate::ids::{Fp, HostId};
 use crate::state::{KnownPage, Queued};
 use chrono::{DateTime, Utc};
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 use std::time::Duration;
 use url::Url;
 
@@ -36,7 +37,7 @@ impl Engine {
                 for rec in &records {
                     valid = rec.offset + rec.length;
                     let pos = Position {
-                        file: name.clone(),
+                        file: Arc::from(name.as_str()),
                         offset: rec.offset,
                         length: rec.length,
                     };

@@ -403,7 +403,7 @@ fn a_page_rebuilt_from_a_delta_is_archived_as_made_and_replayed_after_a_crash_as
         let file = dir
             .path()
             .join("warc")
-            .join(&page.content.as_ref().unwrap().0);
+            .join(&*page.content.as_ref().unwrap().0);
         let records = warc::read_records(&file, 0).unwrap();
         let [.., delta, made] = &records[..] else {
             panic!("too few records")

@@ -40,7 +40,7 @@ impl Unsaved {
     /// A page record that finishes no queue row (a deletion a site announced).
     pub(super) fn page(&mut self, record: PageRecord) {
         self.latest.insert(record.fp, self.batch.pages.len());
-        self.batch.pages.push(record);
+        self.batch.pages.push(Box::new(record));
     }
 
     /// What the latest record of page `fp` in this batch says is held, when it is a capture

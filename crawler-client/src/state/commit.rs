@@ -94,7 +94,7 @@ fn save_pages(tx: &Transaction<'_>, batch: &Batch) -> rusqlite::Result<()> {
             p.digest.map(|d| d as i64),
             p.duplicate_of,
             p.redirect_to,
-            p.warc.as_ref().map(|w| w.0.as_str()),
+            p.warc.as_ref().map(|w| &*w.0),
             p.warc.as_ref().map(|w| w.1 as i64),
             i64::from(p.changed),
             p.fp,
@@ -103,7 +103,7 @@ fn save_pages(tx: &Transaction<'_>, batch: &Batch) -> rusqlite::Result<()> {
             p.changes_seen.as_ref().map(|c| c.0.as_str()),
             p.changes_seen.as_ref().map(|c| c.1),
             p.validator,
-            p.content.as_ref().map(|c| c.0.as_str()),
+            p.content.as_ref().map(|c| &*c.0),
             p.content.as_ref().map(|c| c.1 as i64),
             p.gone || matches!(p.status, Some(404 | 410)),
             p.disowned

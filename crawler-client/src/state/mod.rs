@@ -141,6 +141,11 @@ impl Store {
             Connection::open_with_flags(&path, OpenFlags::SQLITE_OPEN_READ_ONLY).map_err(e)?;
         conn.busy_timeout(std::time::Duration::from_secs(5))
             .map_err(e)?;
+        conn.execute_batch(&format!(
+            "PRAGMA cache_size = -{};",
+            schema::READ_ONLY_CACHE_KIB
+        ))
+        .map_err(e)?;
         Ok(Store {
             conn,
             path,
@@ -499,7 +504,7 @@ mod tests {
         let batch = Batch {
             new_urls: vec![a.clone(), b.clone()],
             done: vec![1],
-            pages: vec![PageRecord {
+            pages: vec![Box::new(PageRecord {
                 url: a.url.clone(),
                 fp: a.fp,
                 host: h,
@@ -508,7 +513,7 @@ mod tests {
                 digest: Some(7),
                 validator: Some("\"sha256-a\"".into()),
                 ..Default::default()
-            }],
+            })],
             ..Default::default()
         };
         s.commit(&batch).unwrap();
@@ -559,7 +564,7 @@ mod tests {
         };
         for (at, digest, changed) in [(1, 1, false), (2, 1, false), (3, 2, true)] {
             s.commit(&Batch {
-                pages: vec![page(at, digest, changed)],
+                pages: vec![Box::new(page(at, digest, changed))],
                 ..Default::default()
             })
             .unwrap();
@@ -618,5 +623,21 @@ mod tests {
         }
         let s = Store::open(dir.path()).unwrap();
         assert_eq!(digest_indexes(&s), 0);
+    }
+
+    #[test]
+    fn a_read_only_connection_keeps_a_small_page_cache_and_the_crawl_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = |s: &Store| -> i64 {
+            s.conn
+                .query_row("PRAGMA cache_size", [], |r| r.get(0))
+                .unwrap()
+        };
+        let crawl = Store::open(dir.path()).unwrap();
+        let reader = Store::open_read_only(dir.path()).unwrap();
+        assert_eq!(cache(&reader), -schema::READ_ONLY_CACHE_KIB);
+        // The twin: the crawl's connection has the cache its database calls for.
+        assert_eq!(cache(&crawl), -schema::CACHE_MIN_KIB);
+        assert_ne!(cache(&crawl), cache(&reader));
     }
 }

@@ -4,6 +4,7 @@
 use super::{CopyRow, KnownPage, RefreshablePage, Store, StoreError};
 use crate::ids::Fp;
 use rusqlite::OptionalExtension;
+use std::sync::Arc;
 
 impl Store {
     /// Every page worth refreshing (fetched successfully, not a duplicate).
@@ -107,7 +108,7 @@ impl Store {
                         validator: r.get(7)?,
                         content: match (r.get::<_, Option<String>>(8)?, r.get::<_, Option<i64>>(9)?)
                         {
-                            (Some(f), Some(o)) => Some((f, o.max(0) as u64)),
+                            (Some(f), Some(o)) => Some((Arc::from(f), o.max(0) as u64)),
                             _ => None,
                         },
                     };

@@ -113,6 +113,12 @@ pub(super) fn cache_kib(bytes: u64) -> i64 {
     (share >> 10).clamp(CACHE_MIN_KIB as u64, CACHE_MAX_KIB as u64) as i64
 }
 
+/// Page cache of a read-only connection (the console's, `status`). Each read transaction that
+/// finds the database changed since its last one drops the whole cache (WAL mode), and the
+/// running crawl saves every few seconds, so SQLite's default of 2 MiB bought a few reads
+/// between saves and held 2 MiB for the crawl's life.
+pub(super) const READ_ONLY_CACHE_KIB: i64 = 512;
+
 /// The database size from which its page cache is a quarter of it.
 pub(super) const CACHE_QUARTER_FROM: u64 = 128 << 20;
 

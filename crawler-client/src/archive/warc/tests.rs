@@ -36,7 +36,7 @@ fn records_are_written_in_runs_and_all_are_on_disk_after_a_sync() {
         }
         positions.push(p);
     }
-    let path = dir.path().join(&positions[0].file);
+    let path = dir.path().join(&*positions[0].file);
     let on_disk = || std::fs::metadata(&path).unwrap().len();
     let end = positions.last().map(|p| p.offset + p.length).unwrap();
     assert!(on_disk() < end, "the last run is not written yet");
@@ -49,7 +49,7 @@ fn records_are_written_in_runs_and_all_are_on_disk_after_a_sync() {
     assert_eq!(on_disk(), end, "written when asked, before any sync");
     assert!(!w.has_unwritten());
     let synced = w.sync().unwrap();
-    assert_eq!(synced, vec![(positions[0].file.clone(), end)]);
+    assert_eq!(synced, vec![(positions[0].file.to_string(), end)]);
     for (i, p) in positions.iter().enumerate() {
         if i % 37 != 0 && i != 150 {
             continue;
@@ -77,13 +77,16 @@ fn records_round_trip_and_files_rotate() {
         6,
     );
     let p2 = w.append(&r2).unwrap();
-    assert_eq!(p1.file, "test-00001.warc.gz");
+    assert_eq!(&*p1.file, "test-00001.warc.gz");
     assert!(p1.offset > 0, "after the warcinfo record");
     let mut big = vec![0u8; 2000];
     rand::fill(&mut big[..]);
     w.append(&resp("http://e.com/b", head, &big)).unwrap();
     let p4 = w.append(&resp("http://e.com/c", head, b"c")).unwrap();
-    assert_eq!(p4.file, "test-00002.warc.gz", "rotated past the size limit");
+    assert_eq!(
+        &*p4.file, "test-00002.warc.gz",
+        "rotated past the size limit"
+    );
     let synced = w.sync().unwrap();
     assert_eq!(synced.len(), 2, "both files were written to");
     let (name, len) = synced[1].clone();
@@ -101,7 +104,7 @@ fn records_round_trip_and_files_rotate() {
             .serial,
         2
     );
-    let records = read_records(&dir.path().join(&p1.file), 0).unwrap();
+    let records = read_records(&dir.path().join(&*p1.file), 0).unwrap();
     let types: Vec<&str> = records
         .iter()
         .map(|r| r.header("warc-type").unwrap())
@@ -120,7 +123,7 @@ fn records_round_trip_and_files_rotate() {
     );
     assert_eq!(http.head, head);
     assert_eq!(
-        read_records(&dir.path().join(&p1.file), p2.offset)
+        read_records(&dir.path().join(&*p1.file), p2.offset)
             .unwrap()
             .len(),
         2
@@ -228,7 +231,7 @@ fn a_torn_record_ends_the_list_and_resume_cuts_it() {
         .unwrap();
     let whole = w.sync().unwrap()[0].1;
     let torn = resp("http://e.com/b", "HTTP/1.1 200 OK\r\n\r\n", b"b");
-    let path = dir.path().join(&p.file);
+    let path = dir.path().join(&*p.file);
     let mut f = OpenOptions::new().append(true).open(&path).unwrap();
     f.write_all(&torn.bytes[..torn.bytes.len() / 2]).unwrap();
     drop(f);

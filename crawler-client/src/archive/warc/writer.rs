@@ -4,12 +4,13 @@ use super::record::*;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Where a record landed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Position {
-    /// The file's name (in the WARC directory).
-    pub(crate) file: String,
+    /// The file's name (in the WARC directory), shared by every record of the file.
+    pub(crate) file: Arc<str>,
     /// Offset of the record's gzip member.
     pub(crate) offset: u64,
     /// Length of the member.
@@ -24,7 +25,7 @@ pub(crate) struct WarcWriter {
     user_agent: String,
     level: u32,
     pub(super) serial: u32,
-    current: Option<(File, String, u64)>,
+    current: Option<(File, Arc<str>, u64)>,
     /// Records appended to the current file and not written yet; its length counts them.
     unwritten: Vec<u8>,
     /// Files finished since the last sync, with their final length.
@@ -103,7 +104,7 @@ impl WarcWriter {
         f.set_len(length)?;
         std::io::Seek::seek(&mut f, std::io::SeekFrom::Start(length))?;
         f.sync_data()?;
-        self.current = Some((f, file.to_string(), length));
+        self.current = Some((f, Arc::from(file), length));
         Ok(())
     }
 
@@ -111,7 +112,7 @@ impl WarcWriter {
         self.write_appended()?;
         if let Some((f, name, len)) = self.current.take() {
             f.sync_data()?;
-            self.closed.push((name, len));
+            self.closed.push((name.to_string(), len));
         }
         self.serial += 1;
         let name = format!("{}-{:05}.warc.gz", self.prefix, self.serial);
@@ -124,7 +125,7 @@ impl WarcWriter {
         // The new name must survive a power loss as well as the bytes synced into it later: the
         // state records offsets in this file once its batch is saved.
         std::fs::File::open(&self.dir)?.sync_all()?;
-        self.current = Some((f, name, info.bytes.len() as u64));
+        self.current = Some((f, Arc::from(name), info.bytes.len() as u64));
         Ok(())
     }
 
@@ -205,7 +206,7 @@ impl WarcWriter {
         let mut out = std::mem::take(&mut self.closed);
         if let Some((f, name, len)) = &mut self.current {
             f.sync_data()?;
-            out.push((name.clone(), *len));
+            out.push((name.to_string(), *len));
         }
         Ok(out)
     }
