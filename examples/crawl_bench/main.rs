@@ -38,6 +38,14 @@ struct Measured {
     code: i32,
 }
 
+/// The crawler measured: `CRAWL_BENCH_BIN` (a build before, for runs alternating with this
+/// one), else this workspace's, built first.
+pub(crate) fn crawler_bin() -> std::path::PathBuf {
+    std::env::var_os("CRAWL_BENCH_BIN")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| testkit::workspace_bin("webcoop-crawl"))
+}
+
 /// Runs a command to its end (or kills it at `limit`), with its CPU time and peak RSS.
 // The child is reaped by wait4 (for its rusage), which clippy cannot see.
 #[allow(clippy::zombie_processes)]
@@ -304,7 +312,7 @@ fn single_host(docroot: &Path, seed_path: &str, runs: usize, signed: bool, fleet
         webcoop::servers::Nginx::start(&nginx, &webcoop::servers::example_nginx_conf(), docroot);
     let seed = format!("{}{}", server.url(), seed_path.trim_start_matches('/'));
     let tmp = tempfile::tempdir().expect("temporary directory");
-    let bin = testkit::workspace_bin("webcoop-crawl");
+    let bin = crawler_bin();
     let mut rows = Vec::new();
     let mut floors = Vec::new();
     // With --signed 1, every run is followed by the same crawl signing each request (Web Bot
@@ -589,7 +597,7 @@ fn main() {
     );
 
     let mut rows = Vec::new();
-    let bin = testkit::workspace_bin("webcoop-crawl");
+    let bin = crawler_bin();
     let concurrency = arg(&args, "concurrency", "256");
     let run_with = |bin: &Path, out: &Path, extra: &[String]| {
         measured(

@@ -468,7 +468,7 @@ pub(super) fn run(args: &HashMap<String, String>) {
         .get("kill-at")
         .and_then(|s| s.parse::<f64>().ok())
         .map(Duration::from_secs_f64);
-    let bin = testkit::workspace_bin("webcoop-crawl");
+    let bin = super::crawler_bin();
     let tmp = tempfile::tempdir().expect("temporary directory");
 
     // One host, politeness off: the cost of the pages themselves.
