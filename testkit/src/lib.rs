@@ -155,10 +155,11 @@ pub fn run_reference(python: &Path, script: &str, args: &[&std::ffi::OsStr]) -> 
 }
 
 /// A binary of the workspace (for example `webcoop-crawl`), built first if needed so a test
-/// never runs a stale one: `cargo build --workspace --bin` in the profile the tests were
-/// built with (a no-op when it is up to date). The whole workspace, not the binary's package:
-/// its features are then those of the tests' build, which finds everything compiled
-/// (scripts/test.sh builds the binaries so before the tests).
+/// never runs a stale one, in the profile the caller was built with (a no-op when it is up to
+/// date). For tests, `cargo build --workspace --bin`: its features are then those of the
+/// tests' build, which finds everything compiled (scripts/test.sh builds the binaries so
+/// before the tests). For benchmarks (an optimised profile), the binary's package alone: the
+/// binary a user runs.
 pub fn workspace_bin(name: &str) -> PathBuf {
     use std::sync::Mutex;
     static BUILT: Mutex<Vec<String>> = Mutex::new(Vec::new());
@@ -192,9 +193,17 @@ pub fn workspace_bin(name: &str) -> PathBuf {
                 command.env_remove(key.as_ref());
             }
         }
+        // An optimised binary is built as its package alone, as `cargo run --release -p` and
+        // `cargo install` build it: with the workspace's features unified its dependencies
+        // are other code, under other symbol names than its hot-text list gives
+        // (build-support/hot_text.rs). Tests share the workspace's build, built once.
+        let selection = match (profile.as_str(), package_of(name)) {
+            ("dev" | "test", _) | (_, None) => "--workspace".to_string(),
+            (_, Some(package)) => format!("--package={package}"),
+        };
         run_ok(
             command
-                .args(["build", "--quiet", "--profile", &profile, "--workspace"])
+                .args(["build", "--quiet", "--profile", &profile, &selection])
                 .args(["--bin", name])
                 .env("CARGO_TARGET_DIR", &target_dir)
                 .current_dir(workspace_root()),
@@ -203,6 +212,16 @@ pub fn workspace_bin(name: &str) -> PathBuf {
     }
     assert!(bin.is_file(), "{} was not built", bin.display());
     bin
+}
+
+/// The workspace package that builds binary `name`.
+fn package_of(name: &str) -> Option<&'static str> {
+    match name {
+        "webcoop-crawl" => Some("webcoop-crawler"),
+        "webcoop-agent" => Some("webcoop-agent"),
+        "webcoop-bench" => Some("webcoop"),
+        _ => None,
+    }
 }
 
 /// A file or directory a package installs (for example the Python docs of `python3.11-doc`).

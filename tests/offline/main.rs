@@ -18,5 +18,6 @@ mod crawl_shape;
 mod crawl_web;
 mod disk_full;
 mod fuzz_corpora;
+mod hot_text_layout;
 mod snapshot_limits;
 mod websub_conformance;
