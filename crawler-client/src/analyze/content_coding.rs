@@ -55,14 +55,16 @@ impl Sink for Count {
 /// Runs `body` through the decoder of `coding` (lower case, trimmed, not identity) into
 /// `out`, at most `limit` bytes; `None` for a coding not known.
 fn run(coding: &str, body: &[u8], limit: u64, out: &mut dyn Sink) -> Option<io::Result<u64>> {
+    // The body is in memory: flate2's `bufread` decoders read it in place, where its `read`
+    // ones copy it through a 32 KiB buffer zeroed for every page.
     let read = match coding {
-        "gzip" | "x-gzip" => out.fill(&mut flate2::read::MultiGzDecoder::new(body).take(limit)),
+        "gzip" | "x-gzip" => out.fill(&mut flate2::bufread::MultiGzDecoder::new(body).take(limit)),
         "deflate" => {
             // "deflate" is zlib-wrapped (RFC 9110); some servers send it raw.
-            let zlib = out.fill(&mut flate2::read::ZlibDecoder::new(body).take(limit));
+            let zlib = out.fill(&mut flate2::bufread::ZlibDecoder::new(body).take(limit));
             if zlib.is_err() {
                 out.restart();
-                out.fill(&mut flate2::read::DeflateDecoder::new(body).take(limit))
+                out.fill(&mut flate2::bufread::DeflateDecoder::new(body).take(limit))
             } else {
                 zlib
             }
