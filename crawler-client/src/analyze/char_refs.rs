@@ -48,7 +48,7 @@ fn named(name: &[u8]) -> Option<&'static str> {
 
 /// `value` (an attribute's value) with its character references decoded.
 pub(crate) fn decode_attribute(value: &str) -> Cow<'_, str> {
-    if !value.contains(['&', '\0']) {
+    if memchr::memchr2(b'&', b'\0', value.as_bytes()).is_none() {
         return Cow::Borrowed(value);
     }
     let b = value.as_bytes();

@@ -2,6 +2,7 @@
 //! recognises it, and no endless URL spaces.
 
 use crate::ids::Fp;
+use std::borrow::Cow;
 use url::Url;
 
 /// Query parameters that carry a session and name no resource (case-insensitive).
@@ -38,12 +39,11 @@ pub enum Refusal {
 pub fn normalize(url: &mut Url) {
     url.set_fragment(None);
     // ;jsessionid=... path parameters (Java servlets).
-    if let Some(pos) = url.path().to_ascii_lowercase().find(";jsessionid=") {
+    if let Some(pos) = session_parameter(url.path()) {
         let path = url.path()[..pos].to_string();
         url.set_path(&path);
     }
-    let path = normalize_escapes(url.path());
-    if path != url.path() {
+    if let Cow::Owned(path) = normalize_escapes(url.path()) {
         url.set_path(&path);
     }
     if let Some(query) = url.query() {
@@ -60,8 +60,9 @@ pub fn normalize(url: &mut Url) {
         if kept.is_empty() {
             url.set_query(None);
         } else {
-            let joined = normalize_escapes(&kept.join("&"));
-            if Some(joined.as_str()) != url.query() {
+            let joined = kept.join("&");
+            let joined = normalize_escapes(&joined);
+            if Some(joined.as_ref()) != url.query() {
                 url.set_query(Some(&joined));
             }
         }
@@ -75,9 +76,9 @@ fn is_unreserved(b: u8) -> bool {
 /// `%41` becomes `A`; `%2f` becomes `%2F`; a `%` that starts no escape becomes `%25`, so that
 /// decoding never joins a stray `%` and a decoded digit into a new escape (`%2%64` would be
 /// `%2d` after one pass and `-` after the next: one resource, two spellings).
-fn normalize_escapes(s: &str) -> String {
-    if !s.contains('%') {
-        return s.to_string();
+fn normalize_escapes(s: &str) -> Cow<'_, str> {
+    if memchr::memchr(b'%', s.as_bytes()).is_none() {
+        return Cow::Borrowed(s);
     }
     let b = s.as_bytes();
     let mut out: Vec<u8> = Vec::with_capacity(s.len());
@@ -104,8 +105,24 @@ fn normalize_escapes(s: &str) -> String {
             }
         }
     }
+    if out == b {
+        return Cow::Borrowed(s);
+    }
     // Only ASCII was replaced by ASCII: the bytes are still the UTF-8 they came as.
-    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+    Cow::Owned(
+        String::from_utf8(out)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
+    )
+}
+
+/// Where a `;jsessionid=` path parameter starts in `path`, in any case.
+fn session_parameter(path: &str) -> Option<usize> {
+    const NAME: &[u8] = b";jsessionid=";
+    let b = path.as_bytes();
+    memchr::memchr_iter(b';', b).find(|&at| {
+        b.get(at..at + NAME.len())
+            .is_some_and(|s| s.eq_ignore_ascii_case(NAME))
+    })
 }
 
 fn hex_value(d: u8) -> u8 {
@@ -304,6 +321,17 @@ mod tests {
             n("http://e.com/shop;jsessionid=A1B2?item=4"),
             "http://e.com/shop?item=4"
         );
+        assert_eq!(
+            n("http://e.com/a;b/shop;JSessionID=A1B2"),
+            "http://e.com/a;b/shop"
+        );
+        // The twin: another path parameter, or the name cut short, stays.
+        assert_eq!(
+            n("http://e.com/shop;jsession=A1;jsessionid"),
+            "http://e.com/shop;jsession=A1;jsessionid"
+        );
+        // Escapes already in their normal form leave the path as it was.
+        assert_eq!(n("http://e.com/a%2Fb%20c"), "http://e.com/a%2Fb%20c");
         assert_eq!(
             n("http://e.com/p?CFID=1&CFTOKEN=2&ASPSESSIONIDQQ=3"),
             "http://e.com/p"

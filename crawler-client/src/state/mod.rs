@@ -39,7 +39,7 @@ pub(crate) use rows::{
 };
 
 use crate::ids::{Fp, HostId};
-use rows::{QUEUED_COLUMNS, queued};
+use rows::{QUEUED_COLUMNS, queued, queued_columns};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use schema::{SCHEMA, cache_kib, migrate};
 use std::cell::{Cell, RefCell};
@@ -66,6 +66,37 @@ pub(crate) fn usage_skipped(purpose: &str) -> String {
 pub(crate) type StoreError = SqliteError;
 
 /// What a failure of the crawl database tells the operator.
+// A host's queued URLs, best first: from the top; the rest of one priority after a row; below
+// a priority (?2 the rows to read).
+const QUEUE_FROM_TOP: &str = concat!(
+    "SELECT ",
+    queued_columns!(),
+    " FROM queue WHERE host = ?1 ORDER BY priority DESC, seq LIMIT ?2"
+);
+const QUEUE_REST_OF_PRIORITY: &str = concat!(
+    "SELECT ",
+    queued_columns!(),
+    " FROM queue WHERE host = ?1 AND priority = ?3 AND seq > ?4 ORDER BY seq LIMIT ?2"
+);
+const QUEUE_BELOW_PRIORITY: &str = concat!(
+    "SELECT ",
+    queued_columns!(),
+    " FROM queue WHERE host = ?1 AND priority < ?3 ORDER BY priority DESC, seq LIMIT ?2"
+);
+
+/// Keeps each statement's plan whatever values are bound to it (SQLite's query planner
+/// stability guarantee). Without it SQLite compiles some bound values into the plan, a `LIMIT
+/// ?` or the key of a read in index order among them, and prepares the statement again at every
+/// new value: each refill of a host's queue did, 1.2% of the crawl's CPU on one host. The
+/// state's statements have one right plan each, the index they were written for.
+fn plans_kept(conn: &Connection) -> rusqlite::Result<()> {
+    conn.set_db_config(
+        rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
+        true,
+    )
+    .map(|_| ())
+}
+
 const HINTS: Hints = Hints {
     what: "crawl state",
     disk_full: "disk full: the crawl stopped at its last saved batch and resumes from there",
@@ -106,6 +137,7 @@ impl Store {
         let conn = Connection::open(&path).map_err(e)?;
         conn.busy_timeout(std::time::Duration::from_secs(5))
             .map_err(e)?;
+        plans_kept(&conn).map_err(e)?;
         conn.execute_batch(SCHEMA).map_err(e)?;
         migrate(&conn).map_err(e)?;
         page_figures::keep(&conn).map_err(e)?;
@@ -141,6 +173,7 @@ impl Store {
             Connection::open_with_flags(&path, OpenFlags::SQLITE_OPEN_READ_ONLY).map_err(e)?;
         conn.busy_timeout(std::time::Duration::from_secs(5))
             .map_err(e)?;
+        plans_kept(&conn).map_err(e)?;
         conn.execute_batch(&format!(
             "PRAGMA cache_size = -{};",
             schema::READ_ONLY_CACHE_KIB
@@ -280,10 +313,7 @@ impl Store {
         let Some((p, s)) = after else {
             self.queued_into(
                 &mut out,
-                &format!(
-                    "SELECT {QUEUED_COLUMNS} FROM queue WHERE host = ?1 \
-                     ORDER BY priority DESC, seq LIMIT ?2"
-                ),
+                QUEUE_FROM_TOP,
                 params![host, (limit + exclude.len()) as i64],
                 limit,
                 exclude,
@@ -295,10 +325,7 @@ impl Store {
         // before it, at every refill.
         self.queued_into(
             &mut out,
-            &format!(
-                "SELECT {QUEUED_COLUMNS} FROM queue WHERE host = ?1 AND priority = ?3 \
-                 AND seq > ?4 ORDER BY seq LIMIT ?2"
-            ),
+            QUEUE_REST_OF_PRIORITY,
             params![host, (limit + exclude.len()) as i64, p, s],
             limit,
             exclude,
@@ -306,10 +333,7 @@ impl Store {
         if out.len() < limit {
             self.queued_into(
                 &mut out,
-                &format!(
-                    "SELECT {QUEUED_COLUMNS} FROM queue WHERE host = ?1 AND priority < ?3 \
-                     ORDER BY priority DESC, seq LIMIT ?2"
-                ),
+                QUEUE_BELOW_PRIORITY,
                 params![host, (limit + exclude.len()) as i64, p],
                 limit,
                 exclude,
@@ -453,6 +477,36 @@ mod tests {
         let from = Some((all[2].priority, all[2].seq));
         let next = s.next_for_host(h, from, 2, &skip).unwrap();
         assert_eq!(next, all[7..9], "rows excluded are passed over");
+        // Reads of other sizes and exclusions reuse each compiled read as it is.
+        for (limit, from) in all.iter().enumerate().take(7).skip(1) {
+            let after = Some((from.priority, from.seq));
+            s.next_for_host(h, after, limit, &skip).unwrap();
+            s.next_for_host(h, None, limit, &skip).unwrap();
+        }
+        let reprepared = |sql: &str| {
+            s.conn
+                .prepare_cached(sql)
+                .unwrap()
+                .get_status(rusqlite::StatementStatus::RePrepare)
+        };
+        for sql in [QUEUE_FROM_TOP, QUEUE_REST_OF_PRIORITY, QUEUE_BELOW_PRIORITY] {
+            assert_eq!(reprepared(sql), 0, "{sql}");
+        }
+        // The twin: without the guarantee, a read with a bound limit is prepared again at
+        // each new value.
+        s.conn
+            .set_db_config(
+                rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
+                false,
+            )
+            .unwrap();
+        let bound = "SELECT seq FROM queue WHERE host = ?1 ORDER BY seq LIMIT ?2";
+        for limit in 1..=6 {
+            let mut stmt = s.conn.prepare_cached(bound).unwrap();
+            let rows = stmt.query_map(params![h, limit as i64], |_| Ok(()));
+            assert_eq!(rows.unwrap().count(), limit);
+        }
+        assert!(reprepared(bound) >= 5, "{}", reprepared(bound));
     }
 
     #[test]

@@ -60,8 +60,15 @@ pub(super) fn queued(r: &Row<'_>) -> rusqlite::Result<Queued> {
     })
 }
 
-pub(super) const QUEUED_COLUMNS: &str =
-    "seq, host, url, fp, depth, hops, attempts, priority, revisit";
+pub(super) const QUEUED_COLUMNS: &str = queued_columns!();
+
+/// [`QUEUED_COLUMNS`] as a literal, for SQL built with `concat!`.
+macro_rules! queued_columns {
+    () => {
+        "seq, host, url, fp, depth, hops, attempts, priority, revisit"
+    };
+}
+pub(super) use queued_columns;
 
 /// A URL to add to the queue.
 #[derive(Debug, Clone, PartialEq)]
