@@ -105,6 +105,19 @@ pub fn decode(coding: Option<&str>, body: &[u8], truncated: bool, limit: usize) 
     }
 }
 
+/// The bytes decoding `body` adds to memory, as [`decode`] allocates them: none for a body
+/// without a coding (it is read in place), a gzip body's stated size (bounded as the buffer
+/// is), and for other codings an estimate of eight times the body (HTML compresses five to
+/// ten times), all within `limit`.
+pub(crate) fn decoded_room(coding: Option<&str>, body: &[u8], limit: usize) -> usize {
+    const TYPICAL_RATIO: usize = 8;
+    match coding_of(coding) {
+        None => 0,
+        Some(c) if matches!(c.as_str(), "gzip" | "x-gzip") => size_hint(&c, body, limit),
+        Some(_) => body.len().saturating_mul(TYPICAL_RATIO).min(limit),
+    }
+}
+
 /// Deflate expands its input at most this many times.
 const DEFLATE_MOST: usize = 1032;
 
@@ -166,6 +179,26 @@ mod tests {
         let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
         e.write_all(data).unwrap();
         e.finish().unwrap()
+    }
+
+    #[test]
+    fn the_room_a_decoding_takes_is_what_it_allocates_bounded_whatever_the_body_says() {
+        let page = b"<a href=x>".repeat(5000);
+        let honest = gzip(&page);
+        assert_eq!(decoded_room(Some("gzip"), &honest, 1 << 20), page.len());
+        assert_eq!(decoded_room(Some(" X-GZIP "), &honest, 1 << 20), page.len());
+        // A body read in place takes nothing; another coding its estimate, within the limit.
+        assert_eq!(decoded_room(None, &page, 1 << 20), 0);
+        assert_eq!(decoded_room(Some("identity"), &page, 1 << 20), 0);
+        assert_eq!(decoded_room(Some("br"), &honest, 1 << 20), honest.len() * 8);
+        assert_eq!(decoded_room(Some("deflate"), &page, 4096), 4096);
+        // Hostile statements: a trailer of 4 GB is bounded by deflate's ratio and the limit.
+        let mut lying = honest.clone();
+        let n = lying.len();
+        lying[n - 4..].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert_eq!(decoded_room(Some("gzip"), &lying, 64 << 20), n * 1032);
+        assert_eq!(decoded_room(Some("gzip"), &lying, 1000), 1000);
+        assert_eq!(decoded_room(Some("gzip"), b"", 1 << 20), 0);
     }
 
     #[test]

@@ -23,6 +23,7 @@ pub(crate) fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<
 use crate::analyze::scope::LinkPolicy;
 use crate::ids::Fp;
 pub use content_coding::decode;
+pub(crate) use content_coding::decoded_room;
 pub(crate) use content_coding::{Undecoded, decode_within};
 use links::link_header;
 use url::Url;

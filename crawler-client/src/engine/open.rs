@@ -10,6 +10,7 @@ use crate::clock::now_ms;
 use crate::config::Settings;
 use crate::coop::callback::{CallbackServer, Report as CallbackReport};
 use crate::coop::{CoopMode, CoopState};
+use crate::fetch::analysis_room::AnalysisRoom;
 use crate::fetch::outbox::Outbox;
 use crate::fetch::outcome::{Context, Outcome};
 use crate::fetch::{self, outbox};
@@ -335,6 +336,8 @@ impl Engine {
                 conditional: s.conditional,
                 snapshot_backlog: Default::default(),
                 purposes: s.purposes.clone(),
+                // One page at its largest under analysis at once (fetch/analysis_room.rs).
+                analysis: Arc::new(AnalysisRoom::new(s.fetch.max_body)),
             }),
             rt,
             store,

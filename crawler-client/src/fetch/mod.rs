@@ -3,6 +3,7 @@
 //! transfer speed. The body is kept as it came (content-coded), for the archive, and decoded
 //! separately for parsing.
 
+pub(crate) mod analysis_room;
 pub(crate) mod connections;
 pub(crate) mod lane;
 pub(crate) mod outbox;

@@ -177,6 +177,8 @@ pub(crate) struct Context {
     pub(crate) snapshot_backlog: std::sync::Arc<std::sync::atomic::AtomicU64>,
     /// What the crawl is for: responses whose usage preferences refuse it are not kept.
     pub(crate) purposes: Vec<webcoop_protocol::usage::Purpose>,
+    /// The decoded bytes pages may hold under analysis at once.
+    pub(crate) analysis: std::sync::Arc<crate::fetch::analysis_room::AnalysisRoom>,
 }
 
 impl Context {
@@ -191,6 +193,7 @@ impl Context {
             conditional: self.conditional,
             snapshot_backlog: self.snapshot_backlog.clone(),
             purposes: self.purposes.clone(),
+            analysis: self.analysis.clone(),
         }
     }
 }
