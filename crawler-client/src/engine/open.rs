@@ -336,7 +336,6 @@ impl Engine {
                 conditional: s.conditional,
                 snapshot_backlog: Default::default(),
                 purposes: s.purposes.clone(),
-                // One page at its largest under analysis at once (fetch/analysis_room.rs).
                 analysis: Arc::new(AnalysisRoom::new(s.fetch.max_body)),
             }),
             rt,
