@@ -172,6 +172,27 @@ fn serve_metrics(
     Ok(())
 }
 
+/// What every request's task shares: the client, the limits and policies, and the room for
+/// analysis (one page at its largest at once).
+fn request_context(
+    s: &Settings,
+    client: fetch::Net,
+    policy: LinkPolicy,
+    warc_dir: std::path::PathBuf,
+) -> Context {
+    Context {
+        client,
+        limits: s.fetch,
+        policy,
+        warc_level: s.warc_level,
+        warc_dir,
+        conditional: s.conditional,
+        snapshot_backlog: Default::default(),
+        purposes: s.purposes.clone(),
+        analysis: Arc::new(AnalysisRoom::new(s.fetch.max_body)),
+    }
+}
+
 /// The WebSub callback server, reporting into the loop's channel.
 fn callback_server(
     rt: &tokio::runtime::Runtime,
@@ -327,17 +348,7 @@ impl Engine {
             coop.attach_indexnow(server);
         }
         let mut e = Engine {
-            ctx: Arc::new(Context {
-                client,
-                limits: s.fetch,
-                policy,
-                warc_level: s.warc_level,
-                warc_dir,
-                conditional: s.conditional,
-                snapshot_backlog: Default::default(),
-                purposes: s.purposes.clone(),
-                analysis: Arc::new(AnalysisRoom::new(s.fetch.max_body)),
-            }),
+            ctx: Arc::new(request_context(&s, client, policy, warc_dir)),
             rt,
             store,
             frontier,
