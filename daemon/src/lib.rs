@@ -14,3 +14,4 @@ pub mod generated_docs;
 pub mod layered;
 pub mod private;
 pub mod sqlite_error;
+pub mod sqlite_plans;

@@ -19,6 +19,12 @@ trait Sink {
     fn fill(&mut self, from: &mut dyn Read) -> io::Result<u64>;
     /// Forgets what was written, for a second try in another framing.
     fn restart(&mut self);
+    /// The gzip members of `body`, at most `limit` bytes, read into the sink.
+    fn gunzip(&mut self, body: &[u8], limit: u64) -> io::Result<u64> {
+        // The body is in memory: flate2's `bufread` decoders read it in place, where its
+        // `read` ones copy it through a 32 KiB buffer zeroed for every page.
+        self.fill(&mut flate2::bufread::MultiGzDecoder::new(body).take(limit))
+    }
 }
 
 impl Sink for Vec<u8> {
@@ -27,6 +33,9 @@ impl Sink for Vec<u8> {
     }
     fn restart(&mut self) {
         self.clear();
+    }
+    fn gunzip(&mut self, body: &[u8], limit: u64) -> io::Result<u64> {
+        super::gunzip::gunzip_into(self, body, limit)
     }
 }
 
@@ -55,10 +64,9 @@ impl Sink for Count {
 /// Runs `body` through the decoder of `coding` (lower case, trimmed, not identity) into
 /// `out`, at most `limit` bytes; `None` for a coding not known.
 fn run(coding: &str, body: &[u8], limit: u64, out: &mut dyn Sink) -> Option<io::Result<u64>> {
-    // The body is in memory: flate2's `bufread` decoders read it in place, where its `read`
-    // ones copy it through a 32 KiB buffer zeroed for every page.
+    // The body is in memory: flate2's `bufread` decoders read it in place.
     let read = match coding {
-        "gzip" | "x-gzip" => out.fill(&mut flate2::bufread::MultiGzDecoder::new(body).take(limit)),
+        "gzip" | "x-gzip" => out.gunzip(body, limit),
         "deflate" => {
             // "deflate" is zlib-wrapped (RFC 9110); some servers send it raw.
             let zlib = out.fill(&mut flate2::bufread::ZlibDecoder::new(body).take(limit));

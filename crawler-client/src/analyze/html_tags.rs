@@ -16,10 +16,10 @@ use super::foreign::{Contexts, Namespace, StartTag, Unsure};
 use std::ops::Range;
 
 /// A start tag: its name (lower case) and its attributes' names and raw values.
-pub(crate) struct Tag<'a> {
-    html: &'a [u8],
-    name: &'a [u8],
-    attrs: &'a [(Range<usize>, Range<usize>)],
+pub(crate) struct Tag<'h, 'r> {
+    html: &'h [u8],
+    name: &'r [u8],
+    attrs: &'r [(Range<usize>, Range<usize>)],
     /// The namespace the tag's element is in.
     pub(crate) namespace: Namespace,
     /// Inside a `<template>`: content that is not part of the document until a script
@@ -27,14 +27,14 @@ pub(crate) struct Tag<'a> {
     pub(crate) inert: bool,
 }
 
-impl Tag<'_> {
+impl<'h> Tag<'h, '_> {
     /// The tag's name, lower case ASCII (empty when longer than any name it is asked about).
     pub(crate) fn name(&self) -> &[u8] {
         self.name
     }
 
     /// The raw value of the first attribute named `name` (lower case), as the page wrote it.
-    pub(crate) fn get(&self, name: &str) -> Option<&[u8]> {
+    pub(crate) fn get(&self, name: &str) -> Option<&'h [u8]> {
         self.attrs
             .iter()
             .find(|(n, _)| self.html[n.clone()].eq_ignore_ascii_case(name.as_bytes()))
@@ -54,10 +54,10 @@ pub(crate) fn space(b: u8) -> bool {
 /// of the input is not one (as in a browser). Stops with [`Unsure`] where the page's reading
 /// needs a tree (`foreign` says where) when `strict`: the caller reads it with a tree builder.
 /// Not `strict`, it reads on, as if foreign content ended there and frames were in a frameset.
-pub(crate) fn start_tags(
-    html: &[u8],
+pub(crate) fn start_tags<'h>(
+    html: &'h [u8],
     strict: bool,
-    mut on_tag: impl FnMut(&Tag<'_>),
+    mut on_tag: impl FnMut(&Tag<'h, '_>),
 ) -> Result<(), Unsure> {
     let mut attrs: Vec<(Range<usize>, Range<usize>)> = Vec::new();
     let mut name_buf = [0u8; NAME_MAX];

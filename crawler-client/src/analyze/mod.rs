@@ -6,6 +6,7 @@ mod char_refs;
 mod content_coding;
 pub(crate) mod encoding;
 mod foreign;
+mod gunzip;
 mod html_tags;
 pub(crate) mod links;
 pub mod robots_tag;

@@ -11,6 +11,9 @@ use tokio::sync::{Semaphore, SemaphorePermit};
 /// The room is counted in parts of this many bytes.
 const PART: usize = 64 << 10;
 
+/// The most parts a room has: well under the semaphore's own bound, which is `usize::MAX >> 3`.
+const MOST_PARTS: u32 = u32::MAX >> 3;
+
 /// Decoded bytes under analysis at once, at most.
 #[derive(Debug)]
 pub(crate) struct AnalysisRoom {
@@ -22,8 +25,8 @@ impl AnalysisRoom {
     /// Room for `bytes` of decoded content at once (at least one part).
     pub(crate) fn new(bytes: usize) -> AnalysisRoom {
         let total = u32::try_from(bytes.div_ceil(PART))
-            .unwrap_or(u32::MAX >> 3)
-            .clamp(1, Semaphore::MAX_PERMITS as u32 >> 3);
+            .unwrap_or(MOST_PARTS)
+            .clamp(1, MOST_PARTS);
         AnalysisRoom {
             parts: Semaphore::new(total as usize),
             total,

@@ -225,13 +225,14 @@ pub(crate) async fn page(
         }
         Ok(resp) => {
             let depth = job.depth;
-            let decoded = match (200..300).contains(&resp.status) {
-                true => analyze::decoded_room(
+            let decoded = if (200..300).contains(&resp.status) {
+                analyze::decoded_room(
                     resp.header("content-encoding"),
                     &resp.body,
                     ctx.limits.max_body,
-                ),
-                false => 0,
+                )
+            } else {
+                0
             };
             let _room = ctx.analysis.take(decoded).await;
             let inline = resp.body.len() <= INLINE_ANALYSIS;

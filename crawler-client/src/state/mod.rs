@@ -46,6 +46,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use webcoop_daemon::sqlite_error::{Hints, SqliteError};
+use webcoop_daemon::sqlite_plans::keep_plans;
 
 /// The `error` of a page robots.txt forbids.
 pub(crate) const DISALLOWED: &str = "disallowed by robots.txt";
@@ -83,19 +84,6 @@ const QUEUE_BELOW_PRIORITY: &str = concat!(
     queued_columns!(),
     " FROM queue WHERE host = ?1 AND priority < ?3 ORDER BY priority DESC, seq LIMIT ?2"
 );
-
-/// Keeps each statement's plan whatever values are bound to it (SQLite's query planner
-/// stability guarantee). Without it SQLite compiles some bound values into the plan, a `LIMIT
-/// ?` or the key of a read in index order among them, and prepares the statement again at every
-/// new value: each refill of a host's queue did, 1.2% of the crawl's CPU on one host. The
-/// state's statements have one right plan each, the index they were written for.
-fn plans_kept(conn: &Connection) -> rusqlite::Result<()> {
-    conn.set_db_config(
-        rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
-        true,
-    )
-    .map(|_| ())
-}
 
 const HINTS: Hints = Hints {
     what: "crawl state",
@@ -137,7 +125,9 @@ impl Store {
         let conn = Connection::open(&path).map_err(e)?;
         conn.busy_timeout(std::time::Duration::from_secs(5))
             .map_err(e)?;
-        plans_kept(&conn).map_err(e)?;
+        // Each refill of a host's queue binds a new limit and key: 1.2% of the crawl's CPU on
+        // one host went to compiling its read again.
+        keep_plans(&conn).map_err(e)?;
         conn.execute_batch(SCHEMA).map_err(e)?;
         migrate(&conn).map_err(e)?;
         page_figures::keep(&conn).map_err(e)?;
@@ -173,7 +163,7 @@ impl Store {
             Connection::open_with_flags(&path, OpenFlags::SQLITE_OPEN_READ_ONLY).map_err(e)?;
         conn.busy_timeout(std::time::Duration::from_secs(5))
             .map_err(e)?;
-        plans_kept(&conn).map_err(e)?;
+        keep_plans(&conn).map_err(e)?;
         conn.execute_batch(&format!(
             "PRAGMA cache_size = -{};",
             schema::READ_ONLY_CACHE_KIB
@@ -416,6 +406,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use webcoop_daemon::sqlite_plans::times_prepared_again;
 
     fn fp(url: &str) -> Fp {
         Fp(xxhash_rust::xxh3::xxh3_64(url.as_bytes()))
@@ -483,12 +474,7 @@ mod tests {
             s.next_for_host(h, after, limit, &skip).unwrap();
             s.next_for_host(h, None, limit, &skip).unwrap();
         }
-        let reprepared = |sql: &str| {
-            s.conn
-                .prepare_cached(sql)
-                .unwrap()
-                .get_status(rusqlite::StatementStatus::RePrepare)
-        };
+        let reprepared = |sql: &str| times_prepared_again(&s.conn, sql).unwrap();
         for sql in [QUEUE_FROM_TOP, QUEUE_REST_OF_PRIORITY, QUEUE_BELOW_PRIORITY] {
             assert_eq!(reprepared(sql), 0, "{sql}");
         }

@@ -4,6 +4,14 @@ use super::{Due, RefusedFile, Store, StoreError, digest_of};
 use rusqlite::params;
 use std::collections::HashMap;
 
+/// A round of judging: the `?1` files judged longest ago, listed ones after `(?2, ?3)`.
+pub(super) const DUE_FOR_JUDGING: &str =
+    "SELECT path, 1, judged FROM (SELECT path, judged FROM files
+   WHERE (judged, path) > (?2, ?3) ORDER BY judged, path LIMIT ?1)
+ UNION ALL
+ SELECT path, 0, judged FROM (SELECT path, judged FROM refused ORDER BY judged LIMIT ?1)
+ ORDER BY 3, 1 LIMIT ?1";
+
 impl Store {
     /// The files the web server refused, as last judged.
     pub(crate) fn load_refused(&self) -> Result<HashMap<Box<str>, RefusedFile>, StoreError> {
@@ -62,13 +70,7 @@ impl Store {
         let (judged, path) = after.unwrap_or((i64::MIN, ""));
         let mut stmt = self
             .conn
-            .prepare_cached(
-                "SELECT path, 1, judged FROM (SELECT path, judged FROM files
-                   WHERE (judged, path) > (?2, ?3) ORDER BY judged, path LIMIT ?1)
-                 UNION ALL
-                 SELECT path, 0, judged FROM (SELECT path, judged FROM refused ORDER BY judged LIMIT ?1)
-                 ORDER BY 3, 1 LIMIT ?1",
-            )
+            .prepare_cached(DUE_FOR_JUDGING)
             .map_err(|e| self.err(e))?;
         let rows = stmt
             .query_map(params![limit as i64, judged, path], |r| {

@@ -5,6 +5,12 @@ use super::{LoggedChange, Store, StoreError, digest_of, from_ms, kind_of};
 use chrono::{DateTime, Utc};
 use rusqlite::OptionalExtension;
 
+/// The newest changes, `?1` of them, newest first.
+const RECENT_CHANGES: &str = "SELECT seq, path, kind, time, sha256, prev_sha256, size, content_type, changed FROM changes ORDER BY seq DESC LIMIT ?1";
+
+/// A page of the changes feed: `?2` changes after sequence number `?1`.
+pub(super) const CHANGES_SINCE: &str = "SELECT seq, path, kind, time, sha256, prev_sha256, size, content_type, changed FROM changes WHERE seq > ?1 ORDER BY seq LIMIT ?2";
+
 impl Store {
     /// The newest sequence number ever assigned (0 before the first change).
     pub fn head_seq(&self) -> Result<u64, StoreError> {
@@ -30,7 +36,7 @@ impl Store {
     }
 
     fn changes_where(&self, sql: &str, args: &[i64]) -> Result<Vec<LoggedChange>, StoreError> {
-        let mut stmt = self.conn.prepare(sql).map_err(|e| self.err(e))?;
+        let mut stmt = self.conn.prepare_cached(sql).map_err(|e| self.err(e))?;
         let rows = stmt
             .query_map(rusqlite::params_from_iter(args), |r| {
                 Ok(LoggedChange {
@@ -51,10 +57,7 @@ impl Store {
 
     /// The newest `limit` changes, oldest first.
     pub(crate) fn recent_changes(&self, limit: usize) -> Result<Vec<LoggedChange>, StoreError> {
-        let mut changes = self.changes_where(
-            "SELECT seq, path, kind, time, sha256, prev_sha256, size, content_type, changed FROM changes ORDER BY seq DESC LIMIT ?1",
-            &[limit as i64],
-        )?;
+        let mut changes = self.changes_where(RECENT_CHANGES, &[limit as i64])?;
         changes.reverse();
         Ok(changes)
     }
@@ -66,7 +69,7 @@ impl Store {
         limit: usize,
     ) -> Result<Vec<LoggedChange>, StoreError> {
         self.changes_where(
-            "SELECT seq, path, kind, time, sha256, prev_sha256, size, content_type, changed FROM changes WHERE seq > ?1 ORDER BY seq LIMIT ?2",
+            CHANGES_SINCE,
             &[since.min(i64::MAX as u64) as i64, limit as i64],
         )
     }

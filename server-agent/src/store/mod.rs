@@ -23,6 +23,7 @@ use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, params};
 use std::path::{Path, PathBuf};
 use webcoop_daemon::sqlite_error::{Hints, SqliteError};
+use webcoop_daemon::sqlite_plans::keep_plans;
 use webcoop_protocol::changes_feed::ChangeKind;
 use webcoop_protocol::validator::Sha256Digest;
 
@@ -120,6 +121,8 @@ impl Store {
             );
         }
         let conn = Connection::open(&path).map_err(|e| store_error(&path, e))?;
+        // The changes feed and judging read in pages, a new bound key and limit each time.
+        keep_plans(&conn).map_err(|e| store_error(&path, e))?;
         conn.execute_batch(schema::SCHEMA)
             .map_err(|e| store_error(&path, e))?;
         schema::migrate(&conn).map_err(|e| store_error(&path, e))?;
@@ -148,6 +151,7 @@ impl Store {
         .map_err(|e| store_error(&path, e))?;
         conn.busy_timeout(std::time::Duration::from_secs(5))
             .map_err(|e| store_error(&path, e))?;
+        keep_plans(&conn).map_err(|e| store_error(&path, e))?;
         Ok(Store {
             conn,
             path,

@@ -289,3 +289,29 @@ fn frozen_files_keep_the_commit_they_were_taken_at_while_the_store_commits_on() 
     .unwrap();
     assert_eq!(seen, 1);
 }
+
+#[test]
+fn paged_reads_keep_their_plans_whatever_page_is_asked() {
+    use webcoop_daemon::sqlite_plans::times_prepared_again;
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path()).unwrap();
+    for i in 0..10 {
+        let batch = Batch {
+            changes: vec![change(ChangeKind::Modified, "x", t(i))],
+            ..Batch::default()
+        };
+        store.commit(batch, t(i), &KEEP).unwrap();
+    }
+    let reader = Store::open_read_only(dir.path()).unwrap();
+    for s in [&store, &reader] {
+        for (since, limit) in [(0, 1), (3, 2), (1, 5), (7, 3), (2, 4), (0, 6)] {
+            let page = s.changes_since(since, limit).unwrap();
+            assert_eq!(page.len(), limit.min(10 - since as usize));
+            assert_eq!(page[0].seq, since + 1);
+            s.due_for_judging(limit, Some((since as i64, "x"))).unwrap();
+        }
+        for sql in [log::CHANGES_SINCE, judging::DUE_FOR_JUDGING] {
+            assert_eq!(times_prepared_again(&s.conn, sql).unwrap(), 0, "{sql}");
+        }
+    }
+}

@@ -69,13 +69,13 @@ pub(super) fn lol_links(page: &Url, html: &[u8]) -> PageLinks {
             if !rel_has_str(el.get_attribute("rel"), "nofollow")
                 && let Some(h) = el.get_attribute("href")
             {
-                raw.borrow_mut().hrefs.push(decoded_str(&h));
+                raw.borrow_mut().hrefs.push(decoded_str(&h).into());
             }
             Ok(())
         }))
         .append_element_content_handler(on(&sel.frame, |el| {
             if let Some(h) = el.get_attribute("src") {
-                raw.borrow_mut().hrefs.push(decoded_str(&h));
+                raw.borrow_mut().hrefs.push(decoded_str(&h).into());
             }
             Ok(())
         }))
@@ -105,7 +105,7 @@ pub(super) fn lol_links(page: &Url, html: &[u8]) -> PageLinks {
                 .iter()
                 .any(|w| matches!(*w, "alternate" | "next" | "prev" | "canonical"))
             {
-                r.hrefs.push(href);
+                r.hrefs.push(href.into());
             }
             Ok(())
         }))

@@ -54,10 +54,11 @@ impl PageLinks {
     }
 }
 
+/// What the scan found, links' texts borrowed from the page where they need no decoding.
 #[derive(Default)]
-struct Raw {
+struct Raw<'h> {
     base: Option<String>,
-    hrefs: Vec<String>,
+    hrefs: Vec<Cow<'h, str>>,
     noindex: bool,
     nofollow: bool,
     canonical: Option<String>,
@@ -71,8 +72,8 @@ struct Raw {
 }
 
 /// An element as link extraction reads it: a start tag of the scan, or an element of a
-/// tree builder's document.
-pub(super) trait Element {
+/// tree builder's document; its attributes' values live as long as `'h`.
+pub(super) trait Element<'h> {
     /// The element's local name, lower case.
     fn name(&self) -> &[u8];
     /// The namespace it is in.
@@ -81,10 +82,10 @@ pub(super) trait Element {
     fn inert(&self) -> bool;
     /// The first attribute named `name` (`xlink:href` for XLink's), character references
     /// decoded.
-    fn attr(&self, name: &str) -> Option<Cow<'_, str>>;
+    fn attr(&self, name: &str) -> Option<Cow<'h, str>>;
 }
 
-impl Element for Tag<'_> {
+impl<'h> Element<'h> for Tag<'h, '_> {
     fn name(&self) -> &[u8] {
         Tag::name(self)
     }
@@ -97,7 +98,7 @@ impl Element for Tag<'_> {
         self.inert
     }
 
-    fn attr(&self, name: &str) -> Option<Cow<'_, str>> {
+    fn attr(&self, name: &str) -> Option<Cow<'h, str>> {
         let value = self.get(name)?;
         // Valid UTF-8 is checked by the standard library's fast path; only what fails it is
         // read again for its replacement characters.
@@ -116,7 +117,7 @@ fn rel_has(rel: Option<&str>, word: &str) -> bool {
 }
 
 /// What one element adds to the page's links.
-fn take(tag: &impl Element, r: &mut Raw) {
+fn take<'h>(tag: &impl Element<'h>, r: &mut Raw<'h>) {
     if tag.inert() {
         return;
     }
@@ -144,12 +145,12 @@ fn take(tag: &impl Element, r: &mut Raw) {
             if let Some(h) = href
                 && !rel_has(tag.attr("rel").as_deref(), "nofollow")
             {
-                r.hrefs.push(h.into_owned());
+                r.hrefs.push(h);
             }
         }
         b"frame" | b"iframe" => {
             if let Some(h) = tag.attr("src") {
-                r.hrefs.push(h.into_owned());
+                r.hrefs.push(h);
             }
         }
         b"link" => {
@@ -157,19 +158,19 @@ fn take(tag: &impl Element, r: &mut Raw) {
                 return;
             };
             let rel = tag.attr("rel").unwrap_or_default().to_ascii_lowercase();
-            let href = h.into_owned();
+            let href = h;
             let words: Vec<&str> = rel
                 .split(['\t', '\n', '\x0c', '\r', ' '])
                 .filter(|w| !w.is_empty())
                 .collect();
             if words.contains(&"canonical") {
-                r.canonical = Some(href.clone());
+                r.canonical = Some(href.to_string());
             }
             if words.contains(&"hub") {
-                r.hub = Some(href.clone());
+                r.hub = Some(href.to_string());
             }
             if words.contains(&"self") {
-                r.topic = Some(href.clone());
+                r.topic = Some(href.to_string());
             }
             // Stylesheets, icons and the like are resources of the page, not pages: only
             // alternates and navigation are followed.
@@ -178,7 +179,7 @@ fn take(tag: &impl Element, r: &mut Raw) {
                     .attr("type")
                     .is_some_and(|t| webcoop_protocol::web_feed::is_feed_media_type(&t))
             {
-                r.feeds.push(href.clone());
+                r.feeds.push(href.to_string());
             }
             if words
                 .iter()
@@ -214,7 +215,7 @@ fn take(tag: &impl Element, r: &mut Raw) {
 
 /// What a `<meta>` declares of the page: its encoding (`charset`, or `http-equiv` with a
 /// `content` charset) and a refresh.
-fn meta_pragmas(tag: &impl Element, r: &mut Raw) {
+fn meta_pragmas<'h>(tag: &impl Element<'h>, r: &mut Raw<'h>) {
     let equiv = tag.attr("http-equiv");
     if !r.declared_seen {
         let declared = match (tag.attr("charset"), equiv.as_deref()) {
@@ -248,40 +249,40 @@ pub fn extract(page: &Url, html: &[u8]) -> PageLinks {
 /// `content_type`, in the encoding the HTML standard's sniffing decides.
 pub fn extract_served(page: &Url, html: &[u8], content_type: Option<&str>) -> PageLinks {
     let sniffed = encoding::sniff(html, content_type);
-    let (raw, sniffed) = match scan(html, sniffed) {
-        // A tentative encoding a later `<meta>` contradicts: read again in the declared one.
-        (raw, s) if s.source.tentative() => {
-            match raw
-                .declared
-                .and_then(|d| encoding::changed_by_meta(s.encoding, d))
-            {
-                Some(e) => scan(
-                    html,
-                    Sniffed {
-                        encoding: e,
-                        source: encoding::Source::Meta,
-                        bom: 0,
-                    },
-                ),
-                None => (raw, s),
-            }
-        }
-        done => done,
-    };
+    let text = in_encoding(html, sniffed);
+    let raw = scan(&text);
+    // A tentative encoding a later `<meta>` contradicts: read again in the declared one.
+    if sniffed.source.tentative()
+        && let Some(e) = raw
+            .declared
+            .and_then(|d| encoding::changed_by_meta(sniffed.encoding, d))
+    {
+        let declared = Sniffed {
+            encoding: e,
+            source: encoding::Source::Meta,
+            bom: 0,
+        };
+        let text = in_encoding(html, declared);
+        return finish(page, scan(&text), declared);
+    }
     finish(page, raw, sniffed)
 }
 
-/// The tags of `html` read in `sniffed`'s encoding; by a tree builder where the scan cannot
-/// tell how a browser reads them.
-fn scan(html: &[u8], sniffed: Sniffed) -> (Raw, Sniffed) {
+/// `html` as UTF-8, read in `sniffed`'s encoding (itself when it is UTF-8 without a BOM).
+fn in_encoding(html: &[u8], sniffed: Sniffed) -> Cow<'_, [u8]> {
+    if sniffed.encoding == encoding_rs::UTF_8 && sniffed.bom == 0 {
+        return Cow::Borrowed(html);
+    }
+    match encoding::decode(html, sniffed) {
+        Cow::Borrowed(text) => Cow::Borrowed(text.as_bytes()),
+        Cow::Owned(text) => Cow::Owned(text.into_bytes()),
+    }
+}
+
+/// The tags of `text` (UTF-8); by a tree builder where the scan cannot tell how a browser
+/// reads them.
+fn scan(text: &[u8]) -> Raw<'_> {
     let mut raw = Raw::default();
-    let decoded;
-    let text = if sniffed.encoding == encoding_rs::UTF_8 && sniffed.bom == 0 {
-        html
-    } else {
-        decoded = encoding::decode(html, sniffed);
-        decoded.as_bytes()
-    };
     if start_tags(text, true, |tag| take(tag, &mut raw)).is_err() {
         raw = Raw::default();
         if tree::affordable(text) {
@@ -292,11 +293,11 @@ fn scan(html: &[u8], sniffed: Sniffed) -> (Raw, Sniffed) {
             let _ = start_tags(text, false, |tag| take(tag, &mut raw));
         }
     }
-    (raw, sniffed)
+    raw
 }
 
 /// The links found, resolved against the page's base, each once.
-fn finish(page: &Url, raw: Raw, sniffed: Sniffed) -> PageLinks {
+fn finish(page: &Url, raw: Raw<'_>, sniffed: Sniffed) -> PageLinks {
     let encoding = sniffed.encoding;
     let base = raw
         .base
@@ -342,7 +343,7 @@ fn finish(page: &Url, raw: Raw, sniffed: Sniffed) -> PageLinks {
                 if leading.starts_with('#') {
                     "#"
                 } else {
-                    href.as_str()
+                    href.as_ref()
                 }
             })
             .filter(|text| texts.insert(*text))

@@ -19,7 +19,8 @@ pub(super) struct TreeElement {
     attrs: Vec<(bool, String, String)>,
 }
 
-impl Element for TreeElement {
+/// The tree's values are copied out: the tree is dropped before the links are resolved.
+impl<'h> Element<'h> for TreeElement {
     fn name(&self) -> &[u8] {
         self.name.as_bytes()
     }
@@ -33,7 +34,7 @@ impl Element for TreeElement {
         false
     }
 
-    fn attr(&self, name: &str) -> Option<Cow<'_, str>> {
+    fn attr(&self, name: &str) -> Option<Cow<'h, str>> {
         let (xlink, local) = match name.strip_prefix("xlink:") {
             Some(local) => (true, local),
             None => (false, name),
@@ -41,7 +42,7 @@ impl Element for TreeElement {
         self.attrs
             .iter()
             .find(|(x, n, _)| *x == xlink && n == local)
-            .map(|(_, _, v)| Cow::Borrowed(v.as_str()))
+            .map(|(_, _, v)| Cow::Owned(v.clone()))
     }
 }
 
