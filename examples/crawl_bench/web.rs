@@ -145,7 +145,20 @@ fn watched(
                     }
                 }
                 tick += 1;
-                std::thread::sleep(Duration::from_millis(500));
+                // The peak and the bytes written are read every 20 ms between the samples: a
+                // crawl shorter than one (the one host of 1,000 pages takes half a second) was
+                // reported at 0 MiB and 0 bytes.
+                for _ in 0..25 {
+                    if d.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                    let (rss, wrote) = (status_kib(pid, "VmHWM:"), wchar(pid));
+                    if let Ok(mut w) = s.lock() {
+                        w.peak_rss_kib = w.peak_rss_kib.max(rss);
+                        w.wrote = w.wrote.max(wrote.unwrap_or(0));
+                    }
+                }
             }
         });
         let killer = kill_at.filter(|_| part == 0).map(|at| {
