@@ -154,11 +154,10 @@ fn take<'h>(tag: &impl Element<'h>, r: &mut Raw<'h>) {
             }
         }
         b"link" => {
-            let Some(h) = tag.attr("href") else {
+            let Some(href) = tag.attr("href") else {
                 return;
             };
             let rel = tag.attr("rel").unwrap_or_default().to_ascii_lowercase();
-            let href = h;
             let words: Vec<&str> = rel
                 .split(['\t', '\n', '\x0c', '\r', ' '])
                 .filter(|w| !w.is_empty())
