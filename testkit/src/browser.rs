@@ -56,8 +56,9 @@ impl Browser {
                 }
             }
         });
+        // Beside the whole suite on two cores chromedriver once took over 20 s to start.
         let port = rx
-            .recv_timeout(Duration::from_secs(20))
+            .recv_timeout(Duration::from_secs(60))
             .unwrap_or_else(|_| panic!("chromedriver did not say its port"));
         let profile = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
         let caps = serde_json::json!({
